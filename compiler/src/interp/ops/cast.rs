@@ -1,0 +1,69 @@
+//! Cast and CastLike between every dtype, float8 included.
+use super::util::{arg, one};
+use super::OpResult;
+use crate::float8;
+use crate::interp::RtValue;
+use crate::ir::{DType, Op};
+use crate::tensor::{Data, Tensor};
+use burnc_runtime::Elem;
+use half::{bf16, f16};
+
+pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
+    let x = arg(args, 0)?;
+    match op {
+        Op::Cast { to, saturate } => one(cast(x, *to, *saturate)?),
+        Op::CastLike { saturate } => one(cast(x, arg(args, 1)?.dtype(), *saturate)?),
+        _ => Err(format!("{} is not a cast", op.name())),
+    }
+}
+
+fn convert<S: Elem, T: Elem>(v: &[S]) -> Vec<T> {
+    if S::IS_FLOAT {
+        v.iter().map(|&x| T::from_f64(x.to_f64())).collect()
+    } else if T::IS_FLOAT {
+        // Unsigned 64-bit values above i64::MAX must not go through i64.
+        v.iter().map(|&x| if x < S::zero() { T::from_f64(x.to_i64() as f64) } else { T::from_f64(x.to_u64() as f64) }).collect()
+    } else {
+        v.iter().map(|&x| T::from_i64(x.to_i64())).collect()
+    }
+}
+
+fn to_type<S: Elem>(v: &[S], to: DType) -> Data {
+    match to {
+        DType::F32 => Data::F32(convert(v)),
+        DType::F64 => Data::F64(convert(v)),
+        DType::F16 => Data::F16(convert::<S, f16>(v)),
+        DType::BF16 => Data::BF16(convert::<S, bf16>(v)),
+        DType::I8 => Data::I8(convert(v)),
+        DType::I16 => Data::I16(convert(v)),
+        DType::I32 => Data::I32(convert(v)),
+        DType::I64 => Data::I64(convert(v)),
+        DType::U8 => Data::U8(convert(v)),
+        DType::U16 => Data::U16(convert(v)),
+        DType::U32 => Data::U32(convert(v)),
+        DType::U64 => Data::U64(convert(v)),
+        DType::Bool => Data::Bool(v.iter().map(|&x| x != S::zero()).collect()),
+        d => Data::F8(d, Vec::new()),
+    }
+}
+
+pub fn cast(x: &Tensor, to: DType, saturate: bool) -> Result<Tensor, String> {
+    if x.dtype() == to {
+        return Ok(x.clone());
+    }
+    let data = if to.is_float() && !matches!(to, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+        // To float8: through f32 (f64 sources first round to f32, as the ONNX reference does).
+        let vals = x.to_f64_vec();
+        Data::F8(to, vals.iter().map(|&v| float8::from_f32(to, v as f32, saturate)).collect())
+    } else if let Data::F8(_, _) = &x.data {
+        let vals: Vec<f32> = x.to_f64_vec().into_iter().map(|v| v as f32).collect();
+        to_type(&vals, to)
+    } else {
+        crate::with_data!(&x.data, v => to_type(v, to), f8 => unreachable_f8())
+    };
+    Ok(Tensor::new(x.shape.clone(), data))
+}
+
+fn unreachable_f8() -> Data {
+    Data::F32(Vec::new())
+}

@@ -1,0 +1,52 @@
+//! Interpreter semantics of each core op, grouped by family. Each family module exposes
+//! `eval(op, args, n_outputs) -> OpResult`; kernels come from burnc-runtime.
+mod cast;
+mod control;
+mod elementwise;
+mod index;
+mod linalg;
+mod nn;
+mod norm;
+mod reduce;
+mod seq;
+mod shape;
+pub(crate) mod util;
+
+use super::{Frame, RtValue};
+use crate::ir::Op;
+
+/// Result of one op: its outputs, or the reason it failed (the caller adds the node).
+pub type OpResult = Result<Vec<RtValue>, String>;
+
+pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Frame<'_>) -> OpResult {
+    match op {
+        Op::Unary(_) | Op::Binary(_) | Op::Where => elementwise::eval(op, &args, n_outputs),
+        Op::Cast { .. } | Op::CastLike { .. } => cast::eval(op, &args, n_outputs),
+        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
+        Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
+        Op::BatchNorm { .. }
+        | Op::InstanceNorm { .. }
+        | Op::LayerNorm { .. }
+        | Op::Lrn { .. }
+        | Op::LpNorm { .. }
+        | Op::MeanVarianceNorm { .. }
+        | Op::Softmax { .. }
+        | Op::Hardmax { .. } => norm::eval(op, &args, n_outputs),
+        Op::Reduce { .. } | Op::ArgReduce { .. } | Op::CumSum { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
+        Op::Gather { .. }
+        | Op::GatherElements { .. }
+        | Op::GatherNd { .. }
+        | Op::ScatterElements { .. }
+        | Op::ScatterNd { .. }
+        | Op::NonZero
+        | Op::Compress { .. }
+        | Op::OneHot { .. }
+        | Op::Trilu { .. }
+        | Op::EyeLike { .. }
+        | Op::ReverseSequence { .. }
+        | Op::Resize(_) => index::eval(op, &args, n_outputs),
+        Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } => control::eval(op, &args, n_outputs, frame),
+        Op::Seq(_) => seq::eval(op, &args, n_outputs),
+        _ => shape::eval(op, &args, n_outputs),
+    }
+}

@@ -1,0 +1,470 @@
+//! Shape and data-movement ops. Most are written as "which source element lands where"
+//! (a flat index per output element) and then one generic gather, so every dtype works.
+use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis, numel, one, opt_arg, opt_ints_arg, strides, ints_arg};
+use super::OpResult;
+use crate::interp::RtValue;
+use crate::ir::{Op, PadMode};
+use crate::tensor::{Data, Tensor};
+
+pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
+    match op {
+        Op::Reshape { allowzero } => one(reshape(arg(args, 0)?, &ints_arg(args, 1)?, *allowzero)?),
+        Op::Flatten { axis } => {
+            let x = arg(args, 0)?;
+            let r = x.rank() as i64;
+            let a = if *axis < 0 { axis + r } else { *axis };
+            if a < 0 || a > r {
+                return Err(format!("axis {axis} out of range for rank {r}"));
+            }
+            let outer: usize = x.shape[..a as usize].iter().product();
+            let inner: usize = x.shape[a as usize..].iter().product();
+            one(Tensor::new(vec![outer, inner], x.data.clone()))
+        }
+        Op::Squeeze { axes } => {
+            let x = arg(args, 0)?;
+            let axes = int_vec_or_attr(axes, args, 1)?;
+            let shape = match axes {
+                None => x.shape.iter().copied().filter(|&d| d != 1).collect(),
+                Some(ax) => {
+                    let ax = norm_axes(&ax, x.rank())?;
+                    for &a in &ax {
+                        if x.shape[a] != 1 {
+                            return Err(format!("cannot squeeze axis {a} of size {}", x.shape[a]));
+                        }
+                    }
+                    x.shape.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, &d)| d).collect()
+                }
+            };
+            one(Tensor::new(shape, x.data.clone()))
+        }
+        Op::Unsqueeze { axes } => {
+            let x = arg(args, 0)?;
+            let axes = int_vec_or_attr(axes, args, 1)?.ok_or("missing axes")?;
+            let rank = x.rank() + axes.len();
+            let ax = norm_axes(&axes, rank)?;
+            let mut shape = Vec::with_capacity(rank);
+            let mut src = x.shape.iter();
+            for i in 0..rank {
+                shape.push(if ax.contains(&i) { 1 } else { *src.next().ok_or("bad axes")? });
+            }
+            one(Tensor::new(shape, x.data.clone()))
+        }
+        Op::Transpose { perm } => {
+            let x = arg(args, 0)?;
+            let perm = perm.clone().unwrap_or_else(|| (0..x.rank()).rev().collect());
+            one(transpose(x, &perm)?)
+        }
+        Op::Concat { axis } => {
+            let parts: Vec<&Tensor> = args.iter().flatten().map(|v| v.as_tensor()).collect::<Result<_, _>>()?;
+            one(concat(&parts, *axis)?)
+        }
+        Op::Split { axis, split, num_outputs } => {
+            let x = arg(args, 0)?;
+            let ax = norm_axis(*axis, x.rank())?;
+            let dim = x.shape[ax];
+            let sizes: Vec<usize> = match int_vec_or_attr(split, args, 1)? {
+                Some(s) => s.iter().map(|&v| usize::try_from(v).map_err(|_| format!("negative split {v}"))).collect::<Result<_, _>>()?,
+                None => {
+                    let k = num_outputs.unwrap_or(n_outputs).max(1);
+                    let chunk = dim.div_ceil(k);
+                    (0..k).map(|i| chunk.min(dim.saturating_sub(i * chunk))).collect()
+                }
+            };
+            if sizes.iter().sum::<usize>() != dim {
+                return Err(format!("split sizes {sizes:?} do not sum to dim {dim}"));
+            }
+            let mut outs = Vec::new();
+            let mut start = 0;
+            for s in sizes {
+                outs.push(RtValue::Tensor(slice_axis(x, ax, start, s)?));
+                start += s;
+            }
+            Ok(outs)
+        }
+        Op::Slice => one(slice(args)?),
+        Op::Expand => {
+            let x = arg(args, 0)?;
+            let shape = to_dims(&ints_arg(args, 1)?)?;
+            let out = broadcast_shapes(&x.shape, &shape)?;
+            one(broadcast_to(x, &out)?)
+        }
+        Op::Tile => {
+            let x = arg(args, 0)?;
+            let reps = to_dims(&ints_arg(args, 1)?)?;
+            if reps.len() != x.rank() {
+                return Err(format!("repeats has {} entries for rank {}", reps.len(), x.rank()));
+            }
+            let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d * r).collect();
+            let src = strides(&x.shape);
+            let idx = index_map(&out, |ix| ix.iter().enumerate().map(|(d, &i)| (i % x.shape[d]) * src[d]).sum())?;
+            one(Tensor::new(out, take(&x.data, &idx)))
+        }
+        Op::Pad { mode } => one(pad(args, *mode)?),
+        Op::Shape { start, end } => {
+            let x = arg(args, 0)?;
+            let r = x.rank() as i64;
+            let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+            let s = clamp(*start);
+            let e = clamp(end.unwrap_or(r));
+            let dims: Vec<i64> = x.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
+            one(Tensor::from_i64s(vec![dims.len()], dims))
+        }
+        Op::Size => one(Tensor::scalar_i64(arg(args, 0)?.numel() as i64)),
+        Op::ConstantOfShape { value } => {
+            let shape = to_dims(&ints_arg(args, 0)?)?;
+            let n = numel(&shape)?;
+            let idx = vec![0usize; n];
+            one(Tensor::new(shape, take(&value.data, &idx)))
+        }
+        Op::Range => {
+            let (s, l, d) = (arg(args, 0)?, arg(args, 1)?, arg(args, 2)?);
+            one(range(s, l, d)?)
+        }
+        Op::DepthToSpace { blocksize, crd } => one(depth_to_space(arg(args, 0)?, *blocksize, *crd)?),
+        Op::SpaceToDepth { blocksize } => one(space_to_depth(arg(args, 0)?, *blocksize)?),
+        _ => Err(format!("{} is not implemented in the interpreter yet", op.name())),
+    }
+}
+
+/// Non-negative dims from an int vector.
+pub fn to_dims(v: &[i64]) -> Result<Vec<usize>, String> {
+    v.iter().map(|&d| usize::try_from(d).map_err(|_| format!("negative dimension {d}"))).collect()
+}
+
+/// Gather `data[idx[i]]` for every i, any dtype.
+pub fn take(data: &Data, idx: &[usize]) -> Data {
+    match data {
+        Data::F8(d, v) => Data::F8(*d, idx.iter().map(|&i| v[i]).collect()),
+        _ => crate::map_data!(data, v => idx.iter().map(|&i| v[i]).collect(), f8 => Data::F32(Vec::new())),
+    }
+}
+
+/// Like [`take`], with `None` filled by element 0 of `fill` (a one-element tensor of the
+/// same dtype).
+pub fn take_or(data: &Data, idx: &[Option<usize>], fill: &Data) -> Result<Data, String> {
+    macro_rules! go {
+        ($($variant:ident),*) => {
+            match (data, fill) {
+                $((Data::$variant(v), Data::$variant(f)) => {
+                    let f0 = *f.first().ok_or("empty fill value")?;
+                    Data::$variant(idx.iter().map(|i| i.map(|i| v[i]).unwrap_or(f0)).collect())
+                })*
+                (Data::F8(d, v), Data::F8(_, f)) => {
+                    let f0 = *f.first().ok_or("empty fill value")?;
+                    Data::F8(*d, idx.iter().map(|i| i.map(|i| v[i]).unwrap_or(f0)).collect())
+                }
+                _ => return Err(format!("fill value type {} differs from data type {}", fill.dtype(), data.dtype())),
+            }
+        };
+    }
+    Ok(go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool))
+}
+
+/// Flat source index for every output position, row-major over `out`.
+pub fn index_map<I>(out: &[usize], f: impl Fn(&[usize]) -> I) -> Result<Vec<I>, String> {
+    let n = numel(out)?;
+    let mut res = Vec::with_capacity(n);
+    let mut ix = vec![0usize; out.len()];
+    for _ in 0..n {
+        res.push(f(&ix));
+        for d in (0..out.len()).rev() {
+            ix[d] += 1;
+            if ix[d] < out[d] {
+                break;
+            }
+            ix[d] = 0;
+        }
+    }
+    Ok(res)
+}
+
+pub fn reshape(x: &Tensor, shape: &[i64], allowzero: bool) -> Result<Tensor, String> {
+    let mut out = Vec::with_capacity(shape.len());
+    let mut infer = None;
+    for (i, &d) in shape.iter().enumerate() {
+        match d {
+            -1 => {
+                if infer.replace(i).is_some() {
+                    return Err("more than one -1 in the target shape".into());
+                }
+                out.push(1);
+            }
+            0 if !allowzero => out.push(*x.shape.get(i).ok_or_else(|| format!("0 at index {i} beyond input rank"))?),
+            d if d < 0 => return Err(format!("invalid target dim {d}")),
+            d => out.push(d as usize),
+        }
+    }
+    let known: usize = numel(&out)?;
+    if let Some(i) = infer {
+        if known == 0 || x.numel() % known != 0 {
+            return Err(format!("cannot reshape {:?} to {shape:?}", x.shape));
+        }
+        out[i] = x.numel() / known;
+    }
+    if numel(&out)? != x.numel() {
+        return Err(format!("cannot reshape {:?} ({} elements) to {shape:?}", x.shape, x.numel()));
+    }
+    Ok(Tensor::new(out, x.data.clone()))
+}
+
+pub fn transpose(x: &Tensor, perm: &[usize]) -> Result<Tensor, String> {
+    let r = x.rank();
+    let mut seen = vec![false; r];
+    if perm.len() != r || perm.iter().any(|&p| p >= r || std::mem::replace(&mut seen[p], true)) {
+        return Err(format!("perm {perm:?} is not a permutation of rank {r}"));
+    }
+    if r > 16 {
+        return Err("rank above 16 is not supported".into());
+    }
+    let shape: Vec<usize> = perm.iter().map(|&p| x.shape[p]).collect();
+    let data = match &x.data {
+        Data::F8(d, v) => {
+            let mut out = v.clone();
+            burnc_runtime::kernels::permute::permute(v, &x.shape, perm, &mut out);
+            Data::F8(*d, out)
+        }
+        d => crate::map_data!(d, v => {
+            let mut out = v.clone();
+            burnc_runtime::kernels::permute::permute(v, &x.shape, perm, &mut out);
+            out
+        }, f8 => Data::F32(Vec::new())),
+    };
+    Ok(Tensor::new(shape, data))
+}
+
+pub fn concat(parts: &[&Tensor], axis: i64) -> Result<Tensor, String> {
+    let first = parts.first().ok_or("Concat needs at least one input")?;
+    let rank = first.rank();
+    let ax = norm_axis(axis, rank)?;
+    let mut shape = first.shape.clone();
+    shape[ax] = 0;
+    for p in parts {
+        if p.rank() != rank || p.dtype() != first.dtype() {
+            return Err(format!("inputs differ in rank or type: {:?} {} vs {:?} {}", p.shape, p.dtype(), first.shape, first.dtype()));
+        }
+        for d in 0..rank {
+            if d != ax && p.shape[d] != first.shape[d] {
+                return Err(format!("input shapes {:?} and {:?} differ off axis {ax}", p.shape, first.shape));
+            }
+        }
+        shape[ax] += p.shape[ax];
+    }
+    let outer: usize = shape[..ax].iter().product();
+    // Flat indices into the concatenation of all parts' data.
+    let mut bases = Vec::new();
+    let mut acc = 0;
+    for p in parts {
+        bases.push(acc);
+        acc += p.numel();
+    }
+    let mut idx = Vec::with_capacity(numel(&shape)?);
+    for o in 0..outer {
+        for (p, &base) in parts.iter().zip(&bases) {
+            let chunk: usize = p.shape[ax..].iter().product();
+            idx.extend((0..chunk).map(|j| base + o * chunk + j));
+        }
+    }
+    let all = concat_data(parts)?;
+    Ok(Tensor::new(shape, take(&all, &idx)))
+}
+
+/// All parts' data end to end (same dtype).
+fn concat_data(parts: &[&Tensor]) -> Result<Data, String> {
+    let mut all = parts[0].data.clone();
+    for p in &parts[1..] {
+        macro_rules! ext {
+            ($($variant:ident),*) => {
+                match (&mut all, &p.data) {
+                    $((Data::$variant(a), Data::$variant(b)) => a.extend_from_slice(b),)*
+                    (Data::F8(_, a), Data::F8(_, b)) => a.extend_from_slice(b),
+                    _ => return Err("Concat inputs differ in type".into()),
+                }
+            };
+        }
+        ext!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool);
+    }
+    Ok(all)
+}
+
+pub fn slice_axis(x: &Tensor, ax: usize, start: usize, len: usize) -> Result<Tensor, String> {
+    let mut shape = x.shape.clone();
+    shape[ax] = len;
+    let st = strides(&x.shape);
+    let idx = index_map(&shape, |ix| ix.iter().enumerate().map(|(d, &i)| (if d == ax { i + start } else { i }) * st[d]).sum())?;
+    Ok(Tensor::new(shape, take(&x.data, &idx)))
+}
+
+fn slice(args: &[Option<RtValue>]) -> Result<Tensor, String> {
+    let x = arg(args, 0)?;
+    let starts = ints_arg(args, 1)?;
+    let ends = ints_arg(args, 2)?;
+    let r = x.rank();
+    let axes = opt_ints_arg(args, 3)?.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps = opt_ints_arg(args, 4)?.unwrap_or_else(|| vec![1; starts.len()]);
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err("starts, ends, axes and steps differ in length".into());
+    }
+    let axes = norm_axes(&axes, r)?;
+    let mut begin: Vec<i64> = vec![0; r];
+    let mut step: Vec<i64> = vec![1; r];
+    let mut shape = x.shape.clone();
+    for (i, &ax) in axes.iter().enumerate() {
+        let dim = x.shape[ax] as i64;
+        let s = steps[i];
+        if s == 0 {
+            return Err("slice step 0".into());
+        }
+        let clampv = |v: i64, lo: i64, hi: i64| v.clamp(lo, hi);
+        let norm = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
+        let (b, e) = if s > 0 {
+            (clampv(norm(starts[i]), 0, dim), clampv(norm(ends[i]), 0, dim))
+        } else {
+            (clampv(norm(starts[i]), 0, dim - 1), clampv(norm(ends[i]), -1, dim - 1))
+        };
+        let len = if s > 0 { (e - b + s - 1).div_euclid(s).max(0) } else { (b - e + (-s) - 1).div_euclid(-s).max(0) };
+        begin[ax] = b;
+        step[ax] = s;
+        shape[ax] = len as usize;
+    }
+    let st = strides(&x.shape);
+    let idx = index_map(&shape, |ix| {
+        ix.iter().enumerate().map(|(d, &i)| ((begin[d] + i as i64 * step[d]) as usize) * st[d]).sum()
+    })?;
+    Ok(Tensor::new(shape, take(&x.data, &idx)))
+}
+
+pub fn broadcast_to(x: &Tensor, out: &[usize]) -> Result<Tensor, String> {
+    let st = broadcast_strides(&x.shape, out);
+    let idx = index_map(out, |ix| ix.iter().zip(&st).map(|(i, s)| i * s).sum())?;
+    Ok(Tensor::new(out.to_vec(), take(&x.data, &idx)))
+}
+
+fn pad(args: &[Option<RtValue>], mode: PadMode) -> Result<Tensor, String> {
+    let x = arg(args, 0)?;
+    let pads = ints_arg(args, 1)?;
+    let r = x.rank();
+    let axes = match opt_ints_arg(args, 3)? {
+        Some(a) => norm_axes(&a, r)?,
+        None => (0..r).collect(),
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(format!("pads has {} entries for {} axes", pads.len(), axes.len()));
+    }
+    let mut before = vec![0i64; r];
+    let mut after = vec![0i64; r];
+    for (i, &ax) in axes.iter().enumerate() {
+        before[ax] = pads[i];
+        after[ax] = pads[i + axes.len()];
+    }
+    let mut shape = Vec::with_capacity(r);
+    for d in 0..r {
+        let n = x.shape[d] as i64 + before[d] + after[d];
+        if n < 0 {
+            return Err(format!("pads make axis {d} negative"));
+        }
+        shape.push(n as usize);
+    }
+    let st = strides(&x.shape);
+    if mode != PadMode::Constant && x.shape.iter().zip(&shape).any(|(&d, &o)| d == 0 && o > 0) {
+        return Err("cannot reflect/edge/wrap-pad an empty axis".into());
+    }
+    let idx = index_map(&shape, |ix| {
+        let mut off = 0usize;
+        for d in 0..r {
+            let n = x.shape[d] as i64;
+            let mut i = ix[d] as i64 - before[d];
+            if i < 0 || i >= n {
+                match mode {
+                    PadMode::Constant => return None,
+                    PadMode::Edge => i = i.clamp(0, n - 1),
+                    PadMode::Wrap => i = i.rem_euclid(n),
+                    PadMode::Reflect => {
+                        if n == 1 {
+                            i = 0;
+                        } else {
+                            let period = 2 * (n - 1);
+                            i = i.rem_euclid(period);
+                            if i >= n {
+                                i = period - i;
+                            }
+                        }
+                    }
+                }
+            }
+            off += i as usize * st[d];
+        }
+        Some(off)
+    })?;
+    let fill = match opt_arg(args, 2)? {
+        Some(v) if v.numel() > 0 => super::cast::cast(v, x.dtype(), true)?.data,
+        _ => Data::zeros(x.dtype(), 1),
+    };
+    Ok(Tensor::new(shape, take_or(&x.data, &idx, &fill)?))
+}
+
+fn range(s: &Tensor, l: &Tensor, d: &Tensor) -> Result<Tensor, String> {
+    if s.dtype() != l.dtype() || s.dtype() != d.dtype() {
+        return Err("start, limit and delta must share a type".into());
+    }
+    let dtype = s.dtype();
+    if dtype.is_float() {
+        let (a, b, c) = (s.to_f64_vec()[0], l.to_f64_vec()[0], d.to_f64_vec()[0]);
+        if c == 0.0 {
+            return Err("delta is 0".into());
+        }
+        let n = ((b - a) / c).ceil().max(0.0) as usize;
+        if n > 1 << 32 {
+            return Err("range too long".into());
+        }
+        let vals: Vec<f64> = (0..n).map(|i| a + i as f64 * c).collect();
+        let t = Tensor::new(vec![n], Data::F64(vals));
+        super::cast::cast(&t, dtype, true)
+    } else {
+        let get = |t: &Tensor| t.to_i64_vec().and_then(|v| v.first().copied()).ok_or("empty scalar");
+        let (a, b, c) = (get(s)?, get(l)?, get(d)?);
+        if c == 0 {
+            return Err("delta is 0".into());
+        }
+        let n = ((b - a) as f64 / c as f64).ceil().max(0.0) as usize;
+        if n > 1 << 32 {
+            return Err("range too long".into());
+        }
+        let vals: Vec<i64> = (0..n as i64).map(|i| a + i * c).collect();
+        super::cast::cast(&Tensor::from_i64s(vec![n], vals), dtype, true)
+    }
+}
+
+fn depth_to_space(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
+    if x.rank() != 4 || x.shape[1] % (b * b) != 0 {
+        return Err(format!("needs NCHW input with C divisible by {}, got {:?}", b * b, x.shape));
+    }
+    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+    let oc = c / (b * b);
+    let out = vec![n, oc, h * b, w * b];
+    let st = strides(&x.shape);
+    let idx = index_map(&out, |ix| {
+        let (bn, ch, y, xx) = (ix[0], ix[1], ix[2], ix[3]);
+        let (by, bx) = (y % b, xx % b);
+        let src_c = if crd { ch * b * b + by * b + bx } else { by * b * oc + bx * oc + ch };
+        bn * st[0] + src_c * st[1] + (y / b) * st[2] + (xx / b) * st[3]
+    })?;
+    Ok(Tensor::new(out, take(&x.data, &idx)))
+}
+
+fn space_to_depth(x: &Tensor, b: usize) -> Result<Tensor, String> {
+    if x.rank() != 4 || x.shape[2] % b != 0 || x.shape[3] % b != 0 {
+        return Err(format!("needs NCHW input with H, W divisible by {b}, got {:?}", x.shape));
+    }
+    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+    let out = vec![n, c * b * b, h / b, w / b];
+    let st = strides(&x.shape);
+    let idx = index_map(&out, |ix| {
+        let (bn, oc, y, xx) = (ix[0], ix[1], ix[2], ix[3]);
+        let ch = oc % c;
+        let blk = oc / c;
+        let (by, bx) = (blk / b, blk % b);
+        bn * st[0] + ch * st[1] + (y * b + by) * st[2] + (xx * b + bx) * st[3]
+    })?;
+    Ok(Tensor::new(out, take(&x.data, &idx)))
+}
+

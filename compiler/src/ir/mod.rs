@@ -1,0 +1,12 @@
+//! burnc's intermediate representation: one graph type for every frontend.
+mod dtype;
+mod graph;
+mod op;
+mod printer;
+mod shape;
+pub mod verify;
+
+pub use dtype::{onnx_code_name, DType};
+pub use graph::{Graph, Node, NodeId, Param, TensorType, Value, ValueId, ValueKind, ValueType};
+pub use op::{AutoPad, BinaryOp, Op, PadMode, PoolKind, ReduceOp, ResizeAttrs, ScatterReduction, SeqOp, UnaryOp, Window};
+pub use shape::{Dim, Shape};

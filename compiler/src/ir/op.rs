@@ -1,0 +1,278 @@
+//! burnc's core op set. The ONNX frontend lowers onto these (Sum/Mean/Max/Min → binary chains,
+//! Clip → Max/Min, GlobalAveragePool → mean reduction, Dropout → Identity …), so the
+//! interpreter, passes and later the gradient rules exist once per core op.
+//!
+//! Operands that decide output shapes (Reshape's shape, Slice's starts, Pad's pads …) stay
+//! inputs: the interpreter reads them at run time, and constant folding turns them into
+//! constants where the compiler can know them.
+use super::{DType, Graph};
+use crate::tensor::Tensor;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum UnaryOp {
+    Identity,
+    Abs,
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Reciprocal,
+    Floor,
+    Ceil,
+    /// Round half to even.
+    Round,
+    Sign,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Erf,
+    Relu,
+    Sigmoid,
+    Tanh,
+    Softplus,
+    Softsign,
+    Not,
+    BitwiseNot,
+    IsNaN,
+    IsInf { detect_negative: bool, detect_positive: bool },
+    LeakyRelu { alpha: f32 },
+    Elu { alpha: f32 },
+    Selu { alpha: f32, gamma: f32 },
+    Celu { alpha: f32 },
+    HardSigmoid { alpha: f32, beta: f32 },
+    HardSwish,
+    ThresholdedRelu { alpha: f32 },
+    Gelu { tanh_approx: bool },
+    Mish,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    /// Integer modulo with the sign of the divisor (Python), or C fmod when `fmod`.
+    Mod { fmod: bool },
+    Max,
+    Min,
+    And,
+    Or,
+    Xor,
+    Equal,
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+    BitShiftLeft,
+    BitShiftRight,
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// x if x >= 0 else slope * x (slope broadcast to x).
+    PRelu,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Prod,
+    L1,
+    L2,
+    LogSum,
+    LogSumExp,
+    SumSquare,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AutoPad {
+    NotSet,
+    SameUpper,
+    SameLower,
+    Valid,
+}
+
+/// Geometry shared by convolution and pooling. Empty vectors mean "derive from the input"
+/// (all ones for strides/dilations, zeros for pads).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Window {
+    pub kernel_shape: Vec<usize>,
+    pub strides: Vec<usize>,
+    /// ONNX layout: all begins, then all ends.
+    pub pads: Vec<usize>,
+    pub dilations: Vec<usize>,
+    pub auto_pad: AutoPad,
+    pub ceil_mode: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PoolKind {
+    Max,
+    Avg { count_include_pad: bool },
+    Lp { p: f32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScatterReduction {
+    None,
+    Add,
+    Mul,
+    Max,
+    Min,
+}
+
+#[derive(Debug, Clone)]
+pub enum Op {
+    // ---- elementwise
+    Unary(UnaryOp),
+    /// Two inputs, numpy broadcasting. Comparison and logic ops produce bool.
+    Binary(BinaryOp),
+    /// (cond, x, y), broadcasting.
+    Where,
+    Cast { to: DType, saturate: bool },
+    /// Cast to the dtype of the second input.
+    CastLike { saturate: bool },
+
+    // ---- linear algebra and neural-network ops
+    /// numpy matmul semantics (batched, broadcasting, 1-D promotion).
+    MatMul,
+    /// alpha * op(A) @ op(B) + beta * C (C optional, unidirectional broadcast).
+    Gemm { alpha: f32, beta: f32, trans_a: bool, trans_b: bool },
+    /// (X, W, B?) grouped N-d convolution.
+    Conv { window: Window, group: usize },
+    /// (X, W, B?) transposed convolution.
+    ConvTranspose { window: Window, group: usize, output_padding: Vec<usize>, output_shape: Vec<usize> },
+    /// Outputs: Y and, for max pooling, optional Indices.
+    Pool { kind: PoolKind, window: Window, storage_order: u8 },
+    GlobalPool { kind: PoolKind },
+    /// Inference-mode batch normalization: (X, scale, B, mean, var).
+    BatchNorm { epsilon: f32 },
+    InstanceNorm { epsilon: f32 },
+    /// (X, scale, B?) normalised over axes [axis, rank). Outputs: Y, Mean?, InvStdDev?.
+    LayerNorm { axis: i64, epsilon: f32 },
+    Lrn { size: usize, alpha: f32, beta: f32, bias: f32 },
+    LpNorm { axis: i64, p: i64 },
+    MeanVarianceNorm { axes: Vec<i64> },
+    /// Softmax / LogSoftmax / Hardmax over `axis`; `coerce_2d` is the opset < 13 semantics
+    /// (flatten to 2-D at `axis`).
+    Softmax { axis: i64, log: bool, coerce_2d: bool },
+    Hardmax { axis: i64, coerce_2d: bool },
+
+    // ---- reductions
+    /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
+    Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
+    ArgReduce { max: bool, axis: i64, keepdims: bool, select_last_index: bool },
+    CumSum { exclusive: bool, reverse: bool },
+    TopK { axis: i64, largest: bool, sorted: bool },
+
+    // ---- shape and data movement
+    Reshape { allowzero: bool },
+    Flatten { axis: i64 },
+    /// Axes from the attribute or input 1.
+    Squeeze { axes: Option<Vec<i64>> },
+    Unsqueeze { axes: Option<Vec<i64>> },
+    Transpose { perm: Option<Vec<usize>> },
+    Concat { axis: i64 },
+    /// Sizes from attribute `split`, input 1, or `num_outputs` equal parts.
+    Split { axis: i64, split: Option<Vec<i64>>, num_outputs: Option<usize> },
+    /// (data, starts, ends, axes?, steps?).
+    Slice,
+    Gather { axis: i64 },
+    GatherElements { axis: i64 },
+    GatherNd { batch_dims: i64 },
+    ScatterElements { axis: i64, reduction: ScatterReduction },
+    ScatterNd { reduction: ScatterReduction },
+    Expand,
+    Tile,
+    /// (data, pads, constant_value?, axes?).
+    Pad { mode: PadMode },
+    Shape { start: i64, end: Option<i64> },
+    Size,
+    ConstantOfShape { value: Tensor },
+    Range,
+    NonZero,
+    Trilu { upper: bool },
+    DepthToSpace { blocksize: usize, crd: bool },
+    SpaceToDepth { blocksize: usize },
+    OneHot { axis: i64 },
+    EyeLike { dtype: Option<DType>, k: i64 },
+    Compress { axis: Option<i64> },
+    ReverseSequence { batch_axis: i64, time_axis: i64 },
+    Einsum { equation: String },
+    Resize(Box<ResizeAttrs>),
+
+    // ---- sequences and optionals (interpreter-level values)
+    Seq(SeqOp),
+
+    // ---- control flow (subgraphs read outer values by name)
+    If { then_branch: Box<Graph>, else_branch: Box<Graph> },
+    Loop { body: Box<Graph> },
+    Scan { body: Box<Graph>, num_scan_inputs: usize, input_axes: Vec<i64>, output_axes: Vec<i64>, input_directions: Vec<i64>, output_directions: Vec<i64> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SeqOp {
+    Construct,
+    Empty { dtype: DType },
+    At,
+    Insert,
+    Erase,
+    Length,
+    ConcatFrom { axis: i64, new_axis: bool },
+    SplitTo { axis: i64, keepdims: bool },
+    /// Wrap a value (or, with no input, an empty optional of `ty`'s type) into an optional.
+    OptionalMake,
+    OptionalHasElement,
+    OptionalGetElement,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PadMode {
+    Constant,
+    Reflect,
+    Edge,
+    Wrap,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResizeAttrs {
+    pub mode: String,
+    pub coordinate_transformation_mode: String,
+    pub nearest_mode: String,
+    pub cubic_coeff_a: f32,
+    pub exclude_outside: bool,
+    pub extrapolation_value: f32,
+    pub antialias: bool,
+    pub axes: Option<Vec<i64>>,
+    pub keep_aspect_ratio_policy: String,
+}
+
+impl Op {
+    /// Short name for printing and op counts.
+    pub fn name(&self) -> String {
+        match self {
+            Op::Unary(u) => format!("{u:?}").split([' ', '{']).next().unwrap_or("Unary").to_string(),
+            Op::Binary(b) => format!("{b:?}").split([' ', '{']).next().unwrap_or("Binary").to_string(),
+            Op::Reduce { op, .. } => format!("Reduce{op:?}"),
+            Op::Pool { kind, .. } => match kind {
+                PoolKind::Max => "MaxPool".into(),
+                PoolKind::Avg { .. } => "AvgPool".into(),
+                PoolKind::Lp { .. } => "LpPool".into(),
+            },
+            Op::Resize(_) => "Resize".into(),
+            other => format!("{other:?}").split([' ', '{', '(']).next().unwrap_or("?").to_string(),
+        }
+    }
+}

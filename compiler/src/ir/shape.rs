@@ -1,0 +1,76 @@
+//! Shapes: fixed dims and symbolic dims (named, optionally bounded).
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Dim {
+    Fixed(usize),
+    /// A dim known only by name until pinned; memory is planned for `bound` when given.
+    Sym { name: String, bound: Option<usize> },
+}
+
+impl Dim {
+    pub fn fixed(&self) -> Option<usize> {
+        match self {
+            Dim::Fixed(n) => Some(*n),
+            Dim::Sym { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Sym { name, bound: None } => write!(f, "{name}"),
+            Dim::Sym { name, bound: Some(b) } => write!(f, "{{{name}<={b}}}"),
+        }
+    }
+}
+
+/// A shape of known rank. Unknown rank is `Option<Shape>::None` at the use site.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Shape(pub Vec<Dim>);
+
+impl Shape {
+    pub fn fixed(dims: &[usize]) -> Shape {
+        Shape(dims.iter().map(|&d| Dim::Fixed(d)).collect())
+    }
+
+    pub fn rank(&self) -> usize {
+        self.0.len()
+    }
+
+    /// All dims fixed: the concrete shape.
+    pub fn as_fixed(&self) -> Option<Vec<usize>> {
+        self.0.iter().map(Dim::fixed).collect()
+    }
+
+    /// Element count when every dim is fixed.
+    pub fn numel(&self) -> Option<usize> {
+        self.as_fixed().map(|d| d.iter().product())
+    }
+
+    /// Element count with symbolic dims at their bounds (for memory planning).
+    pub fn numel_bound(&self) -> Option<usize> {
+        self.0
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(n) => Some(*n),
+                Dim::Sym { bound, .. } => *bound,
+            })
+            .product()
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}

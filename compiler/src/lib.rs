@@ -1,0 +1,9 @@
+//! burnc-compiler: the IR every frontend produces, the passes over it, and the reference
+//! interpreter that runs it with the runtime's kernels.
+pub mod float8;
+pub mod interp;
+pub mod ir;
+pub mod passes;
+pub mod tensor;
+
+pub use tensor::{Data, Tensor};

@@ -1,0 +1,29 @@
+//! Passes over the IR. Each is `fn(&mut Graph) -> Result<(), PassError>`, followed by the
+//! verifier in debug builds.
+pub mod cost;
+
+use crate::ir::{verify, Graph};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum PassError {
+    #[error("after pass {pass}: {err}")]
+    Verify { pass: &'static str, err: verify::VerifyError },
+    #[error("node `{node}` ({op}): {reason}")]
+    Node { node: String, op: String, reason: String },
+}
+
+/// Run `pass`, then the verifier in debug builds.
+pub fn run_pass(g: &mut Graph, name: &'static str, pass: fn(&mut Graph) -> Result<(), PassError>) -> Result<(), PassError> {
+    pass(g)?;
+    if cfg!(debug_assertions) {
+        verify::verify(g).map_err(|err| PassError::Verify { pass: name, err })?;
+    }
+    Ok(())
+}
+
+/// The passes every entry point runs before using a graph's types.
+pub fn prepare(g: &mut Graph) -> Result<(), PassError> {
+    let _ = g;
+    Ok(())
+}

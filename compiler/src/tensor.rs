@@ -1,0 +1,256 @@
+//! Owned tensors with a run-time dtype: constants in the IR and values in the interpreter.
+use crate::ir::DType;
+use half::{bf16, f16};
+
+/// Storage of a tensor, one variant per element type. Float8 types have no arithmetic in the
+/// runtime; they are kept as raw bits and converted on Cast.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Data {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    Bool(Vec<bool>),
+    /// Float8 of the given dtype, raw bits.
+    F8(DType, Vec<u8>),
+}
+
+/// Run `$body` with `$v` bound to the typed `Vec` of any non-f8 variant; f8 runs `$f8`.
+#[macro_export]
+macro_rules! with_data {
+    ($data:expr, $v:ident => $body:expr, f8 => $f8:expr) => {
+        match $data {
+            $crate::tensor::Data::F32($v) => $body,
+            $crate::tensor::Data::F64($v) => $body,
+            $crate::tensor::Data::F16($v) => $body,
+            $crate::tensor::Data::BF16($v) => $body,
+            $crate::tensor::Data::I8($v) => $body,
+            $crate::tensor::Data::I16($v) => $body,
+            $crate::tensor::Data::I32($v) => $body,
+            $crate::tensor::Data::I64($v) => $body,
+            $crate::tensor::Data::U8($v) => $body,
+            $crate::tensor::Data::U16($v) => $body,
+            $crate::tensor::Data::U32($v) => $body,
+            $crate::tensor::Data::U64($v) => $body,
+            $crate::tensor::Data::Bool($v) => $body,
+            $crate::tensor::Data::F8(..) => $f8,
+        }
+    };
+}
+
+/// Like [`with_data!`] but maps each typed Vec to a new `Data` of the same variant.
+#[macro_export]
+macro_rules! map_data {
+    ($data:expr, $v:ident => $body:expr, f8 => $f8:expr) => {
+        match $data {
+            $crate::tensor::Data::F32($v) => $crate::tensor::Data::F32($body),
+            $crate::tensor::Data::F64($v) => $crate::tensor::Data::F64($body),
+            $crate::tensor::Data::F16($v) => $crate::tensor::Data::F16($body),
+            $crate::tensor::Data::BF16($v) => $crate::tensor::Data::BF16($body),
+            $crate::tensor::Data::I8($v) => $crate::tensor::Data::I8($body),
+            $crate::tensor::Data::I16($v) => $crate::tensor::Data::I16($body),
+            $crate::tensor::Data::I32($v) => $crate::tensor::Data::I32($body),
+            $crate::tensor::Data::I64($v) => $crate::tensor::Data::I64($body),
+            $crate::tensor::Data::U8($v) => $crate::tensor::Data::U8($body),
+            $crate::tensor::Data::U16($v) => $crate::tensor::Data::U16($body),
+            $crate::tensor::Data::U32($v) => $crate::tensor::Data::U32($body),
+            $crate::tensor::Data::U64($v) => $crate::tensor::Data::U64($body),
+            $crate::tensor::Data::Bool($v) => $crate::tensor::Data::Bool($body),
+            $crate::tensor::Data::F8(..) => $f8,
+        }
+    };
+}
+
+/// Like [`map_data!`] for float variants only; other variants run `$other`.
+#[macro_export]
+macro_rules! map_float_data {
+    ($data:expr, $v:ident => $body:expr, other => $other:expr) => {
+        match $data {
+            $crate::tensor::Data::F32($v) => $crate::tensor::Data::F32($body),
+            $crate::tensor::Data::F64($v) => $crate::tensor::Data::F64($body),
+            $crate::tensor::Data::F16($v) => $crate::tensor::Data::F16($body),
+            $crate::tensor::Data::BF16($v) => $crate::tensor::Data::BF16($body),
+            _ => $other,
+        }
+    };
+}
+
+impl Data {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Data::F32(_) => DType::F32,
+            Data::F64(_) => DType::F64,
+            Data::F16(_) => DType::F16,
+            Data::BF16(_) => DType::BF16,
+            Data::I8(_) => DType::I8,
+            Data::I16(_) => DType::I16,
+            Data::I32(_) => DType::I32,
+            Data::I64(_) => DType::I64,
+            Data::U8(_) => DType::U8,
+            Data::U16(_) => DType::U16,
+            Data::U32(_) => DType::U32,
+            Data::U64(_) => DType::U64,
+            Data::Bool(_) => DType::Bool,
+            Data::F8(d, _) => *d,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        with_data!(self, v => v.len(), f8 => match self { Data::F8(_, v) => v.len(), _ => 0 })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A zero-filled buffer of `n` elements.
+    pub fn zeros(dtype: DType, n: usize) -> Data {
+        match dtype {
+            DType::F32 => Data::F32(vec![0.0; n]),
+            DType::F64 => Data::F64(vec![0.0; n]),
+            DType::F16 => Data::F16(vec![f16::ZERO; n]),
+            DType::BF16 => Data::BF16(vec![bf16::ZERO; n]),
+            DType::I8 => Data::I8(vec![0; n]),
+            DType::I16 => Data::I16(vec![0; n]),
+            DType::I32 => Data::I32(vec![0; n]),
+            DType::I64 => Data::I64(vec![0; n]),
+            DType::U8 => Data::U8(vec![0; n]),
+            DType::U16 => Data::U16(vec![0; n]),
+            DType::U32 => Data::U32(vec![0; n]),
+            DType::U64 => Data::U64(vec![0; n]),
+            DType::Bool => Data::Bool(vec![false; n]),
+            d => Data::F8(d, vec![0; n]),
+        }
+    }
+
+    /// Decode little-endian bytes (ONNX raw_data, .npy payloads). `None` when the length is
+    /// not a multiple of the element size.
+    pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<Data> {
+        let size = dtype.size();
+        if bytes.len() % size != 0 {
+            return None;
+        }
+        macro_rules! dec {
+            ($t:ty, $variant:ident) => {
+                Data::$variant(
+                    bytes
+                        .chunks_exact(size)
+                        .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or_default()))
+                        .collect(),
+                )
+            };
+        }
+        Some(match dtype {
+            DType::F32 => dec!(f32, F32),
+            DType::F64 => dec!(f64, F64),
+            DType::F16 => Data::F16(
+                bytes.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]])).collect(),
+            ),
+            DType::BF16 => Data::BF16(
+                bytes.chunks_exact(2).map(|c| bf16::from_le_bytes([c[0], c[1]])).collect(),
+            ),
+            DType::I8 => Data::I8(bytes.iter().map(|&b| b as i8).collect()),
+            DType::I16 => dec!(i16, I16),
+            DType::I32 => dec!(i32, I32),
+            DType::I64 => dec!(i64, I64),
+            DType::U8 => Data::U8(bytes.to_vec()),
+            DType::U16 => dec!(u16, U16),
+            DType::U32 => dec!(u32, U32),
+            DType::U64 => dec!(u64, U64),
+            DType::Bool => Data::Bool(bytes.iter().map(|&b| b != 0).collect()),
+            d => Data::F8(d, bytes.to_vec()),
+        })
+    }
+
+    /// Little-endian bytes of the elements.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        macro_rules! enc {
+            ($v:expr) => {
+                $v.iter().flat_map(|x| x.to_le_bytes()).collect()
+            };
+        }
+        match self {
+            Data::F32(v) => enc!(v),
+            Data::F64(v) => enc!(v),
+            Data::F16(v) => enc!(v),
+            Data::BF16(v) => enc!(v),
+            Data::I8(v) => enc!(v),
+            Data::I16(v) => enc!(v),
+            Data::I32(v) => enc!(v),
+            Data::I64(v) => enc!(v),
+            Data::U8(v) => v.clone(),
+            Data::U16(v) => enc!(v),
+            Data::U32(v) => enc!(v),
+            Data::U64(v) => enc!(v),
+            Data::Bool(v) => v.iter().map(|&b| b as u8).collect(),
+            Data::F8(_, v) => v.clone(),
+        }
+    }
+}
+
+/// A dense row-major tensor with its concrete shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    pub shape: Vec<usize>,
+    pub data: Data,
+}
+
+impl Tensor {
+    pub fn new(shape: Vec<usize>, data: Data) -> Tensor {
+        debug_assert_eq!(shape.iter().product::<usize>(), data.len());
+        Tensor { shape, data }
+    }
+
+    pub fn zeros(dtype: DType, shape: Vec<usize>) -> Tensor {
+        let n = shape.iter().product();
+        Tensor { shape, data: Data::zeros(dtype, n) }
+    }
+
+    pub fn scalar_i64(v: i64) -> Tensor {
+        Tensor { shape: vec![], data: Data::I64(vec![v]) }
+    }
+
+    pub fn from_i64s(shape: Vec<usize>, v: Vec<i64>) -> Tensor {
+        Tensor { shape, data: Data::I64(v) }
+    }
+
+    pub fn from_f32s(shape: Vec<usize>, v: Vec<f32>) -> Tensor {
+        Tensor { shape, data: Data::F32(v) }
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Elements as i64 (ints and bools exactly, floats truncated); `None` for float8.
+    pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
+        use burnc_runtime::Elem;
+        with_data!(&self.data, v => Some(v.iter().map(|x| x.to_i64()).collect()), f8 => None)
+    }
+
+    /// Elements as f64; float8 is decoded.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        use burnc_runtime::Elem;
+        with_data!(&self.data, v => v.iter().map(|x| x.to_f64()).collect(),
+            f8 => match &self.data {
+                Data::F8(d, bits) => bits.iter().map(|&b| crate::float8::to_f32(*d, b) as f64).collect(),
+                _ => Vec::new(),
+            })
+    }
+}

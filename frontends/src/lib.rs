@@ -1,0 +1,3 @@
+//! burnc-frontends: each module turns a model file into a `burnc_compiler::ir::Graph`.
+pub mod npy;
+pub mod onnx;

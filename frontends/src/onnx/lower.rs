@@ -1,0 +1,554 @@
+//! Opset-aware lowering of ONNX nodes onto burnc's core ops.
+use super::attrs::Attrs;
+use super::import::{node_label, Ctx};
+use super::proto::NodeProto;
+use super::{tensor, OnnxError};
+use burnc_compiler::ir::{
+    AutoPad, BinaryOp, DType, Op, PadMode, PoolKind, ReduceOp, ResizeAttrs, ScatterReduction, SeqOp, UnaryOp,
+    ValueId, Window,
+};
+use burnc_compiler::Tensor;
+
+struct N<'n> {
+    node: &'n NodeProto,
+    label: String,
+    opset: i64,
+}
+
+impl N<'_> {
+    fn err(&self, reason: impl Into<String>) -> OnnxError {
+        OnnxError::Node { node: self.label.clone(), op: self.node.op_type().into(), opset: self.opset, reason: reason.into() }
+    }
+    fn attrs(&self) -> Attrs<'_> {
+        Attrs(&self.node.attribute)
+    }
+}
+
+fn usize_vec(n: &N, name: &str, v: Option<Vec<i64>>) -> Result<Vec<usize>, OnnxError> {
+    v.unwrap_or_default()
+        .into_iter()
+        .map(|x| usize::try_from(x).map_err(|_| n.err(format!("attribute {name} has negative value {x}"))))
+        .collect()
+}
+
+fn window(n: &N) -> Result<Window, OnnxError> {
+    let a = n.attrs();
+    let auto_pad = match a.s_or("auto_pad", "NOTSET").as_str() {
+        "NOTSET" | "" => AutoPad::NotSet,
+        "SAME_UPPER" => AutoPad::SameUpper,
+        "SAME_LOWER" => AutoPad::SameLower,
+        "VALID" => AutoPad::Valid,
+        other => return Err(n.err(format!("unknown auto_pad `{other}`"))),
+    };
+    Ok(Window {
+        kernel_shape: usize_vec(n, "kernel_shape", a.ints("kernel_shape"))?,
+        strides: usize_vec(n, "strides", a.ints("strides"))?,
+        pads: usize_vec(n, "pads", a.ints("pads"))?,
+        dilations: usize_vec(n, "dilations", a.ints("dilations"))?,
+        auto_pad,
+        ceil_mode: a.i_or("ceil_mode", 0) != 0,
+    })
+}
+
+fn reduction(n: &N) -> Result<ScatterReduction, OnnxError> {
+    Ok(match n.attrs().s_or("reduction", "none").as_str() {
+        "none" => ScatterReduction::None,
+        "add" => ScatterReduction::Add,
+        "mul" => ScatterReduction::Mul,
+        "max" => ScatterReduction::Max,
+        "min" => ScatterReduction::Min,
+        r => return Err(n.err(format!("unknown reduction `{r}`"))),
+    })
+}
+
+fn dtype_attr(n: &N, name: &str) -> Result<Option<DType>, OnnxError> {
+    match n.attrs().i(name) {
+        None => Ok(None),
+        Some(code) => DType::from_onnx_code(code as i32)
+            .map(Some)
+            .ok_or_else(|| n.err(format!("{name}: element type {} is not supported", burnc_compiler::ir::onnx_code_name(code as i32)))),
+    }
+}
+
+pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
+    let n = N { node, label: node_label(node), opset: ctx.opset };
+    let domain = node.domain();
+    if !matches!(domain, "" | "ai.onnx") {
+        return Err(OnnxError::UnsupportedOp {
+            node: n.label.clone(),
+            op: node.op_type().into(),
+            domain: domain.into(),
+            opset: ctx.opset,
+        });
+    }
+    let mut inputs: Vec<Option<ValueId>> = Vec::with_capacity(node.input.len());
+    for name in &node.input {
+        inputs.push(ctx.lookup(&n.label, name)?);
+    }
+    let a = n.attrs();
+    let op_type = node.op_type();
+    let opset = ctx.opset;
+
+    // Ops that lower to something other than one core node.
+    match op_type {
+        "Constant" => return lower_constant(ctx, &n),
+        "Sum" | "Mean" | "Max" | "Min" => {
+            let bop = match op_type {
+                "Max" => BinaryOp::Max,
+                "Min" => BinaryOp::Min,
+                _ => BinaryOp::Add,
+            };
+            let ins: Vec<ValueId> = inputs.iter().flatten().copied().collect();
+            let Some((&first, rest)) = ins.split_first() else { return Err(n.err("needs at least one input")) };
+            let out_name = node.output.first().cloned().unwrap_or_default();
+            let mut acc = first;
+            if rest.is_empty() {
+                return emit(ctx, &n, Op::Unary(UnaryOp::Identity), vec![Some(acc)]);
+            }
+            for (i, &v) in rest.iter().enumerate() {
+                let last = i + 1 == rest.len() && op_type != "Mean";
+                let name = if last { out_name.clone() } else { ctx.fresh(&out_name) };
+                let (_, outs) = ctx.graph.add_node(n.label.clone(), Op::Binary(bop), vec![Some(acc), Some(v)], &[name]);
+                set_source(ctx, &n);
+                acc = outs[0];
+            }
+            if op_type == "Mean" {
+                // Divide by the count, as a scalar of the input's dtype (CastLike at run time).
+                let count = ctx.constant(&out_name, Tensor::from_f32s(vec![], vec![ins.len() as f32]));
+                let cname = ctx.fresh(&out_name);
+                let (_, c) = ctx.graph.add_node(n.label.clone(), Op::CastLike { saturate: true }, vec![Some(count), Some(acc)], &[cname]);
+                let (_, outs) = ctx.graph.add_node(n.label.clone(), Op::Binary(BinaryOp::Div), vec![Some(acc), Some(c[0])], &[out_name.clone()]);
+                set_source(ctx, &n);
+                acc = outs[0];
+            }
+            ctx.bind(&out_name, acc);
+            return Ok(());
+        }
+        "Clip" => {
+            // Opset < 11: min/max attributes; later: optional inputs. Lowered to Max then Min.
+            let x = inputs.first().copied().flatten().ok_or_else(|| n.err("missing input"))?;
+            let out_name = node.output.first().cloned().unwrap_or_default();
+            let (lo, hi) = if opset < 11 {
+                let lo = a.f("min").map(|v| ctx.constant(&out_name, Tensor::from_f32s(vec![], vec![v])));
+                let hi = a.f("max").map(|v| ctx.constant(&out_name, Tensor::from_f32s(vec![], vec![v])));
+                let cast = |ctx: &mut Ctx, v: Option<ValueId>| {
+                    v.map(|v| {
+                        let name = ctx.fresh(&out_name);
+                        ctx.graph.add_node(n.label.clone(), Op::CastLike { saturate: true }, vec![Some(v), Some(x)], &[name]).1[0]
+                    })
+                };
+                (cast(ctx, lo), cast(ctx, hi))
+            } else {
+                (inputs.get(1).copied().flatten(), inputs.get(2).copied().flatten())
+            };
+            let mut acc = x;
+            let steps: Vec<(BinaryOp, ValueId)> =
+                [(BinaryOp::Max, lo), (BinaryOp::Min, hi)].into_iter().filter_map(|(o, v)| v.map(|v| (o, v))).collect();
+            if steps.is_empty() {
+                return emit(ctx, &n, Op::Unary(UnaryOp::Identity), vec![Some(x)]);
+            }
+            for (i, (bop, v)) in steps.iter().enumerate() {
+                let name = if i + 1 == steps.len() { out_name.clone() } else { ctx.fresh(&out_name) };
+                let (_, outs) = ctx.graph.add_node(n.label.clone(), Op::Binary(*bop), vec![Some(acc), Some(*v)], &[name]);
+                set_source(ctx, &n);
+                acc = outs[0];
+            }
+            ctx.bind(&out_name, acc);
+            return Ok(());
+        }
+        "Dropout" => {
+            // Inference: identity; the optional mask output is all true.
+            let x = inputs.first().copied().flatten();
+            let out_name = node.output.first().cloned().unwrap_or_default();
+            let (_, outs) = ctx.graph.add_node(n.label.clone(), Op::Unary(UnaryOp::Identity), vec![x], &[out_name.clone()]);
+            set_source(ctx, &n);
+            ctx.bind(&out_name, outs[0]);
+            if let Some(mask) = node.output.get(1).filter(|m| !m.is_empty()) {
+                let shape_name = ctx.fresh(mask);
+                let (_, s) = ctx.graph.add_node(n.label.clone(), Op::Shape { start: 0, end: None }, vec![x], &[shape_name]);
+                let (_, m) = ctx.graph.add_node(
+                    n.label.clone(),
+                    Op::ConstantOfShape { value: Tensor { shape: vec![], data: burnc_compiler::Data::Bool(vec![true]) } },
+                    vec![Some(s[0])],
+                    &[mask.clone()],
+                );
+                ctx.bind(mask, m[0]);
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+
+    let unary = |u: UnaryOp| Some(Op::Unary(u));
+    let binary = |b: BinaryOp| Some(Op::Binary(b));
+    let op: Option<Op> = match op_type {
+        "Identity" => unary(UnaryOp::Identity),
+        "Abs" => unary(UnaryOp::Abs),
+        "Neg" => unary(UnaryOp::Neg),
+        "Exp" => unary(UnaryOp::Exp),
+        "Log" => unary(UnaryOp::Log),
+        "Sqrt" => unary(UnaryOp::Sqrt),
+        "Reciprocal" => unary(UnaryOp::Reciprocal),
+        "Floor" => unary(UnaryOp::Floor),
+        "Ceil" => unary(UnaryOp::Ceil),
+        "Round" => unary(UnaryOp::Round),
+        "Sign" => unary(UnaryOp::Sign),
+        "Sin" => unary(UnaryOp::Sin),
+        "Cos" => unary(UnaryOp::Cos),
+        "Tan" => unary(UnaryOp::Tan),
+        "Asin" => unary(UnaryOp::Asin),
+        "Acos" => unary(UnaryOp::Acos),
+        "Atan" => unary(UnaryOp::Atan),
+        "Sinh" => unary(UnaryOp::Sinh),
+        "Cosh" => unary(UnaryOp::Cosh),
+        "Asinh" => unary(UnaryOp::Asinh),
+        "Acosh" => unary(UnaryOp::Acosh),
+        "Atanh" => unary(UnaryOp::Atanh),
+        "Erf" => unary(UnaryOp::Erf),
+        "Relu" => unary(UnaryOp::Relu),
+        "Sigmoid" => unary(UnaryOp::Sigmoid),
+        "Tanh" => unary(UnaryOp::Tanh),
+        "Softplus" => unary(UnaryOp::Softplus),
+        "Softsign" => unary(UnaryOp::Softsign),
+        "Not" => unary(UnaryOp::Not),
+        "BitwiseNot" => unary(UnaryOp::BitwiseNot),
+        "IsNaN" => unary(UnaryOp::IsNaN),
+        "IsInf" => unary(UnaryOp::IsInf {
+            detect_negative: a.i_or("detect_negative", 1) != 0,
+            detect_positive: a.i_or("detect_positive", 1) != 0,
+        }),
+        "LeakyRelu" => unary(UnaryOp::LeakyRelu { alpha: a.f_or("alpha", 0.01) }),
+        "Elu" => unary(UnaryOp::Elu { alpha: a.f_or("alpha", 1.0) }),
+        "Selu" => unary(UnaryOp::Selu { alpha: a.f_or("alpha", 1.673_263_2), gamma: a.f_or("gamma", 1.050_701) }),
+        "Celu" => unary(UnaryOp::Celu { alpha: a.f_or("alpha", 1.0) }),
+        "HardSigmoid" => unary(UnaryOp::HardSigmoid { alpha: a.f_or("alpha", 0.2), beta: a.f_or("beta", 0.5) }),
+        "HardSwish" => unary(UnaryOp::HardSwish),
+        "ThresholdedRelu" => unary(UnaryOp::ThresholdedRelu { alpha: a.f_or("alpha", 1.0) }),
+        "Gelu" => unary(UnaryOp::Gelu { tanh_approx: a.s_or("approximate", "none") == "tanh" }),
+        "Mish" => unary(UnaryOp::Mish),
+        "Add" => binary(BinaryOp::Add),
+        "Sub" => binary(BinaryOp::Sub),
+        "Mul" => binary(BinaryOp::Mul),
+        "Div" => binary(BinaryOp::Div),
+        "Pow" => binary(BinaryOp::Pow),
+        "Mod" => binary(BinaryOp::Mod { fmod: a.i_or("fmod", 0) != 0 }),
+        "And" => binary(BinaryOp::And),
+        "Or" => binary(BinaryOp::Or),
+        "Xor" => binary(BinaryOp::Xor),
+        "Equal" => binary(BinaryOp::Equal),
+        "Less" => binary(BinaryOp::Less),
+        "LessOrEqual" => binary(BinaryOp::LessOrEqual),
+        "Greater" => binary(BinaryOp::Greater),
+        "GreaterOrEqual" => binary(BinaryOp::GreaterOrEqual),
+        "BitShift" => match a.s("direction").as_deref() {
+            Some("LEFT") => binary(BinaryOp::BitShiftLeft),
+            Some("RIGHT") => binary(BinaryOp::BitShiftRight),
+            d => return Err(n.err(format!("direction must be LEFT or RIGHT, got {d:?}"))),
+        },
+        "BitwiseAnd" => binary(BinaryOp::BitAnd),
+        "BitwiseOr" => binary(BinaryOp::BitOr),
+        "BitwiseXor" => binary(BinaryOp::BitXor),
+        "PRelu" => binary(BinaryOp::PRelu),
+        "Where" => Some(Op::Where),
+        "Cast" => {
+            let to = dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))?;
+            Some(Op::Cast { to, saturate: a.i_or("saturate", 1) != 0 })
+        }
+        "CastLike" => Some(Op::CastLike { saturate: a.i_or("saturate", 1) != 0 }),
+        "MatMul" => Some(Op::MatMul),
+        "Gemm" => Some(Op::Gemm {
+            alpha: a.f_or("alpha", 1.0),
+            beta: a.f_or("beta", 1.0),
+            trans_a: a.i_or("transA", 0) != 0,
+            trans_b: a.i_or("transB", 0) != 0,
+        }),
+        "Conv" => Some(Op::Conv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
+        "ConvTranspose" => Some(Op::ConvTranspose {
+            window: window(&n)?,
+            group: a.i_or("group", 1).max(1) as usize,
+            output_padding: usize_vec(&n, "output_padding", a.ints("output_padding"))?,
+            output_shape: usize_vec(&n, "output_shape", a.ints("output_shape"))?,
+        }),
+        "MaxPool" => Some(Op::Pool { kind: PoolKind::Max, window: window(&n)?, storage_order: a.i_or("storage_order", 0) as u8 }),
+        "AveragePool" => Some(Op::Pool {
+            kind: PoolKind::Avg { count_include_pad: a.i_or("count_include_pad", 0) != 0 },
+            window: window(&n)?,
+            storage_order: 0,
+        }),
+        "LpPool" => Some(Op::Pool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 }, window: window(&n)?, storage_order: 0 }),
+        "GlobalMaxPool" => Some(Op::GlobalPool { kind: PoolKind::Max }),
+        "GlobalAveragePool" => Some(Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }),
+        "GlobalLpPool" => Some(Op::GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }),
+        "BatchNormalization" => {
+            if a.i_or("training_mode", 0) != 0 {
+                return Err(n.err("training_mode=1 is not supported (inference only)"));
+            }
+            Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
+        }
+        "InstanceNormalization" => Some(Op::InstanceNorm { epsilon: a.f_or("epsilon", 1e-5) }),
+        "LayerNormalization" => Some(Op::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
+        "LRN" => Some(Op::Lrn {
+            size: a.i("size").ok_or_else(|| n.err("missing attribute `size`"))?.max(1) as usize,
+            alpha: a.f_or("alpha", 1e-4),
+            beta: a.f_or("beta", 0.75),
+            bias: a.f_or("bias", 1.0),
+        }),
+        "LpNormalization" => Some(Op::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }),
+        "MeanVarianceNormalization" => Some(Op::MeanVarianceNorm { axes: a.ints("axes").unwrap_or(vec![0, 2, 3]) }),
+        "Softmax" | "LogSoftmax" => Some(Op::Softmax {
+            axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }),
+            log: op_type == "LogSoftmax",
+            coerce_2d: opset < 13,
+        }),
+        "Hardmax" => Some(Op::Hardmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), coerce_2d: opset < 13 }),
+        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
+        | "ReduceLogSumExp" | "ReduceSumSquare" => {
+            let rop = match op_type {
+                "ReduceSum" => ReduceOp::Sum,
+                "ReduceMean" => ReduceOp::Mean,
+                "ReduceMax" => ReduceOp::Max,
+                "ReduceMin" => ReduceOp::Min,
+                "ReduceProd" => ReduceOp::Prod,
+                "ReduceL1" => ReduceOp::L1,
+                "ReduceL2" => ReduceOp::L2,
+                "ReduceLogSum" => ReduceOp::LogSum,
+                "ReduceLogSumExp" => ReduceOp::LogSumExp,
+                _ => ReduceOp::SumSquare,
+            };
+            Some(Op::Reduce {
+                op: rop,
+                axes: a.ints("axes"),
+                keepdims: a.i_or("keepdims", 1) != 0,
+                noop_with_empty_axes: a.i_or("noop_with_empty_axes", 0) != 0,
+            })
+        }
+        "ArgMax" | "ArgMin" => Some(Op::ArgReduce {
+            max: op_type == "ArgMax",
+            axis: a.i_or("axis", 0),
+            keepdims: a.i_or("keepdims", 1) != 0,
+            select_last_index: a.i_or("select_last_index", 0) != 0,
+        }),
+        "CumSum" => Some(Op::CumSum { exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }),
+        "TopK" => {
+            if opset < 10 {
+                // k was an attribute: make it the input it became.
+                let k = a.i("k").ok_or_else(|| n.err("missing attribute `k`"))?;
+                let kv = ctx.constant(&n.label, Tensor::from_i64s(vec![1], vec![k]));
+                inputs.truncate(1);
+                inputs.push(Some(kv));
+            }
+            Some(Op::TopK { axis: a.i_or("axis", -1), largest: a.i_or("largest", 1) != 0, sorted: a.i_or("sorted", 1) != 0 })
+        }
+        "Reshape" => {
+            if opset < 5 {
+                let shape = a.ints("shape").ok_or_else(|| n.err("missing attribute `shape`"))?;
+                let sv = ctx.constant(&n.label, Tensor::from_i64s(vec![shape.len()], shape));
+                inputs.truncate(1);
+                inputs.push(Some(sv));
+            }
+            Some(Op::Reshape { allowzero: a.i_or("allowzero", 0) != 0 })
+        }
+        "Flatten" => Some(Op::Flatten { axis: a.i_or("axis", 1) }),
+        "Squeeze" => Some(Op::Squeeze { axes: a.ints("axes") }),
+        "Unsqueeze" => Some(Op::Unsqueeze { axes: a.ints("axes") }),
+        "Transpose" => Some(Op::Transpose { perm: usize_vec(&n, "perm", a.ints("perm")).map(|p| (!p.is_empty()).then_some(p))? }),
+        "Concat" => Some(Op::Concat { axis: a.i("axis").ok_or_else(|| n.err("missing attribute `axis`"))? }),
+        "Split" => Some(Op::Split {
+            axis: a.i_or("axis", 0),
+            split: a.ints("split"),
+            num_outputs: a.i("num_outputs").map(|v| v.max(0) as usize).or(Some(node.output.len())),
+        }),
+        "Slice" => {
+            if opset < 10 {
+                let starts = a.ints("starts").ok_or_else(|| n.err("missing attribute `starts`"))?;
+                let ends = a.ints("ends").ok_or_else(|| n.err("missing attribute `ends`"))?;
+                let mut extra = vec![starts, ends];
+                if let Some(axes) = a.ints("axes") {
+                    extra.push(axes);
+                }
+                inputs.truncate(1);
+                for v in extra {
+                    let c = ctx.constant(&n.label, Tensor::from_i64s(vec![v.len()], v));
+                    inputs.push(Some(c));
+                }
+            }
+            Some(Op::Slice)
+        }
+        "Gather" => Some(Op::Gather { axis: a.i_or("axis", 0) }),
+        "GatherElements" => Some(Op::GatherElements { axis: a.i_or("axis", 0) }),
+        "GatherND" => Some(Op::GatherNd { batch_dims: a.i_or("batch_dims", 0) }),
+        "ScatterElements" | "Scatter" => Some(Op::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }),
+        "ScatterND" => Some(Op::ScatterNd { reduction: reduction(&n)? }),
+        "Expand" => Some(Op::Expand),
+        "Tile" => Some(Op::Tile),
+        "Pad" => {
+            let mode = match a.s_or("mode", "constant").as_str() {
+                "constant" => PadMode::Constant,
+                "reflect" => PadMode::Reflect,
+                "edge" => PadMode::Edge,
+                "wrap" => PadMode::Wrap,
+                m => return Err(n.err(format!("unknown mode `{m}`"))),
+            };
+            if opset < 11 {
+                let pads = a.ints("pads").or(a.ints("paddings")).ok_or_else(|| n.err("missing attribute `pads`"))?;
+                let pv = ctx.constant(&n.label, Tensor::from_i64s(vec![pads.len()], pads));
+                let value = ctx.constant(&n.label, Tensor::from_f32s(vec![], vec![a.f_or("value", 0.0)]));
+                inputs.truncate(1);
+                inputs.push(Some(pv));
+                inputs.push(Some(value));
+            }
+            Some(Op::Pad { mode })
+        }
+        "Shape" => Some(Op::Shape { start: a.i_or("start", 0), end: a.i("end") }),
+        "Size" => Some(Op::Size),
+        "ConstantOfShape" => {
+            let value = match a.t("value") {
+                Some(t) => tensor::to_tensor(t, ctx.model_dir)?,
+                None => Tensor::from_f32s(vec![], vec![0.0]),
+            };
+            if value.numel() != 1 {
+                return Err(n.err("attribute `value` must hold one element"));
+            }
+            Some(Op::ConstantOfShape { value: Tensor { shape: vec![], data: value.data } })
+        }
+        "Range" => Some(Op::Range),
+        "NonZero" => Some(Op::NonZero),
+        "Trilu" => Some(Op::Trilu { upper: a.i_or("upper", 1) != 0 }),
+        "DepthToSpace" => Some(Op::DepthToSpace {
+            blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+            crd: a.s_or("mode", "DCR") == "CRD",
+        }),
+        "SpaceToDepth" => Some(Op::SpaceToDepth {
+            blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+        }),
+        "OneHot" => Some(Op::OneHot { axis: a.i_or("axis", -1) }),
+        "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
+        "Compress" => Some(Op::Compress { axis: a.i("axis") }),
+        "ReverseSequence" => Some(Op::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }),
+        "Einsum" => Some(Op::Einsum { equation: a.s("equation").ok_or_else(|| n.err("missing attribute `equation`"))? }),
+        "Resize" | "Upsample" => {
+            let mut attrs = ResizeAttrs {
+                mode: a.s_or("mode", "nearest"),
+                coordinate_transformation_mode: a.s_or("coordinate_transformation_mode", "half_pixel"),
+                nearest_mode: a.s_or("nearest_mode", "round_prefer_floor"),
+                cubic_coeff_a: a.f_or("cubic_coeff_a", -0.75),
+                exclude_outside: a.i_or("exclude_outside", 0) != 0,
+                extrapolation_value: a.f_or("extrapolation_value", 0.0),
+                antialias: a.i_or("antialias", 0) != 0,
+                axes: a.ints("axes"),
+                keep_aspect_ratio_policy: a.s_or("keep_aspect_ratio_policy", "stretch"),
+            };
+            // Upsample and Resize-10 are "asymmetric" nearest/linear with scales as input.
+            if op_type == "Upsample" || opset < 11 {
+                attrs.coordinate_transformation_mode = "asymmetric".into();
+                if attrs.mode == "linear" || attrs.mode == "bilinear" {
+                    attrs.mode = "linear".into();
+                }
+                attrs.nearest_mode = "floor".into();
+                let scales = if let Some(s) = a.floats("scales") {
+                    Some(ctx.constant(&n.label, Tensor::from_f32s(vec![s.len()], s)))
+                } else {
+                    inputs.get(1).copied().flatten()
+                };
+                // Core form: (X, roi, scales, sizes)
+                inputs = vec![inputs.first().copied().flatten(), None, scales, None];
+            }
+            Some(Op::Resize(Box::new(attrs)))
+        }
+        "If" => {
+            let then_g = a.g("then_branch").ok_or_else(|| n.err("missing attribute `then_branch`"))?;
+            let else_g = a.g("else_branch").ok_or_else(|| n.err("missing attribute `else_branch`"))?;
+            Some(Op::If { then_branch: Box::new(ctx.subgraph(then_g)?), else_branch: Box::new(ctx.subgraph(else_g)?) })
+        }
+        "Loop" => {
+            let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
+            Some(Op::Loop { body: Box::new(ctx.subgraph(body)?) })
+        }
+        "Scan" => {
+            let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
+            if opset < 9 {
+                return Err(n.err("Scan before opset 9 (with sequence_lens) is not supported"));
+            }
+            let num_scan_inputs = a.i("num_scan_inputs").ok_or_else(|| n.err("missing attribute `num_scan_inputs`"))?;
+            Some(Op::Scan {
+                body: Box::new(ctx.subgraph(body)?),
+                num_scan_inputs: num_scan_inputs.max(0) as usize,
+                input_axes: a.ints("scan_input_axes").unwrap_or_default(),
+                output_axes: a.ints("scan_output_axes").unwrap_or_default(),
+                input_directions: a.ints("scan_input_directions").unwrap_or_default(),
+                output_directions: a.ints("scan_output_directions").unwrap_or_default(),
+            })
+        }
+        "SequenceConstruct" => Some(Op::Seq(SeqOp::Construct)),
+        "SequenceEmpty" => Some(Op::Seq(SeqOp::Empty { dtype: dtype_attr(&n, "dtype")?.unwrap_or(DType::F32) })),
+        "SequenceAt" => Some(Op::Seq(SeqOp::At)),
+        "SequenceInsert" => Some(Op::Seq(SeqOp::Insert)),
+        "SequenceErase" => Some(Op::Seq(SeqOp::Erase)),
+        "SequenceLength" => Some(Op::Seq(SeqOp::Length)),
+        "ConcatFromSequence" => Some(Op::Seq(SeqOp::ConcatFrom {
+            axis: a.i("axis").ok_or_else(|| n.err("missing attribute `axis`"))?,
+            new_axis: a.i_or("new_axis", 0) != 0,
+        })),
+        "SplitToSequence" => Some(Op::Seq(SeqOp::SplitTo { axis: a.i_or("axis", 0), keepdims: a.i_or("keepdims", 1) != 0 })),
+        "Optional" => Some(Op::Seq(SeqOp::OptionalMake)),
+        "OptionalHasElement" => Some(Op::Seq(SeqOp::OptionalHasElement)),
+        "OptionalGetElement" => Some(Op::Seq(SeqOp::OptionalGetElement)),
+        _ => None,
+    };
+    let Some(op) = op else {
+        return Err(OnnxError::UnsupportedOp {
+            node: n.label.clone(),
+            op: op_type.into(),
+            domain: if domain.is_empty() { "ai.onnx".into() } else { domain.into() },
+            opset,
+        });
+    };
+    emit(ctx, &n, op, inputs)
+}
+
+fn set_source(ctx: &mut Ctx, n: &N) {
+    if let Some(last) = ctx.graph.nodes.last_mut() {
+        last.source_op = Some((n.node.op_type().to_string(), n.opset));
+    }
+}
+
+/// Add one core node with the ONNX node's outputs (unnamed optional outputs get fresh names).
+fn emit(ctx: &mut Ctx, n: &N, op: Op, inputs: Vec<Option<ValueId>>) -> Result<(), OnnxError> {
+    let names: Vec<String> = n
+        .node
+        .output
+        .iter()
+        .map(|o| if o.is_empty() { ctx.fresh(&n.label) } else { o.clone() })
+        .collect();
+    let (_, outs) = ctx.graph.add_node(n.label.clone(), op, inputs, &names);
+    set_source(ctx, n);
+    for (name, v) in n.node.output.iter().zip(outs) {
+        ctx.bind(name, v);
+    }
+    Ok(())
+}
+
+fn lower_constant(ctx: &mut Ctx, n: &N) -> Result<(), OnnxError> {
+    let a = n.attrs();
+    let t = if let Some(t) = a.t("value") {
+        tensor::to_tensor(t, ctx.model_dir)?
+    } else if let Some(v) = a.f("value_float") {
+        Tensor::from_f32s(vec![], vec![v])
+    } else if let Some(v) = a.floats("value_floats") {
+        Tensor::from_f32s(vec![v.len()], v)
+    } else if let Some(v) = a.i("value_int") {
+        Tensor::scalar_i64(v)
+    } else if let Some(v) = a.ints("value_ints") {
+        Tensor::from_i64s(vec![v.len()], v)
+    } else if a.has("sparse_value") {
+        return Err(n.err("sparse_value constants are not supported"));
+    } else if a.has("value_string") || a.has("value_strings") {
+        return Err(n.err("string constants are not supported"));
+    } else {
+        return Err(n.err("no value attribute"));
+    };
+    let name = n.node.output.first().cloned().ok_or_else(|| n.err("no output"))?;
+    let v = ctx.graph.add_const(name.clone(), t);
+    ctx.bind(&name, v);
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! General matrix multiply: `C = alpha * A @ B + beta * C` with arbitrary strides.
+//! f32/f64 go to `matrixmultiply` (packed, SIMD); other types use a plain loop.
+use crate::elem::Elem;
+
+/// Strided matrix view description.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub row_stride: isize,
+    pub col_stride: isize,
+}
+
+impl Layout {
+    pub const fn row_major(cols: usize) -> Layout {
+        Layout { row_stride: cols as isize, col_stride: 1 }
+    }
+    pub const fn col_major(rows: usize) -> Layout {
+        Layout { row_stride: 1, col_stride: rows as isize }
+    }
+}
+
+/// f32 GEMM. `a` is m×k, `b` is k×n, `c` is m×n (all with given layouts).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b: &[f32], lb: Layout, beta: f32, c: &mut [f32], lc: Layout) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        scale(c, m, n, lc, beta);
+        return;
+    }
+    assert!(fits(a.len(), m, k, la) && fits(b.len(), k, n, lb) && fits(c.len(), m, n, lc), "sgemm: slice too short");
+    // SAFETY: the asserts above check every index the kernel touches is inside the slices.
+    unsafe {
+        matrixmultiply::sgemm(
+            m, k, n, alpha, a.as_ptr(), la.row_stride, la.col_stride, b.as_ptr(), lb.row_stride, lb.col_stride, beta,
+            c.as_mut_ptr(), lc.row_stride, lc.col_stride,
+        );
+    }
+}
+
+/// f64 GEMM.
+#[allow(clippy::too_many_arguments)]
+pub fn dgemm(m: usize, k: usize, n: usize, alpha: f64, a: &[f64], la: Layout, b: &[f64], lb: Layout, beta: f64, c: &mut [f64], lc: Layout) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..m {
+            for j in 0..n {
+                let p = (i as isize * lc.row_stride + j as isize * lc.col_stride) as usize;
+                c[p] = if beta == 0.0 { 0.0 } else { c[p] * beta };
+            }
+        }
+        return;
+    }
+    assert!(fits(a.len(), m, k, la) && fits(b.len(), k, n, lb) && fits(c.len(), m, n, lc), "dgemm: slice too short");
+    // SAFETY: bounds checked above.
+    unsafe {
+        matrixmultiply::dgemm(
+            m, k, n, alpha, a.as_ptr(), la.row_stride, la.col_stride, b.as_ptr(), lb.row_stride, lb.col_stride, beta,
+            c.as_mut_ptr(), lc.row_stride, lc.col_stride,
+        );
+    }
+}
+
+/// Generic GEMM for any element type (ints wrap; f16/bf16 accumulate in f32 via f64 path).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_generic<T: Elem>(m: usize, k: usize, n: usize, a: &[T], la: Layout, b: &[T], lb: Layout, c: &mut [T], lc: Layout) {
+    for i in 0..m {
+        for j in 0..n {
+            if T::IS_FLOAT {
+                let mut acc = 0.0f64;
+                for p in 0..k {
+                    acc += a[idx(i, p, la)].to_f64() * b[idx(p, j, lb)].to_f64();
+                }
+                c[idx(i, j, lc)] = T::from_f64(acc);
+            } else {
+                let mut acc = T::zero();
+                for p in 0..k {
+                    acc = acc.add(a[idx(i, p, la)].mul(b[idx(p, j, lb)]));
+                }
+                c[idx(i, j, lc)] = acc;
+            }
+        }
+    }
+}
+
+#[inline]
+fn idx(r: usize, c: usize, l: Layout) -> usize {
+    (r as isize * l.row_stride + c as isize * l.col_stride) as usize
+}
+
+fn fits(len: usize, rows: usize, cols: usize, l: Layout) -> bool {
+    if l.row_stride < 0 || l.col_stride < 0 {
+        return false;
+    }
+    let last = (rows - 1) as isize * l.row_stride + (cols - 1) as isize * l.col_stride;
+    (last as usize) < len
+}
+
+fn scale(c: &mut [f32], m: usize, n: usize, lc: Layout, beta: f32) {
+    for i in 0..m {
+        for j in 0..n {
+            let p = idx(i, j, lc);
+            c[p] = if beta == 0.0 { 0.0 } else { c[p] * beta };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sgemm_matches_naive() {
+        let (m, k, n) = (5, 7, 3);
+        let a: [f32; 35] = core::array::from_fn(|i| (i as f32 * 0.37).sin());
+        let b: [f32; 21] = core::array::from_fn(|i| (i as f32 * 0.11).cos());
+        let mut c = [0f32; 15];
+        sgemm(m, k, n, 1.0, &a, Layout::row_major(k), &b, Layout::row_major(n), 0.0, &mut c, Layout::row_major(n));
+        for i in 0..m {
+            for j in 0..n {
+                let want: f32 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+                assert!((c[i * n + j] - want).abs() < 1e-5);
+            }
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! Kernels: plain functions over slices with explicit shapes.
+pub mod broadcast;
+pub mod gemm;
+pub mod permute;

@@ -1,0 +1,67 @@
+//! `burnc inspect MODEL [--input NAME=DIMS]...`: ops, shapes, parameters, FLOPs.
+use super::inputs::pin_inputs;
+use super::CliError;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct InspectArgs {
+    pub model: PathBuf,
+    /// Pin an input's dims: NAME=1x3x224x224.
+    #[arg(long = "input", value_name = "NAME=DIMS")]
+    pub inputs: Vec<String>,
+    /// Also print the graph, one node a line.
+    #[arg(long)]
+    pub graph: bool,
+}
+
+pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
+    let model = burnc_frontends::onnx::load(&a.model)?;
+    let mut g = model.graph;
+    pin_inputs(&mut g, &a.inputs)?;
+    burnc_compiler::passes::prepare(&mut g)?;
+    println!("model: {} (opset {}, producer `{}`)", a.model.display(), model.opset, model.producer);
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &g.nodes {
+        *counts.entry(n.op.name()).or_default() += 1;
+    }
+    println!("ops ({} nodes):", g.nodes.len());
+    for (op, c) in &counts {
+        println!("  {op:<24} {c}");
+    }
+    println!("inputs:");
+    for &i in &g.inputs {
+        println!("  {}: {}", g.value(i).name, type_str(&g.value(i).ty));
+    }
+    println!("outputs:");
+    for &o in &g.outputs {
+        println!("  {}: {}", g.value(o).name, type_str(&g.value(o).ty));
+    }
+    let (count, bytes) = g.params().fold((0usize, 0usize), |(c, b), (_, p)| {
+        let n: usize = p.shape.iter().product();
+        (c + n, b + p.bytes.len())
+    });
+    println!("parameters: {count} ({bytes} bytes)");
+    let flops = burnc_compiler::passes::cost::graph_flops(&g);
+    match flops.unknown {
+        0 => println!("flops: {} ({:.3} GFLOP)", flops.total, flops.total as f64 / 1e9),
+        n => println!("flops: {} ({:.3} GFLOP) + {n} nodes of unknown cost (shapes not static)", flops.total, flops.total as f64 / 1e9),
+    }
+    if a.graph {
+        print!("{g}");
+    }
+    Ok(())
+}
+
+fn type_str(t: &burnc_compiler::ir::ValueType) -> String {
+    use burnc_compiler::ir::ValueType;
+    match t {
+        ValueType::Tensor(tt) => match &tt.shape {
+            Some(s) => format!("{} {}", tt.dtype, s),
+            None => format!("{} [?]", tt.dtype),
+        },
+        ValueType::Sequence(d) => format!("sequence<{}>", d.map(|d| d.name()).unwrap_or("?")),
+        ValueType::Optional(_) => "optional".into(),
+        ValueType::Unknown => "?".into(),
+    }
+}

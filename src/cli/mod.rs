@@ -1,0 +1,21 @@
+//! Subcommands of the CLI, one module each.
+pub mod compile;
+pub mod inputs;
+pub mod inspect;
+pub mod run;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Onnx(#[from] burnc_frontends::onnx::OnnxError),
+    #[error(transparent)]
+    Interp(#[from] burnc_compiler::interp::InterpError),
+    #[error("{path}: {reason}")]
+    File { path: String, reason: String },
+    #[error(transparent)]
+    Pass(#[from] burnc_compiler::passes::PassError),
+}

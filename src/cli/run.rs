@@ -1,0 +1,96 @@
+//! `burnc run MODEL [--input FILE]... [--input NAME=FILE]... [-o DIR]`: the reference interpreter.
+use super::inputs::read_value;
+use super::CliError;
+use burnc_compiler::interp::{self, RtValue};
+use burnc_compiler::tensor::Tensor;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The ONNX model.
+    pub model: PathBuf,
+    /// An input: FILE (taken in graph input order) or NAME=FILE; `.pb` or `.npy`.
+    #[arg(long = "input", short = 'i', value_name = "[NAME=]FILE")]
+    pub inputs: Vec<String>,
+    /// Write each output to DIR/output_<i>.pb.
+    #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+}
+
+pub fn run(a: RunArgs) -> Result<(), CliError> {
+    let model = burnc_frontends::onnx::load(&a.model)?;
+    let g = &model.graph;
+    let mut slots: Vec<Option<RtValue>> = vec![None; g.inputs.len()];
+    let mut next_positional = 0;
+    for spec in &a.inputs {
+        // NAME=FILE when NAME is one of the inputs; otherwise the whole thing is a path.
+        let named = spec.split_once('=').and_then(|(n, f)| g.inputs.iter().position(|&i| g.value(i).name == n).map(|p| (p, f)));
+        let (pos, file) = match named {
+            Some((p, f)) => (p, f.to_string()),
+            None => {
+                while next_positional < slots.len() && slots[next_positional].is_some() {
+                    next_positional += 1;
+                }
+                if next_positional >= slots.len() {
+                    return Err(CliError::Usage(format!("too many inputs: the model takes {}", slots.len())));
+                }
+                (next_positional, spec.clone())
+            }
+        };
+        let id = g.inputs[pos];
+        let v = read_value(Path::new(&file), &g.value(id).ty)?;
+        check_input(&g.value(id).name, &g.value(id).ty, &v)?;
+        slots[pos] = Some(v);
+    }
+    let mut values = Vec::with_capacity(slots.len());
+    for (i, s) in slots.into_iter().enumerate() {
+        values.push(s.ok_or_else(|| CliError::Usage(format!("missing input `{}`", g.value(g.inputs[i]).name)))?);
+    }
+    let outputs = interp::run(g, values)?;
+    if let Some(dir) = &a.output_dir {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::File { path: dir.display().to_string(), reason: e.to_string() })?;
+    }
+    for (i, (out, &id)) in outputs.iter().zip(&g.outputs).enumerate() {
+        let name = &g.value(id).name;
+        if let Some(dir) = &a.output_dir {
+            let path = dir.join(format!("output_{i}.pb"));
+            let bytes = burnc_frontends::onnx::values::encode_value(name, out);
+            std::fs::write(&path, bytes).map_err(|e| CliError::File { path: path.display().to_string(), reason: e.to_string() })?;
+        }
+        println!("{}", summary(name, out));
+    }
+    Ok(())
+}
+
+/// Refuse inputs whose dtype or fixed dims contradict the model's declaration.
+fn check_input(name: &str, declared: &burnc_compiler::ir::ValueType, v: &RtValue) -> Result<(), CliError> {
+    use burnc_compiler::ir::{Dim, ValueType};
+    if let (ValueType::Tensor(tt), RtValue::Tensor(t)) = (declared, v) {
+        if tt.dtype != t.dtype() {
+            return Err(CliError::Usage(format!("input `{name}` must be {}, the file holds {}", tt.dtype, t.dtype())));
+        }
+        if let Some(s) = &tt.shape {
+            let ok = s.rank() == t.rank() && s.0.iter().zip(&t.shape).all(|(d, &n)| !matches!(d, Dim::Fixed(f) if *f != n));
+            if !ok {
+                return Err(CliError::Usage(format!("input `{name}` must have shape {s}, the file holds {:?}", t.shape)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn few_values(t: &Tensor) -> String {
+    let v = t.to_f64_vec();
+    let shown: Vec<String> = v.iter().take(6).map(|x| format!("{x:.6}")).collect();
+    let more = if v.len() > 6 { ", …" } else { "" };
+    format!("[{}{more}]", shown.join(", "))
+}
+
+fn summary(name: &str, v: &RtValue) -> String {
+    match v {
+        RtValue::Tensor(t) => format!("{name}: {} {:?} {}", t.dtype(), t.shape, few_values(t)),
+        RtValue::Sequence(items, _) => format!("{name}: sequence of {} tensors", items.len()),
+        RtValue::Optional(None) => format!("{name}: empty optional"),
+        RtValue::Optional(Some(inner)) => format!("{name}: optional {}", summary("", inner).trim_start_matches(": ")),
+    }
+}

@@ -1,0 +1,48 @@
+//! The `burnc` command line.
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod cli;
+
+#[derive(Parser)]
+#[command(name = "burnc", version, about = "Ahead-of-time model compiler: ONNX to Rust", args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Model to compile (ONNX).
+    model: Option<PathBuf>,
+    /// Output Rust module.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// Pin an input's dims: NAME=1x3x224x224.
+    #[arg(long = "input", value_name = "NAME=DIMS")]
+    inputs: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a model with the reference interpreter (no code generation).
+    Run(cli::run::RunArgs),
+    /// Print ops, shapes, parameters and FLOPs of a model.
+    Inspect(cli::inspect::InspectArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Run(a)) => cli::run::run(a),
+        Some(Command::Inspect(a)) => cli::inspect::inspect(a),
+        None => match cli.model {
+            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs),
+            None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect); see --help".into())),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
