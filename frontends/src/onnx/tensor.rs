@@ -165,3 +165,73 @@ pub fn from_tensor(name: &str, t: &Tensor) -> TensorProto {
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::onnx::proto::StringStringEntryProto;
+
+    fn external(location: &str, offset: Option<usize>, length: Option<usize>) -> TensorProto {
+        let kv = |k: &str, v: String| StringStringEntryProto { key: Some(k.into()), value: Some(v) };
+        let mut ext = vec![kv("location", location.into())];
+        if let Some(o) = offset {
+            ext.push(kv("offset", o.to_string()));
+        }
+        if let Some(l) = length {
+            ext.push(kv("length", l.to_string()));
+        }
+        TensorProto {
+            name: Some("w".into()),
+            dims: vec![2],
+            data_type: Some(1),
+            data_location: Some(1),
+            external_data: ext,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn every_encoding_decodes() {
+        let raw = TensorProto {
+            dims: vec![2],
+            data_type: Some(1),
+            raw_data: Some(Bytes::from([1.5f32.to_le_bytes(), (-2f32).to_le_bytes()].concat())),
+            ..Default::default()
+        };
+        let typed = TensorProto { dims: vec![2], data_type: Some(1), float_data: vec![1.5, -2.0], ..Default::default() };
+        let f16s = TensorProto {
+            dims: vec![2],
+            data_type: Some(10),
+            int32_data: vec![f16::from_f32(1.5).to_bits() as i32, f16::from_f32(-2.0).to_bits() as i32],
+            ..Default::default()
+        };
+        for t in [&raw, &typed] {
+            assert_eq!(to_tensor(t, None).unwrap().data, Data::F32(vec![1.5, -2.0]));
+        }
+        assert_eq!(to_tensor(&f16s, None).unwrap().to_f64_vec(), vec![1.5, -2.0]);
+        let short = TensorProto { dims: vec![3], data_type: Some(1), float_data: vec![1.0], ..Default::default() };
+        assert!(to_tensor(&short, None).is_err());
+    }
+
+    #[test]
+    fn external_data_inside_the_folder_loads() {
+        let dir = std::env::temp_dir().join(format!("burnc-ext-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bytes = [0u8; 4].iter().copied().chain(3f32.to_le_bytes()).chain(4f32.to_le_bytes()).collect::<Vec<_>>();
+        std::fs::write(dir.join("w.bin"), bytes).unwrap();
+        let t = to_tensor(&external("w.bin", Some(4), Some(8)), Some(&dir)).unwrap();
+        assert_eq!(t.data, Data::F32(vec![3.0, 4.0]));
+        // Range past the end of the file.
+        assert!(to_tensor(&external("w.bin", Some(8), Some(8)), Some(&dir)).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn external_data_leaving_the_folder_is_refused() {
+        let dir = std::env::temp_dir();
+        for loc in ["../etc/passwd", "/etc/passwd", "a/../../b"] {
+            let e = to_param(&external(loc, None, None), Some(&dir)).unwrap_err().to_string();
+            assert!(e.contains("leaves the model's folder"), "{loc}: {e}");
+        }
+    }
+}
