@@ -145,3 +145,73 @@ mod tests {
         assert_eq!(to_f32(DType::F8E4M3FN, from_f32(DType::F8E4M3FN, 1.0625, true)), 1.0);
     }
 }
+
+/// Decode any small type (`DType::is_small`) from its raw bits.
+pub fn small_to_f64(d: DType, bits: u8) -> f64 {
+    match d {
+        DType::U4 => (bits & 0xF) as f64,
+        DType::I4 => (((bits & 0xF) << 4) as i8 >> 4) as f64,
+        DType::U2 => (bits & 0x3) as f64,
+        DType::I2 => (((bits & 0x3) << 6) as i8 >> 6) as f64,
+        DType::F4E2M1 => {
+            let sign = if bits & 0x8 != 0 { -1.0 } else { 1.0 };
+            let e = (bits >> 1) & 0x3;
+            let m = (bits & 1) as f64;
+            sign * if e == 0 { m * 0.5 } else { (1.0 + m / 2.0) * f64::powi(2.0, e as i32 - 1) }
+        }
+        DType::F8E8M0 => {
+            if bits == 0xFF {
+                f64::NAN
+            } else {
+                f64::powi(2.0, bits as i32 - 127)
+            }
+        }
+        _ => to_f32(d, bits) as f64,
+    }
+}
+
+/// Encode a float as a small type, with Cast's rules: 2/4-bit ints truncate toward zero and
+/// wrap (NaN and infinities give 0); float4 rounds to nearest even and saturates at ±6;
+/// E8M0 takes the exponent, rounding up when any mantissa bit is set (Cast's default
+/// `round_mode="up"`), saturating at 2^127 when `saturate`.
+pub fn small_from_f64(d: DType, x: f64, saturate: bool) -> u8 {
+    match d {
+        DType::U4 | DType::I4 | DType::U2 | DType::I2 => {
+            let v = if x.is_finite() { x.trunc() as i64 } else { 0 };
+            small_from_i64(d, v)
+        }
+        DType::F4E2M1 => {
+            const VALUES: [f64; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+            let neg = x.is_sign_negative();
+            let ax = if x.is_nan() { 0.0 } else { x.abs().min(6.0) };
+            let mut best = 0usize;
+            for (i, &v) in VALUES.iter().enumerate() {
+                let (db, dv) = ((ax - VALUES[best]).abs(), (ax - v).abs());
+                if dv < db || (dv == db && i % 2 == 0 && best % 2 == 1) {
+                    best = i;
+                }
+            }
+            best as u8 | if neg { 0x8 } else { 0 }
+        }
+        DType::F8E8M0 => {
+            let b = (x as f32).to_bits();
+            let exp = (b >> 23) & 0xFF;
+            if exp == 0xFF {
+                return 0xFF;
+            }
+            let frac = b & 0x7F_FFFF != 0;
+            let mut e = exp;
+            if frac && !(saturate && exp == 0xFE) {
+                e += 1;
+            }
+            e.min(0xFF) as u8
+        }
+        _ => from_f32(d, x as f32, saturate),
+    }
+}
+
+/// Wrap an integer into a 2/4-bit type (two's complement truncation, as numpy's astype).
+pub fn small_from_i64(d: DType, v: i64) -> u8 {
+    let mask: i64 = if matches!(d, DType::U2 | DType::I2) { 0x3 } else { 0xF };
+    (v & mask) as u8
+}

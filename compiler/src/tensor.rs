@@ -19,7 +19,8 @@ pub enum Data {
     U32(Vec<u32>),
     U64(Vec<u64>),
     Bool(Vec<bool>),
-    /// Float8 of the given dtype, raw bits.
+    /// A small type (float8, float4, 4- and 2-bit ints; `DType::is_small`), raw bits, one
+    /// element per byte.
     F8(DType, Vec<u8>),
 }
 
@@ -131,6 +132,36 @@ impl Data {
         }
     }
 
+    /// Decode `n` elements from packed little-endian bytes (sub-byte types low bits first).
+    pub fn from_packed(dtype: DType, bytes: &[u8], n: usize) -> Option<Data> {
+        let bits = dtype.bits();
+        if bits >= 8 {
+            return Data::from_le_bytes(dtype, bytes).filter(|d| d.len() == n);
+        }
+        if bytes.len() != dtype.packed_bytes(n) {
+            return None;
+        }
+        let per = 8 / bits;
+        let mask = (1u8 << bits) - 1;
+        Some(Data::F8(dtype, (0..n).map(|i| (bytes[i / per] >> ((i % per) * bits)) & mask).collect()))
+    }
+
+    /// Packed little-endian bytes (sub-byte types two or four to a byte).
+    pub fn to_packed(&self) -> Vec<u8> {
+        if let Data::F8(d, v) = self {
+            let bits = d.bits();
+            if bits < 8 {
+                let per = 8 / bits;
+                let mut out = vec![0u8; d.packed_bytes(v.len())];
+                for (i, &b) in v.iter().enumerate() {
+                    out[i / per] |= (b & ((1u8 << bits) - 1)) << ((i % per) * bits);
+                }
+                return out;
+            }
+        }
+        self.to_le_bytes()
+    }
+
     /// Decode little-endian bytes (ONNX raw_data, .npy payloads). `None` when the length is
     /// not a multiple of the element size.
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<Data> {
@@ -238,10 +269,14 @@ impl Tensor {
         self.shape.len()
     }
 
-    /// Elements as i64 (ints and bools exactly, floats truncated); `None` for float8.
+    /// Elements as i64 (ints and bools exactly, floats truncated); `None` for small float
+    /// types.
     pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
         use burnc_runtime::Elem;
-        with_data!(&self.data, v => Some(v.iter().map(|x| x.to_i64()).collect()), f8 => None)
+        with_data!(&self.data, v => Some(v.iter().map(|x| x.to_i64()).collect()), f8 => match &self.data {
+            Data::F8(d, bits) if d.is_int() => Some(bits.iter().map(|&b| crate::float8::small_to_f64(*d, b) as i64).collect()),
+            _ => None,
+        })
     }
 
     /// Elements as f64; float8 is decoded.
@@ -249,7 +284,7 @@ impl Tensor {
         use burnc_runtime::Elem;
         with_data!(&self.data, v => v.iter().map(|x| x.to_f64()).collect(),
             f8 => match &self.data {
-                Data::F8(d, bits) => bits.iter().map(|&b| crate::float8::to_f32(*d, b) as f64).collect(),
+                Data::F8(d, bits) => bits.iter().map(|&b| crate::float8::small_to_f64(*d, b)).collect(),
                 _ => Vec::new(),
             })
     }

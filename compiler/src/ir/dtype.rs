@@ -22,10 +22,17 @@ pub enum DType {
     F8E4M3FNUZ,
     F8E5M2,
     F8E5M2FNUZ,
+    /// Microscaling exponent: 2^(bits-127), 0xFF is NaN.
+    F8E8M0,
+    F4E2M1,
+    U4,
+    I4,
+    U2,
+    I2,
 }
 
 impl DType {
-    pub const ALL: [DType; 17] = [
+    pub const ALL: [DType; 23] = [
         DType::F32,
         DType::F64,
         DType::F16,
@@ -43,9 +50,48 @@ impl DType {
         DType::F8E4M3FNUZ,
         DType::F8E5M2,
         DType::F8E5M2FNUZ,
+        DType::F8E8M0,
+        DType::F4E2M1,
+        DType::U4,
+        DType::I4,
+        DType::U2,
+        DType::I2,
     ];
 
-    /// Bytes per element.
+    /// Bits per element as stored in files (sub-byte types are packed there; in memory every
+    /// element takes at least one byte).
+    pub fn bits(self) -> usize {
+        match self {
+            DType::U4 | DType::I4 | DType::F4E2M1 => 4,
+            DType::U2 | DType::I2 => 2,
+            d => d.size() * 8,
+        }
+    }
+
+    /// Bytes that `n` elements take when packed (ONNX raw_data, weight files).
+    pub fn packed_bytes(self, n: usize) -> usize {
+        (n * self.bits()).div_ceil(8)
+    }
+
+    /// Types kept in memory as raw bits, one element per byte, with no arithmetic of their
+    /// own: float8, float4 and the 2/4-bit integers (see `Data::F8`).
+    pub fn is_small(self) -> bool {
+        matches!(
+            self,
+            DType::F8E4M3FN
+                | DType::F8E4M3FNUZ
+                | DType::F8E5M2
+                | DType::F8E5M2FNUZ
+                | DType::F8E8M0
+                | DType::F4E2M1
+                | DType::U4
+                | DType::I4
+                | DType::U2
+                | DType::I2
+        )
+    }
+
+    /// Bytes per element in memory.
     pub fn size(self) -> usize {
         match self {
             DType::F64 | DType::I64 | DType::U64 => 8,
@@ -66,6 +112,8 @@ impl DType {
                 | DType::F8E4M3FNUZ
                 | DType::F8E5M2
                 | DType::F8E5M2FNUZ
+                | DType::F8E8M0
+                | DType::F4E2M1
         )
     }
 
@@ -74,11 +122,11 @@ impl DType {
     }
 
     pub fn is_signed_int(self) -> bool {
-        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64)
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::I4 | DType::I2)
     }
 
     pub fn is_unsigned_int(self) -> bool {
-        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+        matches!(self, DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::U4 | DType::U2)
     }
 
     /// The ONNX `TensorProto.DataType` code.
@@ -101,6 +149,12 @@ impl DType {
             DType::F8E4M3FNUZ => 18,
             DType::F8E5M2 => 19,
             DType::F8E5M2FNUZ => 20,
+            DType::U4 => 21,
+            DType::I4 => 22,
+            DType::F4E2M1 => 23,
+            DType::F8E8M0 => 24,
+            DType::U2 => 25,
+            DType::I2 => 26,
         }
     }
 
@@ -127,6 +181,12 @@ impl DType {
             DType::F8E4M3FNUZ => "f8e4m3fnuz",
             DType::F8E5M2 => "f8e5m2",
             DType::F8E5M2FNUZ => "f8e5m2fnuz",
+            DType::F8E8M0 => "f8e8m0",
+            DType::F4E2M1 => "f4e2m1",
+            DType::U4 => "u4",
+            DType::I4 => "i4",
+            DType::U2 => "u2",
+            DType::I2 => "i2",
         }
     }
 }
@@ -144,12 +204,6 @@ pub fn onnx_code_name(code: i32) -> &'static str {
         8 => "STRING",
         14 => "COMPLEX64",
         15 => "COMPLEX128",
-        21 => "UINT4",
-        22 => "INT4",
-        23 => "FLOAT4E2M1",
-        24 => "FLOAT8E8M0",
-        25 => "UINT2",
-        26 => "INT2",
         _ => match DType::from_onnx_code(code) {
             Some(d) => d.name(),
             None => "unknown",

@@ -45,8 +45,9 @@ pub struct Param {
 impl Param {
     /// Decode into an owned tensor (the interpreter does this once per run).
     pub fn to_tensor(&self) -> Option<Tensor> {
-        let data = crate::tensor::Data::from_le_bytes(self.dtype, &self.bytes)?;
-        (data.len() == self.shape.iter().product::<usize>()).then(|| Tensor::new(self.shape.clone(), data))
+        let n = self.shape.iter().product::<usize>();
+        let data = crate::tensor::Data::from_packed(self.dtype, &self.bytes, n)?;
+        Some(Tensor::new(self.shape.clone(), data))
     }
 }
 

@@ -144,6 +144,8 @@ pub enum Op {
     Cast { to: DType, saturate: bool },
     /// Cast to the dtype of the second input.
     CastLike { saturate: bool },
+    /// Reinterpret the bits as another type of the same width.
+    BitCast { to: DType },
 
     // ---- linear algebra and neural-network ops
     /// numpy matmul semantics (batched, broadcasting, 1-D promotion).

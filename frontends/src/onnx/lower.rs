@@ -252,8 +252,13 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Where" => Some(Op::Where),
         "Cast" => {
             let to = dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))?;
+            let round_mode = a.s_or("round_mode", "up");
+            if round_mode != "up" && to == DType::F8E8M0 {
+                return Err(n.err(format!("round_mode `{round_mode}` is not supported (only \"up\")")));
+            }
             Some(Op::Cast { to, saturate: a.i_or("saturate", 1) != 0 })
         }
+        "BitCast" => Some(Op::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }),
         "CastLike" => Some(Op::CastLike { saturate: a.i_or("saturate", 1) != 0 }),
         "MatMul" => Some(Op::MatMul),
         "Gemm" => Some(Op::Gemm {

@@ -44,12 +44,12 @@ pub fn to_param(t: &TensorProto, model_dir: Option<&Path>) -> Result<Param, Onnx
     } else if let Some(raw) = &t.raw_data {
         raw.clone()
     } else {
-        Bytes::from(typed_fields(t, dtype, n)?.to_le_bytes())
+        Bytes::from(typed_fields(t, dtype, n)?.to_packed())
     };
-    if bytes.len() != n * dtype.size() {
+    if bytes.len() != dtype.packed_bytes(n) {
         return Err(err(
             t.name(),
-            format!("holds {} bytes but dims {:?} of {} need {}", bytes.len(), shape, dtype, n * dtype.size()),
+            format!("holds {} bytes but dims {:?} of {} need {}", bytes.len(), shape, dtype, dtype.packed_bytes(n)),
         ));
     }
     Ok(Param { dtype, shape, bytes })
@@ -104,7 +104,10 @@ fn typed_fields(t: &TensorProto, dtype: DType, n: usize) -> Result<Data, OnnxErr
                 DType::Bool => Data::Bool(v.iter().map(|&x| x != 0).collect()),
                 DType::F16 => Data::F16(v.iter().map(|&x| f16::from_bits(x as u16)).collect()),
                 DType::BF16 => Data::BF16(v.iter().map(|&x| bf16::from_bits(x as u16)).collect()),
-                d => Data::F8(d, v.iter().map(|&x| x as u8).collect()),
+                d => {
+                    let mask = if d.bits() >= 8 { 0xFF } else { (1u8 << d.bits()) - 1 };
+                    Data::F8(d, v.iter().map(|&x| x as u8 & mask).collect())
+                }
             }
         }
     };
@@ -161,7 +164,7 @@ pub fn from_tensor(name: &str, t: &Tensor) -> TensorProto {
         dims: t.shape.iter().map(|&d| d as i64).collect(),
         data_type: Some(t.dtype().onnx_code()),
         name: Some(name.to_string()),
-        raw_data: Some(Bytes::from(t.data.to_le_bytes())),
+        raw_data: Some(Bytes::from(t.data.to_packed())),
         ..Default::default()
     }
 }

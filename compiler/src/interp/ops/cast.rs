@@ -13,6 +13,13 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
     match op {
         Op::Cast { to, saturate } => one(cast(x, *to, *saturate)?),
         Op::CastLike { saturate } => one(cast(x, arg(args, 1)?.dtype(), *saturate)?),
+        Op::BitCast { to } => {
+            if to.bits() != x.dtype().bits() {
+                return Err(format!("BitCast needs equal widths, {} has {} bits and {to} {}", x.dtype(), x.dtype().bits(), to.bits()));
+            }
+            let data = Data::from_packed(*to, &x.data.to_packed(), x.numel()).ok_or("cannot reinterpret the bytes")?;
+            one(Tensor::new(x.shape.clone(), data))
+        }
         _ => Err(format!("{} is not a cast", op.name())),
     }
 }
@@ -51,10 +58,22 @@ pub fn cast(x: &Tensor, to: DType, saturate: bool) -> Result<Tensor, String> {
     if x.dtype() == to {
         return Ok(x.clone());
     }
-    let data = if to.is_float() && !matches!(to, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
-        // To float8: through f32 (f64 sources first round to f32, as the ONNX reference does).
-        let vals = x.to_f64_vec();
-        Data::F8(to, vals.iter().map(|&v| float8::from_f32(to, v as f32, saturate)).collect())
+    let data = if to.is_small() {
+        let src_int = x.dtype().is_int() || x.dtype() == DType::Bool;
+        match (to.is_int(), src_int) {
+            // Int to 2/4-bit int: wrap, exactly.
+            (true, true) => {
+                let v = x.to_i64_vec().ok_or("cannot read integers")?;
+                Data::F8(to, v.iter().map(|&i| float8::small_from_i64(to, i)).collect())
+            }
+            // Float to small float: through f32 (f64 first rounds to f32, as the ONNX
+            // reference does).
+            _ => {
+                let vals = x.to_f64_vec();
+                let round32 = !to.is_int();
+                Data::F8(to, vals.iter().map(|&v| float8::small_from_f64(to, if round32 { v as f32 as f64 } else { v }, saturate)).collect())
+            }
+        }
     } else if let Data::F8(_, _) = &x.data {
         let vals: Vec<f32> = x.to_f64_vec().into_iter().map(|v| v as f32).collect();
         to_type(&vals, to)

@@ -21,7 +21,7 @@ pub type OpResult = Result<Vec<RtValue>, String>;
 pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Frame<'_>) -> OpResult {
     match op {
         Op::Unary(_) | Op::Binary(_) | Op::Where => elementwise::eval(op, &args, n_outputs),
-        Op::Cast { .. } | Op::CastLike { .. } => cast::eval(op, &args, n_outputs),
+        Op::Cast { .. } | Op::CastLike { .. } | Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::BatchNorm { .. }
