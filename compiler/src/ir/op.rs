@@ -172,6 +172,10 @@ pub enum Op {
     Softmax { axis: i64, log: bool, coerce_2d: bool },
     Hardmax { axis: i64, coerce_2d: bool },
 
+    /// ONNX Attention (opset 23+): (Q, K, V, attn_mask?, past_key?, past_value?,
+    /// nonpad_kv_seqlen?) → (Y, present_key, present_value, qk_matmul_output).
+    Attention(Box<AttentionAttrs>),
+
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
@@ -249,6 +253,18 @@ pub enum PadMode {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+pub struct AttentionAttrs {
+    pub is_causal: bool,
+    pub q_num_heads: Option<usize>,
+    pub kv_num_heads: Option<usize>,
+    pub qk_matmul_output_mode: i64,
+    pub scale: Option<f32>,
+    pub softcap: f32,
+    pub left_window_size: i64,
+    pub right_window_size: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct ResizeAttrs {
     pub mode: String,
     pub coordinate_transformation_mode: String,
@@ -274,6 +290,7 @@ impl Op {
                 PoolKind::Lp { .. } => "LpPool".into(),
             },
             Op::Resize(_) => "Resize".into(),
+            Op::Attention(_) => "Attention".into(),
             other => format!("{other:?}").split([' ', '{', '(']).next().unwrap_or("?").to_string(),
         }
     }

@@ -261,6 +261,16 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "BitCast" => Some(Op::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }),
         "CastLike" => Some(Op::CastLike { saturate: a.i_or("saturate", 1) != 0 }),
         "MatMul" => Some(Op::MatMul),
+        "Attention" => Some(Op::Attention(Box::new(burnc_compiler::ir::AttentionAttrs {
+            is_causal: a.i_or("is_causal", 0) != 0,
+            q_num_heads: a.i("q_num_heads").map(|v| v.max(0) as usize),
+            kv_num_heads: a.i("kv_num_heads").map(|v| v.max(0) as usize),
+            qk_matmul_output_mode: a.i_or("qk_matmul_output_mode", 0),
+            scale: a.f("scale"),
+            softcap: a.f_or("softcap", 0.0),
+            left_window_size: a.i_or("left_window_size", -1),
+            right_window_size: a.i_or("right_window_size", -1),
+        }))),
         "Gemm" => Some(Op::Gemm {
             alpha: a.f_or("alpha", 1.0),
             beta: a.f_or("beta", 1.0),

@@ -1,5 +1,6 @@
 //! Interpreter semantics of each core op, grouped by family. Each family module exposes
 //! `eval(op, args, n_outputs) -> OpResult`; kernels come from burnc-runtime.
+mod attention;
 mod cast;
 mod control;
 mod elementwise;
@@ -45,6 +46,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
+        Op::Attention(a) => attention::eval(a, &args),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
         _ => shape::eval(op, &args, n_outputs),
