@@ -176,6 +176,13 @@ pub enum Op {
     /// nonpad_kv_seqlen?) → (Y, present_key, present_value, qk_matmul_output).
     Attention(Box<AttentionAttrs>),
 
+    /// NegativeLogLikelihoodLoss (input, target, weight?); with `softmax`, the input are
+    /// scores and LogSoftmax over axis 1 comes first (SoftmaxCrossEntropyLoss, whose second
+    /// output is the log-probabilities).
+    NllLoss { softmax: bool, reduction: LossReduction, ignore_index: Option<i64> },
+    /// RMSNormalization (X, scale): X / sqrt(mean(X², axes [axis, rank)) + eps) * scale.
+    RmsNorm { axis: i64, epsilon: f32 },
+
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
@@ -250,6 +257,13 @@ pub enum PadMode {
     Reflect,
     Edge,
     Wrap,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LossReduction {
+    None,
+    Sum,
+    Mean,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -261,6 +261,17 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "BitCast" => Some(Op::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }),
         "CastLike" => Some(Op::CastLike { saturate: a.i_or("saturate", 1) != 0 }),
         "MatMul" => Some(Op::MatMul),
+        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => Some(Op::NllLoss {
+            softmax: op_type == "SoftmaxCrossEntropyLoss",
+            reduction: match a.s_or("reduction", "mean").as_str() {
+                "none" => burnc_compiler::ir::LossReduction::None,
+                "sum" => burnc_compiler::ir::LossReduction::Sum,
+                "mean" => burnc_compiler::ir::LossReduction::Mean,
+                r => return Err(n.err(format!("unknown reduction `{r}`"))),
+            },
+            ignore_index: a.i("ignore_index"),
+        }),
+        "RMSNormalization" => Some(Op::RmsNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
         "Attention" => Some(Op::Attention(Box::new(burnc_compiler::ir::AttentionAttrs {
             is_causal: a.i_or("is_causal", 0) != 0,
             q_num_heads: a.i("q_num_heads").map(|v| v.max(0) as usize),

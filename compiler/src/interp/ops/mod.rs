@@ -6,6 +6,7 @@ mod control;
 mod elementwise;
 mod index;
 mod linalg;
+mod loss;
 mod nn;
 mod norm;
 mod reduce;
@@ -47,6 +48,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
         Op::Attention(a) => attention::eval(a, &args),
+        Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
         _ => shape::eval(op, &args, n_outputs),
