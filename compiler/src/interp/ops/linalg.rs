@@ -127,8 +127,8 @@ fn gemm_op(a: &Tensor, b: &Tensor, c: Option<&Tensor>, alpha: f32, beta: f32, ta
     if k != k2 {
         return Err(format!("Gemm inner dims differ: A {:?} (transA={ta}) B {:?} (transB={tb})", a.shape, b.shape));
     }
-    let la = if ta { Layout::col_major(k) } else { Layout::row_major(k) };
-    let lb = if tb { Layout::col_major(n) } else { Layout::row_major(n) };
+    let la = if ta { Layout::col_major(m) } else { Layout::row_major(k) };
+    let lb = if tb { Layout::col_major(k) } else { Layout::row_major(n) };
     // Start from beta*C broadcast to [m, n], then accumulate alpha*A@B.
     macro_rules! go {
         ($($variant:ident),*) => {
