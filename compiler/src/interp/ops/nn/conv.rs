@@ -54,7 +54,7 @@ macro_rules! run {
 pub fn conv(x: &Tensor, w: &Tensor, b: Option<&Tensor>, window: &Window, group: usize) -> Result<Tensor, String> {
     let kernel = check(x, w, window, "Conv")?;
     let (c_in, c_out) = (x.shape[1], w.shape[0]);
-    if group == 0 || c_in % group != 0 || c_out % group != 0 || w.shape[1] * group != c_in {
+    if group == 0 || !c_in.is_multiple_of(group) || !c_out.is_multiple_of(group) || w.shape[1] != c_in / group {
         return Err(format!("X {:?} and W {:?} do not fit group = {group}", x.shape, w.shape));
     }
     check_bias(b, x, c_out)?;
@@ -87,10 +87,10 @@ pub fn conv_transpose(
 ) -> Result<Tensor, String> {
     let kernel = check(x, w, window, "ConvTranspose")?;
     let c_in = x.shape[1];
-    if group == 0 || c_in % group != 0 || w.shape[0] != c_in {
+    if group == 0 || !c_in.is_multiple_of(group) || w.shape[0] != c_in {
         return Err(format!("X {:?} and W {:?} do not fit group = {group}", x.shape, w.shape));
     }
-    let c_out = w.shape[1] * group;
+    let c_out = w.shape[1].checked_mul(group).ok_or("ConvTranspose output channels overflow")?;
     check_bias(b, x, c_out)?;
     let a = attrs(window, &kernel)?;
     let n = kernel.len();
@@ -105,10 +105,15 @@ pub fn conv_transpose(
         if opad[i] > 1 << 31 || oshape.get(i).is_some_and(|&o| o > 1 << 40) {
             return Err("output_padding / output_shape out of range".into());
         }
-        let full = (a.strides[i] * inp.saturating_sub(1) + opad[i] + (a.kernel[i] - 1) * a.dilations[i] + 1) as isize;
+        let big = || format!("ConvTranspose output along spatial dim {i} is too large");
+        let full = a.strides[i]
+            .checked_mul(inp.saturating_sub(1))
+            .and_then(|v| v.checked_add(opad[i] + (a.kernel[i] - 1) * a.dilations[i] + 1))
+            .filter(|&v| v <= 1 << 40)
+            .ok_or_else(big)? as isize;
         let same = matches!(window.auto_pad, AutoPad::SameUpper | AutoPad::SameLower);
         if !oshape.is_empty() || same {
-            let target = if oshape.is_empty() { inp * a.strides[i] } else { oshape[i] };
+            let target = if oshape.is_empty() { inp.checked_mul(a.strides[i]).filter(|&v| v <= 1 << 40).ok_or_else(big)? } else { oshape[i] };
             let total = full - target as isize;
             let half = total.div_euclid(2); // floor, as the ONNX reference
             (pb[i], pe[i]) = if window.auto_pad == AutoPad::SameUpper { (half, total - half) } else { (total - half, half) };

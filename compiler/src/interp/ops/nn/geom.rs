@@ -83,3 +83,26 @@ pub fn resolve(win: &Window, kernel: &[usize], input: &[usize]) -> Result<Window
     }
     Window3::new(input, &out, &a.kernel, &a.strides, &a.dilations, &pb, &pe).ok_or_else(|| "bad window geometry".to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn win(auto_pad: AutoPad, strides: Vec<usize>, pads: Vec<usize>, ceil_mode: bool) -> Window {
+        Window { kernel_shape: vec![3], strides, pads, dilations: vec![], auto_pad, ceil_mode }
+    }
+
+    #[test]
+    fn output_sizes() {
+        let w = resolve(&win(AutoPad::NotSet, vec![2], vec![1, 1], false), &[3], &[8]).unwrap();
+        assert_eq!(w.output[2], 4);
+        let w = resolve(&win(AutoPad::NotSet, vec![2], vec![0, 0], true), &[3], &[8]).unwrap();
+        assert_eq!(w.output[2], 4);
+        let w = resolve(&win(AutoPad::SameLower, vec![2], vec![], false), &[3], &[8]).unwrap();
+        assert_eq!((w.output[2], w.pads_begin[2], w.pads_end[2]), (4, 1, 0));
+        let w = resolve(&win(AutoPad::SameUpper, vec![2], vec![], false), &[3], &[8]).unwrap();
+        assert_eq!((w.output[2], w.pads_begin[2], w.pads_end[2]), (4, 0, 1));
+        assert!(resolve(&win(AutoPad::Valid, vec![1], vec![], false), &[3], &[2]).is_err());
+        assert!(resolve(&win(AutoPad::NotSet, vec![0], vec![], false), &[3], &[8]).is_err());
+    }
+}

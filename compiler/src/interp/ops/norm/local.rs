@@ -13,6 +13,7 @@ pub fn lrn(x: &Tensor, size: usize, alpha: f64, beta: f64, bias: f64) -> Result<
     }
     let (batch, channels) = (x.shape[0], x.shape[1]);
     let plane: usize = x.shape[2..].iter().product();
+    #[allow(clippy::too_many_arguments)]
     fn go<R: Work>(x: &Tensor, batch: usize, channels: usize, plane: usize, size: usize, alpha: f64, beta: f64, bias: f64) -> Result<Tensor, String> {
         let xs = R::view(x);
         let mut y = vec![R::default(); xs.len()];

@@ -17,7 +17,6 @@ fn ncp(x: &Tensor, what: &str) -> Result<(usize, usize, usize), String> {
 
 pub fn batch_norm(x: &Tensor, scale: &Tensor, bias: &Tensor, mean: &Tensor, var: &Tensor, eps: f64) -> Result<Tensor, String> {
     let (b, c, p) = ncp(x, "BatchNormalization")?;
-    #[allow(clippy::too_many_arguments)]
     fn go<R: Work>(x: &Tensor, ps: [&Tensor; 4], b: usize, c: usize, p: usize, eps: f64) -> Result<Tensor, String> {
         let xs = R::view(x);
         let s = channel_param::<R>(ps[0], c, "scale")?;
