@@ -1,4 +1,11 @@
 //! Kernels: plain functions over slices with explicit shapes.
 pub mod broadcast;
+pub mod conv;
 pub mod gemm;
+pub mod im2col;
+pub mod norm;
 pub mod permute;
+pub mod pool;
+pub mod real;
+pub mod softmax;
+pub mod window;

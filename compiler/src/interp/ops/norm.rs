@@ -1,8 +1,39 @@
-//! Interpreter semantics: norm family.
+//! Interpreter semantics: normalizations and softmax. Float math runs in f32 (f32, f16,
+//! bf16 inputs) or f64; the kernels live in burnc-runtime (`kernels::{norm, softmax}`).
+pub(crate) mod float;
+mod local;
+mod softmax;
+mod stats;
+
+use super::util::{arg, one, opt_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
 
-pub fn eval(op: &Op, _args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
-    Err(format!("{} is not implemented in the interpreter yet", op.name()))
+pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
+    let x = arg(args, 0)?;
+    match op {
+        Op::Softmax { axis, log, coerce_2d } => one(softmax::softmax(x, *axis, *log, *coerce_2d)?),
+        Op::Hardmax { axis, coerce_2d } => one(softmax::hardmax(x, *axis, *coerce_2d)?),
+        Op::BatchNorm { epsilon } => {
+            let (scale, bias, mean, var) = (arg(args, 1)?, arg(args, 2)?, arg(args, 3)?, arg(args, 4)?);
+            let y = stats::batch_norm(x, scale, bias, mean, var, *epsilon as f64)?;
+            // Old opsets may declare running/saved statistics outputs in inference mode:
+            // pass the running statistics through.
+            let mut outs = vec![RtValue::Tensor(y)];
+            for i in 1..n_outputs {
+                outs.push(RtValue::Tensor(if i % 2 == 1 { mean.clone() } else { var.clone() }));
+            }
+            Ok(outs)
+        }
+        Op::InstanceNorm { epsilon } => one(stats::instance_norm(x, arg(args, 1)?, arg(args, 2)?, *epsilon as f64)?),
+        Op::LayerNorm { axis, epsilon } => {
+            let (y, mean, inv) = stats::layer_norm(x, arg(args, 1)?, opt_arg(args, 2)?, *axis, *epsilon as f64)?;
+            Ok([y, mean, inv].into_iter().take(n_outputs.max(1)).map(RtValue::Tensor).collect())
+        }
+        Op::MeanVarianceNorm { axes } => one(stats::mean_var_norm(x, axes)?),
+        Op::Lrn { size, alpha, beta, bias } => one(local::lrn(x, *size, *alpha as f64, *beta as f64, *bias as f64)?),
+        Op::LpNorm { axis, p } => one(local::lp_norm(x, *axis, *p)?),
+        _ => Err(format!("{} is not a normalization op", op.name())),
+    }
 }

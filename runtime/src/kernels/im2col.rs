@@ -1,0 +1,94 @@
+//! im2col / col2im over [`Window3`]: the column matrix has one row per (channel, kernel
+//! offset) and one column per output position.
+use super::window::Window3;
+use crate::elem::Elem;
+
+/// Length of the column buffer for `channels` channels.
+pub fn col_len(channels: usize, w: &Window3) -> usize {
+    channels * w.kernel_size() * w.out_size()
+}
+
+/// Gather `x` (`channels` × input positions) into `col` (`channels·K` × output positions);
+/// positions in the padding read `T::zero()`.
+pub fn im2col<T: Elem>(x: &[T], channels: usize, w: &Window3, col: &mut [T]) {
+    let (in_sz, out_sz) = (w.in_size(), w.out_size());
+    let [ih, iw] = [w.input[1], w.input[2]];
+    let [od, oh, ow] = w.output;
+    let mut row = 0;
+    for c in 0..channels {
+        let xc = &x[c * in_sz..(c + 1) * in_sz];
+        for kd in 0..w.kernel[0] {
+            for kh in 0..w.kernel[1] {
+                for kw in 0..w.kernel[2] {
+                    let dst = &mut col[row * out_sz..(row + 1) * out_sz];
+                    row += 1;
+                    let (lo, hi) = w.valid_range(2, kw);
+                    let sw = w.strides[2];
+                    for d in 0..od {
+                        let zd = w.coord(0, d, kd);
+                        for h in 0..oh {
+                            let out = &mut dst[(d * oh + h) * ow..(d * oh + h + 1) * ow];
+                            let zh = w.coord(1, h, kh);
+                            if zd < 0 || zd >= w.input[0] as isize || zh < 0 || zh >= ih as isize {
+                                out.fill(T::zero());
+                                continue;
+                            }
+                            out[..lo].fill(T::zero());
+                            out[hi..].fill(T::zero());
+                            if lo < hi {
+                                let base = (zd as usize * ih + zh as usize) * iw;
+                                let start = (base as isize + w.coord(2, lo, kw)) as usize;
+                                let src = &xc[start..];
+                                if sw == 1 {
+                                    out[lo..hi].copy_from_slice(&src[..hi - lo]);
+                                } else {
+                                    for (j, o) in out[lo..hi].iter_mut().enumerate() {
+                                        *o = src[j * sw];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adjoint of [`im2col`]: scatter-add `col` (`channels·K` × output positions) into `x`
+/// (`channels` × input positions); positions in the padding are dropped.
+pub fn col2im<T: Elem>(col: &[T], channels: usize, w: &Window3, x: &mut [T]) {
+    let (in_sz, out_sz) = (w.in_size(), w.out_size());
+    let [ih, iw] = [w.input[1], w.input[2]];
+    let [od, oh, ow] = w.output;
+    let mut row = 0;
+    for c in 0..channels {
+        let xc = &mut x[c * in_sz..(c + 1) * in_sz];
+        for kd in 0..w.kernel[0] {
+            for kh in 0..w.kernel[1] {
+                for kw in 0..w.kernel[2] {
+                    let src = &col[row * out_sz..(row + 1) * out_sz];
+                    row += 1;
+                    let (lo, hi) = w.valid_range(2, kw);
+                    let sw = w.strides[2];
+                    for d in 0..od {
+                        let zd = w.coord(0, d, kd);
+                        for h in 0..oh {
+                            let zh = w.coord(1, h, kh);
+                            if zd < 0 || zd >= w.input[0] as isize || zh < 0 || zh >= ih as isize || lo >= hi {
+                                continue;
+                            }
+                            let s = &src[(d * oh + h) * ow..(d * oh + h + 1) * ow];
+                            let base = (zd as usize * ih + zh as usize) * iw;
+                            let start = (base as isize + w.coord(2, lo, kw)) as usize;
+                            for (j, &v) in s[lo..hi].iter().enumerate() {
+                                let p = start + j * sw;
+                                xc[p] = xc[p].add(v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Normalizations over explicit `[batch, channels, plane]` or `[outer, n, inner]` views.
+//! Statistics accumulate in f64; the result is rounded once to the working type.
+use super::real::Real;
+
+/// Inference batch normalization: `y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]`.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm<R: Real>(x: &[R], y: &mut [R], batch: usize, channels: usize, plane: usize, scale: &[R], bias: &[R], mean: &[R], var: &[R], eps: f64) {
+    for c in 0..channels {
+        let a = scale[c].to_f64() / (var[c].to_f64() + eps).sqrt_f64();
+        let b = bias[c].to_f64() - mean[c].to_f64() * a;
+        let (a, b) = (R::from_f64(a), R::from_f64(b));
+        for n in 0..batch {
+            let off = (n * channels + c) * plane;
+            for (o, &v) in y[off..off + plane].iter_mut().zip(&x[off..off + plane]) {
+                *o = v.mul(a).add(b);
+            }
+        }
+    }
+}
+
+/// Mean and 1/sqrt(var + eps) of a slice (population variance).
+fn stats<R: Real>(x: &[R], eps: f64) -> (f64, f64) {
+    let n = x.len().max(1) as f64;
+    let mean = x.iter().map(|v| v.to_f64()).sum::<f64>() / n;
+    let var = x.iter().map(|v| (v.to_f64() - mean) * (v.to_f64() - mean)).sum::<f64>() / n;
+    (mean, 1.0 / (var + eps).sqrt_f64())
+}
+
+/// Instance normalization: each (n, c) plane normalised by its own mean and variance, then
+/// `* scale[c] + bias[c]`.
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm<R: Real>(x: &[R], y: &mut [R], batch: usize, channels: usize, plane: usize, scale: &[R], bias: &[R], eps: f64) {
+    for n in 0..batch {
+        for c in 0..channels {
+            let off = (n * channels + c) * plane;
+            let (mean, inv) = stats(&x[off..off + plane], eps);
+            let a = scale[c].to_f64() * inv;
+            let b = bias[c].to_f64() - mean * a;
+            for (o, &v) in y[off..off + plane].iter_mut().zip(&x[off..off + plane]) {
+                *o = R::from_f64(v.to_f64() * a + b);
+            }
+        }
+    }
+}
+
+/// Layer normalization of each of `outer` rows of `inner` elements:
+/// `y = (x - mean) * inv_std * scale + bias` (`scale`, `bias` of length `inner`). The row
+/// statistics go to `mean_out` / `inv_std_out` when given.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm<R: Real>(
+    x: &[R],
+    y: &mut [R],
+    outer: usize,
+    inner: usize,
+    scale: &[R],
+    bias: Option<&[R]>,
+    eps: f64,
+    mut mean_out: Option<&mut [R]>,
+    mut inv_std_out: Option<&mut [R]>,
+) {
+    for r in 0..outer {
+        let row = &x[r * inner..(r + 1) * inner];
+        let (mean, inv) = stats(row, eps);
+        for (j, (o, &v)) in y[r * inner..(r + 1) * inner].iter_mut().zip(row).enumerate() {
+            let b = bias.map_or(0.0, |b| b[j].to_f64());
+            *o = R::from_f64((v.to_f64() - mean) * inv * scale[j].to_f64() + b);
+        }
+        if let Some(m) = mean_out.as_deref_mut() {
+            m[r] = R::from_f64(mean);
+        }
+        if let Some(s) = inv_std_out.as_deref_mut() {
+            s[r] = R::from_f64(inv);
+        }
+    }
+}
+
+/// Mean-variance normalization of each of `outer` rows: `(x - mean) / (std + 1e-9)`.
+pub fn mean_var_norm<R: Real>(x: &[R], y: &mut [R], outer: usize, inner: usize) {
+    for r in 0..outer {
+        let row = &x[r * inner..(r + 1) * inner];
+        let (mean, inv) = stats(row, 0.0);
+        let std = if inv.is_finite() { 1.0 / inv } else { 0.0 };
+        for (o, &v) in y[r * inner..(r + 1) * inner].iter_mut().zip(row) {
+            *o = R::from_f64((v.to_f64() - mean) / (std + 1e-9));
+        }
+    }
+}
+
+/// Local response normalization across channels:
+/// `y = x / (bias + alpha / size * Σ x²)^beta` over channels `[c - ⌊(size-1)/2⌋, c + ⌈(size-1)/2⌉]`.
+#[allow(clippy::too_many_arguments)]
+pub fn lrn<R: Real>(x: &[R], y: &mut [R], batch: usize, channels: usize, plane: usize, size: usize, alpha: f64, beta: f64, bias: f64) {
+    let before = (size - 1) / 2;
+    let after = size - 1 - before;
+    for n in 0..batch {
+        for c in 0..channels {
+            let lo = c.saturating_sub(before);
+            let hi = (c + after).min(channels - 1);
+            for p in 0..plane {
+                let mut sq = 0.0f64;
+                for cc in lo..=hi {
+                    let v = x[(n * channels + cc) * plane + p].to_f64();
+                    sq += v * v;
+                }
+                let i = (n * channels + c) * plane + p;
+                let d = crate::math::pow(bias + alpha / size as f64 * sq, beta);
+                y[i] = R::from_f64(x[i].to_f64() / d);
+            }
+        }
+    }
+}
+
+/// Lp normalization (p = 1 or 2) along the middle axis of `[outer, n, inner]`; a zero norm
+/// leaves zeros.
+pub fn lp_norm<R: Real>(x: &[R], y: &mut [R], outer: usize, n: usize, inner: usize, p: u32) {
+    for o in 0..outer {
+        for i in 0..inner {
+            let base = o * n * inner + i;
+            let mut acc = 0.0f64;
+            for j in 0..n {
+                let v = x[base + j * inner].to_f64();
+                acc += if p == 1 { v.abs() } else { v * v };
+            }
+            let norm = if p == 1 { acc } else { acc.sqrt_f64() };
+            for j in 0..n {
+                let v = x[base + j * inner].to_f64();
+                y[base + j * inner] = R::from_f64(if norm == 0.0 { 0.0 } else { v / norm });
+            }
+        }
+    }
+}
+
+trait SqrtF64 {
+    fn sqrt_f64(self) -> f64;
+}
+impl SqrtF64 for f64 {
+    #[inline]
+    fn sqrt_f64(self) -> f64 {
+        crate::math::sqrt(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_norm_row() {
+        let x = [1.0f32, 2.0, 3.0, 4.0];
+        let mut y = [0f32; 4];
+        let mut m = [0f32; 1];
+        let mut s = [0f32; 1];
+        layer_norm(&x, &mut y, 1, 4, &[1.0; 4], None, 0.0, Some(&mut m), Some(&mut s));
+        assert!((m[0] - 2.5).abs() < 1e-6);
+        assert!((s[0] - 1.0 / 1.25f32.sqrt()).abs() < 1e-6);
+        assert!((y[0] + 1.5 / 1.25f32.sqrt()).abs() < 1e-5);
+    }
+
+    #[test]
+    fn batch_norm_channel() {
+        let x = [1.0f64, 3.0, 5.0, 7.0];
+        let mut y = [0f64; 4];
+        batch_norm(&x, &mut y, 1, 2, 2, &[2.0, 1.0], &[0.5, 0.0], &[2.0, 6.0], &[1.0, 4.0], 0.0);
+        assert_eq!(y, [-1.5, 2.5, -0.5, 0.5]);
+    }
+}
