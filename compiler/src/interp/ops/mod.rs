@@ -20,6 +20,10 @@ pub type OpResult = Result<Vec<RtValue>, String>;
 
 pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Frame<'_>) -> OpResult {
     match op {
+        // Identity passes sequences and optionals through unchanged.
+        Op::Unary(crate::ir::UnaryOp::Identity) if matches!(args.first(), Some(Some(v)) if !matches!(v, RtValue::Tensor(_))) => {
+            Ok(vec![args.into_iter().next().flatten().ok_or("missing input #0")?])
+        }
         Op::Unary(_) | Op::Binary(_) | Op::Where => elementwise::eval(op, &args, n_outputs),
         Op::Cast { .. } | Op::CastLike { .. } => cast::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
