@@ -7,6 +7,7 @@ mod index;
 mod linalg;
 mod nn;
 mod norm;
+mod quant;
 mod reduce;
 mod seq;
 mod shape;
@@ -51,6 +52,15 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
+        Op::QuantizeLinear { .. }
+        | Op::DequantizeLinear { .. }
+        | Op::DynamicQuantizeLinear
+        | Op::MatMulInteger
+        | Op::QLinearMatMul
+        | Op::ConvInteger { .. }
+        | Op::QLinearConv { .. }
+        | Op::Shrink { .. }
+        | Op::Det => quant::eval(op, &args, n_outputs),
         _ => shape::eval(op, &args, n_outputs),
     }
 }
