@@ -109,7 +109,7 @@ pub fn run_in(graph: &Graph, inputs: Vec<RtValue>, parent: Option<&Frame<'_>>) -
 pub(crate) fn subgraphs(op: &Op) -> Vec<&Graph> {
     match op {
         Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-        Op::Loop { body } | Op::Scan { body, .. } => vec![body],
+        Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
         _ => vec![],
     }
 }

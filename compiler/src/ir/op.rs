@@ -240,6 +240,8 @@ pub enum Op {
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },
     Loop { body: Box<Graph> },
+    /// (sequence, additional inputs…): runs `body` once per element; each output is a sequence.
+    SequenceMap { body: Box<Graph> },
     Scan { body: Box<Graph>, num_scan_inputs: usize, input_axes: Vec<i64>, output_axes: Vec<i64>, input_directions: Vec<i64>, output_directions: Vec<i64> },
 }
 

@@ -503,6 +503,10 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "QLinearConv" => Some(Op::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
         "Shrink" => Some(Op::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }),
         "Det" => Some(Op::Det),
+        "SequenceMap" => {
+            let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
+            Some(Op::SequenceMap { body: Box::new(ctx.subgraph(body)?) })
+        }
         "SequenceConstruct" => Some(Op::Seq(SeqOp::Construct)),
         "SequenceEmpty" => Some(Op::Seq(SeqOp::Empty { dtype: dtype_attr(&n, "dtype")?.unwrap_or(DType::F32) })),
         "SequenceAt" => Some(Op::Seq(SeqOp::At)),

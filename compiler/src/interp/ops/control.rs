@@ -32,6 +32,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize, frame: &Frame<'
                 output_directions,
             },
         ),
+        Op::SequenceMap { body } => sequence_map(body, args, n_outputs, frame),
         _ => Err(format!("{} is not a control-flow op", op.name())),
     }
 }
@@ -241,4 +242,52 @@ fn run_scan(body: &Graph, args: &[Option<RtValue>], n_outputs: usize, frame: &Fr
     }
     result.truncate(n_outputs);
     Ok(result)
+}
+
+fn sequence_map(body: &Graph, args: &[Option<RtValue>], n_outputs: usize, frame: &Frame<'_>) -> OpResult {
+    let ins: Vec<&RtValue> = args.iter().map(|a| a.as_ref().ok_or("SequenceMap inputs cannot be omitted")).collect::<Result<_, _>>()?;
+    let len = match ins.first() {
+        Some(RtValue::Sequence(items, _)) => items.len(),
+        Some(_) => return Err("input #0 of SequenceMap must be a sequence".into()),
+        None => return Err("SequenceMap needs an input sequence".into()),
+    };
+    for (i, v) in ins.iter().enumerate() {
+        if let RtValue::Sequence(items, _) = v {
+            if items.len() != len {
+                return Err(format!("sequence input #{i} has {} items, expected {len}", items.len()));
+            }
+        }
+    }
+    if body.inputs.len() != ins.len() || body.outputs.len() != n_outputs {
+        return Err(format!(
+            "SequenceMap body takes {} inputs and returns {} values; the node has {} inputs and {n_outputs} outputs",
+            body.inputs.len(),
+            body.outputs.len(),
+            ins.len()
+        ));
+    }
+    let mut outs: Vec<Vec<Tensor>> = vec![Vec::with_capacity(len); n_outputs];
+    for i in 0..len {
+        let inputs: Vec<RtValue> = ins
+            .iter()
+            .map(|v| match v {
+                RtValue::Sequence(items, _) => RtValue::Tensor(items[i].clone()),
+                other => (*other).clone(),
+            })
+            .collect();
+        for (k, v) in run_body(body, inputs, frame)?.into_iter().enumerate() {
+            outs[k].push(v.into_tensor().map_err(|e| format!("body output #{k}: {e}"))?);
+        }
+    }
+    Ok(outs
+        .into_iter()
+        .enumerate()
+        .map(|(k, items)| {
+            let dtype = items.first().map(|t| t.dtype()).or_else(|| match &body.value(body.outputs[k]).ty {
+                ValueType::Tensor(t) => Some(t.dtype),
+                _ => None,
+            });
+            RtValue::Sequence(items, dtype)
+        })
+        .collect())
 }

@@ -50,7 +50,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
-        Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } => control::eval(op, &args, n_outputs, frame),
+        Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
         Op::QuantizeLinear { .. }
         | Op::DequantizeLinear { .. }
