@@ -3,8 +3,8 @@
 mod ops;
 mod value;
 
-use crate::ir::{Graph, Node, ValueId, ValueKind};
-use std::collections::HashMap;
+use crate::ir::{Graph, Node, Op, ValueId, ValueKind};
+use std::collections::{HashMap, HashSet};
 use thiserror::Error;
 
 pub use ops::eval_op;
@@ -72,11 +72,19 @@ pub fn run_in(graph: &Graph, inputs: Vec<RtValue>, parent: Option<&Frame<'_>>) -
     for (&id, v) in graph.inputs.iter().zip(inputs) {
         frame.values.insert(id, v);
     }
-    // Free a value after its last use so large models run in bounded memory.
+    // Free a value after its last use so large models run in bounded memory. Values a
+    // subgraph reads by name (`ValueKind::Outer`, at any depth) count as uses of its node.
     let mut remaining = graph.use_counts();
-    for node in &graph.nodes {
+    let implicit = implicit_inputs(graph);
+    for ids in implicit.values() {
+        for id in ids {
+            *remaining.entry(*id).or_insert(0) += 1;
+        }
+    }
+    for (ni, node) in graph.nodes.iter().enumerate() {
         let outs = eval_node(&frame, node)?;
-        for inp in node.inputs.iter().flatten() {
+        let extra = implicit.get(&ni).map(|v| v.as_slice()).unwrap_or(&[]);
+        for inp in node.inputs.iter().flatten().chain(extra) {
             if let Some(c) = remaining.get_mut(inp) {
                 *c -= 1;
                 if *c == 0 {
@@ -95,6 +103,61 @@ pub fn run_in(graph: &Graph, inputs: Vec<RtValue>, parent: Option<&Frame<'_>>) -
         .iter()
         .map(|&o| frame.get(o).ok_or_else(|| InterpError::Missing(graph.value(o).name.clone())))
         .collect()
+}
+
+/// The subgraphs an op carries (If branches, Loop/Scan bodies).
+pub(crate) fn subgraphs(op: &Op) -> Vec<&Graph> {
+    match op {
+        Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
+        Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
+        _ => vec![],
+    }
+}
+
+/// Names a graph reads from enclosing scopes, its nested subgraphs' included.
+fn outer_names(g: &Graph, out: &mut HashSet<String>) {
+    let defined: HashSet<&str> =
+        g.values.iter().filter(|v| !matches!(v.kind, ValueKind::Outer)).map(|v| v.name.as_str()).collect();
+    for v in &g.values {
+        if matches!(v.kind, ValueKind::Outer) {
+            out.insert(v.name.clone());
+        }
+    }
+    for n in &g.nodes {
+        for sg in subgraphs(&n.op) {
+            let mut inner = HashSet::new();
+            outer_names(sg, &mut inner);
+            out.extend(inner.into_iter().filter(|name| !defined.contains(name.as_str())));
+        }
+    }
+}
+
+/// For each node with subgraphs: the values of `graph` its subgraphs read by name.
+fn implicit_inputs(graph: &Graph) -> HashMap<usize, Vec<ValueId>> {
+    let mut res = HashMap::new();
+    if !graph.nodes.iter().any(|n| !subgraphs(&n.op).is_empty()) {
+        return res;
+    }
+    let mut by_name: HashMap<&str, ValueId> = HashMap::new();
+    for (i, v) in graph.values.iter().enumerate() {
+        by_name.insert(v.name.as_str(), ValueId(i as u32));
+    }
+    for (ni, n) in graph.nodes.iter().enumerate() {
+        let sgs = subgraphs(&n.op);
+        if sgs.is_empty() {
+            continue;
+        }
+        let mut names = HashSet::new();
+        for sg in sgs {
+            outer_names(sg, &mut names);
+        }
+        let mut ids: Vec<ValueId> = names.iter().filter_map(|nm| by_name.get(nm.as_str()).copied()).collect();
+        ids.sort();
+        if !ids.is_empty() {
+            res.insert(ni, ids);
+        }
+    }
+    res
 }
 
 fn eval_node(frame: &Frame<'_>, node: &Node) -> Result<Vec<RtValue>, InterpError> {

@@ -229,9 +229,32 @@ pub enum Op {
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),
 
+    // ---- quantization (integer arithmetic for the integer ops) and small extras
+    /// (x, y_scale, y_zero_point?): per-tensor, per-axis (1-D scale) or blocked (`block_size` > 0).
+    /// Output type: the zero point's, else `output_dtype`, else u8.
+    QuantizeLinear { axis: i64, block_size: usize, output_dtype: Option<DType>, saturate: bool },
+    /// (x, x_scale, x_zero_point?) → (x - zp) * scale, of the scale's type unless `output_dtype`.
+    DequantizeLinear { axis: i64, block_size: usize, output_dtype: Option<DType> },
+    /// x (f32) → (y: u8, y_scale: f32, y_zero_point: u8).
+    DynamicQuantizeLinear,
+    /// (A, B, a_zero_point?, b_zero_point?) → i32 product of the shifted integers.
+    MatMulInteger,
+    /// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp).
+    QLinearMatMul,
+    /// (x, w, x_zero_point?, w_zero_point?) → i32 convolution.
+    ConvInteger { window: Window, group: usize },
+    /// (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?).
+    QLinearConv { window: Window, group: usize },
+    /// x < -lambd → x + bias; x > lambd → x - bias; else 0.
+    Shrink { lambd: f32, bias: f32 },
+    /// Determinant of the trailing square matrices.
+    Det,
+
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },
     Loop { body: Box<Graph> },
+    /// (sequence, additional inputs…): runs `body` once per element; each output is a sequence.
+    SequenceMap { body: Box<Graph> },
     Scan { body: Box<Graph>, num_scan_inputs: usize, input_axes: Vec<i64>, output_axes: Vec<i64>, input_directions: Vec<i64>, output_directions: Vec<i64> },
 }
 

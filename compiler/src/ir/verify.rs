@@ -50,7 +50,7 @@ pub fn verify(g: &Graph) -> Result<(), VerifyError> {
         }
         let subgraphs: Vec<&Graph> = match &n.op {
             Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-            Op::Loop { body } | Op::Scan { body, .. } => vec![body],
+            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
             _ => vec![],
         };
         for sg in subgraphs {

@@ -505,6 +505,34 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 output_directions: a.ints("scan_output_directions").unwrap_or_default(),
             })
         }
+        "QuantizeLinear" => Some(Op::QuantizeLinear {
+            axis: a.i_or("axis", 1),
+            block_size: usize::try_from(a.i_or("block_size", 0)).map_err(|_| n.err("negative block_size"))?,
+            output_dtype: match a.i_or("output_dtype", 0) {
+                0 => None,
+                _ => dtype_attr(&n, "output_dtype")?,
+            },
+            saturate: a.i_or("saturate", 1) != 0,
+        }),
+        "DequantizeLinear" => Some(Op::DequantizeLinear {
+            axis: a.i_or("axis", 1),
+            block_size: usize::try_from(a.i_or("block_size", 0)).map_err(|_| n.err("negative block_size"))?,
+            output_dtype: match a.i_or("output_dtype", 0) {
+                0 => None,
+                _ => dtype_attr(&n, "output_dtype")?,
+            },
+        }),
+        "DynamicQuantizeLinear" => Some(Op::DynamicQuantizeLinear),
+        "MatMulInteger" => Some(Op::MatMulInteger),
+        "QLinearMatMul" => Some(Op::QLinearMatMul),
+        "ConvInteger" => Some(Op::ConvInteger { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
+        "QLinearConv" => Some(Op::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
+        "Shrink" => Some(Op::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }),
+        "Det" => Some(Op::Det),
+        "SequenceMap" => {
+            let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
+            Some(Op::SequenceMap { body: Box::new(ctx.subgraph(body)?) })
+        }
         "SequenceConstruct" => Some(Op::Seq(SeqOp::Construct)),
         "SequenceEmpty" => Some(Op::Seq(SeqOp::Empty { dtype: dtype_attr(&n, "dtype")?.unwrap_or(DType::F32) })),
         "SequenceAt" => Some(Op::Seq(SeqOp::At)),

@@ -13,6 +13,10 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
         Op::Gemm { alpha, beta, trans_a, trans_b } => {
             one(gemm_op(arg(args, 0)?, arg(args, 1)?, opt_arg(args, 2)?, *alpha, *beta, *trans_a, *trans_b)?)
         }
+        Op::Einsum { equation } => {
+            let xs: Vec<&Tensor> = args.iter().flatten().map(|v| v.as_tensor()).collect::<Result<_, _>>()?;
+            one(einsum(equation, &xs)?)
+        }
         _ => Err(format!("{} is not implemented in the interpreter yet", op.name())),
     }
 }
@@ -161,4 +165,222 @@ fn gemm_op(a: &Tensor, b: &Tensor, c: Option<&Tensor>, alpha: f32, beta: f32, ta
         };
     }
     Ok(go!(F32, F64, F16, BF16, I32, I64, U32, U64))
+}
+
+/// Label ids: letters by their char code, ellipsis dims as `ELL + k` (k counted right-aligned
+/// over the widest ellipsis).
+const ELL: u32 = 1 << 16;
+
+/// One einsum term: letters and at most one ellipsis.
+fn parse_term(term: &str) -> Result<(Vec<u32>, Option<usize>), String> {
+    let mut labels = Vec::new();
+    let mut ell = None;
+    let mut rest = term;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("...") {
+            if ell.is_some() {
+                return Err(format!("term `{term}` has more than one ellipsis"));
+            }
+            ell = Some(labels.len());
+            rest = r;
+            continue;
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        if !c.is_ascii_alphabetic() {
+            return Err(format!("bad character `{c}` in einsum term `{term}`"));
+        }
+        labels.push(c as u32);
+        rest = &rest[1..];
+    }
+    Ok((labels, ell))
+}
+
+/// General einsum (explicit or implicit output, ellipsis, repeated labels for diagonals,
+/// sums) by a direct loop over every label; f64 accumulation for floats, i64 for integers.
+pub fn einsum(equation: &str, xs: &[&Tensor]) -> Result<Tensor, String> {
+    let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = match eq.split_once("->") {
+        Some((l, r)) => (l, Some(r)),
+        None => (eq.as_str(), None),
+    };
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != xs.len() {
+        return Err(format!("equation `{equation}` has {} operands, the node has {} inputs", terms.len(), xs.len()));
+    }
+    let dtype = xs.first().ok_or("Einsum needs at least one input")?.dtype();
+    if let Some(x) = xs.iter().find(|x| x.dtype() != dtype) {
+        return Err(format!("Einsum inputs must share a type, got {dtype} and {}", x.dtype()));
+    }
+    // Per input: the label of each dim.
+    let mut dim_labels: Vec<Vec<u32>> = Vec::new();
+    let mut n_ell = 0usize;
+    let mut parsed = Vec::new();
+    for (t, x) in terms.iter().zip(xs) {
+        let (labels, ell) = parse_term(t)?;
+        let e = match ell {
+            Some(_) => x.rank().checked_sub(labels.len()).ok_or_else(|| format!("term `{t}` has more labels than input rank {}", x.rank()))?,
+            None => {
+                if labels.len() != x.rank() {
+                    return Err(format!("term `{t}` has {} labels for an input of rank {}", labels.len(), x.rank()));
+                }
+                0
+            }
+        };
+        n_ell = n_ell.max(e);
+        parsed.push((labels, ell, e));
+    }
+    for (labels, ell, e) in &parsed {
+        let mut dl: Vec<u32> = Vec::new();
+        for (i, &l) in labels.iter().enumerate() {
+            if *ell == Some(i) {
+                dl.extend((n_ell - e..n_ell).map(|k| ELL + k as u32));
+            }
+            dl.push(l);
+        }
+        if *ell == Some(labels.len()) {
+            dl.extend((n_ell - e..n_ell).map(|k| ELL + k as u32));
+        }
+        dim_labels.push(dl);
+    }
+    // Label sizes (ellipsis dims broadcast; letters must agree).
+    let mut sizes: std::collections::BTreeMap<u32, usize> = Default::default();
+    for (dl, x) in dim_labels.iter().zip(xs) {
+        for (&l, &d) in dl.iter().zip(&x.shape) {
+            match sizes.get(&l).copied() {
+                None => {
+                    sizes.insert(l, d);
+                }
+                Some(s) if s == d => {}
+                Some(s) if l >= ELL && (s == 1 || d == 1) => {
+                    sizes.insert(l, s.max(d));
+                }
+                Some(s) => return Err(format!("label `{}` has sizes {s} and {d}", char::from_u32(l).unwrap_or('?'))),
+            }
+        }
+    }
+    let ell_labels: Vec<u32> = (0..n_ell as u32).map(|k| ELL + k).collect();
+    let out_labels: Vec<u32> = match rhs {
+        Some(r) => {
+            let (labels, ell) = parse_term(r)?;
+            // Ellipsis dims the output omits are summed (as numpy does).
+            let mut out = Vec::new();
+            for (i, &l) in labels.iter().enumerate() {
+                if ell == Some(i) {
+                    out.extend(&ell_labels);
+                }
+                if !sizes.contains_key(&l) {
+                    return Err(format!("output label `{}` is not in any input", char::from_u32(l).unwrap_or('?')));
+                }
+                if out.contains(&l) {
+                    return Err(format!("output label `{}` is repeated", char::from_u32(l).unwrap_or('?')));
+                }
+                out.push(l);
+            }
+            if ell == Some(labels.len()) {
+                out.extend(&ell_labels);
+            }
+            out
+        }
+        None => {
+            let mut count: std::collections::BTreeMap<u32, usize> = Default::default();
+            for dl in &dim_labels {
+                for &l in dl.iter().filter(|&&l| l < ELL) {
+                    *count.entry(l).or_insert(0) += 1;
+                }
+            }
+            let mut out = ell_labels.clone();
+            out.extend(count.into_iter().filter(|&(_, c)| c == 1).map(|(l, _)| l));
+            out
+        }
+    };
+    let sum_labels: Vec<u32> = sizes.keys().copied().filter(|l| !out_labels.contains(l)).collect();
+    let all: Vec<u32> = out_labels.iter().chain(&sum_labels).copied().collect();
+    let dims: Vec<usize> = all.iter().map(|l| sizes[l]).collect();
+    let out_shape: Vec<usize> = dims[..out_labels.len()].to_vec();
+    let out_n = numel(&out_shape)?;
+    let inner_n = numel(&dims[out_labels.len()..])?;
+    numel(&[out_n, inner_n])?;
+    // Per input, its stride along each label of `all` (summed over repeats; 0 when broadcast).
+    let in_strides: Vec<Vec<usize>> = dim_labels
+        .iter()
+        .zip(xs)
+        .map(|(dl, x)| {
+            let st = super::util::strides(&x.shape);
+            all.iter()
+                .map(|l| {
+                    dl.iter()
+                        .enumerate()
+                        .filter(|(i, d)| *d == l && x.shape[*i] != 1)
+                        .map(|(i, _)| st[i])
+                        .sum()
+                })
+                .collect()
+        })
+        .collect();
+    let is_int = !dtype.is_float();
+    let fvals: Vec<Vec<f64>> = if is_int { vec![] } else { xs.iter().map(|x| x.to_f64_vec()).collect() };
+    let ivals: Vec<Vec<i64>> = if is_int {
+        xs.iter().map(|x| x.to_i64_vec().ok_or("Einsum: unsupported input type")).collect::<Result<_, _>>()?
+    } else {
+        vec![]
+    };
+    let mut fout = vec![0f64; if is_int { 0 } else { out_n }];
+    let mut iout = vec![0i64; if is_int { out_n } else { 0 }];
+    let mut idx = vec![0usize; all.len()];
+    let mut offs = vec![0usize; xs.len()];
+    for o in 0..out_n {
+        let (mut facc, mut iacc) = (0f64, 0i64);
+        for _ in 0..inner_n {
+            if is_int {
+                let mut p = 1i64;
+                for (k, v) in ivals.iter().enumerate() {
+                    p = p.wrapping_mul(v[offs[k]]);
+                }
+                iacc = iacc.wrapping_add(p);
+            } else {
+                let mut p = 1f64;
+                for (k, v) in fvals.iter().enumerate() {
+                    p *= v[offs[k]];
+                }
+                facc += p;
+            }
+            // Advance the odometer over all labels (summed labels fastest).
+            for d in (0..all.len()).rev() {
+                idx[d] += 1;
+                for (k, st) in in_strides.iter().enumerate() {
+                    offs[k] += st[d];
+                }
+                if idx[d] < dims[d] {
+                    break;
+                }
+                for (k, st) in in_strides.iter().enumerate() {
+                    offs[k] -= st[d] * dims[d];
+                }
+                idx[d] = 0;
+            }
+        }
+        if inner_n == 0 {
+            // No summed elements: still step the output odometer.
+            for d in (0..out_labels.len()).rev() {
+                idx[d] += 1;
+                for (k, st) in in_strides.iter().enumerate() {
+                    offs[k] += st[d];
+                }
+                if idx[d] < dims[d] {
+                    break;
+                }
+                for (k, st) in in_strides.iter().enumerate() {
+                    offs[k] -= st[d] * dims[d];
+                }
+                idx[d] = 0;
+            }
+        }
+        if is_int {
+            iout[o] = iacc;
+        } else {
+            fout[o] = facc;
+        }
+    }
+    let t = if is_int { Tensor::new(out_shape, Data::I64(iout)) } else { Tensor::new(out_shape, Data::F64(fout)) };
+    super::cast::cast(&t, dtype, false)
 }

@@ -9,6 +9,7 @@ mod linalg;
 mod loss;
 mod nn;
 mod norm;
+mod quant;
 mod reduce;
 mod seq;
 mod shape;
@@ -22,6 +23,10 @@ pub type OpResult = Result<Vec<RtValue>, String>;
 
 pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Frame<'_>) -> OpResult {
     match op {
+        // Identity passes sequences and optionals through unchanged.
+        Op::Unary(crate::ir::UnaryOp::Identity) if matches!(args.first(), Some(Some(v)) if !matches!(v, RtValue::Tensor(_))) => {
+            Ok(vec![args.into_iter().next().flatten().ok_or("missing input #0")?])
+        }
         Op::Unary(_) | Op::Binary(_) | Op::Where => elementwise::eval(op, &args, n_outputs),
         Op::Cast { .. } | Op::CastLike { .. } | Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
@@ -49,8 +54,17 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
         Op::Attention(a) => attention::eval(a, &args),
         Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
-        Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } => control::eval(op, &args, n_outputs, frame),
+        Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
+        Op::QuantizeLinear { .. }
+        | Op::DequantizeLinear { .. }
+        | Op::DynamicQuantizeLinear
+        | Op::MatMulInteger
+        | Op::QLinearMatMul
+        | Op::ConvInteger { .. }
+        | Op::QLinearConv { .. }
+        | Op::Shrink { .. }
+        | Op::Det => quant::eval(op, &args, n_outputs),
         _ => shape::eval(op, &args, n_outputs),
     }
 }
