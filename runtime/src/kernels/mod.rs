@@ -2,3 +2,4 @@
 pub mod broadcast;
 pub mod gemm;
 pub mod permute;
+pub mod reduce;
