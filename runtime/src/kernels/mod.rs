@@ -3,3 +3,5 @@ pub mod broadcast;
 pub mod gemm;
 pub mod permute;
 pub mod reduce;
+pub mod scatter;
+pub mod resize;

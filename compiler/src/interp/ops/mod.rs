@@ -8,6 +8,7 @@ mod linalg;
 mod nn;
 mod norm;
 mod reduce;
+mod resize;
 mod seq;
 mod shape;
 pub(crate) mod util;
