@@ -33,6 +33,9 @@ enum Nearest {
     RoundPreferCeil,
     Floor,
     Ceil,
+    /// Resize-10 / Upsample (set by the frontend): floor when upsampling, ceil when
+    /// downsampling, as ONNX Runtime and the opset-10 backend tests do.
+    Simple,
 }
 
 struct Cfg {
@@ -66,6 +69,7 @@ fn cfg(at: &ResizeAttrs) -> Result<Cfg, String> {
         "round_prefer_ceil" => Nearest::RoundPreferCeil,
         "floor" => Nearest::Floor,
         "ceil" => Nearest::Ceil,
+        "simple" => Nearest::Simple,
         m => return Err(format!("unknown nearest_mode `{m}`")),
     };
     if at.antialias && mode == Mode::Nearest {
@@ -233,6 +237,7 @@ fn coeffs(c: &Cfg, ratio: f64, scale: f64) -> Vec<f64> {
                     Nearest::RoundPreferCeil => ratio >= 0.5,
                     Nearest::Floor => false,
                     Nearest::Ceil => true,
+                    Nearest::Simple => scale < 1.0,
                 }
             };
             if ceil {
@@ -387,6 +392,16 @@ mod tests {
         at.nearest_mode = "floor".into();
         let y = run(&at, x, &[1.0, 2.0]).unwrap();
         assert_eq!(y, Tensor::from_f32s(vec![1, 4], vec![1., 1., 2., 2.]));
+    }
+
+    #[test]
+    fn resize10_nearest_downsample_takes_ceil() {
+        // The opset-10 backend case test_resize_downsample_nearest: [[1, 3]].
+        let x = Tensor::from_f32s(vec![1, 1, 2, 4], vec![1., 2., 3., 4., 5., 6., 7., 8.]);
+        let mut at = attrs("nearest", "asymmetric");
+        at.nearest_mode = "simple".into();
+        let y = run(&at, x, &[1.0, 1.0, 0.6, 0.6]).unwrap();
+        assert_eq!(y, Tensor::from_f32s(vec![1, 1, 1, 2], vec![1., 3.]));
     }
 
     #[test]
