@@ -18,7 +18,7 @@ pub fn resample_axis(
     extrap_value: f64,
     out: &mut [f64],
 ) {
-    let out_len = if taps == 0 { 0 } else { idx.len() / taps };
+    let out_len = idx.len().checked_div(taps).unwrap_or(0);
     for o in 0..outer {
         let xb = o * in_len * inner;
         let ob = o * out_len * inner;

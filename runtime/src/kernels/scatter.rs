@@ -40,6 +40,6 @@ mod tests {
         scatter(&mut out, &[10., 20.], &[1, 1], 1, ScatterMode::Add);
         assert_eq!(out, [1., 32., 3.]);
         scatter(&mut out, &[7., 8., 9., 9.], &[0, 1], 2, ScatterMode::Replace);
-        assert_eq!(out, [9., 9., 3.]);
+        assert_eq!(out, [7., 9., 9.]);
     }
 }

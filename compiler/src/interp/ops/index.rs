@@ -141,11 +141,14 @@ fn nd_offsets(data: &Tensor, ind: &Tensor, b: usize, what: &str) -> Result<(Vec<
     let slice: usize = data.shape[b + m..].iter().product();
     let batch: usize = data.shape[..b].iter().product();
     let batch_stride: usize = data.shape[b..].iter().product();
-    let tuples = if m == 0 { numel(&ind.shape[..q - 1])? } else { iv.len() / m };
-    let per_batch = if batch == 0 { 0 } else { tuples / batch };
+    let tuples = match iv.len().checked_div(m) {
+        Some(t) => t,
+        None => numel(&ind.shape[..q - 1])?,
+    };
+    let per_batch = tuples.checked_div(batch).unwrap_or(0);
     let mut offs = Vec::with_capacity(tuples);
     for t in 0..tuples {
-        let bi = if per_batch == 0 { 0 } else { t / per_batch };
+        let bi = t.checked_div(per_batch).unwrap_or(0);
         let mut off = bi * batch_stride;
         for j in 0..m {
             off += wrap(iv[t * m + j], data.shape[b + j], what)? * st[b + j];
@@ -279,7 +282,7 @@ fn one_hot(ind: &Tensor, depth: &Tensor, values: &Tensor, axis: i64) -> Result<T
     }
     let dv = depth.to_f64_vec();
     let &[d] = dv.as_slice() else { return Err(format!("depth must hold one element, got {}", dv.len())) };
-    if !(d >= 1.0) || d > (1u64 << 32) as f64 {
+    if d.is_nan() || d < 1.0 || d > (1u64 << 32) as f64 {
         return Err(format!("depth {d} must be a positive number"));
     }
     let depth = d as usize;
@@ -305,10 +308,12 @@ fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
     if r < 2 {
         return Err(format!("Trilu needs an input of rank >= 2, got {:?}", x.shape));
     }
+    let st = strides(&x.shape);
     let idx = index_map(&x.shape, |ix| {
         let (i, j) = (ix[r - 2] as i64, ix[r - 1] as i64);
-        let keep = if upper { j - i >= k } else { j - i <= k };
-        keep.then(|| ix.iter().zip(strides(&x.shape)).map(|(a, s)| a * s).sum())
+        let d = j - i;
+        let keep = if upper { d >= k } else { d <= k };
+        keep.then(|| ix.iter().zip(&st).map(|(a, s)| a * s).sum())
     })?;
     Ok(Tensor::new(x.shape.clone(), take_or(&x.data, &idx, &Data::zeros(x.dtype(), 1))?))
 }

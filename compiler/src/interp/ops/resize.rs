@@ -130,7 +130,7 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
                 return Err(format!("scales has {} entries for {na} axes", s.len()));
             }
             for (i, &d) in axes.iter().enumerate() {
-                if !(s[i] > 0.0) || !s[i].is_finite() {
+                if s[i].is_nan() || s[i] <= 0.0 || !s[i].is_finite() {
                     return Err(format!("scale {} must be positive", s[i]));
                 }
                 scale[d] = s[i];
@@ -168,6 +168,9 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
         }
     }
     super::util::numel(&out)?;
+    if c.antialias && axes.iter().any(|&d| 1.0 / scale[d] > 1e6) {
+        return Err("antialias with a scale below 1e-6 is not supported".into());
+    }
 
     let mut cur = x.to_f64_vec();
     let mut shape = x.shape.clone();
@@ -308,6 +311,9 @@ fn taps_for_axis(c: &Cfg, in_len: usize, out_len: usize, scale: f64, roi: Option
         if c.coord == Coord::TfCropAndResize && (x < 0.0 || x > in_len as f64 - 1.0) {
             *ex = true;
         }
+        // Only a wild roi takes x this far (and then the position is extrapolated); keep the
+        // index arithmetic below far from i64 overflow.
+        let x = x.clamp(-1e12, 1e12);
         let xi = x.floor();
         let frac = x - xi;
         let ratio = if frac == 0.0 { 1.0 } else { frac };
@@ -409,6 +415,17 @@ mod tests {
         let x = Tensor::from_f32s(vec![2], vec![0., 4.]);
         let y = run(&attrs("linear", "half_pixel"), x, &[2.0]).unwrap();
         assert_eq!(y, Tensor::from_f32s(vec![4], vec![0., 1., 3., 4.]));
+    }
+
+    #[test]
+    fn wild_roi_extrapolates() {
+        let mut at = attrs("linear", "tf_crop_and_resize");
+        at.extrapolation_value = 7.0;
+        let x = Tensor::from_f32s(vec![2], vec![0., 4.]);
+        let roi = Tensor::from_f32s(vec![2], vec![-1e30, 1e30]);
+        let s = Tensor::from_f32s(vec![1], vec![2.0]);
+        let y = resize(&at, &[Some(RtValue::Tensor(x)), Some(RtValue::Tensor(roi)), Some(RtValue::Tensor(s)), None]).unwrap();
+        assert_eq!(y, Tensor::from_f32s(vec![4], vec![7.0; 4]));
     }
 
     #[test]
