@@ -470,7 +470,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 if attrs.mode == "linear" || attrs.mode == "bilinear" {
                     attrs.mode = "linear".into();
                 }
-                attrs.nearest_mode = "floor".into();
+                // floor when upsampling, ceil when downsampling (Resize-10 backend tests, ORT).
+                attrs.nearest_mode = "simple".into();
                 let scales = if let Some(s) = a.floats("scales") {
                     Some(ctx.constant(&n.label, Tensor::from_f32s(vec![s.len()], s)))
                 } else {

@@ -7,5 +7,8 @@ pub mod norm;
 pub mod permute;
 pub mod pool;
 pub mod real;
+pub mod reduce;
+pub mod resize;
+pub mod scatter;
 pub mod softmax;
 pub mod window;

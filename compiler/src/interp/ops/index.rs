@@ -1,8 +1,411 @@
-//! Interpreter semantics: index family.
+//! Interpreter semantics: index family (Gather*, Scatter*, NonZero, Compress, OneHot, Trilu,
+//! EyeLike, ReverseSequence; Resize lives in `resize.rs`). Gathers are written as a flat
+//! source index per output element and one generic [`take`]; scatters go through the runtime's
+//! `scatter` kernel. Index tensors are validated: out-of-range is an error, negatives wrap.
+use super::shape::{index_map, take, take_or};
+use super::util::{arg, norm_axis, numel, one, opt_arg, strides};
 use super::OpResult;
 use crate::interp::RtValue;
-use crate::ir::Op;
+use crate::ir::{DType, Op, ScatterReduction};
+use crate::tensor::{Data, Tensor};
+use burnc_runtime::kernels::scatter::{scatter, ScatterMode};
 
-pub fn eval(op: &Op, _args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
-    Err(format!("{} is not implemented in the interpreter yet", op.name()))
+pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
+    match op {
+        Op::Gather { axis } => one(gather(arg(args, 0)?, arg(args, 1)?, *axis)?),
+        Op::GatherElements { axis } => one(gather_elements(arg(args, 0)?, arg(args, 1)?, *axis)?),
+        Op::GatherNd { batch_dims } => one(gather_nd(arg(args, 0)?, arg(args, 1)?, *batch_dims)?),
+        Op::ScatterElements { axis, reduction } => {
+            one(scatter_elements(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *axis, *reduction)?)
+        }
+        Op::ScatterNd { reduction } => one(scatter_nd(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *reduction)?),
+        Op::NonZero => one(nonzero(arg(args, 0)?)?),
+        Op::Compress { axis } => one(compress(arg(args, 0)?, arg(args, 1)?, *axis)?),
+        Op::OneHot { axis } => one(one_hot(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *axis)?),
+        Op::Trilu { upper } => {
+            let k = match opt_arg(args, 1)? {
+                Some(t) => scalar_int(t, "k")?,
+                None => 0,
+            };
+            one(trilu(arg(args, 0)?, k, *upper)?)
+        }
+        Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
+        Op::ReverseSequence { batch_axis, time_axis } => {
+            one(reverse_sequence(arg(args, 0)?, arg(args, 1)?, *batch_axis, *time_axis)?)
+        }
+        Op::Resize(attrs) => one(super::resize::resize(attrs, args)?),
+        _ => Err(format!("{} is not an index op", op.name())),
+    }
+}
+
+/// Integer index values (int32/int64 and other ints); floats and bools are refused.
+fn indices(t: &Tensor, what: &str) -> Result<Vec<i64>, String> {
+    if !t.dtype().is_int() {
+        return Err(format!("{what} must be an integer tensor, got {}", t.dtype()));
+    }
+    t.to_i64_vec().ok_or_else(|| format!("{what} must be an integer tensor"))
+}
+
+fn scalar_int(t: &Tensor, what: &str) -> Result<i64, String> {
+    let v = t.to_i64_vec().ok_or_else(|| format!("{what} must be an integer"))?;
+    match v.as_slice() {
+        [x] => Ok(*x),
+        _ => Err(format!("{what} must hold one element, got {}", v.len())),
+    }
+}
+
+/// Wrap a possibly negative index into `[0, n)`; out of range is an error.
+fn wrap(i: i64, n: usize, what: &str) -> Result<usize, String> {
+    let w = if i < 0 { i + n as i64 } else { i };
+    if w < 0 || w >= n as i64 {
+        return Err(format!("{what} index {i} is out of range for a dimension of size {n}"));
+    }
+    Ok(w as usize)
+}
+
+fn wrap_all(v: &[i64], n: usize, what: &str) -> Result<Vec<usize>, String> {
+    v.iter().map(|&i| wrap(i, n, what)).collect()
+}
+
+fn gather(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
+    if data.rank() == 0 {
+        return Err("Gather needs data of rank >= 1".into());
+    }
+    let ax = norm_axis(axis, data.rank())?;
+    let iv = wrap_all(&indices(ind, "indices")?, data.shape[ax], "Gather")?;
+    let mut shape = data.shape[..ax].to_vec();
+    shape.extend_from_slice(&ind.shape);
+    shape.extend_from_slice(&data.shape[ax + 1..]);
+    let st = strides(&data.shape);
+    let ist = strides(&ind.shape);
+    let q = ind.rank();
+    let idx = index_map(&shape, |ix| {
+        let mut off = 0;
+        for d in 0..ax {
+            off += ix[d] * st[d];
+        }
+        let flat: usize = (0..q).map(|j| ix[ax + j] * ist[j]).sum();
+        off += iv[flat] * st[ax];
+        for d in ax + 1..data.rank() {
+            off += ix[d + q - 1] * st[d];
+        }
+        off
+    })?;
+    Ok(Tensor::new(shape, take(&data.data, &idx)))
+}
+
+/// Flat data offsets for GatherElements / ScatterElements: `indices`' position with the
+/// `axis` coordinate replaced by the index value.
+fn element_targets(data: &Tensor, ind: &Tensor, axis: i64, what: &str) -> Result<Vec<usize>, String> {
+    let r = data.rank();
+    if ind.rank() != r || r == 0 {
+        return Err(format!("{what}: indices rank {} differs from data rank {r}", ind.rank()));
+    }
+    let ax = norm_axis(axis, r)?;
+    for d in 0..r {
+        if d != ax && ind.shape[d] > data.shape[d] {
+            return Err(format!("{what}: indices shape {:?} exceeds data shape {:?} off axis {ax}", ind.shape, data.shape));
+        }
+    }
+    let iv = wrap_all(&indices(ind, "indices")?, data.shape[ax], what)?;
+    let st = strides(&data.shape);
+    let ist = strides(&ind.shape);
+    index_map(&ind.shape, |ix| {
+        let flat: usize = ix.iter().zip(&ist).map(|(i, s)| i * s).sum();
+        ix.iter().enumerate().map(|(d, &i)| if d == ax { iv[flat] } else { i } * st[d]).sum()
+    })
+}
+
+fn gather_elements(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
+    let idx = element_targets(data, ind, axis, "GatherElements")?;
+    Ok(Tensor::new(ind.shape.clone(), take(&data.data, &idx)))
+}
+
+/// Resolve GatherND/ScatterND index tuples (last dim of `ind`) against `data`, with the first
+/// `b` dims shared as batch dims. Returns the flat data offset of each tuple's slice, the
+/// slice length, and the shape of the tuple grid.
+fn nd_offsets(data: &Tensor, ind: &Tensor, b: usize, what: &str) -> Result<(Vec<usize>, usize, usize), String> {
+    let (r, q) = (data.rank(), ind.rank());
+    if q < 1 || r < 1 {
+        return Err(format!("{what}: data and indices must have rank >= 1"));
+    }
+    let m = ind.shape[q - 1];
+    if b >= q || b >= r || m + b > r {
+        return Err(format!("{what}: index tuples of length {m} with batch_dims {b} do not fit data of rank {r}"));
+    }
+    if data.shape[..b] != ind.shape[..b] {
+        return Err(format!("{what}: batch dims of data {:?} and indices {:?} differ", data.shape, ind.shape));
+    }
+    let iv = indices(ind, "indices")?;
+    let st = strides(&data.shape);
+    let slice: usize = data.shape[b + m..].iter().product();
+    let batch: usize = data.shape[..b].iter().product();
+    let batch_stride: usize = data.shape[b..].iter().product();
+    let tuples = match iv.len().checked_div(m) {
+        Some(t) => t,
+        None => numel(&ind.shape[..q - 1])?,
+    };
+    let per_batch = tuples.checked_div(batch).unwrap_or(0);
+    let mut offs = Vec::with_capacity(tuples);
+    for t in 0..tuples {
+        let bi = t.checked_div(per_batch).unwrap_or(0);
+        let mut off = bi * batch_stride;
+        for j in 0..m {
+            off += wrap(iv[t * m + j], data.shape[b + j], what)? * st[b + j];
+        }
+        offs.push(off);
+    }
+    Ok((offs, slice, tuples))
+}
+
+fn gather_nd(data: &Tensor, ind: &Tensor, batch_dims: i64) -> Result<Tensor, String> {
+    let b = usize::try_from(batch_dims).map_err(|_| format!("negative batch_dims {batch_dims}"))?;
+    let (offs, slice, _) = nd_offsets(data, ind, b, "GatherND")?;
+    let q = ind.rank();
+    let m = ind.shape[q - 1];
+    let mut shape = ind.shape[..q - 1].to_vec();
+    shape.extend_from_slice(&data.shape[b + m..]);
+    let idx: Vec<usize> = offs.iter().flat_map(|&o| o..o + slice).collect();
+    Ok(Tensor::new(shape, take(&data.data, &idx)))
+}
+
+fn mode(r: ScatterReduction) -> ScatterMode {
+    match r {
+        ScatterReduction::None => ScatterMode::Replace,
+        ScatterReduction::Add => ScatterMode::Add,
+        ScatterReduction::Mul => ScatterMode::Mul,
+        ScatterReduction::Max => ScatterMode::Max,
+        ScatterReduction::Min => ScatterMode::Min,
+    }
+}
+
+fn scatter_data(data: &Tensor, upd: &Tensor, dst: &[usize], chunk: usize, red: ScatterReduction) -> Result<Data, String> {
+    if data.dtype() != upd.dtype() {
+        return Err(format!("updates type {} differs from data type {}", upd.dtype(), data.dtype()));
+    }
+    let m = mode(red);
+    macro_rules! go {
+        ($($variant:ident),*) => {
+            match (&data.data, &upd.data) {
+                $((Data::$variant(d), Data::$variant(u)) => {
+                    let mut out = d.clone();
+                    scatter(&mut out, u, dst, chunk, m);
+                    Data::$variant(out)
+                })*
+                (Data::F8(dt, d), Data::F8(_, u)) if m == ScatterMode::Replace => {
+                    let mut out = d.clone();
+                    scatter(&mut out, u, dst, chunk, m);
+                    Data::F8(*dt, out)
+                }
+                _ => return Err(format!("scatter with reduction {red:?} is not defined on {}", data.dtype())),
+            }
+        };
+    }
+    Ok(go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool))
+}
+
+fn scatter_elements(data: &Tensor, ind: &Tensor, upd: &Tensor, axis: i64, red: ScatterReduction) -> Result<Tensor, String> {
+    if upd.shape != ind.shape {
+        return Err(format!("updates shape {:?} differs from indices shape {:?}", upd.shape, ind.shape));
+    }
+    let dst = element_targets(data, ind, axis, "ScatterElements")?;
+    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &dst, 1, red)?))
+}
+
+fn scatter_nd(data: &Tensor, ind: &Tensor, upd: &Tensor, red: ScatterReduction) -> Result<Tensor, String> {
+    let (offs, slice, _) = nd_offsets(data, ind, 0, "ScatterND")?;
+    let q = ind.rank();
+    let m = ind.shape[q - 1];
+    let mut want = ind.shape[..q - 1].to_vec();
+    want.extend_from_slice(&data.shape[m..]);
+    if upd.shape != want {
+        return Err(format!("updates shape {:?} should be {want:?}", upd.shape));
+    }
+    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &offs, slice, red)?))
+}
+
+fn nonzero_mask(x: &Tensor) -> Result<Vec<bool>, String> {
+    Ok(match &x.data {
+        Data::F8(..) => x.to_f64_vec().iter().map(|&v| v != 0.0).collect(),
+        d => crate::with_data!(d, v => v.iter().map(|&e| e != Default::default()).collect(), f8 => Vec::new()),
+    })
+}
+
+fn nonzero(x: &Tensor) -> Result<Tensor, String> {
+    let mask = nonzero_mask(x)?;
+    let r = x.rank();
+    let hits: Vec<usize> = mask.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
+    let n = hits.len();
+    let st = strides(&x.shape);
+    let mut out = vec![0i64; r * n];
+    for (j, &flat) in hits.iter().enumerate() {
+        let mut rem = flat;
+        for d in 0..r {
+            out[d * n + j] = (rem / st[d]) as i64;
+            rem %= st[d];
+        }
+    }
+    Ok(Tensor::from_i64s(vec![r, n], out))
+}
+
+fn compress(x: &Tensor, cond: &Tensor, axis: Option<i64>) -> Result<Tensor, String> {
+    let Data::Bool(c) = &cond.data else { return Err(format!("condition must be bool, got {}", cond.dtype())) };
+    if cond.rank() != 1 {
+        return Err(format!("condition must be 1-D, got shape {:?}", cond.shape));
+    }
+    let flat;
+    let (src, ax) = match axis {
+        Some(a) => (x, norm_axis(a, x.rank())?),
+        None => {
+            flat = Tensor::new(vec![x.numel()], x.data.clone());
+            (&flat, 0)
+        }
+    };
+    if src.rank() == 0 {
+        return Err("Compress needs an input of rank >= 1".into());
+    }
+    let dim = src.shape[ax];
+    let keep: Vec<usize> = c.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
+    if let Some(&bad) = keep.iter().find(|&&i| i >= dim) {
+        return Err(format!("condition selects index {bad} beyond axis size {dim}"));
+    }
+    let mut shape = src.shape.clone();
+    shape[ax] = keep.len();
+    let st = strides(&src.shape);
+    let idx = index_map(&shape, |ix| ix.iter().enumerate().map(|(d, &i)| if d == ax { keep[i] } else { i } * st[d]).sum())?;
+    Ok(Tensor::new(shape, take(&src.data, &idx)))
+}
+
+fn one_hot(ind: &Tensor, depth: &Tensor, values: &Tensor, axis: i64) -> Result<Tensor, String> {
+    if values.numel() != 2 {
+        return Err(format!("values must hold [off, on], got {} elements", values.numel()));
+    }
+    let dv = depth.to_f64_vec();
+    let &[d] = dv.as_slice() else { return Err(format!("depth must hold one element, got {}", dv.len())) };
+    if d.is_nan() || d < 1.0 || d > (1u64 << 32) as f64 {
+        return Err(format!("depth {d} must be a positive number"));
+    }
+    let depth = d as usize;
+    let iv = ind.to_i64_vec().ok_or("indices must be numeric")?;
+    let r = ind.rank() + 1;
+    let ax = norm_axis(axis, r)?;
+    let mut shape = ind.shape.clone();
+    shape.insert(ax, depth);
+    let ist = strides(&ind.shape);
+    // Index 1 of `values` where the position matches, 0 elsewhere; out-of-range indices
+    // give an all-off row (ONNX).
+    let idx = index_map(&shape, |ix| {
+        let flat: usize = (0..r).filter(|&k| k != ax).zip(&ist).map(|(k, s)| ix[k] * s).sum();
+        let v = iv[flat];
+        let v = if v < 0 { v + depth as i64 } else { v };
+        usize::from(v == ix[ax] as i64)
+    })?;
+    Ok(Tensor::new(shape, take(&values.data, &idx)))
+}
+
+fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
+    let r = x.rank();
+    if r < 2 {
+        return Err(format!("Trilu needs an input of rank >= 2, got {:?}", x.shape));
+    }
+    let st = strides(&x.shape);
+    let idx = index_map(&x.shape, |ix| {
+        let (i, j) = (ix[r - 2] as i64, ix[r - 1] as i64);
+        let d = j - i;
+        let keep = if upper { d >= k } else { d <= k };
+        keep.then(|| ix.iter().zip(&st).map(|(a, s)| a * s).sum())
+    })?;
+    Ok(Tensor::new(x.shape.clone(), take_or(&x.data, &idx, &Data::zeros(x.dtype(), 1))?))
+}
+
+fn eye_like(x: &Tensor, dtype: Option<DType>, k: i64) -> Result<Tensor, String> {
+    if x.rank() != 2 {
+        return Err(format!("EyeLike needs a 2-D input, got {:?}", x.shape));
+    }
+    let to = dtype.unwrap_or(x.dtype());
+    let v = index_map(&x.shape, |ix| i64::from(ix[1] as i64 - ix[0] as i64 == k))?;
+    super::cast::cast(&Tensor::from_i64s(x.shape.clone(), v), to, true)
+}
+
+fn reverse_sequence(x: &Tensor, lens: &Tensor, batch_axis: i64, time_axis: i64) -> Result<Tensor, String> {
+    if x.rank() < 2 {
+        return Err(format!("ReverseSequence needs an input of rank >= 2, got {:?}", x.shape));
+    }
+    let (ba, ta) = (norm_axis(batch_axis, x.rank())?, norm_axis(time_axis, x.rank())?);
+    if ba == ta || ba > 1 || ta > 1 {
+        return Err(format!("batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 in some order"));
+    }
+    let lv = indices(lens, "sequence_lens")?;
+    if lv.len() != x.shape[ba] {
+        return Err(format!("sequence_lens has {} entries for batch size {}", lv.len(), x.shape[ba]));
+    }
+    let tmax = x.shape[ta];
+    let lv: Vec<usize> = lv
+        .iter()
+        .map(|&l| usize::try_from(l).ok().filter(|&l| l <= tmax).ok_or_else(|| format!("sequence length {l} is out of range 0..={tmax}")))
+        .collect::<Result<_, _>>()?;
+    let st = strides(&x.shape);
+    let idx = index_map(&x.shape, |ix| {
+        let l = lv[ix[ba]];
+        ix.iter().enumerate().map(|(d, &i)| if d == ta && i < l { l - 1 - i } else { i } * st[d]).sum()
+    })?;
+    Ok(Tensor::new(x.shape.clone(), take(&x.data, &idx)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_f32s(shape.to_vec(), v.to_vec())
+    }
+    fn i(shape: &[usize], v: &[i64]) -> Tensor {
+        Tensor::from_i64s(shape.to_vec(), v.to_vec())
+    }
+
+    #[test]
+    fn gather_axis1_with_negative_index() {
+        let x = f(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+        let y = gather(&x, &i(&[2], &[-1, 0]), 1).unwrap();
+        assert_eq!(y, f(&[2, 2], &[3., 1., 6., 4.]));
+        assert!(gather(&x, &i(&[1], &[3]), 1).is_err());
+    }
+
+    #[test]
+    fn gather_nd_batch_dims() {
+        let x = f(&[2, 2, 2], &[0., 1., 2., 3., 4., 5., 6., 7.]);
+        let y = gather_nd(&x, &i(&[2, 1], &[1, 0]), 1).unwrap();
+        assert_eq!(y, f(&[2, 2], &[2., 3., 4., 5.]));
+    }
+
+    #[test]
+    fn scatter_nd_add_duplicates() {
+        let x = f(&[4], &[1., 2., 3., 4.]);
+        let y = scatter_nd(&x, &i(&[2, 1], &[1, 1]), &f(&[2], &[10., 20.]), ScatterReduction::Add).unwrap();
+        assert_eq!(y, f(&[4], &[1., 32., 3., 4.]));
+        assert!(scatter_nd(&x, &i(&[1, 1], &[4]), &f(&[1], &[0.]), ScatterReduction::None).is_err());
+    }
+
+    #[test]
+    fn scatter_elements_axis1() {
+        let x = f(&[1, 5], &[1., 2., 3., 4., 5.]);
+        let y = scatter_elements(&x, &i(&[1, 2], &[1, 3]), &f(&[1, 2], &[1.1, 2.1]), 1, ScatterReduction::None).unwrap();
+        assert_eq!(y, f(&[1, 5], &[1., 1.1, 3., 2.1, 5.]));
+    }
+
+    #[test]
+    fn nonzero_and_onehot() {
+        let x = f(&[2, 2], &[1., 0., 1., 1.]);
+        assert_eq!(nonzero(&x).unwrap(), i(&[2, 3], &[0, 1, 1, 0, 0, 1]));
+        let y = one_hot(&i(&[2], &[1, -1]), &i(&[], &[3]), &f(&[2], &[0., 5.]), -1).unwrap();
+        assert_eq!(y, f(&[2, 3], &[0., 5., 0., 0., 0., 5.]));
+    }
+
+    #[test]
+    fn trilu_and_eye() {
+        let x = f(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+        assert_eq!(trilu(&x, 1, true).unwrap(), f(&[2, 3], &[0., 2., 3., 0., 0., 6.]));
+        assert_eq!(trilu(&x, 0, false).unwrap(), f(&[2, 3], &[1., 0., 0., 4., 5., 0.]));
+        assert_eq!(eye_like(&x, None, 1).unwrap(), f(&[2, 3], &[0., 1., 0., 0., 0., 1.]));
+    }
 }

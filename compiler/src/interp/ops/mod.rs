@@ -11,6 +11,7 @@ mod nn;
 mod norm;
 mod quant;
 mod reduce;
+mod resize;
 mod seq;
 mod shape;
 pub(crate) mod util;
