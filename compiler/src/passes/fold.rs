@@ -169,11 +169,56 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
             }
         }
     }
-    let outs = eval_one(g, n)?;
+    let outs = eval_one(g, n).or_else(|| builtin_eval(g, n))?;
     if outs.iter().any(|t| t.numel() > MAX_FOLD_ELEMS) {
         return None;
     }
     Some(outs)
+}
+
+/// Shape-computation ops folded here when the interpreter cannot (yet) run them: Gather of an
+/// integer tensor.
+fn builtin_eval(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
+    match &n.op {
+        Op::Gather { axis } => {
+            let data = g.const_value((*n.inputs.first()?)?)?;
+            let idx = g.const_value((*n.inputs.get(1)?)?)?;
+            if !matches!(data.dtype(), crate::ir::DType::I64 | crate::ir::DType::I32) || data.rank() == 0 {
+                return None;
+            }
+            let r = data.rank() as i64;
+            let a = if *axis < 0 { axis + r } else { *axis };
+            if a < 0 || a >= r {
+                return None;
+            }
+            let a = a as usize;
+            let dim = data.shape[a] as i64;
+            let outer: usize = data.shape[..a].iter().product();
+            let inner: usize = data.shape[a + 1..].iter().product();
+            let vals = data.to_i64_vec()?;
+            let ix = idx.to_i64_vec()?;
+            let mut out = Vec::with_capacity(outer * ix.len() * inner);
+            for o in 0..outer {
+                for &i in &ix {
+                    let i = if i < 0 { i + dim } else { i };
+                    if i < 0 || i >= dim {
+                        return None;
+                    }
+                    let base = (o * dim as usize + i as usize) * inner;
+                    out.extend_from_slice(&vals[base..base + inner]);
+                }
+            }
+            let mut shape = data.shape[..a].to_vec();
+            shape.extend_from_slice(&idx.shape);
+            shape.extend_from_slice(&data.shape[a + 1..]);
+            let t = match data.dtype() {
+                crate::ir::DType::I32 => Tensor::new(shape, crate::tensor::Data::I32(out.into_iter().map(|v| v as i32).collect())),
+                _ => Tensor::from_i64s(shape, out),
+            };
+            Some(vec![t])
+        }
+        _ => None,
+    }
 }
 
 /// Run one node with constant inputs through the interpreter.

@@ -573,8 +573,9 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                     let s: Vec<Dim> = s.iter().map(|&v| Dim::Fixed(v.max(0) as usize)).collect();
                     Some(bcast(cx, x, &s)?)
                 }
-                (Some(x), None) => match cx.shape(1) {
-                    Some([Dim::Fixed(k)]) => Some(cx.fresh_dims(x.len().max(*k))),
+                (Some(x), None) => match (cx.sym_shape(1), cx.shape(1)) {
+                    (Some(s), _) => Some(bcast(cx, x, &s)?),
+                    (None, Some([Dim::Fixed(k)])) => Some(cx.fresh_dims(x.len().max(*k))),
                     _ => None,
                 },
                 _ => None,
@@ -641,8 +642,9 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::ConstantOfShape { value } => {
             let dims = match cx.ints(0) {
                 Some(s) => Some(s.iter().map(|&v| usize::try_from(v).map(Dim::Fixed).map_err(|_| format!("negative dim {v}"))).collect::<R<_>>()?),
-                None => match cx.shape(0) {
-                    Some([Dim::Fixed(k)]) => Some(cx.fresh_dims(*k)),
+                None => match (cx.sym_shape(0), cx.shape(0)) {
+                    (Some(d), _) => Some(d),
+                    (None, Some([Dim::Fixed(k)])) => Some(cx.fresh_dims(*k)),
                     _ => None,
                 },
             };
@@ -821,8 +823,17 @@ fn spatial(cx: &Cx, xs: &[Dim], k: &[usize], w: &Window, pool: bool) -> R<Vec<Di
     let (s, d, p) = window_params(w, nsp)?;
     (0..nsp)
         .map(|i| {
-            let Dim::Fixed(n) = xs[i] else { return Ok(cx.fresh()) };
             let ek = (k[i].max(1) - 1) * d[i] + 1;
+            let Dim::Fixed(n) = xs[i] else {
+                // A symbolic dim survives a "same"-size stride-1 window.
+                let same = s[i] == 1
+                    && match w.auto_pad {
+                        AutoPad::SameUpper | AutoPad::SameLower => true,
+                        AutoPad::Valid => ek == 1,
+                        AutoPad::NotSet => p[i] + p[i + nsp] + 1 == ek,
+                    };
+                return Ok(if same { xs[i].clone() } else { cx.fresh() });
+            };
             let out = match w.auto_pad {
                 AutoPad::SameUpper | AutoPad::SameLower => n.div_ceil(s[i]),
                 AutoPad::Valid => {
@@ -931,18 +942,104 @@ fn conv_transpose(cx: &Cx, w: &Window, group: usize, out_pad: &[usize], out_shap
     Ok(Some(out))
 }
 
+/// An element of a shape vector computed at run time: a known integer or a (symbolic) dim.
+#[derive(Debug, Clone, PartialEq)]
+enum SV {
+    I(i64),
+    D(Dim),
+}
+
+/// The elements of an integer vector value, following Shape → Gather → Unsqueeze → Concat
+/// chains so that symbolic dims survive (e.g. `[batch, 8, -1]` when `batch` is symbolic).
+fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
+    if depth > 32 {
+        return None;
+    }
+    match &g.value(v).kind {
+        ValueKind::Const(t) => return Some(t.to_i64_vec()?.into_iter().map(SV::I).collect()),
+        ValueKind::Param(p) if p.shape.iter().product::<usize>() <= 64 => {
+            return Some(p.to_tensor()?.to_i64_vec()?.into_iter().map(SV::I).collect())
+        }
+        ValueKind::Node(_) => {}
+        _ => return None,
+    }
+    let ValueKind::Node(p) = g.value(v).kind else { return None };
+    let n = g.node(p);
+    let input = |i: usize| n.inputs.get(i).copied().flatten();
+    match &n.op {
+        Op::Shape { start, end } => {
+            let dims = &g.tensor_type(input(0)?)?.shape.as_ref()?.0;
+            let r = dims.len() as i64;
+            let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+            let (a, b) = (clamp(*start), clamp(end.unwrap_or(r)));
+            Some(dims[a..b.max(a)].iter().map(|d| match d {
+                Dim::Fixed(n) => SV::I(*n as i64),
+                d => SV::D(d.clone()),
+            }).collect())
+        }
+        Op::Gather { axis: 0 | -1 } => {
+            let data = sym_ints(g, input(0)?, depth + 1)?;
+            let idx = g.const_value(input(1)?)?.to_i64_vec()?;
+            let len = data.len() as i64;
+            idx.iter()
+                .map(|&i| {
+                    let i = if i < 0 { i + len } else { i };
+                    (0..len).contains(&i).then(|| data[i as usize].clone())
+                })
+                .collect()
+        }
+        Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Reshape { .. } | Op::Flatten { .. } | Op::Unary(UnaryOp::Identity) => {
+            sym_ints(g, input(0)?, depth + 1)
+        }
+        Op::Cast { to, .. } if to.is_int() => sym_ints(g, input(0)?, depth + 1),
+        Op::Concat { .. } => {
+            let mut out = vec![];
+            for i in n.inputs.iter().flatten() {
+                out.extend(sym_ints(g, *i, depth + 1)?);
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+impl Cx<'_> {
+    /// Shape-vector input `i` as dims (negative entries are not dims: `None`).
+    fn sym_shape(&self, i: usize) -> Option<Vec<Dim>> {
+        let v = self.n.inputs.get(i).copied().flatten()?;
+        sym_ints(self.g, v, 0)?
+            .into_iter()
+            .map(|e| match e {
+                SV::I(v) if v >= 0 => Some(Dim::Fixed(v as usize)),
+                SV::I(_) => None,
+                SV::D(d) => Some(d),
+            })
+            .collect()
+    }
+}
+
 fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
-    let Some(target) = cx.ints(1) else {
-        // Rank from the shape input's length.
-        return Ok(match cx.shape(1) {
-            Some([Dim::Fixed(k)]) => Some(cx.fresh_dims(*k)),
-            _ => None,
-        });
+    let target: Vec<SV> = match cx.n.inputs.get(1).copied().flatten().and_then(|v| sym_ints(cx.g, v, 0)) {
+        Some(t) => t,
+        None => {
+            // Rank from the shape input's length.
+            return Ok(match cx.shape(1) {
+                Some([Dim::Fixed(k)]) => Some(cx.fresh_dims(*k)),
+                _ => None,
+            });
+        }
     };
     let x = cx.shape(0);
     let mut out: Vec<Option<Dim>> = Vec::with_capacity(target.len());
     let mut infer_at = None;
-    for (i, &v) in target.iter().enumerate() {
+    for (i, e) in target.iter().enumerate() {
+        let v = match e {
+            SV::I(v) => *v,
+            SV::D(d) => {
+                out.push(Some(d.clone()));
+                continue;
+            }
+        };
         out.push(match v {
             -1 => {
                 if infer_at.replace(i).is_some() {
@@ -951,10 +1048,10 @@ fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
                 None
             }
             0 if !allowzero => match x {
-                Some(x) => Some(x.get(i).cloned().ok_or_else(|| format!("shape {target:?} copies dim {i} of a rank-{} input", x.len()))?),
+                Some(x) => Some(x.get(i).cloned().ok_or_else(|| format!("the shape copies dim {i} of a rank-{} input", x.len()))?),
                 None => Some(cx.fresh()),
             },
-            v if v < 0 => return Err(format!("bad dim {v} in shape {target:?}")),
+            v if v < 0 => return Err(format!("bad dim {v} in the shape")),
             v => Some(Dim::Fixed(v as usize)),
         });
     }
@@ -991,7 +1088,7 @@ fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
                     d = in_syms[0].clone();
                 }
             } else if ok && x.iter().all(|d| d.fixed().is_some()) {
-                return Err(format!("cannot reshape {} elements into {target:?}", in_f));
+                return Err(format!("cannot reshape {in_f} elements into {}", Shape(out.iter().map(|d| d.clone().unwrap_or(Dim::Fixed(0))).collect())));
             }
         }
         out[at] = Some(d);
