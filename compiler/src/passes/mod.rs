@@ -4,6 +4,8 @@ pub mod cost;
 pub mod dce;
 pub mod fold;
 pub mod infer;
+#[cfg(test)]
+mod tests;
 
 use crate::ir::{verify, Graph};
 use thiserror::Error;
