@@ -71,11 +71,15 @@ pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
     Ok(changed)
 }
 
-/// Set every node output's producer to its node's position.
+/// Set every node output's producer to its node's position (outputs already turned into
+/// constants by a fold whose node is not yet removed stay constants).
 pub fn renumber(g: &mut Graph) {
     for (i, n) in g.nodes.iter().enumerate() {
         for &o in &n.outputs {
-            g.values[o.0 as usize].kind = ValueKind::Node(NodeId(i as u32));
+            let k = &mut g.values[o.0 as usize].kind;
+            if matches!(k, ValueKind::Node(_)) {
+                *k = ValueKind::Node(NodeId(i as u32));
+            }
         }
     }
 }

@@ -250,6 +250,8 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(dt, cx.shape(0).map(|s| s.to_vec()))]
         }
+        // Slope broadcasts to x (per channel before opset 7): the output is shaped like x.
+        Op::Binary(BinaryOp::PRelu) => same(),
         Op::Binary(b) => {
             let dt = if is_bool_op(*b) { cx.dtype(0).or(cx.dtype(1)).map(|_| DType::Bool) } else { cx.dtype(0).or(cx.dtype(1)) };
             let dims = match (cx.shape(0), cx.shape(1)) {

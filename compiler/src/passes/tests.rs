@@ -284,10 +284,18 @@ fn if_with_constant_condition_is_inlined() {
         &["y".into()],
     );
     let z = node(&mut g, Op::Unary(UnaryOp::Relu), vec![Some(y[0])]);
-    g.outputs = vec![z];
+    // A second If on the same (folded) condition.
+    let (_, y2) = g.add_node(
+        "if2",
+        Op::If { then_branch: Box::new(branch(Op::Unary(UnaryOp::Abs))), else_branch: Box::new(branch(Op::Unary(UnaryOp::Exp))) },
+        vec![Some(eq)],
+        &["y2".into()],
+    );
+    g.outputs = vec![z, y2[0]];
     prepare(&mut g).unwrap();
     let ops: Vec<String> = g.nodes.iter().map(|n| n.op.name()).collect();
-    assert_eq!(ops, vec!["Neg", "Relu"]);
+    assert_eq!(ops, vec!["Neg", "Relu", "Abs"]);
+    g.outputs.truncate(1);
     assert_eq!(shape_of(&g, g.outputs[0]), Shape::fixed(&[2, 3]));
     let xin = rand(&[2, 3], 5);
     let out = run(&g, &[xin.clone()]);
