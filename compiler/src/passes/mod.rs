@@ -1,6 +1,11 @@
 //! Passes over the IR. Each is `fn(&mut Graph) -> Result<(), PassError>`, followed by the
 //! verifier in debug builds.
 pub mod cost;
+pub mod dce;
+pub mod fold;
+pub mod infer;
+#[cfg(test)]
+mod tests;
 
 use crate::ir::{verify, Graph};
 use thiserror::Error;
@@ -22,8 +27,12 @@ pub fn run_pass(g: &mut Graph, name: &'static str, pass: fn(&mut Graph) -> Resul
     Ok(())
 }
 
-/// The passes every entry point runs before using a graph's types.
+/// The passes every entry point runs before using a graph's types: inference, folding to a
+/// fixed point (with inference after each sweep), dead code elimination, inference.
 pub fn prepare(g: &mut Graph) -> Result<(), PassError> {
-    let _ = g;
+    run_pass(g, "infer", infer::infer)?;
+    run_pass(g, "fold", fold::fold)?;
+    run_pass(g, "dce", dce::dce)?;
+    run_pass(g, "infer", infer::infer)?;
     Ok(())
 }

@@ -1,0 +1,1201 @@
+//! Type and shape inference: output dtypes and shapes of every node from its input types (and
+//! from constant inputs where the op needs their values: Reshape's shape, Slice's starts …).
+//!
+//! What cannot be known stays `ValueType::Unknown` or partially known (rank known, dims
+//! symbolic); only a real contradiction (two fixed dims that must agree and do not) is an error.
+//! Symbolic dims flow through where they can (a batch dim through Conv, Reshape's `0` …); dims
+//! that are not known at all get fresh names `?v<value>.<k>`, deterministic so that running the
+//! pass again changes nothing.
+use super::PassError;
+use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::tensor::Tensor;
+
+/// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
+pub fn infer(g: &mut Graph) -> Result<(), PassError> {
+    infer_graph(g, &[])
+}
+
+fn infer_graph(g: &mut Graph, outer: &[(String, ValueType)]) -> Result<(), PassError> {
+    // Outer values take the enclosing graph's types.
+    for v in g.values.iter_mut() {
+        if matches!(v.kind, ValueKind::Outer) {
+            if let Some((_, t)) = outer.iter().rev().find(|(n, _)| *n == v.name) {
+                v.ty = merge(&v.ty, t.clone());
+            }
+        }
+    }
+    for ni in 0..g.nodes.len() {
+        // Subgraphs first: their output types feed If's inference.
+        if matches!(g.nodes[ni].op, Op::If { .. } | Op::Loop { .. } | Op::Scan { .. }) {
+            let mut scope: Vec<(String, ValueType)> = outer.to_vec();
+            scope.extend(g.values.iter().map(|v| (v.name.clone(), v.ty.clone())));
+            let mut op = std::mem::replace(&mut g.nodes[ni].op, Op::Size);
+            let res = match &mut op {
+                Op::If { then_branch, else_branch } => {
+                    infer_graph(then_branch, &scope).and_then(|_| infer_graph(else_branch, &scope))
+                }
+                Op::Loop { body } | Op::Scan { body, .. } => infer_graph(body, &scope),
+                _ => Ok(()),
+            };
+            g.nodes[ni].op = op;
+            res?;
+        }
+        let node = &g.nodes[ni];
+        let tys = infer_node(g, node).map_err(|reason| node_err(node, reason))?;
+        let outs = node.outputs.clone();
+        for (o, t) in outs.into_iter().zip(tys) {
+            let v = g.value_mut(o);
+            v.ty = merge(&v.ty, t);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn node_err(node: &Node, reason: String) -> PassError {
+    let op = node.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| node.op.name());
+    PassError::Node { node: node.name.clone(), op, reason }
+}
+
+fn is_fresh(d: &Dim) -> bool {
+    matches!(d, Dim::Sym { name, .. } if name.starts_with('?'))
+}
+
+/// Combine a value's existing type (declared in the file, or from an earlier run) with the
+/// inferred one: fixed dims win, then named symbols over fresh ones; the inference wins on rank
+/// or dtype disagreement (declared value_info can be stale).
+pub fn merge(old: &ValueType, new: ValueType) -> ValueType {
+    match (old, new) {
+        (o, ValueType::Unknown) => o.clone(),
+        (ValueType::Tensor(o), ValueType::Tensor(n)) => {
+            let shape = match (&o.shape, n.shape) {
+                (Some(os), None) => Some(os.clone()),
+                (None, ns) => ns,
+                (Some(os), Some(ns)) if os.rank() != ns.rank() => Some(ns),
+                (Some(os), Some(ns)) => Some(Shape(
+                    os.0.iter()
+                        .zip(ns.0)
+                        .map(|(od, nd)| match (od, &nd) {
+                            (_, Dim::Fixed(_)) => nd,
+                            (Dim::Fixed(_), _) => od.clone(),
+                            (Dim::Sym { .. }, _) if is_fresh(&nd) => od.clone(),
+                            (Dim::Sym { bound: Some(b), .. }, Dim::Sym { name, bound: None }) => {
+                                Dim::Sym { name: name.clone(), bound: Some(*b) }
+                            }
+                            _ => nd,
+                        })
+                        .collect(),
+                )),
+            };
+            ValueType::Tensor(TensorType { dtype: n.dtype, shape })
+        }
+        (_, n) => n,
+    }
+}
+
+type R<T> = Result<T, String>;
+
+/// Inference context for one node.
+struct Cx<'a> {
+    g: &'a Graph,
+    n: &'a Node,
+    fresh: std::cell::Cell<usize>,
+}
+
+impl<'a> Cx<'a> {
+    fn ty(&self, i: usize) -> Option<&'a TensorType> {
+        let v = (*self.n.inputs.get(i)?)?;
+        self.g.tensor_type(v)
+    }
+    fn dtype(&self, i: usize) -> Option<DType> {
+        self.ty(i).map(|t| t.dtype)
+    }
+    fn shape(&self, i: usize) -> Option<&'a [Dim]> {
+        self.ty(i)?.shape.as_ref().map(|s| s.0.as_slice())
+    }
+    fn has(&self, i: usize) -> bool {
+        matches!(self.n.inputs.get(i), Some(Some(_)))
+    }
+    fn konst(&self, i: usize) -> Option<Tensor> {
+        let v: ValueId = (*self.n.inputs.get(i)?)?;
+        match &self.g.value(v).kind {
+            ValueKind::Const(t) => Some(t.clone()),
+            ValueKind::Param(p) if p.shape.iter().product::<usize>() <= 1 << 16 => p.to_tensor(),
+            _ => None,
+        }
+    }
+    fn ints(&self, i: usize) -> Option<Vec<i64>> {
+        self.konst(i)?.to_i64_vec()
+    }
+    /// A dim nothing is known about.
+    fn fresh(&self) -> Dim {
+        let k = self.fresh.get();
+        self.fresh.set(k + 1);
+        let out = self.n.outputs.first().map(|v| v.0).unwrap_or(0);
+        Dim::Sym { name: format!("?v{out}.{k}"), bound: None }
+    }
+    fn fresh_dims(&self, r: usize) -> Vec<Dim> {
+        (0..r).map(|_| self.fresh()).collect()
+    }
+}
+
+fn t(dtype: Option<DType>, dims: Option<Vec<Dim>>) -> ValueType {
+    match dtype {
+        Some(dtype) => ValueType::Tensor(TensorType { dtype, shape: dims.map(Shape) }),
+        None => ValueType::Unknown,
+    }
+}
+
+fn norm_axis(axis: i64, rank: usize) -> R<usize> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if a < 0 || a >= r {
+        return Err(format!("axis {axis} is out of range for rank {rank}"));
+    }
+    Ok(a as usize)
+}
+
+/// numpy broadcast of two dims.
+fn bcast_dim(cx: &Cx, a: &Dim, b: &Dim) -> R<Dim> {
+    Ok(match (a, b) {
+        (Dim::Fixed(x), Dim::Fixed(y)) => {
+            if x == y || *y == 1 {
+                a.clone()
+            } else if *x == 1 {
+                b.clone()
+            } else {
+                return Err(format!("dims {x} and {y} do not broadcast"));
+            }
+        }
+        (Dim::Fixed(1), s) | (s, Dim::Fixed(1)) => s.clone(),
+        // A symbol broadcast against k != 1 must be k (or 1): the result is k.
+        (Dim::Fixed(_), _) => a.clone(),
+        (_, Dim::Fixed(_)) => b.clone(),
+        (Dim::Sym { name: x, .. }, Dim::Sym { name: y, .. }) if x == y => a.clone(),
+        _ => cx.fresh(),
+    })
+}
+
+fn bcast(cx: &Cx, a: &[Dim], b: &[Dim]) -> R<Vec<Dim>> {
+    let r = a.len().max(b.len());
+    let one = Dim::Fixed(1);
+    (0..r)
+        .map(|i| {
+            let da = if i + a.len() >= r { &a[i + a.len() - r] } else { &one };
+            let db = if i + b.len() >= r { &b[i + b.len() - r] } else { &one };
+            bcast_dim(cx, da, db).map_err(|e| format!("shapes {} and {} do not broadcast: {e}", Shape(a.to_vec()), Shape(b.to_vec())))
+        })
+        .collect()
+}
+
+/// Two dims that must be equal: the more specific one, or an error if both fixed and differ.
+fn unify(a: &Dim, b: &Dim, what: &str) -> R<Dim> {
+    match (a, b) {
+        (Dim::Fixed(x), Dim::Fixed(y)) if x != y => Err(format!("{what}: {x} vs {y}")),
+        (Dim::Fixed(_), _) => Ok(a.clone()),
+        (_, Dim::Fixed(_)) => Ok(b.clone()),
+        _ if is_fresh(a) => Ok(b.clone()),
+        _ => Ok(a.clone()),
+    }
+}
+
+/// Product of dims: fixed, a lone symbol (times 1), or fresh.
+fn prod(cx: &Cx, dims: &[Dim]) -> Dim {
+    let mut f = 1usize;
+    let mut syms = vec![];
+    for d in dims {
+        match d {
+            Dim::Fixed(n) => f = f.saturating_mul(*n),
+            s => syms.push(s),
+        }
+    }
+    match (syms.len(), f) {
+        (0, _) => Dim::Fixed(f),
+        (_, 0) => Dim::Fixed(0),
+        (1, 1) => syms[0].clone(),
+        _ => cx.fresh(),
+    }
+}
+
+fn map_dim(cx: &Cx, d: &Dim, f: impl Fn(usize) -> Option<usize>) -> Dim {
+    match d {
+        Dim::Fixed(n) => f(*n).map(Dim::Fixed).unwrap_or_else(|| cx.fresh()),
+        _ => cx.fresh(),
+    }
+}
+
+fn is_bool_op(b: BinaryOp) -> bool {
+    matches!(
+        b,
+        BinaryOp::Equal
+            | BinaryOp::Less
+            | BinaryOp::LessOrEqual
+            | BinaryOp::Greater
+            | BinaryOp::GreaterOrEqual
+            | BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+    )
+}
+
+/// Output types of one node, in output order (fewer than the outputs means the rest unknown).
+fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
+    let cx = Cx { g, n, fresh: std::cell::Cell::new(0) };
+    let cx = &cx;
+    let same = || vec![t(cx.dtype(0), cx.shape(0).map(|s| s.to_vec()))];
+    Ok(match &n.op {
+        Op::Unary(u) => {
+            let dt = match u {
+                UnaryOp::IsNaN | UnaryOp::IsInf { .. } => Some(DType::Bool),
+                _ => cx.dtype(0),
+            };
+            vec![t(dt, cx.shape(0).map(|s| s.to_vec()))]
+        }
+        // Slope broadcasts to x (per channel before opset 7): the output is shaped like x.
+        Op::Binary(BinaryOp::PRelu) => same(),
+        Op::Binary(b) => {
+            let dt = if is_bool_op(*b) { cx.dtype(0).or(cx.dtype(1)).map(|_| DType::Bool) } else { cx.dtype(0).or(cx.dtype(1)) };
+            let dims = match (cx.shape(0), cx.shape(1)) {
+                (Some(a), Some(b)) => Some(bcast(cx, a, b)?),
+                _ => None,
+            };
+            vec![t(dt, dims)]
+        }
+        Op::Where => {
+            let dims = match (cx.shape(0), cx.shape(1), cx.shape(2)) {
+                (Some(a), Some(b), Some(c)) => Some(bcast(cx, &bcast(cx, a, b)?, c)?),
+                _ => None,
+            };
+            vec![t(cx.dtype(1).or(cx.dtype(2)), dims)]
+        }
+        Op::Cast { to, .. } => vec![t(Some(*to), cx.shape(0).map(|s| s.to_vec()))],
+        Op::CastLike { .. } => vec![t(cx.dtype(1), cx.shape(0).map(|s| s.to_vec()))],
+        Op::MatMul => vec![t(cx.dtype(0), matmul(cx)?)],
+        Op::Gemm { trans_a, trans_b, .. } => {
+            let dims = match (cx.shape(0), cx.shape(1)) {
+                (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => {
+                    let (m, ka) = if *trans_a { (&a[1], &a[0]) } else { (&a[0], &a[1]) };
+                    let (kb, nn) = if *trans_b { (&b[1], &b[0]) } else { (&b[0], &b[1]) };
+                    unify(ka, kb, "inner dimensions differ")?;
+                    Some(vec![m.clone(), nn.clone()])
+                }
+                (Some(a), Some(b)) => return Err(format!("Gemm needs 2-D inputs, got ranks {} and {}", a.len(), b.len())),
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Conv { window, group } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
+        Op::ConvTranspose { window, group, output_padding, output_shape } => {
+            vec![t(cx.dtype(0), conv_transpose(cx, window, *group, output_padding, output_shape)?)]
+        }
+        Op::Pool { window, .. } => {
+            let dims = match cx.shape(0) {
+                Some(x) if x.len() >= 2 => {
+                    let k = &window.kernel_shape;
+                    if k.len() != x.len() - 2 {
+                        return Err(format!("kernel_shape has {} dims for a rank-{} input", k.len(), x.len()));
+                    }
+                    let mut out = vec![x[0].clone(), x[1].clone()];
+                    out.extend(spatial(cx, &x[2..], k, window, true)?);
+                    Some(out)
+                }
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
+        }
+        Op::GlobalPool { .. } => {
+            let dims = cx.shape(0).filter(|x| x.len() >= 2).map(|x| {
+                let mut o = x[..2].to_vec();
+                o.extend(std::iter::repeat(Dim::Fixed(1)).take(x.len() - 2));
+                o
+            });
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::MeanVarianceNorm { .. } => same(),
+        Op::Softmax { .. } | Op::Hardmax { .. } | Op::CumSum { .. } | Op::Trilu { .. } | Op::ReverseSequence { .. } => same(),
+        Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
+        Op::LayerNorm { axis, .. } => {
+            let stat = match cx.shape(0) {
+                Some(x) => {
+                    let a = norm_axis(*axis, x.len())?;
+                    Some(x.iter().enumerate().map(|(i, d)| if i < a { d.clone() } else { Dim::Fixed(1) }).collect())
+                }
+                None => None,
+            };
+            let mut v = same();
+            v.push(t(cx.dtype(0).map(|_| DType::F32), stat.clone()));
+            v.push(t(cx.dtype(0).map(|_| DType::F32), stat));
+            v
+        }
+        Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
+            let axes = match axes {
+                Some(a) => Some(a.clone()),
+                None if cx.has(1) => cx.ints(1),
+                None => Some(vec![]),
+            };
+            let dims = match (cx.shape(0), axes) {
+                (Some(x), Some(axes)) => {
+                    if axes.is_empty() && *noop_with_empty_axes {
+                        Some(x.to_vec())
+                    } else {
+                        let ax: Vec<usize> = if axes.is_empty() {
+                            (0..x.len()).collect()
+                        } else {
+                            axes.iter().map(|&a| norm_axis(a, x.len())).collect::<R<_>>()?
+                        };
+                        Some(reduce_dims(x, &ax, *keepdims))
+                    }
+                }
+                (Some(x), None) if *keepdims => Some(cx.fresh_dims(x.len())),
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::ArgReduce { axis, keepdims, .. } => {
+            let dims = match cx.shape(0) {
+                Some(x) => Some(reduce_dims(x, &[norm_axis(*axis, x.len())?], *keepdims)),
+                None => None,
+            };
+            vec![t(Some(DType::I64), dims)]
+        }
+        Op::TopK { axis, .. } => {
+            let dims = match cx.shape(0) {
+                Some(x) => {
+                    let a = norm_axis(*axis, x.len())?;
+                    let k = match cx.ints(1).as_deref() {
+                        Some([k]) if *k >= 0 => {
+                            if let Dim::Fixed(d) = x[a] {
+                                if *k as usize > d {
+                                    return Err(format!("k = {k} is larger than the axis size {d}"));
+                                }
+                            }
+                            Dim::Fixed(*k as usize)
+                        }
+                        _ => cx.fresh(),
+                    };
+                    let mut o = x.to_vec();
+                    o[a] = k;
+                    Some(o)
+                }
+                None => None,
+            };
+            vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
+        }
+        Op::Reshape { allowzero } => vec![t(cx.dtype(0), reshape(cx, *allowzero)?)],
+        Op::Flatten { axis } => {
+            let dims = match cx.shape(0) {
+                Some(x) => {
+                    let r = x.len() as i64;
+                    let a = if *axis < 0 { axis + r } else { *axis };
+                    if a < 0 || a > r {
+                        return Err(format!("axis {axis} is out of range for rank {r}"));
+                    }
+                    let a = a as usize;
+                    Some(vec![prod(cx, &x[..a]), prod(cx, &x[a..])])
+                }
+                None => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Squeeze { axes } => {
+            let axes = match axes {
+                Some(a) => Some(a.clone()),
+                None if cx.has(1) => cx.ints(1),
+                None => Some(vec![]),
+            };
+            let dims = match (cx.shape(0), axes) {
+                (Some(x), Some(axes)) if axes.is_empty() => {
+                    if x.iter().all(|d| d.fixed().is_some()) {
+                        Some(x.iter().filter(|d| **d != Dim::Fixed(1)).cloned().collect())
+                    } else {
+                        None
+                    }
+                }
+                (Some(x), Some(axes)) => {
+                    let ax: Vec<usize> = axes.iter().map(|&a| norm_axis(a, x.len())).collect::<R<_>>()?;
+                    for &a in &ax {
+                        if let Dim::Fixed(d) = x[a] {
+                            if d != 1 {
+                                return Err(format!("cannot squeeze axis {a} of size {d}"));
+                            }
+                        }
+                    }
+                    Some(x.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, d)| d.clone()).collect())
+                }
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Unsqueeze { axes } => {
+            let axes = match axes {
+                Some(a) => Some(a.clone()),
+                None => cx.ints(1),
+            };
+            let dims = match (cx.shape(0), axes) {
+                (Some(x), Some(axes)) => {
+                    let r = x.len() + axes.len();
+                    let ax: Vec<usize> = axes.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?;
+                    let mut src = x.iter();
+                    let mut o = Vec::with_capacity(r);
+                    for i in 0..r {
+                        o.push(if ax.contains(&i) { Dim::Fixed(1) } else { src.next().ok_or("repeated axes")?.clone() });
+                    }
+                    Some(o)
+                }
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Transpose { perm } => {
+            let dims = match cx.shape(0) {
+                Some(x) => {
+                    let perm = perm.clone().unwrap_or_else(|| (0..x.len()).rev().collect());
+                    if perm.len() != x.len() || perm.iter().any(|&p| p >= x.len()) {
+                        return Err(format!("perm {perm:?} does not fit rank {}", x.len()));
+                    }
+                    Some(perm.iter().map(|&p| x[p].clone()).collect())
+                }
+                None => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Concat { axis } => {
+            let shapes: Vec<Option<&[Dim]>> = (0..n.inputs.len()).filter(|&i| cx.has(i)).map(|i| cx.shape(i)).collect();
+            let dt = (0..n.inputs.len()).find_map(|i| cx.dtype(i));
+            let dims = if shapes.iter().all(|s| s.is_some()) && !shapes.is_empty() {
+                let shapes: Vec<&[Dim]> = shapes.into_iter().flatten().collect();
+                let r = shapes[0].len();
+                if shapes.iter().any(|s| s.len() != r) {
+                    return Err("inputs differ in rank".into());
+                }
+                let a = norm_axis(*axis, r)?;
+                let mut o = shapes[0].to_vec();
+                for s in &shapes[1..] {
+                    for i in 0..r {
+                        if i != a {
+                            o[i] = unify(&o[i], &s[i], &format!("inputs differ on axis {i}"))?;
+                        }
+                    }
+                }
+                let cat: Vec<Dim> = shapes.iter().map(|s| s[a].clone()).collect();
+                o[a] = if cat.iter().all(|d| d.fixed().is_some()) {
+                    Dim::Fixed(cat.iter().filter_map(Dim::fixed).sum())
+                } else {
+                    let nonzero: Vec<&Dim> = cat.iter().filter(|d| **d != Dim::Fixed(0)).collect();
+                    if nonzero.len() == 1 { nonzero[0].clone() } else { cx.fresh() }
+                };
+                Some(o)
+            } else {
+                // Rank is still known from any input with a shape.
+                shapes.iter().flatten().next().map(|s| cx.fresh_dims(s.len()))
+            };
+            vec![t(dt, dims)]
+        }
+        Op::Split { axis, split, num_outputs } => {
+            let k = n.outputs.len();
+            let dt = cx.dtype(0);
+            match cx.shape(0) {
+                Some(x) => {
+                    let a = norm_axis(*axis, x.len())?;
+                    let sizes: Option<Vec<Dim>> = match split.clone().or_else(|| if cx.has(1) { cx.ints(1) } else { None }) {
+                        Some(s) => {
+                            if s.len() != k {
+                                return Err(format!("split has {} sizes for {k} outputs", s.len()));
+                            }
+                            let s: Vec<usize> = s.iter().map(|&v| usize::try_from(v).map_err(|_| format!("negative split {v}"))).collect::<R<_>>()?;
+                            if let Dim::Fixed(d) = x[a] {
+                                if s.iter().sum::<usize>() != d {
+                                    return Err(format!("split sizes {s:?} do not sum to {d}"));
+                                }
+                            }
+                            Some(s.into_iter().map(Dim::Fixed).collect())
+                        }
+                        None if cx.has(1) => None,
+                        None => match x[a] {
+                            Dim::Fixed(d) => {
+                                let parts = num_outputs.unwrap_or(k).max(1);
+                                let chunk = d.div_ceil(parts);
+                                Some((0..k).map(|i| Dim::Fixed(chunk.min(d.saturating_sub(i * chunk)))).collect())
+                            }
+                            _ => None,
+                        },
+                    };
+                    (0..k)
+                        .map(|i| {
+                            let mut o = x.to_vec();
+                            o[a] = sizes.as_ref().map(|s| s[i].clone()).unwrap_or_else(|| cx.fresh());
+                            t(dt, Some(o))
+                        })
+                        .collect()
+                }
+                None => vec![t(dt, None); k],
+            }
+        }
+        Op::Slice => vec![t(cx.dtype(0), slice(cx)?)],
+        Op::Gather { axis } => {
+            let dims = match (cx.shape(0), cx.shape(1)) {
+                (Some(d), Some(i)) => {
+                    let a = norm_axis(*axis, d.len())?;
+                    if let (Dim::Fixed(size), Some(idx)) = (&d[a], cx.ints(1)) {
+                        let s = *size as i64;
+                        if let Some(bad) = idx.iter().find(|&&v| v < -s || v >= s) {
+                            return Err(format!("index {bad} is out of range for axis {a} of size {s}"));
+                        }
+                    }
+                    let mut o = d[..a].to_vec();
+                    o.extend_from_slice(i);
+                    o.extend_from_slice(&d[a + 1..]);
+                    Some(o)
+                }
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::GatherElements { .. } => vec![t(cx.dtype(0), cx.shape(1).map(|s| s.to_vec()))],
+        Op::GatherNd { batch_dims } => {
+            let dims = match (cx.shape(0), cx.shape(1)) {
+                (Some(d), Some(i)) if !i.is_empty() => match i.last() {
+                    Some(Dim::Fixed(k)) => {
+                        let start = *batch_dims as usize + k;
+                        if start > d.len() {
+                            return Err(format!("indices reach {start} dims of a rank-{} input", d.len()));
+                        }
+                        let mut o = i[..i.len() - 1].to_vec();
+                        o.extend_from_slice(&d[start..]);
+                        Some(o)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Expand => {
+            let dims = match (cx.shape(0), cx.ints(1)) {
+                (Some(x), Some(s)) => {
+                    let s: Vec<Dim> = s.iter().map(|&v| Dim::Fixed(v.max(0) as usize)).collect();
+                    Some(bcast(cx, x, &s)?)
+                }
+                (Some(x), None) => match (cx.sym_shape(1), cx.shape(1)) {
+                    (Some(s), _) => Some(bcast(cx, x, &s)?),
+                    (None, Some([Dim::Fixed(k)])) => Some(cx.fresh_dims(x.len().max(*k))),
+                    _ => None,
+                },
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Tile => {
+            let dims = match (cx.shape(0), cx.ints(1)) {
+                (Some(x), Some(r)) => {
+                    if r.len() != x.len() {
+                        return Err(format!("repeats has {} entries for rank {}", r.len(), x.len()));
+                    }
+                    Some(x.iter().zip(&r).map(|(d, &k)| if k == 1 { d.clone() } else { map_dim(cx, d, |v| Some(v * k.max(0) as usize)) }).collect())
+                }
+                (Some(x), None) => Some(cx.fresh_dims(x.len())),
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Pad { .. } => {
+            let dims = match (cx.shape(0), cx.ints(1)) {
+                (Some(x), Some(p)) => {
+                    let r = x.len();
+                    let axes: Vec<usize> = match if cx.has(3) { cx.ints(3).map(Some) } else { Some(None) } {
+                        Some(Some(a)) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
+                        Some(None) => (0..r).collect(),
+                        None => return Ok(vec![t(cx.dtype(0), Some(cx.fresh_dims(r)))]),
+                    };
+                    if p.len() != 2 * axes.len() {
+                        return Err(format!("pads has {} entries for {} axes", p.len(), axes.len()));
+                    }
+                    let mut o = x.to_vec();
+                    for (i, &a) in axes.iter().enumerate() {
+                        let (b, e) = (p[i], p[i + axes.len()]);
+                        if b != 0 || e != 0 {
+                            o[a] = match &x[a] {
+                                Dim::Fixed(d) => {
+                                    let v = *d as i64 + b + e;
+                                    if v < 0 {
+                                        return Err(format!("pads {b},{e} make axis {a} negative"));
+                                    }
+                                    Dim::Fixed(v as usize)
+                                }
+                                _ => cx.fresh(),
+                            };
+                        }
+                    }
+                    Some(o)
+                }
+                (Some(x), None) => Some(cx.fresh_dims(x.len())),
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Shape { start, end } => {
+            let len = cx.shape(0).map(|x| {
+                let r = x.len() as i64;
+                let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r);
+                (clamp(end.unwrap_or(r)) - clamp(*start)).max(0) as usize
+            });
+            vec![t(Some(DType::I64), Some(vec![len.map(Dim::Fixed).unwrap_or_else(|| cx.fresh())]))]
+        }
+        Op::Size => vec![t(Some(DType::I64), Some(vec![]))],
+        Op::ConstantOfShape { value } => {
+            let dims = match cx.ints(0) {
+                Some(s) => Some(s.iter().map(|&v| usize::try_from(v).map(Dim::Fixed).map_err(|_| format!("negative dim {v}"))).collect::<R<_>>()?),
+                None => match (cx.sym_shape(0), cx.shape(0)) {
+                    (Some(d), _) => Some(d),
+                    (None, Some([Dim::Fixed(k)])) => Some(cx.fresh_dims(*k)),
+                    _ => None,
+                },
+            };
+            vec![t(Some(value.dtype()), dims)]
+        }
+        Op::Range => {
+            let len = match (cx.konst(0), cx.konst(1), cx.konst(2)) {
+                (Some(s), Some(l), Some(d)) => {
+                    let (s, l, d) = (s.to_f64_vec(), l.to_f64_vec(), d.to_f64_vec());
+                    match (s.first(), l.first(), d.first()) {
+                        (Some(s), Some(l), Some(d)) if *d != 0.0 => Dim::Fixed(((l - s) / d).ceil().max(0.0) as usize),
+                        (_, _, Some(_)) => return Err("delta is 0".into()),
+                        _ => cx.fresh(),
+                    }
+                }
+                _ => cx.fresh(),
+            };
+            vec![t(cx.dtype(0), Some(vec![len]))]
+        }
+        Op::NonZero => vec![t(Some(DType::I64), Some(vec![cx.shape(0).map(|x| Dim::Fixed(x.len())).unwrap_or_else(|| cx.fresh()), cx.fresh()]))],
+        Op::EyeLike { dtype, .. } => vec![t(dtype.or(cx.dtype(0)), cx.shape(0).map(|s| s.to_vec()))],
+        Op::DepthToSpace { blocksize: b, .. } => {
+            let b = *b;
+            let dims = match cx.shape(0) {
+                Some(x) if x.len() == 4 => {
+                    if let Dim::Fixed(c) = x[1] {
+                        if c % (b * b) != 0 {
+                            return Err(format!("channels {c} not divisible by blocksize² {}", b * b));
+                        }
+                    }
+                    Some(vec![
+                        x[0].clone(),
+                        map_dim(cx, &x[1], |c| Some(c / (b * b))),
+                        map_dim(cx, &x[2], |h| Some(h * b)),
+                        map_dim(cx, &x[3], |w| Some(w * b)),
+                    ])
+                }
+                Some(x) => return Err(format!("expects a rank-4 input, got rank {}", x.len())),
+                None => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::SpaceToDepth { blocksize: b } => {
+            let b = *b;
+            let dims = match cx.shape(0) {
+                Some(x) if x.len() == 4 => {
+                    for d in &x[2..] {
+                        if let Dim::Fixed(v) = d {
+                            if v % b != 0 {
+                                return Err(format!("spatial dim {v} not divisible by blocksize {b}"));
+                            }
+                        }
+                    }
+                    Some(vec![
+                        x[0].clone(),
+                        map_dim(cx, &x[1], |c| Some(c * b * b)),
+                        map_dim(cx, &x[2], |h| Some(h / b)),
+                        map_dim(cx, &x[3], |w| Some(w / b)),
+                    ])
+                }
+                Some(x) => return Err(format!("expects a rank-4 input, got rank {}", x.len())),
+                None => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::OneHot { axis } => {
+            let dims = match cx.shape(0) {
+                Some(i) => {
+                    let r = i.len() + 1;
+                    let a = norm_axis(*axis, r)?;
+                    let depth = match cx.konst(1).map(|d| d.to_f64_vec()) {
+                        Some(d) if d.len() == 1 && d[0] >= 0.0 => Dim::Fixed(d[0] as usize),
+                        _ => cx.fresh(),
+                    };
+                    let mut o = i.to_vec();
+                    o.insert(a, depth);
+                    Some(o)
+                }
+                None => None,
+            };
+            vec![t(cx.dtype(2), dims)]
+        }
+        Op::Compress { axis } => {
+            let dims = match (cx.shape(0), axis) {
+                (Some(x), Some(a)) => {
+                    let a = norm_axis(*a, x.len())?;
+                    let mut o = x.to_vec();
+                    o[a] = cx.fresh();
+                    Some(o)
+                }
+                (_, None) => Some(vec![cx.fresh()]),
+                _ => None,
+            };
+            vec![t(cx.dtype(0), dims)]
+        }
+        Op::Resize(attrs) => vec![t(cx.dtype(0), resize(cx, attrs)?)],
+        Op::If { then_branch, else_branch } => {
+            let k = n.outputs.len();
+            (0..k)
+                .map(|i| {
+                    let a = then_branch.outputs.get(i).map(|&v| then_branch.value(v).ty.clone());
+                    let b = else_branch.outputs.get(i).map(|&v| else_branch.value(v).ty.clone());
+                    match (a, b) {
+                        (Some(a), Some(b)) if a == b => a,
+                        (Some(ValueType::Tensor(a)), Some(ValueType::Tensor(b))) if a.dtype == b.dtype => {
+                            let shape = match (&a.shape, &b.shape) {
+                                (Some(x), Some(y)) if x.rank() == y.rank() => Some(Shape(
+                                    x.0.iter().zip(&y.0).map(|(p, q)| if p == q { p.clone() } else { cx.fresh() }).collect(),
+                                )),
+                                _ => None,
+                            };
+                            ValueType::Tensor(TensorType { dtype: a.dtype, shape })
+                        }
+                        _ => ValueType::Unknown,
+                    }
+                })
+                .collect()
+        }
+        // Unknown to inference (sequences, loops, einsum, ops added later): leave as is.
+        _ => vec![],
+    })
+}
+
+fn reduce_dims(x: &[Dim], ax: &[usize], keepdims: bool) -> Vec<Dim> {
+    x.iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            if ax.contains(&i) {
+                keepdims.then_some(Dim::Fixed(1))
+            } else {
+                Some(d.clone())
+            }
+        })
+        .collect()
+}
+
+fn matmul(cx: &Cx) -> R<Option<Vec<Dim>>> {
+    let (Some(a), Some(b)) = (cx.shape(0), cx.shape(1)) else { return Ok(None) };
+    if a.is_empty() || b.is_empty() {
+        return Err("MatMul inputs must have rank >= 1".into());
+    }
+    let a2: Vec<Dim> = if a.len() == 1 { vec![Dim::Fixed(1), a[0].clone()] } else { a.to_vec() };
+    let b2: Vec<Dim> = if b.len() == 1 { vec![b[0].clone(), Dim::Fixed(1)] } else { b.to_vec() };
+    let (ka, kb) = (&a2[a2.len() - 1], &b2[b2.len() - 2]);
+    if let (Dim::Fixed(x), Dim::Fixed(y)) = (ka, kb) {
+        if x != y {
+            return Err(format!("inner dimensions differ: {} @ {} ({x} vs {y})", Shape(a.to_vec()), Shape(b.to_vec())));
+        }
+    }
+    let mut out = bcast(cx, &a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
+    if a.len() > 1 {
+        out.push(a2[a2.len() - 2].clone());
+    }
+    if b.len() > 1 {
+        out.push(b2[b2.len() - 1].clone());
+    }
+    Ok(Some(out))
+}
+
+fn window_params(w: &Window, nsp: usize) -> R<(Vec<usize>, Vec<usize>, Vec<usize>)> {
+    let strides = if w.strides.is_empty() { vec![1; nsp] } else { w.strides.clone() };
+    let dil = if w.dilations.is_empty() { vec![1; nsp] } else { w.dilations.clone() };
+    let pads = if w.pads.is_empty() { vec![0; 2 * nsp] } else { w.pads.clone() };
+    if strides.len() != nsp || dil.len() != nsp || pads.len() != 2 * nsp {
+        return Err(format!("strides/dilations/pads do not fit {nsp} spatial dims"));
+    }
+    if strides.contains(&0) || dil.contains(&0) {
+        return Err("strides and dilations must be positive".into());
+    }
+    Ok((strides, dil, pads))
+}
+
+/// Output spatial dims of a conv or pool window.
+fn spatial(cx: &Cx, xs: &[Dim], k: &[usize], w: &Window, pool: bool) -> R<Vec<Dim>> {
+    let nsp = xs.len();
+    let (s, d, p) = window_params(w, nsp)?;
+    (0..nsp)
+        .map(|i| {
+            let ek = (k[i].max(1) - 1) * d[i] + 1;
+            let Dim::Fixed(n) = xs[i] else {
+                // A symbolic dim survives a "same"-size stride-1 window.
+                let same = s[i] == 1
+                    && match w.auto_pad {
+                        AutoPad::SameUpper | AutoPad::SameLower => true,
+                        AutoPad::Valid => ek == 1,
+                        AutoPad::NotSet => p[i] + p[i + nsp] + 1 == ek,
+                    };
+                return Ok(if same { xs[i].clone() } else { cx.fresh() });
+            };
+            let out = match w.auto_pad {
+                AutoPad::SameUpper | AutoPad::SameLower => n.div_ceil(s[i]),
+                AutoPad::Valid => {
+                    if n < ek {
+                        return Err(format!("kernel {ek} is larger than input {n}"));
+                    }
+                    (n - ek) / s[i] + 1
+                }
+                AutoPad::NotSet => {
+                    let padded = n + p[i] + p[i + nsp];
+                    if padded < ek {
+                        return Err(format!("kernel {ek} is larger than padded input {padded}"));
+                    }
+                    if pool && w.ceil_mode {
+                        let mut o = (padded - ek).div_ceil(s[i]) + 1;
+                        // The last window must start inside the input or left padding.
+                        if (o - 1) * s[i] >= n + p[i] {
+                            o -= 1;
+                        }
+                        o
+                    } else {
+                        (padded - ek) / s[i] + 1
+                    }
+                }
+            };
+            Ok(Dim::Fixed(out))
+        })
+        .collect()
+}
+
+fn conv(cx: &Cx, w: &Window, group: usize) -> R<Option<Vec<Dim>>> {
+    let (Some(x), Some(wt)) = (cx.shape(0), cx.shape(1)) else {
+        return Ok(cx.shape(0).map(|x| cx.fresh_dims(x.len())));
+    };
+    if x.len() < 3 || wt.len() != x.len() {
+        return Err(format!("input rank {} and weight rank {} do not fit a convolution", x.len(), wt.len()));
+    }
+    if let (Dim::Fixed(c), Dim::Fixed(cw)) = (&x[1], &wt[1]) {
+        if *c != cw * group {
+            return Err(format!("input has {c} channels, weight expects {cw} x group {group}"));
+        }
+    }
+    if let Dim::Fixed(m) = wt[0] {
+        if m % group != 0 {
+            return Err(format!("{m} output channels are not divisible by group {group}"));
+        }
+    }
+    let k: Vec<usize> = if w.kernel_shape.is_empty() {
+        match wt[2..].iter().map(Dim::fixed).collect::<Option<Vec<_>>>() {
+            Some(k) => k,
+            None => return Ok(Some(cx.fresh_dims(x.len()))),
+        }
+    } else {
+        w.kernel_shape.clone()
+    };
+    if k.len() != x.len() - 2 {
+        return Err(format!("kernel has {} dims for {} spatial dims", k.len(), x.len() - 2));
+    }
+    let mut out = vec![x[0].clone(), wt[0].clone()];
+    out.extend(spatial(cx, &x[2..], &k, w, false)?);
+    Ok(Some(out))
+}
+
+fn conv_transpose(cx: &Cx, w: &Window, group: usize, out_pad: &[usize], out_shape: &[usize]) -> R<Option<Vec<Dim>>> {
+    let (Some(x), Some(wt)) = (cx.shape(0), cx.shape(1)) else {
+        return Ok(cx.shape(0).map(|x| cx.fresh_dims(x.len())));
+    };
+    if x.len() < 3 || wt.len() != x.len() {
+        return Err(format!("input rank {} and weight rank {} do not fit a convolution", x.len(), wt.len()));
+    }
+    if let (Dim::Fixed(c), Dim::Fixed(cw)) = (&x[1], &wt[0]) {
+        if c != cw {
+            return Err(format!("input has {c} channels, weight expects {cw}"));
+        }
+    }
+    let nsp = x.len() - 2;
+    let k: Vec<usize> = if w.kernel_shape.is_empty() {
+        match wt[2..].iter().map(Dim::fixed).collect::<Option<Vec<_>>>() {
+            Some(k) => k,
+            None => return Ok(Some(cx.fresh_dims(x.len()))),
+        }
+    } else {
+        w.kernel_shape.clone()
+    };
+    let (s, d, p) = window_params(w, nsp)?;
+    let op = if out_pad.is_empty() { vec![0; nsp] } else { out_pad.to_vec() };
+    let mut out = vec![x[0].clone(), map_dim(cx, &wt[1], |m| Some(m * group))];
+    for i in 0..nsp {
+        if !out_shape.is_empty() {
+            out.push(Dim::Fixed(out_shape[out_shape.len() - nsp + i]));
+            continue;
+        }
+        out.push(match (&x[2 + i], w.auto_pad) {
+            (Dim::Fixed(n), AutoPad::SameUpper | AutoPad::SameLower) => Dim::Fixed(n * s[i]),
+            (Dim::Fixed(n), _) => {
+                let pads = if w.auto_pad == AutoPad::Valid { 0 } else { p[i] + p[i + nsp] };
+                let full = s[i] * ((*n).max(1) - 1) + op.get(i).copied().unwrap_or(0) + (k[i].max(1) - 1) * d[i] + 1;
+                if full < pads {
+                    return Err(format!("pads {pads} exceed the output size {full}"));
+                }
+                Dim::Fixed(full - pads)
+            }
+            _ => cx.fresh(),
+        });
+    }
+    Ok(Some(out))
+}
+
+/// An element of a shape vector computed at run time: a known integer or a (symbolic) dim.
+#[derive(Debug, Clone, PartialEq)]
+enum SV {
+    I(i64),
+    D(Dim),
+}
+
+/// The elements of an integer vector value, following Shape → Gather → Unsqueeze → Concat
+/// chains so that symbolic dims survive (e.g. `[batch, 8, -1]` when `batch` is symbolic).
+fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
+    if depth > 32 {
+        return None;
+    }
+    match &g.value(v).kind {
+        ValueKind::Const(t) => return Some(t.to_i64_vec()?.into_iter().map(SV::I).collect()),
+        ValueKind::Param(p) if p.shape.iter().product::<usize>() <= 64 => {
+            return Some(p.to_tensor()?.to_i64_vec()?.into_iter().map(SV::I).collect())
+        }
+        ValueKind::Node(_) => {}
+        _ => return None,
+    }
+    let ValueKind::Node(p) = g.value(v).kind else { return None };
+    let n = g.node(p);
+    let input = |i: usize| n.inputs.get(i).copied().flatten();
+    match &n.op {
+        Op::Shape { start, end } => {
+            let dims = &g.tensor_type(input(0)?)?.shape.as_ref()?.0;
+            let r = dims.len() as i64;
+            let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+            let (a, b) = (clamp(*start), clamp(end.unwrap_or(r)));
+            Some(dims[a..b.max(a)].iter().map(|d| match d {
+                Dim::Fixed(n) => SV::I(*n as i64),
+                d => SV::D(d.clone()),
+            }).collect())
+        }
+        Op::Gather { axis: 0 | -1 } => {
+            let data = sym_ints(g, input(0)?, depth + 1)?;
+            let idx = g.const_value(input(1)?)?.to_i64_vec()?;
+            let len = data.len() as i64;
+            idx.iter()
+                .map(|&i| {
+                    let i = if i < 0 { i + len } else { i };
+                    (0..len).contains(&i).then(|| data[i as usize].clone())
+                })
+                .collect()
+        }
+        Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Reshape { .. } | Op::Flatten { .. } | Op::Unary(UnaryOp::Identity) => {
+            sym_ints(g, input(0)?, depth + 1)
+        }
+        Op::Cast { to, .. } if to.is_int() => sym_ints(g, input(0)?, depth + 1),
+        Op::Concat { .. } => {
+            let mut out = vec![];
+            for i in n.inputs.iter().flatten() {
+                out.extend(sym_ints(g, *i, depth + 1)?);
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+impl Cx<'_> {
+    /// Shape-vector input `i` as dims (negative entries are not dims: `None`).
+    fn sym_shape(&self, i: usize) -> Option<Vec<Dim>> {
+        let v = self.n.inputs.get(i).copied().flatten()?;
+        sym_ints(self.g, v, 0)?
+            .into_iter()
+            .map(|e| match e {
+                SV::I(v) if v >= 0 => Some(Dim::Fixed(v as usize)),
+                SV::I(_) => None,
+                SV::D(d) => Some(d),
+            })
+            .collect()
+    }
+}
+
+fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
+    let target: Vec<SV> = match cx.n.inputs.get(1).copied().flatten().and_then(|v| sym_ints(cx.g, v, 0)) {
+        Some(t) => t,
+        None => {
+            // Rank from the shape input's length.
+            return Ok(match cx.shape(1) {
+                Some([Dim::Fixed(k)]) => Some(cx.fresh_dims(*k)),
+                _ => None,
+            });
+        }
+    };
+    let x = cx.shape(0);
+    let mut out: Vec<Option<Dim>> = Vec::with_capacity(target.len());
+    let mut infer_at = None;
+    for (i, e) in target.iter().enumerate() {
+        let v = match e {
+            SV::I(v) => *v,
+            SV::D(d) => {
+                out.push(Some(d.clone()));
+                continue;
+            }
+        };
+        out.push(match v {
+            -1 => {
+                if infer_at.replace(i).is_some() {
+                    return Err("more than one -1 in the shape".into());
+                }
+                None
+            }
+            0 if !allowzero => match x {
+                Some(x) => Some(x.get(i).cloned().ok_or_else(|| format!("the shape copies dim {i} of a rank-{} input", x.len()))?),
+                None => Some(cx.fresh()),
+            },
+            v if v < 0 => return Err(format!("bad dim {v} in the shape")),
+            v => Some(Dim::Fixed(v as usize)),
+        });
+    }
+    // Resolve -1: element count of the input over the known output dims, cancelling symbols.
+    if let Some(at) = infer_at {
+        let mut d = cx.fresh();
+        if let Some(x) = x {
+            let mut in_syms: Vec<&Dim> = vec![];
+            let mut in_f = 1usize;
+            for dd in x {
+                match dd {
+                    Dim::Fixed(n) => in_f *= n,
+                    s => in_syms.push(s),
+                }
+            }
+            let mut out_f = 1usize;
+            let mut ok = true;
+            for dd in out.iter().flatten() {
+                match dd {
+                    Dim::Fixed(n) => out_f *= n,
+                    s => match in_syms.iter().position(|q| q == &s) {
+                        Some(p) if !is_fresh(s) => {
+                            in_syms.remove(p);
+                        }
+                        _ => ok = false,
+                    },
+                }
+            }
+            if ok && out_f != 0 && in_f % out_f == 0 {
+                let q = in_f / out_f;
+                if in_syms.is_empty() {
+                    d = Dim::Fixed(q);
+                } else if in_syms.len() == 1 && q == 1 {
+                    d = in_syms[0].clone();
+                }
+            } else if ok && x.iter().all(|d| d.fixed().is_some()) {
+                return Err(format!("cannot reshape {in_f} elements into {}", Shape(out.iter().map(|d| d.clone().unwrap_or(Dim::Fixed(0))).collect())));
+            }
+        }
+        out[at] = Some(d);
+    } else if let Some(x) = x {
+        let a: Option<Vec<usize>> = x.iter().map(Dim::fixed).collect();
+        let b: Option<Vec<usize>> = out.iter().map(|d| d.as_ref().and_then(Dim::fixed)).collect();
+        if let (Some(a), Some(b)) = (a, b) {
+            if a.iter().product::<usize>() != b.iter().product::<usize>() {
+                return Err(format!("cannot reshape {a:?} into {b:?}"));
+            }
+        }
+    }
+    Ok(Some(out.into_iter().map(|d| d.unwrap_or_else(|| cx.fresh())).collect()))
+}
+
+fn slice(cx: &Cx) -> R<Option<Vec<Dim>>> {
+    let Some(x) = cx.shape(0) else { return Ok(None) };
+    let r = x.len();
+    let (Some(starts), Some(ends)) = (cx.ints(1), cx.ints(2)) else { return Ok(Some(cx.fresh_dims(r))) };
+    let axes = if cx.has(3) {
+        match cx.ints(3) {
+            Some(a) => a,
+            None => return Ok(Some(cx.fresh_dims(r))),
+        }
+    } else {
+        (0..starts.len() as i64).collect()
+    };
+    let steps = if cx.has(4) {
+        match cx.ints(4) {
+            Some(s) => s,
+            None => return Ok(Some(cx.fresh_dims(r))),
+        }
+    } else {
+        vec![1; starts.len()]
+    };
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err("starts, ends, axes and steps differ in length".into());
+    }
+    let mut out = x.to_vec();
+    for i in 0..starts.len() {
+        let a = norm_axis(axes[i], r)?;
+        let (s, e, st) = (starts[i], ends[i], steps[i]);
+        if st == 0 {
+            return Err("slice step 0".into());
+        }
+        out[a] = match &x[a] {
+            Dim::Fixed(n) => {
+                let n = *n as i64;
+                let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
+                let (s, e) = (norm(s), norm(e));
+                let len = if st > 0 {
+                    let (s, e) = (s.clamp(0, n), e.clamp(0, n));
+                    if e > s { (e - s + st - 1) / st } else { 0 }
+                } else {
+                    let (s, e) = (s.clamp(0, n - 1), e.clamp(-1, n - 1));
+                    if s > e { (s - e + (-st) - 1) / (-st) } else { 0 }
+                };
+                Dim::Fixed(len.max(0) as usize)
+            }
+            d if s == 0 && st == 1 && e >= i32::MAX as i64 => d.clone(),
+            _ => cx.fresh(),
+        };
+    }
+    Ok(Some(out))
+}
+
+fn resize(cx: &Cx, attrs: &crate::ir::ResizeAttrs) -> R<Option<Vec<Dim>>> {
+    let Some(x) = cx.shape(0) else { return Ok(None) };
+    let r = x.len();
+    let axes: Vec<usize> = match &attrs.axes {
+        Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
+        None => (0..r).collect(),
+    };
+    let sizes = if cx.has(3) { cx.ints(3).filter(|s| !s.is_empty()) } else { None };
+    let scales = if cx.has(2) { cx.konst(2).map(|t| t.to_f64_vec()).filter(|s| !s.is_empty()) } else { None };
+    let mut out = x.to_vec();
+    if let Some(sizes) = sizes {
+        if sizes.len() != axes.len() {
+            return Err(format!("sizes has {} entries for {} axes", sizes.len(), axes.len()));
+        }
+        let policy = attrs.keep_aspect_ratio_policy.as_str();
+        if policy == "stretch" {
+            for (i, &a) in axes.iter().enumerate() {
+                out[a] = Dim::Fixed(sizes[i].max(0) as usize);
+            }
+        } else {
+            let ins: Option<Vec<usize>> = axes.iter().map(|&a| x[a].fixed()).collect();
+            let Some(ins) = ins else { return Ok(Some(cx.fresh_dims(r))) };
+            let ratios = ins.iter().zip(&sizes).map(|(&i, &s)| s as f64 / i as f64);
+            let scale = if policy == "not_larger" { ratios.fold(f64::INFINITY, f64::min) } else { ratios.fold(0.0, f64::max) };
+            for (i, &a) in axes.iter().enumerate() {
+                out[a] = Dim::Fixed((scale * ins[i] as f64 + 0.5).floor() as usize);
+            }
+        }
+    } else if let Some(scales) = scales {
+        if scales.len() != axes.len() {
+            return Err(format!("scales has {} entries for {} axes", scales.len(), axes.len()));
+        }
+        for (i, &a) in axes.iter().enumerate() {
+            if scales[i] != 1.0 {
+                out[a] = map_dim(cx, &x[a], |n| Some((n as f64 * scales[i]).floor() as usize));
+            }
+        }
+    } else {
+        return Ok(Some(cx.fresh_dims(r)));
+    }
+    Ok(Some(out))
+}

@@ -1,0 +1,324 @@
+//! Tests of the passes on hand-built graphs: shapes after inference, and interpreter outputs
+//! equal before and after folding / DCE on random inputs.
+use super::{dce::dce, fold::fold, infer::infer, prepare, PassError};
+use crate::interp::{self, RtValue};
+use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Op, PoolKind, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::tensor::Tensor;
+
+fn sym(n: &str) -> Dim {
+    Dim::Sym { name: n.into(), bound: None }
+}
+fn f(n: usize) -> Dim {
+    Dim::Fixed(n)
+}
+fn input(g: &mut Graph, name: &str, dtype: DType, dims: Vec<Dim>) -> ValueId {
+    let v = g.add_value(name, ValueType::Tensor(TensorType { dtype, shape: Some(Shape(dims)) }), ValueKind::Input);
+    g.inputs.push(v);
+    v
+}
+fn node(g: &mut Graph, op: Op, inputs: Vec<Option<ValueId>>) -> ValueId {
+    let name = format!("n{}", g.nodes.len());
+    g.add_node(name.clone(), op, inputs, &[format!("{name}_out")]).1[0]
+}
+fn shape_of(g: &Graph, v: ValueId) -> Shape {
+    g.tensor_type(v).and_then(|t| t.shape.clone()).expect("shape known")
+}
+fn ints(g: &mut Graph, v: Vec<i64>) -> ValueId {
+    let n = g.values.len();
+    g.add_const(format!("c{n}"), Tensor::from_i64s(vec![v.len()], v))
+}
+fn win(k: &[usize], s: &[usize], p: &[usize]) -> Window {
+    Window { kernel_shape: k.to_vec(), strides: s.to_vec(), pads: p.to_vec(), dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: false }
+}
+/// Deterministic pseudo-random f32 tensor.
+fn rand(shape: &[usize], seed: u64) -> Tensor {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let n: usize = shape.iter().product();
+    let v = (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((x >> 33) as f32 / (1u64 << 31) as f32) * 2.0 - 1.0
+        })
+        .collect();
+    Tensor::from_f32s(shape.to_vec(), v)
+}
+fn run(g: &Graph, inputs: &[Tensor]) -> Vec<RtValue> {
+    interp::run(g, inputs.iter().cloned().map(RtValue::Tensor).collect()).expect("interpreter runs")
+}
+
+#[test]
+fn conv_pool_keep_symbolic_batch() {
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![sym("N"), f(3), f(224), f(224)]);
+    let w = g.add_const("w", Tensor::zeros(DType::F32, vec![64, 3, 7, 7]));
+    let c = node(&mut g, Op::Conv { window: win(&[], &[2, 2], &[3, 3, 3, 3]), group: 1 }, vec![Some(x), Some(w), None]);
+    let mut pw = win(&[3, 3], &[2, 2], &[0, 0, 0, 0]);
+    pw.ceil_mode = true;
+    let p = node(&mut g, Op::Pool { kind: PoolKind::Max, window: pw, storage_order: 0 }, vec![Some(c)]);
+    let gp = node(&mut g, Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }, vec![Some(p)]);
+    let fl = node(&mut g, Op::Flatten { axis: 1 }, vec![Some(gp)]);
+    g.outputs = vec![fl];
+    infer(&mut g).unwrap();
+    assert_eq!(shape_of(&g, c), Shape(vec![sym("N"), f(64), f(112), f(112)]));
+    // ceil((112 - 3) / 2) + 1 = 56
+    assert_eq!(shape_of(&g, p), Shape(vec![sym("N"), f(64), f(56), f(56)]));
+    assert_eq!(shape_of(&g, fl), Shape(vec![sym("N"), f(64)]));
+}
+
+#[test]
+fn conv_same_padding_keeps_symbolic_spatial() {
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![sym("N"), f(3), sym("H"), f(9)]);
+    let w = g.add_const("w", Tensor::zeros(DType::F32, vec![6, 1, 3, 3]));
+    let mut wi = win(&[3, 3], &[], &[]);
+    wi.auto_pad = AutoPad::SameUpper;
+    let c = node(&mut g, Op::Conv { window: wi.clone(), group: 3 }, vec![Some(x), Some(w)]);
+    wi.strides = vec![2, 2];
+    let c2 = node(&mut g, Op::Conv { window: wi, group: 3 }, vec![Some(x), Some(w)]);
+    g.outputs = vec![c, c2];
+    infer(&mut g).unwrap();
+    assert_eq!(shape_of(&g, c), Shape(vec![sym("N"), f(6), sym("H"), f(9)]));
+    let s2 = shape_of(&g, c2);
+    assert_eq!(s2.0[3], f(5));
+    assert!(matches!(&s2.0[2], Dim::Sym { name, .. } if name.starts_with('?')));
+}
+
+#[test]
+fn broadcasting_and_comparisons() {
+    let mut g = Graph::default();
+    let a = input(&mut g, "a", DType::F32, vec![sym("B"), f(1), f(4)]);
+    let b = input(&mut g, "b", DType::F32, vec![f(3), f(1)]);
+    let s = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(a), Some(b)]);
+    let lt = node(&mut g, Op::Binary(BinaryOp::Less), vec![Some(s), Some(a)]);
+    let wh = node(&mut g, Op::Where, vec![Some(lt), Some(s), Some(a)]);
+    g.outputs = vec![wh];
+    infer(&mut g).unwrap();
+    assert_eq!(shape_of(&g, s), Shape(vec![sym("B"), f(3), f(4)]));
+    assert_eq!(g.tensor_type(lt).unwrap().dtype, DType::Bool);
+    assert_eq!(g.tensor_type(wh).unwrap().dtype, DType::F32);
+    assert_eq!(shape_of(&g, wh), Shape(vec![sym("B"), f(3), f(4)]));
+}
+
+#[test]
+fn matmul_mismatch_is_a_node_error() {
+    let mut g = Graph::default();
+    let a = input(&mut g, "a", DType::F32, vec![f(2), f(3)]);
+    let b = input(&mut g, "b", DType::F32, vec![f(4), f(5)]);
+    let m = node(&mut g, Op::MatMul, vec![Some(a), Some(b)]);
+    g.outputs = vec![m];
+    match infer(&mut g) {
+        Err(PassError::Node { node, op, reason }) => {
+            assert_eq!(node, "n0");
+            assert_eq!(op, "MatMul");
+            assert!(reason.contains("3 vs 4"), "{reason}");
+        }
+        other => panic!("expected a node error, got {other:?}"),
+    }
+}
+
+#[test]
+fn matmul_batched_and_gemm() {
+    let mut g = Graph::default();
+    let a = input(&mut g, "a", DType::F32, vec![sym("B"), f(1), f(7), f(3)]);
+    let b = input(&mut g, "b", DType::F32, vec![f(5), f(3), f(4)]);
+    let m = node(&mut g, Op::MatMul, vec![Some(a), Some(b)]);
+    let v = input(&mut g, "v", DType::F32, vec![f(4)]);
+    let mv = node(&mut g, Op::MatMul, vec![Some(m), Some(v)]);
+    let x = input(&mut g, "x", DType::F32, vec![f(2), f(6)]);
+    let w = input(&mut g, "w", DType::F32, vec![f(10), f(6)]);
+    let gm = node(&mut g, Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true }, vec![Some(x), Some(w), None]);
+    g.outputs = vec![mv, gm];
+    infer(&mut g).unwrap();
+    assert_eq!(shape_of(&g, m), Shape(vec![sym("B"), f(5), f(7), f(4)]));
+    assert_eq!(shape_of(&g, mv), Shape(vec![sym("B"), f(5), f(7)]));
+    assert_eq!(shape_of(&g, gm), Shape::fixed(&[2, 10]));
+}
+
+#[test]
+fn unknown_inputs_are_not_errors() {
+    let mut g = Graph::default();
+    let x = g.add_value("x", ValueType::Unknown, ValueKind::Input);
+    g.inputs.push(x);
+    let r = node(&mut g, Op::Unary(UnaryOp::Relu), vec![Some(x)]);
+    let t = node(&mut g, Op::Transpose { perm: None }, vec![Some(r)]);
+    let y = input(&mut g, "y", DType::F32, vec![f(2), f(3)]);
+    let s = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(y)]);
+    let rs = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(y), Some(x)]);
+    let e = node(&mut g, Op::Einsum { equation: "ij->ji".into() }, vec![Some(y)]);
+    g.outputs = vec![t, s, rs, e];
+    infer(&mut g).unwrap();
+    assert_eq!(g.value(t).ty, ValueType::Unknown);
+    assert_eq!(shape_of(&g, s), Shape::fixed(&[2]));
+    assert!(matches!(g.value(rs).ty, ValueType::Tensor(TensorType { dtype: DType::F32, shape: None })));
+    assert_eq!(g.value(e).ty, ValueType::Unknown);
+}
+
+#[test]
+fn shape_ops_with_constant_operands() {
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![sym("N"), f(4), f(6), f(8)]);
+    let s = ints(&mut g, vec![0, -1, 8]);
+    let r = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(x), Some(s)]);
+    let (st, en, ax) = (ints(&mut g, vec![1, 0]), ints(&mut g, vec![-1, 100]), ints(&mut g, vec![2, 1]));
+    let sl = node(&mut g, Op::Slice, vec![Some(x), Some(st), Some(en), Some(ax)]);
+    let pads = ints(&mut g, vec![0, 0, 1, 2, 0, 0, 3, 4]);
+    let pd = node(&mut g, Op::Pad { mode: crate::ir::PadMode::Constant }, vec![Some(x), Some(pads)]);
+    let un = node(&mut g, Op::Unsqueeze { axes: Some(vec![0, -1]) }, vec![Some(x)]);
+    let tr = node(&mut g, Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![Some(x)]);
+    let ct = node(&mut g, Op::Concat { axis: 1 }, vec![Some(x), Some(x)]);
+    let sp = g.add_node("split", Op::Split { axis: 3, split: None, num_outputs: Some(3) }, vec![Some(x)], &["a".into(), "b".into(), "c".into()]).1;
+    let idx = g.add_const("idx", Tensor::from_i64s(vec![2, 2], vec![0, 1, 2, 3]));
+    let ga = node(&mut g, Op::Gather { axis: 2 }, vec![Some(x), Some(idx)]);
+    let k = ints(&mut g, vec![3]);
+    let tk = g.add_node("topk", Op::TopK { axis: -1, largest: true, sorted: true }, vec![Some(x), Some(k)], &["tv".into(), "ti".into()]).1;
+    let rd = node(&mut g, Op::Reduce { op: crate::ir::ReduceOp::Mean, axes: Some(vec![2, 3]), keepdims: false, noop_with_empty_axes: false }, vec![Some(x)]);
+    let d2s = node(&mut g, Op::DepthToSpace { blocksize: 2, crd: false }, vec![Some(x)]);
+    let rep = ints(&mut g, vec![1, 2, 1, 1]);
+    let ti = node(&mut g, Op::Tile, vec![Some(x), Some(rep)]);
+    let es = ints(&mut g, vec![3, 1, 1, 1, 1]);
+    let ex = node(&mut g, Op::Expand, vec![Some(x), Some(es)]);
+    g.outputs = vec![r, sl, pd, un, tr, ct, ga, tk[1], rd, d2s, ti, ex];
+    infer(&mut g).unwrap();
+    assert_eq!(shape_of(&g, r), Shape(vec![sym("N"), f(24), f(8)]));
+    assert_eq!(shape_of(&g, sl), Shape(vec![sym("N"), f(4), f(4), f(8)]));
+    assert_eq!(shape_of(&g, pd), Shape(vec![sym("N"), f(4), f(10), f(14)]));
+    assert_eq!(shape_of(&g, un), Shape(vec![f(1), sym("N"), f(4), f(6), f(8), f(1)]));
+    assert_eq!(shape_of(&g, tr), Shape(vec![sym("N"), f(6), f(8), f(4)]));
+    assert_eq!(shape_of(&g, ct), Shape(vec![sym("N"), f(8), f(6), f(8)]));
+    assert_eq!(shape_of(&g, sp[2]), Shape(vec![sym("N"), f(4), f(6), f(2)]));
+    assert_eq!(shape_of(&g, ga), Shape(vec![sym("N"), f(4), f(2), f(2), f(8)]));
+    assert_eq!(shape_of(&g, tk[1]), Shape(vec![sym("N"), f(4), f(6), f(3)]));
+    assert_eq!(g.tensor_type(tk[1]).unwrap().dtype, DType::I64);
+    assert_eq!(shape_of(&g, rd), Shape(vec![sym("N"), f(4)]));
+    assert_eq!(shape_of(&g, d2s), Shape(vec![sym("N"), f(1), f(12), f(16)]));
+    assert_eq!(shape_of(&g, ti), Shape(vec![sym("N"), f(8), f(6), f(8)]));
+    assert_eq!(shape_of(&g, ex), Shape(vec![f(3), sym("N"), f(4), f(6), f(8)]));
+}
+
+/// x [2,3,4,5] → Shape → Gather([0]) (or Slice [0:1]) → Concat(.., [-1]) → Reshape, plus an
+/// Add of two constants and a dead Exp.
+fn shape_chain_graph(dims: Vec<Dim>, gather: bool) -> (Graph, ValueId) {
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, dims);
+    let s = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(x)]);
+    let i0 = ints(&mut g, vec![0]);
+    let n = if gather {
+        node(&mut g, Op::Gather { axis: 0 }, vec![Some(s), Some(i0)])
+    } else {
+        let one = ints(&mut g, vec![1]);
+        node(&mut g, Op::Slice, vec![Some(s), Some(i0), Some(one)])
+    };
+    let m1 = ints(&mut g, vec![-1]);
+    let target = node(&mut g, Op::Concat { axis: 0 }, vec![Some(n), Some(m1)]);
+    let r = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(x), Some(target)]);
+    let c1 = g.add_const("c1", rand(&[60], 1));
+    let c2 = g.add_const("c2", rand(&[60], 2));
+    let c = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(c1), Some(c2)]);
+    let y = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(r), Some(c)]);
+    let _dead = node(&mut g, Op::Unary(UnaryOp::Exp), vec![Some(y)]);
+    g.outputs = vec![y];
+    (g, r)
+}
+
+#[test]
+fn fold_shape_chain_to_static_reshape() {
+    let (mut g, _) = shape_chain_graph(vec![f(2), f(3), f(4), f(5)], false);
+    let x = rand(&[2, 3, 4, 5], 7);
+    let before = run(&g, &[x.clone()]);
+    prepare(&mut g).unwrap();
+    let after = run(&g, &[x]);
+    assert_eq!(before, after);
+    // Only Reshape and Mul remain; the Reshape's shape is a constant.
+    let ops: Vec<String> = g.nodes.iter().map(|n| n.op.name()).collect();
+    assert_eq!(ops, vec!["Reshape", "Mul"]);
+    let tgt = g.nodes[0].inputs[1].unwrap();
+    assert!(matches!(&g.value(tgt).kind, ValueKind::Const(t) if t.to_i64_vec() == Some(vec![2, -1])));
+    assert_eq!(shape_of(&g, g.outputs[0]), Shape::fixed(&[2, 60]));
+    crate::ir::verify::verify(&g).unwrap();
+}
+
+#[test]
+fn symbolic_batch_flows_through_shape_chain() {
+    let (mut g, r) = shape_chain_graph(vec![sym("N"), f(3), f(4), f(5)], true);
+    fold(&mut g).unwrap();
+    assert_eq!(shape_of(&g, r), Shape(vec![sym("N"), f(60)]));
+    assert_eq!(shape_of(&g, g.outputs[0]), Shape(vec![sym("N"), f(60)]));
+    // The constant Add folded even though the shape did not.
+    assert!(!g.nodes.iter().any(|n| matches!(n.op, Op::Binary(BinaryOp::Add))));
+}
+
+#[test]
+fn dce_removes_dead_nodes_and_consts() {
+    let (mut g, _) = shape_chain_graph(vec![f(2), f(3), f(4), f(5)], false);
+    let unused = g.add_const("unused", Tensor::scalar_i64(3));
+    let nvals = g.values.len();
+    let x = rand(&[2, 3, 4, 5], 3);
+    let before = run(&g, &[x.clone()]);
+    dce(&mut g).unwrap();
+    crate::ir::verify::verify(&g).unwrap();
+    assert!(g.values.len() < nvals);
+    assert!(!g.values.iter().any(|v| v.name == "unused"));
+    assert!(!g.nodes.iter().any(|n| matches!(n.op, Op::Unary(UnaryOp::Exp))));
+    assert_eq!(run(&g, &[x]), before);
+    let _ = unused;
+}
+
+#[test]
+fn if_with_constant_condition_is_inlined() {
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![f(2), f(3)]);
+    let s = node(&mut g, Op::Shape { start: 1, end: None }, vec![Some(x)]);
+    let three = ints(&mut g, vec![3]);
+    let eq = node(&mut g, Op::Binary(BinaryOp::Equal), vec![Some(s), Some(three)]);
+    let branch = |op: Op| {
+        let mut b = Graph::default();
+        let xo = b.add_value("x", ValueType::Unknown, ValueKind::Outer);
+        let (_, o) = b.add_node("b", op, vec![Some(xo)], &["bo".into()]);
+        b.outputs = o;
+        b
+    };
+    let (_, y) = g.add_node(
+        "if",
+        Op::If { then_branch: Box::new(branch(Op::Unary(UnaryOp::Neg))), else_branch: Box::new(branch(Op::Unary(UnaryOp::Exp))) },
+        vec![Some(eq)],
+        &["y".into()],
+    );
+    let z = node(&mut g, Op::Unary(UnaryOp::Relu), vec![Some(y[0])]);
+    // A second If on the same (folded) condition.
+    let (_, y2) = g.add_node(
+        "if2",
+        Op::If { then_branch: Box::new(branch(Op::Unary(UnaryOp::Abs))), else_branch: Box::new(branch(Op::Unary(UnaryOp::Exp))) },
+        vec![Some(eq)],
+        &["y2".into()],
+    );
+    g.outputs = vec![z, y2[0]];
+    prepare(&mut g).unwrap();
+    let ops: Vec<String> = g.nodes.iter().map(|n| n.op.name()).collect();
+    assert_eq!(ops, vec!["Neg", "Relu", "Abs"]);
+    g.outputs.truncate(1);
+    assert_eq!(shape_of(&g, g.outputs[0]), Shape::fixed(&[2, 3]));
+    let xin = rand(&[2, 3], 5);
+    let out = run(&g, &[xin.clone()]);
+    let want: Vec<f32> = xin.to_f64_vec().iter().map(|v| (-v).max(0.0) as f32).collect();
+    assert_eq!(out, vec![RtValue::Tensor(Tensor::from_f32s(vec![2, 3], want))]);
+}
+
+#[test]
+fn inference_is_idempotent() {
+    let (mut g, _) = shape_chain_graph(vec![sym("N"), f(3), sym("H"), f(5)], true);
+    infer(&mut g).unwrap();
+    let once: Vec<ValueType> = g.values.iter().map(|v| v.ty.clone()).collect();
+    infer(&mut g).unwrap();
+    let twice: Vec<ValueType> = g.values.iter().map(|v| v.ty.clone()).collect();
+    assert_eq!(once, twice);
+}
+
+#[test]
+fn gather_of_shape_folds_without_the_interpreter() {
+    let (mut g, _) = shape_chain_graph(vec![f(2), f(3), f(4), f(5)], true);
+    prepare(&mut g).unwrap();
+    // (DCE compacts value ids: look the Reshape up again.)
+    assert_eq!(shape_of(&g, g.nodes[0].outputs[0]), Shape::fixed(&[2, 60]));
+    let ops: Vec<String> = g.nodes.iter().map(|n| n.op.name()).collect();
+    assert_eq!(ops, vec!["Reshape", "Mul"]);
+}
