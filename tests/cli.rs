@@ -1,0 +1,85 @@
+//! The CLI contract: `burnc run` outputs and exit codes, `burnc inspect` with pinned dims.
+use std::path::PathBuf;
+use std::process::Command;
+
+fn burnc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_burnc"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn run_writes_outputs_matching_onnxruntime() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ex = root().join("examples/mnist");
+    let out = burnc()
+        .arg("run")
+        .arg(ex.join("mnist_cnn.onnx"))
+        .arg("--input")
+        .arg(ex.join("input_0.pb"))
+        .arg("-o")
+        .arg(dir.path())
+        .output()
+        .expect("spawn burnc");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("logits: f32 [1, 10]"), "{stdout}");
+    let hint = burnc_frontends::onnx::values::ValueKindHint::Tensor;
+    let read = |p: PathBuf| {
+        let b = std::fs::read(&p).expect("read output");
+        match burnc_frontends::onnx::values::decode_value(&b, hint).expect("decode") {
+            burnc_compiler::interp::RtValue::Tensor(t) => t.to_f64_vec(),
+            _ => panic!("not a tensor"),
+        }
+    };
+    let got = read(dir.path().join("output_0.pb"));
+    let want = read(ex.join("expected_output_0.pb"));
+    assert_eq!(got.len(), 10);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-5 + 1e-3 * w.abs(), "{got:?} vs {want:?}");
+    }
+}
+
+#[test]
+fn run_failure_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.onnx");
+    std::fs::write(&bad, b"\x08\x07\x12\xffnot a model").expect("write");
+    let out = burnc().arg("run").arg(&bad).output().expect("spawn");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+
+    // A model input of the wrong shape is refused with the input's name.
+    let ex = root().join("examples/mnist");
+    let npy = dir.path().join("x.npy");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 28, 27), }";
+    let header = format!("{header:<117}\n");
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend(std::iter::repeat_n(0u8, 28 * 27 * 4));
+    std::fs::write(&npy, bytes).expect("write npy");
+    let out = burnc().arg("run").arg(ex.join("mnist_cnn.onnx")).arg("--input").arg(format!("x={}", npy.display())).output().expect("spawn");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("input `x`") && err.contains("[1, 1, 28, 28]"), "{err}");
+}
+
+#[test]
+fn inspect_folds_shape_subgraph_once_dims_are_pinned() {
+    let model = root().join("tests/models/dyn_shape_subgraph.onnx");
+    let out = burnc().arg("inspect").arg(&model).arg("--input").arg("x=1x3x32x32").arg("--graph").output().expect("spawn");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("unknown cost"), "{text}");
+    // Every value in the printed graph has a static shape: no symbolic or unknown dims.
+    let graph = &text[text.find("graph ").expect("graph printed")..];
+    assert!(!graph.contains('?') && !graph.contains("batch"), "{graph}");
+    // Unpinned, the batch dim stays symbolic.
+    let out = burnc().arg("inspect").arg(&model).output().expect("spawn");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("batch"));
+}
