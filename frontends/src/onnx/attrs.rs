@@ -34,9 +34,6 @@ impl<'a> Attrs<'a> {
     pub fn floats(&self, name: &str) -> Option<Vec<f32>> {
         self.get(name).map(|a| a.floats.clone())
     }
-    pub fn strings(&self, name: &str) -> Option<Vec<String>> {
-        self.get(name).map(|a| a.strings.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect())
-    }
     pub fn t(&self, name: &str) -> Option<&'a TensorProto> {
         self.get(name).and_then(|a| a.t.as_ref())
     }
