@@ -261,3 +261,48 @@ fn center_crop_pad(args: &[Option<RtValue>], axes: Option<&[i64]>) -> OpResult {
     let fill = Data::zeros(x.dtype(), 1);
     one_t(Tensor::new(out_shape, take_or(&x.data, &idx, &fill)?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: Vec<usize>, v: Vec<f32>) -> Option<RtValue> {
+        Some(RtValue::Tensor(Tensor::from_f32s(shape, v)))
+    }
+    fn i(shape: Vec<usize>, v: Vec<i64>) -> Option<RtValue> {
+        Some(RtValue::Tensor(Tensor::from_i64s(shape, v)))
+    }
+
+    #[test]
+    fn cumprod_exclusive_reverse() {
+        let x = Tensor::from_i64s(vec![4], vec![1, 2, 3, 4]);
+        assert_eq!(cumprod(&x, 0, false, false).unwrap().to_i64_vec().unwrap(), vec![1, 2, 6, 24]);
+        assert_eq!(cumprod(&x, 0, true, true).unwrap().to_i64_vec().unwrap(), vec![24, 12, 4, 1]);
+        assert!(cumprod(&x, 1, false, false).is_err());
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let op = Op::GroupNorm { num_groups: 3, epsilon: 1e-5, per_channel: true };
+        assert!(eval(&op, &[t(vec![1, 4, 1], vec![0.0; 4]), t(vec![4], vec![1.0; 4]), t(vec![4], vec![0.0; 4])]).is_err());
+        let op = Op::RotaryEmbedding { interleaved: false, rotary_embedding_dim: 0, num_heads: 0 };
+        let x = t(vec![1, 1, 2, 4], vec![0.0; 8]);
+        let c = t(vec![3, 2], vec![1.0; 6]);
+        assert!(eval(&op, &[x.clone(), c.clone(), c.clone(), i(vec![1, 2], vec![0, 7])]).is_err());
+        assert!(eval(&op, &[x.clone(), c.clone(), c.clone(), i(vec![1, 2], vec![0, 2])]).is_ok());
+        assert!(eval(&op, &[x, c.clone(), c, None]).is_err());
+        let op = Op::SwiGlu { alpha: 1.0 };
+        assert!(eval(&op, &[t(vec![2], vec![0.0; 2]), t(vec![1], vec![0.0])]).is_err());
+        let op = Op::CenterCropPad { axes: Some(vec![5]) };
+        assert!(eval(&op, &[t(vec![2], vec![0.0; 2]), i(vec![1], vec![1])]).is_err());
+    }
+
+    #[test]
+    fn center_crop_pad_odd() {
+        let op = Op::CenterCropPad { axes: None };
+        let out = eval(&op, &[t(vec![5], vec![1.0, 2.0, 3.0, 4.0, 5.0]), i(vec![1], vec![2])]).unwrap();
+        assert_eq!(out[0].as_tensor().unwrap().to_f64_vec(), vec![2.0, 3.0]);
+        let out = eval(&op, &[t(vec![2], vec![1.0, 2.0]), i(vec![1], vec![5])]).unwrap();
+        assert_eq!(out[0].as_tensor().unwrap().to_f64_vec(), vec![0.0, 1.0, 2.0, 0.0, 0.0]);
+    }
+}
