@@ -182,12 +182,25 @@ pub enum Op {
     NllLoss { softmax: bool, reduction: LossReduction, ignore_index: Option<i64> },
     /// RMSNormalization (X, scale): X / sqrt(mean(X², axes [axis, rank)) + eps) * scale.
     RmsNorm { axis: i64, epsilon: f32 },
+    /// GroupNormalization (X, scale, bias); `per_channel` is the opset >= 21 semantics
+    /// (scale/bias of C entries), else one per group.
+    GroupNorm { num_groups: usize, epsilon: f32, per_channel: bool },
+    /// RotaryEmbedding (X, cos_cache, sin_cache, position_ids?) (opset 23).
+    RotaryEmbedding { interleaved: bool, rotary_embedding_dim: usize, num_heads: usize },
+    /// Swish: x * sigmoid(alpha * x).
+    Swish { alpha: f32 },
+    /// SwiGLU (A, B): A * sigmoid(alpha * A) * B (same shapes).
+    SwiGlu { alpha: f32 },
+    /// CenterCropPad (X, shape) over `axes` (all when `None`).
+    CenterCropPad { axes: Option<Vec<i64>> },
 
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
     ArgReduce { max: bool, axis: i64, keepdims: bool, select_last_index: bool },
     CumSum { exclusive: bool, reverse: bool },
+    /// (x, axis): running product along axis.
+    CumProd { exclusive: bool, reverse: bool },
     TopK { axis: i64, largest: bool, sorted: bool },
 
     // ---- shape and data movement

@@ -313,6 +313,7 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::MeanVarianceNorm { .. } => same(),
         Op::Softmax { .. } | Op::Hardmax { .. } | Op::CumSum { .. } | Op::Trilu { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
+        Op::CumProd { .. } | Op::Swish { .. } | Op::SwiGlu { .. } | Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
         Op::LayerNorm { axis, .. } => {
             let stat = match cx.shape(0) {
                 Some(x) => {

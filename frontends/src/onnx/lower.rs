@@ -354,6 +354,20 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             keepdims: a.i_or("keepdims", 1) != 0,
             select_last_index: a.i_or("select_last_index", 0) != 0,
         }),
+        "CumProd" => Some(Op::CumProd { exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }),
+        "Swish" => Some(Op::Swish { alpha: a.f_or("alpha", 1.0) }),
+        "SwiGLU" => Some(Op::SwiGlu { alpha: a.f_or("alpha", 1.0) }),
+        "GroupNormalization" => Some(Op::GroupNorm {
+            num_groups: a.i("num_groups").ok_or_else(|| n.err("missing attribute `num_groups`"))?.max(0) as usize,
+            epsilon: a.f_or("epsilon", 1e-5),
+            per_channel: opset >= 21,
+        }),
+        "RotaryEmbedding" => Some(Op::RotaryEmbedding {
+            interleaved: a.i_or("interleaved", 0) != 0,
+            rotary_embedding_dim: a.i_or("rotary_embedding_dim", 0).max(0) as usize,
+            num_heads: a.i_or("num_heads", 0).max(0) as usize,
+        }),
+        "CenterCropPad" => Some(Op::CenterCropPad { axes: a.ints("axes") }),
         "CumSum" => Some(Op::CumSum { exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }),
         "TopK" => {
             if opset < 10 {

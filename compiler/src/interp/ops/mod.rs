@@ -4,6 +4,7 @@ mod attention;
 mod cast;
 mod control;
 mod elementwise;
+mod extra;
 mod index;
 mod linalg;
 mod loss;
@@ -66,6 +67,12 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::QLinearConv { .. }
         | Op::Shrink { .. }
         | Op::Det => quant::eval(op, &args, n_outputs),
+        Op::CumProd { .. }
+        | Op::Swish { .. }
+        | Op::SwiGlu { .. }
+        | Op::GroupNorm { .. }
+        | Op::RotaryEmbedding { .. }
+        | Op::CenterCropPad { .. } => extra::eval(op, &args),
         _ => shape::eval(op, &args, n_outputs),
     }
 }

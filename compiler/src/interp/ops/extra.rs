@@ -1,0 +1,308 @@
+//! Newer ONNX ops: CumProd, Swish, SwiGLU, GroupNormalization, RotaryEmbedding and
+//! CenterCropPad. Arithmetic is done in f64 (i64 for integer CumProd) and cast back to the
+//! input's type.
+use super::shape::{index_map, take_or};
+use super::util::{arg, ints_arg, norm_axis, opt_arg, strides};
+use super::OpResult;
+use crate::interp::RtValue;
+use crate::ir::{DType, Op};
+use crate::tensor::{Data, Tensor};
+
+fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Result<Tensor, String> {
+    super::cast::cast(&Tensor::new(shape, Data::F64(v)), dtype, true)
+}
+
+fn one_t(t: Tensor) -> OpResult {
+    Ok(vec![RtValue::Tensor(t)])
+}
+
+fn float_in(t: &Tensor, op: &str) -> Result<Vec<f64>, String> {
+    if !t.dtype().is_float() {
+        return Err(format!("{op} is not defined on {}", t.dtype()));
+    }
+    Ok(t.to_f64_vec())
+}
+
+pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
+    match op {
+        Op::CumProd { exclusive, reverse } => {
+            let x = arg(args, 0)?;
+            let axis = ints_arg(args, 1)?;
+            let &[axis] = axis.as_slice() else {
+                return Err(format!("axis must hold one element, got {}", axis.len()));
+            };
+            one_t(cumprod(x, axis, *exclusive, *reverse)?)
+        }
+        Op::Swish { alpha } => {
+            let x = arg(args, 0)?;
+            let a = *alpha as f64;
+            let v = float_in(x, "Swish")?.into_iter().map(|v| v / (1.0 + (-a * v).exp())).collect();
+            one_t(back(x.dtype(), x.shape.clone(), v)?)
+        }
+        Op::SwiGlu { alpha } => {
+            let (x, y) = (arg(args, 0)?, arg(args, 1)?);
+            if x.shape != y.shape || x.dtype() != y.dtype() {
+                return Err(format!(
+                    "SwiGLU needs inputs of one shape and type, got {:?} {} and {:?} {}",
+                    x.shape,
+                    x.dtype(),
+                    y.shape,
+                    y.dtype()
+                ));
+            }
+            let a = *alpha as f64;
+            let yv = float_in(y, "SwiGLU")?;
+            let v = float_in(x, "SwiGLU")?.into_iter().zip(yv).map(|(v, w)| v / (1.0 + (-a * v).exp()) * w).collect();
+            one_t(back(x.dtype(), x.shape.clone(), v)?)
+        }
+        Op::GroupNorm { num_groups, epsilon, per_channel } => group_norm(args, *num_groups, *epsilon as f64, *per_channel),
+        Op::RotaryEmbedding { interleaved, rotary_embedding_dim, num_heads } => {
+            rotary(args, *interleaved, *rotary_embedding_dim, *num_heads)
+        }
+        Op::CenterCropPad { axes } => center_crop_pad(args, axes.as_deref()),
+        _ => Err(format!("{} is not handled by the extra ops", op.name())),
+    }
+}
+
+fn cumprod(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tensor, String> {
+    if x.rank() == 0 {
+        return Err("CumProd needs an input of rank >= 1".into());
+    }
+    let ax = norm_axis(axis, x.rank())?;
+    let (outer, len, inner): (usize, usize, usize) =
+        (x.shape[..ax].iter().product(), x.shape[ax], x.shape[ax + 1..].iter().product());
+    fn scan<T: Copy + std::ops::Mul<Output = T>>(
+        v: &[T],
+        unit: T,
+        mul: impl Fn(T, T) -> T,
+        (outer, len, inner): (usize, usize, usize),
+        exclusive: bool,
+        reverse: bool,
+    ) -> Vec<T> {
+        let mut out = vec![unit; v.len()];
+        for o in 0..outer {
+            for i in 0..inner {
+                let mut acc = unit;
+                for step in 0..len {
+                    let k = if reverse { len - 1 - step } else { step };
+                    let at = (o * len + k) * inner + i;
+                    if exclusive {
+                        out[at] = acc;
+                        acc = mul(acc, v[at]);
+                    } else {
+                        acc = mul(acc, v[at]);
+                        out[at] = acc;
+                    }
+                }
+            }
+        }
+        out
+    }
+    let dims = (outer, len, inner);
+    let dt = x.dtype();
+    if dt.is_int() {
+        let v = x.to_i64_vec().ok_or_else(|| format!("CumProd is not defined on {dt}"))?;
+        let out = scan(&v, 1i64, |a, b| a.wrapping_mul(b), dims, exclusive, reverse);
+        super::cast::cast(&Tensor::from_i64s(x.shape.clone(), out), dt, false)
+    } else if dt.is_float() {
+        let v = x.to_f64_vec();
+        let out = scan(&v, 1.0f64, |a, b| a * b, dims, exclusive, reverse);
+        back(dt, x.shape.clone(), out)
+    } else {
+        Err(format!("CumProd is not defined on {dt}"))
+    }
+}
+
+fn group_norm(args: &[Option<RtValue>], groups: usize, eps: f64, per_channel: bool) -> OpResult {
+    let x = arg(args, 0)?;
+    let scale = arg(args, 1)?.to_f64_vec();
+    let bias = arg(args, 2)?.to_f64_vec();
+    let xv = float_in(x, "GroupNormalization")?;
+    if x.rank() < 2 {
+        return Err(format!("input must have rank >= 2, got {:?}", x.shape));
+    }
+    let (n, c) = (x.shape[0], x.shape[1]);
+    if groups == 0 || c % groups != 0 {
+        return Err(format!("num_groups {groups} must divide the {c} channels"));
+    }
+    let want = if per_channel { c } else { groups };
+    if scale.len() != want || bias.len() != want {
+        return Err(format!("scale and bias must have {want} entries, got {} and {}", scale.len(), bias.len()));
+    }
+    let spatial: usize = x.shape[2..].iter().product();
+    let cpg = c / groups;
+    let gsize = cpg * spatial;
+    let mut out = vec![0.0f64; xv.len()];
+    for b in 0..n {
+        for g in 0..groups {
+            let start = (b * groups + g) * gsize;
+            let seg = &xv[start..start + gsize];
+            let cnt = gsize.max(1) as f64;
+            let mean = seg.iter().sum::<f64>() / cnt;
+            let var = seg.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / cnt;
+            let inv = 1.0 / (var + eps).sqrt();
+            for (j, &v) in seg.iter().enumerate() {
+                let ch = g * cpg + j / spatial.max(1);
+                let k = if per_channel { ch } else { g };
+                out[start + j] = (v - mean) * inv * scale[k] + bias[k];
+            }
+        }
+    }
+    one_t(back(x.dtype(), x.shape.clone(), out)?)
+}
+
+fn rotary(args: &[Option<RtValue>], interleaved: bool, rdim: usize, num_heads: usize) -> OpResult {
+    let x = arg(args, 0)?;
+    let cos_t = arg(args, 1)?;
+    let sin_t = arg(args, 2)?;
+    let pos = match opt_arg(args, 3)? {
+        Some(p) => Some(p.to_i64_vec().ok_or("position_ids must be integers")?),
+        None => None,
+    };
+    let xv = float_in(x, "RotaryEmbedding")?;
+    let (cos, sin) = (cos_t.to_f64_vec(), sin_t.to_f64_vec());
+    // Dimensions [batch, seq, heads, head] and the flat index of each.
+    let (b, s, h, d, four) = match x.shape.as_slice() {
+        &[b, h, s, d] => (b, s, h, d, true),
+        &[b, s, hidden] => {
+            if num_heads == 0 || hidden % num_heads != 0 {
+                return Err(format!("num_heads {num_heads} must divide the hidden size {hidden} of a 3-D input"));
+            }
+            (b, s, num_heads, hidden / num_heads, false)
+        }
+        other => return Err(format!("input must have rank 3 or 4, got {other:?}")),
+    };
+    let rd = if rdim == 0 { d } else { rdim };
+    if rd > d || rd % 2 != 0 {
+        return Err(format!("rotary_embedding_dim {rd} must be even and at most the head size {d}"));
+    }
+    let half = rd / 2;
+    if cos_t.shape != sin_t.shape {
+        return Err(format!("cos_cache {:?} and sin_cache {:?} differ in shape", cos_t.shape, sin_t.shape));
+    }
+    if cos_t.shape.last() != Some(&half) {
+        return Err(format!("caches must end in rotary_embedding_dim/2 = {half}, got {:?}", cos_t.shape));
+    }
+    // Cache row for (batch, position).
+    let row: Box<dyn Fn(usize, usize) -> Result<usize, String>> = match &pos {
+        Some(p) => {
+            let max_pos = if cos_t.rank() == 2 { cos_t.shape[0] } else { return Err(format!("with position_ids the caches must be 2-D, got {:?}", cos_t.shape)) };
+            if p.len() != b * s {
+                return Err(format!("position_ids must have shape [{b}, {s}], got {} elements", p.len()));
+            }
+            Box::new(move |bi, si| {
+                let v = p[bi * s + si];
+                if v < 0 || v as usize >= max_pos {
+                    return Err(format!("position id {v} is out of range for a cache of {max_pos} rows"));
+                }
+                Ok(v as usize)
+            })
+        }
+        None => {
+            if cos_t.shape != [b, s, half] {
+                return Err(format!("without position_ids the caches must have shape [{b}, {s}, {half}], got {:?}", cos_t.shape));
+            }
+            Box::new(move |bi, si| Ok(bi * s + si))
+        }
+    };
+    let mut out = xv.clone();
+    for bi in 0..b {
+        for si in 0..s {
+            let r = row(bi, si)? * half;
+            for hi in 0..h {
+                let base = if four { ((bi * h + hi) * s + si) * d } else { ((bi * s + si) * h + hi) * d };
+                for i in 0..half {
+                    let (c, sn) = (cos[r + i], sin[r + i]);
+                    let (i1, i2) = if interleaved { (base + 2 * i, base + 2 * i + 1) } else { (base + i, base + i + half) };
+                    let (x1, x2) = (xv[i1], xv[i2]);
+                    out[i1] = c * x1 - sn * x2;
+                    out[i2] = sn * x1 + c * x2;
+                }
+            }
+        }
+    }
+    one_t(back(x.dtype(), x.shape.clone(), out)?)
+}
+
+fn center_crop_pad(args: &[Option<RtValue>], axes: Option<&[i64]>) -> OpResult {
+    let x = arg(args, 0)?;
+    let shape = ints_arg(args, 1)?;
+    let rank = x.rank();
+    let axes: Vec<usize> = match axes {
+        Some(a) => a.iter().map(|&a| norm_axis(a, rank)).collect::<Result<_, _>>()?,
+        None => (0..rank).collect(),
+    };
+    if shape.len() != axes.len() {
+        return Err(format!("shape has {} entries for {} axes", shape.len(), axes.len()));
+    }
+    let mut out_shape = x.shape.clone();
+    // Output index o on an axis reads input index o + shift.
+    let mut shift = vec![0i64; rank];
+    for (&ax, &sh) in axes.iter().zip(&shape) {
+        if sh < 0 {
+            return Err(format!("negative target size {sh}"));
+        }
+        let dim = x.shape[ax] as i64;
+        out_shape[ax] = sh as usize;
+        shift[ax] = if sh <= dim { (dim - sh) / 2 } else { -((sh - dim) / 2) };
+    }
+    let st = strides(&x.shape);
+    let idx = index_map(&out_shape, |o| {
+        let mut at = 0usize;
+        for k in 0..rank {
+            let i = o[k] as i64 + shift[k];
+            if i < 0 || i >= x.shape[k] as i64 {
+                return None;
+            }
+            at += i as usize * st[k];
+        }
+        Some(at)
+    })?;
+    let fill = Data::zeros(x.dtype(), 1);
+    one_t(Tensor::new(out_shape, take_or(&x.data, &idx, &fill)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: Vec<usize>, v: Vec<f32>) -> Option<RtValue> {
+        Some(RtValue::Tensor(Tensor::from_f32s(shape, v)))
+    }
+    fn i(shape: Vec<usize>, v: Vec<i64>) -> Option<RtValue> {
+        Some(RtValue::Tensor(Tensor::from_i64s(shape, v)))
+    }
+
+    #[test]
+    fn cumprod_exclusive_reverse() {
+        let x = Tensor::from_i64s(vec![4], vec![1, 2, 3, 4]);
+        assert_eq!(cumprod(&x, 0, false, false).unwrap().to_i64_vec().unwrap(), vec![1, 2, 6, 24]);
+        assert_eq!(cumprod(&x, 0, true, true).unwrap().to_i64_vec().unwrap(), vec![24, 12, 4, 1]);
+        assert!(cumprod(&x, 1, false, false).is_err());
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let op = Op::GroupNorm { num_groups: 3, epsilon: 1e-5, per_channel: true };
+        assert!(eval(&op, &[t(vec![1, 4, 1], vec![0.0; 4]), t(vec![4], vec![1.0; 4]), t(vec![4], vec![0.0; 4])]).is_err());
+        let op = Op::RotaryEmbedding { interleaved: false, rotary_embedding_dim: 0, num_heads: 0 };
+        let x = t(vec![1, 1, 2, 4], vec![0.0; 8]);
+        let c = t(vec![3, 2], vec![1.0; 6]);
+        assert!(eval(&op, &[x.clone(), c.clone(), c.clone(), i(vec![1, 2], vec![0, 7])]).is_err());
+        assert!(eval(&op, &[x.clone(), c.clone(), c.clone(), i(vec![1, 2], vec![0, 2])]).is_ok());
+        assert!(eval(&op, &[x, c.clone(), c, None]).is_err());
+        let op = Op::SwiGlu { alpha: 1.0 };
+        assert!(eval(&op, &[t(vec![2], vec![0.0; 2]), t(vec![1], vec![0.0])]).is_err());
+        let op = Op::CenterCropPad { axes: Some(vec![5]) };
+        assert!(eval(&op, &[t(vec![2], vec![0.0; 2]), i(vec![1], vec![1])]).is_err());
+    }
+
+    #[test]
+    fn center_crop_pad_odd() {
+        let op = Op::CenterCropPad { axes: None };
+        let out = eval(&op, &[t(vec![5], vec![1.0, 2.0, 3.0, 4.0, 5.0]), i(vec![1], vec![2])]).unwrap();
+        assert_eq!(out[0].as_tensor().unwrap().to_f64_vec(), vec![2.0, 3.0]);
+        let out = eval(&op, &[t(vec![2], vec![1.0, 2.0]), i(vec![1], vec![5])]).unwrap();
+        assert_eq!(out[0].as_tensor().unwrap().to_f64_vec(), vec![0.0, 1.0, 2.0, 0.0, 0.0]);
+    }
+}
