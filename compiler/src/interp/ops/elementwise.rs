@@ -303,6 +303,13 @@ int_bits!(bit_op, I8, I16, I32, I64, U8, U16, U32, U64);
 
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor, String> {
     use BinaryOp::*;
+    // PRelu before opset 7 broadcast a 1-D slope along the channel axis (1); numpy
+    // broadcasting rejects exactly those shapes, so fall back to it only then.
+    if op == PRelu && b.rank() == 1 && a.rank() > 2 && a.shape[1] == b.shape[0] && broadcast_shapes(&a.shape, &b.shape).is_err() {
+        let mut shape = vec![b.shape[0]];
+        shape.extend(std::iter::repeat_n(1, a.rank() - 2));
+        return binary(op, a, &Tensor::new(shape, b.data.clone()));
+    }
     match op {
         Pow => return pow(a, b),
         BitAnd | BitOr | BitXor | BitShiftLeft | BitShiftRight => {
