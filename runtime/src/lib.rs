@@ -9,8 +9,14 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod arena;
 pub mod elem;
 pub mod kernels;
 pub mod math;
 
 pub use elem::{Elem, FloatElem};
+/// Re-exported so generated code names f16/bf16 without its own dependency.
+pub use half;
+
+#[cfg(target_endian = "big")]
+compile_error!("burnc's weights and arena layouts are little-endian");

@@ -1,6 +1,6 @@
 //! The reference interpreter: walks the IR and calls the runtime's kernels, with shapes known
 //! only at run time. Conformance tests run through it; generated code must agree with it.
-mod ops;
+pub(crate) mod ops;
 mod value;
 
 use crate::ir::{Graph, Node, Op, ValueId, ValueKind};

@@ -11,4 +11,5 @@ pub mod reduce;
 pub mod resize;
 pub mod scatter;
 pub mod softmax;
+pub mod unary;
 pub mod window;

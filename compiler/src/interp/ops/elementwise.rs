@@ -39,116 +39,61 @@ pub fn zip<A: Copy, B: Copy, O: Copy + Default>(
     Ok((shape, out))
 }
 
-fn float_unary<T: FloatElem>(u: UnaryOp, v: &[T]) -> Result<Vec<T>, String> {
+/// The runtime's float function for a core unary op, when it has one.
+pub fn runtime_unary(u: UnaryOp) -> Option<burnc_runtime::kernels::unary::Unary> {
+    use burnc_runtime::kernels::unary::Unary as R;
     use UnaryOp::*;
-    macro_rules! m {
-        ($f32:expr, $f64:expr) => {
-            v.iter().map(|&x| x.map($f32, $f64)).collect()
-        };
-    }
-    Ok(match u {
-        Identity => v.to_vec(),
-        Abs => v.iter().map(|&x| x.abs()).collect(),
-        Neg => v.iter().map(|&x| x.neg()).collect(),
-        Exp => m!(math::expf, math::exp),
-        Log => m!(math::logf, math::log),
-        Sqrt => m!(math::sqrtf, math::sqrt),
-        Reciprocal => m!(|x| 1.0 / x, |x| 1.0 / x),
-        Floor => m!(math::floorf, math::floor),
-        Ceil => m!(math::ceilf, math::ceil),
-        Round => m!(math::rintf, math::rint),
-        Sign => m!(
-            |x: f32| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x },
-            |x: f64| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x }
-        ),
-        Sin => m!(math::sinf, math::sin),
-        Cos => m!(math::cosf, math::cos),
-        Tan => m!(math::tanf, math::tan),
-        Asin => m!(math::asinf, math::asin),
-        Acos => m!(math::acosf, math::acos),
-        Atan => m!(math::atanf, math::atan),
-        Sinh => m!(math::sinhf, math::sinh),
-        Cosh => m!(math::coshf, math::cosh),
-        Asinh => m!(math::asinhf, math::asinh),
-        Acosh => m!(math::acoshf, math::acosh),
-        Atanh => m!(math::atanhf, math::atanh),
-        Erf => m!(math::erff, math::erf),
-        Relu => m!(|x: f32| if x > 0.0 { x } else { 0.0 }, |x: f64| if x > 0.0 { x } else { 0.0 }),
-        Sigmoid => m!(sigmoid32, |x: f64| if x >= 0.0 { 1.0 / (1.0 + math::exp(-x)) } else { let e = math::exp(x); e / (1.0 + e) }),
-        Tanh => m!(math::tanhf, math::tanh),
-        Softplus => m!(
-            |x: f32| if x > 20.0 { x } else { math::log1pf(math::expf(x)) },
-            |x: f64| if x > 40.0 { x } else { math::log1p(math::exp(x)) }
-        ),
-        Softsign => m!(|x: f32| x / (1.0 + x.abs()), |x: f64| x / (1.0 + x.abs())),
-        LeakyRelu { alpha } => {
-            let a = alpha as f64;
-            m!(move |x: f32| if x < 0.0 { alpha * x } else { x }, move |x: f64| if x < 0.0 { a * x } else { x })
-        }
-        Elu { alpha } => {
-            let a = alpha as f64;
-            m!(move |x: f32| if x < 0.0 { alpha * (math::expf(x) - 1.0) } else { x }, move |x: f64| if x < 0.0 {
-                a * (math::exp(x) - 1.0)
-            } else {
-                x
-            })
-        }
-        Selu { alpha, gamma } => {
-            let (a, g) = (alpha as f64, gamma as f64);
-            m!(
-                move |x: f32| if x <= 0.0 { gamma * (alpha * math::expf(x) - alpha) } else { gamma * x },
-                move |x: f64| if x <= 0.0 { g * (a * math::exp(x) - a) } else { g * x }
-            )
-        }
-        Celu { alpha } => {
-            let a = alpha as f64;
-            m!(
-                move |x: f32| x.max(0.0) + (alpha * (math::expf(x / alpha) - 1.0)).min(0.0),
-                move |x: f64| x.max(0.0) + (a * (math::exp(x / a) - 1.0)).min(0.0)
-            )
-        }
-        HardSigmoid { alpha, beta } => {
-            let (a, b) = (alpha as f64, beta as f64);
-            m!(move |x: f32| (alpha * x + beta).clamp(0.0, 1.0), move |x: f64| (a * x + b).clamp(0.0, 1.0))
-        }
-        HardSwish => m!(
-            |x: f32| x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
-            |x: f64| x * (x / 6.0 + 0.5).clamp(0.0, 1.0)
-        ),
-        ThresholdedRelu { alpha } => {
-            let a = alpha as f64;
-            m!(move |x: f32| if x > alpha { x } else { 0.0 }, move |x: f64| if x > a { x } else { 0.0 })
-        }
-        Gelu { tanh_approx: false } => m!(
-            |x: f32| 0.5 * x * (1.0 + math::erff(x / core::f32::consts::SQRT_2)),
-            |x: f64| 0.5 * x * (1.0 + math::erf(x / core::f64::consts::SQRT_2))
-        ),
-        Gelu { tanh_approx: true } => m!(
-            |x: f32| {
-                let c = (2.0 / core::f32::consts::PI).sqrt();
-                0.5 * x * (1.0 + math::tanhf(c * (x + 0.044715 * x * x * x)))
-            },
-            |x: f64| {
-                let c = (2.0 / core::f64::consts::PI).sqrt();
-                0.5 * x * (1.0 + math::tanh(c * (x + 0.044715 * x * x * x)))
-            }
-        ),
-        Mish => m!(
-            |x: f32| x * math::tanhf(if x > 20.0 { x } else { math::log1pf(math::expf(x)) }),
-            |x: f64| x * math::tanh(if x > 40.0 { x } else { math::log1p(math::exp(x)) })
-        ),
-        other => return Err(format!("{other:?} is not defined on floats")),
+    Some(match u {
+        Abs => R::Abs,
+        Neg => R::Neg,
+        Exp => R::Exp,
+        Log => R::Log,
+        Sqrt => R::Sqrt,
+        Reciprocal => R::Reciprocal,
+        Floor => R::Floor,
+        Ceil => R::Ceil,
+        Round => R::Round,
+        Sign => R::Sign,
+        Sin => R::Sin,
+        Cos => R::Cos,
+        Tan => R::Tan,
+        Asin => R::Asin,
+        Acos => R::Acos,
+        Atan => R::Atan,
+        Sinh => R::Sinh,
+        Cosh => R::Cosh,
+        Asinh => R::Asinh,
+        Acosh => R::Acosh,
+        Atanh => R::Atanh,
+        Erf => R::Erf,
+        Relu => R::Relu,
+        Sigmoid => R::Sigmoid,
+        Tanh => R::Tanh,
+        Softplus => R::Softplus,
+        Softsign => R::Softsign,
+        LeakyRelu { alpha } => R::LeakyRelu(alpha),
+        Elu { alpha } => R::Elu(alpha),
+        Selu { alpha, gamma } => R::Selu(alpha, gamma),
+        Celu { alpha } => R::Celu(alpha),
+        HardSigmoid { alpha, beta } => R::HardSigmoid(alpha, beta),
+        HardSwish => R::HardSwish,
+        ThresholdedRelu { alpha } => R::ThresholdedRelu(alpha),
+        Gelu { tanh_approx: false } => R::Gelu,
+        Gelu { tanh_approx: true } => R::GeluTanh,
+        Mish => R::Mish,
+        Identity | Not | BitwiseNot | IsNaN | IsInf { .. } => return None,
     })
 }
 
-fn sigmoid32(x: f32) -> f32 {
-    if x >= 0.0 {
-        1.0 / (1.0 + math::expf(-x))
-    } else {
-        let e = math::expf(x);
-        e / (1.0 + e)
+fn float_unary<T: FloatElem>(u: UnaryOp, v: &[T]) -> Result<Vec<T>, String> {
+    use burnc_runtime::kernels::unary::{eval_f32, eval_f64};
+    if u == UnaryOp::Identity {
+        return Ok(v.to_vec());
     }
+    let r = runtime_unary(u).ok_or_else(|| format!("{u:?} is not defined on floats"))?;
+    Ok(v.iter().map(|&x| x.map(|a| eval_f32(r, a), |a| eval_f64(r, a))).collect())
 }
+
 
 fn int_unary<T: Elem>(u: UnaryOp, v: &[T]) -> Result<Vec<T>, String> {
     use UnaryOp::*;

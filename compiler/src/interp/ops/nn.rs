@@ -2,7 +2,7 @@
 //! is resolved in `nn/geom.rs`; the kernels live in burnc-runtime
 //! (`kernels::{conv, im2col, pool}`).
 mod conv;
-mod geom;
+pub(crate) mod geom;
 mod pool;
 
 use super::util::{arg, one, opt_arg};

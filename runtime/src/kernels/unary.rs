@@ -1,0 +1,138 @@
+//! Elementwise float functions, one definition shared by the interpreter and generated code.
+use crate::math;
+
+/// A float unary function (parameters inline).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Unary {
+    Abs,
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Reciprocal,
+    Floor,
+    Ceil,
+    Round,
+    Sign,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Asinh,
+    Acosh,
+    Atanh,
+    Erf,
+    Relu,
+    Sigmoid,
+    Tanh,
+    Softplus,
+    Softsign,
+    LeakyRelu(f32),
+    Elu(f32),
+    Selu(f32, f32),
+    Celu(f32),
+    HardSigmoid(f32, f32),
+    HardSwish,
+    ThresholdedRelu(f32),
+    Gelu,
+    GeluTanh,
+    Mish,
+}
+
+macro_rules! define {
+    ($name:ident, $t:ty, $exp:path, $log:path, $sqrt:path, $floor:path, $ceil:path, $rint:path, $sin:path, $cos:path, $tan:path,
+     $asin:path, $acos:path, $atan:path, $sinh:path, $cosh:path, $asinh:path, $acosh:path, $atanh:path, $erf:path, $tanh:path,
+     $log1p:path, $pi:expr, $sqrt2:expr, $soft_lim:expr) => {
+        /// Apply `u` to one value.
+        #[inline]
+        pub fn $name(u: Unary, x: $t) -> $t {
+            use Unary::*;
+            match u {
+                Abs => if x < 0.0 { -x } else if x == 0.0 { 0.0 } else { x },
+                Neg => -x,
+                Exp => $exp(x),
+                Log => $log(x),
+                Sqrt => $sqrt(x),
+                Reciprocal => 1.0 / x,
+                Floor => $floor(x),
+                Ceil => $ceil(x),
+                Round => $rint(x),
+                Sign => if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x },
+                Sin => $sin(x),
+                Cos => $cos(x),
+                Tan => $tan(x),
+                Asin => $asin(x),
+                Acos => $acos(x),
+                Atan => $atan(x),
+                Sinh => $sinh(x),
+                Cosh => $cosh(x),
+                Asinh => $asinh(x),
+                Acosh => $acosh(x),
+                Atanh => $atanh(x),
+                Erf => $erf(x),
+                Relu => if x > 0.0 { x } else { 0.0 },
+                Sigmoid => if x >= 0.0 { 1.0 / (1.0 + $exp(-x)) } else { let e = $exp(x); e / (1.0 + e) },
+                Tanh => $tanh(x),
+                Softplus => if x > $soft_lim { x } else { $log1p($exp(x)) },
+                Softsign => x / (1.0 + if x < 0.0 { -x } else { x }),
+                LeakyRelu(a) => if x < 0.0 { a as $t * x } else { x },
+                Elu(a) => if x < 0.0 { a as $t * ($exp(x) - 1.0) } else { x },
+                Selu(a, g) => if x <= 0.0 { g as $t * (a as $t * $exp(x) - a as $t) } else { g as $t * x },
+                Celu(a) => {
+                    let a = a as $t;
+                    let pos = if x > 0.0 { x } else { 0.0 };
+                    let neg = a * ($exp(x / a) - 1.0);
+                    pos + if neg < 0.0 { neg } else { 0.0 }
+                }
+                HardSigmoid(a, b) => (a as $t * x + b as $t).clamp(0.0, 1.0),
+                HardSwish => x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
+                ThresholdedRelu(a) => if x > a as $t { x } else { 0.0 },
+                Gelu => 0.5 * x * (1.0 + $erf(x / $sqrt2)),
+                GeluTanh => {
+                    let c = $sqrt(2.0 / $pi);
+                    0.5 * x * (1.0 + $tanh(c * (x + 0.044715 * x * x * x)))
+                }
+                Mish => x * $tanh(if x > $soft_lim { x } else { $log1p($exp(x)) }),
+            }
+        }
+    };
+}
+
+define!(eval_f32, f32, math::expf, math::logf, math::sqrtf, math::floorf, math::ceilf, math::rintf, math::sinf, math::cosf,
+    math::tanf, math::asinf, math::acosf, math::atanf, math::sinhf, math::coshf, math::asinhf, math::acoshf, math::atanhf,
+    math::erff, math::tanhf, math::log1pf, core::f32::consts::PI, core::f32::consts::SQRT_2, 20.0);
+define!(eval_f64, f64, math::exp, math::log, math::sqrt, math::floor, math::ceil, math::rint, math::sin, math::cos,
+    math::tan, math::asin, math::acos, math::atan, math::sinh, math::cosh, math::asinh, math::acosh, math::atanh,
+    math::erf, math::tanh, math::log1p, core::f64::consts::PI, core::f64::consts::SQRT_2, 40.0);
+
+/// `y = u(x)` elementwise, f32.
+pub fn map_f32(u: Unary, x: &[f32], y: &mut [f32]) {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = eval_f32(u, v);
+    }
+}
+
+/// `x = u(x)` in place, f32.
+pub fn map_f32_inplace(u: Unary, x: &mut [f32]) {
+    for v in x.iter_mut() {
+        *v = eval_f32(u, *v);
+    }
+}
+
+/// `y = u(x)` elementwise, f64.
+pub fn map_f64(u: Unary, x: &[f64], y: &mut [f64]) {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = eval_f64(u, v);
+    }
+}
+
+/// `x = u(x)` in place, f64.
+pub fn map_f64_inplace(u: Unary, x: &mut [f64]) {
+    for v in x.iter_mut() {
+        *v = eval_f64(u, *v);
+    }
+}
