@@ -3,6 +3,7 @@
 pub mod float8;
 pub mod interp;
 pub mod ir;
+pub mod codegen;
 pub mod passes;
 pub mod tensor;
 

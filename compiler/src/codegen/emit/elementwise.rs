@@ -1,0 +1,153 @@
+//! Unary, binary and Cast: loops over runtime scalar functions, in place where the plan says.
+use super::{rust_ty, Ctx};
+use crate::codegen::CodegenError;
+use crate::interp::ops::elementwise::runtime_unary;
+use crate::ir::{BinaryOp, DType, Graph, Node, NodeId, Op, UnaryOp};
+
+fn shape_of(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
+    let t = g.tensor_type(v?)?;
+    Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
+}
+
+/// The scalar function of a binary op over element type `t`, as a closure expression.
+fn binary_fn(op: BinaryOp, t: &str) -> Option<String> {
+    use BinaryOp::*;
+    Some(match op {
+        Add => "|p, q| rt::Elem::add(p, q)".into(),
+        Sub => "|p, q| rt::Elem::sub(p, q)".into(),
+        Mul => "|p, q| rt::Elem::mul(p, q)".into(),
+        Div => "|p, q| rt::Elem::div(p, q)".into(),
+        Max => "|p, q| rt::Elem::max_of(p, q)".into(),
+        Min => "|p, q| rt::Elem::min_of(p, q)".into(),
+        PRelu => format!("|p: {t}, s: {t}| if p < <{t} as rt::Elem>::zero() {{ rt::Elem::mul(s, p) }} else {{ p }}"),
+        _ => return None,
+    })
+}
+
+pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
+    let n = g.node(id);
+    let out = shape_of(g, n.outputs.first().copied());
+    let this = shape_of(g, n.inputs.get(i).copied().flatten());
+    let (Some(out), Some(this)) = (out, this) else { return false };
+    if out != this {
+        return false;
+    }
+    match &n.op {
+        Op::Unary(u) => i == 0 && *u != UnaryOp::Identity && matches!(out.0, DType::F32 | DType::F64) && runtime_unary(*u).is_some(),
+        Op::Binary(b) => {
+            let other = shape_of(g, n.inputs.get(1 - i.min(1)).copied().flatten());
+            i <= 1
+                && binary_fn(*b, "f32").is_some()
+                && other.is_some_and(|(d, s)| d == out.0 && (s == out.1 || s.iter().product::<usize>() == 1))
+        }
+        _ => false,
+    }
+}
+
+pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    let (od, oshape) = cx.ty(n, out)?;
+    let ot = cx.elem(n, out)?;
+    let inplace = cx.plan.inplace.get(&id).copied();
+    match &n.op {
+        Op::Unary(UnaryOp::Identity) => {
+            if cx.plan.aliases.contains_key(&out) {
+                return Ok(None);
+            }
+            let x = cx.read(n, cx.input(n, 0)?)?;
+            Ok(Some(format!("{}.copy_from_slice({x});", cx.write(n, out)?)))
+        }
+        Op::Unary(u) => {
+            let x = cx.input(n, 0)?;
+            let y = cx.write(n, out)?;
+            if let (Some(r), DType::F32 | DType::F64) = (runtime_unary(*u), od) {
+                let f = if od == DType::F32 { "f32" } else { "f64" };
+                let r = float_args(&format!("rt::kernels::unary::Unary::{r:?}"));
+                if inplace.is_some() {
+                    return Ok(Some(format!("rt::kernels::unary::map_{f}_inplace({r}, {y});")));
+                }
+                return Ok(Some(format!("rt::kernels::unary::map_{f}({r}, {}, {y});", cx.read(n, x)?)));
+            }
+            let f = match u {
+                UnaryOp::Abs => "rt::Elem::abs(v)",
+                UnaryOp::Neg => "rt::Elem::neg(v)",
+                UnaryOp::Relu => "if v > rt::Elem::zero() { v } else { rt::Elem::zero() }",
+                _ => return Err(cx.err(n, format!("{u:?} on {od} is not supported by codegen yet"))),
+            };
+            Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {f}; }}", cx.read(n, x)?)))
+        }
+        Op::Binary(b) => {
+            let f = binary_fn(*b, ot).ok_or_else(|| cx.err(n, format!("{b:?} is not supported by codegen yet")))?;
+            let (a, bb) = (cx.input(n, 0)?, cx.input(n, 1)?);
+            let (ad, ashape) = cx.ty(n, a)?;
+            let (bd, bshape) = cx.ty(n, bb)?;
+            if ad != od || bd != od {
+                return Err(cx.err(n, "mixed element types"));
+            }
+            let y = cx.write(n, out)?;
+            let len: usize = oshape.iter().product();
+            let blen: usize = bshape.iter().product();
+            let alen: usize = ashape.iter().product();
+            if let Some(i) = inplace {
+                let other = if i == 0 { bb } else { a };
+                let olen = if i == 0 { blen } else { alen };
+                let q = if olen == 1 { "q[0]" } else { "q[j]" };
+                let call = if i == 0 { format!("f(*o, {q})") } else { format!("f({q}, *o)") };
+                return Ok(Some(format!(
+                    "let f = {f}; let q = {}; for (j, o) in {y}.iter_mut().enumerate() {{ *o = {call}; }}",
+                    cx.read(n, other)?
+                )));
+            }
+            let (ra, rb) = (cx.read(n, a)?, cx.read(n, bb)?);
+            if ashape == oshape && bshape == oshape {
+                return Ok(Some(format!(
+                    "let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}"
+                )));
+            }
+            if oshape.is_empty() || len == 0 {
+                return Ok(Some(format!("let f = {f}; for o in {y}.iter_mut() {{ *o = f({ra}[0], {rb}[0]); }}")));
+            }
+            let sa = crate::interp::ops::util::broadcast_strides(&ashape, &oshape);
+            let sb = crate::interp::ops::util::broadcast_strides(&bshape, &oshape);
+            Ok(Some(format!(
+                "rt::kernels::broadcast::binary({ra}, &{sa:?}, {rb}, &{sb:?}, {y}, &{oshape:?}, {f});"
+            )))
+        }
+        Op::Cast { to, .. } => {
+            let x = cx.input(n, 0)?;
+            let (xd, _) = cx.ty(n, x)?;
+            let xt = cx.elem(n, x)?;
+            let tt = rust_ty(*to).ok_or_else(|| cx.err(n, format!("cast to {to} is not supported by codegen yet")))?;
+            let y = cx.write(n, out)?;
+            let conv = if xd.is_float() {
+                format!("<{tt} as rt::Elem>::from_f64(rt::Elem::to_f64(v))")
+            } else if to.is_float() {
+                format!("if v < <{xt} as rt::Elem>::zero() {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_i64(v) as f64) }} else {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_u64(v) as f64) }}")
+            } else {
+                format!("<{tt} as rt::Elem>::from_i64(rt::Elem::to_i64(v))")
+            };
+            Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {conv}; }}", cx.read(n, x)?)))
+        }
+        _ => Err(cx.err(n, "not an elementwise op")),
+    }
+}
+
+/// `Debug` prints `LeakyRelu(0.01)`; generated code wants typed float literals
+/// (`0.01_f32`), and constants for non-finite values.
+pub fn float_args(s: &str) -> String {
+    let Some(open) = s.find('(') else { return s.to_string() };
+    let close = s.rfind(')').unwrap_or(s.len());
+    let args: Vec<String> = s[open + 1..close].split(',').map(|a| f32_lit(a.trim().parse::<f32>().unwrap_or(0.0))).collect();
+    format!("{}({})", &s[..open], args.join(", "))
+}
+
+/// A Rust expression for an f32 value.
+pub fn f32_lit(v: f32) -> String {
+    if v.is_nan() {
+        "f32::NAN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "f32::INFINITY".into() } else { "f32::NEG_INFINITY".into() }
+    } else {
+        format!("{v:?}_f32")
+    }
+}

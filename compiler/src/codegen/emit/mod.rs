@@ -1,0 +1,134 @@
+//! One emitter per core op family: each turns a node into Rust statements that call the
+//! runtime's kernels with every shape and offset written out as literals.
+mod data;
+mod elementwise;
+mod nn;
+
+use super::weights::WeightsLayout;
+use super::CodegenError;
+use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
+use crate::memory::MemoryPlan;
+use std::collections::HashMap;
+
+/// What emitters see: the graph, the memory plan and the weights layout.
+pub struct Ctx<'a> {
+    pub g: &'a Graph,
+    pub plan: &'a MemoryPlan,
+    pub weights: &'a WeightsLayout,
+    /// Graph inputs: value → parameter name in the generated functions.
+    pub inputs: HashMap<ValueId, String>,
+}
+
+/// The Rust element type generated code uses for a dtype.
+pub fn rust_ty(d: DType) -> Option<&'static str> {
+    Some(match d {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::F16 => "rt::half::f16",
+        DType::BF16 => "rt::half::bf16",
+        DType::I8 => "i8",
+        DType::I16 => "i16",
+        DType::I32 => "i32",
+        DType::I64 => "i64",
+        DType::U8 => "u8",
+        DType::U16 => "u16",
+        DType::U32 => "u32",
+        DType::U64 => "u64",
+        _ => return None,
+    })
+}
+
+impl<'a> Ctx<'a> {
+    pub fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+        let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| n.op.name());
+        CodegenError::Unsupported { node: n.name.clone(), op, reason: reason.into() }
+    }
+
+    /// Static dtype and shape of a value.
+    pub fn ty(&self, n: &Node, v: ValueId) -> Result<(DType, Vec<usize>), CodegenError> {
+        let t = self.g.tensor_type(v).ok_or_else(|| self.err(n, format!("value `{}` has no tensor type", self.g.value(v).name)))?;
+        let shape = t
+            .shape
+            .as_ref()
+            .and_then(|s| s.as_fixed())
+            .ok_or_else(|| self.err(n, format!("value `{}` has no static shape (pin inputs with --input)", self.g.value(v).name)))?;
+        Ok((t.dtype, shape))
+    }
+
+    pub fn elem(&self, n: &Node, v: ValueId) -> Result<&'static str, CodegenError> {
+        let (d, _) = self.ty(n, v)?;
+        rust_ty(d).ok_or_else(|| self.err(n, format!("dtype {d} is not supported by codegen yet")))
+    }
+
+    /// Constant content of a value, for emitters that need it at compile time.
+    pub fn konst(&self, v: ValueId) -> Option<crate::tensor::Tensor> {
+        self.g.const_value(v)
+    }
+
+    /// An expression of type `&[T]` reading value `v`.
+    pub fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let (_, shape) = self.ty(n, v)?;
+        let len: usize = shape.iter().product();
+        let t = self.elem(n, v)?;
+        match &self.g.value(v).kind {
+            ValueKind::Param(_) | ValueKind::Const(_) => {
+                let off = self.weights.offsets.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?;
+                Ok(format!("unsafe {{ rt::arena::weights::<{t}>(w, {off}, {len}) }}"))
+            }
+            ValueKind::Input => {
+                let name = self.inputs.get(&v).ok_or_else(|| self.err(n, "unknown graph input"))?;
+                Ok(format!("&{name}[..]"))
+            }
+            ValueKind::Node(_) => {
+                let slot = self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.g.value(v).name)))?;
+                Ok(format!("unsafe {{ rt::arena::view::<{t}>(a, {}, {len}) }}", slot.offset))
+            }
+            ValueKind::Outer => Err(self.err(n, "subgraphs are not supported by codegen yet")),
+        }
+    }
+
+    /// An expression of type `&mut [T]` writing value `v` (a node output in the arena).
+    pub fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let (_, shape) = self.ty(n, v)?;
+        let len: usize = shape.iter().product();
+        let t = self.elem(n, v)?;
+        let slot = self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.g.value(v).name)))?;
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(a, {}, {len}) }}", slot.offset))
+    }
+
+    /// The node's scratch buffer as `&mut [T]` of `len` elements.
+    pub fn scratch(&self, n: &Node, id: NodeId, t: &str, len: usize) -> Result<String, CodegenError> {
+        if len == 0 {
+            return Ok("&mut []".into());
+        }
+        let slot = self.plan.scratch.get(&id).ok_or_else(|| self.err(n, "no scratch slot"))?;
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(a, {}, {len}) }}", slot.offset))
+    }
+
+    pub fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
+        n.inputs.get(i).copied().flatten().ok_or_else(|| self.err(n, format!("missing input #{i}")))
+    }
+}
+
+/// Scratch bytes a node needs (asked by the memory planner).
+pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
+    nn::scratch_bytes(g, id)
+}
+
+/// Whether node `id`'s output may overwrite its input `i` in place.
+pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
+    elementwise::can_inplace(g, id, i)
+}
+
+/// Statements for one node (`None`: nothing to do, e.g. a reshape that aliases its input).
+pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
+    let n = cx.g.node(id);
+    match &n.op {
+        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } => elementwise::emit(cx, id, n),
+        Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
+        | Op::Softmax { .. } | Op::Lrn { .. } => nn::emit(cx, id, n),
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
+        | Op::Transpose { .. } => data::emit(cx, id, n),
+        _ => Err(cx.err(n, "not supported by codegen yet")),
+    }
+}

@@ -1,0 +1,254 @@
+//! Convolution, pooling, GEMM/MatMul, normalization and softmax: calls into the runtime's
+//! kernels with geometry resolved at compile time (the same resolution the interpreter uses).
+use super::elementwise::f32_lit;
+use super::Ctx;
+use crate::codegen::CodegenError;
+use crate::interp::ops::nn::geom::resolve;
+use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind};
+use burnc_runtime::kernels::conv::{conv_scratch_len, ConvDims};
+use burnc_runtime::kernels::window::Window3;
+
+fn fixed(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
+    let t = g.tensor_type(v?)?;
+    Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
+}
+
+fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
+    let Op::Conv { window, group } = &n.op else { return None };
+    let (d, x) = fixed(g, n.inputs.first().copied().flatten())?;
+    let (_, w) = fixed(g, n.inputs.get(1).copied().flatten())?;
+    if x.len() < 3 || w.len() != x.len() {
+        return None;
+    }
+    let win = resolve(window, &w[2..], &x[2..]).ok()?;
+    Some((ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group }, win, d))
+}
+
+pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
+    match conv_geometry(g, g.node(id)) {
+        Some((d, win, dt)) => conv_scratch_len(&d, &win) * dt.size(),
+        None => 0,
+    }
+}
+
+fn window_lit(w: &Window3) -> String {
+    format!(
+        "rt::kernels::window::Window3 {{ input: {:?}, output: {:?}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: {:?}, pads_end: {:?} }}",
+        w.input, w.output, w.kernel, w.strides, w.dilations, w.pads_begin, w.pads_end
+    )
+}
+
+fn layout(row: usize, col: usize) -> String {
+    format!("rt::kernels::gemm::Layout {{ row_stride: {row}, col_stride: {col} }}")
+}
+
+fn f64_lit(v: f64) -> String {
+    format!("{v:?}_f64")
+}
+
+pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    let (od, oshape) = cx.ty(n, out)?;
+    let t = cx.elem(n, out)?;
+    let float = matches!(od, DType::F32 | DType::F64);
+    let gemm_impl = if od == DType::F32 { "rt::kernels::conv::Sgemm" } else { "rt::kernels::conv::Dgemm" };
+    match &n.op {
+        Op::Conv { group, .. } => {
+            if !float {
+                return Err(cx.err(n, format!("Conv on {od} is not supported by codegen yet")));
+            }
+            let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
+            let col_len = conv_scratch_len(&d, &win);
+            let bias = match n.inputs.get(2).copied().flatten() {
+                Some(b) => format!("Some({})", cx.read(n, b)?),
+                None => "None".into(),
+            };
+            Ok(Some(format!(
+                "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
+                 let win = {};\n\
+                 rt::kernels::conv::conv({}, {}, {bias}, {}, &d, &win, {}, &{gemm_impl});",
+                d.batch,
+                d.c_in,
+                d.c_out,
+                window_lit(&win),
+                cx.read(n, cx.input(n, 0)?)?,
+                cx.read(n, cx.input(n, 1)?)?,
+                cx.write(n, out)?,
+                cx.scratch(n, id, t, col_len)?
+            )))
+        }
+        Op::Pool { kind, window, .. } => {
+            if n.outputs.len() > 1 && cx.g.use_counts().get(&n.outputs[1]).copied().unwrap_or(0) > 0 {
+                return Err(cx.err(n, "MaxPool's Indices output is not supported by codegen yet"));
+            }
+            let x = cx.input(n, 0)?;
+            let (_, xs) = cx.ty(n, x)?;
+            let win = resolve(window, &window.kernel_shape, &xs[2..]).map_err(|e| cx.err(n, e))?;
+            let planes = xs[0] * xs[1];
+            let (rx, y, w) = (cx.read(n, x)?, cx.write(n, out)?, window_lit(&win));
+            Ok(Some(match kind {
+                PoolKind::Max => format!("let win = {w}; rt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, None, false);"),
+                PoolKind::Avg { count_include_pad } if float => {
+                    format!("let win = {w}; rt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
+                }
+                PoolKind::Lp { p } if float => format!("let win = {w}; rt::kernels::pool::lp_pool({rx}, {planes}, &win, {y}, {});", f64_lit(*p as f64)),
+                _ => return Err(cx.err(n, format!("{kind:?} pooling on {od} is not supported by codegen yet"))),
+            }))
+        }
+        Op::GlobalPool { kind } => {
+            let x = cx.input(n, 0)?;
+            let (_, xs) = cx.ty(n, x)?;
+            let planes = xs[0] * xs[1];
+            let size: usize = xs[2..].iter().product();
+            let (code, p) = match kind {
+                PoolKind::Max => (0, 0.0),
+                PoolKind::Avg { .. } => (1, 0.0),
+                PoolKind::Lp { p } => (2, *p as f64),
+            };
+            Ok(Some(format!(
+                "rt::kernels::pool::global_pool({}, {planes}, {size}, {}, {code}, {});",
+                cx.read(n, x)?,
+                cx.write(n, out)?,
+                f64_lit(p)
+            )))
+        }
+        Op::Gemm { alpha, beta, trans_a, trans_b } => {
+            let (a, b) = (cx.input(n, 0)?, cx.input(n, 1)?);
+            let (_, ash) = cx.ty(n, a)?;
+            let (_, bsh) = cx.ty(n, b)?;
+            if ash.len() != 2 || bsh.len() != 2 || !float {
+                return Err(cx.err(n, "Gemm needs 2-D float operands"));
+            }
+            let (m, k) = if *trans_a { (ash[1], ash[0]) } else { (ash[0], ash[1]) };
+            let nn = oshape[1];
+            let la = if *trans_a { layout(1, m) } else { layout(k, 1) };
+            let lb = if *trans_b { layout(1, k) } else { layout(nn, 1) };
+            let y = cx.write(n, out)?;
+            let mut s = format!("let y = {y};\n");
+            let c = n.inputs.get(2).copied().flatten();
+            let beta_used = match c {
+                Some(c) => {
+                    let (_, cs) = cx.ty(n, c)?;
+                    let st = crate::interp::ops::util::broadcast_strides(&cs, &[m, nn]);
+                    s += &format!(
+                        "let c = {}; for i in 0..{m} {{ for j in 0..{nn} {{ y[i * {nn} + j] = c[i * {} + j * {}]; }} }}\n",
+                        cx.read(n, c)?,
+                        st[0],
+                        st[1]
+                    );
+                    *beta
+                }
+                None => 0.0,
+            };
+            let (gemm, lit): (&str, fn(f32) -> String) =
+                if od == DType::F32 { ("sgemm", f32_lit) } else { ("dgemm", |v| f64_lit(v as f64)) };
+            s += &format!(
+                "rt::kernels::gemm::{gemm}({m}, {k}, {nn}, {}, {}, {la}, {}, {lb}, {}, y, rt::kernels::gemm::Layout {{ row_stride: {nn}, col_stride: 1 }});",
+                lit(*alpha),
+                cx.read(n, a)?,
+                cx.read(n, b)?,
+                lit(beta_used)
+            );
+            Ok(Some(s))
+        }
+        Op::MatMul => {
+            let (a, b) = (cx.input(n, 0)?, cx.input(n, 1)?);
+            let (_, ash) = cx.ty(n, a)?;
+            let (_, bsh) = cx.ty(n, b)?;
+            if ash.is_empty() || bsh.is_empty() {
+                return Err(cx.err(n, "MatMul of scalars"));
+            }
+            let a2: Vec<usize> = if ash.len() == 1 { vec![1, ash[0]] } else { ash.clone() };
+            let b2: Vec<usize> = if bsh.len() == 1 { vec![bsh[0], 1] } else { bsh.clone() };
+            let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+            let nn = b2[b2.len() - 1];
+            let (ba, bb) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
+            let batch = crate::interp::ops::util::broadcast_shapes(ba, bb).map_err(|e| cx.err(n, e))?;
+            let sa = crate::interp::ops::util::broadcast_strides(ba, &batch);
+            let sb = crate::interp::ops::util::broadcast_strides(bb, &batch);
+            let nb: usize = batch.iter().product();
+            let mut offs = Vec::with_capacity(nb);
+            for bi in 0..nb {
+                let (mut rem, mut oa, mut ob) = (bi, 0, 0);
+                for d in (0..batch.len()).rev() {
+                    let ix = rem % batch[d];
+                    rem /= batch[d];
+                    oa += ix * sa[d];
+                    ob += ix * sb[d];
+                }
+                offs.push((oa * m * k, ob * k * nn));
+            }
+            let call = match od {
+                DType::F32 => format!("rt::kernels::gemm::sgemm({m}, {k}, {nn}, 1.0, &a[oa..oa + {}], {}, &b[ob..ob + {}], {}, 0.0, &mut y[bi * {}..(bi + 1) * {}], {})", m * k, layout(k, 1), k * nn, layout(nn, 1), m * nn, m * nn, layout(nn, 1)),
+                DType::F64 => format!("rt::kernels::gemm::dgemm({m}, {k}, {nn}, 1.0, &a[oa..oa + {}], {}, &b[ob..ob + {}], {}, 0.0, &mut y[bi * {}..(bi + 1) * {}], {})", m * k, layout(k, 1), k * nn, layout(nn, 1), m * nn, m * nn, layout(nn, 1)),
+                _ => format!("rt::kernels::gemm::gemm_generic({m}, {k}, {nn}, &a[oa..oa + {}], {}, &b[ob..ob + {}], {}, &mut y[bi * {}..(bi + 1) * {}], {})", m * k, layout(k, 1), k * nn, layout(nn, 1), m * nn, m * nn, layout(nn, 1)),
+            };
+            let (ra, rb, y) = (cx.read(n, a)?, cx.read(n, b)?, cx.write(n, out)?);
+            if nb == 1 {
+                return Ok(Some(format!("let (a, b, y) = ({ra}, {rb}, {y}); let (bi, oa, ob) = (0usize, 0usize, 0usize); {call};")));
+            }
+            let oa: Vec<usize> = offs.iter().map(|o| o.0).collect();
+            let ob: Vec<usize> = offs.iter().map(|o| o.1).collect();
+            Ok(Some(format!(
+                "let (a, b, y) = ({ra}, {rb}, {y});\nconst OA: [usize; {nb}] = {oa:?};\nconst OB: [usize; {nb}] = {ob:?};\n\
+                 for bi in 0..{nb} {{ let (oa, ob) = (OA[bi], OB[bi]); {call}; }}"
+            )))
+        }
+        Op::BatchNorm { epsilon } => {
+            if !float {
+                return Err(cx.err(n, format!("BatchNormalization on {od} is not supported by codegen yet")));
+            }
+            let x = cx.input(n, 0)?;
+            let (_, xs) = cx.ty(n, x)?;
+            let plane: usize = xs[2..].iter().product();
+            let args: Vec<String> = (1..5).map(|i| cx.read(n, cx.input(n, i)?)).collect::<Result<_, _>>()?;
+            Ok(Some(format!(
+                "rt::kernels::norm::batch_norm({}, {}, {}, {}, {plane}, {}, {}, {}, {}, {});",
+                cx.read(n, x)?,
+                cx.write(n, out)?,
+                xs[0],
+                xs[1],
+                args[0],
+                args[1],
+                args[2],
+                args[3],
+                f64_lit(*epsilon as f64)
+            )))
+        }
+        Op::Softmax { axis, log, coerce_2d } => {
+            if !float {
+                return Err(cx.err(n, format!("Softmax on {od} is not supported by codegen yet")));
+            }
+            let r = oshape.len() as i64;
+            let a = if *axis < 0 { axis + r } else { *axis };
+            if a < 0 || a >= r.max(1) {
+                return Err(cx.err(n, format!("axis {axis} out of range")));
+            }
+            let a = a as usize;
+            let outer: usize = oshape[..a].iter().product();
+            let (nn, inner) = if *coerce_2d { (oshape[a..].iter().product(), 1) } else { (oshape[a], oshape[a + 1..].iter().product()) };
+            Ok(Some(format!(
+                "rt::kernels::softmax::softmax({}, {outer}, {nn}, {inner}, {}, {log});",
+                cx.read(n, cx.input(n, 0)?)?,
+                cx.write(n, out)?
+            )))
+        }
+        Op::Lrn { size, alpha, beta, bias } => {
+            if !float {
+                return Err(cx.err(n, format!("LRN on {od} is not supported by codegen yet")));
+            }
+            let plane: usize = oshape[2..].iter().product();
+            Ok(Some(format!(
+                "rt::kernels::norm::lrn({}, {}, {}, {}, {plane}, {size}, {}, {}, {});",
+                cx.read(n, cx.input(n, 0)?)?,
+                cx.write(n, out)?,
+                oshape[0],
+                oshape[1],
+                f64_lit(*alpha as f64),
+                f64_lit(*beta as f64),
+                f64_lit(*bias as f64)
+            )))
+        }
+        _ => Err(cx.err(n, "not an nn op")),
+    }
+}

@@ -1,0 +1,58 @@
+//! Rust code generation: a graph (after `passes::prepare`, every shape static) becomes one
+//! module of plain Rust that calls burnc-runtime's kernels, plus a weights blob. Shapes,
+//! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
+pub mod emit;
+mod module;
+pub mod weights;
+
+use crate::ir::{DType, Graph};
+use crate::memory::{self, PlanOptions};
+use thiserror::Error;
+
+pub use module::Generated;
+
+#[derive(Debug, Error)]
+pub enum CodegenError {
+    #[error("node `{node}` ({op}): {reason}")]
+    Unsupported { node: String, op: String, reason: String },
+    #[error("graph {what}: {reason}")]
+    Graph { what: String, reason: String },
+    #[error("memory plan: {0}")]
+    Plan(#[from] memory::PlanError),
+    #[error("internal: generated code does not parse: {0}")]
+    Format(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct CodegenOptions {
+    /// File name of the weights blob, next to the module (`include_bytes!` path).
+    pub weights_file: String,
+    /// Where the model came from, for the header comment.
+    pub source_name: String,
+    /// Nodes per generated function, so rustc never sees one huge function.
+    pub nodes_per_fn: usize,
+}
+
+impl Default for CodegenOptions {
+    fn default() -> Self {
+        CodegenOptions { weights_file: "model.bin".into(), source_name: "model".into(), nodes_per_fn: 32 }
+    }
+}
+
+/// A graph input or output as the generated API exposes it.
+#[derive(Debug, Clone)]
+pub struct IoDesc {
+    pub name: String,
+    pub ident: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// Plan memory and generate the module for `g` (which must have static shapes).
+pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+    let plan = memory::plan(
+        g,
+        &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id), can_inplace: &|g, id, i| emit::can_inplace(g, id, i) },
+    )?;
+    module::build(g, &plan, opts)
+}

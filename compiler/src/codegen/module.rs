@@ -1,0 +1,194 @@
+//! Assembling the module: constants, the arena type, the model API and the node functions,
+//! formatted with prettyplease.
+use super::emit::{self, rust_ty, Ctx};
+use super::weights;
+use super::{CodegenError, CodegenOptions, IoDesc};
+use crate::ir::{Graph, ValueKind};
+use crate::memory::MemoryPlan;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+/// The generated module and what the compiler knows about it.
+pub struct Generated {
+    pub source: String,
+    pub weights: Vec<u8>,
+    pub arena_bytes: usize,
+    pub lower_bound_bytes: usize,
+    pub weights_bytes: usize,
+    pub total_buffer_bytes: usize,
+    pub inputs: Vec<IoDesc>,
+    pub outputs: Vec<IoDesc>,
+}
+
+const KEYWORDS: &[&str] = &[
+    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let",
+    "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait",
+    "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do",
+    "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "a", "w",
+];
+
+/// A snake_case identifier for an ONNX name, unique within `taken`.
+fn ident(name: &str, taken: &mut HashSet<String>) -> String {
+    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    s = s.trim_matches('_').to_string();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) || KEYWORDS.contains(&s.as_str()) {
+        s = format!("v_{s}");
+    }
+    let mut out = s.clone();
+    let mut i = 1;
+    while !taken.insert(out.clone()) {
+        i += 1;
+        out = format!("{s}_{i}");
+    }
+    out
+}
+
+/// A block label (`'conv1: { … }`) naming a node in the generated code.
+fn block_label(name: &str, taken: &mut HashSet<String>) -> String {
+    let base = ident(name, &mut HashSet::new());
+    let mut out = base.clone();
+    let mut i = 1;
+    while !taken.insert(out.clone()) {
+        i += 1;
+        out = format!("{base}_{i}");
+    }
+    out
+}
+
+fn io(g: &Graph, id: crate::ir::ValueId, taken: &mut HashSet<String>) -> Result<IoDesc, CodegenError> {
+    let v = g.value(id);
+    let err = |r: &str| CodegenError::Graph { what: format!("value `{}`", v.name), reason: r.into() };
+    let t = g.tensor_type(id).ok_or_else(|| err("is not a tensor with a known type"))?;
+    let shape = t.shape.as_ref().and_then(|s| s.as_fixed()).ok_or_else(|| err("has no static shape (pin it with --input NAME=DIMS)"))?;
+    rust_ty(t.dtype).ok_or_else(|| err(&format!("has dtype {}, not supported by codegen yet", t.dtype)))?;
+    Ok(IoDesc { name: v.name.clone(), ident: ident(&v.name, taken), dtype: t.dtype, shape })
+}
+
+pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+    let mut taken = HashSet::new();
+    let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io(g, i, &mut taken)).collect::<Result<_, _>>()?;
+    let mut out_taken = HashSet::new();
+    let outputs: Vec<IoDesc> = g.outputs.iter().map(|&o| io(g, o, &mut out_taken)).collect::<Result<_, _>>()?;
+    for (&o, d) in g.outputs.iter().zip(&outputs) {
+        if !matches!(g.value(o).kind, ValueKind::Node(_)) || !plan.slots.contains_key(&o) {
+            return Err(CodegenError::Graph { what: format!("output `{}`", d.name), reason: "is not computed by a node".into() });
+        }
+    }
+    let wl = weights::layout(g, &plan.order);
+    let cx = Ctx {
+        g,
+        plan,
+        weights: &wl,
+        inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, d.ident.clone())).collect::<HashMap<_, _>>(),
+    };
+
+    // Node statements, grouped into functions of `nodes_per_fn` nodes.
+    let input_params: Vec<String> = inputs.iter().map(|d| format!("{}: &[{}; {}]", d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>())).collect();
+    let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
+    let mut parts: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut in_part = 0;
+    let mut labels = HashSet::new();
+    for &id in &plan.order {
+        let n = g.node(id);
+        if let Some(stmts) = emit::emit_node(&cx, id)? {
+            let outs: Vec<String> = n.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
+            // A labelled block keeps the node's name readable after formatting (comments do not
+            // survive prettyplease).
+            let label = block_label(&n.name, &mut labels);
+            let _ = writeln!(current, "// {} {} -> {}\n'{label}: {{\n{stmts}\n}}", n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name()), n.name, outs.join(", "));
+            in_part += 1;
+        }
+        if in_part >= opts.nodes_per_fn.max(1) {
+            parts.push(std::mem::take(&mut current));
+            in_part = 0;
+        }
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+
+    let mut header = String::new();
+    let _ = writeln!(header, "// Generated by burnc {} from `{}`. Do not edit: regenerate.", env!("CARGO_PKG_VERSION"), opts.source_name);
+    let _ = writeln!(header, "//");
+    for d in &inputs {
+        let _ = writeln!(header, "// input  `{}`: {} {:?}", d.name, d.dtype, d.shape);
+    }
+    for d in &outputs {
+        let _ = writeln!(header, "// output `{}`: {} {:?}", d.name, d.dtype, d.shape);
+    }
+    let _ = writeln!(header, "// arena {} bytes (lower bound {}), weights {} bytes", plan.arena_bytes, plan.lower_bound_bytes, wl.blob.len());
+    let mut src = String::new();
+    let _ = writeln!(src, "use burnc_runtime as rt;");
+    let _ = writeln!(src, "/// Bytes of working memory `forward` needs: the size of [`Arena`].\npub const ARENA_BYTES: usize = {};", plan.arena_bytes.max(64));
+    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", opts.weights_file, wl.blob.len());
+    let _ = writeln!(
+        src,
+        "/// The working memory of [`Model::forward`]: one buffer, sized by the compiler. Keep it in a\n\
+         /// `static`, on the heap, or on the stack when small; reuse it across calls.\n\
+         #[repr(C, align(64))]\npub struct Arena(pub [u8; ARENA_BYTES]);\n\
+         impl Arena {{\n    pub const fn new() -> Self {{ Arena([0; ARENA_BYTES]) }}\n}}\n\
+         impl Default for Arena {{\n    fn default() -> Self {{ Self::new() }}\n}}"
+    );
+    let _ = writeln!(
+        src,
+        "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!(\"{}\"));",
+        opts.weights_file
+    );
+    // Outputs struct.
+    let _ = writeln!(src, "/// The model's outputs, borrowed from the arena.\npub struct Outputs<'a> {{");
+    for d in &outputs {
+        let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: &'a [{}; {}],", d.name, d.dtype, d.shape, d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
+    }
+    let _ = writeln!(src, "}}");
+    let _ = writeln!(
+        src,
+        "/// The compiled model. Weights are borrowed: the embedded blob, or a caller's copy.\n\
+         pub struct Model<'w> {{\n    w: &'w [u8],\n}}\n\
+         impl Model<'static> {{\n    /// The model with the weights embedded at compile time.\n    pub fn new() -> Self {{ Model {{ w: &WEIGHTS.0 }} }}\n}}\n\
+         impl Default for Model<'static> {{\n    fn default() -> Self {{ Self::new() }}\n}}\n\
+         impl<'w> Model<'w> {{\n\
+         /// The model with weights from elsewhere (flash, a file): `WEIGHTS_BYTES` bytes, 64-byte aligned.\n\
+         pub fn with_weights(w: &'w [u8]) -> Result<Self, rt::arena::WeightsError> {{\n    rt::arena::check_weights(w, WEIGHTS_BYTES)?;\n    Ok(Model {{ w }})\n}}"
+    );
+    let mut fwd = format!(
+        "/// Run the model. Every shape is fixed at compile time, so this cannot fail.\n#[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n",
+        input_params.join(", ")
+    );
+    for (i, _) in parts.iter().enumerate() {
+        let _ = writeln!(fwd, "    part_{i}(a, w, {});", input_args.join(", "));
+    }
+    let _ = writeln!(fwd, "    Outputs {{");
+    for (&o, d) in g.outputs.iter().zip(&outputs) {
+        let slot = plan.slots[&o];
+        let _ = writeln!(
+            fwd,
+            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is aligned and in bounds.\n        {}: unsafe {{ &*(a.add({}) as *const [{}; {}]) }},",
+            d.ident,
+            slot.offset,
+            rust_ty(d.dtype).unwrap_or("f32"),
+            d.shape.iter().product::<usize>()
+        );
+    }
+    let _ = writeln!(fwd, "    }}\n}}\n}}");
+    src.push_str(&fwd);
+    for (i, body) in parts.iter().enumerate() {
+        let _ = writeln!(
+            src,
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], {}) {{\n{body}}}",
+            input_params.join(", ")
+        );
+    }
+    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(format!("{e} (at {:?})", e.span().start())))?;
+    let source = format!("{header}{}", prettyplease::unparse(&file));
+    Ok(Generated {
+        source,
+        weights_bytes: wl.blob.len(),
+        weights: wl.blob,
+        arena_bytes: plan.arena_bytes.max(64),
+        lower_bound_bytes: plan.lower_bound_bytes,
+        total_buffer_bytes: plan.total_buffer_bytes,
+        inputs,
+        outputs,
+    })
+}

@@ -1,0 +1,37 @@
+//! The weights blob (`model.bin`): every parameter and constant a node reads, little-endian,
+//! each at a 64-byte aligned offset.
+use crate::ir::{Graph, ValueId, ValueKind};
+use std::collections::HashMap;
+
+pub const ALIGN: usize = 64;
+
+pub struct WeightsLayout {
+    pub offsets: HashMap<ValueId, usize>,
+    pub blob: Vec<u8>,
+}
+
+/// Lay out the weights read by `g`'s nodes (in first-use order, so a reader walks the file
+/// front to back).
+pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
+    let mut offsets = HashMap::new();
+    let mut blob = Vec::new();
+    for &nid in order {
+        for v in g.node(nid).inputs.iter().flatten() {
+            if offsets.contains_key(v) {
+                continue;
+            }
+            let bytes = match &g.value(*v).kind {
+                ValueKind::Param(p) => p.bytes.to_vec(),
+                ValueKind::Const(t) => t.data.to_le_bytes(),
+                _ => continue,
+            };
+            let off = blob.len().div_ceil(ALIGN) * ALIGN;
+            blob.resize(off, 0);
+            blob.extend_from_slice(&bytes);
+            offsets.insert(*v, off);
+        }
+    }
+    let end = blob.len().div_ceil(ALIGN) * ALIGN;
+    blob.resize(end.max(ALIGN), 0);
+    WeightsLayout { offsets, blob }
+}
