@@ -3,7 +3,9 @@
 pub mod float8;
 pub mod interp;
 pub mod ir;
+pub mod memory;
 pub mod passes;
+pub mod schedule;
 pub mod tensor;
 
 pub use tensor::{Data, Tensor};
