@@ -1,10 +1,12 @@
 //! burnc-compiler: the IR every frontend produces, the passes over it, and the reference
 //! interpreter that runs it with the runtime's kernels.
+pub mod codegen;
 pub mod float8;
 pub mod interp;
 pub mod ir;
-pub mod codegen;
+pub mod memory;
 pub mod passes;
+pub mod schedule;
 pub mod tensor;
 
 pub use tensor::{Data, Tensor};

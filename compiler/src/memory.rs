@@ -1,0 +1,646 @@
+//! The memory plan: every node output lives in one arena at an offset decided here.
+//!
+//! Steps: a schedule (see [`crate::schedule`]), buffers (views such as Reshape alias their input's
+//! buffer; elementwise ops may run in place over an input that dies with them), liveness
+//! intervals over the schedule, then offsets by greedy-by-size packing: largest buffer first, each
+//! at the lowest `ALIGN`-aligned offset free for its whole interval. Weights (Param/Const) and graph
+//! inputs are not in the arena.
+use crate::ir::{Graph, NodeId, ValueId, ValueKind, ValueType};
+use crate::schedule::{alias_source, name_map, node_uses, schedule, value_bytes};
+use std::collections::{HashMap, HashSet};
+use thiserror::Error;
+
+/// Alignment of every arena slot, in bytes.
+pub const ALIGN: usize = 64;
+
+/// A region of the arena. `bytes` is the value's own size; slots are spaced by `bytes` rounded up
+/// to [`ALIGN`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub offset: usize,
+    pub bytes: usize,
+}
+
+pub struct PlanOptions<'a> {
+    /// Extra temporary bytes a node needs while it runs (e.g. im2col buffer), given by codegen.
+    pub scratch: &'a dyn Fn(&Graph, NodeId) -> usize,
+    /// Whether node `n`'s output 0 may reuse input `i`'s buffer in place. Only asked when input `i`
+    /// is a node output whose buffer dies at `n`, is no graph output, and has output 0's size.
+    pub can_inplace: &'a dyn Fn(&Graph, NodeId, usize) -> bool,
+}
+
+impl Default for PlanOptions<'_> {
+    fn default() -> Self {
+        PlanOptions { scratch: &|_, _| 0, can_inplace: &|_, _, _| false }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct MemoryPlan {
+    pub order: Vec<NodeId>,
+    /// Arena slot of every node output value (aliases share the slot of what they alias).
+    pub slots: HashMap<ValueId, Slot>,
+    /// Scratch slot per node that asked for one.
+    pub scratch: HashMap<NodeId, Slot>,
+    /// Nodes whose output 0 is in place over an input: node -> input index.
+    pub inplace: HashMap<NodeId, usize>,
+    /// Values that alias another value's slot (Reshape/Flatten/Squeeze/Unsqueeze/Identity of a
+    /// node output): value -> its input 0.
+    pub aliases: HashMap<ValueId, ValueId>,
+    pub arena_bytes: usize,
+    /// Max over the schedule of bytes live at once (sizes rounded up to `ALIGN`; aliases and
+    /// in-place counted once, scratch included): no plan can be smaller for this order.
+    pub lower_bound_bytes: usize,
+    /// Sum of all node-output buffers (aliases excluded) and scratch, rounded up to `ALIGN`,
+    /// without any reuse.
+    pub total_buffer_bytes: usize,
+    /// Sum of the Param/Const bytes the nodes use.
+    pub weights_bytes: usize,
+}
+
+#[derive(Debug, Error)]
+pub enum PlanError {
+    #[error("node `{node}`: output `{value}` {reason}; the memory plan needs static tensor shapes (pin symbolic dims)")]
+    NotStatic { node: String, value: String, reason: &'static str },
+}
+
+pub fn align_up(n: usize) -> usize {
+    n.div_ceil(ALIGN) * ALIGN
+}
+
+/// A buffer: one or more values sharing storage (a value, its views, in-place results over it).
+struct Buffer {
+    bytes: usize,
+    start: usize,
+    end: usize,
+}
+
+/// Plan the arena for `g` (which must have static shapes: run `passes::prepare` first).
+pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
+    let order = schedule(g);
+    let names = name_map(g);
+    let mut step = vec![0usize; g.nodes.len()];
+    for (s, n) in order.iter().enumerate() {
+        step[n.0 as usize] = s;
+    }
+    let last_step = order.len().saturating_sub(1);
+    let uses: Vec<Vec<ValueId>> = (0..g.nodes.len()).map(|i| node_uses(g, &names, NodeId(i as u32))).collect();
+
+    // Sizes (and the static-shape check) of every node output.
+    let mut bytes: HashMap<ValueId, usize> = HashMap::new();
+    for &n in &order {
+        let node = g.node(n);
+        for &o in &node.outputs {
+            let reason = match &g.value(o).ty {
+                ValueType::Tensor(t) if t.shape.is_none() => Some("has unknown rank"),
+                ValueType::Tensor(_) => match value_bytes(g, o) {
+                    Some(b) => {
+                        bytes.insert(o, b);
+                        None
+                    }
+                    None => Some("has a symbolic shape"),
+                },
+                ValueType::Unknown => Some("has no inferred type"),
+                _ => Some("is not a tensor"),
+            };
+            if let Some(reason) = reason {
+                return Err(PlanError::NotStatic { node: node.name.clone(), value: g.value(o).name.clone(), reason });
+            }
+        }
+    }
+
+    // Last step each value is needed at.
+    let outputs: HashSet<ValueId> = g.outputs.iter().copied().collect();
+    let mut last_use: HashMap<ValueId, usize> = HashMap::new();
+    for &n in &order {
+        for &o in &g.node(n).outputs {
+            last_use.insert(o, step[n.0 as usize]);
+        }
+    }
+    for &n in &order {
+        for v in &uses[n.0 as usize] {
+            let e = last_use.entry(*v).or_insert(0);
+            *e = (*e).max(step[n.0 as usize]);
+        }
+    }
+    for v in &outputs {
+        last_use.insert(*v, last_step);
+    }
+
+    // Buffers, in schedule order.
+    let mut buffers: Vec<Buffer> = Vec::new();
+    let mut buffer_of: HashMap<ValueId, usize> = HashMap::new();
+    let mut pinned: Vec<bool> = Vec::new();
+    let mut aliases = HashMap::new();
+    let mut inplace = HashMap::new();
+    for &n in &order {
+        let s = step[n.0 as usize];
+        let node = g.node(n);
+        let alias = alias_source(g, n);
+        let mut in_place_src: Option<usize> = None;
+        if alias.is_none() && !node.outputs.is_empty() {
+            let out0 = node.outputs[0];
+            for (i, x) in node.inputs.iter().enumerate() {
+                let Some(x) = *x else { continue };
+                let Some(&b) = buffer_of.get(&x) else { continue };
+                // The buffer dies here: every member's last use is this step (later members
+                // would have to read one of these after this step).
+                let dies = buffers[b].end <= s && !pinned[b];
+                if dies && buffers[b].bytes == bytes[&out0] && bytes[&x] == bytes[&out0] && (opts.can_inplace)(g, n, i) {
+                    in_place_src = Some(i);
+                    inplace.insert(n, i);
+                    break;
+                }
+            }
+        }
+        for (k, &o) in node.outputs.iter().enumerate() {
+            let shared = if k != 0 {
+                None
+            } else if let Some(src) = alias {
+                aliases.insert(o, src);
+                Some(buffer_of[&src])
+            } else {
+                in_place_src.map(|i| buffer_of[&node.inputs[i].expect("checked")])
+            };
+            let b = match shared {
+                Some(b) => b,
+                None => {
+                    buffers.push(Buffer { bytes: bytes[&o], start: s, end: s });
+                    pinned.push(false);
+                    buffers.len() - 1
+                }
+            };
+            buffer_of.insert(o, b);
+            buffers[b].end = buffers[b].end.max(last_use[&o]);
+            pinned[b] |= outputs.contains(&o);
+        }
+    }
+
+    // Rectangles to place: buffers, then scratch (live only during its node).
+    struct Rect {
+        start: usize,
+        end: usize,
+        size: usize,
+    }
+    let mut rects: Vec<Rect> =
+        buffers.iter().map(|b| Rect { start: b.start, end: b.end, size: align_up(b.bytes) }).collect();
+    let mut scratch_rect: Vec<(NodeId, usize, usize)> = Vec::new(); // node, rect index, bytes
+    for &n in &order {
+        let sc = (opts.scratch)(g, n);
+        if sc > 0 {
+            let s = step[n.0 as usize];
+            scratch_rect.push((n, rects.len(), sc));
+            rects.push(Rect { start: s, end: s, size: align_up(sc) });
+        }
+    }
+
+    // Lower bound: bytes live at each step.
+    let mut delta = vec![0i64; order.len() + 1];
+    for r in &rects {
+        delta[r.start] += r.size as i64;
+        delta[r.end + 1] -= r.size as i64;
+    }
+    let (mut live, mut lower_bound) = (0i64, 0i64);
+    for d in &delta {
+        live += d;
+        lower_bound = lower_bound.max(live);
+    }
+
+    let offsets = pack(&rects.iter().map(|r| (r.start, r.end, r.size)).collect::<Vec<_>>());
+    let arena_bytes = rects.iter().zip(&offsets).map(|(r, o)| o + r.size).max().unwrap_or(0);
+
+    let slots = buffer_of.iter().map(|(&v, &b)| (v, Slot { offset: offsets[b], bytes: bytes[&v] })).collect();
+    let scratch = scratch_rect.iter().map(|&(n, r, sc)| (n, Slot { offset: offsets[r], bytes: sc })).collect();
+    let total_buffer_bytes = bytes.iter().filter(|(v, _)| !aliases.contains_key(*v)).map(|(_, b)| align_up(*b)).sum::<usize>()
+        + scratch_rect.iter().map(|r| align_up(r.2)).sum::<usize>();
+
+    let mut weights = HashSet::new();
+    for v in uses.iter().flatten().chain(&g.outputs) {
+        if matches!(g.value(*v).kind, ValueKind::Param(_) | ValueKind::Const(_)) {
+            weights.insert(*v);
+        }
+    }
+    let weights_bytes = weights
+        .iter()
+        .map(|v| match &g.value(*v).kind {
+            ValueKind::Param(p) => p.bytes.len(),
+            ValueKind::Const(t) => t.shape.iter().product::<usize>() * t.dtype().size(),
+            _ => 0,
+        })
+        .sum();
+
+    Ok(MemoryPlan {
+        order,
+        slots,
+        scratch,
+        inplace,
+        aliases,
+        arena_bytes,
+        lower_bound_bytes: lower_bound as usize,
+        total_buffer_bytes,
+        weights_bytes,
+    })
+}
+
+/// Offsets for (start, end, size) rectangles (inclusive step intervals, sizes multiples of
+/// `ALIGN`): largest first (ties: earlier start, then index), each at the lowest offset where it
+/// overlaps no placed rectangle that is live at the same time.
+fn pack(rects: &[(usize, usize, usize)]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..rects.len()).collect();
+    idx.sort_by_key(|&i| (std::cmp::Reverse(rects[i].2), rects[i].0, i));
+    let mut offsets = vec![0usize; rects.len()];
+    let mut placed: Vec<usize> = Vec::new();
+    for i in idx {
+        let (start, end, size) = rects[i];
+        let mut busy: Vec<(usize, usize)> = placed
+            .iter()
+            .filter(|&&j| rects[j].0 <= end && start <= rects[j].1 && rects[j].2 > 0)
+            .map(|&j| (offsets[j], offsets[j] + rects[j].2))
+            .collect();
+        busy.sort_unstable();
+        let mut at = 0;
+        if size > 0 {
+            for (lo, hi) in busy {
+                if at + size <= lo {
+                    break;
+                }
+                at = at.max(hi);
+            }
+        }
+        offsets[i] = at;
+        placed.push(i);
+    }
+    offsets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{BinaryOp, DType, Dim, Op, Shape, TensorType, UnaryOp};
+    use crate::tensor::Tensor;
+
+    fn set_ty(g: &mut Graph, v: ValueId, elems: usize) {
+        g.value_mut(v).ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&[elems])) });
+    }
+
+    fn input(g: &mut Graph, elems: usize) -> ValueId {
+        let v = g.add_value(format!("in{}", g.values.len()), ValueType::Unknown, ValueKind::Input);
+        set_ty(g, v, elems);
+        g.inputs.push(v);
+        v
+    }
+
+    fn node(g: &mut Graph, op: Op, inputs: &[ValueId], out_elems: &[usize]) -> ValueId {
+        let names: Vec<String> = (0..out_elems.len()).map(|k| format!("v{}_{k}", g.values.len())).collect();
+        let (_, outs) = g.add_node(format!("n{}", g.nodes.len()), op, inputs.iter().map(|v| Some(*v)).collect(), &names);
+        for (o, &e) in outs.iter().zip(out_elems) {
+            set_ty(g, *o, e);
+        }
+        outs[0]
+    }
+
+    fn relu(g: &mut Graph, x: ValueId, elems: usize) -> ValueId {
+        node(g, Op::Unary(UnaryOp::Relu), &[x], &[elems])
+    }
+
+    fn reshape(g: &mut Graph, x: ValueId, elems: usize) -> ValueId {
+        let shape = g.add_const(format!("shape{}", g.values.len()), Tensor::from_i64s(vec![1], vec![elems as i64]));
+        node(g, Op::Reshape { allowzero: false }, &[x, shape], &[elems])
+    }
+
+    fn elementwise(g: &Graph, n: NodeId, _i: usize) -> bool {
+        matches!(g.node(n).op, Op::Unary(_) | Op::Binary(_))
+    }
+
+    fn inplace_opts() -> PlanOptions<'static> {
+        PlanOptions { scratch: &|_, _| 0, can_inplace: &elementwise }
+    }
+
+    const B: usize = 4032; // 1000 f32 rounded up to ALIGN
+
+    #[test]
+    fn relu_chain_reuses_two_buffers() {
+        let mut g = Graph::default();
+        let mut x = input(&mut g, 1000);
+        for _ in 0..5 {
+            x = relu(&mut g, x, 1000);
+        }
+        g.outputs.push(x);
+        let p = plan(&g, &PlanOptions::default()).unwrap();
+        assert_eq!(p.arena_bytes, 2 * B);
+        assert_eq!(p.lower_bound_bytes, 2 * B);
+        assert_eq!(p.total_buffer_bytes, 5 * B);
+        assert_eq!(p.slots.len(), 5);
+        assert!(p.inplace.is_empty());
+        let offs: HashSet<usize> = p.slots.values().map(|s| s.offset).collect();
+        assert_eq!(offs.len(), 2);
+    }
+
+    #[test]
+    fn relu_chain_in_place() {
+        let mut g = Graph::default();
+        let mut x = input(&mut g, 1000);
+        for _ in 0..4 {
+            x = relu(&mut g, x, 1000);
+        }
+        g.outputs.push(x);
+        let p = plan(&g, &inplace_opts()).unwrap();
+        assert_eq!(p.arena_bytes, B);
+        assert_eq!(p.lower_bound_bytes, B);
+        // The first relu reads a graph input: not in place.
+        assert_eq!(p.inplace.len(), 3);
+        assert!(!p.inplace.contains_key(&NodeId(0)));
+        assert!(p.slots.values().all(|s| s.offset == 0 && s.bytes == 4000));
+    }
+
+    #[test]
+    fn in_place_refused_when_input_lives_on_or_is_output() {
+        let mut g = Graph::default();
+        let x = input(&mut g, 1000);
+        let a = relu(&mut g, x, 1000);
+        let b = relu(&mut g, a, 1000); // a is still read by c: not in place
+        let c = node(&mut g, Op::Binary(BinaryOp::Add), &[a, b], &[1000]); // in place over a or b
+        let d = relu(&mut g, c, 1000); // c is a graph output: not in place
+        g.outputs.extend([c, d]);
+        let p = plan(&g, &inplace_opts()).unwrap();
+        assert!(!p.inplace.contains_key(&NodeId(1)));
+        assert_eq!(p.inplace.get(&NodeId(2)), Some(&0));
+        assert!(!p.inplace.contains_key(&NodeId(3)));
+        assert_eq!(p.slots[&c], p.slots[&a]);
+        assert_ne!(p.slots[&d].offset, p.slots[&c].offset);
+        assert_eq!(p.arena_bytes, 2 * B);
+    }
+
+    #[test]
+    fn reshape_aliases_its_input() {
+        let mut g = Graph::default();
+        let x = input(&mut g, 1000);
+        let xr = reshape(&mut g, x, 1000); // of a graph input: own slot
+        let a = relu(&mut g, xr, 1000);
+        let b = reshape(&mut g, a, 1000);
+        let b2 = node(&mut g, Op::Flatten { axis: 1 }, &[b], &[1000]);
+        let c = relu(&mut g, b2, 1000);
+        g.outputs.push(c);
+        let p = plan(&g, &PlanOptions::default()).unwrap();
+        assert!(!p.aliases.contains_key(&xr));
+        assert_eq!(p.aliases.get(&b), Some(&a));
+        assert_eq!(p.aliases.get(&b2), Some(&b));
+        assert_eq!(p.slots[&b], p.slots[&a]);
+        assert_eq!(p.slots[&b2], p.slots[&a]);
+        // a's buffer lives until c through its aliases.
+        assert_ne!(p.slots[&c].offset, p.slots[&a].offset);
+        assert_eq!(p.arena_bytes, 2 * B);
+        assert_eq!(p.total_buffer_bytes, 3 * B);
+        assert_eq!(p.weights_bytes, 2 * 8);
+        // In place over an alias chain whose buffer dies at c.
+        let p = plan(&g, &inplace_opts()).unwrap();
+        assert_eq!(p.inplace.get(&NodeId(4)), Some(&0));
+        assert_eq!(p.slots[&c], p.slots[&a]);
+    }
+
+    #[test]
+    fn diamond_keeps_three_buffers() {
+        let mut g = Graph::default();
+        let x = input(&mut g, 1000);
+        let a = relu(&mut g, x, 1000);
+        let b = relu(&mut g, a, 1000);
+        let c = node(&mut g, Op::Unary(UnaryOp::Exp), &[a], &[1000]);
+        let d = node(&mut g, Op::Binary(BinaryOp::Add), &[b, c], &[1000]);
+        g.outputs.push(d);
+        let p = plan(&g, &PlanOptions::default()).unwrap();
+        assert_eq!(p.lower_bound_bytes, 3 * B);
+        assert_eq!(p.arena_bytes, 3 * B);
+        let sa = p.slots[&a].offset;
+        assert!(sa != p.slots[&b].offset && sa != p.slots[&c].offset);
+        assert_eq!(p.slots[&d].offset, sa); // a is dead when d is written
+    }
+
+    #[test]
+    fn scratch_lives_only_during_its_node() {
+        let mut g = Graph::default();
+        let x = input(&mut g, 1000);
+        let a = relu(&mut g, x, 1000);
+        let b = relu(&mut g, a, 1000);
+        let c = relu(&mut g, b, 1000);
+        g.outputs.push(c);
+        let scratch = |_: &Graph, n: NodeId| if n == NodeId(1) { 100 } else { 0 };
+        let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &|_, _, _| false }).unwrap();
+        assert_eq!(p.scratch.len(), 1);
+        let s = p.scratch[&NodeId(1)];
+        assert_eq!(s.bytes, 100);
+        assert_eq!(s.offset % ALIGN, 0);
+        for v in [a, b] {
+            let o = p.slots[&v].offset;
+            assert!(s.offset + 128 <= o || o + B <= s.offset);
+        }
+        assert_eq!(p.lower_bound_bytes, 2 * B + 128);
+        assert_eq!(p.arena_bytes, 2 * B + 128);
+        assert_eq!(p.total_buffer_bytes, 3 * B + 128);
+    }
+
+    #[test]
+    fn symbolic_shape_is_an_error() {
+        let mut g = Graph::default();
+        let x = input(&mut g, 10);
+        let a = relu(&mut g, x, 10);
+        g.value_mut(a).ty = ValueType::Tensor(TensorType {
+            dtype: DType::F32,
+            shape: Some(Shape(vec![Dim::Sym { name: "N".into(), bound: None }])),
+        });
+        g.outputs.push(a);
+        let e = plan(&g, &PlanOptions::default()).unwrap_err().to_string();
+        assert!(e.contains("n0") && e.contains(&g.value(a).name) && e.contains("symbolic"), "{e}");
+    }
+
+    #[test]
+    fn schedule_finishes_a_branch_before_starting_another() {
+        // Two branches of (big, small): running each branch to its small end first halves the peak.
+        let mut g = Graph::default();
+        let x = input(&mut g, 10);
+        let a1 = relu(&mut g, x, 10_000);
+        let b1 = relu(&mut g, x, 10_000);
+        let a2 = relu(&mut g, a1, 10);
+        let b2 = relu(&mut g, b1, 10);
+        let s = node(&mut g, Op::Binary(BinaryOp::Add), &[a2, b2], &[10]);
+        g.outputs.push(s);
+        let order = crate::schedule::schedule(&g);
+        assert_eq!(order, vec![NodeId(0), NodeId(2), NodeId(1), NodeId(3), NodeId(4)]);
+        let p = plan(&g, &PlanOptions::default()).unwrap();
+        assert!(p.lower_bound_bytes < 2 * 40_000);
+    }
+
+    /// xorshift64*: deterministic randomness without a dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn random_graph(rng: &mut Rng) -> Graph {
+        let mut g = Graph::default();
+        let sizes = [0usize, 1, 7, 16, 100, 1000];
+        let mut pool: Vec<(ValueId, usize)> = Vec::new();
+        for _ in 0..1 + rng.below(2) {
+            let e = sizes[1 + rng.below(5)];
+            pool.push((input(&mut g, e), e));
+        }
+        let n_nodes = 1 + rng.below(40);
+        for _ in 0..n_nodes {
+            // Prefer recent values so chains form, sometimes reach far back.
+            let pick = |rng: &mut Rng, pool: &[(ValueId, usize)]| {
+                let k = if rng.below(3) == 0 { rng.below(pool.len()) } else { pool.len() - 1 - rng.below(pool.len().min(3)) };
+                pool[k]
+            };
+            let (x, e) = pick(rng, &pool);
+            match rng.below(5) {
+                0 | 1 => pool.push((relu(&mut g, x, e), e)),
+                2 => {
+                    let (y, _) = pick(rng, &pool);
+                    pool.push((node(&mut g, Op::Binary(BinaryOp::Add), &[x, y], &[e]), e));
+                }
+                3 => pool.push((reshape(&mut g, x, e), e)),
+                _ => {
+                    let e2 = sizes[rng.below(6)];
+                    let op = Op::Split { axis: 0, split: None, num_outputs: Some(2) };
+                    let first = node(&mut g, op, &[x], &[e2, e2]);
+                    pool.push((first, e2));
+                    pool.push((ValueId(first.0 + 1), e2));
+                }
+            }
+        }
+        let last = pool.last().unwrap().0;
+        if matches!(g.value(last).kind, ValueKind::Node(_)) {
+            g.outputs.push(last);
+        }
+        for &(v, _) in &pool {
+            if rng.below(8) == 0 && !g.outputs.contains(&v) {
+                g.outputs.push(v);
+            }
+        }
+        g
+    }
+
+    fn find(uf: &mut HashMap<ValueId, ValueId>, v: ValueId) -> ValueId {
+        let p = *uf.get(&v).unwrap_or(&v);
+        if p == v {
+            v
+        } else {
+            let r = find(uf, p);
+            uf.insert(v, r);
+            r
+        }
+    }
+
+    #[test]
+    fn random_dags_never_overlap_live_slots() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for trial in 0..400 {
+            let g = random_graph(&mut rng);
+            let seed = trial as u32;
+            let scratch = move |_: &Graph, n: NodeId| if (n.0 + seed) % 3 == 0 { ((n.0 * 37 + seed) % 500) as usize } else { 0 };
+            let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &elementwise }).unwrap();
+
+            // The order is a topological permutation.
+            let mut step = vec![usize::MAX; g.nodes.len()];
+            for (s, n) in p.order.iter().enumerate() {
+                assert_eq!(step[n.0 as usize], usize::MAX);
+                step[n.0 as usize] = s;
+            }
+            for (i, node) in g.nodes.iter().enumerate() {
+                for v in node.inputs.iter().flatten() {
+                    if let ValueKind::Node(pn) = g.value(*v).kind {
+                        assert!(step[pn.0 as usize] < step[i], "trial {trial}: order is not topological");
+                    }
+                }
+            }
+
+            // Own live interval of every node output, computed independently.
+            let last = p.order.len() - 1;
+            let mut iv: HashMap<ValueId, (usize, usize)> = HashMap::new();
+            for (i, node) in g.nodes.iter().enumerate() {
+                for &o in &node.outputs {
+                    iv.insert(o, (step[i], step[i]));
+                }
+            }
+            for (i, node) in g.nodes.iter().enumerate() {
+                for v in node.inputs.iter().flatten() {
+                    if let Some(e) = iv.get_mut(v) {
+                        e.1 = e.1.max(step[i]);
+                    }
+                }
+            }
+            for v in &g.outputs {
+                if let Some(e) = iv.get_mut(v) {
+                    e.1 = last;
+                }
+            }
+
+            // Values sharing storage legitimately: aliases and in-place results.
+            let mut uf: HashMap<ValueId, ValueId> = HashMap::new();
+            for (&a, &b) in &p.aliases {
+                assert!(matches!(g.value(b).kind, ValueKind::Node(_)));
+                assert_eq!(p.slots[&a], p.slots[&b]);
+                let (ra, rb) = (find(&mut uf, a), find(&mut uf, b));
+                uf.insert(ra, rb);
+            }
+            for (&n, &i) in &p.inplace {
+                let x = g.node(n).inputs[i].unwrap();
+                let o = g.node(n).outputs[0];
+                assert_eq!(p.slots[&x].offset, p.slots[&o].offset);
+                let (ra, rb) = (find(&mut uf, o), find(&mut uf, x));
+                uf.insert(ra, rb);
+            }
+            // In place only over a buffer that dies at the node and holds no graph output.
+            for (&n, &i) in &p.inplace {
+                let s = step[n.0 as usize];
+                let rx = find(&mut uf, g.node(n).inputs[i].unwrap());
+                for (&w, &(ws, we)) in &iv {
+                    if ws < s && find(&mut uf, w) == rx {
+                        assert!(we <= s && !g.outputs.contains(&w), "trial {trial}: in place over a live buffer");
+                    }
+                }
+            }
+
+            let mut items: Vec<(ValueId, usize, usize, Slot)> = Vec::new(); // group, start, end, slot
+            for (&v, &(s, e)) in &iv {
+                let slot = p.slots[&v];
+                assert_eq!(slot.bytes, crate::schedule::value_bytes(&g, v).unwrap());
+                items.push((find(&mut uf, v), s, e, slot));
+            }
+            for (k, (&n, &slot)) in p.scratch.iter().enumerate() {
+                let s = step[n.0 as usize];
+                items.push((ValueId(u32::MAX - k as u32), s, s, slot));
+            }
+            let mut peak_check = vec![0usize; p.order.len()];
+            for (idx, &(grp, s, e, slot)) in items.iter().enumerate() {
+                assert_eq!(slot.offset % ALIGN, 0, "trial {trial}");
+                assert!(slot.offset + align_up(slot.bytes) <= p.arena_bytes, "trial {trial}");
+                if !items[..idx].iter().any(|it| it.0 == grp) {
+                    // Count each group once, over its whole lifetime, for a lower bound sanity check.
+                    let (gs, ge) = items.iter().filter(|it| it.0 == grp).fold((s, e), |a, it| (a.0.min(it.1), a.1.max(it.2)));
+                    for c in &mut peak_check[gs..=ge] {
+                        *c += align_up(slot.bytes);
+                    }
+                }
+                for &(grp2, s2, e2, slot2) in &items[..idx] {
+                    if grp2 == grp || slot.bytes == 0 || slot2.bytes == 0 || e < s2 || e2 < s {
+                        continue;
+                    }
+                    let disjoint = slot.offset + align_up(slot.bytes) <= slot2.offset
+                        || slot2.offset + align_up(slot2.bytes) <= slot.offset;
+                    assert!(disjoint, "trial {trial}: {slot:?} and {slot2:?} overlap while both live");
+                }
+            }
+            assert_eq!(p.lower_bound_bytes, peak_check.iter().copied().max().unwrap_or(0), "trial {trial}");
+            assert!(p.arena_bytes >= p.lower_bound_bytes);
+            assert!(p.total_buffer_bytes >= p.arena_bytes);
+        }
+    }
+}
