@@ -179,7 +179,7 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
             input_params.join(", ")
         );
     }
-    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(format!("{e} (at {:?})", e.span().start())))?;
+    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(e.to_string()))?;
     let source = format!("{header}{}", prettyplease::unparse(&file));
     Ok(Generated {
         source,

@@ -3,7 +3,7 @@
 mod attention;
 mod cast;
 mod control;
-mod elementwise;
+pub(crate) mod elementwise;
 mod extra;
 mod index;
 mod linalg;
