@@ -544,7 +544,7 @@ mod tests {
         for trial in 0..400 {
             let g = random_graph(&mut rng);
             let seed = trial as u32;
-            let scratch = move |_: &Graph, n: NodeId| if (n.0 + seed) % 3 == 0 { ((n.0 * 37 + seed) % 500) as usize } else { 0 };
+            let scratch = move |_: &Graph, n: NodeId| match (n.0 + seed) % 3 { 0 => ((n.0 * 37 + seed) % 500) as usize, _ => 0 };
             let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &elementwise }).unwrap();
 
             // The order is a topological permutation.
