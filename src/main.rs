@@ -18,6 +18,9 @@ struct Cli {
     /// Pin an input's dims: NAME=1x3x224x224.
     #[arg(long = "input", value_name = "NAME=DIMS")]
     inputs: Vec<String>,
+    /// Bake an input into the model as a constant: NAME=FILE (.pb or .npy).
+    #[arg(long = "const", value_name = "NAME=FILE")]
+    consts: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -34,7 +37,7 @@ fn main() -> ExitCode {
         Some(Command::Run(a)) => cli::run::run(a),
         Some(Command::Inspect(a)) => cli::inspect::inspect(a),
         None => match cli.model {
-            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs),
+            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts),
             None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect); see --help".into())),
         },
     };

@@ -1,5 +1,6 @@
 //! Subcommands of the CLI, one module each.
 pub mod compile;
+pub mod harness;
 pub mod inputs;
 pub mod inspect;
 pub mod run;
@@ -18,4 +19,6 @@ pub enum CliError {
     File { path: String, reason: String },
     #[error(transparent)]
     Pass(#[from] burnc_compiler::passes::PassError),
+    #[error(transparent)]
+    Codegen(#[from] burnc_compiler::codegen::CodegenError),
 }

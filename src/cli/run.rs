@@ -15,6 +15,9 @@ pub struct RunArgs {
     /// Write each output to DIR/output_<i>.pb.
     #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
+    /// Run through generated code (built in a cache folder) instead of the interpreter.
+    #[arg(long)]
+    pub codegen: bool,
 }
 
 pub fn run(a: RunArgs) -> Result<(), CliError> {
@@ -46,7 +49,17 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
     for (i, s) in slots.into_iter().enumerate() {
         values.push(s.ok_or_else(|| CliError::Usage(format!("missing input `{}`", g.value(g.inputs[i]).name)))?);
     }
-    let outputs = interp::run(g, values)?;
+    let outputs = if a.codegen {
+        let key = format!("{}", a.model.canonicalize().unwrap_or(a.model.clone()).display());
+        let (gen, baked) = super::harness::generate_for(g, &values, &a.model.display().to_string())?;
+        let bin = super::harness::build(&gen, &key)?;
+        let work = super::harness::cache_dir().join("runs").join(format!("{}", std::process::id()));
+        let outs = super::harness::run(&bin, &gen, &values, &baked, &work);
+        let _ = std::fs::remove_dir_all(&work);
+        outs?
+    } else {
+        interp::run(g, values)?
+    };
     if let Some(dir) = &a.output_dir {
         std::fs::create_dir_all(dir).map_err(|e| CliError::File { path: dir.display().to_string(), reason: e.to_string() })?;
     }

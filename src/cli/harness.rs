@@ -1,0 +1,197 @@
+//! `burnc run --codegen`: generate the module, build it into a small harness binary in a
+//! cache folder (one shared target dir, so only the model's own crate recompiles), run it on
+//! raw little-endian input files and read its raw outputs back.
+use super::compile::{bake_tensor, memory_line};
+use super::CliError;
+use burnc_compiler::codegen::{self, emit::rust_ty, CodegenOptions, Generated};
+use burnc_compiler::interp::RtValue;
+use burnc_compiler::ir::Graph;
+use burnc_compiler::{Data, Tensor};
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where harness crates and their shared target dir live.
+pub fn cache_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("BURNC_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    match std::env::var("HOME") {
+        Ok(h) => PathBuf::from(h).join(".cache/burnc"),
+        Err(_) => std::env::temp_dir().join("burnc-cache"),
+    }
+}
+
+/// The burnc-runtime crate the harness links (the source tree burnc was built from, unless
+/// BURNC_RUNTIME_PATH says otherwise).
+pub fn runtime_path() -> PathBuf {
+    std::env::var("BURNC_RUNTIME_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("runtime"))
+}
+
+fn io_err(p: &Path, e: std::io::Error) -> CliError {
+    CliError::File { path: p.display().to_string(), reason: e.to_string() }
+}
+
+/// Generate with every input pinned to its run-time shape. If that leaves shapes that depend
+/// on input values (a Reshape target fed by an input, say), bake the integer inputs in as
+/// constants and try again.
+pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Generated, Vec<usize>), CliError> {
+    let opts = CodegenOptions { weights_file: "model.bin".into(), source_name: name.to_string(), ..Default::default() };
+    let attempt = |bake_ints: bool| -> Result<(Generated, Vec<usize>), CliError> {
+        let mut g = g.clone();
+        let mut baked = Vec::new();
+        for (pos, v) in values.iter().enumerate().rev() {
+            let RtValue::Tensor(t) = v else {
+                return Err(CliError::Usage("codegen supports tensor inputs only".into()));
+            };
+            let id = g.inputs[pos];
+            if bake_ints && (t.dtype().is_int() || t.dtype() == burnc_compiler::ir::DType::Bool) {
+                bake_tensor(&mut g, pos, t.clone());
+                baked.push(pos);
+            } else {
+                let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
+                let pin = format!("{}={}", g.value(id).name, dims.join("x"));
+                super::inputs::pin_inputs(&mut g, &[pin])?;
+            }
+        }
+        burnc_compiler::passes::prepare(&mut g)?;
+        Ok((codegen::generate(&g, &opts)?, baked))
+    };
+    match attempt(false) {
+        Ok(r) => Ok(r),
+        Err(first) => attempt(true).map_err(|_| first),
+    }
+}
+
+/// Write the harness crate for `gen` and build it; returns the binary's path.
+pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, CliError> {
+    let mut h = DefaultHasher::new();
+    key.hash(&mut h);
+    let name = format!("burnc-harness-{:016x}", h.finish());
+    let root = cache_dir();
+    let dir = root.join(&name);
+    std::fs::create_dir_all(dir.join("src")).map_err(|e| io_err(&dir, e))?;
+    let manifest = format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"std\"] }}\n\n\
+         [profile.release]\ndebug = false\ncodegen-units = 16\n\n[workspace]\n",
+        runtime_path().display().to_string()
+    );
+    let write = |p: PathBuf, b: &[u8]| -> Result<(), CliError> {
+        // Leave unchanged files alone so cargo's fingerprints stay valid.
+        if std::fs::read(&p).ok().as_deref() == Some(b) {
+            return Ok(());
+        }
+        std::fs::write(&p, b).map_err(|e| io_err(&p, e))
+    };
+    write(dir.join("Cargo.toml"), manifest.as_bytes())?;
+    write(dir.join("src/model.rs"), gen.source.as_bytes())?;
+    write(dir.join("src/model.bin"), &gen.weights)?;
+    write(dir.join("src/main.rs"), main_rs(gen).as_bytes())?;
+    let target = root.join("target");
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .map_err(|e| CliError::Usage(format!("cannot run cargo to build the generated code: {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err.lines().find(|l| l.starts_with("error")).unwrap_or("cargo build failed");
+        return Err(CliError::Usage(format!("building the generated code failed ({}): {first}", dir.display())));
+    }
+    Ok(target.join("release").join(&name))
+}
+
+/// The harness: reads `in_<i>.bin`, runs `forward` (`iters` times), writes `out_<i>.bin`.
+fn main_rs(gen: &Generated) -> String {
+    let mut reads = String::new();
+    let mut args = Vec::new();
+    for (i, d) in gen.inputs.iter().enumerate() {
+        let t = rust_ty(d.dtype).unwrap_or("f32");
+        let n: usize = d.shape.iter().product();
+        reads += &format!("    let in_{i}: Box<[{t}; {n}]> = read(&dir.join(\"in_{i}.bin\"));\n");
+        args.push(format!("&in_{i}"));
+    }
+    let mut writes = String::new();
+    for (i, d) in gen.outputs.iter().enumerate() {
+        writes += &format!("    write(&dir.join(\"out_{i}.bin\"), &out.{}[..]);\n", d.ident);
+    }
+    format!(
+        r#"//! Harness generated by `burnc run --codegen`.
+#![allow(clippy::all)]
+mod model;
+use std::path::Path;
+
+fn read<T: Copy + Default, const N: usize>(p: &Path) -> Box<[T; N]> {{
+    let bytes = std::fs::read(p).expect("read input");
+    assert_eq!(bytes.len(), N * std::mem::size_of::<T>(), "input size");
+    let mut v = vec![T::default(); N];
+    // SAFETY: plain numbers, exact length checked above; little-endian like the files.
+    unsafe {{ std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) }};
+    v.into_boxed_slice().try_into().ok().expect("length")
+}}
+
+fn write<T: Copy>(p: &Path, v: &[T]) {{
+    // SAFETY: plain numbers viewed as bytes.
+    let b = unsafe {{ std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }};
+    std::fs::write(p, b).expect("write output");
+}}
+
+fn main() {{
+    let mut args = std::env::args().skip(1);
+    let dir = std::path::PathBuf::from(args.next().expect("dir"));
+    let iters: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+{reads}    // The arena may be large: zeroed on the heap, not on the stack.
+    let mut arena: Box<model::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};
+    let m = model::Model::new();
+    let mut times = Vec::with_capacity(iters);
+    for _ in 0..iters {{
+        let t = std::time::Instant::now();
+        let out = m.forward(&mut arena, {args});
+        std::hint::black_box(&out);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }}
+    let out = m.forward(&mut arena, {args});
+{writes}    if iters > 1 {{
+        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        println!("median_ms={{:.4}}", times[times.len() / 2]);
+    }}
+}}
+"#,
+        args = args.join(", ")
+    )
+}
+
+/// Run the built harness on `values` (in graph input order, baked ones skipped); returns
+/// the outputs.
+pub fn run(bin: &Path, gen: &Generated, values: &[RtValue], baked: &[usize], work: &Path) -> Result<Vec<RtValue>, CliError> {
+    std::fs::create_dir_all(work).map_err(|e| io_err(work, e))?;
+    let mut k = 0;
+    for (pos, v) in values.iter().enumerate() {
+        if baked.contains(&pos) {
+            continue;
+        }
+        let RtValue::Tensor(t) = v else { return Err(CliError::Usage("codegen supports tensor inputs only".into())) };
+        let p = work.join(format!("in_{k}.bin"));
+        std::fs::write(&p, t.data.to_le_bytes()).map_err(|e| io_err(&p, e))?;
+        k += 1;
+    }
+    let out = Command::new(bin).arg(work).output().map_err(|e| CliError::Usage(format!("cannot run {}: {e}", bin.display())))?;
+    if !out.status.success() {
+        return Err(CliError::Usage(format!("generated code failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""))));
+    }
+    let mut res = Vec::new();
+    for (i, d) in gen.outputs.iter().enumerate() {
+        let p = work.join(format!("out_{i}.bin"));
+        let bytes = std::fs::read(&p).map_err(|e| io_err(&p, e))?;
+        let data = Data::from_le_bytes(d.dtype, &bytes).ok_or_else(|| CliError::Usage(format!("output {i} has a bad size")))?;
+        res.push(RtValue::Tensor(Tensor::new(d.shape.clone(), data)));
+    }
+    let _ = memory_line;
+    Ok(res)
+}
