@@ -35,6 +35,7 @@ def main():
     ap.add_argument("regex"); ap.add_argument("--burnc", default="target/debug/burnc")
     ap.add_argument("--data", default="conformance-data"); ap.add_argument("--suite", default="node")
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--codegen", action="store_true", help="run through generated code (burnc run --codegen)")
     a = ap.parse_args()
     cases = sorted(d for d in glob.glob(f"{a.data}/{a.suite}/*") if re.search(a.regex, os.path.basename(d)))
     npass = 0
@@ -46,9 +47,9 @@ def main():
         for ds in sorted(glob.glob(f"{case}/test_data_set_*")):
             ins = sorted(glob.glob(f"{ds}/input_*.pb"), key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))
             with tempfile.TemporaryDirectory() as out:
-                cmd = [a.burnc, "run", f"{case}/model.onnx"] + sum([["--input", p] for p in ins], []) + ["-o", out]
+                cmd = [a.burnc, "run"] + (["--codegen"] if a.codegen else []) + [f"{case}/model.onnx"] + sum([["--input", p] for p in ins], []) + ["-o", out]
                 try:
-                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600 if a.codegen else 60)
                 except subprocess.TimeoutExpired:
                     ok, why = False, "timeout"; break
                 if r.returncode != 0:

@@ -35,3 +35,15 @@ pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
     blob.resize(end.max(ALIGN), 0);
     WeightsLayout { offsets, blob }
 }
+
+impl WeightsLayout {
+    /// Append a compile-time table (index maps) and return its offset.
+    pub fn push_table(&mut self, bytes: &[u8]) -> usize {
+        let off = self.blob.len().div_ceil(ALIGN) * ALIGN;
+        self.blob.resize(off, 0);
+        self.blob.extend_from_slice(bytes);
+        let end = self.blob.len().div_ceil(ALIGN) * ALIGN;
+        self.blob.resize(end, 0);
+        off
+    }
+}

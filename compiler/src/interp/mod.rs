@@ -30,6 +30,11 @@ pub struct Frame<'a> {
 }
 
 impl<'a> Frame<'a> {
+    /// A frame with no values, for evaluating single ops outside a graph run.
+    pub fn empty(graph: &'a Graph) -> Frame<'a> {
+        Frame { graph, values: HashMap::new(), parent: None }
+    }
+
     /// Look a name up through the enclosing frames (for `ValueKind::Outer`).
     fn outer(&self, name: &str) -> Option<RtValue> {
         let mut f = self.parent;

@@ -20,8 +20,38 @@ fn binary_fn(op: BinaryOp, t: &str) -> Option<String> {
         Max => "|p, q| rt::Elem::max_of(p, q)".into(),
         Min => "|p, q| rt::Elem::min_of(p, q)".into(),
         PRelu => format!("|p: {t}, s: {t}| if p < <{t} as rt::Elem>::zero() {{ rt::Elem::mul(s, p) }} else {{ p }}"),
+        Pow => format!("|p: {t}, q: {t}| <{t} as rt::Elem>::from_f64(rt::math::pow(rt::Elem::to_f64(p), rt::Elem::to_f64(q)))"),
+        BitAnd => "|p, q| p & q".into(),
+        BitOr => "|p, q| p | q".into(),
+        BitXor => "|p, q| p ^ q".into(),
         _ => return None,
     })
+}
+
+/// `y = f(a, b)` with numpy broadcasting, through the runtime's strided kernel.
+#[allow(clippy::too_many_arguments)]
+fn broadcast_call(
+    cx: &Ctx,
+    n: &Node,
+    out: crate::ir::ValueId,
+    oshape: &[usize],
+    a: crate::ir::ValueId,
+    ashape: &[usize],
+    b: crate::ir::ValueId,
+    bshape: &[usize],
+    f: &str,
+) -> Result<String, CodegenError> {
+    let (ra, rb, y) = (cx.read(n, a)?, cx.read(n, b)?, cx.write(n, out)?);
+    let len: usize = oshape.iter().product();
+    if ashape == oshape && bshape == oshape {
+        return Ok(format!("let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}"));
+    }
+    if oshape.is_empty() || len == 0 {
+        return Ok(format!("let f = {f}; for o in {y}.iter_mut() {{ *o = f({ra}[0], {rb}[0]); }}"));
+    }
+    let sa = crate::interp::ops::util::broadcast_strides(ashape, oshape);
+    let sb = crate::interp::ops::util::broadcast_strides(bshape, oshape);
+    Ok(format!("rt::kernels::broadcast::binary({ra}, &{sa:?}, {rb}, &{sb:?}, {y}, &{oshape:?}, {f});"))
 }
 
 pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
@@ -57,6 +87,10 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let x = cx.read(n, cx.input(n, 0)?)?;
             Ok(Some(format!("{}.copy_from_slice({x});", cx.write(n, out)?)))
         }
+        Op::Unary(UnaryOp::Not) => {
+            let x = cx.input(n, 0)?;
+            Ok(Some(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = v ^ 1; }}", cx.write(n, out)?, cx.read(n, x)?)))
+        }
         Op::Unary(u) => {
             let x = cx.input(n, 0)?;
             let y = cx.write(n, out)?;
@@ -76,8 +110,48 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             };
             Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {f}; }}", cx.read(n, x)?)))
         }
+        Op::Binary(b) if matches!(b, BinaryOp::Equal | BinaryOp::Less | BinaryOp::LessOrEqual | BinaryOp::Greater | BinaryOp::GreaterOrEqual | BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) => {
+            let (a, bb) = (cx.input(n, 0)?, cx.input(n, 1)?);
+            let (ad, ashape) = cx.ty(n, a)?;
+            let (bd, bshape) = cx.ty(n, bb)?;
+            if ad != bd {
+                return Err(cx.err(n, "mixed element types"));
+            }
+            let at = cx.elem(n, a)?;
+            let f = match b {
+                BinaryOp::Equal => format!("|p: {at}, q: {at}| (p == q) as u8"),
+                BinaryOp::Less => format!("|p: {at}, q: {at}| (p < q) as u8"),
+                BinaryOp::LessOrEqual => format!("|p: {at}, q: {at}| (p <= q) as u8"),
+                BinaryOp::Greater => format!("|p: {at}, q: {at}| (p > q) as u8"),
+                BinaryOp::GreaterOrEqual => format!("|p: {at}, q: {at}| (p >= q) as u8"),
+                BinaryOp::And => "|p: u8, q: u8| p & q".into(),
+                BinaryOp::Or => "|p: u8, q: u8| p | q".into(),
+                _ => "|p: u8, q: u8| p ^ q".into(),
+            };
+            broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
+        }
+        Op::Where => {
+            let (c, x, yv) = (cx.input(n, 0)?, cx.input(n, 1)?, cx.input(n, 2)?);
+            let (_, cs) = cx.ty(n, c)?;
+            let (_, xs) = cx.ty(n, x)?;
+            let (_, ys) = cx.ty(n, yv)?;
+            let st = |s: &[usize]| crate::interp::ops::util::broadcast_strides(s, &oshape);
+            if oshape.is_empty() {
+                return Ok(Some(format!(
+                    "let (c, x, z) = ({}, {}, {}); {}[0] = if c[0] != 0 {{ x[0] }} else {{ z[0] }};",
+                    cx.read(n, c)?, cx.read(n, x)?, cx.read(n, yv)?, cx.write(n, out)?
+                )));
+            }
+            Ok(Some(format!(
+                "rt::kernels::broadcast::ternary({}, &{:?}, {}, &{:?}, {}, &{:?}, {}, &{oshape:?}, |c: u8, p, q| if c != 0 {{ p }} else {{ q }});",
+                cx.read(n, c)?, st(&cs), cx.read(n, x)?, st(&xs), cx.read(n, yv)?, st(&ys), cx.write(n, out)?
+            )))
+        }
         Op::Binary(b) => {
             let f = binary_fn(*b, ot).ok_or_else(|| cx.err(n, format!("{b:?} is not supported by codegen yet")))?;
+            if matches!(b, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor) && od.is_float() {
+                return Err(cx.err(n, "bit ops on floats"));
+            }
             let (a, bb) = (cx.input(n, 0)?, cx.input(n, 1)?);
             let (ad, ashape) = cx.ty(n, a)?;
             let (bd, bshape) = cx.ty(n, bb)?;
@@ -107,11 +181,8 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             if oshape.is_empty() || len == 0 {
                 return Ok(Some(format!("let f = {f}; for o in {y}.iter_mut() {{ *o = f({ra}[0], {rb}[0]); }}")));
             }
-            let sa = crate::interp::ops::util::broadcast_strides(&ashape, &oshape);
-            let sb = crate::interp::ops::util::broadcast_strides(&bshape, &oshape);
-            Ok(Some(format!(
-                "rt::kernels::broadcast::binary({ra}, &{sa:?}, {rb}, &{sb:?}, {y}, &{oshape:?}, {f});"
-            )))
+            let _ = (ra, rb, y);
+            broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
         }
         Op::Cast { to, .. } => {
             let x = cx.input(n, 0)?;

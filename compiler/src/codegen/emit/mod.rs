@@ -14,7 +14,7 @@ use std::collections::HashMap;
 pub struct Ctx<'a> {
     pub g: &'a Graph,
     pub plan: &'a MemoryPlan,
-    pub weights: &'a WeightsLayout,
+    pub weights: std::cell::RefCell<WeightsLayout>,
     /// Graph inputs: value → parameter name in the generated functions.
     pub inputs: HashMap<ValueId, String>,
 }
@@ -34,6 +34,8 @@ pub fn rust_ty(d: DType) -> Option<&'static str> {
         DType::U16 => "u16",
         DType::U32 => "u32",
         DType::U64 => "u64",
+        // Bools are bytes holding 0 or 1 (any bit pattern in the arena is a valid u8).
+        DType::Bool => "u8",
         _ => return None,
     })
 }
@@ -72,7 +74,7 @@ impl<'a> Ctx<'a> {
         let t = self.elem(n, v)?;
         match &self.g.value(v).kind {
             ValueKind::Param(_) | ValueKind::Const(_) => {
-                let off = self.weights.offsets.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?;
+                let off = *self.weights.borrow().offsets.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?;
                 Ok(format!("unsafe {{ rt::arena::weights::<{t}>(w, {off}, {len}) }}"))
             }
             ValueKind::Input => {
@@ -105,6 +107,13 @@ impl<'a> Ctx<'a> {
         Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(a, {}, {len}) }}", slot.offset))
     }
 
+    /// Store a `u32` table in the weights blob; returns an expression of type `&[u32]`.
+    pub fn table(&self, v: &[u32]) -> String {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let off = self.weights.borrow_mut().push_table(&bytes);
+        format!("unsafe {{ rt::arena::weights::<u32>(w, {off}, {}) }}", v.len())
+    }
+
     pub fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
         n.inputs.get(i).copied().flatten().ok_or_else(|| self.err(n, format!("missing input #{i}")))
     }
@@ -124,11 +133,13 @@ pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
 pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
     let n = cx.g.node(id);
     match &n.op {
-        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } => elementwise::emit(cx, id, n),
+        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::Where => elementwise::emit(cx, id, n),
+        Op::Reduce { .. } | Op::ArgReduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } => nn::emit(cx, id, n),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
-        | Op::Transpose { .. } => data::emit(cx, id, n),
+        | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
+        _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
 }

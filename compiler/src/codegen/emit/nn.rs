@@ -252,3 +252,77 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
         _ => Err(cx.err(n, "not an nn op")),
     }
 }
+
+/// The reduced axes of a Reduce node as one contiguous `(outer, red, inner)` split, when they
+/// are contiguous (others need a transpose first and are not emitted yet).
+fn reduce_split(shape: &[usize], axes: &[usize]) -> Option<(usize, usize, usize)> {
+    if axes.is_empty() {
+        return Some((1, shape.iter().product(), 1));
+    }
+    let (lo, hi) = (*axes.iter().min()?, *axes.iter().max()?);
+    if hi - lo + 1 != axes.len() {
+        return None;
+    }
+    Some((shape[..lo].iter().product(), shape[lo..=hi].iter().product(), shape[hi + 1..].iter().product()))
+}
+
+pub fn emit_reduce(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+    use burnc_runtime::kernels::reduce::ReduceKind;
+    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    let x = cx.input(n, 0)?;
+    let (_, xs) = cx.ty(n, x)?;
+    let rank = xs.len();
+    let norm = |a: i64| -> Result<usize, CodegenError> {
+        let r = rank as i64;
+        let v = if a < 0 { a + r } else { a };
+        if v < 0 || v >= r.max(1) {
+            return Err(cx.err(n, format!("axis {a} out of range")));
+        }
+        Ok(v as usize)
+    };
+    match &n.op {
+        Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
+            let axes: Vec<i64> = match axes {
+                Some(a) => a.clone(),
+                None => match n.inputs.get(1).copied().flatten() {
+                    Some(v) => cx.konst(v).and_then(|t| t.to_i64_vec()).ok_or_else(|| cx.err(n, "axes must be a constant for codegen"))?,
+                    None => vec![],
+                },
+            };
+            let (rx, y) = (cx.read(n, x)?, cx.write(n, out)?);
+            if axes.is_empty() && *noop_with_empty_axes {
+                return Ok(Some(format!("{y}.copy_from_slice({rx});")));
+            }
+            let mut ax: Vec<usize> = axes.iter().map(|&a| norm(a)).collect::<Result<_, _>>()?;
+            ax.sort_unstable();
+            ax.dedup();
+            let (outer, red, inner) = reduce_split(&xs, &ax).ok_or_else(|| cx.err(n, "non-contiguous reduction axes are not supported by codegen yet"))?;
+            let kind = match op {
+                crate::ir::ReduceOp::Sum => ReduceKind::Sum,
+                crate::ir::ReduceOp::Mean => ReduceKind::Mean,
+                crate::ir::ReduceOp::Max => ReduceKind::Max,
+                crate::ir::ReduceOp::Min => ReduceKind::Min,
+                crate::ir::ReduceOp::Prod => ReduceKind::Prod,
+                crate::ir::ReduceOp::L1 => ReduceKind::L1,
+                crate::ir::ReduceOp::L2 => ReduceKind::L2,
+                crate::ir::ReduceOp::LogSum => ReduceKind::LogSum,
+                crate::ir::ReduceOp::LogSumExp => ReduceKind::LogSumExp,
+                crate::ir::ReduceOp::SumSquare => ReduceKind::SumSquare,
+            };
+            if cx.ty(n, x)?.0 == DType::Bool {
+                return Err(cx.err(n, "reductions over bool are not supported by codegen yet"));
+            }
+            Ok(Some(format!("rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {outer}, {red}, {inner}, {y});")))
+        }
+        Op::ArgReduce { max, axis, select_last_index, .. } => {
+            let a = norm(*axis)?;
+            let (outer, red, inner) = (xs[..a].iter().product::<usize>(), xs[a], xs[a + 1..].iter().product::<usize>());
+            Ok(Some(format!(
+                "rt::kernels::reduce::arg_reduce({}, {outer}, {red}, {inner}, {max}, {select_last_index}, {});",
+                cx.read(n, x)?,
+                cx.write(n, out)?
+            )))
+        }
+        _ => Err(cx.err(n, "not a reduction")),
+    }
+}
