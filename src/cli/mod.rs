@@ -21,4 +21,6 @@ pub enum CliError {
     Pass(#[from] burnc_compiler::passes::PassError),
     #[error(transparent)]
     Codegen(#[from] burnc_compiler::codegen::CodegenError),
+    #[error(transparent)]
+    Build(#[from] burnc::BuildError),
 }

@@ -176,7 +176,7 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
     for (i, body) in parts.iter().enumerate() {
         let _ = writeln!(
             src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], {}) {{\n{body}}}",
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], {}) {{\n{body}}}",
             input_params.join(", ")
         );
     }

@@ -1,0 +1,279 @@
+//! Compiling a model to a Rust module plus its weights blob: shared by the CLI
+//! (`burnc MODEL -o model.rs`) and the [`Build`] API for build scripts.
+use burnc_compiler::codegen::{self, CodegenOptions, Generated, IoDesc};
+use burnc_compiler::interp::RtValue;
+use burnc_compiler::ir::{Dim, Graph, Shape, TensorType, ValueKind, ValueType};
+use burnc_frontends::onnx::values::{decode_value, ValueKindHint};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Why a model could not be compiled.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    /// A pin or constant that does not fit the model (unknown input, wrong rank, bad syntax).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{path}: {reason}")]
+    File { path: String, reason: String },
+    #[error(transparent)]
+    Onnx(#[from] burnc_frontends::onnx::OnnxError),
+    #[error(transparent)]
+    Pass(#[from] burnc_compiler::passes::PassError),
+    #[error(transparent)]
+    Codegen(#[from] burnc_compiler::codegen::CodegenError),
+    #[error("OUT_DIR is not set: Build::compile runs in a build script, or give Build::out_dir")]
+    NoOutDir,
+}
+
+fn file_err(p: &Path, e: impl ToString) -> BuildError {
+    BuildError::File { path: p.display().to_string(), reason: e.to_string() }
+}
+
+/// Read a value from `.npy`, or from `.pb` (a TensorProto; SequenceProto/OptionalProto when
+/// `declared` is a sequence/optional).
+pub fn read_value(path: &Path, declared: &ValueType) -> Result<RtValue, BuildError> {
+    let bytes = std::fs::read(path).map_err(|e| file_err(path, e))?;
+    if path.extension().is_some_and(|e| e == "npy") {
+        let t = burnc_frontends::npy::parse(&bytes).map_err(|e| file_err(path, e))?;
+        return Ok(RtValue::Tensor(t));
+    }
+    let hint = match declared {
+        ValueType::Sequence(_) => ValueKindHint::Sequence,
+        ValueType::Optional(_) => ValueKindHint::Optional,
+        _ => ValueKindHint::Tensor,
+    };
+    decode_value(&bytes, hint).map_err(|e| file_err(path, e))
+}
+
+/// Parse `1x3x224x224` (also `1,3,224,224`; empty for a scalar).
+pub fn parse_dims(s: &str) -> Result<Vec<usize>, BuildError> {
+    if s.is_empty() {
+        return Ok(vec![]);
+    }
+    s.split(['x', 'X', ','])
+        .map(|d| d.trim().parse::<usize>().map_err(|_| BuildError::Invalid(format!("bad dimension `{d}` in `{s}`"))))
+        .collect()
+}
+
+/// Pin graph input `name` to `dims`; fixed dims it already has must agree.
+pub fn pin_input(graph: &mut Graph, name: &str, dims: &[usize]) -> Result<(), BuildError> {
+    let id = graph
+        .inputs
+        .iter()
+        .copied()
+        .find(|&i| graph.value(i).name == name)
+        .ok_or_else(|| BuildError::Invalid(format!("the model has no input named `{name}`")))?;
+    let v = graph.value_mut(id);
+    let dtype = match &v.ty {
+        ValueType::Tensor(t) => t.dtype,
+        _ => return Err(BuildError::Invalid(format!("input `{name}` is not a tensor"))),
+    };
+    if let ValueType::Tensor(TensorType { shape: Some(old), .. }) = &v.ty {
+        if old.rank() != dims.len() {
+            return Err(BuildError::Invalid(format!("input `{name}` has rank {}, the pin gives {}", old.rank(), dims.len())));
+        }
+        for (o, &d) in old.0.iter().zip(dims) {
+            if let Dim::Fixed(f) = o {
+                if *f != d {
+                    return Err(BuildError::Invalid(format!("input `{name}` has fixed shape {old}, the pin gives {dims:?}")));
+                }
+            }
+        }
+    }
+    v.ty = ValueType::Tensor(TensorType { dtype, shape: Some(Shape::fixed(dims)) });
+    Ok(())
+}
+
+/// Apply `NAME=DIMS` pins (the CLI's `--input`).
+pub fn pin_inputs(graph: &mut Graph, pins: &[String]) -> Result<(), BuildError> {
+    for pin in pins {
+        let (name, dims) = pin.split_once('=').ok_or_else(|| BuildError::Invalid(format!("expected NAME=DIMS, got `{pin}`")))?;
+        pin_input(graph, name, &parse_dims(dims)?)?;
+    }
+    Ok(())
+}
+
+/// Bake graph input `name` into the graph as a constant read from `file` (`.pb` or `.npy`).
+pub fn bake_const(g: &mut Graph, name: &str, file: &Path) -> Result<(), BuildError> {
+    let pos = g
+        .inputs
+        .iter()
+        .position(|&i| g.value(i).name == name)
+        .ok_or_else(|| BuildError::Invalid(format!("the model has no input named `{name}`")))?;
+    let v = read_value(file, &g.value(g.inputs[pos]).ty)?;
+    let RtValue::Tensor(t) = v else {
+        return Err(BuildError::Invalid(format!("--const `{name}`: only tensors can be constants")));
+    };
+    bake_tensor(g, pos, t);
+    Ok(())
+}
+
+/// Turn graph input number `pos` into a constant.
+pub fn bake_tensor(g: &mut Graph, pos: usize, t: burnc_compiler::Tensor) {
+    let id = g.inputs.remove(pos);
+    let ty = ValueType::Tensor(TensorType { dtype: t.dtype(), shape: Some(Shape::fixed(&t.shape)) });
+    let v = g.value_mut(id);
+    v.ty = ty;
+    v.kind = ValueKind::Const(t);
+}
+
+/// Load, pin, bake, prepare and generate. `weights_file` is the blob's file name as the module's
+/// `include_bytes!` names it (relative to the module).
+pub fn generate(
+    model: &Path,
+    pins: &[(String, Vec<usize>)],
+    consts: &[(String, PathBuf)],
+    weights_file: &str,
+) -> Result<Generated, BuildError> {
+    let m = burnc_frontends::onnx::load(model)?;
+    let mut g = m.graph;
+    for (name, dims) in pins {
+        pin_input(&mut g, name, dims)?;
+    }
+    for (name, file) in consts {
+        bake_const(&mut g, name, file)?;
+    }
+    burnc_compiler::passes::prepare(&mut g)?;
+    let opts = CodegenOptions {
+        weights_file: weights_file.to_string(),
+        source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        ..Default::default()
+    };
+    Ok(codegen::generate(&g, &opts)?)
+}
+
+/// `memory: arena_bytes=.. lower_bound_bytes=.. weights_bytes=..`, as the CLI prints it.
+pub fn memory_line(gen: &Generated) -> String {
+    format!("memory: arena_bytes={} lower_bound_bytes={} weights_bytes={}", gen.arena_bytes, gen.lower_bound_bytes, gen.weights_bytes)
+}
+
+/// What [`compile_to`] and [`Build::compile`] wrote and what the compiler knows about it.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The Rust module.
+    pub source: PathBuf,
+    /// The weights blob next to it.
+    pub weights: PathBuf,
+    /// Size of the generated `Arena` (= `ARENA_BYTES`).
+    pub arena_bytes: usize,
+    /// The largest set of tensors live at once: no plan can use less.
+    pub lower_bound_bytes: usize,
+    pub weights_bytes: usize,
+    pub inputs: Vec<IoDesc>,
+    pub outputs: Vec<IoDesc>,
+}
+
+impl Report {
+    /// `memory: arena_bytes=.. lower_bound_bytes=.. weights_bytes=..`
+    pub fn memory_line(&self) -> String {
+        format!("memory: arena_bytes={} lower_bound_bytes={} weights_bytes={}", self.arena_bytes, self.lower_bound_bytes, self.weights_bytes)
+    }
+}
+
+/// Write `bytes` unless the file already holds exactly them (keeps mtimes stable).
+fn write_if_changed(p: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+    if std::fs::read(p).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    std::fs::write(p, bytes).map_err(|e| file_err(p, e))
+}
+
+/// Compile `model` to the module `out` (`x.rs`) and its weights `x.bin` beside it.
+pub fn compile_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], consts: &[(String, PathBuf)]) -> Result<Report, BuildError> {
+    let bin = out.with_extension("bin");
+    let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
+    let gen = generate(model, pins, consts, &bin_name)?;
+    write_if_changed(out, gen.source.as_bytes())?;
+    write_if_changed(&bin, &gen.weights)?;
+    Ok(Report {
+        source: out.to_path_buf(),
+        weights: bin,
+        arena_bytes: gen.arena_bytes,
+        lower_bound_bytes: gen.lower_bound_bytes,
+        weights_bytes: gen.weights_bytes,
+        inputs: gen.inputs,
+        outputs: gen.outputs,
+    })
+}
+
+/// Compile a model from a build script:
+///
+/// ```no_run
+/// # fn main() -> Result<(), burnc::BuildError> {
+/// let report = burnc::Build::new("model.onnx").input("x", [1, 3, 224, 224]).name("model").compile()?;
+/// println!("cargo:warning={}", report.memory_line());
+/// # Ok(()) }
+/// ```
+///
+/// writes `$OUT_DIR/model.rs` and `$OUT_DIR/model.bin` and tells cargo to rerun when the model
+/// (or a constant's file) changes. Include the module with `burnc::include_model!("model")`.
+#[derive(Debug, Clone)]
+pub struct Build {
+    model: PathBuf,
+    pins: Vec<(String, Vec<usize>)>,
+    consts: Vec<(String, PathBuf)>,
+    name: Option<String>,
+    out_dir: Option<PathBuf>,
+    cargo_metadata: bool,
+}
+
+impl Build {
+    /// Compile the ONNX model at `model` (relative paths are relative to the package root in a
+    /// build script).
+    pub fn new(model: impl AsRef<Path>) -> Self {
+        Build { model: model.as_ref().to_path_buf(), pins: Vec::new(), consts: Vec::new(), name: None, out_dir: None, cargo_metadata: true }
+    }
+
+    /// Pin input `name` to `dims` (needed for symbolic dims; checked against fixed ones).
+    pub fn input(mut self, name: &str, dims: impl AsRef<[usize]>) -> Self {
+        self.pins.push((name.to_string(), dims.as_ref().to_vec()));
+        self
+    }
+
+    /// Bake input `name` into the model as a constant read from `file` (`.npy` or `.pb`).
+    pub fn constant(mut self, name: &str, file: impl AsRef<Path>) -> Self {
+        self.consts.push((name.to_string(), file.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Output file stem: `<name>.rs` and `<name>.bin` (default: the model's file stem).
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+
+    /// Write into `dir` instead of `$OUT_DIR`.
+    pub fn out_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed=` lines (default true; turn off outside build scripts).
+    pub fn cargo_metadata(mut self, on: bool) -> Self {
+        self.cargo_metadata = on;
+        self
+    }
+
+    /// Generate the module and its weights; see [`Build`].
+    pub fn compile(&self) -> Result<Report, BuildError> {
+        if self.cargo_metadata {
+            println!("cargo:rerun-if-changed={}", self.model.display());
+            for (_, f) in &self.consts {
+                println!("cargo:rerun-if-changed={}", f.display());
+            }
+        }
+        let dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(BuildError::NoOutDir)?),
+        };
+        let name = match &self.name {
+            Some(n) => n.clone(),
+            None => self.model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into()),
+        };
+        if name.is_empty() || name.contains(['/', '\\']) {
+            return Err(BuildError::Invalid(format!("bad module name `{name}`: give a plain file stem")));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| file_err(&dir, e))?;
+        compile_to(&self.model, &dir.join(format!("{name}.rs")), &self.pins, &self.consts)
+    }
+}
