@@ -21,5 +21,6 @@ pub use burnc_runtime as runtime;
 pub use burnc_runtime::include_model;
 
 pub mod build;
+pub mod harness;
 
 pub use build::{Build, BuildError, Report};

@@ -5,7 +5,6 @@ use super::CliError;
 use burnc::build::{compile_to, parse_dims};
 use std::path::{Path, PathBuf};
 
-pub use burnc::build::{bake_tensor, memory_line};
 
 fn split<'a>(spec: &'a str, what: &str) -> Result<(&'a str, &'a str), CliError> {
     spec.split_once('=').ok_or_else(|| CliError::Usage(format!("expected {what}, got `{spec}`")))

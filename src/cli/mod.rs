@@ -1,6 +1,5 @@
 //! Subcommands of the CLI, one module each.
 pub mod compile;
-pub mod harness;
 pub mod inputs;
 pub mod inspect;
 pub mod run;
@@ -21,6 +20,8 @@ pub enum CliError {
     Pass(#[from] burnc_compiler::passes::PassError),
     #[error(transparent)]
     Codegen(#[from] burnc_compiler::codegen::CodegenError),
+    #[error(transparent)]
+    Harness(#[from] burnc::harness::HarnessError),
     #[error(transparent)]
     Build(#[from] burnc::BuildError),
 }

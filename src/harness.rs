@@ -1,8 +1,8 @@
 //! `burnc run --codegen`: generate the module, build it into a small harness binary in a
 //! cache folder (one shared target dir, so only the model's own crate recompiles), run it on
 //! raw little-endian input files and read its raw outputs back.
-use super::compile::{bake_tensor, memory_line};
-use super::CliError;
+use crate::build::{bake_tensor, BuildError};
+use thiserror::Error;
 use burnc_compiler::codegen::{self, emit::rust_ty, CodegenOptions, Generated};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::ir::Graph;
@@ -11,6 +11,20 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[derive(Debug, Error)]
+pub enum HarnessError {
+    #[error("{0}")]
+    Msg(String),
+    #[error("{path}: {reason}")]
+    File { path: String, reason: String },
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error(transparent)]
+    Pass(#[from] burnc_compiler::passes::PassError),
+    #[error(transparent)]
+    Codegen(#[from] burnc_compiler::codegen::CodegenError),
+}
 
 /// Where harness crates and their shared target dir live.
 pub fn cache_dir() -> PathBuf {
@@ -31,21 +45,21 @@ pub fn runtime_path() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("runtime"))
 }
 
-fn io_err(p: &Path, e: std::io::Error) -> CliError {
-    CliError::File { path: p.display().to_string(), reason: e.to_string() }
+fn io_err(p: &Path, e: std::io::Error) -> HarnessError {
+    HarnessError::File { path: p.display().to_string(), reason: e.to_string() }
 }
 
 /// Generate with every input pinned to its run-time shape. If that leaves shapes that depend
 /// on input values (a Reshape target fed by an input, say), bake the integer inputs in as
 /// constants and try again.
-pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Generated, Vec<usize>), CliError> {
+pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Generated, Vec<usize>), HarnessError> {
     let opts = CodegenOptions { weights_file: "model.bin".into(), source_name: name.to_string(), ..Default::default() };
-    let attempt = |bake_ints: bool| -> Result<(Generated, Vec<usize>), CliError> {
+    let attempt = |bake_ints: bool| -> Result<(Generated, Vec<usize>), HarnessError> {
         let mut g = g.clone();
         let mut baked = Vec::new();
         for (pos, v) in values.iter().enumerate().rev() {
             let RtValue::Tensor(t) = v else {
-                return Err(CliError::Usage("codegen supports tensor inputs only".into()));
+                return Err(HarnessError::Msg("codegen supports tensor inputs only".into()));
             };
             let id = g.inputs[pos];
             if bake_ints && (t.dtype().is_int() || t.dtype() == burnc_compiler::ir::DType::Bool) {
@@ -54,7 +68,7 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Genera
             } else {
                 let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
                 let pin = format!("{}={}", g.value(id).name, dims.join("x"));
-                super::inputs::pin_inputs(&mut g, &[pin])?;
+                crate::build::pin_inputs(&mut g, &[pin])?;
             }
         }
         burnc_compiler::passes::prepare(&mut g)?;
@@ -67,7 +81,7 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Genera
 }
 
 /// Write the harness crate for `gen` and build it; returns the binary's path.
-pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, CliError> {
+pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, HarnessError> {
     let mut h = DefaultHasher::new();
     key.hash(&mut h);
     let name = format!("burnc-harness-{:016x}", h.finish());
@@ -80,7 +94,7 @@ pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, CliError> {
          [profile.release]\ndebug = false\ncodegen-units = 16\n\n[workspace]\n",
         runtime_path().display().to_string()
     );
-    let write = |p: PathBuf, b: &[u8]| -> Result<(), CliError> {
+    let write = |p: PathBuf, b: &[u8]| -> Result<(), HarnessError> {
         // Leave unchanged files alone so cargo's fingerprints stay valid.
         if std::fs::read(&p).ok().as_deref() == Some(b) {
             return Ok(());
@@ -98,17 +112,17 @@ pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, CliError> {
         .arg("--target-dir")
         .arg(&target)
         .output()
-        .map_err(|e| CliError::Usage(format!("cannot run cargo to build the generated code: {e}")))?;
+        .map_err(|e| HarnessError::Msg(format!("cannot run cargo to build the generated code: {e}")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let first = err.lines().find(|l| l.starts_with("error")).unwrap_or("cargo build failed");
-        return Err(CliError::Usage(format!("building the generated code failed ({}): {first}", dir.display())));
+        return Err(HarnessError::Msg(format!("building the generated code failed ({}): {first}", dir.display())));
     }
     Ok(target.join("release").join(&name))
 }
 
 /// The harness: reads `in_<i>.bin`, runs `forward` (`iters` times), writes `out_<i>.bin`.
-fn main_rs(gen: &Generated) -> String {
+pub fn main_rs(gen: &Generated) -> String {
     let mut reads = String::new();
     let mut args = Vec::new();
     for (i, d) in gen.inputs.iter().enumerate() {
@@ -169,29 +183,28 @@ fn main() {{
 
 /// Run the built harness on `values` (in graph input order, baked ones skipped); returns
 /// the outputs.
-pub fn run(bin: &Path, gen: &Generated, values: &[RtValue], baked: &[usize], work: &Path) -> Result<Vec<RtValue>, CliError> {
+pub fn run(bin: &Path, gen: &Generated, values: &[RtValue], baked: &[usize], work: &Path) -> Result<Vec<RtValue>, HarnessError> {
     std::fs::create_dir_all(work).map_err(|e| io_err(work, e))?;
     let mut k = 0;
     for (pos, v) in values.iter().enumerate() {
         if baked.contains(&pos) {
             continue;
         }
-        let RtValue::Tensor(t) = v else { return Err(CliError::Usage("codegen supports tensor inputs only".into())) };
+        let RtValue::Tensor(t) = v else { return Err(HarnessError::Msg("codegen supports tensor inputs only".into())) };
         let p = work.join(format!("in_{k}.bin"));
         std::fs::write(&p, t.data.to_le_bytes()).map_err(|e| io_err(&p, e))?;
         k += 1;
     }
-    let out = Command::new(bin).arg(work).output().map_err(|e| CliError::Usage(format!("cannot run {}: {e}", bin.display())))?;
+    let out = Command::new(bin).arg(work).output().map_err(|e| HarnessError::Msg(format!("cannot run {}: {e}", bin.display())))?;
     if !out.status.success() {
-        return Err(CliError::Usage(format!("generated code failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""))));
+        return Err(HarnessError::Msg(format!("generated code failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""))));
     }
     let mut res = Vec::new();
     for (i, d) in gen.outputs.iter().enumerate() {
         let p = work.join(format!("out_{i}.bin"));
         let bytes = std::fs::read(&p).map_err(|e| io_err(&p, e))?;
-        let data = Data::from_le_bytes(d.dtype, &bytes).ok_or_else(|| CliError::Usage(format!("output {i} has a bad size")))?;
+        let data = Data::from_le_bytes(d.dtype, &bytes).ok_or_else(|| HarnessError::Msg(format!("output {i} has a bad size")))?;
         res.push(RtValue::Tensor(Tensor::new(d.shape.clone(), data)));
     }
-    let _ = memory_line;
     Ok(res)
 }
