@@ -1,5 +1,7 @@
 //! General matrix multiply: `C = alpha * A @ B + beta * C` with arbitrary strides.
-//! f32/f64 go to `matrixmultiply` (packed, SIMD); other types use a plain loop.
+//! f32/f64 go to `matrixmultiply` (packed, SIMD) with the `alloc` feature (it allocates its
+//! packing buffers from the global allocator); without it (firmware: no_std, no alloc) they use
+//! a portable loop, [`gemm_portable`]. Other types use a plain loop.
 use crate::elem::Elem;
 
 /// Strided matrix view description.
@@ -29,7 +31,10 @@ pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b:
         return;
     }
     assert!(fits(a.len(), m, k, la) && fits(b.len(), k, n, lb) && fits(c.len(), m, n, lc), "sgemm: slice too short");
+    #[cfg(not(feature = "alloc"))]
+    gemm_portable(m, k, n, alpha, a, la, b, lb, beta, c, lc);
     // SAFETY: the asserts above check every index the kernel touches is inside the slices.
+    #[cfg(feature = "alloc")]
     unsafe {
         matrixmultiply::sgemm(
             m, k, n, alpha, a.as_ptr(), la.row_stride, la.col_stride, b.as_ptr(), lb.row_stride, lb.col_stride, beta,
@@ -54,7 +59,10 @@ pub fn dgemm(m: usize, k: usize, n: usize, alpha: f64, a: &[f64], la: Layout, b:
         return;
     }
     assert!(fits(a.len(), m, k, la) && fits(b.len(), k, n, lb) && fits(c.len(), m, n, lc), "dgemm: slice too short");
+    #[cfg(not(feature = "alloc"))]
+    gemm_portable(m, k, n, alpha, a, la, b, lb, beta, c, lc);
     // SAFETY: bounds checked above.
+    #[cfg(feature = "alloc")]
     unsafe {
         matrixmultiply::dgemm(
             m, k, n, alpha, a.as_ptr(), la.row_stride, la.col_stride, b.as_ptr(), lb.row_stride, lb.col_stride, beta,
@@ -81,6 +89,28 @@ pub fn gemm_generic<T: Elem>(m: usize, k: usize, n: usize, a: &[T], la: Layout, 
                 }
                 c[idx(i, j, lc)] = acc;
             }
+        }
+    }
+}
+
+/// `C = alpha * A @ B + beta * C` by plain loops, for builds without a global allocator
+/// (`matrixmultiply` needs one). Same contract as `matrixmultiply`: with `beta == 0` C is only
+/// written, never read (it may hold NaN). The caller has checked the slices with [`fits`].
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(feature = "alloc", allow(dead_code))]
+pub(crate) fn gemm_portable<T>(m: usize, k: usize, n: usize, alpha: T, a: &[T], la: Layout, b: &[T], lb: Layout, beta: T, c: &mut [T], lc: Layout)
+where
+    T: Copy + PartialEq + Default + core::ops::Add<Output = T> + core::ops::Mul<Output = T>,
+{
+    let zero = T::default();
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = zero;
+            for p in 0..k {
+                acc = acc + a[idx(i, p, la)] * b[idx(p, j, lb)];
+            }
+            let q = idx(i, j, lc);
+            c[q] = if beta == zero { alpha * acc } else { alpha * acc + beta * c[q] };
         }
     }
 }
@@ -124,5 +154,26 @@ mod tests {
                 assert!((c[i * n + j] - want).abs() < 1e-5);
             }
         }
+    }
+
+    /// The no-alloc path, whichever features this build has.
+    #[test]
+    fn portable_matches_naive() {
+        let (m, k, n) = (4, 6, 5);
+        let a: [f32; 24] = core::array::from_fn(|i| (i as f32 * 0.37).sin());
+        // B column-major, C strided by 2 columns to exercise the layouts.
+        let b: [f32; 30] = core::array::from_fn(|i| (i as f32 * 0.11).cos());
+        let mut c = [f32::NAN; 40];
+        gemm_portable(m, k, n, 2.0, &a, Layout::row_major(k), &b, Layout::col_major(k), 0.0, &mut c, Layout { row_stride: 10, col_stride: 2 });
+        for i in 0..m {
+            for j in 0..n {
+                let want: f32 = 2.0 * (0..k).map(|p| a[i * k + p] * b[j * k + p]).sum::<f32>();
+                assert!((c[i * 10 + j * 2] - want).abs() < 1e-5, "{i},{j}");
+            }
+        }
+        let mut c2 = [1.0f64; 4];
+        let a2 = [1.0f64, 2.0, 3.0, 4.0];
+        gemm_portable(2, 2, 2, 1.0, &a2, Layout::row_major(2), &a2, Layout::row_major(2), 0.5, &mut c2, Layout::row_major(2));
+        assert_eq!(c2, [7.5, 10.5, 15.5, 22.5]);
     }
 }
