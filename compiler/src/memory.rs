@@ -243,11 +243,37 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
 }
 
 /// Offsets for (start, end, size) rectangles (inclusive step intervals, sizes multiples of
-/// `ALIGN`): largest first (ties: earlier start, then index), each at the lowest offset where it
-/// overlaps no placed rectangle that is live at the same time.
+/// `ALIGN`). Offline packing is NP-hard; a few greedy orders (largest first, earliest first,
+/// longest-lived first, largest area first), each with lowest-offset and best-fit placement,
+/// are tried and the smallest arena wins. Deterministic.
 fn pack(rects: &[(usize, usize, usize)]) -> Vec<usize> {
+    type Key = fn(&(usize, usize, usize)) -> (std::cmp::Reverse<usize>, usize);
+    let orders: [Key; 4] = [
+        |r| (std::cmp::Reverse(r.2), r.0),
+        |r| (std::cmp::Reverse(usize::MAX - r.0), std::cmp::Reverse(r.2).0),
+        |r| (std::cmp::Reverse(r.1 - r.0), std::cmp::Reverse(r.2).0),
+        |r| (std::cmp::Reverse(r.2.saturating_mul(r.1 - r.0 + 1)), r.0),
+    ];
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    for key in orders {
+        for best_fit in [false, true] {
+            let offsets = pack_with(rects, key, best_fit);
+            let arena = rects.iter().zip(&offsets).map(|(r, o)| o + r.2).max().unwrap_or(0);
+            if best.as_ref().is_none_or(|(a, _)| arena < *a) {
+                best = Some((arena, offsets));
+            }
+        }
+    }
+    best.map(|b| b.1).unwrap_or_default()
+}
+
+fn pack_with(
+    rects: &[(usize, usize, usize)],
+    key: fn(&(usize, usize, usize)) -> (std::cmp::Reverse<usize>, usize),
+    best_fit: bool,
+) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..rects.len()).collect();
-    idx.sort_by_key(|&i| (std::cmp::Reverse(rects[i].2), rects[i].0, i));
+    idx.sort_by_key(|&i| (key(&rects[i]), i));
     let mut offsets = vec![0usize; rects.len()];
     let mut placed: Vec<usize> = Vec::new();
     for i in idx {
@@ -260,12 +286,22 @@ fn pack(rects: &[(usize, usize, usize)]) -> Vec<usize> {
         busy.sort_unstable();
         let mut at = 0;
         if size > 0 {
-            for (lo, hi) in busy {
-                if at + size <= lo {
-                    break;
+            // Gaps between busy ranges (the last one is unbounded).
+            let mut gaps: Vec<(usize, usize)> = Vec::new();
+            let mut cur = 0;
+            for &(lo, hi) in &busy {
+                if lo > cur {
+                    gaps.push((cur, lo - cur));
                 }
-                at = at.max(hi);
+                cur = cur.max(hi);
             }
+            gaps.push((cur, usize::MAX));
+            let fits = gaps.iter().filter(|g| g.1 >= size);
+            at = if best_fit {
+                fits.min_by_key(|g| (g.1, g.0)).map(|g| g.0).unwrap_or(cur)
+            } else {
+                fits.map(|g| g.0).min().unwrap_or(cur)
+            };
         }
         offsets[i] = at;
         placed.push(i);

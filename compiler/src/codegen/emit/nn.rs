@@ -123,32 +123,30 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let nn = oshape[1];
             let la = if *trans_a { layout(1, m) } else { layout(k, 1) };
             let lb = if *trans_b { layout(1, k) } else { layout(nn, 1) };
+            // Same order of operations as the interpreter: y = A @ B, then y *= alpha, then
+            // y += beta * C, so both give the same bits.
             let y = cx.write(n, out)?;
-            let mut s = format!("let y = {y};\n");
-            let c = n.inputs.get(2).copied().flatten();
-            let beta_used = match c {
-                Some(c) => {
-                    let (_, cs) = cx.ty(n, c)?;
-                    let st = crate::interp::ops::util::broadcast_strides(&cs, &[m, nn]);
-                    s += &format!(
-                        "let c = {}; for i in 0..{m} {{ for j in 0..{nn} {{ y[i * {nn} + j] = c[i * {} + j * {}]; }} }}\n",
-                        cx.read(n, c)?,
-                        st[0],
-                        st[1]
-                    );
-                    *beta
-                }
-                None => 0.0,
-            };
             let (gemm, lit): (&str, fn(f32) -> String) =
                 if od == DType::F32 { ("sgemm", f32_lit) } else { ("dgemm", |v| f64_lit(v as f64)) };
-            s += &format!(
-                "rt::kernels::gemm::{gemm}({m}, {k}, {nn}, {}, {}, {la}, {}, {lb}, {}, y, rt::kernels::gemm::Layout {{ row_stride: {nn}, col_stride: 1 }});",
-                lit(*alpha),
+            let mut s = format!(
+                "let y = {y};\nrt::kernels::gemm::{gemm}({m}, {k}, {nn}, 1.0, {}, {la}, {}, {lb}, 0.0, y, rt::kernels::gemm::Layout {{ row_stride: {nn}, col_stride: 1 }});\n",
                 cx.read(n, a)?,
-                cx.read(n, b)?,
-                lit(beta_used)
+                cx.read(n, b)?
             );
+            if *alpha != 1.0 {
+                s += &format!("for v in y.iter_mut() {{ *v = *v * {}; }}\n", lit(*alpha));
+            }
+            if let Some(c) = n.inputs.get(2).copied().flatten() {
+                let (_, cs) = cx.ty(n, c)?;
+                let st = crate::interp::ops::util::broadcast_strides(&cs, &[m, nn]);
+                let scaled = if *beta == 1.0 { "c[i * S0 + j * S1]".to_string() } else { format!("c[i * S0 + j * S1] * {}", lit(*beta)) };
+                s += &format!(
+                    "let c = {}; const S0: usize = {}; const S1: usize = {}; for i in 0..{m} {{ for j in 0..{nn} {{ y[i * {nn} + j] = y[i * {nn} + j] + {scaled}; }} }}\n",
+                    cx.read(n, c)?,
+                    st[0],
+                    st[1]
+                );
+            }
             Ok(Some(s))
         }
         Op::MatMul => {
