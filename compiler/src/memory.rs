@@ -254,11 +254,14 @@ fn pack(rects: &[(usize, usize, usize)]) -> Vec<usize> {
         |r| (std::cmp::Reverse(r.1 - r.0), std::cmp::Reverse(r.2).0),
         |r| (std::cmp::Reverse(r.2.saturating_mul(r.1 - r.0 + 1)), r.0),
     ];
+    let arena_of = |offsets: &[usize]| rects.iter().zip(offsets).map(|(r, o)| o + r.2).max().unwrap_or(0);
     let mut best: Option<(usize, Vec<usize>)> = None;
     for key in orders {
         for best_fit in [false, true] {
-            let offsets = pack_with(rects, key, best_fit);
-            let arena = rects.iter().zip(&offsets).map(|(r, o)| o + r.2).max().unwrap_or(0);
+            let mut idx: Vec<usize> = (0..rects.len()).collect();
+            idx.sort_by_key(|&i| (key(&rects[i]), i));
+            let offsets = place(rects, &idx, best_fit);
+            let arena = arena_of(&offsets);
             if best.as_ref().is_none_or(|(a, _)| arena < *a) {
                 best = Some((arena, offsets));
             }
@@ -267,16 +270,11 @@ fn pack(rects: &[(usize, usize, usize)]) -> Vec<usize> {
     best.map(|b| b.1).unwrap_or_default()
 }
 
-fn pack_with(
-    rects: &[(usize, usize, usize)],
-    key: fn(&(usize, usize, usize)) -> (std::cmp::Reverse<usize>, usize),
-    best_fit: bool,
-) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..rects.len()).collect();
-    idx.sort_by_key(|&i| (key(&rects[i]), i));
+/// Place rectangles in the order `idx`, each at the lowest (or best-fitting) free offset.
+fn place(rects: &[(usize, usize, usize)], idx: &[usize], best_fit: bool) -> Vec<usize> {
     let mut offsets = vec![0usize; rects.len()];
     let mut placed: Vec<usize> = Vec::new();
-    for i in idx {
+    for &i in idx {
         let (start, end, size) = rects[i];
         let mut busy: Vec<(usize, usize)> = placed
             .iter()

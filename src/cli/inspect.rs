@@ -50,6 +50,14 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     if a.graph {
         print!("{g}");
     }
+    // The memory plan generated code would use; the last line, as `burnc MODEL -o` prints it.
+    match burnc_compiler::codegen::plan_memory(&g) {
+        Ok(p) => {
+            println!("memory plan: {} bytes of buffers without reuse, {} nodes", p.total_buffer_bytes, p.order.len());
+            println!("memory: arena_bytes={} lower_bound_bytes={} weights_bytes={}", p.arena_bytes.max(64), p.lower_bound_bytes, p.weights_bytes);
+        }
+        Err(e) => println!("memory: unavailable ({e})"),
+    }
     Ok(())
 }
 

@@ -48,11 +48,13 @@ pub struct IoDesc {
     pub shape: Vec<usize>,
 }
 
+/// The memory plan generated code would use (the codegen's scratch and in-place rules).
+pub fn plan_memory(g: &Graph) -> Result<memory::MemoryPlan, memory::PlanError> {
+    memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id), can_inplace: &|g, id, i| emit::can_inplace(g, id, i) })
+}
+
 /// Plan memory and generate the module for `g` (which must have static shapes).
 pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
-    let plan = memory::plan(
-        g,
-        &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id), can_inplace: &|g, id, i| emit::can_inplace(g, id, i) },
-    )?;
+    let plan = plan_memory(g)?;
     module::build(g, &plan, opts)
 }
