@@ -133,7 +133,7 @@ pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
 pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
     let n = cx.g.node(id);
     match &n.op {
-        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::Where => elementwise::emit(cx, id, n),
+        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::CastLike { .. } | Op::Where => elementwise::emit(cx, id, n),
         Op::Reduce { .. } | Op::ArgReduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } => nn::emit(cx, id, n),
