@@ -120,11 +120,29 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 }
                 return Ok(Some(format!("rt::kernels::unary::map_{f}({r}, {}, {y});", cx.read(n, x)?)));
             }
-            let f = match u {
-                UnaryOp::Abs => "rt::Elem::abs(v)",
-                UnaryOp::Neg => "rt::Elem::neg(v)",
-                UnaryOp::Relu => "if v > rt::Elem::zero() { v } else { rt::Elem::zero() }",
-                _ => return Err(cx.err(n, format!("{u:?} on {od} is not supported by codegen yet"))),
+            let (xd, _) = cx.ty(n, x)?;
+            let xt = cx.elem(n, x)?;
+            let half = matches!(xd, DType::F16 | DType::BF16);
+            let int = xd.is_int();
+            let f: String = match u {
+                UnaryOp::IsNaN if xd.is_float() => "rt::Elem::to_f64(v).is_nan() as u8".into(),
+                UnaryOp::IsInf { detect_negative, detect_positive } if xd.is_float() => format!(
+                    "{{ let x = rt::Elem::to_f64(v); (({detect_positive} && x == f64::INFINITY) || ({detect_negative} && x == f64::NEG_INFINITY)) as u8 }}"
+                ),
+                UnaryOp::BitwiseNot if int => "!v".into(),
+                UnaryOp::Abs => "rt::Elem::abs(v)".into(),
+                UnaryOp::Neg => "rt::Elem::neg(v)".into(),
+                UnaryOp::Relu if !half => "if v > rt::Elem::zero() { v } else { rt::Elem::zero() }".into(),
+                UnaryOp::Sign if int => format!(
+                    "if v > <{xt} as rt::Elem>::zero() {{ <{xt} as rt::Elem>::one() }} else if v < <{xt} as rt::Elem>::zero() {{ rt::Elem::neg(<{xt} as rt::Elem>::one()) }} else {{ <{xt} as rt::Elem>::zero() }}"
+                ),
+                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round if int => "v".into(),
+                // f16/bf16: through f32, as the interpreter does.
+                _ if half && runtime_unary(*u).is_some() => {
+                    let r = float_args(&format!("rt::kernels::unary::Unary::{:?}", runtime_unary(*u).unwrap()));
+                    format!("<{xt} as rt::FloatElem>::from_f32(rt::kernels::unary::eval_f32({r}, rt::FloatElem::to_f32(v)))")
+                }
+                _ => return Err(cx.err(n, format!("{u:?} on {xd} is not supported by codegen yet"))),
             };
             Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {f}; }}", cx.read(n, x)?)))
         }
