@@ -55,6 +55,40 @@ pub fn plan_memory(g: &Graph) -> Result<memory::MemoryPlan, memory::PlanError> {
 
 /// Plan memory and generate the module for `g` (which must have static shapes).
 pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+    let copied;
+    let g = match with_output_copies(g) {
+        Some(c) => {
+            copied = c;
+            &copied
+        }
+        None => g,
+    };
     let plan = plan_memory(g)?;
     module::build(g, &plan, opts)
+}
+
+/// Graph outputs that no node computes (a graph input or a constant)
+/// get an Identity node producing a fresh value, so every output has its own arena slot.
+/// `None` when there is nothing to do.
+fn with_output_copies(g: &Graph) -> Option<Graph> {
+    use crate::ir::{Op, UnaryOp, ValueKind};
+    let needs: Vec<usize> = g
+        .outputs
+        .iter()
+        .enumerate()
+        .filter(|(_, &o)| !matches!(g.value(o).kind, ValueKind::Node(_)))
+        .map(|(i, _)| i)
+        .collect();
+    if needs.is_empty() {
+        return None;
+    }
+    let mut g = g.clone();
+    for i in needs {
+        let src = g.outputs[i];
+        let name = g.value(src).name.clone();
+        let (_, outs) = g.add_node(format!("{name}_output_copy"), Op::Unary(UnaryOp::Identity), vec![Some(src)], std::slice::from_ref(&name));
+        g.value_mut(outs[0]).ty = g.value(src).ty.clone();
+        g.outputs[i] = outs[0];
+    }
+    Some(g)
 }

@@ -163,6 +163,33 @@ pub fn cumsum<T: Elem>(x: &[T], outer: usize, len: usize, inner: usize, exclusiv
     }
 }
 
+/// Cumulative product along `len` for each `[outer, inner]` position. Floats accumulate in
+/// f64 (each output rounded to `T`); integers multiply wrapping in `T`.
+pub fn cumprod<T: Elem>(x: &[T], outer: usize, len: usize, inner: usize, exclusive: bool, reverse: bool, out: &mut [T]) {
+    for o in 0..outer {
+        let base = o * len * inner;
+        for i in 0..inner {
+            let (mut acc, mut accf) = (T::one(), 1.0f64);
+            for s in 0..len {
+                let r = if reverse { len - 1 - s } else { s };
+                let at = base + r * inner + i;
+                let cur = |acc: T, accf: f64| if T::IS_FLOAT { T::from_f64(accf) } else { acc };
+                if exclusive {
+                    out[at] = cur(acc, accf);
+                }
+                if T::IS_FLOAT {
+                    accf *= x[at].to_f64();
+                } else {
+                    acc = acc.mul(x[at]);
+                }
+                if !exclusive {
+                    out[at] = cur(acc, accf);
+                }
+            }
+        }
+    }
+}
+
 /// Top `k` along `len` for each `[outer, inner]` position: values into `vals` and indices into
 /// `idx` (both `[outer, k, inner]`), best first; equal values keep the lower index first.
 /// `scratch` must hold `len` entries. NaN sorts above every number.

@@ -24,6 +24,24 @@ fn binary_fn(op: BinaryOp, t: &str) -> Option<String> {
         BitAnd => "|p, q| p & q".into(),
         BitOr => "|p, q| p | q".into(),
         BitXor => "|p, q| p ^ q".into(),
+        // Same formulas as the interpreter (interp/ops/elementwise.rs).
+        Mod { fmod } => {
+            let float = matches!(t, "f32" | "f64" | "rt::half::f16" | "rt::half::bf16");
+            match (float, fmod) {
+                (true, true) => format!("|p: {t}, q: {t}| <{t} as rt::Elem>::from_f64(rt::math::fmod(rt::Elem::to_f64(p), rt::Elem::to_f64(q)))"),
+                (true, false) => format!(
+                    "|p: {t}, q: {t}| {{ let (x, y) = (rt::Elem::to_f64(p), rt::Elem::to_f64(q)); let r = rt::math::fmod(x, y); \
+                     <{t} as rt::Elem>::from_f64(if r != 0.0 && ((r < 0.0) != (y < 0.0)) {{ r + y }} else {{ r }}) }}"
+                ),
+                (false, true) => format!("|p: {t}, q: {t}| if q == 0 {{ 0 }} else {{ rt::Elem::sub(p, rt::Elem::mul(rt::Elem::div(p, q), q)) }}"),
+                (false, false) => format!(
+                    "|p: {t}, q: {t}| if q == 0 {{ 0 }} else {{ let r = rt::Elem::sub(p, rt::Elem::mul(rt::Elem::div(p, q), q)); \
+                     if r != 0 && ((r < <{t} as rt::Elem>::zero()) != (q < <{t} as rt::Elem>::zero())) {{ rt::Elem::add(r, q) }} else {{ r }} }}"
+                ),
+            }
+        }
+        BitShiftLeft => format!("|p: {t}, q: {t}| if (q as u64) >= <{t}>::BITS as u64 {{ 0 }} else {{ p << q }}"),
+        BitShiftRight => format!("|p: {t}, q: {t}| if (q as u64) >= <{t}>::BITS as u64 {{ 0 }} else {{ p >> q }}"),
         _ => return None,
     })
 }
@@ -102,11 +120,29 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 }
                 return Ok(Some(format!("rt::kernels::unary::map_{f}({r}, {}, {y});", cx.read(n, x)?)));
             }
-            let f = match u {
-                UnaryOp::Abs => "rt::Elem::abs(v)",
-                UnaryOp::Neg => "rt::Elem::neg(v)",
-                UnaryOp::Relu => "if v > rt::Elem::zero() { v } else { rt::Elem::zero() }",
-                _ => return Err(cx.err(n, format!("{u:?} on {od} is not supported by codegen yet"))),
+            let (xd, _) = cx.ty(n, x)?;
+            let xt = cx.elem(n, x)?;
+            let half = matches!(xd, DType::F16 | DType::BF16);
+            let int = xd.is_int();
+            let f: String = match u {
+                UnaryOp::IsNaN if xd.is_float() => "rt::Elem::to_f64(v).is_nan() as u8".into(),
+                UnaryOp::IsInf { detect_negative, detect_positive } if xd.is_float() => format!(
+                    "{{ let x = rt::Elem::to_f64(v); (({detect_positive} && x == f64::INFINITY) || ({detect_negative} && x == f64::NEG_INFINITY)) as u8 }}"
+                ),
+                UnaryOp::BitwiseNot if int => "!v".into(),
+                UnaryOp::Abs => "rt::Elem::abs(v)".into(),
+                UnaryOp::Neg => "rt::Elem::neg(v)".into(),
+                UnaryOp::Relu if !half => "if v > rt::Elem::zero() { v } else { rt::Elem::zero() }".into(),
+                UnaryOp::Sign if int => format!(
+                    "if v > <{xt} as rt::Elem>::zero() {{ <{xt} as rt::Elem>::one() }} else if v < <{xt} as rt::Elem>::zero() {{ rt::Elem::neg(<{xt} as rt::Elem>::one()) }} else {{ <{xt} as rt::Elem>::zero() }}"
+                ),
+                UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round if int => "v".into(),
+                // f16/bf16: through f32, as the interpreter does.
+                _ if half && runtime_unary(*u).is_some() => {
+                    let r = float_args(&format!("rt::kernels::unary::Unary::{:?}", runtime_unary(*u).unwrap()));
+                    format!("<{xt} as rt::FloatElem>::from_f32(rt::kernels::unary::eval_f32({r}, rt::FloatElem::to_f32(v)))")
+                }
+                _ => return Err(cx.err(n, format!("{u:?} on {xd} is not supported by codegen yet"))),
             };
             Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {f}; }}", cx.read(n, x)?)))
         }
@@ -149,12 +185,25 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
         }
         Op::Binary(b) => {
             let f = binary_fn(*b, ot).ok_or_else(|| cx.err(n, format!("{b:?} is not supported by codegen yet")))?;
-            if matches!(b, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor) && od.is_float() {
+            if matches!(b, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor | BinaryOp::BitShiftLeft | BinaryOp::BitShiftRight)
+                && od.is_float()
+            {
                 return Err(cx.err(n, "bit ops on floats"));
+            }
+            if matches!(b, BinaryOp::BitShiftLeft | BinaryOp::BitShiftRight | BinaryOp::Mod { .. }) && od == DType::Bool {
+                return Err(cx.err(n, format!("{b:?} on bool")));
             }
             let (a, bb) = (cx.input(n, 0)?, cx.input(n, 1)?);
             let (ad, ashape) = cx.ty(n, a)?;
             let (bd, bshape) = cx.ty(n, bb)?;
+            if *b == BinaryOp::Pow && ad == od && bd != od {
+                // The exponent goes through f64, as in the interpreter.
+                let bt = cx.elem(n, bb)?;
+                let f = format!(
+                    "|p: {ot}, q: {bt}| <{ot} as rt::Elem>::from_f64(rt::math::pow(rt::Elem::to_f64(p), rt::Elem::to_f64(q)))"
+                );
+                return broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some);
+            }
             if ad != od || bd != od {
                 return Err(cx.err(n, "mixed element types"));
             }
@@ -184,23 +233,35 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let _ = (ra, rb, y);
             broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
         }
-        Op::Cast { to, .. } => {
-            let x = cx.input(n, 0)?;
-            let (xd, _) = cx.ty(n, x)?;
-            let xt = cx.elem(n, x)?;
-            let tt = rust_ty(*to).ok_or_else(|| cx.err(n, format!("cast to {to} is not supported by codegen yet")))?;
-            let y = cx.write(n, out)?;
-            let conv = if xd.is_float() {
-                format!("<{tt} as rt::Elem>::from_f64(rt::Elem::to_f64(v))")
-            } else if to.is_float() {
-                format!("if v < <{xt} as rt::Elem>::zero() {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_i64(v) as f64) }} else {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_u64(v) as f64) }}")
-            } else {
-                format!("<{tt} as rt::Elem>::from_i64(rt::Elem::to_i64(v))")
-            };
-            Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {conv}; }}", cx.read(n, x)?)))
+        Op::Cast { to, .. } => cast(cx, n, out, *to).map(Some),
+        Op::CastLike { .. } => {
+            let (to, _) = cx.ty(n, cx.input(n, 1)?)?;
+            cast(cx, n, out, to).map(Some)
         }
         _ => Err(cx.err(n, "not an elementwise op")),
     }
+}
+
+/// Cast input 0 to `to` (interp/ops/cast.rs: floats through f64, ints through i64/u64,
+/// anything to bool as `!= 0`).
+fn cast(cx: &Ctx, n: &Node, out: crate::ir::ValueId, to: DType) -> Result<String, CodegenError> {
+    let x = cx.input(n, 0)?;
+    let (xd, _) = cx.ty(n, x)?;
+    let xt = cx.elem(n, x)?;
+    let tt = rust_ty(to).ok_or_else(|| cx.err(n, format!("cast to {to} is not supported by codegen yet")))?;
+    let y = cx.write(n, out)?;
+    let conv = if xd == to {
+        "v".to_string()
+    } else if to == DType::Bool {
+        format!("(v != <{xt} as rt::Elem>::zero()) as u8")
+    } else if xd.is_float() {
+        format!("<{tt} as rt::Elem>::from_f64(rt::Elem::to_f64(v))")
+    } else if to.is_float() {
+        format!("if v < <{xt} as rt::Elem>::zero() {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_i64(v) as f64) }} else {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_u64(v) as f64) }}")
+    } else {
+        format!("<{tt} as rt::Elem>::from_i64(rt::Elem::to_i64(v))")
+    };
+    Ok(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {conv}; }}", cx.read(n, x)?))
 }
 
 /// `Debug` prints `LeakyRelu(0.01)`; generated code wants typed float literals

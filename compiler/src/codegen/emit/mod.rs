@@ -2,6 +2,7 @@
 //! runtime's kernels with every shape and offset written out as literals.
 mod data;
 mod elementwise;
+mod misc;
 mod nn;
 
 use super::weights::WeightsLayout;
@@ -121,7 +122,7 @@ impl<'a> Ctx<'a> {
 
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
-    nn::scratch_bytes(g, id)
+    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -133,12 +134,14 @@ pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
 pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
     let n = cx.g.node(id);
     match &n.op {
-        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::Where => elementwise::emit(cx, id, n),
+        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::CastLike { .. } | Op::Where => elementwise::emit(cx, id, n),
         Op::Reduce { .. } | Op::ArgReduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } => nn::emit(cx, id, n),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
+        Op::Trilu { .. } | Op::CumSum { .. } | Op::CumProd { .. } | Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }
+        | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

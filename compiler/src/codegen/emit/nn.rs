@@ -31,7 +31,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     }
 }
 
-fn window_lit(w: &Window3) -> String {
+pub(super) fn window_lit(w: &Window3) -> String {
     format!(
         "rt::kernels::window::Window3 {{ input: {:?}, output: {:?}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: {:?}, pads_end: {:?} }}",
         w.input, w.output, w.kernel, w.strides, w.dilations, w.pads_begin, w.pads_end
@@ -78,16 +78,21 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             )))
         }
         Op::Pool { kind, window, .. } => {
-            if n.outputs.len() > 1 && cx.g.use_counts().get(&n.outputs[1]).copied().unwrap_or(0) > 0 {
-                return Err(cx.err(n, "MaxPool's Indices output is not supported by codegen yet"));
-            }
+            let indices = match n.outputs.get(1) {
+                Some(&iv) if cx.plan.slots.contains_key(&iv) => Some(cx.write(n, iv)?),
+                _ => None,
+            };
             let x = cx.input(n, 0)?;
             let (_, xs) = cx.ty(n, x)?;
             let win = resolve(window, &window.kernel_shape, &xs[2..]).map_err(|e| cx.err(n, e))?;
             let planes = xs[0] * xs[1];
             let (rx, y, w) = (cx.read(n, x)?, cx.write(n, out)?, window_lit(&win));
             Ok(Some(match kind {
-                PoolKind::Max => format!("let win = {w}; rt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, None, false);"),
+                PoolKind::Max => {
+                    let Op::Pool { storage_order, .. } = &n.op else { unreachable!() };
+                    let ind = indices.map(|i| format!("Some({i})")).unwrap_or_else(|| "None".into());
+                    format!("let win = {w}; rt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, {ind}, {});", *storage_order != 0)
+                }
                 PoolKind::Avg { count_include_pad } if float => {
                     format!("let win = {w}; rt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
                 }

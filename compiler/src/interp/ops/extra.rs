@@ -71,46 +71,20 @@ fn cumprod(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tens
     let ax = norm_axis(axis, x.rank())?;
     let (outer, len, inner): (usize, usize, usize) =
         (x.shape[..ax].iter().product(), x.shape[ax], x.shape[ax + 1..].iter().product());
-    fn scan<T: Copy + std::ops::Mul<Output = T>>(
-        v: &[T],
-        unit: T,
-        mul: impl Fn(T, T) -> T,
-        (outer, len, inner): (usize, usize, usize),
-        exclusive: bool,
-        reverse: bool,
-    ) -> Vec<T> {
-        let mut out = vec![unit; v.len()];
-        for o in 0..outer {
-            for i in 0..inner {
-                let mut acc = unit;
-                for step in 0..len {
-                    let k = if reverse { len - 1 - step } else { step };
-                    let at = (o * len + k) * inner + i;
-                    if exclusive {
-                        out[at] = acc;
-                        acc = mul(acc, v[at]);
-                    } else {
-                        acc = mul(acc, v[at]);
-                        out[at] = acc;
-                    }
-                }
+    macro_rules! go {
+        ($($variant:ident),*) => {
+            match &x.data {
+                $(Data::$variant(v) => {
+                    let mut out = vec![Default::default(); v.len()];
+                    burnc_runtime::kernels::reduce::cumprod(v, outer, len, inner, exclusive, reverse, &mut out);
+                    Data::$variant(out)
+                })*
+                d => return Err(format!("CumProd is not defined on {}", d.dtype())),
             }
-        }
-        out
+        };
     }
-    let dims = (outer, len, inner);
-    let dt = x.dtype();
-    if dt.is_int() {
-        let v = x.to_i64_vec().ok_or_else(|| format!("CumProd is not defined on {dt}"))?;
-        let out = scan(&v, 1i64, |a, b| a.wrapping_mul(b), dims, exclusive, reverse);
-        super::cast::cast(&Tensor::from_i64s(x.shape.clone(), out), dt, false)
-    } else if dt.is_float() {
-        let v = x.to_f64_vec();
-        let out = scan(&v, 1.0f64, |a, b| a * b, dims, exclusive, reverse);
-        back(dt, x.shape.clone(), out)
-    } else {
-        Err(format!("CumProd is not defined on {dt}"))
-    }
+    let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64);
+    Ok(Tensor::new(x.shape.clone(), data))
 }
 
 fn group_norm(args: &[Option<RtValue>], groups: usize, eps: f64, per_channel: bool) -> OpResult {

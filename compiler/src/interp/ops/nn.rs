@@ -1,7 +1,7 @@
 //! Interpreter semantics: convolution and pooling. Geometry (auto_pad, ceil_mode, defaults)
 //! is resolved in `nn/geom.rs`; the kernels live in burnc-runtime
 //! (`kernels::{conv, im2col, pool}`).
-mod conv;
+pub(crate) mod conv;
 pub(crate) mod geom;
 mod pool;
 

@@ -86,13 +86,40 @@ pub fn conv_transpose(
     output_shape: &[usize],
 ) -> Result<Tensor, String> {
     let kernel = check(x, w, window, "ConvTranspose")?;
-    let c_in = x.shape[1];
-    if group == 0 || !c_in.is_multiple_of(group) || w.shape[0] != c_in {
-        return Err(format!("X {:?} and W {:?} do not fit group = {group}", x.shape, w.shape));
-    }
-    let c_out = w.shape[1].checked_mul(group).ok_or("ConvTranspose output channels overflow")?;
+    let (d, win) = conv_transpose_geometry(&x.shape, &w.shape, &kernel, window, group, output_padding, output_shape)?;
+    let c_out = d.c_out;
     check_bias(b, x, c_out)?;
-    let a = attrs(window, &kernel)?;
+    let shape = out_shape(x, c_out, &win.input);
+    numel(&shape)?;
+    numel(&[k::conv_transpose_scratch_len(&d, &win)])?;
+    fn go<R: Work>(x: &Tensor, w: &Tensor, b: Option<&Tensor>, d: ConvDims, win: Window3, shape: Vec<usize>, mm: &impl MatMul<R>) -> Result<Tensor, String> {
+        let (xs, ws) = (R::view(x), R::view(w));
+        let bs = b.map(R::view);
+        let mut y = vec![R::default(); shape.iter().product()];
+        let mut col = vec![R::default(); k::conv_transpose_scratch_len(&d, &win)];
+        k::conv_transpose(&xs, &ws, bs.as_deref(), &mut y, &d, &win, &mut col, mm);
+        Ok(Tensor::new(shape, R::into_data(y, x.dtype())))
+    }
+    run!(x, go(x, w, b, d, win, shape))
+}
+
+/// ConvTranspose geometry (shared with codegen): the dims and the forward conv window that
+/// maps Y to X (`win.input` = Y's spatial size).
+pub(crate) fn conv_transpose_geometry(
+    xs: &[usize],
+    ws: &[usize],
+    kernel: &[usize],
+    window: &Window,
+    group: usize,
+    output_padding: &[usize],
+    output_shape: &[usize],
+) -> Result<(ConvDims, Window3), String> {
+    let c_in = xs[1];
+    if group == 0 || !c_in.is_multiple_of(group) || ws[0] != c_in {
+        return Err(format!("X {:?} and W {:?} do not fit group = {group}", xs, ws));
+    }
+    let c_out = ws[1].checked_mul(group).ok_or("ConvTranspose output channels overflow")?;
+    let a = attrs(window, kernel)?;
     let n = kernel.len();
     let opad = if output_padding.is_empty() { vec![0; n] } else { output_padding.to_vec() };
     let oshape = if output_shape.len() == n + 2 { &output_shape[2..] } else { output_shape };
@@ -101,7 +128,7 @@ pub fn conv_transpose(
     }
     let (mut out, mut pb, mut pe) = (vec![0usize; n], vec![0isize; n], vec![0isize; n]);
     for i in 0..n {
-        let inp = x.shape[2 + i];
+        let inp = xs[2 + i];
         if opad[i] > 1 << 31 || oshape.get(i).is_some_and(|&o| o > 1 << 40) {
             return Err("output_padding / output_shape out of range".into());
         }
@@ -130,18 +157,7 @@ pub fn conv_transpose(
         }
     }
     // The forward conv that maps Y (size `out`) to X.
-    let win = Window3::new(&out, &x.shape[2..], &a.kernel, &a.strides, &a.dilations, &pb, &pe).ok_or("bad window geometry")?;
-    let d = ConvDims { batch: x.shape[0], c_in, c_out, group };
-    let shape = out_shape(x, c_out, &win.input);
-    numel(&shape)?;
-    numel(&[k::conv_transpose_scratch_len(&d, &win)])?;
-    fn go<R: Work>(x: &Tensor, w: &Tensor, b: Option<&Tensor>, d: ConvDims, win: Window3, shape: Vec<usize>, mm: &impl MatMul<R>) -> Result<Tensor, String> {
-        let (xs, ws) = (R::view(x), R::view(w));
-        let bs = b.map(R::view);
-        let mut y = vec![R::default(); shape.iter().product()];
-        let mut col = vec![R::default(); k::conv_transpose_scratch_len(&d, &win)];
-        k::conv_transpose(&xs, &ws, bs.as_deref(), &mut y, &d, &win, &mut col, mm);
-        Ok(Tensor::new(shape, R::into_data(y, x.dtype())))
-    }
-    run!(x, go(x, w, b, d, win, shape))
+    let win = Window3::new(&out, &xs[2..], &a.kernel, &a.strides, &a.dilations, &pb, &pe).ok_or("bad window geometry")?;
+    let d = ConvDims { batch: xs[0], c_in, c_out, group };
+    Ok((d, win))
 }

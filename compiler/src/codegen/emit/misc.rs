@@ -1,0 +1,194 @@
+//! Trilu, CumSum/CumProd, TopK, OneHot, Shrink and ConvTranspose: loops with literal
+//! geometry, or calls into the runtime kernels the interpreter uses.
+use super::Ctx;
+use crate::codegen::CodegenError;
+use crate::interp::ops::nn::conv::conv_transpose_geometry;
+use crate::interp::ops::util::norm_axis;
+use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
+use burnc_runtime::kernels::conv::{conv_transpose_scratch_len, ConvDims};
+use burnc_runtime::kernels::window::Window3;
+
+fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
+    let t = g.tensor_type(v?)?;
+    Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
+}
+
+fn const_ints(g: &Graph, v: Option<ValueId>) -> Option<Vec<i64>> {
+    g.const_value(v?)?.to_i64_vec()
+}
+
+fn conv_transpose_geom(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
+    let Op::ConvTranspose { window, group, output_padding, output_shape } = &n.op else { return None };
+    let (d, x) = fixed(g, n.inputs.first().copied().flatten())?;
+    let (_, w) = fixed(g, n.inputs.get(1).copied().flatten())?;
+    if x.len() < 3 || w.len() != x.len() {
+        return None;
+    }
+    let (dims, win) = conv_transpose_geometry(&x, &w, &w[2..], window, *group, output_padding, output_shape).ok()?;
+    Some((dims, win, d))
+}
+
+/// TopK: sorting scratch (`len` usizes, 8 bytes each whatever the target) plus room for an
+/// unused output.
+fn top_k_geom(g: &Graph, n: &Node) -> Option<(usize, usize, usize, usize, usize)> {
+    let Op::TopK { axis, .. } = &n.op else { return None };
+    let (_, x) = fixed(g, n.inputs.first().copied().flatten())?;
+    let ax = norm_axis(*axis, x.len()).ok()?;
+    let k = *const_ints(g, n.inputs.get(1).copied().flatten())?.first()?;
+    let k = usize::try_from(k).ok()?;
+    Some((x[..ax].iter().product(), x[ax], x[ax + 1..].iter().product(), k, ax))
+}
+
+pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
+    let n = g.node(id);
+    match &n.op {
+        Op::ConvTranspose { .. } => conv_transpose_geom(g, n).map(|(d, w, dt)| conv_transpose_scratch_len(&d, &w) * dt.size()).unwrap_or(0),
+        Op::TopK { .. } => match top_k_geom(g, n) {
+            // Sort scratch, then values and indices (used only when an output is unused).
+            Some((outer, len, inner, k, _)) => {
+                let vt = fixed(g, n.inputs.first().copied().flatten()).map(|(d, _)| d.size()).unwrap_or(8);
+                let len8 = len * 8;
+                let out = outer * k * inner;
+                len8 + (out * 8).div_ceil(8) * 8 + (out * vt).div_ceil(8) * 8
+            }
+            None => 0,
+        },
+        _ => 0,
+    }
+}
+
+pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    match &n.op {
+        Op::Trilu { upper } => {
+            let x = cx.input(n, 0)?;
+            let (_, xs) = cx.ty(n, x)?;
+            if xs.len() < 2 {
+                return Err(cx.err(n, "Trilu needs rank >= 2"));
+            }
+            let k = match n.inputs.get(1).copied().flatten() {
+                Some(kv) => *const_ints(cx.g, Some(kv)).and_then(|v| v.first().copied()).as_ref().ok_or_else(|| cx.err(n, "k must be a constant for codegen"))?,
+                None => 0,
+            };
+            let (r, c) = (xs[xs.len() - 2], xs[xs.len() - 1]);
+            let b: usize = xs[..xs.len() - 2].iter().product();
+            let keep = if *upper { format!("d >= {k}") } else { format!("d <= {k}") };
+            Ok(Some(format!(
+                "let (x, y) = ({}, {});\nfor b in 0..{b}usize {{ for i in 0..{r}usize {{ for j in 0..{c}usize {{ let at = (b * {r} + i) * {c} + j; let d = j as i64 - i as i64; y[at] = if {keep} {{ x[at] }} else {{ Default::default() }}; }} }} }}",
+                cx.read(n, x)?,
+                cx.write(n, out)?
+            )))
+        }
+        Op::CumSum { exclusive, reverse } | Op::CumProd { exclusive, reverse } => {
+            let x = cx.input(n, 0)?;
+            let (xd, xs) = cx.ty(n, x)?;
+            if xd == DType::Bool || xs.is_empty() {
+                return Err(cx.err(n, format!("{} on {xd} of rank {}", n.op.name(), xs.len())));
+            }
+            let axis = const_ints(cx.g, n.inputs.get(1).copied().flatten())
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| cx.err(n, "axis must be a constant for codegen"))?;
+            let ax = norm_axis(axis, xs.len()).map_err(|e| cx.err(n, e))?;
+            let (outer, len, inner): (usize, usize, usize) = (xs[..ax].iter().product(), xs[ax], xs[ax + 1..].iter().product());
+            let f = if matches!(n.op, Op::CumSum { .. }) { "cumsum" } else { "cumprod" };
+            Ok(Some(format!(
+                "rt::kernels::reduce::{f}({}, {outer}, {len}, {inner}, {exclusive}, {reverse}, {});",
+                cx.read(n, x)?,
+                cx.write(n, out)?
+            )))
+        }
+        Op::TopK { largest, .. } => {
+            let x = cx.input(n, 0)?;
+            let (xd, _) = cx.ty(n, x)?;
+            if xd == DType::Bool {
+                return Err(cx.err(n, "TopK on bool"));
+            }
+            let t = cx.elem(n, x)?;
+            let (outer, len, inner, k, _) = top_k_geom(cx.g, n).ok_or_else(|| cx.err(n, "K must be a constant for codegen"))?;
+            if k > len {
+                return Err(cx.err(n, "K exceeds the axis size"));
+            }
+            let cnt = outer * k * inner;
+            let base = cx.plan.scratch.get(&id).map(|s| s.offset);
+            let sc = |off: usize, ty: &str, l: usize| -> Result<String, CodegenError> {
+                if l == 0 {
+                    return Ok("&mut []".into());
+                }
+                let b = base.ok_or_else(|| cx.err(n, "no scratch slot"))?;
+                Ok(format!("unsafe {{ rt::arena::view_mut::<{ty}>(a, {}, {l}) }}", b + off))
+            };
+            let idx_off = len * 8;
+            let val_off = idx_off + (cnt * 8).div_ceil(8) * 8;
+            let vals = match n.outputs.first() {
+                Some(&v) if cx.plan.slots.contains_key(&v) => cx.write(n, v)?,
+                _ => sc(val_off, t, cnt)?,
+            };
+            let idx = match n.outputs.get(1) {
+                Some(&v) if cx.plan.slots.contains_key(&v) => cx.write(n, v)?,
+                _ => sc(idx_off, "i64", cnt)?,
+            };
+            Ok(Some(format!(
+                "let s = {}; rt::kernels::reduce::top_k({}, {outer}, {len}, {inner}, {k}, {largest}, s, {vals}, {idx});",
+                sc(0, "usize", len)?,
+                cx.read(n, x)?
+            )))
+        }
+        Op::OneHot { axis } => {
+            let (ind, depth, values) = (cx.input(n, 0)?, cx.input(n, 1)?, cx.input(n, 2)?);
+            let (_, is) = cx.ty(n, ind)?;
+            let _ = depth;
+            // The depth is the output's extent along `axis` (static, whether or not the depth
+            // input is a constant).
+            let (_, os) = cx.ty(n, out)?;
+            let ax = norm_axis(*axis, is.len() + 1).map_err(|e| cx.err(n, e))?;
+            let depth = *os.get(ax).ok_or_else(|| cx.err(n, "output rank does not fit"))?;
+            let outer: usize = is[..ax].iter().product();
+            let inner: usize = is[ax..].iter().product();
+            Ok(Some(format!(
+                "let (ind, vals, y) = ({}, {}, {});\nfor o in 0..{outer}usize {{ for i in 0..{inner}usize {{ let v = rt::Elem::to_i64(ind[o * {inner} + i]); let v = if v < 0 {{ v + {depth} }} else {{ v }}; \
+                 for d in 0..{depth}usize {{ y[(o * {depth} + d) * {inner} + i] = if v == d as i64 {{ vals[1] }} else {{ vals[0] }}; }} }} }}",
+                cx.read(n, ind)?,
+                cx.read(n, values)?,
+                cx.write(n, out)?
+            )))
+        }
+        Op::Shrink { lambd, bias } => {
+            let x = cx.input(n, 0)?;
+            let t = cx.elem(n, x)?;
+            let (l, b) = (*lambd as f64, *bias as f64);
+            if !l.is_finite() || !b.is_finite() {
+                return Err(cx.err(n, "non-finite Shrink parameters"));
+            }
+            // Through f64 and back, as the interpreter.
+            let e = format!("<{t} as rt::Elem>::from_f64({{ let v = rt::Elem::to_f64(v); if v < -{l:?} {{ v + {b:?} }} else if v > {l:?} {{ v - {b:?} }} else {{ 0.0 }} }})");
+            Ok(Some(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = {e}; }}", cx.write(n, out)?, cx.read(n, x)?)))
+        }
+        Op::ConvTranspose { group, .. } => {
+            let (d, win, dt) = conv_transpose_geom(cx.g, n).ok_or_else(|| cx.err(n, "ConvTranspose geometry is not static"))?;
+            let (t, gemm) = match dt {
+                DType::F32 => ("f32", "rt::kernels::conv::Sgemm"),
+                DType::F64 => ("f64", "rt::kernels::conv::Dgemm"),
+                _ => return Err(cx.err(n, format!("ConvTranspose on {dt} is not supported by codegen yet"))),
+            };
+            let col_len = conv_transpose_scratch_len(&d, &win);
+            let bias = match n.inputs.get(2).copied().flatten() {
+                Some(b) => format!("Some({})", cx.read(n, b)?),
+                None => "None".into(),
+            };
+            Ok(Some(format!(
+                "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
+                 let win = {};\n\
+                 rt::kernels::conv::conv_transpose({}, {}, {bias}, {}, &d, &win, {}, &{gemm});",
+                d.batch,
+                d.c_in,
+                d.c_out,
+                super::nn::window_lit(&win),
+                cx.read(n, cx.input(n, 0)?)?,
+                cx.read(n, cx.input(n, 1)?)?,
+                cx.write(n, out)?,
+                cx.scratch(n, id, t, col_len)?
+            )))
+        }
+        _ => Err(cx.err(n, "not supported by codegen yet")),
+    }
+}
