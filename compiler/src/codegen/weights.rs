@@ -21,6 +21,11 @@ pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
                 continue;
             }
             let bytes = match &g.value(*v).kind {
+                // Sub-byte types are packed in the file; generated code reads one per byte.
+                ValueKind::Param(p) if p.dtype.bits() < 8 => match p.to_tensor() {
+                    Some(t) => t.data.to_le_bytes(),
+                    None => continue,
+                },
                 ValueKind::Param(p) => p.bytes.to_vec(),
                 ValueKind::Const(t) => t.data.to_le_bytes(),
                 _ => continue,

@@ -233,10 +233,10 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let _ = (ra, rb, y);
             broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
         }
-        Op::Cast { to, .. } => cast(cx, n, out, *to).map(Some),
-        Op::CastLike { .. } => {
+        Op::Cast { to, saturate } => cast(cx, n, out, *to, *saturate).map(Some),
+        Op::CastLike { saturate } => {
             let (to, _) = cx.ty(n, cx.input(n, 1)?)?;
-            cast(cx, n, out, to).map(Some)
+            cast(cx, n, out, to, *saturate).map(Some)
         }
         _ => Err(cx.err(n, "not an elementwise op")),
     }
@@ -244,13 +244,42 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
 
 /// Cast input 0 to `to` (interp/ops/cast.rs: floats through f64, ints through i64/u64,
 /// anything to bool as `!= 0`).
-fn cast(cx: &Ctx, n: &Node, out: crate::ir::ValueId, to: DType) -> Result<String, CodegenError> {
+fn cast(cx: &Ctx, n: &Node, out: crate::ir::ValueId, to: DType, saturate: bool) -> Result<String, CodegenError> {
+    use crate::float8::small_of;
     let x = cx.input(n, 0)?;
     let (xd, _) = cx.ty(n, x)?;
     let xt = cx.elem(n, x)?;
     let tt = rust_ty(to).ok_or_else(|| cx.err(n, format!("cast to {to} is not supported by codegen yet")))?;
     let y = cx.write(n, out)?;
+    // Small types (float8/float4/2-4 bit ints) are raw bits; the runtime's `small` module
+    // converts them with the interpreter's rules.
+    let decoded = |xs: burnc_runtime::small::Small| format!("rt::small::small_to_f64(rt::small::Small::{xs:?}, v)");
     let conv = if xd == to {
+        "v".to_string()
+    } else if let Some(ts) = small_of(to) {
+        let src_int = xd.is_int() || xd == DType::Bool;
+        if to.is_int() && src_int {
+            let i = match small_of(xd) {
+                Some(xs) => format!("({}) as i64", decoded(xs)),
+                None => "rt::Elem::to_i64(v)".into(),
+            };
+            format!("rt::small::small_from_i64(rt::small::Small::{ts:?}, {i})")
+        } else {
+            let f = match small_of(xd) {
+                Some(xs) => decoded(xs),
+                None if xd.is_float() => "rt::Elem::to_f64(v)".into(),
+                None => format!("(if v < <{xt} as rt::Elem>::zero() {{ rt::Elem::to_i64(v) as f64 }} else {{ rt::Elem::to_u64(v) as f64 }})"),
+            };
+            let f = if to.is_int() { f } else { format!("(({f}) as f32 as f64)") };
+            format!("rt::small::small_from_f64(rt::small::Small::{ts:?}, {f}, {saturate})")
+        }
+    } else if let Some(xs) = small_of(xd) {
+        if to == DType::Bool {
+            format!("(({}) as f32 != 0.0) as u8", decoded(xs))
+        } else {
+            format!("<{tt} as rt::Elem>::from_f64(({}) as f32 as f64)", decoded(xs))
+        }
+    } else if xd == to {
         "v".to_string()
     } else if to == DType::Bool {
         format!("(v != <{xt} as rt::Elem>::zero()) as u8")
