@@ -3,6 +3,7 @@
 mod data;
 mod elementwise;
 mod nn;
+mod norm;
 
 use super::weights::WeightsLayout;
 use super::CodegenError;
@@ -121,7 +122,7 @@ impl<'a> Ctx<'a> {
 
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
-    nn::scratch_bytes(g, id)
+    nn::scratch_bytes(g, id).max(norm::scratch_bytes(g, id))
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -139,6 +140,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::Softmax { .. } | Op::Lrn { .. } => nn::emit(cx, id, n),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
+        Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
+        | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
