@@ -1,8 +1,10 @@
 //! Kernels: plain functions over slices with explicit shapes.
+pub mod attention;
 pub mod broadcast;
 pub mod conv;
 pub mod gemm;
 pub mod im2col;
+pub mod loss;
 pub mod norm;
 pub mod permute;
 pub mod pool;

@@ -130,6 +130,57 @@ pub fn lp_norm<R: Real>(x: &[R], y: &mut [R], outer: usize, n: usize, inner: usi
     }
 }
 
+/// RMS normalization of each of `outer` rows of `inner` elements:
+/// `y = x / sqrt(mean(x²) + eps) * scale`. The mean square is rounded to f32 before `eps` is
+/// added (the reference's `stash_type` float). `scale` holds `inner` elements (one row, shared)
+/// or `outer * inner` (one per element).
+pub fn rms_norm<R: Real>(x: &[R], y: &mut [R], outer: usize, inner: usize, scale: &[R], eps: f32) {
+    let per_row = scale.len() != inner;
+    for o in 0..outer {
+        let row = &x[o * inner..(o + 1) * inner];
+        let ms = row.iter().map(|v| v.to_f64() * v.to_f64()).sum::<f64>() / inner.max(1) as f64;
+        let inv = 1.0 / ((ms as f32 + eps) as f64).sqrt_f64();
+        for (j, &v) in row.iter().enumerate() {
+            let s = if per_row { scale[o * inner + j] } else { scale[j] };
+            y[o * inner + j] = R::from_f64(v.to_f64() * inv * s.to_f64());
+        }
+    }
+}
+
+/// Group normalization of `[batch, channels, spatial]`: each group of `channels / groups`
+/// channels is normalised by its own mean and variance, then scaled and shifted by
+/// `scale`/`bias` per channel (`per_channel`, `channels` entries) or per group (`groups`).
+#[allow(clippy::too_many_arguments)]
+pub fn group_norm<R: Real>(
+    x: &[R],
+    y: &mut [R],
+    batch: usize,
+    channels: usize,
+    spatial: usize,
+    groups: usize,
+    scale: &[R],
+    bias: &[R],
+    per_channel: bool,
+    eps: f64,
+) {
+    let cpg = channels / groups.max(1);
+    let gsize = cpg * spatial;
+    let cnt = gsize.max(1) as f64;
+    for b in 0..batch {
+        for g in 0..groups {
+            let start = (b * groups + g) * gsize;
+            let seg = &x[start..start + gsize];
+            let mean = seg.iter().map(|v| v.to_f64()).sum::<f64>() / cnt;
+            let var = seg.iter().map(|v| (v.to_f64() - mean) * (v.to_f64() - mean)).sum::<f64>() / cnt;
+            let inv = 1.0 / (var + eps).sqrt_f64();
+            for (j, &v) in seg.iter().enumerate() {
+                let k = if per_channel { g * cpg + j / spatial.max(1) } else { g };
+                y[start + j] = R::from_f64((v.to_f64() - mean) * inv * scale[k].to_f64() + bias[k].to_f64());
+            }
+        }
+    }
+}
+
 trait SqrtF64 {
     fn sqrt_f64(self) -> f64;
 }

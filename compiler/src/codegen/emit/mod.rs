@@ -4,6 +4,7 @@ mod data;
 mod elementwise;
 mod misc;
 mod nn;
+mod norm;
 
 use super::weights::WeightsLayout;
 use super::CodegenError;
@@ -124,7 +125,8 @@ impl<'a> Ctx<'a> {
 
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
-    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id)
+    // Each op has one emitter family, so at most one of these is non-zero.
+    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -144,6 +146,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
         Op::Trilu { .. } | Op::CumSum { .. } | Op::CumProd { .. } | Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
+        Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
+        | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

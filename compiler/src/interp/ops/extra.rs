@@ -104,24 +104,8 @@ fn group_norm(args: &[Option<RtValue>], groups: usize, eps: f64, per_channel: bo
         return Err(format!("scale and bias must have {want} entries, got {} and {}", scale.len(), bias.len()));
     }
     let spatial: usize = x.shape[2..].iter().product();
-    let cpg = c / groups;
-    let gsize = cpg * spatial;
     let mut out = vec![0.0f64; xv.len()];
-    for b in 0..n {
-        for g in 0..groups {
-            let start = (b * groups + g) * gsize;
-            let seg = &xv[start..start + gsize];
-            let cnt = gsize.max(1) as f64;
-            let mean = seg.iter().sum::<f64>() / cnt;
-            let var = seg.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / cnt;
-            let inv = 1.0 / (var + eps).sqrt();
-            for (j, &v) in seg.iter().enumerate() {
-                let ch = g * cpg + j / spatial.max(1);
-                let k = if per_channel { ch } else { g };
-                out[start + j] = (v - mean) * inv * scale[k] + bias[k];
-            }
-        }
-    }
+    burnc_runtime::kernels::norm::group_norm(&xv, &mut out, n, c, spatial, groups, &scale, &bias, per_channel, eps);
     one_t(back(x.dtype(), x.shape.clone(), out)?)
 }
 

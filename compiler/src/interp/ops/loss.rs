@@ -19,6 +19,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
 }
 
 fn nll(args: &[Option<RtValue>], softmax: bool, reduction: LossReduction, ignore: Option<i64>) -> OpResult {
+    use burnc_runtime::kernels::loss as k;
     let x = arg(args, 0)?;
     let target = arg(args, 1)?;
     let weight = opt_arg(args, 2)?.map(|w| w.to_f64_vec());
@@ -38,50 +39,35 @@ fn nll(args: &[Option<RtValue>], softmax: bool, reduction: LossReduction, ignore
             return Err(format!("weight has {} entries for {c} classes", w.len()));
         }
     }
-    let mut xv = x.to_f64_vec();
-    if softmax {
-        // log-softmax over the class axis.
-        for i in 0..n {
-            for k in 0..d {
-                let at = |j: usize| (i * c + j) * d + k;
-                let mx = (0..c).map(|j| xv[at(j)]).fold(f64::NEG_INFINITY, f64::max);
-                let lse = mx + (0..c).map(|j| (xv[at(j)] - mx).exp()).sum::<f64>().ln();
-                for j in 0..c {
-                    xv[at(j)] -= lse;
-                }
-            }
-        }
-    }
-    let mut loss = vec![0.0f64; n * d];
-    let mut wts = vec![1.0f64; n * d];
-    for i in 0..n {
-        for k in 0..d {
-            let tv = t[i * d + k];
-            if Some(tv) == ignore {
-                wts[i * d + k] = 0.0;
-                continue;
-            }
-            if tv < 0 || tv as usize >= c {
-                return Err(format!("target {tv} is out of range for {c} classes"));
-            }
-            let w = weight.as_ref().map(|w| w[tv as usize]).unwrap_or(1.0);
-            wts[i * d + k] = w;
-            loss[i * d + k] = -xv[(i * c + tv as usize) * d + k] * w;
-        }
-    }
-    let out = match reduction {
-        LossReduction::None => back(x.dtype(), want_t, loss)?,
-        LossReduction::Sum => back(x.dtype(), vec![], vec![loss.iter().sum()])?,
-        LossReduction::Mean => {
-            let denom: f64 = if weight.is_some() || ignore.is_some() { wts.iter().sum() } else { (n * d) as f64 };
-            back(x.dtype(), vec![], vec![loss.iter().sum::<f64>() / denom])?
-        }
+    let xv = x.to_f64_vec();
+    let red = match reduction {
+        LossReduction::None => k::Reduction::None,
+        LossReduction::Sum => k::Reduction::Sum,
+        LossReduction::Mean => k::Reduction::Mean,
     };
-    let mut outs = vec![RtValue::Tensor(out)];
+    let mut loss = vec![0.0f64; if red == k::Reduction::None { n * d } else { 1 }];
+    let mut log_prob = if softmax { vec![0.0f64; xv.len()] } else { vec![] };
+    k::nll_loss(&xv, &t, weight.as_deref(), n, c, d, softmax, ignore, red, &mut loss, softmax.then_some(&mut log_prob[..]))
+        .map_err(|tv| format!("target {tv} is out of range for {c} classes"))?;
+    let out_shape = if red == k::Reduction::None { want_t } else { vec![] };
+    let mut outs = vec![RtValue::Tensor(back(x.dtype(), out_shape, loss)?)];
     if softmax {
-        outs.push(RtValue::Tensor(back(x.dtype(), x.shape.clone(), xv)?));
+        outs.push(RtValue::Tensor(back(x.dtype(), x.shape.clone(), log_prob)?));
     }
     Ok(outs)
+}
+
+/// `scale` flattened to the normalised dims `[axis, rank)` when it broadcasts to them, else to
+/// the whole of X (the kernel takes either).
+pub(crate) fn rms_scale_shape(x: &[usize], ax: usize, scale: &[usize]) -> Result<Vec<usize>, String> {
+    let inner = &x[ax..];
+    if scale.len() <= inner.len() && broadcast_shapes(scale, inner).ok().as_deref() == Some(inner) {
+        return Ok(inner.to_vec());
+    }
+    if broadcast_shapes(x, scale)? != x {
+        return Err(format!("scale {scale:?} does not broadcast to X {x:?}"));
+    }
+    Ok(x.to_vec())
 }
 
 fn rms_norm(args: &[Option<RtValue>], axis: i64, eps: f32) -> OpResult {
@@ -93,30 +79,29 @@ fn rms_norm(args: &[Option<RtValue>], axis: i64, eps: f32) -> OpResult {
     let ax = norm_axis(axis, x.rank())?;
     let inner: usize = x.shape[ax..].iter().product();
     let outer: usize = x.shape[..ax].iter().product();
-    let xv = x.to_f64_vec();
+    let to = rms_scale_shape(&x.shape, ax, &scale.shape)?;
     let sv = scale.to_f64_vec();
-    let out_shape = broadcast_shapes(&x.shape, &scale.shape)?;
-    if out_shape != x.shape {
-        return Err(format!("scale {:?} does not broadcast to X {:?}", scale.shape, x.shape));
-    }
-    let st = broadcast_strides(&scale.shape, &x.shape);
-    let mut y = vec![0.0; xv.len()];
-    let mut idx = vec![0usize; x.rank()];
-    for o in 0..outer {
-        let row = &xv[o * inner..(o + 1) * inner];
-        let ms = row.iter().map(|v| v * v).sum::<f64>() / inner.max(1) as f64;
-        // Reference rounds the statistics to f32 (stash_type float).
-        let inv = 1.0 / ((ms as f32 + eps) as f64).sqrt();
-        for j in 0..inner {
-            let flat = o * inner + j;
-            let mut rem = flat;
-            for dd in (0..x.rank()).rev() {
-                idx[dd] = rem % x.shape[dd];
-                rem /= x.shape[dd];
+    let sv = if to.iter().product::<usize>() == sv.len() {
+        sv
+    } else {
+        let st = broadcast_strides(&scale.shape, &to);
+        let n: usize = to.iter().product();
+        let mut idx = vec![0usize; to.len()];
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(sv[idx.iter().zip(&st).map(|(i, s)| i * s).sum::<usize>()]);
+            for d in (0..to.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < to[d] {
+                    break;
+                }
+                idx[d] = 0;
             }
-            let s_off: usize = idx.iter().zip(&st).map(|(i, s)| i * s).sum();
-            y[flat] = row[j] * inv * sv[s_off];
         }
-    }
+        out
+    };
+    let xv = x.to_f64_vec();
+    let mut y = vec![0.0; xv.len()];
+    burnc_runtime::kernels::norm::rms_norm(&xv, &mut y, outer, inner, &sv, eps);
     Ok(vec![RtValue::Tensor(back(x.dtype(), x.shape.clone(), y)?)])
 }

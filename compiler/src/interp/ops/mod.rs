@@ -1,13 +1,13 @@
 //! Interpreter semantics of each core op, grouped by family. Each family module exposes
 //! `eval(op, args, n_outputs) -> OpResult`; kernels come from burnc-runtime.
-mod attention;
+pub(crate) mod attention;
 mod cast;
 mod control;
 pub(crate) mod elementwise;
 mod extra;
 mod index;
 mod linalg;
-mod loss;
+pub(crate) mod loss;
 pub(crate) mod nn;
 pub(crate) mod norm;
 mod quant;

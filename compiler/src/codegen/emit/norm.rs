@@ -1,0 +1,343 @@
+//! Normalizations (Layer-, Instance-, MeanVariance-, Lp-, RMS-, GroupNormalization), Hardmax,
+//! Attention and the NLL / softmax cross-entropy losses: calls into the runtime kernels the
+//! interpreter uses, with every size resolved at compile time.
+use super::elementwise::f32_lit;
+use super::Ctx;
+use crate::codegen::CodegenError;
+use crate::interp::ops::attention as attn;
+use crate::interp::ops::util::{norm_axes, norm_axis};
+use crate::ir::{DType, Graph, LossReduction, Node, NodeId, Op, ValueId};
+
+fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
+    let t = g.tensor_type(v?)?;
+    Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
+}
+
+fn f64_lit(v: f64) -> String {
+    if v.is_infinite() || v.is_nan() {
+        return format!("{v:?}").replace("inf", "f64::INFINITY").replace("NaN", "f64::NAN");
+    }
+    format!("{v:?}_f64")
+}
+
+/// MeanVarianceNormalization's permutation (kept axes, then reduced), when one is needed.
+fn mvn_perm(shape: &[usize], axes: &[i64]) -> Option<(Vec<usize>, usize)> {
+    let rank = shape.len();
+    let red = norm_axes(axes, rank).ok()?;
+    let mut perm: Vec<usize> = (0..rank).filter(|d| !red.contains(d)).collect();
+    let kept = perm.len();
+    perm.extend(red.iter().copied());
+    Some((perm, kept))
+}
+
+fn is_identity(p: &[usize]) -> bool {
+    p.iter().enumerate().all(|(i, &d)| i == d)
+}
+
+fn attention_dims(g: &Graph, n: &Node) -> Option<burnc_runtime::kernels::attention::Dims> {
+    let Op::Attention(a) = &n.op else { return None };
+    let sh = |i: usize| fixed(g, n.inputs.get(i).copied().flatten()).map(|t| t.1);
+    let (q, k, v) = (sh(0)?, sh(1)?, sh(2)?);
+    let (pk, pv) = (sh(4), sh(5));
+    let past = match (&pk, &pv) {
+        (Some(a), Some(b)) => Some((&a[..], &b[..])),
+        _ => None,
+    };
+    attn::resolve_dims(a, &q, &k, &v, past).ok()
+}
+
+/// Whether output `i` of `n` exists and is used (or is a graph output).
+fn wanted(cx: &Ctx, n: &Node, i: usize) -> Option<ValueId> {
+    let v = *n.outputs.get(i)?;
+    cx.plan.slots.contains_key(&v).then_some(v)
+}
+
+pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
+    let n = g.node(id);
+    match &n.op {
+        Op::MeanVarianceNorm { axes } => {
+            let Some((d, xs)) = fixed(g, n.inputs.first().copied().flatten()) else { return 0 };
+            match mvn_perm(&xs, axes) {
+                Some((p, _)) if !is_identity(&p) => 2 * xs.iter().product::<usize>() * d.size(),
+                _ => 0,
+            }
+        }
+        Op::Attention(_) => attention_dims(g, n).map_or(0, |d| burnc_runtime::kernels::attention::scratch_len(d.kv_seq()) * 8),
+        Op::LayerNorm { axis, .. } => {
+            // Statistics of another type than X go through scratch in X's type.
+            let Some((d, xs)) = fixed(g, n.inputs.first().copied().flatten()) else { return 0 };
+            let Ok(a) = norm_axis(*axis, xs.len()) else { return 0 };
+            let outer: usize = xs[..a].iter().product();
+            let other = (1..3).any(|i| n.outputs.get(i).and_then(|&v| g.tensor_type(v)).is_some_and(|t| t.dtype != d));
+            if other {
+                2 * outer * d.size()
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    }
+}
+
+pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    let x = cx.input(n, 0)?;
+    let (xd, xs) = cx.ty(n, x)?;
+    let t = cx.elem(n, x)?;
+    let float = matches!(xd, DType::F32 | DType::F64);
+    let name = n.op.name();
+    if !float && !matches!(n.op, Op::Hardmax { .. }) {
+        return Err(cx.err(n, format!("{name} on {xd} is not supported by codegen yet")));
+    }
+    let numel = |v: ValueId| -> Result<usize, CodegenError> { Ok(cx.ty(n, v)?.1.iter().product()) };
+    let rx = cx.read(n, x)?;
+    let y = cx.write(n, out)?;
+    match &n.op {
+        Op::LayerNorm { axis, epsilon } => {
+            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
+            let outer: usize = xs[..a].iter().product();
+            let inner: usize = xs[a..].iter().product();
+            let scale = cx.input(n, 1)?;
+            if numel(scale)? != inner {
+                return Err(cx.err(n, "a broadcast Scale is not supported by codegen yet"));
+            }
+            let bias = match n.inputs.get(2).copied().flatten() {
+                Some(b) if numel(b)? != inner => return Err(cx.err(n, "a broadcast B is not supported by codegen yet")),
+                Some(b) => format!("Some({})", cx.read(n, b)?),
+                None => "None".into(),
+            };
+            let stats: Vec<Option<(ValueId, bool)>> = (1..3)
+                .map(|i| -> Result<_, CodegenError> {
+                    Ok(match wanted(cx, n, i) {
+                        Some(v) => Some((v, cx.ty(n, v)?.0 != xd)),
+                        None => None,
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            let cast = stats.iter().flatten().any(|s| s.1);
+            let mut s = String::new();
+            if cast {
+                s += &format!("let st = {};\nlet (sm, si) = st.split_at_mut({outer});\n", cx.scratch(n, id, t, 2 * outer)?);
+            }
+            let arg = |k: usize| match stats[k] {
+                None => Ok("None".to_string()),
+                Some((_, true)) => Ok(format!("Some(&mut {}[..])", if k == 0 { "sm" } else { "si" })),
+                Some((v, false)) => cx.write(n, v).map(|w| format!("Some({w})")),
+            };
+            s += &format!(
+                "rt::kernels::norm::layer_norm({rx}, {y}, {outer}, {inner}, {}, {bias}, {}, {}, {});\n",
+                cx.read(n, scale)?,
+                f64_lit(*epsilon as f64),
+                arg(0)?,
+                arg(1)?
+            );
+            for (k, st) in stats.iter().enumerate() {
+                if let Some((v, true)) = st {
+                    let ot = cx.elem(n, *v)?;
+                    if !matches!(ot, "f32" | "f64") {
+                        return Err(cx.err(n, format!("LayerNormalization statistics in {ot} are not supported by codegen yet")));
+                    }
+                    s += &format!(
+                        "for (o, i) in {}.iter_mut().zip({}.iter()) {{ *o = *i as {ot}; }}\n",
+                        cx.write(n, *v)?,
+                        if k == 0 { "sm" } else { "si" }
+                    );
+                }
+            }
+            Ok(Some(s))
+        }
+        Op::InstanceNorm { epsilon } => {
+            if xs.len() < 2 {
+                return Err(cx.err(n, "InstanceNormalization needs rank >= 2"));
+            }
+            let plane: usize = xs[2..].iter().product();
+            Ok(Some(format!(
+                "rt::kernels::norm::instance_norm({rx}, {y}, {}, {}, {plane}, {}, {}, {});",
+                xs[0],
+                xs[1],
+                cx.read(n, cx.input(n, 1)?)?,
+                cx.read(n, cx.input(n, 2)?)?,
+                f64_lit(*epsilon as f64)
+            )))
+        }
+        Op::MeanVarianceNorm { axes } => {
+            let (perm, kept) = mvn_perm(&xs, axes).ok_or_else(|| cx.err(n, "bad axes"))?;
+            let pshape: Vec<usize> = perm.iter().map(|&d| xs[d]).collect();
+            let outer: usize = pshape[..kept].iter().product();
+            let inner: usize = pshape[kept..].iter().product();
+            if is_identity(&perm) {
+                return Ok(Some(format!("rt::kernels::norm::mean_var_norm({rx}, {y}, {outer}, {inner});")));
+            }
+            let len: usize = xs.iter().product();
+            let mut inv = vec![0; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inv[p] = i;
+            }
+            Ok(Some(format!(
+                "let (xp, yp) = {}.split_at_mut({len});\n\
+                 rt::kernels::permute::permute({rx}, &{xs:?}, &{perm:?}, xp);\n\
+                 rt::kernels::norm::mean_var_norm(xp, yp, {outer}, {inner});\n\
+                 rt::kernels::permute::permute(yp, &{pshape:?}, &{inv:?}, {y});",
+                cx.scratch(n, id, t, 2 * len)?
+            )))
+        }
+        Op::LpNorm { axis, p } => {
+            if *p != 1 && *p != 2 {
+                return Err(cx.err(n, format!("LpNormalization with p = {p}")));
+            }
+            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
+            let (outer, nn, inner): (usize, usize, usize) = (xs[..a].iter().product(), xs[a], xs[a + 1..].iter().product());
+            Ok(Some(format!("rt::kernels::norm::lp_norm({rx}, {y}, {outer}, {nn}, {inner}, {p});")))
+        }
+        Op::Hardmax { axis, coerce_2d } => {
+            if xs.is_empty() || xd == DType::Bool {
+                return Err(cx.err(n, "Hardmax needs a numeric input of rank >= 1"));
+            }
+            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
+            let outer: usize = xs[..a].iter().product();
+            let (nn, inner): (usize, usize) = if *coerce_2d { (xs[a..].iter().product(), 1) } else { (xs[a], xs[a + 1..].iter().product()) };
+            Ok(Some(format!("rt::kernels::softmax::hardmax({rx}, {outer}, {nn}, {inner}, {y});")))
+        }
+        Op::RmsNorm { axis, epsilon } => {
+            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
+            let outer: usize = xs[..a].iter().product();
+            let inner: usize = xs[a..].iter().product();
+            let scale = cx.input(n, 1)?;
+            let (_, ss) = cx.ty(n, scale)?;
+            let to = crate::interp::ops::loss::rms_scale_shape(&xs, a, &ss).map_err(|e| cx.err(n, e))?;
+            if to.iter().product::<usize>() != ss.iter().product::<usize>() {
+                return Err(cx.err(n, "a broadcast scale is not supported by codegen yet"));
+            }
+            Ok(Some(format!(
+                "rt::kernels::norm::rms_norm({rx}, {y}, {outer}, {inner}, {}, {});",
+                cx.read(n, scale)?,
+                f32_lit(*epsilon)
+            )))
+        }
+        Op::GroupNorm { num_groups, epsilon, per_channel } => {
+            if xs.len() < 2 || *num_groups == 0 || xs[1] % num_groups != 0 {
+                return Err(cx.err(n, "GroupNormalization geometry"));
+            }
+            let spatial: usize = xs[2..].iter().product();
+            let want = if *per_channel { xs[1] } else { *num_groups };
+            let (sc, b) = (cx.input(n, 1)?, cx.input(n, 2)?);
+            if numel(sc)? != want || numel(b)? != want {
+                return Err(cx.err(n, "scale/bias size"));
+            }
+            Ok(Some(format!(
+                "rt::kernels::norm::group_norm({rx}, {y}, {}, {}, {spatial}, {num_groups}, {}, {}, {per_channel}, {});",
+                xs[0],
+                xs[1],
+                cx.read(n, sc)?,
+                cx.read(n, b)?,
+                f64_lit(*epsilon as f64)
+            )))
+        }
+        Op::NllLoss { softmax, reduction, ignore_index } => {
+            let target = cx.input(n, 1)?;
+            let (td, _) = cx.ty(n, target)?;
+            if !matches!(td, DType::I32 | DType::I64) {
+                return Err(cx.err(n, format!("target of type {td}")));
+            }
+            if xs.len() < 2 {
+                return Err(cx.err(n, "input rank < 2"));
+            }
+            let (nb, c, d) = (xs[0], xs[1], xs[2..].iter().product::<usize>());
+            let weight = match n.inputs.get(2).copied().flatten() {
+                Some(w) => format!("Some({})", cx.read(n, w)?),
+                None => "None".into(),
+            };
+            let red = match reduction {
+                LossReduction::None => "None",
+                LossReduction::Sum => "Sum",
+                LossReduction::Mean => "Mean",
+            };
+            let log_prob = match wanted(cx, n, 1) {
+                Some(v) if *softmax => format!("Some({})", cx.write(n, v)?),
+                _ => "None".into(),
+            };
+            Ok(Some(format!(
+                "let _ = rt::kernels::loss::nll_loss({rx}, {}, {weight}, {nb}, {c}, {d}, {softmax}, {ignore_index:?}, rt::kernels::loss::Reduction::{red}, {y}, {log_prob});",
+                cx.read(n, target)?
+            )))
+        }
+        Op::Attention(a) => {
+            let d = attention_dims(cx.g, n).ok_or_else(|| cx.err(n, "attention shapes are not static or do not fit"))?;
+            for i in 1..3 {
+                if cx.ty(n, cx.input(n, i)?)?.0 != xd {
+                    return Err(cx.err(n, "K/V of another type than Q"));
+                }
+            }
+            let opt = |i: usize| -> Result<String, CodegenError> {
+                Ok(match n.inputs.get(i).copied().flatten() {
+                    Some(v) => format!("Some({})", cx.read(n, v)?),
+                    None => "None".into(),
+                })
+            };
+            let mask = match n.inputs.get(3).copied().flatten() {
+                None => "rt::kernels::attention::Mask::None".to_string(),
+                Some(m) => {
+                    let (md, msh) = cx.ty(n, m)?;
+                    let dims = attn::mask_dims(&msh, &d).map_err(|e| cx.err(n, e))?;
+                    match md {
+                        DType::Bool => format!("rt::kernels::attention::Mask::Bool({}, {dims:?})", cx.read(n, m)?),
+                        _ if md == xd => format!("rt::kernels::attention::Mask::Add({}, {dims:?})", cx.read(n, m)?),
+                        _ => return Err(cx.err(n, format!("attn_mask of type {md}"))),
+                    }
+                }
+            };
+            let nonpad = match n.inputs.get(6).copied().flatten() {
+                None => "None".to_string(),
+                Some(v) => {
+                    if cx.ty(n, v)?.0 != DType::I64 {
+                        return Err(cx.err(n, "nonpad_kv_seqlen must be int64"));
+                    }
+                    if numel(v)? < d.batch {
+                        return Err(cx.err(n, "nonpad_kv_seqlen is shorter than the batch"));
+                    }
+                    format!("Some({})", cx.read(n, v)?)
+                }
+            };
+            let outp = |i: usize| -> Result<String, CodegenError> {
+                Ok(match wanted(cx, n, i) {
+                    Some(v) => format!("Some({})", cx.write(n, v)?),
+                    None => "None".into(),
+                })
+            };
+            let p = attn::params(a, &d, xd);
+            let round = if xd == DType::F32 { "round_f32" } else { "round_none" };
+            Ok(Some(format!(
+                "let d = rt::kernels::attention::Dims {{ batch: {}, q_heads: {}, kv_heads: {}, q_seq: {}, past_seq: {}, cur_seq: {}, head_dim: {}, v_head_dim: {}, q_3d: {}, kv_3d: {} }};\n\
+                 let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{round} }};\n\
+                 let inp = rt::kernels::attention::Inputs {{ q: {rx}, k: {}, v: {}, mask: {mask}, past_k: {}, past_v: {}, nonpad: {nonpad} }};\n\
+                 let outp = rt::kernels::attention::Outputs {{ y: {y}, present_k: {}, present_v: {}, qk: {} }};\n\
+                 rt::kernels::attention::attention(&d, &p, &inp, outp, {});",
+                d.batch,
+                d.q_heads,
+                d.kv_heads,
+                d.q_seq,
+                d.past_seq,
+                d.cur_seq,
+                d.head_dim,
+                d.v_head_dim,
+                d.q_3d,
+                d.kv_3d,
+                p.is_causal,
+                f64_lit(p.scale),
+                f64_lit(p.softcap),
+                p.left_window,
+                p.right_window,
+                p.qk_mode,
+                cx.read(n, cx.input(n, 1)?)?,
+                cx.read(n, cx.input(n, 2)?)?,
+                opt(4)?,
+                opt(5)?,
+                outp(1)?,
+                outp(2)?,
+                outp(3)?,
+                cx.scratch(n, id, "f64", burnc_runtime::kernels::attention::scratch_len(d.kv_seq()))?
+            )))
+        }
+        _ => Err(cx.err(n, "not a normalization op")),
+    }
+}
