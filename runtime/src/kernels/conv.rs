@@ -2,7 +2,7 @@
 //! The GEMM is passed in, so f32/f64 use the packed SIMD kernels and other types the generic
 //! loop; [`conv_f32`]/[`conv_f64`] and the `*_transpose_*` helpers wire the usual choices.
 use super::gemm::{self, Layout};
-use super::im2col::{col2im, col_len, im2col};
+use super::im2col::{col2im, im2col_rows};
 use super::window::Window3;
 use crate::elem::Elem;
 
@@ -15,32 +15,50 @@ pub struct ConvDims {
     pub group: usize,
 }
 
-/// `c = a @ b` (m×k @ k×n), `c` row-major m×n, overwritten.
+/// `c = a @ b` (m×k @ k×n), `c` row-major m×n with rows `ldc` apart, overwritten.
 pub trait MatMul<T> {
     #[allow(clippy::too_many_arguments)]
-    fn mm(&self, m: usize, k: usize, n: usize, a: &[T], la: Layout, b: &[T], lb: Layout, c: &mut [T]);
+    fn mm(&self, m: usize, k: usize, n: usize, a: &[T], la: Layout, b: &[T], lb: Layout, c: &mut [T], ldc: usize);
 }
 
 /// Packed f32 GEMM.
 pub struct Sgemm;
 impl MatMul<f32> for Sgemm {
-    fn mm(&self, m: usize, k: usize, n: usize, a: &[f32], la: Layout, b: &[f32], lb: Layout, c: &mut [f32]) {
-        gemm::sgemm(m, k, n, 1.0, a, la, b, lb, 0.0, c, Layout::row_major(n));
+    fn mm(&self, m: usize, k: usize, n: usize, a: &[f32], la: Layout, b: &[f32], lb: Layout, c: &mut [f32], ldc: usize) {
+        gemm::sgemm(m, k, n, 1.0, a, la, b, lb, 0.0, c, Layout::row_major(ldc));
     }
 }
 /// Packed f64 GEMM.
 pub struct Dgemm;
 impl MatMul<f64> for Dgemm {
-    fn mm(&self, m: usize, k: usize, n: usize, a: &[f64], la: Layout, b: &[f64], lb: Layout, c: &mut [f64]) {
-        gemm::dgemm(m, k, n, 1.0, a, la, b, lb, 0.0, c, Layout::row_major(n));
+    fn mm(&self, m: usize, k: usize, n: usize, a: &[f64], la: Layout, b: &[f64], lb: Layout, c: &mut [f64], ldc: usize) {
+        gemm::dgemm(m, k, n, 1.0, a, la, b, lb, 0.0, c, Layout::row_major(ldc));
     }
 }
 /// Plain-loop GEMM for any element type.
 pub struct GenericGemm;
 impl<T: Elem> MatMul<T> for GenericGemm {
-    fn mm(&self, m: usize, k: usize, n: usize, a: &[T], la: Layout, b: &[T], lb: Layout, c: &mut [T]) {
-        gemm::gemm_generic(m, k, n, a, la, b, lb, c, Layout::row_major(n));
+    fn mm(&self, m: usize, k: usize, n: usize, a: &[T], la: Layout, b: &[T], lb: Layout, c: &mut [T], ldc: usize) {
+        gemm::gemm_generic(m, k, n, a, la, b, lb, c, Layout::row_major(ldc));
     }
+}
+
+/// Column buffers above this many elements are split into tiles of whole output rows.
+const COL_TILE_ELEMS: usize = 1 << 18;
+/// ... but a tile keeps at least this many output positions, so the GEMM's packing of the
+/// weights (once per tile) stays small next to its arithmetic.
+const MIN_TILE_COLS: usize = 512;
+
+/// Output rows (`(d, h)` pairs, `w.output[2]` positions each) per im2col tile.
+pub fn conv_tile_rows(d: &ConvDims, w: &Window3) -> usize {
+    let rows = w.output[0] * w.output[1];
+    let row_elems = (d.c_in / d.group) * w.kernel_size() * w.output[2];
+    if rows == 0 || row_elems == 0 || rows * row_elems <= COL_TILE_ELEMS {
+        return rows.max(1);
+    }
+    let by_cap = COL_TILE_ELEMS / row_elems;
+    let by_min = MIN_TILE_COLS.div_ceil(w.output[2].max(1));
+    by_cap.max(by_min).clamp(1, rows)
 }
 
 /// Scratch elements [`conv`] needs (0 for pointwise convolutions).
@@ -48,7 +66,7 @@ pub fn conv_scratch_len(d: &ConvDims, w: &Window3) -> usize {
     if w.is_pointwise() {
         0
     } else {
-        col_len(d.c_in / d.group, w)
+        (d.c_in / d.group) * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
     }
 }
 
@@ -65,14 +83,22 @@ pub fn conv<T: Elem>(x: &[T], w: &[T], bias: Option<&[T]>, y: &mut [T], d: &Conv
             let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
             let wg = &w[g * mg * kdim..(g + 1) * mg * kdim];
             let yg = &mut y[(n * d.c_out + g * mg) * os..(n * d.c_out + (g + 1) * mg) * os];
-            let b: &[T] = if win.is_pointwise() {
-                xg
-            } else {
-                let col = &mut col[..kdim * os];
-                im2col(xg, cg, win, col);
-                col
-            };
-            mm.mm(mg, kdim, os, wg, Layout::row_major(kdim), b, Layout::row_major(os), yg);
+            if win.is_pointwise() {
+                mm.mm(mg, kdim, os, wg, Layout::row_major(kdim), xg, Layout::row_major(os), yg, os);
+                continue;
+            }
+            // Through the output in tiles of whole rows: y[:, tile] = wg @ im2col(tile).
+            let (rows, ow) = (win.output[0] * win.output[1], win.output[2]);
+            let tile = conv_tile_rows(d, win);
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + tile).min(rows);
+                let cols = (r1 - r0) * ow;
+                let col = &mut col[..kdim * cols];
+                im2col_rows(xg, cg, win, r0, r1, col);
+                mm.mm(mg, kdim, cols, wg, Layout::row_major(kdim), col, Layout::row_major(cols), &mut yg[r0 * ow..], os);
+                r0 = r1;
+            }
         }
         if let Some(bias) = bias {
             add_bias(&mut y[n * d.c_out * os..(n + 1) * d.c_out * os], bias, os);
@@ -100,7 +126,7 @@ pub fn conv_transpose<T: Elem>(x: &[T], w: &[T], bias: Option<&[T]>, y: &mut [T]
             let wg = &w[g * cg * mk..(g + 1) * cg * mk];
             let col = &mut col[..mk * xs];
             // col (mk × xs) = wgᵀ (mk × cg) @ xg (cg × xs)
-            mm.mm(mk, cg, xs, wg, Layout::col_major(mk), xg, Layout::row_major(xs), col);
+            mm.mm(mk, cg, xs, wg, Layout::col_major(mk), xg, Layout::row_major(xs), col, xs);
             let yg = &mut y[(n * d.c_out + g * mg) * ys..(n * d.c_out + (g + 1) * mg) * ys];
             col2im(col, mg, win, yg);
         }
@@ -184,6 +210,9 @@ mod tests {
             (1, 4, 8, 4, 9, 5, 1, 3, 2, 1, 1, 0),
             (2, 3, 5, 1, 5, 5, 1, 1, 1, 1, 0, 0),
             (1, 2, 3, 1, 10, 4, 4, 1, 3, 2, 2, 3),
+            // Large enough that the column buffer is tiled (checked below).
+            (1, 16, 4, 1, 64, 70, 3, 3, 1, 1, 1, 1),
+            (2, 8, 6, 2, 130, 90, 5, 5, 2, 1, 2, 2),
         ];
         for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
             let d = ConvDims { batch, c_in, c_out, group };
@@ -193,6 +222,9 @@ mod tests {
             let w = rnd(c_out * (c_in / group) * kh * kw, i as u32 + 100);
             let b = rnd(c_out, i as u32 + 200);
             let mut y = vec![0f32; batch * c_out * oh * ow];
+            if i >= 6 {
+                assert!(conv_tile_rows(&d, &win) < oh, "case {i} should tile");
+            }
             let mut col = vec![0f32; conv_scratch_len(&d, &win)];
             conv(&x, &w, Some(&b), &mut y, &d, &win, &mut col, &Sgemm);
             let want = naive(&x, &w, &b, &d, &win);

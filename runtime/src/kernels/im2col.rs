@@ -11,9 +11,17 @@ pub fn col_len(channels: usize, w: &Window3) -> usize {
 /// Gather `x` (`channels` × input positions) into `col` (`channels·K` × output positions);
 /// positions in the padding read `T::zero()`.
 pub fn im2col<T: Elem>(x: &[T], channels: usize, w: &Window3, col: &mut [T]) {
-    let (in_sz, out_sz) = (w.in_size(), w.out_size());
+    im2col_rows(x, channels, w, 0, w.output[0] * w.output[1], col);
+}
+
+/// [`im2col`] for the output rows `r0..r1` only (a row is one `(d, h)` pair of the flattened
+/// output, `w.output[2]` positions long): `col` is `channels·K` × `(r1 - r0)·w.output[2]`.
+/// Lets a convolution work through its output in tiles with a small column buffer.
+pub fn im2col_rows<T: Elem>(x: &[T], channels: usize, w: &Window3, r0: usize, r1: usize, col: &mut [T]) {
+    let in_sz = w.in_size();
     let [ih, iw] = [w.input[1], w.input[2]];
-    let [od, oh, ow] = w.output;
+    let [_, oh, ow] = w.output;
+    let out_sz = (r1 - r0) * ow;
     let mut row = 0;
     for c in 0..channels {
         let xc = &x[c * in_sz..(c + 1) * in_sz];
@@ -24,27 +32,26 @@ pub fn im2col<T: Elem>(x: &[T], channels: usize, w: &Window3, col: &mut [T]) {
                     row += 1;
                     let (lo, hi) = w.valid_range(2, kw);
                     let sw = w.strides[2];
-                    for d in 0..od {
+                    for r in r0..r1 {
+                        let (d, h) = (r / oh, r % oh);
                         let zd = w.coord(0, d, kd);
-                        for h in 0..oh {
-                            let out = &mut dst[(d * oh + h) * ow..(d * oh + h + 1) * ow];
-                            let zh = w.coord(1, h, kh);
-                            if zd < 0 || zd >= w.input[0] as isize || zh < 0 || zh >= ih as isize {
-                                out.fill(T::zero());
-                                continue;
-                            }
-                            out[..lo].fill(T::zero());
-                            out[hi..].fill(T::zero());
-                            if lo < hi {
-                                let base = (zd as usize * ih + zh as usize) * iw;
-                                let start = (base as isize + w.coord(2, lo, kw)) as usize;
-                                let src = &xc[start..];
-                                if sw == 1 {
-                                    out[lo..hi].copy_from_slice(&src[..hi - lo]);
-                                } else {
-                                    for (j, o) in out[lo..hi].iter_mut().enumerate() {
-                                        *o = src[j * sw];
-                                    }
+                        let out = &mut dst[(r - r0) * ow..(r - r0 + 1) * ow];
+                        let zh = w.coord(1, h, kh);
+                        if zd < 0 || zd >= w.input[0] as isize || zh < 0 || zh >= ih as isize {
+                            out.fill(T::zero());
+                            continue;
+                        }
+                        out[..lo].fill(T::zero());
+                        out[hi..].fill(T::zero());
+                        if lo < hi {
+                            let base = (zd as usize * ih + zh as usize) * iw;
+                            let start = (base as isize + w.coord(2, lo, kw)) as usize;
+                            let src = &xc[start..];
+                            if sw == 1 {
+                                out[lo..hi].copy_from_slice(&src[..hi - lo]);
+                            } else {
+                                for (j, o) in out[lo..hi].iter_mut().enumerate() {
+                                    *o = src[j * sw];
                                 }
                             }
                         }
