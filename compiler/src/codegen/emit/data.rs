@@ -113,6 +113,8 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
     let mut bases = Vec::new();
     let mut base = 0i64;
     let mut pad_fill = None;
+    // A pad value only known at run time: read from its (one-element) input.
+    let mut pad_runtime = None;
     for (i, inp) in n.inputs.iter().enumerate() {
         let Some(v) = inp else {
             args.push(None);
@@ -127,11 +129,19 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
         } else if matches!(n.op, Op::Pad { .. }) && i == 2 {
             // The pad value becomes a sentinel index; its real value is filled in below.
             pad_fill = cx.konst(*v);
+            if pad_fill.is_none() {
+                pad_runtime = Some(*v);
+            }
             args.push(Some(RtValue::Tensor(Tensor::new(vec![], Data::I64(vec![-1])))));
         } else {
             let c = cx.konst(*v).ok_or_else(|| cx.err(n, format!("input #{i} must be a constant for codegen (pin it with --const)")))?;
             args.push(Some(RtValue::Tensor(c)));
         }
+    }
+    if matches!(n.op, Op::Pad { .. }) && n.inputs.get(2).copied().flatten().is_none() {
+        // No pad value: zero, but the iota run must still mark padded positions.
+        args.resize(args.len().max(3), None);
+        args[2] = Some(RtValue::Tensor(Tensor::new(vec![], Data::I64(vec![-1]))));
     }
     if base > u32::MAX as i64 / 2 || bases.len() > 15 {
         return Err(cx.err(n, "too large for an index table"));
@@ -168,9 +178,10 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             }
             table.push(((which as u32) << 28) | local);
         }
-        let fill = match &pad_fill {
-            Some(t) => scalar_lit(t, ty).ok_or_else(|| cx.err(n, "unsupported pad value"))?,
-            None => match cx.ty(n, o)?.0 {
+        let fill = match (&pad_fill, pad_runtime) {
+            (Some(t), _) => scalar_lit(t, ty).ok_or_else(|| cx.err(n, "unsupported pad value"))?,
+            (None, Some(_)) => "pv".into(),
+            (None, None) => match cx.ty(n, o)?.0 {
                 DType::F32 => "0.0_f32".into(),
                 DType::F64 => "0.0_f64".into(),
                 _ => format!("<{ty} as Default>::default()"),
@@ -183,7 +194,10 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             let arms: Vec<String> = (0..srcs.len()).map(|j| format!("{j} => s{j}[(i & 0x0fff_ffff) as usize]")).collect();
             format!("match i >> 28 {{ {}, _ => {fill} }}", arms.join(", "))
         };
-        let binds: Vec<String> = srcs.iter().enumerate().map(|(j, e)| format!("let s{j} = {e};")).collect();
+        let mut binds: Vec<String> = srcs.iter().enumerate().map(|(j, e)| format!("let s{j} = {e};")).collect();
+        if let (None, Some(v)) = (&pad_fill, pad_runtime) {
+            binds.push(format!("let pv = ({})[0];", cx.read(n, v)?));
+        }
         s += &format!(
             "{{ {} let y = {y}; for (o, &i) in y.iter_mut().zip({tab}) {{ *o = if i == u32::MAX {{ {fill} }} else {{ {pick} }}; }} }}\n",
             binds.join(" ")
