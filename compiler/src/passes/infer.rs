@@ -30,11 +30,23 @@ fn infer_graph(g: &mut Graph, outer: &[(String, ValueType)]) -> Result<(), PassE
             let mut scope: Vec<(String, ValueType)> = outer.to_vec();
             scope.extend(g.values.iter().map(|v| (v.name.clone(), v.ty.clone())));
             let mut op = std::mem::replace(&mut g.nodes[ni].op, Op::Size);
+            match &mut op {
+                Op::If { then_branch, else_branch } => {
+                    inline_outer_consts(g, then_branch);
+                    inline_outer_consts(g, else_branch);
+                }
+                Op::Loop { body } | Op::Scan { body, .. } => inline_outer_consts(g, body),
+                _ => {}
+            }
             let res = match &mut op {
                 Op::If { then_branch, else_branch } => {
                     infer_graph(then_branch, &scope).and_then(|_| infer_graph(else_branch, &scope))
                 }
-                Op::Loop { body } | Op::Scan { body, .. } => infer_graph(body, &scope),
+                Op::Scan { body, num_scan_inputs, input_axes, .. } => {
+                    scan_body_inputs(g, &g.nodes[ni], body, *num_scan_inputs, input_axes);
+                    infer_graph(body, &scope)
+                }
+                Op::Loop { body } => infer_graph(body, &scope),
                 _ => Ok(()),
             };
             g.nodes[ni].op = op;
@@ -49,6 +61,41 @@ fn infer_graph(g: &mut Graph, outer: &[(String, ValueType)]) -> Result<(), PassE
         }
     }
     Ok(())
+}
+
+/// Outer values that are constants of the enclosing graph become constants of the body, so
+/// inference (Unsqueeze axes, Reshape targets …) and codegen see their values.
+fn inline_outer_consts(g: &Graph, body: &mut Graph) {
+    for bv in body.values.iter_mut().filter(|v| matches!(v.kind, ValueKind::Outer)) {
+        let Some(ov) = g.values.iter().rev().find(|v| v.name == bv.name) else { continue };
+        if let ValueKind::Const(t) = &ov.kind {
+            bv.kind = ValueKind::Const(t.clone());
+            bv.ty = ov.ty.clone();
+        }
+    }
+}
+
+/// A Scan body's inputs take the types the node feeds them: the states as they are, each
+/// scan input without its scan axis (what the ONNX body declares may be less precise).
+fn scan_body_inputs(g: &Graph, n: &Node, body: &mut Graph, m: usize, input_axes: &[i64]) {
+    let n_state = n.inputs.len().saturating_sub(m);
+    for (i, inp) in n.inputs.iter().enumerate() {
+        let (Some(v), Some(&b)) = (inp, body.inputs.get(i)) else { continue };
+        let ty = match &g.value(*v).ty {
+            ValueType::Tensor(tt) if i >= n_state => {
+                let shape = tt.shape.as_ref().and_then(|s| {
+                    let ax = norm_axis(input_axes.get(i - n_state).copied().unwrap_or(0), s.rank()).ok()?;
+                    let mut d = s.0.clone();
+                    d.remove(ax);
+                    Some(Shape(d))
+                });
+                ValueType::Tensor(TensorType { dtype: tt.dtype, shape })
+            }
+            t => t.clone(),
+        };
+        let bv = body.value_mut(b);
+        bv.ty = merge(&bv.ty, ty);
+    }
 }
 
 pub(crate) fn node_err(node: &Node, reason: String) -> PassError {
@@ -763,6 +810,35 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                         }
                         _ => ValueType::Unknown,
                     }
+                })
+                .collect()
+        }
+        Op::Scan { body, num_scan_inputs, input_axes, output_axes, .. } => {
+            let m = *num_scan_inputs;
+            let n_state = n.inputs.len().saturating_sub(m);
+            // Trip count: the first scan input's length along its axis.
+            let len = cx.shape(n_state).and_then(|s| Some(s.get(norm_axis(input_axes.first().copied().unwrap_or(0), s.len()).ok()?)?.clone()));
+            body.outputs
+                .iter()
+                .enumerate()
+                .map(|(i, &o)| {
+                    let ty = body.value(o).ty.clone();
+                    if i < n_state {
+                        return ty;
+                    }
+                    let ValueType::Tensor(tt) = ty else { return ValueType::Unknown };
+                    let shape = match (&tt.shape, &len) {
+                        (Some(s), Some(l)) => {
+                            let ax = norm_axis(output_axes.get(i - n_state).copied().unwrap_or(0), s.rank() + 1).ok();
+                            ax.map(|ax| {
+                                let mut d = s.0.clone();
+                                d.insert(ax, l.clone());
+                                Shape(d)
+                            })
+                        }
+                        _ => None,
+                    };
+                    ValueType::Tensor(TensorType { dtype: tt.dtype, shape })
                 })
                 .collect()
         }
