@@ -2,7 +2,7 @@
 //! module of plain Rust that calls burnc-runtime's kernels, plus a weights blob. Shapes,
 //! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
 pub mod emit;
-mod module;
+pub(crate) mod module;
 pub mod weights;
 
 use crate::ir::{DType, Graph};
@@ -70,7 +70,7 @@ pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenEr
 /// Graph outputs that no node computes (a graph input or a constant)
 /// get an Identity node producing a fresh value, so every output has its own arena slot.
 /// `None` when there is nothing to do.
-fn with_output_copies(g: &Graph) -> Option<Graph> {
+pub(crate) fn with_output_copies(g: &Graph) -> Option<Graph> {
     use crate::ir::{Op, UnaryOp, ValueKind};
     let needs: Vec<usize> = g
         .outputs

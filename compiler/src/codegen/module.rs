@@ -44,7 +44,7 @@ fn ident(name: &str, taken: &mut HashSet<String>) -> String {
 }
 
 /// A block label (`'conv1: { … }`) naming a node in the generated code.
-fn block_label(name: &str, taken: &mut HashSet<String>) -> String {
+pub(crate) fn block_label(name: &str, taken: &mut HashSet<String>) -> String {
     let base = ident(name, &mut HashSet::new());
     let mut out = base.clone();
     let mut i = 1;

@@ -20,16 +20,7 @@ pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
             if offsets.contains_key(v) {
                 continue;
             }
-            let bytes = match &g.value(*v).kind {
-                // Sub-byte types are packed in the file; generated code reads one per byte.
-                ValueKind::Param(p) if p.dtype.bits() < 8 => match p.to_tensor() {
-                    Some(t) => t.data.to_le_bytes(),
-                    None => continue,
-                },
-                ValueKind::Param(p) => p.bytes.to_vec(),
-                ValueKind::Const(t) => t.data.to_le_bytes(),
-                _ => continue,
-            };
+            let Some(bytes) = value_bytes(&g.value(*v).kind) else { continue };
             let off = blob.len().div_ceil(ALIGN) * ALIGN;
             blob.resize(off, 0);
             blob.extend_from_slice(&bytes);
@@ -39,6 +30,17 @@ pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
     let end = blob.len().div_ceil(ALIGN) * ALIGN;
     blob.resize(end.max(ALIGN), 0);
     WeightsLayout { offsets, blob }
+}
+
+/// The bytes generated code reads for a weight (`None` for values that are not weights).
+pub fn value_bytes(kind: &ValueKind) -> Option<Vec<u8>> {
+    match kind {
+        // Sub-byte types are packed in the file; generated code reads one per byte.
+        ValueKind::Param(p) if p.dtype.bits() < 8 => p.to_tensor().map(|t| t.data.to_le_bytes()),
+        ValueKind::Param(p) => Some(p.bytes.to_vec()),
+        ValueKind::Const(t) => Some(t.data.to_le_bytes()),
+        _ => None,
+    }
 }
 
 impl WeightsLayout {

@@ -12,6 +12,7 @@ pub mod real;
 pub mod reduce;
 pub mod resize;
 pub mod scatter;
+pub mod slab;
 pub mod softmax;
 pub mod unary;
 pub mod window;

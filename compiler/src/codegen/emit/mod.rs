@@ -1,5 +1,6 @@
 //! One emitter per core op family: each turns a node into Rust statements that call the
 //! runtime's kernels with every shape and offset written out as literals.
+mod control;
 mod data;
 mod elementwise;
 mod misc;
@@ -81,15 +82,16 @@ impl<'a> Ctx<'a> {
                 let off = *self.weights.borrow().offsets.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?;
                 Ok(format!("unsafe {{ rt::arena::weights::<{t}>(w, {off}, {len}) }}"))
             }
-            ValueKind::Input => {
-                let name = self.inputs.get(&v).ok_or_else(|| self.err(n, "unknown graph input"))?;
+            // Graph inputs, and in a subgraph its inputs and the enclosing graph's values, are
+            // bound to names before the node's code.
+            ValueKind::Input | ValueKind::Outer => {
+                let name = self.inputs.get(&v).ok_or_else(|| self.err(n, format!("value `{}` is not bound", self.g.value(v).name)))?;
                 Ok(format!("&{name}[..]"))
             }
             ValueKind::Node(_) => {
                 let slot = self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.g.value(v).name)))?;
                 Ok(format!("unsafe {{ rt::arena::view::<{t}>(a, {}, {len}) }}", slot.offset))
             }
-            ValueKind::Outer => Err(self.err(n, "subgraphs are not supported by codegen yet")),
         }
     }
 
@@ -126,7 +128,7 @@ impl<'a> Ctx<'a> {
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     // Each op has one emitter family, so at most one of these is non-zero.
-    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id)
+    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id) + control::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -148,6 +150,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
+        Op::Scan { .. } => control::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
