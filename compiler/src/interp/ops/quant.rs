@@ -4,11 +4,12 @@
 use super::cast::cast;
 use super::linalg::matmul;
 use super::shape::index_map;
-use super::util::{arg, norm_axis, numel, one, opt_arg, strides};
+use super::util::{arg, norm_axis, numel, one, opt_arg};
 use super::OpResult;
 use crate::float8;
 use crate::interp::RtValue;
 use crate::ir::{AutoPad, DType, Op, Window};
+use burnc_runtime::kernels::quant::{self as qk, ConvGeom, QParam, ScalePrec};
 use crate::tensor::{Data, Tensor};
 
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
@@ -47,19 +48,20 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
     }
 }
 
-/// For each element of `x`, the index of its scale / zero point: per-tensor (one element),
-/// per-axis (1-D along `axis`) or blocked (same rank, `block` elements per scale along `axis`).
-fn param_index(x: &[usize], p: &[usize], axis: i64, block: usize) -> Result<Vec<usize>, String> {
+/// Where each element's scale / zero point lives: per-tensor (one element), per-axis (1-D
+/// along `axis`) or blocked (same rank, `block` elements per scale along `axis`).
+pub fn qparam(x: &[usize], p: &[usize], axis: i64, block: usize) -> Result<QParam, String> {
     let pn: usize = p.iter().product();
     if pn == 1 && p.len() <= 1 {
-        return Ok(vec![0; numel(x)?]);
+        return Ok(QParam::TENSOR);
     }
     let a = norm_axis(axis, x.len())?;
+    let inner: usize = x[a + 1..].iter().product();
     if block == 0 {
         if p.len() != 1 || p[0] != x[a] {
             return Err(format!("scale/zero point of shape {p:?} does not fit axis {a} of input {x:?}"));
         }
-        return index_map(x, |ix| ix[a]);
+        return Ok(QParam { d: x[a], inner, block: 0 });
     }
     if p.len() != x.len() {
         return Err(format!("blocked scale {p:?} must have the rank of the input {x:?}"));
@@ -70,8 +72,7 @@ fn param_index(x: &[usize], p: &[usize], axis: i64, block: usize) -> Result<Vec<
             return Err(format!("blocked scale {p:?} does not fit input {x:?} with block size {block} on axis {a}"));
         }
     }
-    let ps = strides(p);
-    index_map(x, |ix| ix.iter().enumerate().map(|(d, &i)| if d == a { i / block } else { i } * ps[d]).sum())
+    Ok(QParam { d: x[a], inner, block })
 }
 
 fn int_range(d: DType) -> Option<(i64, i64)> {
@@ -86,7 +87,7 @@ fn int_range(d: DType) -> Option<(i64, i64)> {
     })
 }
 
-fn is_f8(d: DType) -> bool {
+pub fn is_f8(d: DType) -> bool {
     matches!(d, DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ)
 }
 
@@ -126,7 +127,7 @@ fn quantize(
         (None, Some(o)) => o,
         (None, None) => DType::U8,
     };
-    let idx = param_index(&x.shape, &scale.shape, axis, block)?;
+    let p = qparam(&x.shape, &scale.shape, axis, block)?;
     if let Some(z) = zp {
         if z.shape != scale.shape && !(z.numel() == 1 && scale.numel() == 1) {
             return Err(format!("zero point shape {:?} differs from scale shape {:?}", z.shape, scale.shape));
@@ -136,33 +137,23 @@ fn quantize(
     let sv = scale.to_f64_vec();
     // x / scale in the input's precision (f32 unless f64), as the ONNX reference does.
     let wide = x.dtype() == DType::F64;
-    let ratio = |i: usize| -> f64 {
-        let s = sv[idx[i]];
-        if wide {
-            xv[i] / s
-        } else {
-            (xv[i] as f32 / s as f32) as f64
-        }
-    };
     if is_f8(to) {
-        let zf = zp.map(|z| z.to_f64_vec()).unwrap_or_else(|| vec![0.0; sv.len()]);
-        let bits: Vec<u8> = (0..xv.len())
-            .map(|i| float8::from_f32(to, (ratio(i) + zf.get(idx[i]).copied().unwrap_or(0.0)) as f32, saturate))
-            .collect();
+        let zb: Vec<u8> = match zp.map(|z| &z.data) {
+            Some(Data::F8(_, b)) => b.clone(),
+            _ => vec![],
+        };
+        let mut bits = vec![0u8; xv.len()];
+        let sm = crate::float8::small_of(to).ok_or("internal: small type")?;
+        qk::quantize_small(&xv, &sv, &zb, p, wide, sm, saturate, &mut bits);
         return Ok(Tensor::new(x.shape.clone(), Data::F8(to, bits)));
     }
     int_range(to).ok_or_else(|| format!("QuantizeLinear to {to} is not supported"))?;
     let zv = match zp {
         Some(z) => ints(z, "zero point")?,
-        None => vec![0; sv.len().max(1)],
+        None => vec![],
     };
-    let q: Vec<i64> = (0..xv.len())
-        .map(|i| {
-            // `as` saturates (NaN → 0); the zero point is added before clamping to the range.
-            let r = ratio(i).round_ties_even() as i64;
-            r.saturating_add(zv.get(idx[i]).copied().unwrap_or(0))
-        })
-        .collect();
+    let mut q = vec![0i64; xv.len()];
+    qk::quantize(&xv, &sv, &zv, p, wide, &mut q);
     from_ints(x.shape.clone(), q, to)
 }
 
@@ -183,48 +174,35 @@ fn dequantize(
         }
     }
     let to = output_dtype.unwrap_or(scale.dtype());
-    let idx = param_index(&x.shape, &scale.shape, axis, block)?;
+    let p = qparam(&x.shape, &scale.shape, axis, block)?;
     let sv = scale.to_f64_vec();
     let wide = scale.dtype() == DType::F64 || to == DType::F64;
-    let diffs: Vec<f64> = if x.dtype().is_int() {
+    let mut y = vec![0f64; x.numel()];
+    if x.dtype().is_int() {
         // Subtract the zero point exactly, in integers.
         let xv = ints(x, "x")?;
         let zv = match zp {
             Some(z) => ints(z, "zero point")?,
-            None => vec![0; sv.len().max(1)],
+            None => vec![],
         };
-        xv.iter().enumerate().map(|(i, &v)| (v - zv.get(idx[i]).copied().unwrap_or(0)) as f64).collect()
+        qk::dequantize(&xv, &sv, &zv, p, wide, &mut y);
+    } else if let Data::F8(d, xb) = &x.data {
+        let zb: Vec<u8> = match zp.map(|z| &z.data) {
+            Some(Data::F8(_, b)) => b.clone(),
+            _ => vec![],
+        };
+        let sm = crate::float8::small_of(*d).ok_or("internal: small type")?;
+        qk::dequantize_small(xb, sm, &sv, &zb, p, wide, &mut y);
     } else {
-        let xv = x.to_f64_vec();
-        let zv = zp.map(|z| z.to_f64_vec()).unwrap_or_else(|| vec![0.0; sv.len().max(1)]);
-        xv.iter().enumerate().map(|(i, &v)| v - zv.get(idx[i]).copied().unwrap_or(0.0)).collect()
-    };
-    let y: Vec<f64> = diffs
-        .iter()
-        .enumerate()
-        .map(|(i, &d)| if wide { d * sv[idx[i]] } else { (d as f32 * sv[idx[i]] as f32) as f64 })
-        .collect();
+        return Err(format!("DequantizeLinear of {} is not supported", x.dtype()));
+    }
     cast(&Tensor::new(x.shape.clone(), Data::F64(y)), to, false)
 }
 
 fn dynamic_quantize(x: &Tensor) -> OpResult {
     let Data::F32(v) = &x.data else { return Err(format!("DynamicQuantizeLinear needs f32 input, got {}", x.dtype())) };
-    let lo = v.iter().copied().fold(0f32, f32::min);
-    let hi = v.iter().copied().fold(0f32, f32::max);
-    let scale = (hi - lo) / 255.0;
-    let (zp, q): (u8, Vec<u8>) = if scale == 0.0 || !scale.is_finite() {
-        (0, vec![0; v.len()])
-    } else {
-        let zp = (0.0 - lo / scale).round_ties_even().clamp(0.0, 255.0) as u8;
-        let q = v
-            .iter()
-            .map(|&x| {
-                let r = (x / scale).round_ties_even();
-                (if r.is_nan() { 0.0 } else { r } + zp as f32).clamp(0.0, 255.0) as u8
-            })
-            .collect();
-        (zp, q)
-    };
+    let mut q = vec![0u8; v.len()];
+    let (scale, zp) = qk::dynamic_quantize(v, &mut q);
     Ok(vec![
         RtValue::Tensor(Tensor::new(x.shape.clone(), Data::U8(q))),
         RtValue::Tensor(Tensor::new(vec![], Data::F32(vec![scale]))),
