@@ -188,24 +188,33 @@ pub fn matmul_integer<A: Elem, B: Elem>(
     }
 }
 
-/// QLinearMatMul's requantization of the integer product `acc` ([batch, m, n]).
+/// QLinearMatMul's requantization of the integer product `acc` ([batch, m, n]); `a_scale`:
+/// one or one per row, `b_scale`: one or one per column, `y_scale` one, `y_zp` one or empty (zero).
 #[allow(clippy::too_many_arguments)]
 pub fn qlinear_matmul_requant<S: Elem, Q: Elem>(
     acc: &[i32],
     a_scale: &[S],
     b_scale: &[S],
-    y_scale: f64,
-    y_zp: i64,
+    y_scale: &[S],
+    y_zp: &[Q],
     prec: ScalePrec,
     m: usize,
     n: usize,
     y: &mut [Q],
 ) {
+    let ys = first_f64(y_scale);
+    let yz = y_zp.first().map(|z| z.to_i64()).unwrap_or(0);
     for (i, (o, &c)) in y.iter_mut().zip(acc).enumerate() {
         let (col, row) = (i % n.max(1), (i / n.max(1)) % m.max(1));
-        let mult = scale_ratio(per(a_scale, row).to_f64(), per(b_scale, col).to_f64(), y_scale, prec);
-        *o = requantize_one(c as i64, mult, y_zp);
+        let mult = scale_ratio(per(a_scale, row).to_f64(), per(b_scale, col).to_f64(), ys, prec);
+        *o = requantize_one(c as i64, mult, yz);
     }
+}
+
+/// The first value as f64 (NaN when empty, which callers rule out).
+#[inline]
+fn first_f64<T: Elem>(v: &[T]) -> f64 {
+    v.first().map(|s| s.to_f64()).unwrap_or(f64::NAN)
 }
 
 /// Most spatial dimensions of an integer convolution.
@@ -314,7 +323,8 @@ pub fn conv_integer_i32<X: Elem, W: Elem>(x: &[X], w: &[W], xz: &[X], wz: &[W], 
     conv_integer(x, w, xz, wz, g, y, |_, _, s| s as i32);
 }
 
-/// QLinearConv: integer convolution plus bias, requantized with x_scale * w_scale / y_scale.
+/// QLinearConv: integer convolution plus bias, requantized with x_scale * w_scale / y_scale
+/// (`x_scale`, `y_scale` one value, `w_scale` one or per output channel; `y_zp` one or empty).
 #[allow(clippy::too_many_arguments)]
 pub fn qlinear_conv<X: Elem, W: Elem, S: Elem, Q: Elem>(
     x: &[X],
@@ -322,17 +332,19 @@ pub fn qlinear_conv<X: Elem, W: Elem, S: Elem, Q: Elem>(
     xz: &[X],
     wz: &[W],
     bias: &[i32],
-    x_scale: f64,
+    x_scale: &[S],
     w_scale: &[S],
-    y_scale: f64,
-    y_zp: i64,
+    y_scale: &[S],
+    y_zp: &[Q],
     prec: ScalePrec,
     g: &ConvGeom,
     y: &mut [Q],
 ) {
+    let (xs, ys) = (first_f64(x_scale), first_f64(y_scale));
+    let yz = y_zp.first().map(|z| z.to_i64()).unwrap_or(0);
     conv_integer(x, w, xz, wz, g, y, |_, mo, s| {
         let acc = s + bias.get(mo).map(|&b| b as i64).unwrap_or(0);
-        requantize_one(acc, scale_ratio(x_scale, per(w_scale, mo).to_f64(), y_scale, prec), y_zp)
+        requantize_one(acc, scale_ratio(xs, per(w_scale, mo).to_f64(), ys, prec), yz)
     });
 }
 
