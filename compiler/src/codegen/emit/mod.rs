@@ -7,6 +7,7 @@ mod nn;
 mod norm;
 mod quant;
 mod scatter;
+mod wide;
 
 use super::weights::WeightsLayout;
 use super::CodegenError;
