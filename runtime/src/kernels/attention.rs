@@ -163,7 +163,7 @@ pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
                     match inp.mask {
                         Mask::None => {}
                         Mask::Bool(m, ms) => {
-                            if !at(&ms).is_some_and(|f| m[f] != 0) {
+                            if at(&ms).is_none_or(|f| m[f] == 0) {
                                 x = f64::NEG_INFINITY;
                             }
                         }

@@ -10,6 +10,9 @@ use burnc_runtime::kernels::quant::QParam;
 
 const K: &str = "rt::kernels::quant";
 
+/// A value's dtype and static shape.
+type Ty = (DType, Vec<usize>);
+
 fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
     let t = g.tensor_type(v?)?;
     Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
@@ -45,7 +48,7 @@ fn conv_lit(g: &QConv) -> String {
 }
 
 /// Optional input `i`: its type and a read expression (`&[]` when absent).
-fn opt(cx: &Ctx, n: &Node, i: usize) -> Result<(Option<(DType, Vec<usize>)>, String), CodegenError> {
+fn opt(cx: &Ctx, n: &Node, i: usize) -> Result<(Option<Ty>, String), CodegenError> {
     match n.inputs.get(i).copied().flatten() {
         Some(v) => Ok((Some(cx.ty(n, v)?), cx.read(n, v)?)),
         None => Ok((None, "&[]".into())),
@@ -53,17 +56,17 @@ fn opt(cx: &Ctx, n: &Node, i: usize) -> Result<(Option<(DType, Vec<usize>)>, Str
 }
 
 /// Required input `i`: its type and a read expression.
-fn req(cx: &Ctx, n: &Node, i: usize) -> Result<((DType, Vec<usize>), String), CodegenError> {
+fn req(cx: &Ctx, n: &Node, i: usize) -> Result<(Ty, String), CodegenError> {
     let v = cx.input(n, i)?;
     Ok((cx.ty(n, v)?, cx.read(n, v)?))
 }
 
-fn sd(t: &(DType, Vec<usize>)) -> (&[usize], DType) {
+fn sd(t: &Ty) -> (&[usize], DType) {
     (&t.1, t.0)
 }
 
 /// Scales of QLinearMatMul / QLinearConv must share a float type (one kernel type parameter).
-fn same_scales(cx: &Ctx, n: &Node, s: &[&(DType, Vec<usize>)]) -> Result<DType, CodegenError> {
+fn same_scales(cx: &Ctx, n: &Node, s: &[&Ty]) -> Result<DType, CodegenError> {
     let d = s[0].0;
     if !d.is_float() || s.iter().any(|t| t.0 != d) {
         return Err(cx.err(n, "scales of different or non-float types are not supported by codegen"));

@@ -108,7 +108,7 @@ fn element_targets(ds: &[usize], ind: &Tensor, axis: i64, what: &str) -> Result<
         }
     }
     let iv = wrap_all(&indices(ind, "indices")?, ds[ax], what)?;
-    let st = strides(&ds);
+    let st = strides(ds);
     let ist = strides(&ind.shape);
     index_map(&ind.shape, |ix| {
         let flat: usize = ix.iter().zip(&ist).map(|(i, s)| i * s).sum();
@@ -137,7 +137,7 @@ fn nd_offsets(ds: &[usize], ind: &Tensor, b: usize, what: &str) -> Result<(Vec<u
         return Err(format!("{what}: batch dims of data {:?} and indices {:?} differ", ds, ind.shape));
     }
     let iv = indices(ind, "indices")?;
-    let st = strides(&ds);
+    let st = strides(ds);
     let slice: usize = ds[b + m..].iter().product();
     let batch: usize = ds[..b].iter().product();
     let batch_stride: usize = ds[b..].iter().product();
