@@ -2,7 +2,7 @@
 //! causal and sliding-window rules, KV cache (past + current keys/values), grouped-query heads
 //! and softcap. Every size is explicit; the only working memory is the caller's `scratch`
 //! (`scratch_len(kv_seq)` f64s). Arithmetic in f64, results rounded once to `R`.
-use super::real::Real;
+use crate::elem::Elem;
 
 /// Sizes. Q is `[batch, q_heads, q_seq, head_dim]` (or `[batch, q_seq, q_heads * head_dim]`
 /// when `q_3d`), K/V likewise with `kv_heads` and `cur_seq` (`kv_3d`), past K/V are
@@ -62,6 +62,14 @@ pub fn round_f32(x: f64) -> f64 {
     x as f32 as f64
 }
 
+pub fn round_f16(x: f64) -> f64 {
+    half::f16::from_f64(x).to_f64()
+}
+
+pub fn round_bf16(x: f64) -> f64 {
+    half::bf16::from_f64(x).to_f64()
+}
+
 pub fn round_none(x: f64) -> f64 {
     x
 }
@@ -90,7 +98,7 @@ pub struct Outputs<'a, R> {
 /// Element `[b, h, s, d]` of a K- or V-like input: past rows first, then the current ones.
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn kv_at<R: Real>(past: Option<&[R]>, cur: &[R], dm: &Dims, dd: usize, b: usize, h: usize, s: usize, d: usize) -> f64 {
+fn kv_at<R: Elem>(past: Option<&[R]>, cur: &[R], dm: &Dims, dd: usize, b: usize, h: usize, s: usize, d: usize) -> f64 {
     let h_n = dm.kv_heads;
     if s < dm.past_seq {
         return past.map_or(0.0, |p| p[((b * h_n + h) * dm.past_seq + s) * dd + d].to_f64());
@@ -100,7 +108,7 @@ fn kv_at<R: Real>(past: Option<&[R]>, cur: &[R], dm: &Dims, dd: usize, b: usize,
     cur[i].to_f64()
 }
 
-pub fn attention<R: Real>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R>, scratch: &mut [f64]) {
+pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R>, scratch: &mut [f64]) {
     let Dims { batch: b_n, q_heads: hq, kv_heads: hk, q_seq: sq, head_dim: dq, v_head_dim: dv, .. } = *dm;
     let skv = dm.kv_seq();
     let group = hq / hk.max(1);
@@ -155,7 +163,7 @@ pub fn attention<R: Real>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
                     match inp.mask {
                         Mask::None => {}
                         Mask::Bool(m, ms) => {
-                            if !at(&ms).is_some_and(|f| m[f] != 0) {
+                            if at(&ms).is_none_or(|f| m[f] == 0) {
                                 x = f64::NEG_INFINITY;
                             }
                         }

@@ -7,6 +7,7 @@ pub mod im2col;
 pub mod loss;
 pub mod norm;
 pub mod permute;
+pub mod quant;
 pub mod pool;
 pub mod real;
 pub mod reduce;

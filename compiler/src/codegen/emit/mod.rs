@@ -6,10 +6,13 @@ mod elementwise;
 mod misc;
 mod nn;
 mod norm;
+mod quant;
+mod scatter;
+mod wide;
 
 use super::weights::WeightsLayout;
 use super::CodegenError;
-use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
+use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
 use std::collections::HashMap;
 
@@ -128,7 +131,11 @@ impl<'a> Ctx<'a> {
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     // Each op has one emitter family, so at most one of these is non-zero.
-    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id) + control::scratch_bytes(g, id)
+    nn::scratch_bytes(g, id)
+        + misc::scratch_bytes(g, id)
+        + norm::scratch_bytes(g, id)
+        + quant::scratch_bytes(g, id)
+        + control::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -151,6 +158,9 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         Op::Scan { .. } => control::emit(cx, id, n),
+        Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger
+        | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
+        Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

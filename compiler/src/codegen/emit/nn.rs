@@ -1,6 +1,7 @@
 //! Convolution, pooling, GEMM/MatMul, normalization and softmax: calls into the runtime's
 //! kernels with geometry resolved at compile time (the same resolution the interpreter uses).
 use super::elementwise::f32_lit;
+use super::wide::{carve, is_half, narrow, widen};
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom::resolve;
@@ -25,10 +26,26 @@ fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
 }
 
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
-    match conv_geometry(g, g.node(id)) {
+    let n = g.node(id);
+    if let Op::Softmax { .. } = n.op {
+        // f16 / bf16: the input widened to f32, and the f32 result.
+        return match fixed(g, n.outputs.first().copied()) {
+            Some((d, s)) if is_half(d) => 2 * s.iter().product::<usize>() * 4,
+            _ => 0,
+        };
+    }
+    match conv_geometry(g, n) {
+        Some((d, win, dt)) if is_half(dt) => half_conv_parts(g, n, &d, &win).iter().map(|p| p.1).sum::<usize>() * 4,
         Some((d, win, dt)) => conv_scratch_len(&d, &win) * dt.size(),
         None => 0,
     }
+}
+
+/// f16 / bf16 Conv's f32 scratch: X, W, B widened, the f32 output, then im2col.
+fn half_conv_parts(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> [(&'static str, usize); 5] {
+    let len = |i: usize| fixed(g, n.inputs.get(i).copied().flatten()).map_or(0, |(_, s)| s.iter().product());
+    let out = fixed(g, n.outputs.first().copied()).map_or(0, |(_, s)| s.iter().product());
+    [("xw", len(0)), ("ww", len(1)), ("bw", len(2)), ("yw", out), ("col", conv_scratch_len(d, win))]
 }
 
 pub(super) fn window_lit(w: &Window3) -> String {
@@ -54,6 +71,9 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let gemm_impl = if od == DType::F32 { "rt::kernels::conv::Sgemm" } else { "rt::kernels::conv::Dgemm" };
     match &n.op {
         Op::Conv { group, .. } => {
+            if is_half(od) {
+                return half_conv(cx, id, n, out, t);
+            }
             if !float {
                 return Err(cx.err(n, format!("Conv on {od} is not supported by codegen yet")));
             }
@@ -219,7 +239,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             )))
         }
         Op::Softmax { axis, log, coerce_2d } => {
-            if !float {
+            if !float && !is_half(od) {
                 return Err(cx.err(n, format!("Softmax on {od} is not supported by codegen yet")));
             }
             let r = oshape.len() as i64;
@@ -230,11 +250,17 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let a = a as usize;
             let outer: usize = oshape[..a].iter().product();
             let (nn, inner) = if *coerce_2d { (oshape[a..].iter().product(), 1) } else { (oshape[a], oshape[a + 1..].iter().product()) };
-            Ok(Some(format!(
-                "rt::kernels::softmax::softmax({}, {outer}, {nn}, {inner}, {}, {log});",
-                cx.read(n, cx.input(n, 0)?)?,
-                cx.write(n, out)?
-            )))
+            let (rx, y) = (cx.read(n, cx.input(n, 0)?)?, cx.write(n, out)?);
+            if !is_half(od) {
+                return Ok(Some(format!("rt::kernels::softmax::softmax({rx}, {outer}, {nn}, {inner}, {y}, {log});")));
+            }
+            // As the interpreter: in f32, rounded once at the end.
+            let len: usize = oshape.iter().product();
+            let mut s = carve(&cx.scratch(n, id, "f32", 2 * len)?, "f32", &[("xw", len), ("yw", len)]);
+            s += &widen("xw", &rx, "f32");
+            s += &format!("rt::kernels::softmax::softmax(xw, {outer}, {nn}, {inner}, yw, {log});\n");
+            s += &narrow(&y, "yw", t, "f32");
+            Ok(Some(s))
         }
         Op::Lrn { size, alpha, beta, bias } => {
             if !float {
@@ -254,6 +280,47 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
         }
         _ => Err(cx.err(n, "not an nn op")),
     }
+}
+
+/// f16 / bf16 Conv as the interpreter runs it: X, W and B widened to f32, the f32 kernel
+/// (sgemm), the output rounded once.
+fn half_conv(cx: &Ctx, id: NodeId, n: &Node, out: crate::ir::ValueId, t: &str) -> Result<Option<String>, CodegenError> {
+    let Op::Conv { group, .. } = &n.op else { return Err(cx.err(n, "not a Conv")) };
+    let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
+    let x = cx.input(n, 0)?;
+    for i in 1..3 {
+        if let Some(v) = n.inputs.get(i).copied().flatten() {
+            if cx.ty(n, v)?.0 != cx.ty(n, x)?.0 {
+                return Err(cx.err(n, "Conv inputs of different types"));
+            }
+        }
+    }
+    let parts = half_conv_parts(cx.g, n, &d, &win);
+    let total: usize = parts.iter().map(|p| p.1).sum();
+    let mut s = carve(&cx.scratch(n, id, "f32", total)?, "f32", &parts);
+    s += &widen("xw", &cx.read(n, x)?, "f32");
+    s += &widen("ww", &cx.read(n, cx.input(n, 1)?)?, "f32");
+    let bias = match n.inputs.get(2).copied().flatten() {
+        Some(b) => {
+            s += &widen("bw", &cx.read(n, b)?, "f32");
+            "Some(&bw[..])"
+        }
+        None => {
+            s += "let _ = bw;\n";
+            "None"
+        }
+    };
+    s += &format!(
+        "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
+         let win = {};\n\
+         rt::kernels::conv::conv(xw, ww, {bias}, yw, &d, &win, col, &rt::kernels::conv::Sgemm);\n",
+        d.batch,
+        d.c_in,
+        d.c_out,
+        window_lit(&win)
+    );
+    s += &narrow(&cx.write(n, out)?, "yw", t, "f32");
+    Ok(Some(s))
 }
 
 /// The reduced axes of a Reduce node as one contiguous `(outer, red, inner)` split, when they

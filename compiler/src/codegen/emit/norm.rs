@@ -86,7 +86,9 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let t = cx.elem(n, x)?;
     let float = matches!(xd, DType::F32 | DType::F64);
     let name = n.op.name();
-    if !float && !matches!(n.op, Op::Hardmax { .. }) {
+    // Attention works in f64 whatever the storage type and rounds once, as the interpreter.
+    let half_ok = matches!(n.op, Op::Attention(_)) && matches!(xd, DType::F16 | DType::BF16);
+    if !float && !half_ok && !matches!(n.op, Op::Hardmax { .. }) {
         return Err(cx.err(n, format!("{name} on {xd} is not supported by codegen yet")));
     }
     let numel = |v: ValueId| -> Result<usize, CodegenError> { Ok(cx.ty(n, v)?.1.iter().product()) };
@@ -305,7 +307,12 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 })
             };
             let p = attn::params(a, &d, xd);
-            let round = if xd == DType::F32 { "round_f32" } else { "round_none" };
+            let round = match xd {
+                DType::F32 => "round_f32",
+                DType::F16 => "round_f16",
+                DType::BF16 => "round_bf16",
+                _ => "round_none",
+            };
             Ok(Some(format!(
                 "let d = rt::kernels::attention::Dims {{ batch: {}, q_heads: {}, kv_heads: {}, q_seq: {}, past_seq: {}, cur_seq: {}, head_dim: {}, v_head_dim: {}, q_3d: {}, kv_3d: {} }};\n\
                  let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{round} }};\n\

@@ -85,8 +85,8 @@ pub fn params(a: &AttentionAttrs, d: &k::Dims, dtype: DType) -> k::Params {
         qk_mode: a.qk_matmul_output_mode,
         round_p: match dtype {
             DType::F32 => k::round_f32,
-            DType::F16 => |x| half::f16::from_f64(x).to_f64(),
-            DType::BF16 => |x| half::bf16::from_f64(x).to_f64(),
+            DType::F16 => k::round_f16,
+            DType::BF16 => k::round_bf16,
             _ => k::round_none,
         },
     }

@@ -96,19 +96,19 @@ fn gather(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
 
 /// Flat data offsets for GatherElements / ScatterElements: `indices`' position with the
 /// `axis` coordinate replaced by the index value.
-fn element_targets(data: &Tensor, ind: &Tensor, axis: i64, what: &str) -> Result<Vec<usize>, String> {
-    let r = data.rank();
+fn element_targets(ds: &[usize], ind: &Tensor, axis: i64, what: &str) -> Result<Vec<usize>, String> {
+    let r = ds.len();
     if ind.rank() != r || r == 0 {
         return Err(format!("{what}: indices rank {} differs from data rank {r}", ind.rank()));
     }
     let ax = norm_axis(axis, r)?;
     for d in 0..r {
-        if d != ax && ind.shape[d] > data.shape[d] {
-            return Err(format!("{what}: indices shape {:?} exceeds data shape {:?} off axis {ax}", ind.shape, data.shape));
+        if d != ax && ind.shape[d] > ds[d] {
+            return Err(format!("{what}: indices shape {:?} exceeds data shape {:?} off axis {ax}", ind.shape, ds));
         }
     }
-    let iv = wrap_all(&indices(ind, "indices")?, data.shape[ax], what)?;
-    let st = strides(&data.shape);
+    let iv = wrap_all(&indices(ind, "indices")?, ds[ax], what)?;
+    let st = strides(ds);
     let ist = strides(&ind.shape);
     index_map(&ind.shape, |ix| {
         let flat: usize = ix.iter().zip(&ist).map(|(i, s)| i * s).sum();
@@ -117,15 +117,15 @@ fn element_targets(data: &Tensor, ind: &Tensor, axis: i64, what: &str) -> Result
 }
 
 fn gather_elements(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
-    let idx = element_targets(data, ind, axis, "GatherElements")?;
+    let idx = element_targets(&data.shape, ind, axis, "GatherElements")?;
     Ok(Tensor::new(ind.shape.clone(), take(&data.data, &idx)))
 }
 
 /// Resolve GatherND/ScatterND index tuples (last dim of `ind`) against `data`, with the first
 /// `b` dims shared as batch dims. Returns the flat data offset of each tuple's slice, the
 /// slice length, and the shape of the tuple grid.
-fn nd_offsets(data: &Tensor, ind: &Tensor, b: usize, what: &str) -> Result<(Vec<usize>, usize, usize), String> {
-    let (r, q) = (data.rank(), ind.rank());
+fn nd_offsets(ds: &[usize], ind: &Tensor, b: usize, what: &str) -> Result<(Vec<usize>, usize, usize), String> {
+    let (r, q) = (ds.len(), ind.rank());
     if q < 1 || r < 1 {
         return Err(format!("{what}: data and indices must have rank >= 1"));
     }
@@ -133,14 +133,14 @@ fn nd_offsets(data: &Tensor, ind: &Tensor, b: usize, what: &str) -> Result<(Vec<
     if b >= q || b >= r || m + b > r {
         return Err(format!("{what}: index tuples of length {m} with batch_dims {b} do not fit data of rank {r}"));
     }
-    if data.shape[..b] != ind.shape[..b] {
-        return Err(format!("{what}: batch dims of data {:?} and indices {:?} differ", data.shape, ind.shape));
+    if ds[..b] != ind.shape[..b] {
+        return Err(format!("{what}: batch dims of data {:?} and indices {:?} differ", ds, ind.shape));
     }
     let iv = indices(ind, "indices")?;
-    let st = strides(&data.shape);
-    let slice: usize = data.shape[b + m..].iter().product();
-    let batch: usize = data.shape[..b].iter().product();
-    let batch_stride: usize = data.shape[b..].iter().product();
+    let st = strides(ds);
+    let slice: usize = ds[b + m..].iter().product();
+    let batch: usize = ds[..b].iter().product();
+    let batch_stride: usize = ds[b..].iter().product();
     let tuples = match iv.len().checked_div(m) {
         Some(t) => t,
         None => numel(&ind.shape[..q - 1])?,
@@ -151,7 +151,7 @@ fn nd_offsets(data: &Tensor, ind: &Tensor, b: usize, what: &str) -> Result<(Vec<
         let bi = t.checked_div(per_batch).unwrap_or(0);
         let mut off = bi * batch_stride;
         for j in 0..m {
-            off += wrap(iv[t * m + j], data.shape[b + j], what)? * st[b + j];
+            off += wrap(iv[t * m + j], ds[b + j], what)? * st[b + j];
         }
         offs.push(off);
     }
@@ -160,7 +160,7 @@ fn nd_offsets(data: &Tensor, ind: &Tensor, b: usize, what: &str) -> Result<(Vec<
 
 fn gather_nd(data: &Tensor, ind: &Tensor, batch_dims: i64) -> Result<Tensor, String> {
     let b = usize::try_from(batch_dims).map_err(|_| format!("negative batch_dims {batch_dims}"))?;
-    let (offs, slice, _) = nd_offsets(data, ind, b, "GatherND")?;
+    let (offs, slice, _) = nd_offsets(&data.shape, ind, b, "GatherND")?;
     let q = ind.rank();
     let m = ind.shape[q - 1];
     let mut shape = ind.shape[..q - 1].to_vec();
@@ -204,24 +204,39 @@ fn scatter_data(data: &Tensor, upd: &Tensor, dst: &[usize], chunk: usize, red: S
     Ok(go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool))
 }
 
-fn scatter_elements(data: &Tensor, ind: &Tensor, upd: &Tensor, axis: i64, red: ScatterReduction) -> Result<Tensor, String> {
-    if upd.shape != ind.shape {
-        return Err(format!("updates shape {:?} differs from indices shape {:?}", upd.shape, ind.shape));
+/// Where scatter updates land: each update's (or, for ScatterND, each slice's) flat offset in
+/// the output and the slice length. Shared with codegen, which bakes it into a table.
+pub fn scatter_targets(op: &Op, ds: &[usize], ind: &Tensor, us: &[usize]) -> Result<(Vec<usize>, usize), String> {
+    match op {
+        Op::ScatterElements { axis, .. } => {
+            if us != &ind.shape[..] {
+                return Err(format!("updates shape {us:?} differs from indices shape {:?}", ind.shape));
+            }
+            Ok((element_targets(ds, ind, *axis, "ScatterElements")?, 1))
+        }
+        Op::ScatterNd { .. } => {
+            let (offs, slice, _) = nd_offsets(ds, ind, 0, "ScatterND")?;
+            let q = ind.rank();
+            let m = ind.shape[q - 1];
+            let mut want = ind.shape[..q - 1].to_vec();
+            want.extend_from_slice(&ds[m..]);
+            if us != &want[..] {
+                return Err(format!("updates shape {us:?} should be {want:?}"));
+            }
+            Ok((offs, slice))
+        }
+        _ => Err(format!("{} is not a scatter", op.name())),
     }
-    let dst = element_targets(data, ind, axis, "ScatterElements")?;
-    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &dst, 1, red)?))
+}
+
+fn scatter_elements(data: &Tensor, ind: &Tensor, upd: &Tensor, axis: i64, red: ScatterReduction) -> Result<Tensor, String> {
+    let (dst, chunk) = scatter_targets(&Op::ScatterElements { axis, reduction: red }, &data.shape, ind, &upd.shape)?;
+    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &dst, chunk, red)?))
 }
 
 fn scatter_nd(data: &Tensor, ind: &Tensor, upd: &Tensor, red: ScatterReduction) -> Result<Tensor, String> {
-    let (offs, slice, _) = nd_offsets(data, ind, 0, "ScatterND")?;
-    let q = ind.rank();
-    let m = ind.shape[q - 1];
-    let mut want = ind.shape[..q - 1].to_vec();
-    want.extend_from_slice(&data.shape[m..]);
-    if upd.shape != want {
-        return Err(format!("updates shape {:?} should be {want:?}", upd.shape));
-    }
-    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &offs, slice, red)?))
+    let (dst, chunk) = scatter_targets(&Op::ScatterNd { reduction: red }, &data.shape, ind, &upd.shape)?;
+    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &dst, chunk, red)?))
 }
 
 fn nonzero_mask(x: &Tensor) -> Result<Vec<bool>, String> {

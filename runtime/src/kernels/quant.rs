@@ -1,0 +1,390 @@
+//! Quantization kernels (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+//! QLinearMatMul, ConvInteger, QLinearConv), Det and BitCast, shared by the interpreter and
+//! generated code. Integer products and sums stay in integers; floats only for scales.
+use crate::elem::Elem;
+use crate::small::{self, Small};
+
+/// Where the scale / zero point of element `i` lives: per tensor (`d == 0`), per axis
+/// (`block == 0`: index along an axis of size `d` with `inner` elements after it) or blocked
+/// (same rank as x, `block` elements per scale along the axis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QParam {
+    pub d: usize,
+    pub inner: usize,
+    pub block: usize,
+}
+
+impl QParam {
+    pub const TENSOR: QParam = QParam { d: 0, inner: 1, block: 0 };
+    #[inline]
+    pub fn index(&self, i: usize) -> usize {
+        if self.d == 0 {
+            return 0;
+        }
+        let inner = self.inner.max(1);
+        let a = (i / inner) % self.d;
+        if self.block == 0 {
+            return a;
+        }
+        let o = i / (inner * self.d);
+        (o * self.d.div_ceil(self.block) + a / self.block) * inner + i % inner
+    }
+}
+
+#[inline]
+fn rint(v: f64) -> f64 {
+    libm::rint(v)
+}
+
+/// Clamp to `Q`'s range and store.
+#[inline]
+fn sat<Q: Elem>(v: i64) -> Q {
+    Q::from_i64(v.clamp(Q::lowest().to_i64(), Q::highest().to_i64()))
+}
+
+/// x / scale in x's precision (f32 unless `wide`), as the ONNX reference does.
+#[inline]
+fn ratio(x: f64, s: f64, wide: bool) -> f64 {
+    if wide {
+        x / s
+    } else {
+        (x as f32 / s as f32) as f64
+    }
+}
+
+/// QuantizeLinear to an integer type: round(x / scale) + zp, saturated. `zp` empty: zero.
+pub fn quantize<X: Elem, S: Elem, Q: Elem>(x: &[X], scale: &[S], zp: &[Q], p: QParam, wide: bool, y: &mut [Q]) {
+    for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
+        let j = p.index(i);
+        // `as` saturates (NaN → 0); the zero point is added before clamping to the range.
+        let r = rint(ratio(xv.to_f64(), scale[j].to_f64(), wide)) as i64;
+        let z = zp.get(j).map(|z| z.to_i64()).unwrap_or(0);
+        *o = sat(r.saturating_add(z));
+    }
+}
+
+/// QuantizeLinear to a float8 type (`zp` raw bits, empty: zero).
+#[allow(clippy::too_many_arguments)]
+pub fn quantize_small<X: Elem, S: Elem>(x: &[X], scale: &[S], zp: &[u8], p: QParam, wide: bool, to: Small, saturate: bool, y: &mut [u8]) {
+    for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
+        let j = p.index(i);
+        let z = zp.get(j).map(|&b| small::small_to_f64(to, b)).unwrap_or(0.0);
+        *o = small::from_f32(to, (ratio(xv.to_f64(), scale[j].to_f64(), wide) + z) as f32, saturate);
+    }
+}
+
+#[inline]
+fn deq(d: f64, s: f64, wide: bool) -> f64 {
+    if wide {
+        d * s
+    } else {
+        (d as f32 * s as f32) as f64
+    }
+}
+
+/// DequantizeLinear from an integer type: (x - zp) * scale, the difference in integers.
+pub fn dequantize<Q: Elem, S: Elem, Y: Elem>(x: &[Q], scale: &[S], zp: &[Q], p: QParam, wide: bool, y: &mut [Y]) {
+    for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
+        let j = p.index(i);
+        let z = zp.get(j).map(|z| z.to_i64()).unwrap_or(0);
+        *o = Y::from_f64(deq((xv.to_i64() - z) as f64, scale[j].to_f64(), wide));
+    }
+}
+
+/// DequantizeLinear from a float8 type (raw bits).
+#[allow(clippy::too_many_arguments)]
+pub fn dequantize_small<S: Elem, Y: Elem>(x: &[u8], from: Small, scale: &[S], zp: &[u8], p: QParam, wide: bool, y: &mut [Y]) {
+    for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
+        let j = p.index(i);
+        let z = zp.get(j).map(|&b| small::small_to_f64(from, b)).unwrap_or(0.0);
+        *o = Y::from_f64(deq(small::small_to_f64(from, xv) - z, scale[j].to_f64(), wide));
+    }
+}
+
+/// DynamicQuantizeLinear: uint8 quantization over the range of x (widened to hold 0).
+/// Returns (scale, zero point) and writes `y`.
+pub fn dynamic_quantize(x: &[f32], y: &mut [u8]) -> (f32, u8) {
+    let lo = x.iter().copied().fold(0f32, f32::min);
+    let hi = x.iter().copied().fold(0f32, f32::max);
+    let scale = (hi - lo) / 255.0;
+    if scale == 0.0 || !scale.is_finite() {
+        y.iter_mut().for_each(|v| *v = 0);
+        return (scale, 0);
+    }
+    let zp = libm::rintf(0.0 - lo / scale).clamp(0.0, 255.0) as u8;
+    for (o, &v) in y.iter_mut().zip(x) {
+        let r = libm::rintf(v / scale);
+        *o = (if r.is_nan() { 0.0 } else { r } + zp as f32).clamp(0.0, 255.0) as u8;
+    }
+    (scale, zp)
+}
+
+/// Precision of the scale product of QLinearMatMul / QLinearConv (the scales' type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalePrec {
+    F16,
+    F32,
+    F64,
+}
+
+/// a * b / y in the scales' own precision, as the reference does.
+pub fn scale_ratio(a: f64, b: f64, y: f64, p: ScalePrec) -> f64 {
+    match p {
+        ScalePrec::F64 => a * b / y,
+        ScalePrec::F16 => {
+            let h = half::f16::from_f64;
+            (h(a) * h(b) / h(y)).to_f64()
+        }
+        ScalePrec::F32 => (a as f32 * b as f32 / y as f32) as f64,
+    }
+}
+
+/// round(acc * mult) + zp, saturated to `Q`.
+#[inline]
+pub fn requantize_one<Q: Elem>(acc: i64, mult: f64, zp: i64) -> Q {
+    sat((rint(acc as f64 * mult) as i64).saturating_add(zp))
+}
+
+#[inline]
+fn per<T: Elem>(v: &[T], i: usize) -> T {
+    if v.len() == 1 {
+        v[0]
+    } else {
+        v.get(i).copied().unwrap_or_default()
+    }
+}
+
+/// Integer matrix product of (a - az) [m, k] by (b - bz) [k, n] per batch, i32 wrapping
+/// arithmetic. `a_base` / `b_base`: element offset of each batch's matrices (broadcasting).
+/// `az`: empty, one value or one per row; `bz`: empty, one or one per column.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_integer<A: Elem, B: Elem>(
+    a: &[A],
+    b: &[B],
+    az: &[A],
+    bz: &[B],
+    a_base: &[u32],
+    b_base: &[u32],
+    m: usize,
+    k: usize,
+    n: usize,
+    y: &mut [i32],
+) {
+    for (bi, (&ab, &bb)) in a_base.iter().zip(b_base).enumerate() {
+        let (ab, bb) = (ab as usize, bb as usize);
+        for r in 0..m {
+            let za = if az.is_empty() { 0 } else { per(az, r).to_i64() as i32 };
+            for c in 0..n {
+                let zb = if bz.is_empty() { 0 } else { per(bz, c).to_i64() as i32 };
+                let mut s = 0i32;
+                for t in 0..k {
+                    let x = (a[ab + r * k + t].to_i64() as i32).wrapping_sub(za);
+                    let w = (b[bb + t * n + c].to_i64() as i32).wrapping_sub(zb);
+                    s = s.wrapping_add(x.wrapping_mul(w));
+                }
+                y[(bi * m + r) * n + c] = s;
+            }
+        }
+    }
+}
+
+/// QLinearMatMul's requantization of the integer product `acc` ([batch, m, n]); `a_scale`:
+/// one or one per row, `b_scale`: one or one per column, `y_scale` one, `y_zp` one or empty (zero).
+#[allow(clippy::too_many_arguments)]
+pub fn qlinear_matmul_requant<S: Elem, Q: Elem>(
+    acc: &[i32],
+    a_scale: &[S],
+    b_scale: &[S],
+    y_scale: &[S],
+    y_zp: &[Q],
+    prec: ScalePrec,
+    m: usize,
+    n: usize,
+    y: &mut [Q],
+) {
+    let ys = first_f64(y_scale);
+    let yz = y_zp.first().map(|z| z.to_i64()).unwrap_or(0);
+    for (i, (o, &c)) in y.iter_mut().zip(acc).enumerate() {
+        let (col, row) = (i % n.max(1), (i / n.max(1)) % m.max(1));
+        let mult = scale_ratio(per(a_scale, row).to_f64(), per(b_scale, col).to_f64(), ys, prec);
+        *o = requantize_one(c as i64, mult, yz);
+    }
+}
+
+/// The first value as f64 (NaN when empty, which callers rule out).
+#[inline]
+fn first_f64<T: Elem>(v: &[T]) -> f64 {
+    v.first().map(|s| s.to_f64()).unwrap_or(f64::NAN)
+}
+
+/// Most spatial dimensions of an integer convolution.
+pub const MAX_SPATIAL: usize = 8;
+
+/// Geometry of an N-d convolution x [nb, c, ins…] * w [m, c/group, ks…] → [nb, m, outs…].
+#[derive(Clone, Copy, Debug)]
+pub struct ConvGeom<'a> {
+    pub nb: usize,
+    pub c: usize,
+    pub m: usize,
+    pub group: usize,
+    pub ins: &'a [usize],
+    pub outs: &'a [usize],
+    pub ks: &'a [usize],
+    pub strides: &'a [usize],
+    pub dil: &'a [usize],
+    pub pad_begin: &'a [usize],
+}
+
+/// Integer convolution of (x - xz) by (w - wz) (xz: empty or one value; wz: empty, one or one per
+/// output channel), sums in i64, plus an optional per-channel bias; `f` maps each (output index,
+/// channel, sum) to the stored value.
+pub fn conv_integer<X: Elem, W: Elem, Y>(
+    x: &[X],
+    w: &[W],
+    xz: &[X],
+    wz: &[W],
+    g: &ConvGeom,
+    y: &mut [Y],
+    mut f: impl FnMut(usize, usize, i64) -> Y,
+) {
+    let sp = g.ins.len().min(MAX_SPATIAL);
+    let group = g.group.max(1);
+    let (ckg, mg) = (g.c / group, g.m / group);
+    let mut xs = [0usize; MAX_SPATIAL + 2];
+    let mut ws = [0usize; MAX_SPATIAL + 2];
+    xs[sp + 1] = 1;
+    ws[sp + 1] = 1;
+    for d in (0..sp).rev() {
+        xs[d + 1] = xs[d + 2] * g.ins[d];
+        ws[d + 1] = ws[d + 2] * g.ks[d];
+    }
+    if sp == 0 {
+        xs[1] = 1;
+        ws[1] = 1;
+    }
+    let (xs1, ws1) = (xs[1], ws[1]);
+    let (xs0, ws0) = (xs1 * g.c, ws1 * ckg);
+    // xs[d + 2] is the stride of spatial dim d.
+    let xzv = xz.first().map(|z| z.to_i64()).unwrap_or(0);
+    let kn: usize = g.ks[..sp].iter().product();
+    let on: usize = g.outs[..sp].iter().product();
+    let mut opos = [0usize; MAX_SPATIAL];
+    let mut kpos = [0usize; MAX_SPATIAL];
+    let mut o = 0;
+    for nn in 0..g.nb {
+        for mo in 0..g.m {
+            let gi = mo / mg.max(1);
+            let wzv = if wz.is_empty() { 0 } else { per(wz, mo).to_i64() };
+            for oi in 0..on {
+                let mut r = oi;
+                for d in (0..sp).rev() {
+                    opos[d] = r % g.outs[d];
+                    r /= g.outs[d];
+                }
+                let mut sum = 0i64;
+                for ki in 0..kn {
+                    let mut r = ki;
+                    for d in (0..sp).rev() {
+                        kpos[d] = r % g.ks[d];
+                        r /= g.ks[d];
+                    }
+                    let mut xoff = nn * xs0;
+                    let mut inside = true;
+                    for d in 0..sp {
+                        let p = (opos[d] * g.strides[d] + kpos[d] * g.dil[d]) as i64 - g.pad_begin[d] as i64;
+                        if p < 0 || p >= g.ins[d] as i64 {
+                            inside = false;
+                            break;
+                        }
+                        xoff += p as usize * xs[d + 2];
+                    }
+                    if !inside {
+                        continue;
+                    }
+                    let mut woff = mo * ws0;
+                    for d in 0..sp {
+                        woff += kpos[d] * ws[d + 2];
+                    }
+                    for ci in 0..ckg {
+                        let xi = x[xoff + (gi * ckg + ci) * xs1].to_i64() - xzv;
+                        let wi = w[woff + ci * ws1].to_i64() - wzv;
+                        sum += xi * wi;
+                    }
+                }
+                y[o] = f(o, mo, sum);
+                o += 1;
+            }
+        }
+    }
+}
+
+/// ConvInteger: the sums as i32.
+pub fn conv_integer_i32<X: Elem, W: Elem>(x: &[X], w: &[W], xz: &[X], wz: &[W], g: &ConvGeom, y: &mut [i32]) {
+    conv_integer(x, w, xz, wz, g, y, |_, _, s| s as i32);
+}
+
+/// QLinearConv: integer convolution plus bias, requantized with x_scale * w_scale / y_scale
+/// (`x_scale`, `y_scale` one value, `w_scale` one or per output channel; `y_zp` one or empty).
+#[allow(clippy::too_many_arguments)]
+pub fn qlinear_conv<X: Elem, W: Elem, S: Elem, Q: Elem>(
+    x: &[X],
+    w: &[W],
+    xz: &[X],
+    wz: &[W],
+    bias: &[i32],
+    x_scale: &[S],
+    w_scale: &[S],
+    y_scale: &[S],
+    y_zp: &[Q],
+    prec: ScalePrec,
+    g: &ConvGeom,
+    y: &mut [Q],
+) {
+    let (xs, ys) = (first_f64(x_scale), first_f64(y_scale));
+    let yz = y_zp.first().map(|z| z.to_i64()).unwrap_or(0);
+    conv_integer(x, w, xz, wz, g, y, |_, mo, s| {
+        let acc = s + bias.get(mo).map(|&b| b as i64).unwrap_or(0);
+        requantize_one(acc, scale_ratio(xs, per(w_scale, mo).to_f64(), ys, prec), yz)
+    });
+}
+
+/// Determinants of `nb` [n, n] matrices by LU with partial pivoting in f64; `scratch`: n * n.
+pub fn det<T: Elem>(x: &[T], nb: usize, n: usize, scratch: &mut [f64], y: &mut [T]) {
+    let a = &mut scratch[..n * n];
+    for b in 0..nb {
+        for (d, s) in a.iter_mut().zip(&x[b * n * n..(b + 1) * n * n]) {
+            *d = s.to_f64();
+        }
+        let mut d = 1.0f64;
+        for k in 0..n {
+            let p = (k..n).max_by(|&i, &j| libm::fabs(a[i * n + k]).total_cmp(&libm::fabs(a[j * n + k]))).unwrap_or(k);
+            if a[p * n + k] == 0.0 {
+                d = 0.0;
+                break;
+            }
+            if p != k {
+                for j in 0..n {
+                    a.swap(k * n + j, p * n + j);
+                }
+                d = -d;
+            }
+            let piv = a[k * n + k];
+            d *= piv;
+            for i in k + 1..n {
+                let f = a[i * n + k] / piv;
+                for j in k..n {
+                    a[i * n + j] -= f * a[k * n + j];
+                }
+            }
+        }
+        y[b] = T::from_f64(d);
+    }
+}
+
+/// BitCast: the bytes of `x` viewed as `y`'s type (equal byte lengths).
+pub fn bitcast<A: Copy, B: Copy>(x: &[A], y: &mut [B]) {
+    let n = core::mem::size_of_val(x).min(core::mem::size_of_val(y));
+    // SAFETY: both are plain numbers (every bit pattern valid), `n` bytes fit both slices, and
+    // `x` and `y` cannot overlap (one is borrowed shared, the other mutably).
+    unsafe { core::ptr::copy_nonoverlapping(x.as_ptr() as *const u8, y.as_mut_ptr() as *mut u8, n) };
+}
