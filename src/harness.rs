@@ -5,7 +5,8 @@ use crate::build::{bake_tensor, BuildError};
 use thiserror::Error;
 use burnc_compiler::codegen::{self, emit::rust_ty, CodegenOptions, Generated};
 use burnc_compiler::interp::RtValue;
-use burnc_compiler::ir::Graph;
+use burnc_compiler::ir::{DType, Graph, Shape, TensorType};
+use burnc_compiler::passes::unseq::{InputForm, OutputForm};
 use burnc_compiler::{Data, Tensor};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -49,35 +50,100 @@ fn io_err(p: &Path, e: std::io::Error) -> HarnessError {
     HarnessError::File { path: p.display().to_string(), reason: e.to_string() }
 }
 
+/// A model generated for given input values: the module, the tensors `forward` takes (inputs
+/// baked in as constants are left out, sequences and optionals are flattened to their
+/// tensors), and how the module's outputs regroup into the graph's outputs.
+pub struct Prepared {
+    pub gen: Generated,
+    pub feeds: Vec<Tensor>,
+    pub outputs: Vec<OutputForm>,
+}
+
 /// Generate with every input pinned to its run-time shape. If that leaves shapes that depend
 /// on input values (a Reshape target fed by an input, say), bake the integer inputs in as
-/// constants and try again.
-pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Generated, Vec<usize>), HarnessError> {
+/// constants and try again. Sequence and optional inputs are pinned to their lengths and
+/// element shapes and unrolled (`passes::unseq`).
+pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<Prepared, HarnessError> {
     let opts = CodegenOptions { weights_file: "model.bin".into(), source_name: name.to_string(), ..Default::default() };
-    let attempt = |bake_ints: bool| -> Result<(Generated, Vec<usize>), HarnessError> {
+    let tt = |t: &Tensor| TensorType { dtype: t.dtype(), shape: Some(Shape::fixed(&t.shape)) };
+    let attempt = |bake_ints: bool| -> Result<Prepared, HarnessError> {
         let mut g = g.clone();
-        let mut baked = Vec::new();
+        // Per remaining graph input, in order: its form and the tensors it is fed.
+        let mut kept: Vec<(InputForm, Vec<Tensor>)> = Vec::new();
         for (pos, v) in values.iter().enumerate().rev() {
-            let RtValue::Tensor(t) = v else {
-                return Err(HarnessError::Msg("codegen supports tensor inputs only".into()));
-            };
             let id = g.inputs[pos];
-            if bake_ints && (t.dtype().is_int() || t.dtype() == burnc_compiler::ir::DType::Bool) {
-                bake_tensor(&mut g, pos, t.clone());
-                baked.push(pos);
-            } else {
-                let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
-                let pin = format!("{}={}", g.value(id).name, dims.join("x"));
-                crate::build::pin_inputs(&mut g, &[pin])?;
+            match v {
+                RtValue::Tensor(t) if bake_ints && (t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id)) => {
+                    bake_tensor(&mut g, pos, t.clone());
+                }
+                RtValue::Tensor(t) => {
+                    let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
+                    let pin = format!("{}={}", g.value(id).name, dims.join("x"));
+                    crate::build::pin_inputs(&mut g, &[pin])?;
+                    kept.push((InputForm::Tensor, vec![t.clone()]));
+                }
+                RtValue::Sequence(items, _) => kept.push((InputForm::Sequence(items.iter().map(tt).collect()), items.clone())),
+                RtValue::Optional(None) => kept.push((InputForm::Optional(None), vec![])),
+                RtValue::Optional(Some(b)) => match b.as_ref() {
+                    RtValue::Tensor(t) => kept.push((InputForm::Optional(Some(tt(t))), vec![t.clone()])),
+                    RtValue::Sequence(items, _) => kept.push((InputForm::OptionalSequence(items.iter().map(tt).collect()), items.clone())),
+                    RtValue::Optional(_) => return Err(HarnessError::Msg("codegen does not support nested optionals".into())),
+                },
             }
         }
+        kept.reverse();
         burnc_compiler::passes::prepare(&mut g)?;
-        Ok((codegen::generate(&g, &opts)?, baked))
+        let forms: Vec<InputForm> = kept.iter().map(|(f, _)| f.clone()).collect();
+        let outputs = burnc_compiler::passes::unseq::unroll_sequences(&mut g, &forms)?;
+        burnc_compiler::passes::prepare(&mut g)?;
+        let feeds = kept.into_iter().flat_map(|(_, t)| t).collect();
+        Ok(Prepared { gen: codegen::generate(&g, &opts)?, feeds, outputs })
     };
     match attempt(false) {
         Ok(r) => Ok(r),
         Err(first) => attempt(true).map_err(|_| first),
     }
+}
+
+/// Whether every use of value `v` is an operand the compiler must know at compile time
+/// (Resize's roi / scales), so a float input there is baked like an integer shape input.
+fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
+    use burnc_compiler::ir::Op;
+    let mut used = false;
+    for n in &g.nodes {
+        for (i, inp) in n.inputs.iter().enumerate() {
+            if *inp == Some(v) {
+                used = true;
+                if !(matches!(n.op, Op::Resize(_)) && i >= 1) {
+                    return false;
+                }
+            }
+        }
+    }
+    used && !g.outputs.contains(&v)
+}
+
+/// The module's tensor outputs regrouped into the graph's outputs (sequences, optionals).
+pub fn regroup(tensors: Vec<Tensor>, forms: &[OutputForm]) -> Result<Vec<RtValue>, HarnessError> {
+    let mut it = tensors.into_iter();
+    let mut take = |n: usize| -> Result<Vec<Tensor>, HarnessError> {
+        let v: Vec<Tensor> = it.by_ref().take(n).collect();
+        if v.len() != n {
+            return Err(HarnessError::Msg("generated code returned fewer outputs than expected".into()));
+        }
+        Ok(v)
+    };
+    let mut out = Vec::with_capacity(forms.len());
+    for f in forms {
+        out.push(match f {
+            OutputForm::Tensor => RtValue::Tensor(take(1)?.remove(0)),
+            OutputForm::Sequence { len, dtype } => RtValue::Sequence(take(*len)?, *dtype),
+            OutputForm::Optional { present: false } => RtValue::Optional(None),
+            OutputForm::Optional { present: true } => RtValue::Optional(Some(Box::new(RtValue::Tensor(take(1)?.remove(0))))),
+            OutputForm::OptionalSequence { len, dtype } => RtValue::Optional(Some(Box::new(RtValue::Sequence(take(*len)?, *dtype)))),
+        });
+    }
+    Ok(out)
 }
 
 /// Write the harness crate for `gen` and build it; returns the binary's path.
@@ -182,19 +248,13 @@ fn main() {{
     )
 }
 
-/// Run the built harness on `values` (in graph input order, baked ones skipped); returns
-/// the outputs.
-pub fn run(bin: &Path, gen: &Generated, values: &[RtValue], baked: &[usize], work: &Path) -> Result<Vec<RtValue>, HarnessError> {
+/// Run the built harness on the prepared feeds; returns the graph's outputs.
+pub fn run(bin: &Path, p: &Prepared, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
+    let gen = &p.gen;
     std::fs::create_dir_all(work).map_err(|e| io_err(work, e))?;
-    let mut k = 0;
-    for (pos, v) in values.iter().enumerate() {
-        if baked.contains(&pos) {
-            continue;
-        }
-        let RtValue::Tensor(t) = v else { return Err(HarnessError::Msg("codegen supports tensor inputs only".into())) };
-        let p = work.join(format!("in_{k}.bin"));
-        std::fs::write(&p, t.data.to_le_bytes()).map_err(|e| io_err(&p, e))?;
-        k += 1;
+    for (k, t) in p.feeds.iter().enumerate() {
+        let path = work.join(format!("in_{k}.bin"));
+        std::fs::write(&path, t.data.to_le_bytes()).map_err(|e| io_err(&path, e))?;
     }
     let out = Command::new(bin).arg(work).output().map_err(|e| HarnessError::Msg(format!("cannot run {}: {e}", bin.display())))?;
     if !out.status.success() {
@@ -205,7 +265,7 @@ pub fn run(bin: &Path, gen: &Generated, values: &[RtValue], baked: &[usize], wor
         let p = work.join(format!("out_{i}.bin"));
         let bytes = std::fs::read(&p).map_err(|e| io_err(&p, e))?;
         let data = Data::from_le_bytes(d.dtype, &bytes).ok_or_else(|| HarnessError::Msg(format!("output {i} has a bad size")))?;
-        res.push(RtValue::Tensor(Tensor::new(d.shape.clone(), data)));
+        res.push(Tensor::new(d.shape.clone(), data));
     }
-    Ok(res)
+    regroup(res, &p.outputs)
 }

@@ -7,6 +7,7 @@
 //! Writes target/conformance/codegen_report.tsv and fails when a case listed in
 //! tests/conformance/codegen_passlist.txt stops passing (`BURNC_UPDATE_PASSLIST=1` rewrites it).
 mod common;
+use burnc::harness::Prepared;
 use burnc_compiler::codegen::{emit::rust_ty, Generated};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::{Data, Tensor};
@@ -20,9 +21,7 @@ const BATCH: usize = 200;
 
 struct Compiled {
     case: String,
-    gen: Generated,
-    inputs: Vec<RtValue>,
-    baked: Vec<usize>,
+    p: Prepared,
     expected: Vec<RtValue>,
 }
 
@@ -79,15 +78,15 @@ fn build_batch(dir: &Path, target: &Path, items: &[&Compiled], first: usize) -> 
     .expect("write Cargo.toml");
     for (j, c) in items.iter().enumerate() {
         let i = first + j;
-        let src = c.gen.source.replace("include_bytes!(\"model.bin\")", &format!("include_bytes!(\"m{i}.bin\")"));
+        let src = c.p.gen.source.replace("include_bytes!(\"model.bin\")", &format!("include_bytes!(\"m{i}.bin\")"));
         std::fs::write(dir.join(format!("src/m{i}.rs")), src).expect("write module");
-        std::fs::write(dir.join(format!("src/m{i}.bin")), &c.gen.weights).expect("write weights");
+        std::fs::write(dir.join(format!("src/m{i}.bin")), &c.p.gen.weights).expect("write weights");
     }
     for _attempt in 0..4 {
         let mut main = String::from(PRELUDE);
         for &j in &alive {
             main += &format!("mod m{0} {{ include!(\"m{0}.rs\"); }}\n", first + j);
-            main += &module_runner(first + j, &items[j].gen);
+            main += &module_runner(first + j, &items[j].p.gen);
         }
         main += "fn main() {\n    let mut a = std::env::args().skip(1);\n    let i: usize = a.next().and_then(|s| s.parse().ok()).expect(\"index\");\n    let dir = std::path::PathBuf::from(a.next().expect(\"dir\"));\n    match i {\n";
         for &j in &alive {
@@ -134,24 +133,25 @@ fn run_one(bin: &Path, index: usize, c: &Compiled, work: &Path) -> Result<(), St
     let dir = work.join(format!("case{index}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut k = 0;
-    for (pos, v) in c.inputs.iter().enumerate() {
-        if c.baked.contains(&pos) {
-            continue;
-        }
-        let RtValue::Tensor(t) = v else { return Err("non-tensor input".into()) };
+    for (k, t) in c.p.feeds.iter().enumerate() {
         std::fs::write(dir.join(format!("in_{k}.bin")), t.data.to_le_bytes()).map_err(|e| e.to_string())?;
-        k += 1;
     }
     let out = Command::new(bin).arg(index.to_string()).arg(&dir).output().map_err(|e| e.to_string())?;
     if !out.status.success() {
         return Err(format!("CRASH: {}", String::from_utf8_lossy(&out.stderr).lines().find(|l| l.contains("panicked")).unwrap_or("")));
     }
-    for (i, (d, want)) in c.gen.outputs.iter().zip(&c.expected).enumerate() {
+    let mut tensors = Vec::new();
+    for (i, d) in c.p.gen.outputs.iter().enumerate() {
         let bytes = std::fs::read(dir.join(format!("out_{i}.bin"))).map_err(|e| e.to_string())?;
         let data = Data::from_le_bytes(d.dtype, &bytes).ok_or("bad output size")?;
-        let got = RtValue::Tensor(Tensor::new(d.shape.clone(), data));
-        close(&got, want, 1e-3, 1e-5).map_err(|e| format!("output {i}: {e}"))?;
+        tensors.push(Tensor::new(d.shape.clone(), data));
+    }
+    let got = burnc::harness::regroup(tensors, &c.p.outputs).map_err(|e| e.to_string())?;
+    if got.len() != c.expected.len() {
+        return Err(format!("{} outputs, expected {}", got.len(), c.expected.len()));
+    }
+    for (i, (g, want)) in got.iter().zip(&c.expected).enumerate() {
+        close(g, want, 1e-3, 1e-5).map_err(|e| format!("output {i}: {e}"))?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
@@ -186,8 +186,8 @@ fn node_suite_through_generated_code() {
                 let b = std::fs::read(p).map_err(|e| e.to_string())?;
                 expected.push(decode_value(&b, hint(&g.value(id).ty)).map_err(|e| e.to_string())?);
             }
-            let (gen, baked) = burnc::harness::generate_for(g, &inputs, case).map_err(|e| format!("codegen: {e}"))?;
-            Ok(Compiled { case: case.clone(), gen, inputs, baked, expected })
+            let p = burnc::harness::generate_for(g, &inputs, case).map_err(|e| format!("codegen: {e}"))?;
+            Ok(Compiled { case: case.clone(), p, expected })
         })();
         match result {
             Ok(c) => compiled.push(c),

@@ -51,10 +51,10 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
     }
     let outputs = if a.codegen {
         let key = format!("{}", a.model.canonicalize().unwrap_or(a.model.clone()).display());
-        let (gen, baked) = burnc::harness::generate_for(g, &values, &a.model.display().to_string())?;
-        let bin = burnc::harness::build(&gen, &key)?;
+        let prepared = burnc::harness::generate_for(g, &values, &a.model.display().to_string())?;
+        let bin = burnc::harness::build(&prepared.gen, &key)?;
         let work = burnc::harness::cache_dir().join("runs").join(format!("{}", std::process::id()));
-        let outs = burnc::harness::run(&bin, &gen, &values, &baked, &work);
+        let outs = burnc::harness::run(&bin, &prepared, &work);
         let _ = std::fs::remove_dir_all(&work);
         outs?
     } else {

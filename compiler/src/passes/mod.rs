@@ -4,6 +4,7 @@ pub mod cost;
 pub mod dce;
 pub mod fold;
 pub mod infer;
+pub mod unseq;
 #[cfg(test)]
 mod tests;
 
