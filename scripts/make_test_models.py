@@ -77,9 +77,112 @@ def if_const_cond():
     return m
 
 
+def loop_runtime():
+    """Loop whose trip count and exit condition are known only at run time:
+    y <- 1.5 * y + x and n <- n + 1 while sum(y) < limit, at most M times."""
+    M = helper.make_tensor_value_info("M", TensorProto.INT64, [])
+    limit = helper.make_tensor_value_info("limit", TensorProto.FLOAT, [])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    n = helper.make_tensor_value_info("n", TensorProto.INT64, [])
+    body = helper.make_graph(
+        [
+            helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(np.array(1.5, dtype=np.float32))),
+            helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1, dtype=np.int64))),
+            helper.make_node("Mul", ["y_in", "k"], ["ys"]),
+            helper.make_node("Add", ["ys", "x"], ["y_out"]),
+            helper.make_node("Add", ["n_in", "one"], ["n_out"]),
+            helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+            helper.make_node("Less", ["total", "limit"], ["cond_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("y_in", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("n_in", TensorProto.INT64, []),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("y_out", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("n_out", TensorProto.INT64, []),
+        ],
+    )
+    init = [
+        numpy_helper.from_array(np.array(True), "go"),
+        numpy_helper.from_array(np.zeros(3, dtype=np.float32), "y0"),
+        numpy_helper.from_array(np.array(0, dtype=np.int64), "n0"),
+    ]
+    nodes = [helper.make_node("Loop", ["M", "go", "y0", "n0"], ["y", "n"], body=body)]
+    g = helper.make_graph(nodes, "loop_runtime", [M, limit, x], [y, n], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="burnc-tests")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
+def if_runtime():
+    """If on a condition that is a graph input: both branches read outer values."""
+    flag = helper.make_tensor_value_info("flag", TensorProto.BOOL, [])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3) / 4, "w")
+    then_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "w"], ["t"])],
+        "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3])],
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["e"])], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 3])]
+    )
+    nodes = [
+        helper.make_node("Exp", ["x"], ["ex"]),
+        helper.make_node("If", ["flag"], ["b"], then_branch=then_g, else_branch=else_g),
+        helper.make_node("Mul", ["b", "ex"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "if_runtime", [flag, x], [y], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="burnc-tests")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
+def scan_axes():
+    """Scan over axis 1, reversed, stacking its output along axis 1: s <- s + x[:, t]; y[:, t] = 2 s."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    s0 = helper.make_tensor_value_info("s0", TensorProto.FLOAT, [2])
+    s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["s_in", "xt"], ["s_out"]),
+            helper.make_node("Add", ["s_out", "s_out"], ["yt"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("xt", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2]), helper.make_tensor_value_info("yt", TensorProto.FLOAT, [2])],
+    )
+    nodes = [
+        helper.make_node(
+            "Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1,
+            scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1],
+        )
+    ]
+    g = helper.make_graph(nodes, "scan_axes", [s0, x], [s, y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="burnc-tests")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    return m
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
-    for name, fn in [("dyn_shape_subgraph", dyn_shape_subgraph), ("if_const_cond", if_const_cond)]:
+    for name, fn in [
+        ("dyn_shape_subgraph", dyn_shape_subgraph),
+        ("if_const_cond", if_const_cond),
+        ("loop_runtime", loop_runtime),
+        ("if_runtime", if_runtime),
+        ("scan_axes", scan_axes),
+    ]:
         path = os.path.join(OUT, f"{name}.onnx")
         onnx.save(fn(), path)
         print("wrote", os.path.normpath(path))

@@ -46,7 +46,10 @@ fn infer_graph(g: &mut Graph, outer: &[(String, ValueType)]) -> Result<(), PassE
                     scan_body_inputs(g, &g.nodes[ni], body, *num_scan_inputs, input_axes);
                     infer_graph(body, &scope)
                 }
-                Op::Loop { body } => infer_graph(body, &scope),
+                Op::Loop { body } => {
+                    loop_body_inputs(g, &g.nodes[ni], body);
+                    infer_graph(body, &scope)
+                }
                 _ => Ok(()),
             };
             g.nodes[ni].op = op;
@@ -73,6 +76,39 @@ fn inline_outer_consts(g: &Graph, body: &mut Graph) {
             bv.ty = ov.ty.clone();
         }
     }
+}
+
+/// A Loop body's inputs: the iteration number, the condition and the carried values as the
+/// node feeds them.
+fn loop_body_inputs(g: &Graph, n: &Node, body: &mut Graph) {
+    let scalar = |d| ValueType::Tensor(TensorType { dtype: d, shape: Some(Shape(vec![])) });
+    for (i, b) in body.inputs.clone().into_iter().enumerate() {
+        let ty = match i {
+            0 => scalar(DType::I64),
+            1 => scalar(DType::Bool),
+            _ => match n.inputs.get(i).copied().flatten() {
+                Some(v) => g.value(v).ty.clone(),
+                None => continue,
+            },
+        };
+        let bv = body.value_mut(b);
+        bv.ty = merge(&bv.ty, ty);
+    }
+}
+
+/// Whether a Loop runs exactly its trip count: no condition, or a constant true one that the
+/// body passes through unchanged. Then its scan outputs have the trip count as their length.
+pub fn loop_is_counted(g: &Graph, n: &Node, body: &Graph) -> bool {
+    let is_true = |t: &Tensor| matches!(&t.data, crate::tensor::Data::Bool(b) if b.first() == Some(&true));
+    let cond_ok = match n.inputs.get(1).copied().flatten() {
+        None => true,
+        Some(c) => g.const_value(c).is_some_and(|t| is_true(&t)),
+    };
+    let (Some(&cin), Some(&cout)) = (body.inputs.get(1), body.outputs.first()) else { return false };
+    let passes = cout == cin
+        || body.nodes.iter().any(|b| b.outputs.first() == Some(&cout) && matches!(b.op, Op::Unary(UnaryOp::Identity)) && b.inputs.first() == Some(&Some(cin)))
+        || body.const_value(cout).is_some_and(|t| is_true(&t));
+    cond_ok && passes
 }
 
 /// A Scan body's inputs take the types the node feeds them: the states as they are, each
@@ -839,6 +875,31 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                         _ => None,
                     };
                     ValueType::Tensor(TensorType { dtype: tt.dtype, shape })
+                })
+                .collect()
+        }
+        Op::Loop { body } => {
+            let nc = n.inputs.len().saturating_sub(2);
+            let trips = match cx.ints(0).and_then(|v| v.first().copied()) {
+                Some(m) if m >= 0 && loop_is_counted(cx.g, n, body) => Dim::Fixed(m as usize),
+                _ => cx.fresh(),
+            };
+            body.outputs
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(i, &o)| {
+                    let ty = body.value(o).ty.clone();
+                    if i <= nc {
+                        return ty;
+                    }
+                    match ty {
+                        ValueType::Tensor(tt) => {
+                            let shape = tt.shape.map(|s| Shape(std::iter::once(trips.clone()).chain(s.0).collect()));
+                            ValueType::Tensor(TensorType { dtype: tt.dtype, shape })
+                        }
+                        _ => ValueType::Unknown,
+                    }
                 })
                 .collect()
         }

@@ -211,7 +211,15 @@ impl Unroll<'_> {
                 self.abs.insert(out0.ok_or_else(|| err(&n, "no output"))?, a);
             }
             Op::SequenceMap { body } => self.sequence_map(&n, body, queue)?,
-            Op::Loop { body } if n.inputs.iter().flatten().any(|v| self.abs.contains_key(v)) || has_seq_ops(body) => self.unroll_loop(&n, body, queue)?,
+            // Counted loops are unrolled when they carry sequences, or when shapes inside
+            // depend on the iteration number (a Slice at `i`): each copy then has static shapes.
+            Op::Loop { body }
+                if n.inputs.iter().flatten().any(|v| self.abs.contains_key(v))
+                    || has_seq_ops(body)
+                    || (!is_static(body) && super::infer::loop_is_counted(self.g, &n, body)) =>
+            {
+                self.unroll_loop(&n, body, queue)?
+            }
             _ => {
                 if let Some(i) = n.inputs.iter().position(|v| v.is_some_and(|v| self.abs.contains_key(&v))) {
                     return Err(err(&n, format!("input #{i} is a sequence or optional; codegen unrolls those only through the sequence ops")));
@@ -398,6 +406,11 @@ impl Unroll<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether every value computed in `g` has a static shape.
+fn is_static(g: &Graph) -> bool {
+    g.values.iter().all(|v| !matches!(v.kind, ValueKind::Node(_)) || matches!(&v.ty, ValueType::Tensor(t) if t.shape.as_ref().is_some_and(|s| s.as_fixed().is_some())))
 }
 
 fn has_seq_ops(g: &Graph) -> bool {

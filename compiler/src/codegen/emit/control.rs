@@ -105,10 +105,69 @@ fn scan_plan(g: &Graph, n: &Node) -> Result<ScanPlan, String> {
     Ok(ScanPlan { sub, n_state, len, ins, outs, state_off, slice_off, scratch: off })
 }
 
+/// Everything about a Loop that decides its code and its scratch.
+struct LoopPlan {
+    sub: Sub,
+    nc: usize,
+    /// Scratch layout: body arena at 0, then the iteration number, the condition and one
+    /// buffer per carried value.
+    iter_off: usize,
+    cond_off: usize,
+    carried_off: Vec<usize>,
+    scratch: usize,
+}
+
+fn loop_plan(g: &Graph, n: &Node) -> Result<LoopPlan, String> {
+    let Op::Loop { body } = &n.op else { return Err("not a Loop".into()) };
+    let nc = n.inputs.len().checked_sub(2).ok_or("a Loop takes at least two inputs")?;
+    if body.inputs.len() != nc + 2 || body.outputs.len() < nc + 1 {
+        return Err("the body's inputs and outputs do not match the node's".into());
+    }
+    let sub = prepare_sub(body)?;
+    let iter_off = align(sub.plan.arena_bytes);
+    let cond_off = iter_off + ALIGN;
+    let mut off = cond_off + ALIGN;
+    let mut carried_off = Vec::new();
+    for k in 0..nc {
+        let (d, s) = fixed(&sub.g, sub.g.inputs[k + 2])?;
+        let (d2, s2) = fixed(&sub.g, sub.g.outputs[k + 1])?;
+        if (d, &s) != (d2, &s2) {
+            return Err(format!("carried value #{k} changes from {d} {s:?} to {d2} {s2:?} inside the body; codegen needs it fixed"));
+        }
+        carried_off.push(off);
+        off += align(d.size() * s.iter().product::<usize>());
+    }
+    for (j, &o) in n.outputs.iter().enumerate().skip(nc) {
+        fixed(g, o).map_err(|e| format!("scan output #{}: {e} (the loop's trip count must be known)", j - nc))?;
+    }
+    Ok(LoopPlan { sub, nc, iter_off, cond_off, carried_off, scratch: off })
+}
+
+/// Both branches of an If, planned; they share the node's scratch (one runs).
+fn if_plan(g: &Graph, n: &Node) -> Result<(Sub, Sub), String> {
+    let Op::If { then_branch, else_branch } = &n.op else { return Err("not an If".into()) };
+    let (t, e) = (prepare_sub(then_branch)?, prepare_sub(else_branch)?);
+    for (name, b) in [("then", &t), ("else", &e)] {
+        if b.g.outputs.len() < n.outputs.len() {
+            return Err(format!("the {name} branch returns {} values for {} outputs", b.g.outputs.len(), n.outputs.len()));
+        }
+        for (k, &o) in n.outputs.iter().enumerate() {
+            let want = fixed(g, o)?;
+            let got = fixed(&b.g, b.g.outputs[k])?;
+            if want != got {
+                return Err(format!("output #{k} is {} {:?} in the {name} branch but {} {:?} after the If; codegen needs one static shape", got.0, got.1, want.0, want.1));
+            }
+        }
+    }
+    Ok((t, e))
+}
+
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     let n = g.node(id);
     match &n.op {
+        Op::If { .. } => if_plan(g, n).map_or(0, |(t, e)| t.plan.arena_bytes.max(e.plan.arena_bytes)),
         Op::Scan { .. } => scan_plan(g, n).map_or(0, |p| p.scratch),
+        Op::Loop { .. } => loop_plan(g, n).map_or(0, |p| p.scratch),
         _ => 0,
     }
 }
@@ -116,8 +175,125 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     match &n.op {
         Op::Scan { .. } => emit_scan(cx, id, n),
+        Op::Loop { .. } => emit_loop(cx, id, n),
+        Op::If { .. } => emit_if(cx, id, n),
         _ => Err(cx.err(n, "not a control-flow op")),
     }
+}
+
+/// A real branch on a condition known only at run time.
+fn emit_if(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+    let (t, e) = if_plan(cx.g, n).map_err(|m| cx.err(n, m))?;
+    let cond = n.inputs.first().copied().flatten().ok_or_else(|| cx.err(n, "missing condition"))?;
+    let tag = format!("if{}", id.0);
+    let base = match cx.plan.scratch.get(&id) {
+        Some(slot) => format!("unsafe {{ a.add({}) }}", slot.offset),
+        None => "a".into(), // both branches only copy or read: nothing of theirs lives in the arena
+    };
+    let mut s = format!("let {tag}_base = {base};
+if ({})[0] != 0 {{
+", cx.read(n, cond)?);
+    for (k, sub) in [&t, &e].into_iter().enumerate() {
+        if k == 1 {
+            s += "} else {
+";
+        }
+        let mut names = HashMap::new();
+        s += &bind_outer(cx, n, &sub.g, &format!("{tag}_{k}"), &mut names)?;
+        s += "{
+";
+        let _ = writeln!(s, "let a = {tag}_base;");
+        s += &emit_sub(cx, sub, names)?;
+        s += "}
+";
+        for (j, &o) in n.outputs.iter().enumerate() {
+            if cx.plan.slots.contains_key(&o) {
+                let src = sub_view(sub, sub.g.outputs[j], &format!("{tag}_base"), false).map_err(|m| cx.err(n, m))?;
+                let _ = writeln!(s, "{}.copy_from_slice({src});", cx.write(n, o)?);
+            }
+        }
+    }
+    s += "}
+";
+    Ok(Some(s))
+}
+
+/// A real `while` loop: trip count and condition read at run time unless constant.
+fn emit_loop(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+    let p = loop_plan(cx.g, n).map_err(|e| cx.err(n, e))?;
+    let e = |m: String| cx.err(n, m);
+    let scr = cx.plan.scratch.get(&id).ok_or_else(|| e("no scratch slot".into()))?.offset;
+    let sub = &p.sub;
+    let tag = format!("loop{}", id.0);
+    let base = format!("{tag}_base");
+    let mut names = HashMap::new();
+    let mut s = bind_outer(cx, n, &sub.g, &tag, &mut names)?;
+    let _ = writeln!(s, "let {base} = unsafe {{ a.add({scr}) }};");
+    let view_at = |v: ValueId, off: usize, mutable: bool| -> Result<String, CodegenError> {
+        let (d, shape) = fixed(&sub.g, v).map_err(e)?;
+        let t = rust_ty(d).ok_or_else(|| cx.err(n, format!("dtype {d} is not supported by codegen yet")))?;
+        let f = if mutable { "view_mut" } else { "view" };
+        Ok(format!("unsafe {{ rt::arena::{f}::<{t}>(a, {}, {}) }}", scr + off, shape.iter().product::<usize>()))
+    };
+    for k in 0..p.nc {
+        let src = n.inputs[k + 2].ok_or_else(|| cx.err(n, format!("carried input #{k} is missing")))?;
+        let _ = writeln!(s, "{}.copy_from_slice({});", view_at(sub.g.inputs[k + 2], p.carried_off[k], true)?, cx.read(n, src)?);
+    }
+    let trips = match n.inputs.first().copied().flatten() {
+        None => "i64::MAX".to_string(),
+        Some(v) => match cx.konst(v).and_then(|t| t.to_i64_vec()?.first().copied()) {
+            Some(m) => format!("{m}_i64"),
+            None => format!("({})[0] as i64", cx.read(n, v)?),
+        },
+    };
+    let cond = match n.inputs.get(1).copied().flatten() {
+        None => "true".to_string(),
+        Some(v) => format!("({})[0] != 0", cx.read(n, v)?),
+    };
+    let _ = writeln!(s, "let trips: i64 = {trips};
+let mut cond: bool = {cond};
+let mut it: i64 = 0;");
+    let _ = writeln!(s, "while cond && it < trips {{");
+    let _ = writeln!(s, "({})[0] = it;", view_at(sub.g.inputs[0], p.iter_off, true)?);
+    let _ = writeln!(s, "({})[0] = cond as u8;", view_at(sub.g.inputs[1], p.cond_off, true)?);
+    let _ = writeln!(s, "{{");
+    for (i, &bi) in sub.g.inputs.iter().enumerate() {
+        let off = match i {
+            0 => p.iter_off,
+            1 => p.cond_off,
+            _ => p.carried_off[i - 2],
+        };
+        let name = format!("{tag}_in_{i}");
+        let _ = writeln!(s, "let {name} = {};", view_at(bi, off, false)?);
+        names.insert(bi, name);
+    }
+    let _ = writeln!(s, "let a = {base};");
+    s += &emit_sub(cx, sub, names)?;
+    let _ = writeln!(s, "}}");
+    let _ = writeln!(s, "cond = ({})[0] != 0;", sub_view(sub, sub.g.outputs[0], &base, false).map_err(e)?);
+    for k in 0..p.nc {
+        let src = sub_view(sub, sub.g.outputs[k + 1], &base, false).map_err(e)?;
+        let _ = writeln!(s, "{}.copy_from_slice({src});", view_at(sub.g.inputs[k + 2], p.carried_off[k], true)?);
+    }
+    for (j, &o) in n.outputs.iter().enumerate().skip(p.nc) {
+        if !cx.plan.slots.contains_key(&o) {
+            continue;
+        }
+        let (_, ys) = cx.ty(n, o)?;
+        let len = ys.first().copied().unwrap_or(0);
+        let inner: usize = ys.iter().skip(1).product();
+        let src = sub_view(sub, sub.g.outputs[1 + j], &base, false).map_err(e)?;
+        let _ = writeln!(s, "if (it as usize) < {len} {{ rt::kernels::slab::put({src}, 1, {len}, {inner}, it as usize, {}); }}", cx.write(n, o)?);
+    }
+    let _ = writeln!(s, "it += 1;
+}}");
+    for k in 0..p.nc {
+        let o = n.outputs[k];
+        if cx.plan.slots.contains_key(&o) {
+            let _ = writeln!(s, "{}.copy_from_slice({});", cx.write(n, o)?, view_at(sub.g.inputs[k + 2], p.carried_off[k], false)?);
+        }
+    }
+    Ok(Some(s))
 }
 
 /// `let <name> = <outer read>;` for every value of the enclosing graph the subgraph reads, so
@@ -133,6 +309,14 @@ fn bind_outer(cx: &Ctx, n: &Node, sub: &Graph, tag: &str, names: &mut HashMap<Va
             .map(|o| ValueId(o as u32))
             .find(|&o| cx.g.value(o).name == v.name)
             .ok_or_else(|| cx.err(n, format!("subgraph reads `{}`, which the enclosing graph does not define", v.name)))?;
+        // Weights only a subgraph reads are not in the enclosing layout yet.
+        if !cx.weights.borrow().offsets.contains_key(&ov) {
+            if let Some(b) = value_bytes(&cx.g.value(ov).kind) {
+                let mut wl = cx.weights.borrow_mut();
+                let off = wl.push_table(&b);
+                wl.offsets.insert(ov, off);
+            }
+        }
         let name = format!("{tag}_outer_{k}");
         let _ = writeln!(s, "let {name} = {};", cx.read(n, ov)?);
         names.insert(ValueId(k as u32), name);

@@ -157,7 +157,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
-        Op::Scan { .. } => control::emit(cx, id, n),
+        Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
