@@ -62,7 +62,7 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Genera
                 return Err(HarnessError::Msg("codegen supports tensor inputs only".into()));
             };
             let id = g.inputs[pos];
-            if bake_ints && (t.dtype().is_int() || t.dtype() == burnc_compiler::ir::DType::Bool) {
+            if bake_ints && (t.dtype().is_int() || t.dtype() == burnc_compiler::ir::DType::Bool || compile_time_only(&g, id)) {
                 bake_tensor(&mut g, pos, t.clone());
                 baked.push(pos);
             } else {
@@ -78,6 +78,24 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Genera
         Ok(r) => Ok(r),
         Err(first) => attempt(true).map_err(|_| first),
     }
+}
+
+/// Whether every use of value `v` is an operand the compiler must know at compile time
+/// (Resize's roi / scales), so a float input there is baked like an integer shape input.
+fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
+    use burnc_compiler::ir::Op;
+    let mut used = false;
+    for n in &g.nodes {
+        for (i, inp) in n.inputs.iter().enumerate() {
+            if *inp == Some(v) {
+                used = true;
+                if !(matches!(n.op, Op::Resize(_)) && i >= 1) {
+                    return false;
+                }
+            }
+        }
+    }
+    used && !g.outputs.contains(&v)
 }
 
 /// Write the harness crate for `gen` and build it; returns the binary's path.

@@ -5,6 +5,7 @@ mod elementwise;
 mod misc;
 mod nn;
 mod norm;
+mod resize;
 
 use super::weights::WeightsLayout;
 use super::CodegenError;
@@ -118,6 +119,19 @@ impl<'a> Ctx<'a> {
         format!("unsafe {{ rt::arena::weights::<u32>(w, {off}, {}) }}", v.len())
     }
 
+    /// Store an `f64` table in the weights blob; returns an expression of type `&[f64]`.
+    pub fn table_f64(&self, v: &[f64]) -> String {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let off = self.weights.borrow_mut().push_table(&bytes);
+        format!("unsafe {{ rt::arena::weights::<f64>(w, {off}, {}) }}", v.len())
+    }
+
+    /// Store a `u8` table in the weights blob; returns an expression of type `&[u8]`.
+    pub fn table_u8(&self, v: &[u8]) -> String {
+        let off = self.weights.borrow_mut().push_table(v);
+        format!("unsafe {{ rt::arena::weights::<u8>(w, {off}, {}) }}", v.len())
+    }
+
     pub fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
         n.inputs.get(i).copied().flatten().ok_or_else(|| self.err(n, format!("missing input #{i}")))
     }
@@ -126,7 +140,7 @@ impl<'a> Ctx<'a> {
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     // Each op has one emitter family, so at most one of these is non-zero.
-    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id)
+    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id) + resize::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -148,6 +162,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
+        Op::Resize(_) => resize::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

@@ -12,7 +12,7 @@ pub(crate) mod nn;
 pub(crate) mod norm;
 mod quant;
 mod reduce;
-mod resize;
+pub(crate) mod resize;
 mod seq;
 mod shape;
 pub(crate) mod util;
