@@ -225,8 +225,6 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
     Ok(Tensor::new(shape, from_f64(&cur, x)?))
 }
 
-
-
 /// Source coordinate of output position `y` along one axis.
 fn source_coord(c: &Cfg, y: f64, in_len: usize, out_len: usize, scale: f64, roi: Option<(f64, f64)>) -> f64 {
     let inw = in_len as f64;
