@@ -2,6 +2,8 @@
 pub mod attention;
 pub mod broadcast;
 pub mod conv;
+pub mod einsum;
+pub mod extra;
 pub mod gemm;
 pub mod im2col;
 pub mod loss;

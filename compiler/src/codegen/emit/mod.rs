@@ -2,6 +2,7 @@
 //! runtime's kernels with every shape and offset written out as literals.
 mod data;
 mod elementwise;
+mod extra;
 mod misc;
 mod nn;
 mod norm;
@@ -163,6 +164,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         Op::Resize(_) => resize::emit(cx, id, n),
+        Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } => extra::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
