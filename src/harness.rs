@@ -81,7 +81,8 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<(Genera
 }
 
 /// Whether every use of value `v` is an operand the compiler must know at compile time
-/// (Resize's roi / scales), so a float input there is baked like an integer shape input.
+/// (Resize's roi / scales, Range's bounds: they decide shapes), so a float input there is
+/// baked like an integer shape input.
 fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
     use burnc_compiler::ir::Op;
     let mut used = false;
@@ -89,7 +90,7 @@ fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
         for (i, inp) in n.inputs.iter().enumerate() {
             if *inp == Some(v) {
                 used = true;
-                if !(matches!(n.op, Op::Resize(_)) && i >= 1) {
+                if !((matches!(n.op, Op::Resize(_)) && i >= 1) || matches!(n.op, Op::Range)) {
                     return false;
                 }
             }

@@ -1,4 +1,4 @@
-//! Swish, SwiGLU, RotaryEmbedding and Einsum: calls into the runtime kernels the interpreter
+//! Swish, SwiGLU, RotaryEmbedding, Einsum and BitCast: calls into the runtime kernels the interpreter
 //! uses, with the geometry the interpreter resolves (from static shapes) written out.
 use super::Ctx;
 use crate::codegen::CodegenError;
@@ -63,6 +63,16 @@ pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
                 cx.read(n, c)?,
                 cx.read(n, s)?
             )))
+        }
+        Op::BitCast { to } => {
+            let (od, _) = cx.ty(n, out)?;
+            let plain = |d: DType| d != DType::Bool && !d.is_small();
+            if od != *to || !plain(xd) || !plain(od) || xd.size() != od.size() {
+                return Err(cx.err(n, format!("BitCast from {xd} to {to} is not supported by codegen yet")));
+            }
+            let t = cx.elem(n, out)?;
+            // Same bytes, little-endian as the interpreter's packing.
+            Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = <{t}>::from_le_bytes(v.to_le_bytes()); }}", cx.read(n, x)?)))
         }
         Op::Einsum { equation } => {
             if xd == DType::Bool || xd.is_small() {
