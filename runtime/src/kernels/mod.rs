@@ -2,6 +2,7 @@
 pub mod attention;
 pub mod broadcast;
 pub mod conv;
+pub mod det;
 pub mod einsum;
 pub mod extra;
 pub mod gemm;

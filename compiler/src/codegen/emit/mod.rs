@@ -141,7 +141,7 @@ impl<'a> Ctx<'a> {
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     // Each op has one emitter family, so at most one of these is non-zero.
-    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id) + resize::scratch_bytes(g, id)
+    nn::scratch_bytes(g, id) + misc::scratch_bytes(g, id) + norm::scratch_bytes(g, id) + resize::scratch_bytes(g, id) + extra::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -164,7 +164,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         Op::Resize(_) => resize::emit(cx, id, n),
-        Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } => extra::emit(cx, id, n),
+        Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => extra::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

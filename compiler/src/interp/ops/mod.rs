@@ -31,7 +31,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         }
         Op::Unary(_) | Op::Binary(_) | Op::Where => elementwise::eval(op, &args, n_outputs),
         Op::Cast { .. } | Op::CastLike { .. } | Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
-        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
+        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } | Op::Det => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::BatchNorm { .. }
         | Op::InstanceNorm { .. }
@@ -65,8 +65,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::QLinearMatMul
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
-        | Op::Shrink { .. }
-        | Op::Det => quant::eval(op, &args, n_outputs),
+        | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
         Op::CumProd { .. }
         | Op::Swish { .. }
         | Op::SwiGlu { .. }
