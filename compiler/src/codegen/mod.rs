@@ -3,6 +3,7 @@
 //! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
 pub mod emit;
 mod module;
+mod unroll;
 pub mod weights;
 
 use crate::ir::{DType, Graph};
@@ -55,6 +56,8 @@ pub fn plan_memory(g: &Graph) -> Result<memory::MemoryPlan, memory::PlanError> {
 
 /// Plan memory and generate the module for `g` (which must have static shapes).
 pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+    let unrolled = unroll::unroll_scans(g)?;
+    let g = unrolled.as_ref().unwrap_or(g);
     let copied;
     let g = match with_output_copies(g) {
         Some(c) => {
