@@ -191,3 +191,63 @@ fn unroll_at(g: &mut Graph, ni: usize) -> Option<usize> {
     renumber(g);
     Some(added)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{self, RtValue};
+    use crate::ir::{BinaryOp, DType, Shape, TensorType};
+
+    fn tensor_ty(shape: &[usize]) -> ValueType {
+        ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(shape)) })
+    }
+
+    /// Running sum over the rows of x (plus an outer bias), with the per-step sums stacked in
+    /// reverse along axis 1.
+    fn scan_graph() -> Graph {
+        let mut body = Graph { name: "body".into(), ..Default::default() };
+        let acc = body.add_value("acc", tensor_ty(&[2]), ValueKind::Input);
+        let row = body.add_value("row", tensor_ty(&[2]), ValueKind::Input);
+        let bias = body.add_value("bias", ValueType::Unknown, ValueKind::Outer);
+        body.inputs = vec![acc, row];
+        let (_, s) = body.add_node("add", Op::Binary(BinaryOp::Add), vec![Some(acc), Some(row)], &["sum".into()]);
+        let (_, o) = body.add_node("bias", Op::Binary(BinaryOp::Add), vec![Some(s[0]), Some(bias)], &["out".into()]);
+        body.outputs = vec![s[0], o[0]];
+        // As ONNX bodies declare them (the negative output axis needs the rank).
+        body.values[o[0].0 as usize].ty = tensor_ty(&[2]);
+        let mut g = Graph::default();
+        let init = g.add_value("init", tensor_ty(&[2]), ValueKind::Input);
+        let x = g.add_value("x", tensor_ty(&[3, 2]), ValueKind::Input);
+        g.add_const("bias", Tensor::from_f32s(vec![2], vec![10.0, 20.0]));
+        g.inputs = vec![init, x];
+        let scan = Op::Scan {
+            body: Box::new(body),
+            num_scan_inputs: 1,
+            input_axes: vec![0],
+            output_axes: vec![-1],
+            input_directions: vec![0],
+            output_directions: vec![1],
+        };
+        let (_, outs) = g.add_node("scan", scan, vec![Some(init), Some(x)], &["final".into(), "stacked".into()]);
+        g.outputs = outs;
+        g
+    }
+
+    #[test]
+    fn unrolled_scan_matches_the_interpreter() {
+        let g = scan_graph();
+        let u = unroll_scans(&g).expect("unrolls").expect("changed");
+        assert!(!u.nodes.iter().any(|n| matches!(n.op, Op::Scan { .. })));
+        let ins = || {
+            vec![
+                RtValue::Tensor(Tensor::from_f32s(vec![2], vec![1.0, 2.0])),
+                RtValue::Tensor(Tensor::from_f32s(vec![3, 2], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])),
+            ]
+        };
+        let want = interp::run(&g, ins()).expect("scan runs");
+        let got = interp::run(&u, ins()).expect("unrolled runs");
+        let vals = |v: &[RtValue]| v.iter().map(|t| t.as_tensor().map(|t| (t.shape.clone(), t.to_f64_vec())).ok()).collect::<Vec<_>>();
+        assert_eq!(vals(&got), vals(&want));
+        assert_eq!(vals(&got)[1].as_ref().map(|t| t.0.clone()), Some(vec![2, 3]));
+    }
+}
