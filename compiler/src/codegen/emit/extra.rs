@@ -1,10 +1,10 @@
-//! Swish, SwiGLU, RotaryEmbedding, Einsum, Det and BitCast: calls into the runtime kernels the interpreter
+//! Swish, SwiGLU, RotaryEmbedding, Einsum, Det, BitCast and tensor optionals: calls into the runtime kernels the interpreter
 //! uses, with the geometry the interpreter resolves (from static shapes) written out.
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::extra::rotary_geometry;
 use crate::interp::ops::linalg::{det_size, einsum_plan};
-use crate::ir::{DType, Graph, Node, NodeId, Op};
+use crate::ir::{DType, Graph, Node, NodeId, Op, SeqOp, ValueId, ValueType};
 use burnc_runtime::kernels::einsum::{MAX_INPUTS, MAX_LABELS};
 
 fn f64_lit(v: f64) -> String {
@@ -26,6 +26,9 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
 
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    if let Op::Seq(sq) = &n.op {
+        return optional(cx, n, sq, out);
+    }
     let x = cx.input(n, 0)?;
     let (xd, xs) = cx.ty(n, x)?;
     let name = n.op.name();
@@ -124,3 +127,23 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
         _ => Err(cx.err(n, format!("{name} on {xd} is not supported by codegen yet"))),
     }
 }
+
+/// Optionals of plain tensors: generated code only sees tensors, so an optional input is
+/// either a tensor (present) or omitted (empty).
+fn optional(cx: &Ctx, n: &Node, sq: &SeqOp, out: ValueId) -> Result<Option<String>, CodegenError> {
+    let x = n.inputs.first().copied().flatten();
+    let tensor = |v: ValueId| matches!(cx.g.value(v).ty, ValueType::Tensor(_));
+    let y = cx.write(n, out)?;
+    match (sq, x) {
+        (SeqOp::OptionalHasElement, None) => Ok(Some(format!("let y = {y}; y[0] = 0;"))),
+        (SeqOp::OptionalHasElement, Some(v)) if tensor(v) => Ok(Some(format!("let y = {y}; y[0] = 1;"))),
+        (SeqOp::OptionalGetElement, Some(v)) if tensor(v) => {
+            if cx.plan.aliases.contains_key(&out) {
+                return Ok(None);
+            }
+            Ok(Some(format!("{y}.copy_from_slice({});", cx.read(n, v)?)))
+        }
+        _ => Err(cx.err(n, "optionals of non-tensors are not supported by codegen")),
+    }
+}
+

@@ -164,7 +164,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         Op::Resize(_) => resize::emit(cx, id, n),
-        Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => extra::emit(cx, id, n),
+        Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det
+        | Op::Seq(crate::ir::SeqOp::OptionalHasElement | crate::ir::SeqOp::OptionalGetElement) => extra::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
