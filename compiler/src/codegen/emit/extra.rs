@@ -1,5 +1,6 @@
-//! Swish, SwiGLU, RotaryEmbedding, Einsum, Det, BitCast and tensor optionals: calls into the runtime kernels the interpreter
-//! uses, with the geometry the interpreter resolves (from static shapes) written out.
+//! Swish, SwiGLU, RotaryEmbedding, Einsum, Det, BitCast and tensor optionals: calls into the
+//! runtime kernels the interpreter uses, with the geometry the interpreter resolves (from
+//! static shapes) written out.
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::extra::rotary_geometry;
