@@ -105,22 +105,38 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<Prepare
     }
 }
 
-/// Whether every use of value `v` is an operand the compiler must know at compile time
-/// (Resize's roi / scales), so a float input there is baked like an integer shape input.
+/// Whether graph input `v`'s value reaches, through any chain of nodes, an operand the
+/// compiler must know at compile time because it decides shapes (Resize's roi / scales,
+/// Range's bounds, Loop's trip count), so a float input there is baked like an integer one.
 fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
-    use burnc_compiler::ir::Op;
-    let mut used = false;
+    use burnc_compiler::ir::{Op, ValueKind};
+    let mut stack: Vec<burnc_compiler::ir::ValueId> = Vec::new();
     for n in &g.nodes {
         for (i, inp) in n.inputs.iter().enumerate() {
-            if *inp == Some(v) {
-                used = true;
-                if !(matches!(n.op, Op::Resize(_)) && i >= 1) {
-                    return false;
-                }
+            let decides_shape = match n.op {
+                Op::Resize(_) => i >= 1,
+                Op::Range => true,
+                Op::Loop { .. } => i == 0,
+                _ => false,
+            };
+            if decides_shape {
+                stack.extend(inp);
             }
         }
     }
-    used && !g.outputs.contains(&v)
+    let mut seen = std::collections::HashSet::new();
+    while let Some(u) = stack.pop() {
+        if u == v {
+            return true;
+        }
+        if !seen.insert(u) {
+            continue;
+        }
+        if let ValueKind::Node(p) = g.value(u).kind {
+            stack.extend(g.node(p).inputs.iter().flatten());
+        }
+    }
+    false
 }
 
 /// The module's tensor outputs regrouped into the graph's outputs (sequences, optionals).

@@ -78,7 +78,7 @@ pub fn dce(g: &mut Graph) -> Result<(), PassError> {
 }
 
 /// Names a node's subgraphs read from enclosing graphs (recursively).
-fn outer_names(op: &Op, out: &mut HashSet<String>) {
+pub(super) fn outer_names(op: &Op, out: &mut HashSet<String>) {
     let subs: Vec<&Graph> = match op {
         Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
         Op::Loop { body } | Op::Scan { body, .. } => vec![body],

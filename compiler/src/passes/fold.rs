@@ -6,6 +6,8 @@
 //!   through the interpreter (`interp::run` on a one-node graph); its outputs become
 //!   `ValueKind::Const` and the node goes. An interpreter error means "do not fold".
 //! - `If` with a constant condition is replaced by the taken branch's nodes.
+//! - `Loop` (with a small constant trip count) and `Scan` fold like other nodes when the
+//!   enclosing values their bodies read are constants as well.
 //!
 //! After each sweep inference runs again, so `Shape → Gather → Concat → Reshape` ends as a
 //! static Reshape; sweeps repeat to a fixed point. Value ids stay stable (removed nodes leave
@@ -147,8 +149,27 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
                 }
             }
         }
-        Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::Seq(_) => return None,
+        Op::If { .. } | Op::Seq(_) => return None,
         _ => {}
+    }
+    // Loop and Scan bodies read enclosing values by name: those must be constants too.
+    let mut outer = Vec::new();
+    if matches!(n.op, Op::Loop { .. } | Op::Scan { .. }) {
+        if matches!(n.op, Op::Loop { .. }) {
+            // Only a loop with a small constant trip count (a while-loop might not end).
+            let m = g.const_value((*n.inputs.first()?)?)?.to_i64_vec()?;
+            if m.first().is_none_or(|&m| !(0..=MAX_FOLD_ELEMS as i64).contains(&m)) {
+                return None;
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        super::dce::outer_names(&n.op, &mut names);
+        for name in names {
+            // Names no value of this graph has are defined inside the body.
+            if let Some(v) = g.values.iter().rposition(|v| v.name == name) {
+                outer.push((name, g.const_value(ValueId(v as u32))?));
+            }
+        }
     }
     // General case: every input a constant.
     if n.inputs.iter().flatten().next().is_none() {
@@ -173,7 +194,7 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
             }
         }
     }
-    let outs = eval_one(g, n).or_else(|| builtin_eval(g, n))?;
+    let outs = eval_one(g, n, outer).or_else(|| builtin_eval(g, n))?;
     if outs.iter().any(|t| t.numel() > MAX_FOLD_ELEMS) {
         return None;
     }
@@ -226,8 +247,11 @@ fn builtin_eval(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
 }
 
 /// Run one node with constant inputs through the interpreter.
-fn eval_one(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
+fn eval_one(g: &Graph, n: &Node, outer: Vec<(String, Tensor)>) -> Option<Vec<Tensor>> {
     let mut mini = Graph { name: "fold".into(), ..Default::default() };
+    for (name, t) in outer {
+        mini.add_const(name, t);
+    }
     let mut inputs = Vec::with_capacity(n.inputs.len());
     for v in &n.inputs {
         inputs.push(match v {

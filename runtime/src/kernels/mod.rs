@@ -2,6 +2,9 @@
 pub mod attention;
 pub mod broadcast;
 pub mod conv;
+pub mod det;
+pub mod einsum;
+pub mod extra;
 pub mod gemm;
 pub mod im2col;
 pub mod loss;

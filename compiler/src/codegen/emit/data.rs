@@ -86,7 +86,7 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
         Op::Slice | Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::Expand | Op::Tile => vec![0],
         Op::Pad { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::Split { .. } => vec![0],
-        Op::ReverseSequence { .. } | Op::Compress { .. } => vec![0],
+        Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),
         Op::ScatterElements { reduction: crate::ir::ScatterReduction::None, .. }
         | Op::ScatterNd { reduction: crate::ir::ScatterReduction::None } => vec![0, 2],
@@ -104,17 +104,19 @@ const MAX_TABLE: usize = 1 << 20;
 const FILL: u32 = u32::MAX;
 
 /// Emit a pure data-movement op as a gather through a compile-time index table: the
-/// interpreter runs the op once on "iota" inputs (each element holds its own index), so the
+/// interpreter runs the op once on "iota" inputs (each element holds its own index, from 1), so the
 /// outputs say where every element comes from. One rule for Slice, Gather, Pad, Tile, …,
 /// with exactly the interpreter's semantics.
 pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let data = data_inputs(&n.op, n.inputs.len()).ok_or_else(|| cx.err(n, "not a data-movement op"))?;
     let mut args = Vec::with_capacity(n.inputs.len());
     let mut bases = Vec::new();
-    let mut base = 0i64;
+    // Indices start at 1: 0 is what ops fill with (CenterCropPad's padding, Pad without a
+    // value), so it, like Pad's -1 sentinel, marks a fill.
+    let mut base = 1i64;
     let mut pad_fill = None;
-    // A pad value only known at run time: read from its (one-element) input.
-    let mut pad_runtime = None;
+    // A pad value known only at run time is read from its input.
+    let mut pad_read = None;
     for (i, inp) in n.inputs.iter().enumerate() {
         let Some(v) = inp else {
             args.push(None);
@@ -129,19 +131,14 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
         } else if matches!(n.op, Op::Pad { .. }) && i == 2 {
             // The pad value becomes a sentinel index; its real value is filled in below.
             pad_fill = cx.konst(*v);
-            if pad_fill.is_none() {
-                pad_runtime = Some(*v);
+            if pad_fill.is_none() && cx.ty(n, *v)?.1.iter().product::<usize>() == 1 {
+                pad_read = Some(cx.read(n, *v)?);
             }
             args.push(Some(RtValue::Tensor(Tensor::new(vec![], Data::I64(vec![-1])))));
         } else {
             let c = cx.konst(*v).ok_or_else(|| cx.err(n, format!("input #{i} must be a constant for codegen (pin it with --const)")))?;
             args.push(Some(RtValue::Tensor(c)));
         }
-    }
-    if matches!(n.op, Op::Pad { .. }) && n.inputs.get(2).copied().flatten().is_none() {
-        // No pad value: zero, but the iota run must still mark padded positions.
-        args.resize(args.len().max(3), None);
-        args[2] = Some(RtValue::Tensor(Tensor::new(vec![], Data::I64(vec![-1]))));
     }
     if base > u32::MAX as i64 / 2 || bases.len() > 15 {
         return Err(cx.err(n, "too large for an index table"));
@@ -167,7 +164,7 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
         // Encode (source input, element) in one u32: input number in the top 4 bits.
         let mut table = Vec::with_capacity(idx.len());
         for &i in &idx {
-            if i < 0 {
+            if i <= 0 {
                 table.push(FILL);
                 continue;
             }
@@ -178,9 +175,9 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             }
             table.push(((which as u32) << 28) | local);
         }
-        let fill = match (&pad_fill, pad_runtime) {
+        let fill = match (&pad_fill, &pad_read) {
             (Some(t), _) => scalar_lit(t, ty).ok_or_else(|| cx.err(n, "unsupported pad value"))?,
-            (None, Some(_)) => "pv".into(),
+            (None, Some(_)) => "pv[0]".into(),
             (None, None) => match cx.ty(n, o)?.0 {
                 DType::F32 => "0.0_f32".into(),
                 DType::F64 => "0.0_f64".into(),
@@ -195,8 +192,8 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             format!("match i >> 28 {{ {}, _ => {fill} }}", arms.join(", "))
         };
         let mut binds: Vec<String> = srcs.iter().enumerate().map(|(j, e)| format!("let s{j} = {e};")).collect();
-        if let (None, Some(v)) = (&pad_fill, pad_runtime) {
-            binds.push(format!("let pv = ({})[0];", cx.read(n, v)?));
+        if let Some(r) = &pad_read {
+            binds.push(format!("let pv = {r};"));
         }
         s += &format!(
             "{{ {} let y = {y}; for (o, &i) in y.iter_mut().zip({tab}) {{ *o = if i == u32::MAX {{ {fill} }} else {{ {pick} }}; }} }}\n",

@@ -3,10 +3,12 @@
 mod control;
 mod data;
 mod elementwise;
+mod extra;
 mod misc;
 mod nn;
 mod norm;
 mod quant;
+mod resize;
 mod scatter;
 mod wide;
 
@@ -123,6 +125,19 @@ impl<'a> Ctx<'a> {
         format!("unsafe {{ rt::arena::weights::<u32>(w, {off}, {}) }}", v.len())
     }
 
+    /// Store an `f64` table in the weights blob; returns an expression of type `&[f64]`.
+    pub fn table_f64(&self, v: &[f64]) -> String {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let off = self.weights.borrow_mut().push_table(&bytes);
+        format!("unsafe {{ rt::arena::weights::<f64>(w, {off}, {}) }}", v.len())
+    }
+
+    /// Store a `u8` table in the weights blob; returns an expression of type `&[u8]`.
+    pub fn table_u8(&self, v: &[u8]) -> String {
+        let off = self.weights.borrow_mut().push_table(v);
+        format!("unsafe {{ rt::arena::weights::<u8>(w, {off}, {}) }}", v.len())
+    }
+
     pub fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
         n.inputs.get(i).copied().flatten().ok_or_else(|| self.err(n, format!("missing input #{i}")))
     }
@@ -136,6 +151,8 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         + norm::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id)
+        + resize::scratch_bytes(g, id)
+        + extra::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -161,6 +178,10 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
+        Op::Resize(_) => resize::emit(cx, id, n),
+        Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
+            extra::emit(cx, id, n)
+        }
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

@@ -34,6 +34,10 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
             _ => 0,
         };
     }
+    if let Some((perm, _)) = reduce_perm(g, n) {
+        let x = n.inputs.first().copied().flatten().and_then(|x| g.tensor_type(x));
+        return x.and_then(|t| Some(t.shape.as_ref()?.numel()? * t.dtype.size())).filter(|_| !perm.is_empty()).unwrap_or(0);
+    }
     match conv_geometry(g, n) {
         Some((d, win, dt)) if is_half(dt) => half_conv_parts(g, n, &d, &win).iter().map(|p| p.1).sum::<usize>() * 4,
         Some((d, win, dt)) => conv_scratch_len(&d, &win) * dt.size(),
@@ -46,6 +50,31 @@ fn half_conv_parts(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> [(&'stat
     let len = |i: usize| fixed(g, n.inputs.get(i).copied().flatten()).map_or(0, |(_, s)| s.iter().product());
     let out = fixed(g, n.outputs.first().copied()).map_or(0, |(_, s)| s.iter().product());
     [("xw", len(0)), ("ww", len(1)), ("bw", len(2)), ("yw", out), ("col", conv_scratch_len(d, win))]
+}
+
+/// A Reduce over non-contiguous axes moves its input (kept axes first, then the reduced ones,
+/// as the interpreter does) into scratch: that permutation and the input shape.
+fn reduce_perm(g: &Graph, n: &Node) -> Option<(Vec<usize>, Vec<usize>)> {
+    let Op::Reduce { axes, noop_with_empty_axes, .. } = &n.op else { return None };
+    let xs = g.tensor_type(n.inputs.first().copied().flatten()?)?.shape.as_ref()?.as_fixed()?;
+    let axes = match axes {
+        Some(a) => a.clone(),
+        None => match n.inputs.get(1).copied().flatten() {
+            Some(v) => g.const_value(v)?.to_i64_vec()?,
+            None => vec![],
+        },
+    };
+    if axes.is_empty() && *noop_with_empty_axes {
+        return None;
+    }
+    let mut ax = crate::interp::ops::util::norm_axes(&axes, xs.len()).ok()?;
+    ax.sort_unstable();
+    ax.dedup();
+    if reduce_split(&xs, &ax).is_some() {
+        return None;
+    }
+    let perm: Vec<usize> = (0..xs.len()).filter(|d| !ax.contains(d)).chain(ax.iter().copied()).collect();
+    Some((perm, xs))
 }
 
 pub(super) fn window_lit(w: &Window3) -> String {
@@ -324,7 +353,7 @@ fn half_conv(cx: &Ctx, id: NodeId, n: &Node, out: crate::ir::ValueId, t: &str) -
 }
 
 /// The reduced axes of a Reduce node as one contiguous `(outer, red, inner)` split, when they
-/// are contiguous (others need a transpose first and are not emitted yet).
+/// are contiguous (others need a transpose first).
 fn reduce_split(shape: &[usize], axes: &[usize]) -> Option<(usize, usize, usize)> {
     if axes.is_empty() {
         return Some((1, shape.iter().product(), 1));
@@ -336,7 +365,7 @@ fn reduce_split(shape: &[usize], axes: &[usize]) -> Option<(usize, usize, usize)
     Some((shape[..lo].iter().product(), shape[lo..=hi].iter().product(), shape[hi + 1..].iter().product()))
 }
 
-pub fn emit_reduce(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+pub fn emit_reduce(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     use burnc_runtime::kernels::reduce::ReduceKind;
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
     let x = cx.input(n, 0)?;
@@ -360,13 +389,29 @@ pub fn emit_reduce(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, Co
                 },
             };
             let (rx, y) = (cx.read(n, x)?, cx.write(n, out)?);
+            let mut pre = String::new();
             if axes.is_empty() && *noop_with_empty_axes {
                 return Ok(Some(format!("{y}.copy_from_slice({rx});")));
             }
             let mut ax: Vec<usize> = axes.iter().map(|&a| norm(a)).collect::<Result<_, _>>()?;
             ax.sort_unstable();
             ax.dedup();
-            let (outer, red, inner) = reduce_split(&xs, &ax).ok_or_else(|| cx.err(n, "non-contiguous reduction axes are not supported by codegen yet"))?;
+            // Non-contiguous axes: the input permuted into scratch, then reduced as one block.
+            let (rx, (outer, red, inner)) = match reduce_split(&xs, &ax) {
+                Some(split) => (rx, split),
+                None => {
+                    let (perm, _) = reduce_perm(cx.g, n).ok_or_else(|| cx.err(n, "cannot plan the reduction"))?;
+                    if xs.len() > 16 {
+                        return Err(cx.err(n, "rank above 16"));
+                    }
+                    let numel: usize = xs.iter().product();
+                    let red: usize = ax.iter().map(|&d| xs[d]).product();
+                    let outer: usize = (0..xs.len()).filter(|d| !ax.contains(d)).map(|d| xs[d]).product();
+                    let sc = cx.scratch(n, id, cx.elem(n, x)?, numel)?;
+                    pre = format!("let sc = {sc};\nrt::kernels::permute::permute({rx}, &{xs:?}, &{perm:?}, sc);\n");
+                    ("sc".to_string(), (outer, red, 1))
+                }
+            };
             let kind = match op {
                 crate::ir::ReduceOp::Sum => ReduceKind::Sum,
                 crate::ir::ReduceOp::Mean => ReduceKind::Mean,
@@ -382,7 +427,7 @@ pub fn emit_reduce(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, Co
             if cx.ty(n, x)?.0 == DType::Bool {
                 return Err(cx.err(n, "reductions over bool are not supported by codegen yet"));
             }
-            Ok(Some(format!("rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {outer}, {red}, {inner}, {y});")))
+            Ok(Some(format!("{pre}rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {outer}, {red}, {inner}, {y});")))
         }
         Op::ArgReduce { max, axis, select_last_index, .. } => {
             let a = norm(*axis)?;

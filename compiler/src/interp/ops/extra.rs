@@ -7,6 +7,7 @@ use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, Op};
 use crate::tensor::{Data, Tensor};
+use burnc_runtime::kernels::extra::{swish, Rotary};
 
 fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Result<Tensor, String> {
     super::cast::cast(&Tensor::new(shape, Data::F64(v)), dtype, true)
@@ -36,7 +37,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
         Op::Swish { alpha } => {
             let x = arg(args, 0)?;
             let a = *alpha as f64;
-            let v = float_in(x, "Swish")?.into_iter().map(|v| v / (1.0 + (-a * v).exp())).collect();
+            let v = float_in(x, "Swish")?.into_iter().map(|v| swish(v, a)).collect();
             one_t(back(x.dtype(), x.shape.clone(), v)?)
         }
         Op::SwiGlu { alpha } => {
@@ -52,7 +53,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
             }
             let a = *alpha as f64;
             let yv = float_in(y, "SwiGLU")?;
-            let v = float_in(x, "SwiGLU")?.into_iter().zip(yv).map(|(v, w)| v / (1.0 + (-a * v).exp()) * w).collect();
+            let v = float_in(x, "SwiGLU")?.into_iter().zip(yv).map(|(v, w)| swish(v, a) * w).collect();
             one_t(back(x.dtype(), x.shape.clone(), v)?)
         }
         Op::GroupNorm { num_groups, epsilon, per_channel } => group_norm(args, *num_groups, *epsilon as f64, *per_channel),
@@ -119,67 +120,64 @@ fn rotary(args: &[Option<RtValue>], interleaved: bool, rdim: usize, num_heads: u
     };
     let xv = float_in(x, "RotaryEmbedding")?;
     let (cos, sin) = (cos_t.to_f64_vec(), sin_t.to_f64_vec());
-    // Dimensions [batch, seq, heads, head] and the flat index of each.
-    let (b, s, h, d, four) = match x.shape.as_slice() {
-        &[b, h, s, d] => (b, s, h, d, true),
-        &[b, s, hidden] => {
+    let (r, max_pos) = rotary_geometry(&x.shape, &cos_t.shape, &sin_t.shape, pos.as_ref().map(|p| p.len()), interleaved, rdim, num_heads)?;
+    let mut out = vec![0.0; xv.len()];
+    burnc_runtime::kernels::extra::rotary(&xv, &cos, &sin, pos.as_deref(), max_pos, r, &mut out)
+        .map_err(|v| format!("position id {v} is out of range for a cache of {max_pos} rows"))?;
+    one_t(back(x.dtype(), x.shape.clone(), out)?)
+}
+
+/// RotaryEmbedding's geometry from the shapes (and the number of position ids, if given),
+/// and the cache's row count.
+pub fn rotary_geometry(
+    xs: &[usize],
+    cos: &[usize],
+    sin: &[usize],
+    n_pos: Option<usize>,
+    interleaved: bool,
+    rdim: usize,
+    num_heads: usize,
+) -> Result<(Rotary, usize), String> {
+    // Dimensions [batch, seq, heads, head].
+    let (b, s, h, d, four) = match *xs {
+        [b, h, s, d] => (b, s, h, d, true),
+        [b, s, hidden] => {
             if num_heads == 0 || hidden % num_heads != 0 {
                 return Err(format!("num_heads {num_heads} must divide the hidden size {hidden} of a 3-D input"));
             }
             (b, s, num_heads, hidden / num_heads, false)
         }
-        other => return Err(format!("input must have rank 3 or 4, got {other:?}")),
+        ref other => return Err(format!("input must have rank 3 or 4, got {other:?}")),
     };
     let rd = if rdim == 0 { d } else { rdim };
     if rd > d || rd % 2 != 0 {
         return Err(format!("rotary_embedding_dim {rd} must be even and at most the head size {d}"));
     }
     let half = rd / 2;
-    if cos_t.shape != sin_t.shape {
-        return Err(format!("cos_cache {:?} and sin_cache {:?} differ in shape", cos_t.shape, sin_t.shape));
+    if cos != sin {
+        return Err(format!("cos_cache {cos:?} and sin_cache {sin:?} differ in shape"));
     }
-    if cos_t.shape.last() != Some(&half) {
-        return Err(format!("caches must end in rotary_embedding_dim/2 = {half}, got {:?}", cos_t.shape));
+    if cos.last() != Some(&half) {
+        return Err(format!("caches must end in rotary_embedding_dim/2 = {half}, got {cos:?}"));
     }
-    // Cache row for (batch, position).
-    let row: Box<dyn Fn(usize, usize) -> Result<usize, String>> = match &pos {
-        Some(p) => {
-            let max_pos = if cos_t.rank() == 2 { cos_t.shape[0] } else { return Err(format!("with position_ids the caches must be 2-D, got {:?}", cos_t.shape)) };
-            if p.len() != b * s {
-                return Err(format!("position_ids must have shape [{b}, {s}], got {} elements", p.len()));
+    let max_pos = match n_pos {
+        Some(n) => {
+            if cos.len() != 2 {
+                return Err(format!("with position_ids the caches must be 2-D, got {cos:?}"));
             }
-            Box::new(move |bi, si| {
-                let v = p[bi * s + si];
-                if v < 0 || v as usize >= max_pos {
-                    return Err(format!("position id {v} is out of range for a cache of {max_pos} rows"));
-                }
-                Ok(v as usize)
-            })
+            if n != b * s {
+                return Err(format!("position_ids must have shape [{b}, {s}], got {n} elements"));
+            }
+            cos[0]
         }
         None => {
-            if cos_t.shape != [b, s, half] {
-                return Err(format!("without position_ids the caches must have shape [{b}, {s}, {half}], got {:?}", cos_t.shape));
+            if cos != [b, s, half] {
+                return Err(format!("without position_ids the caches must have shape [{b}, {s}, {half}], got {cos:?}"));
             }
-            Box::new(move |bi, si| Ok(bi * s + si))
+            b * s
         }
     };
-    let mut out = xv.clone();
-    for bi in 0..b {
-        for si in 0..s {
-            let r = row(bi, si)? * half;
-            for hi in 0..h {
-                let base = if four { ((bi * h + hi) * s + si) * d } else { ((bi * s + si) * h + hi) * d };
-                for i in 0..half {
-                    let (c, sn) = (cos[r + i], sin[r + i]);
-                    let (i1, i2) = if interleaved { (base + 2 * i, base + 2 * i + 1) } else { (base + i, base + i + half) };
-                    let (x1, x2) = (xv[i1], xv[i2]);
-                    out[i1] = c * x1 - sn * x2;
-                    out[i2] = sn * x1 + c * x2;
-                }
-            }
-        }
-    }
-    one_t(back(x.dtype(), x.shape.clone(), out)?)
+    Ok((Rotary { batch: b, seq: s, heads: h, head: d, half, four, interleaved }, max_pos))
 }
 
 fn center_crop_pad(args: &[Option<RtValue>], axes: Option<&[i64]>) -> OpResult {

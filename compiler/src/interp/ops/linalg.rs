@@ -17,6 +17,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
             let xs: Vec<&Tensor> = args.iter().flatten().map(|v| v.as_tensor()).collect::<Result<_, _>>()?;
             one(einsum(equation, &xs)?)
         }
+        Op::Det => one(det(arg(args, 0)?)?),
         _ => Err(format!("{} is not implemented in the interpreter yet", op.name())),
     }
 }
@@ -171,6 +172,26 @@ fn gemm_op(a: &Tensor, b: &Tensor, c: Option<&Tensor>, alpha: f32, beta: f32, ta
 /// over the widest ellipsis).
 const ELL: u32 = 1 << 16;
 
+/// Det over the last two axes (the runtime's kernel, as generated code).
+fn det(x: &Tensor) -> Result<Tensor, String> {
+    let n = det_size(&x.shape)?;
+    if !x.dtype().is_float() {
+        return Err(format!("Det needs a float tensor, got {}", x.dtype()));
+    }
+    let batch: Vec<usize> = x.shape[..x.rank() - 2].to_vec();
+    let mut out = vec![0.0; numel(&batch)?];
+    burnc_runtime::kernels::det::det_batch(&x.to_f64_vec(), n, &mut vec![0.0; n * n], &mut out);
+    super::cast::cast(&Tensor::new(batch, Data::F64(out)), x.dtype(), false)
+}
+
+/// The matrix size of Det's `[..., n, n]` input.
+pub fn det_size(shape: &[usize]) -> Result<usize, String> {
+    match *shape {
+        [.., a, b] if a == b => Ok(a),
+        _ => Err(format!("Det needs [..., n, n], got {shape:?}")),
+    }
+}
+
 /// One einsum term: letters and at most one ellipsis.
 fn parse_term(term: &str) -> Result<(Vec<u32>, Option<usize>), String> {
     let mut labels = Vec::new();
@@ -195,33 +216,65 @@ fn parse_term(term: &str) -> Result<(Vec<u32>, Option<usize>), String> {
     Ok((labels, ell))
 }
 
+/// An einsum resolved against its input shapes: every label's size (output labels first),
+/// each input's stride per label (`[input][label]`) and the output shape. Depends only on
+/// shapes, so codegen resolves it at compile time.
+pub struct EinsumPlan {
+    pub dims: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub out_shape: Vec<usize>,
+}
+
 /// General einsum (explicit or implicit output, ellipsis, repeated labels for diagonals,
-/// sums) by a direct loop over every label; f64 accumulation for floats, i64 for integers.
+/// sums) by a direct loop over every label (the runtime's kernel); f64 accumulation for
+/// floats, i64 for integers.
 pub fn einsum(equation: &str, xs: &[&Tensor]) -> Result<Tensor, String> {
+    let dtype = xs.first().ok_or("Einsum needs at least one input")?.dtype();
+    if let Some(x) = xs.iter().find(|x| x.dtype() != dtype) {
+        return Err(format!("Einsum inputs must share a type, got {dtype} and {}", x.dtype()));
+    }
+    let shapes: Vec<&[usize]> = xs.iter().map(|x| &x.shape[..]).collect();
+    let p = einsum_plan(equation, &shapes)?;
+    let out_n = numel(&p.out_shape)?;
+    let n_out = p.out_shape.len();
+    let kern = |e: &'static str| e.to_string();
+    let t = if dtype.is_float() {
+        let vals: Vec<Vec<f64>> = xs.iter().map(|x| x.to_f64_vec()).collect();
+        let refs: Vec<&[f64]> = vals.iter().map(|v| &v[..]).collect();
+        let mut out = vec![0f64; out_n];
+        burnc_runtime::kernels::einsum::einsum(&refs, &p.strides, &p.dims, n_out, &mut out).map_err(kern)?;
+        Tensor::new(p.out_shape, Data::F64(out))
+    } else {
+        let vals: Vec<Vec<i64>> = xs.iter().map(|x| x.to_i64_vec().ok_or("Einsum: unsupported input type")).collect::<Result<_, _>>()?;
+        let refs: Vec<&[i64]> = vals.iter().map(|v| &v[..]).collect();
+        let mut out = vec![0i64; out_n];
+        burnc_runtime::kernels::einsum::einsum(&refs, &p.strides, &p.dims, n_out, &mut out).map_err(kern)?;
+        Tensor::new(p.out_shape, Data::I64(out))
+    };
+    super::cast::cast(&t, dtype, false)
+}
+
+pub fn einsum_plan(equation: &str, shapes: &[&[usize]]) -> Result<EinsumPlan, String> {
     let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
     let (lhs, rhs) = match eq.split_once("->") {
         Some((l, r)) => (l, Some(r)),
         None => (eq.as_str(), None),
     };
     let terms: Vec<&str> = lhs.split(',').collect();
-    if terms.len() != xs.len() {
-        return Err(format!("equation `{equation}` has {} operands, the node has {} inputs", terms.len(), xs.len()));
-    }
-    let dtype = xs.first().ok_or("Einsum needs at least one input")?.dtype();
-    if let Some(x) = xs.iter().find(|x| x.dtype() != dtype) {
-        return Err(format!("Einsum inputs must share a type, got {dtype} and {}", x.dtype()));
+    if terms.len() != shapes.len() {
+        return Err(format!("equation `{equation}` has {} operands, the node has {} inputs", terms.len(), shapes.len()));
     }
     // Per input: the label of each dim.
     let mut dim_labels: Vec<Vec<u32>> = Vec::new();
     let mut n_ell = 0usize;
     let mut parsed = Vec::new();
-    for (t, x) in terms.iter().zip(xs) {
+    for (t, x) in terms.iter().zip(shapes) {
         let (labels, ell) = parse_term(t)?;
         let e = match ell {
-            Some(_) => x.rank().checked_sub(labels.len()).ok_or_else(|| format!("term `{t}` has more labels than input rank {}", x.rank()))?,
+            Some(_) => x.len().checked_sub(labels.len()).ok_or_else(|| format!("term `{t}` has more labels than input rank {}", x.len()))?,
             None => {
-                if labels.len() != x.rank() {
-                    return Err(format!("term `{t}` has {} labels for an input of rank {}", labels.len(), x.rank()));
+                if labels.len() != x.len() {
+                    return Err(format!("term `{t}` has {} labels for an input of rank {}", labels.len(), x.len()));
                 }
                 0
             }
@@ -244,8 +297,8 @@ pub fn einsum(equation: &str, xs: &[&Tensor]) -> Result<Tensor, String> {
     }
     // Label sizes (ellipsis dims broadcast; letters must agree).
     let mut sizes: std::collections::BTreeMap<u32, usize> = Default::default();
-    for (dl, x) in dim_labels.iter().zip(xs) {
-        for (&l, &d) in dl.iter().zip(&x.shape) {
+    for (dl, x) in dim_labels.iter().zip(shapes) {
+        for (&l, &d) in dl.iter().zip(x.iter()) {
             match sizes.get(&l).copied() {
                 None => {
                     sizes.insert(l, d);
@@ -301,86 +354,12 @@ pub fn einsum(equation: &str, xs: &[&Tensor]) -> Result<Tensor, String> {
     let inner_n = numel(&dims[out_labels.len()..])?;
     numel(&[out_n, inner_n])?;
     // Per input, its stride along each label of `all` (summed over repeats; 0 when broadcast).
-    let in_strides: Vec<Vec<usize>> = dim_labels
-        .iter()
-        .zip(xs)
-        .map(|(dl, x)| {
-            let st = super::util::strides(&x.shape);
-            all.iter()
-                .map(|l| {
-                    dl.iter()
-                        .enumerate()
-                        .filter(|(i, d)| *d == l && x.shape[*i] != 1)
-                        .map(|(i, _)| st[i])
-                        .sum()
-                })
-                .collect()
-        })
-        .collect();
-    let is_int = !dtype.is_float();
-    let fvals: Vec<Vec<f64>> = if is_int { vec![] } else { xs.iter().map(|x| x.to_f64_vec()).collect() };
-    let ivals: Vec<Vec<i64>> = if is_int {
-        xs.iter().map(|x| x.to_i64_vec().ok_or("Einsum: unsupported input type")).collect::<Result<_, _>>()?
-    } else {
-        vec![]
-    };
-    let mut fout = vec![0f64; if is_int { 0 } else { out_n }];
-    let mut iout = vec![0i64; if is_int { out_n } else { 0 }];
-    let mut idx = vec![0usize; all.len()];
-    let mut offs = vec![0usize; xs.len()];
-    for o in 0..out_n {
-        let (mut facc, mut iacc) = (0f64, 0i64);
-        for _ in 0..inner_n {
-            if is_int {
-                let mut p = 1i64;
-                for (k, v) in ivals.iter().enumerate() {
-                    p = p.wrapping_mul(v[offs[k]]);
-                }
-                iacc = iacc.wrapping_add(p);
-            } else {
-                let mut p = 1f64;
-                for (k, v) in fvals.iter().enumerate() {
-                    p *= v[offs[k]];
-                }
-                facc += p;
-            }
-            // Advance the odometer over all labels (summed labels fastest).
-            for d in (0..all.len()).rev() {
-                idx[d] += 1;
-                for (k, st) in in_strides.iter().enumerate() {
-                    offs[k] += st[d];
-                }
-                if idx[d] < dims[d] {
-                    break;
-                }
-                for (k, st) in in_strides.iter().enumerate() {
-                    offs[k] -= st[d] * dims[d];
-                }
-                idx[d] = 0;
-            }
-        }
-        if inner_n == 0 {
-            // No summed elements: still step the output odometer.
-            for d in (0..out_labels.len()).rev() {
-                idx[d] += 1;
-                for (k, st) in in_strides.iter().enumerate() {
-                    offs[k] += st[d];
-                }
-                if idx[d] < dims[d] {
-                    break;
-                }
-                for (k, st) in in_strides.iter().enumerate() {
-                    offs[k] -= st[d] * dims[d];
-                }
-                idx[d] = 0;
-            }
-        }
-        if is_int {
-            iout[o] = iacc;
-        } else {
-            fout[o] = facc;
+    let mut strides = Vec::with_capacity(all.len() * shapes.len());
+    for (dl, x) in dim_labels.iter().zip(shapes) {
+        let st = super::util::strides(x);
+        for l in &all {
+            strides.push(dl.iter().enumerate().filter(|(i, d)| *d == l && x[*i] != 1).map(|(i, _)| st[i]).sum());
         }
     }
-    let t = if is_int { Tensor::new(out_shape, Data::I64(iout)) } else { Tensor::new(out_shape, Data::F64(fout)) };
-    super::cast::cast(&t, dtype, false)
+    Ok(EinsumPlan { dims, strides, out_shape })
 }

@@ -4,16 +4,16 @@ pub(crate) mod attention;
 mod cast;
 mod control;
 pub(crate) mod elementwise;
-mod extra;
+pub(crate) mod extra;
 pub(crate) mod index;
-mod linalg;
+pub(crate) mod linalg;
 pub(crate) mod loss;
 pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod qint;
 pub(crate) mod quant;
 mod reduce;
-mod resize;
+pub(crate) mod resize;
 mod seq;
 mod shape;
 pub(crate) mod util;
@@ -32,7 +32,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         }
         Op::Unary(_) | Op::Binary(_) | Op::Where => elementwise::eval(op, &args, n_outputs),
         Op::Cast { .. } | Op::CastLike { .. } | Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
-        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
+        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } | Op::Det => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::BatchNorm { .. }
         | Op::InstanceNorm { .. }
@@ -66,8 +66,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::QLinearMatMul
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
-        | Op::Shrink { .. }
-        | Op::Det => quant::eval(op, &args, n_outputs),
+        | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
         Op::CumProd { .. }
         | Op::Swish { .. }
         | Op::SwiGlu { .. }

@@ -7,7 +7,7 @@ use super::util::{arg, norm_axes, opt_arg};
 use crate::interp::RtValue;
 use crate::ir::ResizeAttrs;
 use crate::tensor::{Data, Tensor};
-use burnc_runtime::kernels::resize::resample_axis;
+use burnc_runtime::kernels::resize::{narrow, resample_axis};
 use burnc_runtime::Elem;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -87,22 +87,35 @@ fn isclose(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
 
-pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, String> {
+/// One resampled axis: the shape as `[outer, in_len, inner]` and its tap table.
+pub struct AxisStep {
+    pub outer: usize,
+    pub in_len: usize,
+    pub inner: usize,
+    pub out_len: usize,
+    pub idx: Vec<u32>,
+    pub w: Vec<f64>,
+    pub taps: usize,
+    pub extrap: Vec<u8>,
+}
+
+/// The whole resize as a sequence of per-axis steps (axes that do not change are skipped),
+/// and the output shape. Depends only on the input shape, attributes and the constant
+/// roi / scales / sizes, so codegen computes it at compile time.
+pub fn plan(
+    at: &ResizeAttrs,
+    xshape: &[usize],
+    roi: Option<Vec<f64>>,
+    scales: Option<Vec<f64>>,
+    sizes: Option<Vec<i64>>,
+) -> Result<(Vec<AxisStep>, Vec<usize>), String> {
     let c = cfg(at)?;
-    let x = arg(args, 0)?;
-    let r = x.rank();
+    let r = xshape.len();
     let axes: Vec<usize> = match &at.axes {
         Some(a) => norm_axes(a, r)?,
         None => (0..r).collect(),
     };
     let na = axes.len();
-    let roi = given(args, 1)?.map(|t| t.to_f64_vec());
-    let scales = given(args, 2)?.map(|t| t.to_f64_vec());
-    let sizes = match given(args, 3)? {
-        Some(t) => Some(t.to_i64_vec().filter(|_| t.dtype().is_int()).ok_or("sizes must be an integer tensor")?),
-        None => None,
-    };
-
     // Full-rank roi (starts then ends), scales and output sizes.
     let mut roi_full: Option<Vec<f64>> = None;
     if let Some(rv) = &roi {
@@ -121,7 +134,7 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
         return Err("tf_crop_and_resize needs a roi input".into());
     }
     let mut scale = vec![1.0f64; r];
-    let mut out = x.shape.clone();
+    let mut out = xshape.to_vec();
     match (&scales, &sizes) {
         (Some(_), Some(_)) => return Err("only one of scales and sizes may be given".into()),
         (None, None) => return Err("one of scales and sizes must be given".into()),
@@ -134,7 +147,7 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
                     return Err(format!("scale {} must be positive", s[i]));
                 }
                 scale[d] = s[i];
-                let o = (s[i] * x.shape[d] as f64).floor();
+                let o = (s[i] * xshape[d] as f64).floor();
                 if o > (1u64 << 32) as f64 {
                     return Err(format!("output size {o} is too large"));
                 }
@@ -147,10 +160,10 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
             }
             for (i, &d) in axes.iter().enumerate() {
                 out[d] = usize::try_from(s[i]).map_err(|_| format!("negative output size {}", s[i]))?;
-                if x.shape[d] == 0 {
+                if xshape[d] == 0 {
                     return Err(format!("cannot resize the empty axis {d}"));
                 }
-                scale[d] = out[d] as f64 / x.shape[d] as f64;
+                scale[d] = out[d] as f64 / xshape[d] as f64;
             }
             let policy = at.keep_aspect_ratio_policy.as_str();
             if policy != "stretch" && na > 0 {
@@ -162,7 +175,7 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
                 };
                 for &d in &axes {
                     scale[d] = s;
-                    out[d] = (s * x.shape[d] as f64 + 0.5) as usize;
+                    out[d] = (s * xshape[d] as f64 + 0.5) as usize;
                 }
             }
         }
@@ -172,8 +185,8 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
         return Err("antialias with a scale below 1e-6 is not supported".into());
     }
 
-    let mut cur = x.to_f64_vec();
-    let mut shape = x.shape.clone();
+    let mut steps = Vec::new();
+    let mut shape = xshape.to_vec();
     for d in 0..r {
         let trivial_roi = roi_full.as_ref().is_none_or(|rf| isclose(rf[d], 0.0) && isclose(rf[r + d], 1.0));
         if isclose(scale[d], 1.0) && out[d] == shape[d] && trivial_roi {
@@ -186,10 +199,28 @@ pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, Stri
         let (idx, w, taps, extrap) = taps_for_axis(&c, shape[d], out[d], scale[d], roi_d);
         let outer: usize = shape[..d].iter().product();
         let inner: usize = shape[d + 1..].iter().product();
-        let mut next = vec![0.0; outer * out[d] * inner];
-        resample_axis(&cur, outer, shape[d], inner, &idx, &w, taps, &extrap, at.extrapolation_value as f64, &mut next);
-        cur = next;
+        let idx = idx.into_iter().map(|i| u32::try_from(i).map_err(|_| "Resize input too large".to_string())).collect::<Result<_, _>>()?;
+        let extrap = extrap.into_iter().map(u8::from).collect();
+        steps.push(AxisStep { outer, in_len: shape[d], inner, out_len: out[d], idx, w, taps, extrap });
         shape[d] = out[d];
+    }
+    Ok((steps, shape))
+}
+
+pub fn resize(at: &ResizeAttrs, args: &[Option<RtValue>]) -> Result<Tensor, String> {
+    let x = arg(args, 0)?;
+    let roi = given(args, 1)?.map(|t| t.to_f64_vec());
+    let scales = given(args, 2)?.map(|t| t.to_f64_vec());
+    let sizes = match given(args, 3)? {
+        Some(t) => Some(t.to_i64_vec().filter(|_| t.dtype().is_int()).ok_or("sizes must be an integer tensor")?),
+        None => None,
+    };
+    let (steps, shape) = plan(at, &x.shape, roi, scales, sizes)?;
+    let mut cur = x.to_f64_vec();
+    for s in &steps {
+        let mut next = vec![0.0; s.outer * s.out_len * s.inner];
+        resample_axis(&cur, s.outer, s.in_len, s.inner, &s.idx, &s.w, s.taps, &s.extrap, at.extrapolation_value as f64, &mut next);
+        cur = next;
     }
     Ok(Tensor::new(shape, from_f64(&cur, x)?))
 }
@@ -342,28 +373,27 @@ fn taps_for_axis(c: &Cfg, in_len: usize, out_len: usize, scale: f64, roi: Option
     (idx, w, taps, extrap)
 }
 
-/// Back to the input's dtype: floats round once, integers round half to even and saturate.
+/// Back to the input's dtype (the runtime's `narrow`: floats round once, integers round half
+/// to even and saturate).
 fn from_f64(v: &[f64], like: &Tensor) -> Result<Data, String> {
-    fn ints<T: Elem>(v: &[f64]) -> Vec<T> {
-        let (lo, hi) = (T::lowest().to_f64(), T::highest().to_f64());
-        v.iter().map(|&x| T::from_f64(x.round_ties_even().clamp(lo, hi))).collect()
-    }
-    fn floats<T: Elem>(v: &[f64]) -> Vec<T> {
-        v.iter().map(|&x| T::from_f64(x)).collect()
+    fn conv<T: Elem + Default>(v: &[f64]) -> Vec<T> {
+        let mut o = vec![T::default(); v.len()];
+        narrow(v, &mut o);
+        o
     }
     Ok(match &like.data {
-        Data::F32(_) => Data::F32(floats(v)),
+        Data::F32(_) => Data::F32(conv(v)),
         Data::F64(_) => Data::F64(v.to_vec()),
-        Data::F16(_) => Data::F16(floats(v)),
-        Data::BF16(_) => Data::BF16(floats(v)),
-        Data::I8(_) => Data::I8(ints(v)),
-        Data::I16(_) => Data::I16(ints(v)),
-        Data::I32(_) => Data::I32(ints(v)),
-        Data::I64(_) => Data::I64(ints(v)),
-        Data::U8(_) => Data::U8(ints(v)),
-        Data::U16(_) => Data::U16(ints(v)),
-        Data::U32(_) => Data::U32(ints(v)),
-        Data::U64(_) => Data::U64(ints(v)),
+        Data::F16(_) => Data::F16(conv(v)),
+        Data::BF16(_) => Data::BF16(conv(v)),
+        Data::I8(_) => Data::I8(conv(v)),
+        Data::I16(_) => Data::I16(conv(v)),
+        Data::I32(_) => Data::I32(conv(v)),
+        Data::I64(_) => Data::I64(conv(v)),
+        Data::U8(_) => Data::U8(conv(v)),
+        Data::U16(_) => Data::U16(conv(v)),
+        Data::U32(_) => Data::U32(conv(v)),
+        Data::U64(_) => Data::U64(conv(v)),
         d => return Err(format!("Resize is not defined on {}", d.dtype())),
     })
 }
