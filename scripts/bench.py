@@ -7,7 +7,8 @@ integers 0, bools false) is fed to every engine. burnc's harness is built once w
 runs every engine for --iters timed runs (after --warmup untimed ones) and keeps the median;
 engines are interleaved inside a round (their order rotates between rounds) so machine noise
 hits them alike. The table shows the median of the round medians, ratios burnc/other, and
-geometric means; `max|d|` is burnc's largest absolute difference from onnxruntime's outputs.
+geometric means; `max|d|` is burnc's largest absolute difference from onnxruntime's outputs
+(in parentheses divided by the largest |output|: random-weight models have large outputs).
 
     scripts/setup_bench.sh            # onnx, onnxruntime, numpy, tract (pip)
     scripts/bench.py                  # the default models, 3 rounds
@@ -183,14 +184,20 @@ class Burnc:
 
 
 def max_abs_diff(got, want):
-    worst = 0.0
+    """(largest |got - want|, that divided by the largest |want|) over all outputs."""
+    worst, scale = 0.0, 0.0
     for g, w in zip(got, want):
         g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
         if g.shape != w.shape:
-            return math.inf
+            return math.inf, math.inf
         if g.size:
             worst = max(worst, float(np.nanmax(np.abs(g - w))))
-    return worst
+            scale = max(scale, float(np.nanmax(np.abs(w))))
+    return worst, worst / scale if scale > 0 else worst
+
+
+def diff_str(d):
+    return f"{d[0]:.1e} ({d[1]:.0e})"
 
 
 def geomean(xs):
@@ -307,7 +314,7 @@ def main():
     print(f"\nMedian latency in ms (median of {args.rounds} interleaved rounds of {args.iters} runs, "
           f"{args.warmup} warm-up); burnc single-threaded; {versions}.")
     ratio_cols = [c for c in cols if c != "burnc"]
-    head = ["model"] + cols + [f"burnc/{c}" for c in ratio_cols] + ["max\\|d\\| vs ort"]
+    head = ["model"] + cols + [f"burnc/{c}" for c in ratio_cols] + ["max\\|d\\| vs ort (rel.)"]
     print("| " + " | ".join(head) + " |")
     print("|---" + "|---:" * (len(head) - 1) + "|")
     ratios = {c: [] for c in ratio_cols}
@@ -317,13 +324,13 @@ def main():
             q = r["burnc"] / r[c] if r.get("burnc") and r.get(c) else None
             ratios[c].append(q)
             cells.append(f"{q:.2f}" if q is not None else "-")
-        cells.append(f"{r['diff']:.1e}" if "diff" in r else r.get("note", "-"))
+        cells.append(diff_str(r["diff"]) if "diff" in r else r.get("note", "-"))
         print("| " + " | ".join(cells) + " |")
     gm = ["geomean"] + [fmt(geomean([r.get(c) for r in rows])) for c in cols] + [f"{geomean(ratios[c]):.2f}" if geomean(ratios[c]) else "-" for c in ratio_cols] + [""]
     print("| " + " | ".join(gm) + " |")
     if tract_ok:
-        diffs = ", ".join(f"{r['model']} {r['tract_diff']:.1e}" for r in rows if "tract_diff" in r)
-        print(f"\ntract max|d| vs ort: {diffs}")
+        diffs = ", ".join(f"{r['model']} {diff_str(r['tract_diff'])}" for r in rows if "tract_diff" in r)
+        print(f"\ntract max|d| vs ort (rel.): {diffs}")
     if args.sgemm:
         bench_sgemm(args, burnc)
 
