@@ -162,18 +162,49 @@ pub fn regroup(tensors: Vec<Tensor>, forms: &[OutputForm]) -> Result<Vec<RtValue
     Ok(out)
 }
 
+/// How a harness crate is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// `burnc run --codegen`: release with 16 codegen units (quick to build), portable code.
+    Run,
+    /// `burnc bench`: opt-level 3, one codegen unit, fat LTO and `-C target-cpu=native`, in a
+    /// target dir of its own (other RUSTFLAGS would rebuild the shared one each time).
+    Bench,
+}
+
 /// Write the harness crate for `gen` and build it; returns the binary's path.
 pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, HarnessError> {
+    build_with(gen, key, Profile::Run)
+}
+
+/// [`build`] with a choice of [`Profile`].
+pub fn build_with(gen: &Generated, key: &str, profile: Profile) -> Result<PathBuf, HarnessError> {
+    let main = main_rs(gen);
+    let files: [(&str, &[u8]); 3] =
+        [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
+    build_crate(key, &files, profile)
+}
+
+/// Write a crate depending on burnc-runtime (`files`: paths relative to the crate root) into
+/// the cache folder under a name derived from `key` and `profile`, build it, return the binary.
+pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Result<PathBuf, HarnessError> {
     let mut h = DefaultHasher::new();
     key.hash(&mut h);
-    let name = format!("burnc-harness-{:016x}", h.finish());
+    let (name, target_name, profile_toml) = match profile {
+        Profile::Run => (format!("burnc-harness-{:016x}", h.finish()), "target", "debug = false\ncodegen-units = 16\n"),
+        Profile::Bench => (
+            format!("burnc-bench-{:016x}", h.finish()),
+            "target-bench",
+            "debug = false\nopt-level = 3\ncodegen-units = 1\nlto = \"fat\"\npanic = \"abort\"\n",
+        ),
+    };
     let root = cache_dir();
     let dir = root.join(&name);
     std::fs::create_dir_all(dir.join("src")).map_err(|e| io_err(&dir, e))?;
     let manifest = format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
          [dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"std\"] }}\n\n\
-         [profile.release]\ndebug = false\ncodegen-units = 16\n\n[workspace]\n",
+         [profile.release]\n{profile_toml}\n[workspace]\n",
         runtime_path().display().to_string()
     );
     let write = |p: PathBuf, b: &[u8]| -> Result<(), HarnessError> {
@@ -184,17 +215,17 @@ pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, HarnessError> {
         std::fs::write(&p, b).map_err(|e| io_err(&p, e))
     };
     write(dir.join("Cargo.toml"), manifest.as_bytes())?;
-    write(dir.join("src/model.rs"), gen.source.as_bytes())?;
-    write(dir.join("src/model.bin"), &gen.weights)?;
-    write(dir.join("src/main.rs"), main_rs(gen).as_bytes())?;
-    let target = root.join("target");
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .output()
-        .map_err(|e| HarnessError::Msg(format!("cannot run cargo to build the generated code: {e}")))?;
+    for (path, bytes) in files {
+        write(dir.join(path), bytes)?;
+    }
+    let target = root.join(target_name);
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(["build", "--release", "--quiet", "--manifest-path"]).arg(dir.join("Cargo.toml")).arg("--target-dir").arg(&target);
+    if profile == Profile::Bench {
+        // The binary runs on this machine only: let LLVM use every instruction it has.
+        cmd.env("RUSTFLAGS", "-C target-cpu=native").env_remove("CARGO_ENCODED_RUSTFLAGS");
+    }
+    let out = cmd.output().map_err(|e| HarnessError::Msg(format!("cannot run cargo to build the generated code: {e}")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let first = err.lines().find(|l| l.starts_with("error")).unwrap_or("cargo build failed");
@@ -203,7 +234,11 @@ pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, HarnessError> {
     Ok(target.join("release").join(&name))
 }
 
-/// The harness: reads `in_<i>.bin`, runs `forward` (`iters` times), writes `out_<i>.bin`.
+/// The harness: reads `in_<i>.bin` from DIR, runs `forward`, writes `out_<i>.bin`.
+/// Arguments: `DIR [ITERS [WARMUP [MIN_MS]]]` (defaults 1, 0, 0): WARMUP untimed runs, then
+/// timed runs until there are ITERS of them and they took MIN_MS in all. With more than one
+/// timed run it prints `runs=… min_ms=… mean_ms=… p90_ms=… max_ms=…` and, last,
+/// `median_ms=…`.
 pub fn main_rs(gen: &Generated) -> String {
     let mut reads = String::new();
     let mut args = Vec::new();
@@ -242,46 +277,138 @@ fn write<T: Copy>(p: &Path, v: &[T]) {{
 fn main() {{
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().expect("dir"));
-    let iters: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let mut num = |default: f64| args.next().and_then(|s| s.parse::<f64>().ok()).unwrap_or(default);
+    let iters = num(1.0).max(1.0) as usize;
+    let warmup = num(0.0) as usize;
+    let min_ms = num(0.0);
 {reads}    // The arena may be large: zeroed on the heap, not on the stack.
     let mut arena: Box<model::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};
     let m = model::Model::new();
+    for _ in 0..warmup {{
+        std::hint::black_box(m.forward(&mut arena, {args}));
+    }}
     let mut times = Vec::with_capacity(iters);
-    for _ in 0..iters {{
+    let start = std::time::Instant::now();
+    while times.len() < iters || start.elapsed().as_secs_f64() * 1e3 < min_ms {{
         let t = std::time::Instant::now();
         let out = m.forward(&mut arena, {args});
         std::hint::black_box(&out);
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }}
     let out = m.forward(&mut arena, {args});
-{writes}    if iters > 1 {{
-        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        println!("median_ms={{:.4}}", times[times.len() / 2]);
+{writes}    if times.len() > 1 {{
+        let n = times.len();
+        let mean = times.iter().sum::<f64>() / n as f64;
+        times.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "runs={{n}} min_ms={{:.4}} mean_ms={{:.4}} p90_ms={{:.4}} max_ms={{:.4}}",
+            times[0], mean, times[(n * 9 / 10).min(n - 1)], times[n - 1]
+        );
+        println!("median_ms={{:.4}}", median(&times));
     }}
+}}
+
+/// Median of sorted values (the mean of the middle two for an even count).
+fn median(sorted: &[f64]) -> f64 {{
+    let n = sorted.len();
+    if n % 2 == 1 {{ sorted[n / 2] }} else {{ (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }}
 }}
 "#,
         args = args.join(", ")
     )
 }
 
-/// Run the built harness on the prepared feeds; returns the graph's outputs.
-pub fn run(bin: &Path, p: &Prepared, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
-    let gen = &p.gen;
+/// Write the prepared feeds as the harness's `in_<i>.bin`.
+pub fn write_inputs(p: &Prepared, work: &Path) -> Result<(), HarnessError> {
     std::fs::create_dir_all(work).map_err(|e| io_err(work, e))?;
     for (k, t) in p.feeds.iter().enumerate() {
         let path = work.join(format!("in_{k}.bin"));
         std::fs::write(&path, t.data.to_le_bytes()).map_err(|e| io_err(&path, e))?;
     }
-    let out = Command::new(bin).arg(work).output().map_err(|e| HarnessError::Msg(format!("cannot run {}: {e}", bin.display())))?;
+    Ok(())
+}
+
+/// Run a built harness binary with `args` (a model harness: the work dir first); returns its
+/// stdout.
+pub fn exec<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S]) -> Result<String, HarnessError> {
+    let out = Command::new(bin)
+        .args(args)
+        .output()
+        .map_err(|e| HarnessError::Msg(format!("cannot run {}: {e}", bin.display())))?;
     if !out.status.success() {
         return Err(HarnessError::Msg(format!("generated code failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or(""))));
     }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Read the harness's `out_<i>.bin` back, regrouped into the graph's outputs.
+pub fn read_outputs(p: &Prepared, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
     let mut res = Vec::new();
-    for (i, d) in gen.outputs.iter().enumerate() {
-        let p = work.join(format!("out_{i}.bin"));
-        let bytes = std::fs::read(&p).map_err(|e| io_err(&p, e))?;
+    for (i, d) in p.gen.outputs.iter().enumerate() {
+        let path = work.join(format!("out_{i}.bin"));
+        let bytes = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
         let data = Data::from_le_bytes(d.dtype, &bytes).ok_or_else(|| HarnessError::Msg(format!("output {i} has a bad size")))?;
         res.push(Tensor::new(d.shape.clone(), data));
     }
     regroup(res, &p.outputs)
+}
+
+/// Run the built harness on the prepared feeds; returns the graph's outputs.
+pub fn run(bin: &Path, p: &Prepared, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
+    write_inputs(p, work)?;
+    exec(bin, &[work])?;
+    read_outputs(p, work)
+}
+
+/// A harness timing the runtime's `sgemm` on N×N×N row-major f32 matrices (for `burnc bench
+/// --sgemm N`). Arguments: `N ITERS WARMUP MIN_MS`; prints the stats lines of the model harness
+/// plus `gflops=…` before `median_ms=…`.
+pub fn sgemm_main_rs() -> String {
+    r#"//! SGEMM micro-benchmark generated by `burnc bench --sgemm`.
+use burnc_runtime::kernels::gemm::{sgemm, Layout};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut num = |default: f64| args.next().and_then(|s| s.parse::<f64>().ok()).unwrap_or(default);
+    let n = num(1024.0).max(1.0) as usize;
+    let iters = num(10.0).max(1.0) as usize;
+    let warmup = num(2.0) as usize;
+    let min_ms = num(0.0);
+    // Deterministic values in [-1, 1).
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    };
+    let a: Vec<f32> = (0..n * n).map(|_| rnd()).collect();
+    let b: Vec<f32> = (0..n * n).map(|_| rnd()).collect();
+    let mut c = vec![0f32; n * n];
+    let l = Layout::row_major(n);
+    let mut run = |c: &mut [f32]| sgemm(n, n, n, 1.0, &a, l, &b, l, 0.0, c, l);
+    for _ in 0..warmup {
+        run(&mut c);
+    }
+    let mut times = Vec::with_capacity(iters);
+    let start = std::time::Instant::now();
+    while times.len() < iters || start.elapsed().as_secs_f64() * 1e3 < min_ms {
+        let t = std::time::Instant::now();
+        run(&mut c);
+        std::hint::black_box(&c);
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let k = times.len();
+    let mean = times.iter().sum::<f64>() / k as f64;
+    times.sort_by(|a, b| a.total_cmp(b));
+    let median = if k % 2 == 1 { times[k / 2] } else { (times[k / 2 - 1] + times[k / 2]) / 2.0 };
+    println!(
+        "runs={k} min_ms={:.4} mean_ms={:.4} p90_ms={:.4} max_ms={:.4}",
+        times[0], mean, times[(k * 9 / 10).min(k - 1)], times[k - 1]
+    );
+    println!("gflops={:.2}", 2.0 * (n as f64).powi(3) / (median * 1e-3) / 1e9);
+    println!("median_ms={median:.4}");
+}
+"#
+    .to_string()
 }

@@ -29,6 +29,9 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Print ops, shapes, parameters and FLOPs of a model.
     Inspect(cli::inspect::InspectArgs),
+    /// Time the generated code, built in release for this CPU (single thread for now); the last
+    /// line printed is `median_ms=<value>`.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,9 +39,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Run(a)) => cli::run::run(a),
         Some(Command::Inspect(a)) => cli::inspect::inspect(a),
+        Some(Command::Bench(a)) => cli::bench::bench(a),
         None => match cli.model {
             Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts),
-            None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect); see --help".into())),
+            None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench); see --help".into())),
         },
     };
     match result {

@@ -83,3 +83,21 @@ fn inspect_folds_shape_subgraph_once_dims_are_pinned() {
     let out = burnc().arg("inspect").arg(&model).output().expect("spawn");
     assert!(String::from_utf8_lossy(&out.stdout).contains("batch"));
 }
+
+#[test]
+fn bench_prints_median_ms_last() {
+    // A format test, not a timing test: the last line is `median_ms=<positive float>`.
+    let model = root().join("examples/mnist/mnist_cnn.onnx");
+    let out = burnc()
+        .args(["bench", "--iters", "3", "--warmup", "1", "--min-ms", "0", "--threads", "2"])
+        .arg(&model)
+        .output()
+        .expect("spawn burnc");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("not implemented yet"), "--threads 2 must say it runs on one thread: {stdout}");
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    let value = last.strip_prefix("median_ms=").and_then(|v| v.parse::<f64>().ok());
+    assert!(value.is_some_and(|v| v > 0.0 && v.is_finite()), "last line `{last}` in:\n{stdout}");
+    assert!(stdout.contains("runs=3 "), "{stdout}");
+}

@@ -1,4 +1,5 @@
 //! Subcommands of the CLI, one module each.
+pub mod bench;
 pub mod compile;
 pub mod inputs;
 pub mod inspect;

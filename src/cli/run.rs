@@ -76,7 +76,7 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
 }
 
 /// Refuse inputs whose dtype or fixed dims contradict the model's declaration.
-fn check_input(name: &str, declared: &burnc_compiler::ir::ValueType, v: &RtValue) -> Result<(), CliError> {
+pub(super) fn check_input(name: &str, declared: &burnc_compiler::ir::ValueType, v: &RtValue) -> Result<(), CliError> {
     use burnc_compiler::ir::{Dim, ValueType};
     if let (ValueType::Tensor(tt), RtValue::Tensor(t)) = (declared, v) {
         if tt.dtype != t.dtype() {
