@@ -166,7 +166,7 @@ impl Data {
     /// not a multiple of the element size.
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<Data> {
         let size = dtype.size();
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return None;
         }
         macro_rules! dec {

@@ -64,7 +64,7 @@ pub fn check_weights(weights: &[u8], expected_len: usize) -> Result<(), WeightsE
     if weights.len() != expected_len {
         return Err(WeightsError::Length(expected_len, weights.len()));
     }
-    if (weights.as_ptr() as usize) % ALIGN != 0 {
+    if !(weights.as_ptr() as usize).is_multiple_of(ALIGN) {
         return Err(WeightsError::Misaligned);
     }
     Ok(())

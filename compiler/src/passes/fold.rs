@@ -48,7 +48,7 @@ pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
                     None => return Err(node_err(&g.nodes[ni], "the condition is empty".into())),
                 };
                 if let Some(added) = inline_if(g, ni, taken)? {
-                    removed.splice(ni..=ni, std::iter::repeat(false).take(added));
+                    removed.splice(ni..=ni, std::iter::repeat_n(false, added));
                     changed = true;
                     continue; // Look at the spliced nodes next.
                 }
@@ -172,9 +172,7 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
         }
     }
     // General case: every input a constant.
-    if n.inputs.iter().flatten().next().is_none() {
-        return None;
-    }
+    n.inputs.iter().flatten().next()?;
     let mut in_elems = 0usize;
     for v in n.inputs.iter().flatten() {
         match &g.value(*v).kind {

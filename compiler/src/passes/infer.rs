@@ -388,7 +388,7 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::GlobalPool { .. } => {
             let dims = cx.shape(0).filter(|x| x.len() >= 2).map(|x| {
                 let mut o = x[..2].to_vec();
-                o.extend(std::iter::repeat(Dim::Fixed(1)).take(x.len() - 2));
+                o.extend(std::iter::repeat_n(Dim::Fixed(1), x.len() - 2));
                 o
             });
             vec![t(cx.dtype(0), dims)]
@@ -1243,7 +1243,7 @@ fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
                     },
                 }
             }
-            if ok && out_f != 0 && in_f % out_f == 0 {
+            if ok && out_f != 0 && in_f.is_multiple_of(out_f) {
                 let q = in_f / out_f;
                 if in_syms.is_empty() {
                     d = Dim::Fixed(q);

@@ -279,8 +279,6 @@ fn cast(cx: &Ctx, n: &Node, out: crate::ir::ValueId, to: DType, saturate: bool) 
         } else {
             format!("<{tt} as rt::Elem>::from_f64(({}) as f32 as f64)", decoded(xs))
         }
-    } else if xd == to {
-        "v".to_string()
     } else if to == DType::Bool {
         format!("(v != <{xt} as rt::Elem>::zero()) as u8")
     } else if xd.is_float() {

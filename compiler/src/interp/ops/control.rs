@@ -135,7 +135,7 @@ fn run_loop(body: &Graph, args: &[Option<RtValue>], n_outputs: usize, frame: &Fr
         let mut inputs = Vec::with_capacity(n_carried + 2);
         inputs.push(RtValue::Tensor(Tensor::scalar_i64(iter)));
         inputs.push(RtValue::Tensor(bool_scalar(cond)));
-        inputs.extend(carried.drain(..));
+        inputs.append(&mut carried);
         let mut outs = run_body(body, inputs, frame)?.into_iter();
         cond = cond_value(&outs.next().ok_or("Loop body returned nothing")?)?;
         carried.extend(outs.by_ref().take(n_carried));

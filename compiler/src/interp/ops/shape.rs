@@ -196,7 +196,7 @@ pub fn reshape(x: &Tensor, shape: &[i64], allowzero: bool) -> Result<Tensor, Str
     }
     let known: usize = numel(&out)?;
     if let Some(i) = infer {
-        if known == 0 || x.numel() % known != 0 {
+        if known == 0 || !x.numel().is_multiple_of(known) {
             return Err(format!("cannot reshape {:?} to {shape:?}", x.shape));
         }
         out[i] = x.numel() / known;
@@ -435,7 +435,7 @@ fn range(s: &Tensor, l: &Tensor, d: &Tensor) -> Result<Tensor, String> {
 }
 
 fn depth_to_space(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
-    if x.rank() != 4 || x.shape[1] % (b * b) != 0 {
+    if x.rank() != 4 || !x.shape[1].is_multiple_of(b * b) {
         return Err(format!("needs NCHW input with C divisible by {}, got {:?}", b * b, x.shape));
     }
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
@@ -452,7 +452,7 @@ fn depth_to_space(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
 }
 
 fn space_to_depth(x: &Tensor, b: usize) -> Result<Tensor, String> {
-    if x.rank() != 4 || x.shape[2] % b != 0 || x.shape[3] % b != 0 {
+    if x.rank() != 4 || !x.shape[2].is_multiple_of(b) || !x.shape[3].is_multiple_of(b) {
         return Err(format!("needs NCHW input with H, W divisible by {b}, got {:?}", x.shape));
     }
     let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
