@@ -220,14 +220,61 @@ impl Unroll<'_> {
             {
                 self.unroll_loop(&n, body, queue)?
             }
+            Op::If { then_branch, else_branch } if self.konst(n.inputs.first().copied().flatten()).is_some() => {
+                let c = self.konst(n.inputs.first().copied().flatten()).ok_or_else(|| err(&n, "missing condition"))?;
+                let take_then = c.to_f64_vec().first().is_some_and(|&v| v != 0.0);
+                let branch = if take_then { then_branch } else { else_branch };
+                let (mut copies, outs) = self.inline(&n, branch, &format!("_{}", n.name), &[])?;
+                for (k, (&o, &v)) in n.outputs.iter().zip(&outs).enumerate() {
+                    copies.push(Node { name: format!("{}_out{k}", n.name), op: Op::Unary(UnaryOp::Identity), inputs: vec![Some(v)], outputs: vec![o], source_op: None });
+                }
+                for c in copies.into_iter().rev() {
+                    queue.push_front(c);
+                }
+            }
             _ => {
                 if let Some(i) = n.inputs.iter().position(|v| v.is_some_and(|v| self.abs.contains_key(&v))) {
                     return Err(err(&n, format!("input #{i} is a sequence or optional; codegen unrolls those only through the sequence ops")));
                 }
-                self.push(n);
+                if !self.fold(&n) {
+                    self.push(n);
+                }
             }
         }
         Ok(())
+    }
+
+    /// Evaluate a node whose inputs are all small constants (unrolled copies often have them:
+    /// the iteration number, a presence flag), so conditions and positions downstream are
+    /// known. Returns whether the node was replaced by constants.
+    fn fold(&mut self, n: &Node) -> bool {
+        const MAX_FOLD: usize = 1 << 12;
+        if matches!(n.op, Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } | Op::Seq(_)) || n.inputs.is_empty() {
+            return false;
+        }
+        let mut args = Vec::with_capacity(n.inputs.len());
+        for v in &n.inputs {
+            match v {
+                None => args.push(None),
+                Some(v) => match self.g.const_value(*v) {
+                    Some(t) if t.numel() <= MAX_FOLD => args.push(Some(crate::interp::RtValue::Tensor(t))),
+                    _ => return false,
+                },
+            }
+        }
+        let frame = crate::interp::Frame::empty(self.g);
+        let Ok(outs) = crate::interp::eval_op(&n.op, args, n.outputs.len(), &frame) else { return false };
+        let mut ts = Vec::with_capacity(outs.len());
+        for o in outs {
+            match o {
+                crate::interp::RtValue::Tensor(t) if t.numel() <= MAX_FOLD => ts.push(t),
+                _ => return false,
+            }
+        }
+        for (&o, t) in n.outputs.iter().zip(ts) {
+            self.set_const(o, t);
+        }
+        true
     }
 
     fn split_to(&mut self, n: &Node, axis: i64, keepdims: bool) -> Result<(), PassError> {
@@ -270,9 +317,6 @@ impl Unroll<'_> {
     /// A copy of `body` with its inputs bound to `inputs` and its values renamed with
     /// `suffix`: the copied nodes and the values of the body's outputs.
     fn inline(&mut self, n: &Node, body: &Graph, suffix: &str, inputs: &[ValueId]) -> Result<(Vec<Node>, Vec<ValueId>), PassError> {
-        if body.nodes.iter().any(|b| !crate::schedule::subgraphs(&b.op).is_empty()) {
-            return Err(err(n, "a body with nested subgraphs is not unrolled by codegen yet"));
-        }
         let mut map: HashMap<ValueId, ValueId> = body.inputs.iter().copied().zip(inputs.iter().copied()).collect();
         for (k, bv) in body.values.iter().enumerate() {
             let id = ValueId(k as u32);
@@ -297,11 +341,15 @@ impl Unroll<'_> {
             }
         }
         let m = |v: &ValueId| map.get(v).copied().ok_or_else(|| err(n, "the body refers to an unknown value"));
+        // Nested subgraphs name the body's values; their copies must name the copies.
+        let renames: HashMap<String, String> = map.iter().map(|(&b, &v)| (body.value(b).name.clone(), self.g.value(v).name.clone())).collect();
         let mut copies = Vec::with_capacity(body.nodes.len());
         for bn in &body.nodes {
             let inputs = bn.inputs.iter().map(|v| v.as_ref().map(m).transpose()).collect::<Result<Vec<_>, _>>()?;
             let outputs = bn.outputs.iter().map(m).collect::<Result<Vec<_>, _>>()?;
-            copies.push(Node { name: format!("{}{suffix}", bn.name), op: bn.op.clone(), inputs, outputs, source_op: bn.source_op.clone() });
+            let mut op = bn.op.clone();
+            rename_outer(&mut op, &renames);
+            copies.push(Node { name: format!("{}{suffix}", bn.name), op, inputs, outputs, source_op: bn.source_op.clone() });
         }
         let outs = body.outputs.iter().map(m).collect::<Result<Vec<_>, _>>()?;
         Ok((copies, outs))
@@ -405,6 +453,25 @@ impl Unroll<'_> {
             queue.push_front(c);
         }
         Ok(())
+    }
+}
+
+/// Rename the enclosing-graph values that `op`'s subgraphs (at any depth) read.
+fn rename_outer(op: &mut Op, renames: &HashMap<String, String>) {
+    let subs: Vec<&mut Graph> = match op {
+        Op::If { then_branch, else_branch } => vec![then_branch.as_mut(), else_branch.as_mut()],
+        Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.as_mut()],
+        _ => vec![],
+    };
+    for g in subs {
+        for v in g.values.iter_mut().filter(|v| matches!(v.kind, ValueKind::Outer)) {
+            if let Some(new) = renames.get(&v.name) {
+                v.name = new.clone();
+            }
+        }
+        for n in g.nodes.iter_mut() {
+            rename_outer(&mut n.op, renames);
+        }
     }
 }
 
