@@ -50,8 +50,24 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     if a.graph {
         print!("{g}");
     }
-    // The memory plan generated code would use; the last line, as `burnc MODEL -o` prints it.
-    match burnc_compiler::codegen::plan_memory(&g) {
+    // What generated code fuses, and the memory plan it would use; the last line as
+    // `burnc MODEL -o` prints it.
+    let fused = match burnc_compiler::codegen::optimize(&g) {
+        Ok((f, report)) => {
+            if !report.is_empty() {
+                println!("fused ({} groups):", report.bn_into_conv.len());
+                for (conv, bn) in &report.bn_into_conv {
+                    println!("  Conv `{conv}` + BatchNormalization `{bn}` (folded into the weights)");
+                }
+            }
+            f
+        }
+        Err(e) => {
+            println!("fused: unavailable ({e})");
+            g.clone()
+        }
+    };
+    match burnc_compiler::codegen::plan_memory(&fused) {
         Ok(p) => {
             println!("memory plan: {} bytes of buffers without reuse, {} nodes", p.total_buffer_bytes, p.order.len());
             println!("memory: arena_bytes={} lower_bound_bytes={} weights_bytes={}", p.arena_bytes.max(64), p.lower_bound_bytes, p.weights_bytes);

@@ -19,6 +19,8 @@ pub enum CodegenError {
     Graph { what: String, reason: String },
     #[error("memory plan: {0}")]
     Plan(#[from] memory::PlanError),
+    #[error(transparent)]
+    Pass(#[from] crate::passes::PassError),
     #[error("internal: generated code does not parse: {0}")]
     Format(String),
 }
@@ -53,8 +55,18 @@ pub fn plan_memory(g: &Graph) -> Result<memory::MemoryPlan, memory::PlanError> {
     memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id), can_inplace: &|g, id, i| emit::can_inplace(g, id, i) })
 }
 
+/// The graph generated code is built from: `g` after the fusion passes (which change
+/// rounding, so the interpreter runs the unfused graph), and what they fused.
+pub fn optimize(g: &Graph) -> Result<(Graph, crate::passes::fuse::FusionReport), CodegenError> {
+    let mut g = g.clone();
+    let report = crate::passes::fuse::fuse(&mut g)?;
+    Ok((g, report))
+}
+
 /// Plan memory and generate the module for `g` (which must have static shapes).
 pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+    let (fused, _) = optimize(g)?;
+    let g = &fused;
     let copied;
     let g = match with_output_copies(g) {
         Some(c) => {

@@ -3,6 +3,7 @@
 pub mod cost;
 pub mod dce;
 pub mod fold;
+pub mod fuse;
 pub mod infer;
 pub mod unseq;
 #[cfg(test)]
