@@ -4,6 +4,7 @@ pub mod cost;
 pub mod dce;
 pub mod fold;
 pub mod infer;
+mod infer_unpool;
 pub mod unseq;
 #[cfg(test)]
 mod tests;
