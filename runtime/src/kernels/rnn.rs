@@ -276,3 +276,109 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn run(d: &Dims, acts: &[Act], inp: &Inputs<'_, f64>) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let dirs = d.direction.count();
+        let mut y = vec![9.0; d.seq * dirs * d.batch * d.hidden];
+        let mut yh = vec![9.0; dirs * d.batch * d.hidden];
+        let mut yc = yh.clone();
+        let mut s = vec![0.0; scratch_len(d.cell, d.hidden)];
+        rnn(d, acts, inp, &mut Outputs { y: Some(&mut y), y_h: Some(&mut yh), y_c: Some(&mut yc) }, &mut s);
+        (y, yh, yc)
+    }
+
+    fn dims(cell: Cell, direction: Direction, seq: usize, batch: usize) -> Dims {
+        Dims { cell, direction, seq, batch, input: 1, hidden: 1, batch_first: false, clip: None }
+    }
+
+    fn inputs<'a>(x: &'a [f64], w: &'a [f64], r: &'a [f64]) -> Inputs<'a, f64> {
+        Inputs { x, w, r, b: None, seq_lens: None, h0: None, c0: None, p: None }
+    }
+
+    #[test]
+    fn rnn_by_hand_with_sequence_lengths() {
+        // h_t = tanh(0.5 x_t + 2 h_{t-1}); row 1 stops after one step.
+        let d = dims(Cell::Rnn, Direction::Forward, 2, 2);
+        let x = [1.0, -1.0, 2.0, 3.0]; // [seq=2, batch=2, 1]
+        let lens = [2, 1];
+        let inp = Inputs { seq_lens: Some(&lens), ..inputs(&x, &[0.5], &[2.0]) };
+        let (y, yh, _) = run(&d, &[Act::Tanh], &inp);
+        let h0 = libm::tanh(0.5);
+        let h1 = libm::tanh(1.0 + 2.0 * h0);
+        let g0 = libm::tanh(-0.5);
+        assert_eq!(y, vec![h0, g0, h1, 0.0]);
+        assert_eq!(yh, vec![h1, g0]);
+    }
+
+    #[test]
+    fn reverse_starts_at_each_rows_last_step() {
+        // With lengths, the reverse direction starts at step len-1, not at seq-1.
+        let d = dims(Cell::Rnn, Direction::Reverse, 3, 1);
+        let x = [1.0, 2.0, 100.0];
+        let lens = [2];
+        let inp = Inputs { seq_lens: Some(&lens), ..inputs(&x, &[1.0], &[1.0]) };
+        let (y, yh, _) = run(&d, &[Act::Affine(1.0, 0.0)], &inp);
+        assert_eq!(y, vec![3.0, 2.0, 0.0]);
+        assert_eq!(yh, vec![3.0]);
+    }
+
+    #[test]
+    fn clip_bounds_the_pre_activation() {
+        let d = Dims { clip: Some(0.5), ..dims(Cell::Rnn, Direction::Forward, 1, 1) };
+        let (y, _, _) = run(&d, &[Act::Affine(1.0, 0.0)], &inputs(&[10.0], &[1.0], &[0.0]));
+        assert_eq!(y, vec![0.5]);
+    }
+
+    #[test]
+    fn gru_linear_before_reset_by_hand() {
+        // z = r = sigmoid(0) = 0.5 with zero W/R rows for z and r; candidate row W=1, R=2, Rb=1.
+        let w = [0.0, 0.0, 1.0];
+        let r = [0.0, 0.0, 2.0];
+        let b = [0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+        let h0 = [1.0];
+        for lbr in [false, true] {
+            let d = dims(Cell::Gru { linear_before_reset: lbr }, Direction::Forward, 1, 1);
+            let inp = Inputs { b: Some(&b), h0: Some(&h0), ..inputs(&[3.0], &w, &r) };
+            let (_, yh, _) = run(&d, &[Act::Sigmoid, Act::Tanh], &inp);
+            // default: tanh(3 + 2·(0.5·1) + 1); linear_before_reset: tanh(3 + 0.5·(2·1 + 1)).
+            let cand = if lbr { libm::tanh(3.0 + 0.5 * 3.0) } else { libm::tanh(3.0 + 1.0 + 1.0) };
+            assert!((yh[0] - (0.5 * cand + 0.5 * 1.0)).abs() < 1e-12, "lbr={lbr}: {}", yh[0]);
+        }
+    }
+
+    #[test]
+    fn lstm_bidirectional_and_batch_first_agree() {
+        // The same data in both layouts gives the same values, permuted.
+        let (seq, batch) = (2, 2);
+        let x = [0.1, 0.2, 0.3, 0.4]; // [seq, batch, 1]
+        let xb = [0.1, 0.3, 0.2, 0.4]; // [batch, seq, 1]
+        let w: Vec<f64> = (0..8).map(|i| 0.1 * i as f64 - 0.3).collect();
+        let r: Vec<f64> = (0..8).map(|i| 0.05 * i as f64).collect();
+        let acts = [Act::Sigmoid, Act::Tanh, Act::Tanh, Act::Sigmoid, Act::Tanh, Act::Tanh];
+        let d = dims(Cell::Lstm { input_forget: false }, Direction::Bidirectional, seq, batch);
+        let (y, yh, yc) = run(&d, &acts, &inputs(&x, &w, &r));
+        let (yb, yhb, ycb) = run(&Dims { batch_first: true, ..d }, &acts, &inputs(&xb, &w, &r));
+        for t in 0..seq {
+            for dir in 0..2 {
+                for b in 0..batch {
+                    assert_eq!(y[(t * 2 + dir) * batch + b], yb[(b * seq + t) * 2 + dir]);
+                }
+            }
+        }
+        for dir in 0..2 {
+            for b in 0..batch {
+                assert_eq!(yh[dir * batch + b], yhb[b * 2 + dir]);
+                assert_eq!(yc[dir * batch + b], ycb[b * 2 + dir]);
+            }
+        }
+        // The backward direction's final state is its value at step 0.
+        assert_eq!(yh[batch], y[2]);
+    }
+}

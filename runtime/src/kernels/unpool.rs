@@ -38,3 +38,26 @@ pub fn max_unpool<T: Elem>(x: &[T], idx: &[i64], inferred: &[usize], out: &[usiz
         y[pos] = v;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_unpool_into_a_larger_output() {
+        // Indices refer to the 1×1×2×2 unpooled shape; the 1×1×3×3 output pads with zeros,
+        // and an out-of-range index is skipped.
+        let mut y = [9.0f32; 9];
+        max_unpool(&[1.0, 2.0, 3.0], &[0, 3, 4], &[1, 1, 2, 2], &[1, 1, 3, 3], &mut y);
+        assert_eq!(y, [1.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn col2im_sums_overlaps() {
+        // 1-D image of 3, blocks of 2 at stride 1: positions 0,1 and 1,2; the middle sums.
+        let w = Window3::new(&[3], &[2], &[2], &[1], &[1], &[0], &[0]).expect("window");
+        let mut y = [0.0f32; 3];
+        col2im_batch(&[1.0, 2.0, 10.0, 20.0], 1, 1, &w, &mut y);
+        assert_eq!(y, [1.0, 12.0, 20.0]);
+    }
+}
