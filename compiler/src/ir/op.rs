@@ -194,6 +194,14 @@ pub enum Op {
     /// CenterCropPad (X, shape) over `axes` (all when `None`).
     CenterCropPad { axes: Option<Vec<i64>> },
 
+    /// RNN / GRU / LSTM: (X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?) →
+    /// (Y?, Y_h?, Y_c?); initial_c and P only for LSTM.
+    Rnn(Box<RnnAttrs>),
+    /// Col2Im (input, image_shape, block_shape): the adjoint of im2col, overlaps summed.
+    Col2Im { dilations: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
+    /// MaxUnpool (X, I, output_shape?): X's values at the flat positions I, zeros elsewhere.
+    MaxUnpool { kernel_shape: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
+
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
@@ -314,6 +322,21 @@ pub struct AttentionAttrs {
     pub right_window_size: i64,
 }
 
+/// Attributes of the recurrent ops; the cell, direction and activations are the runtime
+/// kernel's own types, so codegen writes them out as they are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RnnAttrs {
+    pub cell: burnc_runtime::kernels::rnn::Cell,
+    pub direction: burnc_runtime::kernels::rnn::Direction,
+    /// `hidden_size`, when given (else R's last dim).
+    pub hidden_size: Option<usize>,
+    /// `cell.acts()` per direction, forward first, alpha/beta resolved.
+    pub activations: Vec<burnc_runtime::kernels::rnn::Act>,
+    pub clip: Option<f32>,
+    /// layout = 1.
+    pub batch_first: bool,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResizeAttrs {
     pub mode: String,
@@ -341,6 +364,11 @@ impl Op {
             },
             Op::Resize(_) => "Resize".into(),
             Op::Attention(_) => "Attention".into(),
+            Op::Rnn(a) => match a.cell {
+                burnc_runtime::kernels::rnn::Cell::Rnn => "RNN".into(),
+                burnc_runtime::kernels::rnn::Cell::Gru { .. } => "GRU".into(),
+                burnc_runtime::kernels::rnn::Cell::Lstm { .. } => "LSTM".into(),
+            },
             other => format!("{other:?}").split([' ', '{', '(']).next().unwrap_or("?").to_string(),
         }
     }

@@ -926,6 +926,14 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 t(cx.dtype(0), f(&[d.batch, d.q_heads, d.q_seq, skv])),
             ]
         }
+        Op::Rnn(_) | Op::Col2Im { .. } | Op::MaxUnpool { .. } => {
+            let fixed = |i: usize| -> Option<Vec<usize>> {
+                cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
+            };
+            let f = |v: Vec<usize>| Some(v.into_iter().map(Dim::Fixed).collect());
+            let ints = |i: usize| if cx.has(i) { cx.ints(i).map(Some) } else { Some(None) };
+            super::infer_unpool::infer(&n.op, n.inputs.len(), &fixed, &ints)?.into_iter().map(|s| t(cx.dtype(0), s.and_then(f))).collect()
+        }
         // Unknown to inference (sequences, loops, einsum, ops added later): leave as is.
         _ => vec![],
     })

@@ -2,6 +2,7 @@
 mod attrs;
 mod import;
 mod lower;
+mod rnn;
 #[allow(clippy::all, missing_docs)]
 pub mod proto;
 pub mod tensor;

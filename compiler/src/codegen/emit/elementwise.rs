@@ -41,7 +41,11 @@ fn binary_fn(op: BinaryOp, t: &str) -> Option<String> {
             }
         }
         BitShiftLeft => format!("|p: {t}, q: {t}| if (q as u64) >= <{t}>::BITS as u64 {{ 0 }} else {{ p << q }}"),
-        BitShiftRight => format!("|p: {t}, q: {t}| if (q as u64) >= <{t}>::BITS as u64 {{ 0 }} else {{ p >> q }}"),
+        // Out-of-range shifts (negative or >= width) fill with the sign bit, as the interpreter.
+        BitShiftRight => {
+            let fill = if t.starts_with('i') { "if p < 0 { -1 } else { 0 }" } else { "0" };
+            format!("|p: {t}, q: {t}| if (q as u64) >= <{t}>::BITS as u64 {{ {fill} }} else {{ p >> q }}")
+        }
         _ => return None,
     })
 }

@@ -9,7 +9,9 @@ mod nn;
 mod norm;
 mod quant;
 mod resize;
+mod rnn;
 mod scatter;
+mod unpool;
 mod wide;
 
 use super::weights::WeightsLayout;
@@ -153,6 +155,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         + control::scratch_bytes(g, id)
         + resize::scratch_bytes(g, id)
         + extra::scratch_bytes(g, id)
+        + rnn::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -175,6 +178,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
+        Op::Rnn(_) => rnn::emit(cx, id, n),
+        Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),

@@ -231,8 +231,10 @@ macro_rules! int_bits {
                         BinaryOp::BitShiftLeft => zip(x, &a.shape, y, &b.shape, |p, q| {
                             if (q as u64) >= (core::mem::size_of_val(&p) as u64 * 8) { 0 } else { p << q }
                         })?,
+                        // Out-of-range shifts (negative or >= width) fill with the sign bit.
                         BinaryOp::BitShiftRight => zip(x, &a.shape, y, &b.shape, |p, q| {
-                            if (q as u64) >= (core::mem::size_of_val(&p) as u64 * 8) { 0 } else { p >> q }
+                            let zero = p ^ p;
+                            if (q as u64) >= (core::mem::size_of_val(&p) as u64 * 8) { if p < zero { !zero } else { zero } } else { p >> q }
                         })?,
                         _ => return Err(format!("{op:?} is not a bit op")),
                     };

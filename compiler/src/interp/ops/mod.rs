@@ -14,8 +14,10 @@ pub(crate) mod qint;
 pub(crate) mod quant;
 mod reduce;
 pub(crate) mod resize;
+pub(crate) mod rnn;
 mod seq;
 mod shape;
+pub(crate) mod unpool;
 pub(crate) mod util;
 
 use super::{Frame, RtValue};
@@ -56,6 +58,8 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
         Op::Attention(a) => attention::eval(a, &args),
+        Op::Rnn(a) => rnn::eval(a, &args, n_outputs),
+        Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
         Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
