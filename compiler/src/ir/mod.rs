@@ -8,5 +8,5 @@ pub mod verify;
 
 pub use dtype::{onnx_code_name, DType};
 pub use graph::{Graph, Node, NodeId, Param, TensorType, Value, ValueId, ValueKind, ValueType};
-pub use op::{AttentionAttrs, AutoPad, LossReduction, BinaryOp, Op, PadMode, PoolKind, ReduceOp, ResizeAttrs, ScatterReduction, SeqOp, UnaryOp, Window};
+pub use op::{AttentionAttrs, AutoPad, LinearAttentionAttrs, LossReduction, BinaryOp, Op, PadMode, PoolKind, ReduceOp, ResizeAttrs, ScatterReduction, SeqOp, UnaryOp, Window};
 pub use shape::{Dim, Shape};

@@ -1,9 +1,11 @@
 //! Kernels: plain functions over slices with explicit shapes.
 pub mod attention;
 pub mod broadcast;
+pub mod causal_conv;
 pub mod conv;
 pub mod gemm;
 pub mod im2col;
+pub mod linear_attention;
 pub mod loss;
 pub mod norm;
 pub mod permute;

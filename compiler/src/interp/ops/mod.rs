@@ -12,6 +12,7 @@ pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod qint;
 pub(crate) mod quant;
+pub(crate) mod recurrent;
 mod reduce;
 mod resize;
 mod seq;
@@ -56,6 +57,8 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
         Op::Attention(a) => attention::eval(a, &args),
+        Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
+        Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
         Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
