@@ -23,7 +23,7 @@ pub struct Inputs<'a, T> {
 }
 
 /// `y` is `[batch, channels, len]`, `present` `[batch, channels, k - 1]`.
-pub fn causal_conv<T: Elem>(d: &Dims, inp: &Inputs<T>, silu: bool, y: &mut [T], present: &mut [T]) {
+pub fn causal_conv<T: Elem>(d: &Dims, inp: &Inputs<T>, silu: bool, y: &mut [T], mut present: Option<&mut [T]>) {
     let Dims { batch, channels, len, k } = *d;
     let hist = k.saturating_sub(1);
     for b in 0..batch {
@@ -54,8 +54,10 @@ pub fn causal_conv<T: Elem>(d: &Dims, inp: &Inputs<T>, silu: bool, y: &mut [T], 
                 }
                 y[row * len + t] = v;
             }
-            for i in 0..hist {
-                present[row * hist + i] = T::from_f64(padded(len + i));
+            if let Some(ps) = present.as_deref_mut() {
+                for i in 0..hist {
+                    ps[row * hist + i] = T::from_f64(padded(len + i));
+                }
             }
         }
     }

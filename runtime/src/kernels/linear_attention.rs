@@ -47,7 +47,7 @@ fn f<T: Elem>(x: T) -> f32 {
 }
 
 /// `y` is `[b, t, q_heads * dv]`, `present` `[b, kv_heads, dk, dv]`.
-pub fn linear_attention<T: Elem, S: Elem>(d: &Dims, p: &Params, inp: &Inputs<T, S>, y: &mut [T], present: &mut [S], scratch: &mut [f32]) {
+pub fn linear_attention<T: Elem, S: Elem>(d: &Dims, p: &Params, inp: &Inputs<T, S>, y: &mut [T], mut present: Option<&mut [S]>, scratch: &mut [f32]) {
     let Dims { batch, seq, q_heads: hq, kv_heads: hk, dk, dv, .. } = *d;
     let group = hq / hk.max(1);
     let (state, vt) = scratch[..dk * dv + dv].split_at_mut(dk * dv);
@@ -97,8 +97,10 @@ pub fn linear_attention<T: Elem, S: Elem>(d: &Dims, p: &Params, inp: &Inputs<T, 
                     }
                 }
             }
-            for (o, &s) in present[soff..soff + dk * dv].iter_mut().zip(state.iter()) {
-                *o = S::from_f64(s as f64);
+            if let Some(ps) = present.as_deref_mut() {
+                for (o, &s) in ps[soff..soff + dk * dv].iter_mut().zip(state.iter()) {
+                    *o = S::from_f64(s as f64);
+                }
             }
         }
     }

@@ -7,6 +7,7 @@ mod misc;
 mod nn;
 mod norm;
 mod quant;
+mod recurrent;
 mod scatter;
 mod wide;
 
@@ -136,6 +137,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         + norm::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id)
+        + recurrent::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -158,6 +160,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
         | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
+        Op::CausalConv { .. } | Op::LinearAttention(_) => recurrent::emit(cx, id, n),
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),

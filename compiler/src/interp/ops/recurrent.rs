@@ -123,7 +123,7 @@ pub fn causal_conv(silu: bool, args: &[Option<RtValue>]) -> OpResult {
                     };
                     let mut y = vec![Default::default(); xv.len()];
                     let mut present = vec![Default::default(); state_shape.iter().product()];
-                    cc::causal_conv(&d, &inp, silu, &mut y, &mut present);
+                    cc::causal_conv(&d, &inp, silu, &mut y, Some(&mut present));
                     (Data::$v(y), Data::$v(present))
                 })*
                 _ => return Err(format!("input must be a float tensor, got {dtype}")),
@@ -155,7 +155,7 @@ pub fn linear_attention(a: &LinearAttentionAttrs, args: &[Option<RtValue>]) -> O
     let mut y = vec![0.0f64; d.batch * d.seq * d.q_heads * d.dv];
     let mut present = vec![0.0f64; state_shape.iter().product()];
     let mut scratch = vec![0.0f32; la::scratch_len(&d)];
-    la::linear_attention(&d, &linear_attention_params(a, &d), &inp, &mut y, &mut present, &mut scratch);
+    la::linear_attention(&d, &linear_attention_params(a, &d), &inp, &mut y, Some(&mut present), &mut scratch);
     let state_dtype = past.map_or(dtype, |p| p.dtype());
     Ok(vec![
         RtValue::Tensor(from_f64(dtype, vec![d.batch, d.seq, d.q_heads * d.dv], y)?),
