@@ -73,6 +73,9 @@ fn dtype_attr(n: &N, name: &str) -> Result<Option<DType>, OnnxError> {
 pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let n = N { node, label: node_label(node), opset: ctx.opset };
     let domain = node.domain();
+    if domain == "ai.onnx.preview" && node.op_type() == "FlexAttention" {
+        return super::flex::lower(ctx, node);
+    }
     if !matches!(domain, "" | "ai.onnx") {
         return Err(OnnxError::UnsupportedOp {
             node: n.label.clone(),
