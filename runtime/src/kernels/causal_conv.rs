@@ -62,3 +62,19 @@ pub fn causal_conv<T: Elem>(d: &Dims, inp: &Inputs<T>, silu: bool, y: &mut [T], 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carries_the_state_and_returns_the_last_inputs() {
+        let d = Dims { batch: 1, channels: 1, len: 3, k: 2 };
+        let (x, w) = ([1.0f32, 2.0, 3.0], [1.0f32, 1.0]);
+        let (mut y, mut st) = ([0f32; 3], [0f32; 1]);
+        causal_conv(&d, &Inputs { x: &x, w: &w, bias: None, past: None }, false, &mut y, Some(&mut st));
+        assert_eq!((y, st), ([1.0, 3.0, 5.0], [3.0]));
+        causal_conv(&d, &Inputs { x: &x, w: &w, bias: Some(&[1.0]), past: Some(&[5.0]) }, false, &mut y, None);
+        assert_eq!(y, [7.0, 4.0, 6.0]);
+    }
+}

@@ -105,3 +105,24 @@ pub fn linear_attention<T: Elem, S: Elem>(d: &Dims, p: &Params, inp: &Inputs<T, 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_and_delta_rules_by_hand() {
+        let d = Dims { batch: 1, seq: 2, q_heads: 1, kv_heads: 1, dk: 1, dv: 1, decay_per_key: false, beta_per_head: true };
+        let (q, k, v) = ([1.0f32, 2.0], [1.0f32, 1.0], [3.0f32, 4.0]);
+        let (mut y, mut st, mut scratch) = ([0f32; 2], [0f32; 1], [0f32; 2]);
+        let inp = Inputs::<f32, f32> { q: &q, k: &k, v: &v, past: None, decay: None, beta: None };
+        let p = Params { gated: false, delta: false, scale: 1.0 };
+        linear_attention(&d, &p, &inp, &mut y, Some(&mut st), &mut scratch);
+        // S = 3, then 3 + 4.
+        assert_eq!((y, st), ([3.0, 14.0], [7.0]));
+        let inp = Inputs::<f32, f32> { beta: Some(&[1.0, 1.0]), ..inp };
+        linear_attention(&d, &Params { delta: true, ..p }, &inp, &mut y, Some(&mut st), &mut scratch);
+        // The second write is 4 - 3 (what S already returns for k = 1).
+        assert_eq!((y, st), ([3.0, 8.0], [4.0]));
+    }
+}
