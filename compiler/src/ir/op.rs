@@ -175,6 +175,13 @@ pub enum Op {
     /// ONNX Attention (opset 23+): (Q, K, V, attn_mask?, past_key?, past_value?,
     /// nonpad_kv_seqlen?) → (Y, present_key, present_value, qk_matmul_output).
     Attention(Box<AttentionAttrs>),
+    /// CausalConvWithState (opset 27): (input, weight, bias?, past_state?) → (output,
+    /// present_state); a depthwise causal 1-D conv carrying the last k - 1 inputs, then
+    /// x·sigmoid(x) when `silu`.
+    CausalConv { silu: bool },
+    /// LinearAttention (opset 27): (query, key, value, past_state?, decay?, beta?) → (output,
+    /// present_state).
+    LinearAttention(Box<LinearAttentionAttrs>),
 
     /// NegativeLogLikelihoodLoss (input, target, weight?); with `softmax`, the input are
     /// scores and LogSoftmax over axis 1 comes first (SoftmaxCrossEntropyLoss, whose second
@@ -335,6 +342,18 @@ pub struct RnnAttrs {
     pub clip: Option<f32>,
     /// layout = 1.
     pub batch_first: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearAttentionAttrs {
+    pub q_num_heads: usize,
+    pub kv_num_heads: usize,
+    /// None: 1/sqrt(d_k).
+    pub scale: Option<f32>,
+    /// The state decays by exp(decay) each step (`gated`, `gated_delta`).
+    pub gated: bool,
+    /// Delta-rule correction of the written value by beta (`delta`, `gated_delta`).
+    pub delta: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -73,6 +73,9 @@ fn dtype_attr(n: &N, name: &str) -> Result<Option<DType>, OnnxError> {
 pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let n = N { node, label: node_label(node), opset: ctx.opset };
     let domain = node.domain();
+    if domain == "ai.onnx.preview" && node.op_type() == "FlexAttention" {
+        return super::flex::lower(ctx, node);
+    }
     if !matches!(domain, "" | "ai.onnx") {
         return Err(OnnxError::UnsupportedOp {
             node: n.label.clone(),
@@ -282,6 +285,33 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             left_window_size: a.i_or("left_window_size", -1),
             right_window_size: a.i_or("right_window_size", -1),
         }))),
+        "CausalConvWithState" => Some(Op::CausalConv {
+            silu: match a.s_or("activation", "none").as_str() {
+                "none" => false,
+                "silu" | "swish" => true,
+                other => return Err(n.err(format!("unknown activation `{other}`"))),
+            },
+        }),
+        "LinearAttention" => {
+            let heads = |name: &str| -> Result<usize, OnnxError> {
+                let v = a.i(name).ok_or_else(|| n.err(format!("missing attribute `{name}`")))?;
+                usize::try_from(v).map_err(|_| n.err(format!("{name} must be positive, got {v}")))
+            };
+            let (gated, delta) = match a.s_or("update_rule", "gated_delta").as_str() {
+                "linear" => (false, false),
+                "gated" => (true, false),
+                "delta" => (false, true),
+                "gated_delta" => (true, true),
+                other => return Err(n.err(format!("unknown update_rule `{other}`"))),
+            };
+            Some(Op::LinearAttention(Box::new(burnc_compiler::ir::LinearAttentionAttrs {
+                q_num_heads: heads("q_num_heads")?,
+                kv_num_heads: heads("kv_num_heads")?,
+                scale: a.f("scale"),
+                gated,
+                delta,
+            })))
+        }
         "Gemm" => Some(Op::Gemm {
             alpha: a.f_or("alpha", 1.0),
             beta: a.f_or("beta", 1.0),

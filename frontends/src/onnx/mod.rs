@@ -1,5 +1,6 @@
 //! The ONNX frontend: decode a ModelProto with prost, then lower its nodes onto burnc's core ops.
 mod attrs;
+mod flex;
 mod import;
 mod lower;
 mod rnn;

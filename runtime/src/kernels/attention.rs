@@ -1,7 +1,8 @@
 //! ONNX Attention (opset 23+): scaled dot-product attention with an additive or boolean mask,
 //! causal and sliding-window rules, KV cache (past + current keys/values), grouped-query heads
 //! and softcap. Every size is explicit; the only working memory is the caller's `scratch`
-//! (`scratch_len(kv_seq)` f64s). Arithmetic in f64, results rounded once to `R`.
+//! (`scratch_len(kv_seq)` f64s). Arithmetic in f64; f32/f64 results are rounded once to `R`,
+//! f16/bf16 ones after every step as the ONNX reference computes them (see `Steps`).
 use crate::elem::Elem;
 
 /// Sizes. Q is `[batch, q_heads, q_seq, head_dim]` (or `[batch, q_seq, q_heads * head_dim]`
@@ -42,6 +43,48 @@ pub struct Params {
     pub qk_mode: i64,
     /// Rounding of the probabilities before P·V (to Q's storage type, as the reference).
     pub round_p: fn(f64) -> f64,
+    /// Rounding of intermediate results.
+    pub steps: Steps,
+}
+
+/// How intermediate results are rounded. The reference computes in the input type: with
+/// f16/bf16 every elementwise result is rounded to it, dot products accumulate in f32 (numpy's
+/// matmul), and a row sum accumulates in f32 for f16 (numpy's half reduction) but rounds each
+/// add to bf16 (ml_dtypes' add). `Wide` keeps f64 throughout (f32/f64 inputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steps {
+    Wide,
+    F16,
+    Bf16,
+}
+
+impl Steps {
+    /// An elementwise result.
+    #[inline]
+    fn op(self, x: f64) -> f64 {
+        match self {
+            Steps::Wide => x,
+            Steps::F16 => round_f16(x),
+            Steps::Bf16 => round_bf16(x),
+        }
+    }
+    /// A partial dot product.
+    #[inline]
+    fn dot(self, x: f64) -> f64 {
+        match self {
+            Steps::Wide => x,
+            Steps::F16 | Steps::Bf16 => round_f32(x),
+        }
+    }
+    /// A partial row sum.
+    #[inline]
+    fn sum(self, x: f64) -> f64 {
+        match self {
+            Steps::Wide => x,
+            Steps::F16 => round_f32(x),
+            Steps::Bf16 => round_bf16(x),
+        }
+    }
 }
 
 /// The mask input: booleans (0/1 bytes; false masks out) or additive values, with its shape
@@ -112,7 +155,9 @@ pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
     let Dims { batch: b_n, q_heads: hq, kv_heads: hk, q_seq: sq, head_dim: dq, v_head_dim: dv, .. } = *dm;
     let skv = dm.kv_seq();
     let group = hq / hk.max(1);
-    let s = crate::math::sqrt(p.scale);
+    let st = p.steps;
+    let s = st.op(crate::math::sqrt(p.scale));
+    let cap = st.op(p.softcap);
     let Outputs { y, present_k, present_v, mut qk } = out;
     if let Some(pk) = present_k {
         for b in 0..b_n {
@@ -191,10 +236,11 @@ pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
                     let mut acc = 0.0;
                     for d in 0..dq {
                         let qv = if dm.q_3d { inp.q[((bi * sq + i) * hq + hi) * dq + d] } else { inp.q[((bi * hq + hi) * sq + i) * dq + d] };
-                        acc += (qv.to_f64() * s) * (kv_at(inp.past_k, inp.k, dm, dq, bi, kh, j, d) * s);
+                        acc = st.dot(acc + st.op(qv.to_f64() * s) * st.op(kv_at(inp.past_k, inp.k, dm, dq, bi, kh, j, d) * s));
                     }
+                    acc = st.op(acc);
                     if p.softcap > 0.0 {
-                        acc = p.softcap * crate::math::tanh(acc / p.softcap);
+                        acc = st.op(cap * st.op(crate::math::tanh(st.op(acc / cap))));
                     }
                     *r = acc;
                 }
@@ -208,7 +254,7 @@ pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
                         }
                         2 => {
                             for j in 0..skv {
-                                q[qoff + j] = R::from_f64(row[j] + brow[j]);
+                                q[qoff + j] = R::from_f64(st.op(row[j] + brow[j]));
                             }
                         }
                         3 => {}
@@ -216,7 +262,7 @@ pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
                     }
                 }
                 for j in 0..skv {
-                    row[j] += brow[j];
+                    row[j] = st.op(row[j] + brow[j]);
                 }
                 // Softmax; a row whose bias is all -inf attends nothing and gives zeros.
                 let all_masked = brow.iter().all(|&x| x == f64::NEG_INFINITY);
@@ -224,12 +270,12 @@ pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
                 let safe = if mx == f64::NEG_INFINITY { 0.0 } else { mx };
                 let mut sum = 0.0;
                 for r in row.iter_mut() {
-                    *r = crate::math::exp(*r - safe);
-                    sum += *r;
+                    *r = st.op(crate::math::exp(st.op(*r - safe)));
+                    sum = st.sum(sum + *r);
                 }
-                let sum = if sum == 0.0 { 1.0 } else { sum };
+                let sum = if sum == 0.0 { 1.0 } else { st.op(sum) };
                 for r in row.iter_mut() {
-                    *r = if all_masked { 0.0 } else { *r / sum };
+                    *r = if all_masked { 0.0 } else { st.op(*r / sum) };
                 }
                 if p.qk_mode == 3 {
                     if let Some(q) = qk.as_deref_mut() {
@@ -244,7 +290,7 @@ pub fn attention<R: Elem>(dm: &Dims, p: &Params, inp: &Inputs<R>, out: Outputs<R
                 for d in 0..dv {
                     let mut acc = 0.0;
                     for (j, pj) in row.iter().enumerate() {
-                        acc += pj * kv_at(inp.past_v, inp.v, dm, dv, bi, kh, j, d);
+                        acc = st.dot(acc + pj * kv_at(inp.past_v, inp.v, dm, dv, bi, kh, j, d));
                     }
                     let yi = if dm.q_3d { ((bi * sq + i) * hq + hi) * dv + d } else { ((bi * hq + hi) * sq + i) * dv + d };
                     y[yi] = R::from_f64(acc);

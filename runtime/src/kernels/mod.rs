@@ -1,12 +1,14 @@
 //! Kernels: plain functions over slices with explicit shapes.
 pub mod attention;
 pub mod broadcast;
+pub mod causal_conv;
 pub mod conv;
 pub mod det;
 pub mod einsum;
 pub mod extra;
 pub mod gemm;
 pub mod im2col;
+pub mod linear_attention;
 pub mod loss;
 pub mod norm;
 pub mod permute;

@@ -41,6 +41,30 @@ pub fn softmax<R: Real>(x: &[R], outer: usize, n: usize, inner: usize, y: &mut [
     }
 }
 
+/// Softmax of f16/bf16 `x` as the ONNX reference computes it in the storage type: `x - max`,
+/// `exp` and the division each rounded to `T`; the line sum accumulates in f32 (numpy's half
+/// reduction) or, when `sum_in_t`, rounds each add to `T` (ml_dtypes' bfloat16 add).
+pub fn softmax_stepped<T: Elem>(x: &[T], outer: usize, n: usize, inner: usize, y: &mut [T], sum_in_t: bool) {
+    let round = |v: f64| T::from_f64(v).to_f64();
+    for o in 0..outer {
+        for i in 0..inner {
+            let base = o * n * inner + i;
+            let at = |j: usize| base + j * inner;
+            let Some(max) = (0..n).map(|j| x[at(j)].to_f64()).reduce(f64::max) else { return };
+            let mut sum = 0.0f64;
+            for j in 0..n {
+                let e = round(crate::math::exp(round(x[at(j)].to_f64() - max)));
+                y[at(j)] = T::from_f64(e);
+                sum = if sum_in_t { round(sum + e) } else { (sum + e) as f32 as f64 };
+            }
+            let sum = round(sum);
+            for j in 0..n {
+                y[at(j)] = T::from_f64(y[at(j)].to_f64() / sum);
+            }
+        }
+    }
+}
+
 /// One at the first maximum of each line, zero elsewhere.
 pub fn hardmax<T: Elem>(x: &[T], outer: usize, n: usize, inner: usize, y: &mut [T]) {
     y.fill(T::zero());

@@ -10,6 +10,7 @@ mod norm;
 mod quant;
 mod resize;
 mod rnn;
+mod recurrent;
 mod scatter;
 mod unpool;
 mod wide;
@@ -156,6 +157,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         + resize::scratch_bytes(g, id)
         + extra::scratch_bytes(g, id)
         + rnn::scratch_bytes(g, id)
+        + recurrent::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -180,6 +182,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Rnn(_) => rnn::emit(cx, id, n),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
+        Op::CausalConv { .. } | Op::LinearAttention(_) => recurrent::emit(cx, id, n),
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),

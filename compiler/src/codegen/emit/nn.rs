@@ -27,10 +27,10 @@ fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
 
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     let n = g.node(id);
-    if let Op::Softmax { .. } = n.op {
-        // f16 / bf16: the input widened to f32, and the f32 result.
+    if let Op::Softmax { log, .. } = n.op {
+        // f16 / bf16 LogSoftmax: the input widened to f32, and the f32 result.
         return match fixed(g, n.outputs.first().copied()) {
-            Some((d, s)) if is_half(d) => 2 * s.iter().product::<usize>() * 4,
+            Some((d, s)) if is_half(d) && log => 2 * s.iter().product::<usize>() * 4,
             _ => 0,
         };
     }
@@ -282,6 +282,11 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let (rx, y) = (cx.read(n, cx.input(n, 0)?)?, cx.write(n, out)?);
             if !is_half(od) {
                 return Ok(Some(format!("rt::kernels::softmax::softmax({rx}, {outer}, {nn}, {inner}, {y}, {log});")));
+            }
+            if !*log {
+                // As the interpreter: rounded to the storage type step by step.
+                let sum_in_t = od == DType::BF16;
+                return Ok(Some(format!("rt::kernels::softmax::softmax_stepped({rx}, {outer}, {nn}, {inner}, {y}, {sum_in_t});")));
             }
             // As the interpreter: in f32, rounded once at the end.
             let len: usize = oshape.iter().product();

@@ -86,7 +86,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let t = cx.elem(n, x)?;
     let float = matches!(xd, DType::F32 | DType::F64);
     let name = n.op.name();
-    // Attention works in f64 whatever the storage type and rounds once, as the interpreter.
+    // Attention works in f64 whatever the storage type, rounding as the interpreter does.
     let half_ok = matches!(n.op, Op::Attention(_)) && matches!(xd, DType::F16 | DType::BF16);
     if !float && !half_ok && !matches!(n.op, Op::Hardmax { .. }) {
         return Err(cx.err(n, format!("{name} on {xd} is not supported by codegen yet")));
@@ -315,7 +315,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             };
             Ok(Some(format!(
                 "let d = rt::kernels::attention::Dims {{ batch: {}, q_heads: {}, kv_heads: {}, q_seq: {}, past_seq: {}, cur_seq: {}, head_dim: {}, v_head_dim: {}, q_3d: {}, kv_3d: {} }};\n\
-                 let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{round} }};\n\
+                 let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{round}, steps: rt::kernels::attention::Steps::{:?} }};\n\
                  let inp = rt::kernels::attention::Inputs {{ q: {rx}, k: {}, v: {}, mask: {mask}, past_k: {}, past_v: {}, nonpad: {nonpad} }};\n\
                  let outp = rt::kernels::attention::Outputs {{ y: {y}, present_k: {}, present_v: {}, qk: {} }};\n\
                  rt::kernels::attention::attention(&d, &p, &inp, outp, {});",
@@ -335,6 +335,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 p.left_window,
                 p.right_window,
                 p.qk_mode,
+                p.steps,
                 cx.read(n, cx.input(n, 1)?)?,
                 cx.read(n, cx.input(n, 2)?)?,
                 opt(4)?,

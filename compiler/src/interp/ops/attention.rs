@@ -89,6 +89,11 @@ pub fn params(a: &AttentionAttrs, d: &k::Dims, dtype: DType) -> k::Params {
             DType::BF16 => k::round_bf16,
             _ => k::round_none,
         },
+        steps: match dtype {
+            DType::F16 => k::Steps::F16,
+            DType::BF16 => k::Steps::Bf16,
+            _ => k::Steps::Wide,
+        },
     }
 }
 

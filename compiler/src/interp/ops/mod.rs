@@ -12,6 +12,7 @@ pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod qint;
 pub(crate) mod quant;
+pub(crate) mod recurrent;
 mod reduce;
 pub(crate) mod resize;
 pub(crate) mod rnn;
@@ -60,6 +61,8 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Attention(a) => attention::eval(a, &args),
         Op::Rnn(a) => rnn::eval(a, &args, n_outputs),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
+        Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
+        Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
         Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),

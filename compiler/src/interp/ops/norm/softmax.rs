@@ -21,6 +21,20 @@ fn split(shape: &[usize], axis: i64, coerce_2d: bool) -> Result<(usize, usize, u
 
 pub fn softmax(x: &Tensor, axis: i64, log: bool, coerce_2d: bool) -> Result<Tensor, String> {
     let (outer, n, inner) = split(&x.shape, axis, coerce_2d)?;
+    // f16/bf16 Softmax rounds step by step as the reference does (LogSoftmax stays in f32).
+    match &x.data {
+        Data::F16(xs) if !log => {
+            let mut y = vec![half::f16::ZERO; xs.len()];
+            k::softmax_stepped(xs, outer, n, inner, &mut y, false);
+            return Ok(Tensor::new(x.shape.clone(), Data::F16(y)));
+        }
+        Data::BF16(xs) if !log => {
+            let mut y = vec![half::bf16::ZERO; xs.len()];
+            k::softmax_stepped(xs, outer, n, inner, &mut y, true);
+            return Ok(Tensor::new(x.shape.clone(), Data::BF16(y)));
+        }
+        _ => {}
+    }
     fn go<R: Work>(x: &Tensor, outer: usize, n: usize, inner: usize, log: bool) -> Result<Tensor, String> {
         let xs = R::view(x);
         let mut y = vec![R::default(); xs.len()];
