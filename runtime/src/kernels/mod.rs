@@ -1,8 +1,10 @@
 //! Kernels: plain functions over slices with explicit shapes.
 pub mod attention;
 pub mod broadcast;
+pub mod cache;
 pub mod conv;
 pub mod gemm;
+pub mod grid;
 pub mod im2col;
 pub mod loss;
 pub mod norm;
@@ -15,5 +17,6 @@ pub mod resize;
 pub mod scatter;
 pub mod slab;
 pub mod softmax;
+pub mod spectral;
 pub mod unary;
 pub mod window;
