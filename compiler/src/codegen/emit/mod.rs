@@ -8,6 +8,7 @@ mod nn;
 mod norm;
 mod quant;
 mod scatter;
+mod signal;
 mod wide;
 
 use super::weights::WeightsLayout;
@@ -136,6 +137,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         + norm::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id)
+        + signal::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -161,6 +163,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
+        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
+        | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
