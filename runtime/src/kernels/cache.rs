@@ -48,3 +48,24 @@ pub fn tensor_scatter<T: Copy>(past: &[T], update: &[T], write_indices: Option<&
     }
     ok
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_and_circular_writes() {
+        // Two batches, cache of 3 rows of 1, updates of 2 rows.
+        let d = CacheDims { batch: 2, mid: 1, max_seq: 3, seq: 2, inner: 1 };
+        let past = [0, 0, 0, 0, 0, 0];
+        let upd = [1, 2, 3, 4];
+        let mut out = [9; 6];
+        assert!(tensor_scatter(&past, &upd, Some(&[0, 1]), &d, false, &mut out));
+        assert_eq!(out, [1, 2, 0, 0, 3, 4]);
+        assert!(tensor_scatter(&past, &upd, Some(&[2, 1]), &d, true, &mut out));
+        assert_eq!(out, [2, 0, 1, 0, 3, 4]);
+        // Linear past the end: that row is skipped and reported.
+        assert!(!tensor_scatter(&past, &upd, Some(&[2, 0]), &d, false, &mut out));
+        assert_eq!(out, [0, 0, 1, 3, 4, 0]);
+    }
+}

@@ -207,3 +207,42 @@ pub fn affine_grid<T: FloatElem>(theta: &[T], n: usize, size: &[usize], align_co
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_grid_reproduces_the_input() {
+        // AffineGrid with the identity transform, then GridSample: the input comes back.
+        let theta = [1.0f64, 0.0, 0.0, 0.0, 1.0, 0.0];
+        let mut g = [0.0f64; 2 * 3 * 2];
+        affine_grid(&theta, 1, &[2, 3], false, &mut g);
+        let x = [1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let d = GridDims { n: 1, c: 1, nsp: 2, input: [2, 3, 1], output: [2, 3, 1] };
+        for mode in [GridMode::Nearest, GridMode::Linear] {
+            let mut y = [0.0f64; 6];
+            grid_sample(&x, &g, &d, mode, GridPadding::Zeros, false, &mut y);
+            for (a, b) in y.iter().zip(&x) {
+                assert!((a - b).abs() < 1e-12, "{mode:?}: {y:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn padding_outside_the_input() {
+        // One row [1, 2]; x = 2 (normalized) is pixel 1.5, rounded (half to even) to 2: beyond
+        // the right edge.
+        let d = GridDims { n: 1, c: 1, nsp: 1, input: [2, 1, 1], output: [1, 1, 1] };
+        let x = [1.0f64, 2.0];
+        let at = |pad| {
+            let mut y = [0.0f64];
+            grid_sample(&x, &[2.0], &d, GridMode::Nearest, pad, true, &mut y);
+            y[0]
+        };
+        assert_eq!(at(GridPadding::Zeros), 0.0);
+        assert_eq!(at(GridPadding::Border), 2.0);
+        // Pixel 2 reflects about the last pixel centre (1) onto 0.
+        assert_eq!(at(GridPadding::Reflection), 1.0);
+    }
+}

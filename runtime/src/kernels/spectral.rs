@@ -232,3 +232,55 @@ pub fn mel_weight_matrix<T: FloatElem>(num_mel_bins: usize, dft_length: usize, s
     }
     ok
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: &[f64], b: &[f64]) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() < 1e-12, "{a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn dft_of_a_real_signal_and_back() {
+        // x = [1, 2, 3, 4]: X = [10, -2+2i, -2, -2-2i].
+        let x = [1.0, 2.0, 3.0, 4.0];
+        let d = DftDims { outer: 1, inner: 1, len_in: 4, c_in: 1, n: 4, inverse: false, onesided: false };
+        let mut tw = [0.0; 8];
+        let mut y = [0.0; 8];
+        dft(&x, &d, &mut tw, &mut y);
+        close(&y, &[10.0, 0.0, -2.0, 2.0, -2.0, 0.0, -2.0, -2.0]);
+        // Onesided keeps bins 0..=2; irfft of those gives the signal back.
+        let d1 = DftDims { onesided: true, ..d };
+        let mut half = [0.0; 6];
+        dft(&x, &d1, &mut tw, &mut half);
+        close(&half, &y[..6]);
+        let di = DftDims { len_in: 3, c_in: 2, inverse: true, onesided: true, ..d };
+        let mut back = [0.0; 4];
+        dft(&half, &di, &mut tw, &mut back);
+        close(&back, &x);
+    }
+
+    #[test]
+    fn stft_frames_are_windowed_dfts() {
+        // Two frames of 2 with step 1 over [1, 2, 3]; window [1, 0]: each bin is the first sample.
+        let d = StftDims { batch: 1, len: 3, c_in: 1, frame_step: 1, frame_length: 2, frames: 2, onesided: false };
+        let mut tw = [0.0; 4];
+        let mut y = [0.0; 8];
+        stft(&[1.0, 2.0, 3.0], Some(&[1.0, 0.0]), &d, &mut tw, &mut y);
+        close(&y, &[1.0, 0.0, 1.0, 0.0, 2.0, 0.0, 2.0, 0.0]);
+    }
+
+    #[test]
+    fn windows() {
+        let mut w = [0.0f64; 4];
+        cosine_window(HANN, true, &mut w);
+        close(&w, &[0.0, 0.5, 1.0, 0.5]);
+        let mut s = [0.0f64; 3];
+        cosine_window(HAMMING, false, &mut s);
+        close(&s, &[4.0 / 46.0, 1.0, 4.0 / 46.0]);
+    }
+}
