@@ -278,12 +278,38 @@ pub enum Op {
     /// Determinant of the trailing square matrices.
     Det,
 
+    // ---- signal processing, sampling grids, Unique and TensorScatter (interp::ops::signal)
+    /// (input, dft_length?, axis?): real/imaginary pairs in a trailing dim (1 for a real
+    /// signal); the frontend makes opset < 20's axis attribute input 2 (absent: -2).
+    Dft { inverse: bool, onesided: bool },
+    /// (signal, frame_step, window?, frame_length?) → [batch, frames, bins, 2].
+    Stft { onesided: bool },
+    /// (size) → Hann/Hamming/Blackman window of `dtype`.
+    Window { kind: WindowKind, periodic: bool, dtype: DType },
+    /// (num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz).
+    MelWeightMatrix { dtype: DType },
+    /// (X, grid) → X sampled at the grid's normalized coordinates.
+    GridSample { mode: super::GridMode, padding: super::GridPadding, align_corners: bool },
+    /// (theta, size) → sampling grid [N, (D,) H, W, 2 | 3].
+    AffineGrid { align_corners: bool },
+    /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
+    Unique { axis: Option<i64>, sorted: bool },
+    /// (past_cache, update, write_indices?) → the cache with the update written along `axis`.
+    TensorScatter { axis: i64, circular: bool },
+
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },
     Loop { body: Box<Graph> },
     /// (sequence, additional inputs…): runs `body` once per element; each output is a sequence.
     SequenceMap { body: Box<Graph> },
     Scan { body: Box<Graph>, num_scan_inputs: usize, input_axes: Vec<i64>, output_axes: Vec<i64>, input_directions: Vec<i64>, output_directions: Vec<i64> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WindowKind {
+    Hann,
+    Hamming,
+    Blackman,
 }
 
 #[derive(Debug, Clone, PartialEq)]

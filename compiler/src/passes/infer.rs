@@ -10,6 +10,9 @@ use super::PassError;
 use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
 use crate::tensor::Tensor;
 
+#[path = "infer_signal.rs"]
+mod signal;
+
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
     infer_graph(g, &[])
@@ -955,6 +958,8 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let state = if n.inputs.get(3).copied().flatten().is_some() { cx.dtype(3) } else { cx.dtype(0) };
             vec![t(cx.dtype(0), f(&[d.batch, d.seq, d.q_heads * d.dv])), t(state, f(&[d.batch, d.kv_heads, d.dk, d.dv]))]
         }
+        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
+        | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
         // Unknown to inference (sequences, loops, einsum, ops added later): leave as is.
         _ => vec![],
     })

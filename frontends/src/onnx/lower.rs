@@ -5,8 +5,9 @@ use super::proto::NodeProto;
 use super::{tensor, OnnxError};
 use burnc_compiler::ir::{
     AutoPad, BinaryOp, DType, Op, PadMode, PoolKind, ReduceOp, ResizeAttrs, ScatterReduction, SeqOp, UnaryOp,
-    ValueId, Window,
+    ValueId, Window, WindowKind,
 };
+use burnc_compiler::ir::{GridMode, GridPadding};
 use burnc_compiler::Tensor;
 
 struct N<'n> {
@@ -603,6 +604,51 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Optional" => Some(Op::Seq(SeqOp::OptionalMake)),
         "OptionalHasElement" => Some(Op::Seq(SeqOp::OptionalHasElement)),
         "OptionalGetElement" => Some(Op::Seq(SeqOp::OptionalGetElement)),
+        "DFT" => {
+            if opset < 20 {
+                // axis was an attribute (default 1): make it the input it became.
+                let axis = ctx.constant(&n.label, Tensor::from_i64s(vec![], vec![a.i_or("axis", 1)]));
+                inputs.resize(2, None);
+                inputs.push(Some(axis));
+            }
+            Some(Op::Dft { inverse: a.i_or("inverse", 0) != 0, onesided: a.i_or("onesided", 0) != 0 })
+        }
+        "STFT" => Some(Op::Stft { onesided: a.i_or("onesided", 1) != 0 }),
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => Some(Op::Window {
+            kind: match op_type {
+                "HannWindow" => WindowKind::Hann,
+                "HammingWindow" => WindowKind::Hamming,
+                _ => WindowKind::Blackman,
+            },
+            periodic: a.i_or("periodic", 1) != 0,
+            dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32),
+        }),
+        "MelWeightMatrix" => Some(Op::MelWeightMatrix { dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32) }),
+        "GridSample" => Some(Op::GridSample {
+            mode: match a.s_or("mode", if opset < 20 { "bilinear" } else { "linear" }).as_str() {
+                "nearest" => GridMode::Nearest,
+                "linear" | "bilinear" => GridMode::Linear,
+                "cubic" | "bicubic" => GridMode::Cubic,
+                m => return Err(n.err(format!("unknown mode `{m}`"))),
+            },
+            padding: match a.s_or("padding_mode", "zeros").as_str() {
+                "zeros" => GridPadding::Zeros,
+                "border" => GridPadding::Border,
+                "reflection" => GridPadding::Reflection,
+                m => return Err(n.err(format!("unknown padding_mode `{m}`"))),
+            },
+            align_corners: a.i_or("align_corners", 0) != 0,
+        }),
+        "AffineGrid" => Some(Op::AffineGrid { align_corners: a.i_or("align_corners", 0) != 0 }),
+        "Unique" => Some(Op::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }),
+        "TensorScatter" => Some(Op::TensorScatter {
+            axis: a.i_or("axis", -2),
+            circular: match a.s_or("mode", "linear").as_str() {
+                "linear" => false,
+                "circular" => true,
+                m => return Err(n.err(format!("unknown mode `{m}`"))),
+            },
+        }),
         _ => None,
     };
     let Some(op) = op else {

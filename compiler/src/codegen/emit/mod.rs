@@ -13,6 +13,7 @@ mod rnn;
 mod recurrent;
 mod scatter;
 mod unpool;
+mod signal;
 mod wide;
 
 use super::weights::WeightsLayout;
@@ -158,6 +159,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         + extra::scratch_bytes(g, id)
         + rnn::scratch_bytes(g, id)
         + recurrent::scratch_bytes(g, id)
+        + signal::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -190,6 +192,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
+        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
+        | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

@@ -5,6 +5,7 @@ mod cast;
 mod control;
 pub(crate) mod elementwise;
 pub(crate) mod extra;
+pub(crate) mod grid;
 pub(crate) mod index;
 pub(crate) mod linalg;
 pub(crate) mod loss;
@@ -19,6 +20,8 @@ pub(crate) mod rnn;
 mod seq;
 mod shape;
 pub(crate) mod unpool;
+pub(crate) mod signal;
+mod unique;
 pub(crate) mod util;
 
 use super::{Frame, RtValue};
@@ -80,6 +83,9 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::GroupNorm { .. }
         | Op::RotaryEmbedding { .. }
         | Op::CenterCropPad { .. } => extra::eval(op, &args),
+        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
+        Op::GridSample { .. } | Op::AffineGrid { .. } | Op::TensorScatter { .. } => grid::eval(op, &args),
+        Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         _ => shape::eval(op, &args, n_outputs),
     }
 }
