@@ -62,9 +62,10 @@ pub struct Prepared {
 /// Generate with every input pinned to its run-time shape. If that leaves shapes that depend
 /// on input values (a Reshape target fed by an input, say), bake the integer inputs in as
 /// constants and try again. Sequence and optional inputs are pinned to their lengths and
-/// element shapes and unrolled (`passes::unseq`).
-pub fn generate_for(g: &Graph, values: &[RtValue], name: &str) -> Result<Prepared, HarnessError> {
-    let opts = CodegenOptions { weights_file: "model.bin".into(), source_name: name.to_string(), ..Default::default() };
+/// element shapes and unrolled (`passes::unseq`). `fuse`: the rounding-changing fusions
+/// `burnc MODEL -o` applies; off, the generated code rounds exactly as the interpreter.
+pub fn generate_for(g: &Graph, values: &[RtValue], name: &str, fuse: bool) -> Result<Prepared, HarnessError> {
+    let opts = CodegenOptions { weights_file: "model.bin".into(), source_name: name.to_string(), fuse, ..Default::default() };
     let tt = |t: &Tensor| TensorType { dtype: t.dtype(), shape: Some(Shape::fixed(&t.shape)) };
     let attempt = |bake_ints: bool| -> Result<Prepared, HarnessError> {
         let mut g = g.clone();

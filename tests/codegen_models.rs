@@ -1,5 +1,8 @@
 //! The nine light models (stock and with random weights) through generated code agree with
-//! the interpreter to 1e-5 relative: `burnc run --codegen` vs `burnc run`, same inputs.
+//! the interpreter to 1e-5 relative: `burnc run --codegen` vs `burnc run`, same inputs. With
+//! `--fuse` (what `burnc MODEL -o` generates: BatchNorm folded into weights, which changes
+//! rounding) they match the suites' reference outputs (onnx's runner for the stock models,
+//! onnxruntime for the random-weight ones) as the conformance test compares them.
 mod common;
 use burnc_compiler::interp::RtValue;
 use burnc_frontends::onnx::values::{decode_value, ValueKindHint};
@@ -14,11 +17,14 @@ fn outputs(dir: &Path) -> Vec<RtValue> {
         .collect()
 }
 
-fn run(case: &Path, codegen: bool, out: &Path) -> Result<(), String> {
+fn run(case: &Path, codegen: bool, fuse: bool, out: &Path) -> Result<(), String> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_burnc"));
     cmd.arg("run");
     if codegen {
         cmd.arg("--codegen");
+    }
+    if fuse {
+        cmd.arg("--fuse");
     }
     cmd.arg(case.join("model.onnx"));
     for i in numbered(&case.join("test_data_set_0"), "input_") {
@@ -44,8 +50,8 @@ fn light_models_codegen_matches_interpreter() {
         cases.sort();
         for case in cases {
             let name = case.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let (a, b) = (scratch.join(format!("{name}-interp")), scratch.join(format!("{name}-codegen")));
-            if let Err(e) = run(&case, false, &a).and_then(|_| run(&case, true, &b)) {
+            let (a, b, c) = (scratch.join(format!("{name}-interp")), scratch.join(format!("{name}-codegen")), scratch.join(format!("{name}-fused")));
+            if let Err(e) = run(&case, false, false, &a).and_then(|_| run(&case, true, false, &b)).and_then(|_| run(&case, true, true, &c)) {
                 failures.push(format!("{name}: {e}"));
                 continue;
             }
@@ -66,6 +72,17 @@ fn light_models_codegen_matches_interpreter() {
                 }
             }
             println!("{suite}/{name}: codegen vs interpreter, max relative difference {worst:.2e}");
+            let reference = outputs(&case.join("test_data_set_0"));
+            let fused = outputs(&c);
+            if fused.len() != reference.len() {
+                failures.push(format!("{name} (fused): {} outputs vs {}", fused.len(), reference.len()));
+            }
+            for (g, w) in fused.iter().zip(&reference) {
+                if let Err(e) = common::close(g, w, 1e-3, 1e-5) {
+                    failures.push(format!("{name} (fused) vs reference: {e}"));
+                }
+            }
+            let _ = std::fs::remove_dir_all(&c);
             checked += 1;
             let _ = std::fs::remove_dir_all(&a);
             let _ = std::fs::remove_dir_all(&b);

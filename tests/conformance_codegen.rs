@@ -186,7 +186,7 @@ fn node_suite_through_generated_code() {
                 let b = std::fs::read(p).map_err(|e| e.to_string())?;
                 expected.push(decode_value(&b, hint(&g.value(id).ty)).map_err(|e| e.to_string())?);
             }
-            let p = burnc::harness::generate_for(g, &inputs, case).map_err(|e| format!("codegen: {e}"))?;
+            let p = burnc::harness::generate_for(g, &inputs, case, true).map_err(|e| format!("codegen: {e}"))?;
             Ok(Compiled { case: case.clone(), p, expected })
         })();
         match result {

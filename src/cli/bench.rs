@@ -105,7 +105,7 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     }
 
     let t0 = Instant::now();
-    let prepared = harness::generate_for(&g, &values, &model_path.display().to_string())?;
+    let prepared = harness::generate_for(&g, &values, &model_path.display().to_string(), true)?;
     let key = format!("{}|{}", model_path.canonicalize().unwrap_or(model_path.clone()).display(), a.inputs.join(";"));
     let bin = harness::build_with(&prepared.gen, &key, Profile::Bench)?;
     println!("build: {:.1} s (release, opt-level 3, codegen-units 1, fat LTO, target-cpu=native)", t0.elapsed().as_secs_f64());

@@ -18,6 +18,11 @@ pub struct RunArgs {
     /// Run through generated code (built in a cache folder) instead of the interpreter.
     #[arg(long)]
     pub codegen: bool,
+    /// With --codegen: apply the fusions `burnc MODEL -o` applies (BatchNorm folded into conv
+    /// weights, …), which change rounding. Without it, generated code rounds exactly as the
+    /// interpreter does, so the two can be compared bit for bit.
+    #[arg(long, requires = "codegen")]
+    pub fuse: bool,
 }
 
 pub fn run(a: RunArgs) -> Result<(), CliError> {
@@ -50,8 +55,8 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         values.push(s.ok_or_else(|| CliError::Usage(format!("missing input `{}`", g.value(g.inputs[i]).name)))?);
     }
     let outputs = if a.codegen {
-        let key = format!("{}", a.model.canonicalize().unwrap_or(a.model.clone()).display());
-        let prepared = burnc::harness::generate_for(g, &values, &a.model.display().to_string())?;
+        let key = format!("{}{}", a.model.canonicalize().unwrap_or(a.model.clone()).display(), if a.fuse { " (fused)" } else { "" });
+        let prepared = burnc::harness::generate_for(g, &values, &a.model.display().to_string(), a.fuse)?;
         let bin = burnc::harness::build(&prepared.gen, &key)?;
         let work = burnc::harness::cache_dir().join("runs").join(format!("{}", std::process::id()));
         let outs = burnc::harness::run(&bin, &prepared, &work);

@@ -33,11 +33,14 @@ pub struct CodegenOptions {
     pub source_name: String,
     /// Nodes per generated function, so rustc never sees one huge function.
     pub nodes_per_fn: usize,
+    /// Run the fusion passes that change rounding (BatchNorm folded into conv weights …).
+    /// Off, generated code rounds exactly as the interpreter does.
+    pub fuse: bool,
 }
 
 impl Default for CodegenOptions {
     fn default() -> Self {
-        CodegenOptions { weights_file: "model.bin".into(), source_name: "model".into(), nodes_per_fn: 32 }
+        CodegenOptions { weights_file: "model.bin".into(), source_name: "model".into(), nodes_per_fn: 32, fuse: true }
     }
 }
 
@@ -65,8 +68,13 @@ pub fn optimize(g: &Graph) -> Result<(Graph, crate::passes::fuse::FusionReport),
 
 /// Plan memory and generate the module for `g` (which must have static shapes).
 pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
-    let (fused, _) = optimize(g)?;
-    let g = &fused;
+    let fused;
+    let g = if opts.fuse {
+        fused = optimize(g)?.0;
+        &fused
+    } else {
+        g
+    };
     let copied;
     let g = match with_output_copies(g) {
         Some(c) => {
