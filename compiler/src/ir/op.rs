@@ -297,6 +297,15 @@ pub enum Op {
     /// (past_cache, update, write_indices?) → the cache with the update written along `axis`.
     TensorScatter { axis: i64, circular: bool },
 
+    // ---- detection (interp::ops::detect)
+    /// (boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?) →
+    /// [selected, 3] int64 rows (batch, class, box): the length depends on the values.
+    NonMaxSuppression { center_point_box: bool },
+    /// (X, rois, batch_indices) → [rois, C, output_height, output_width].
+    RoiAlign { max_mode: bool, half_pixel: bool, output_height: usize, output_width: usize, sampling_ratio: usize, spatial_scale: f32 },
+    /// (X, W, offset, B?, mask?) → 2-D deformable convolution.
+    DeformConv { window: Window, group: usize, offset_group: usize },
+
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },
     Loop { body: Box<Graph> },

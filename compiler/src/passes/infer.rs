@@ -12,6 +12,8 @@ use crate::tensor::Tensor;
 
 #[path = "infer_signal.rs"]
 mod signal;
+#[path = "infer_detect.rs"]
+mod detect;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -960,6 +962,7 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
         | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
+        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         // Unknown to inference (sequences, loops, einsum, ops added later): leave as is.
         _ => vec![],
     })

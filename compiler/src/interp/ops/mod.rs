@@ -3,6 +3,7 @@
 pub(crate) mod attention;
 mod cast;
 mod control;
+pub(crate) mod detect;
 pub(crate) mod elementwise;
 pub(crate) mod extra;
 pub(crate) mod grid;
@@ -86,6 +87,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::GridSample { .. } | Op::AffineGrid { .. } | Op::TensorScatter { .. } => grid::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
+        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::eval(op, &args),
         _ => shape::eval(op, &args, n_outputs),
     }
 }
