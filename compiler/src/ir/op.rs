@@ -246,7 +246,8 @@ pub enum Op {
     NonZero,
     Trilu { upper: bool },
     DepthToSpace { blocksize: usize, crd: bool },
-    SpaceToDepth { blocksize: usize },
+    /// `crd`: channels ordered (C, block row, block col), opset 25's mode=CRD; else DCR.
+    SpaceToDepth { blocksize: usize, crd: bool },
     OneHot { axis: i64 },
     EyeLike { dtype: Option<DType>, k: i64 },
     Compress { axis: Option<i64> },

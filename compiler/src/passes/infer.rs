@@ -778,7 +778,7 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::SpaceToDepth { blocksize: b } => {
+        Op::SpaceToDepth { blocksize: b, .. } => {
             let b = *b;
             let dims = match cx.shape(0) {
                 Some(x) if x.len() == 4 => {

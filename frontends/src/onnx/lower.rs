@@ -491,6 +491,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }),
         "SpaceToDepth" => Some(Op::SpaceToDepth {
             blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+            crd: a.s_or("mode", "DCR") == "CRD",
         }),
         "OneHot" => Some(Op::OneHot { axis: a.i_or("axis", -1) }),
         "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
