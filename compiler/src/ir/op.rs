@@ -161,6 +161,9 @@ pub enum Op {
     GlobalPool { kind: PoolKind },
     /// Inference-mode batch normalization: (X, scale, B, mean, var).
     BatchNorm { epsilon: f32 },
+    /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
+    /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
+    BatchNormTraining { epsilon: f32, momentum: f32 },
     InstanceNorm { epsilon: f32 },
     /// (X, scale, B?) normalised over axes [axis, rank). Outputs: Y, Mean?, InvStdDev?.
     LayerNorm { axis: i64, epsilon: f32 },

@@ -398,6 +398,10 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             });
             vec![t(cx.dtype(0), dims)]
         }
+        Op::BatchNormTraining { .. } => {
+            let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
+            vec![like(0), like(3), like(4)]
+        }
         Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::MeanVarianceNorm { .. } => same(),
         Op::Softmax { .. } | Op::Hardmax { .. } | Op::CumSum { .. } | Op::Trilu { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),

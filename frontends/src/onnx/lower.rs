@@ -338,9 +338,10 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "GlobalLpPool" => Some(Op::GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }),
         "BatchNormalization" => {
             if a.i_or("training_mode", 0) != 0 {
-                return Err(n.err("training_mode=1 is not supported (inference only)"));
+                Some(Op::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) })
+            } else {
+                Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
             }
-            Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
         }
         "InstanceNormalization" => Some(Op::InstanceNorm { epsilon: a.f_or("epsilon", 1e-5) }),
         "LayerNormalization" => Some(Op::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
