@@ -56,21 +56,26 @@ fn corners<R: Real>(b: &[R], center: bool) -> (R, R, R, R) {
     }
 }
 
+#[inline]
+fn gt<R: Real>(a: R, b: R) -> bool {
+    a.partial_cmp(&b) == Some(Ordering::Greater)
+}
+
 /// Whether box `a` suppresses box `b`: IoU strictly above `iou` (degenerate boxes never do).
 fn suppresses<R: Real>(a: &[R], b: &[R], center: bool, iou: R) -> bool {
     let (ax0, ax1, ay0, ay1) = corners(a, center);
     let (bx0, bx1, by0, by1) = corners(b, center);
     let (ix0, ix1) = (maxr(ax0, bx0), minr(ax1, bx1));
     let (iy0, iy1) = (maxr(ay0, by0), minr(ay1, by1));
-    // Written as negations so NaN coordinates give "no overlap".
-    if !(ix1 > ix0) || !(iy1 > iy0) {
+    // `gt` is false for NaN, so NaN coordinates give "no overlap".
+    if !gt(ix1, ix0) || !gt(iy1, iy0) {
         return false;
     }
     let inter = ix1.sub(ix0).mul(iy1.sub(iy0));
     let zero = R::from_f64(0.0);
     let (area_a, area_b) = (ax1.sub(ax0).mul(ay1.sub(ay0)), bx1.sub(bx0).mul(by1.sub(by0)));
     let union = area_a.add(area_b).sub(inter);
-    if !(inter > zero) || !(area_a > zero) || !(area_b > zero) || !(union > zero) {
+    if !gt(inter, zero) || !gt(area_a, zero) || !gt(area_b, zero) || !gt(union, zero) {
         return false;
     }
     inter.div(union) > iou
@@ -103,8 +108,8 @@ pub fn nms<R: Real>(boxes: &[R], scores: &[R], p: &Nms<R>, order: &mut [usize], 
         for c in 0..p.classes {
             let sc = &scores[(b * p.classes + c) * nb..(b * p.classes + c + 1) * nb];
             let mut m = 0;
-            for i in 0..nb {
-                if p.score_threshold.is_none_or(|t| sc[i] > t) {
+            for (i, &s) in sc.iter().enumerate() {
+                if p.score_threshold.is_none_or(|t| s > t) {
                     order[m] = i;
                     m += 1;
                 }
