@@ -108,8 +108,8 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str, fuse: bool) -> Re
 
 /// Whether graph input `v`'s value reaches, through any chain of nodes, an operand the
 /// compiler must know at compile time because it decides shapes (Resize's roi / scales,
-/// Range's bounds, Loop's trip count, Unique's input), so a float input there is baked like an
-/// integer one.
+/// Range's bounds, Loop's trip count, Unique's input, NonMaxSuppression's inputs), so a float
+/// input there is baked like an integer one.
 fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
     use burnc_compiler::ir::{Op, ValueKind};
     let mut stack: Vec<burnc_compiler::ir::ValueId> = Vec::new();
@@ -121,6 +121,8 @@ fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
                 Op::Loop { .. } => i == 0,
                 // Unique's output length is the number of distinct values.
                 Op::Unique { .. } => i == 0,
+                // NonMaxSuppression's row count depends on every one of its inputs.
+                Op::NonMaxSuppression { .. } => true,
                 _ => false,
             };
             if decides_shape {

@@ -161,6 +161,9 @@ pub enum Op {
     GlobalPool { kind: PoolKind },
     /// Inference-mode batch normalization: (X, scale, B, mean, var).
     BatchNorm { epsilon: f32 },
+    /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
+    /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
+    BatchNormTraining { epsilon: f32, momentum: f32 },
     InstanceNorm { epsilon: f32 },
     /// (X, scale, B?) normalised over axes [axis, rank). Outputs: Y, Mean?, InvStdDev?.
     LayerNorm { axis: i64, epsilon: f32 },
@@ -246,7 +249,8 @@ pub enum Op {
     NonZero,
     Trilu { upper: bool },
     DepthToSpace { blocksize: usize, crd: bool },
-    SpaceToDepth { blocksize: usize },
+    /// `crd`: channels ordered (C, block row, block col), opset 25's mode=CRD; else DCR.
+    SpaceToDepth { blocksize: usize, crd: bool },
     OneHot { axis: i64 },
     EyeLike { dtype: Option<DType>, k: i64 },
     Compress { axis: Option<i64> },
@@ -296,6 +300,15 @@ pub enum Op {
     Unique { axis: Option<i64>, sorted: bool },
     /// (past_cache, update, write_indices?) → the cache with the update written along `axis`.
     TensorScatter { axis: i64, circular: bool },
+
+    // ---- detection (interp::ops::detect)
+    /// (boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?) →
+    /// [selected, 3] int64 rows (batch, class, box): the length depends on the values.
+    NonMaxSuppression { center_point_box: bool },
+    /// (X, rois, batch_indices) → [rois, C, output_height, output_width].
+    RoiAlign { max_mode: bool, half_pixel: bool, output_height: usize, output_width: usize, sampling_ratio: usize, spatial_scale: f32 },
+    /// (X, W, offset, B?, mask?) → 2-D deformable convolution.
+    DeformConv { window: Window, group: usize, offset_group: usize },
 
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },

@@ -12,6 +12,8 @@ use crate::tensor::Tensor;
 
 #[path = "infer_signal.rs"]
 mod signal;
+#[path = "infer_detect.rs"]
+mod detect;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -396,6 +398,10 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             });
             vec![t(cx.dtype(0), dims)]
         }
+        Op::BatchNormTraining { .. } => {
+            let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
+            vec![like(0), like(3), like(4)]
+        }
         Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::MeanVarianceNorm { .. } => same(),
         Op::Softmax { .. } | Op::Hardmax { .. } | Op::CumSum { .. } | Op::Trilu { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
@@ -776,7 +782,7 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::SpaceToDepth { blocksize: b } => {
+        Op::SpaceToDepth { blocksize: b, .. } => {
             let b = *b;
             let dims = match cx.shape(0) {
                 Some(x) if x.len() == 4 => {
@@ -960,6 +966,7 @@ fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
         | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
+        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         // Unknown to inference (sequences, loops, einsum, ops added later): leave as is.
         _ => vec![],
     })

@@ -338,9 +338,10 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "GlobalLpPool" => Some(Op::GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }),
         "BatchNormalization" => {
             if a.i_or("training_mode", 0) != 0 {
-                return Err(n.err("training_mode=1 is not supported (inference only)"));
+                Some(Op::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) })
+            } else {
+                Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
             }
-            Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
         }
         "InstanceNormalization" => Some(Op::InstanceNorm { epsilon: a.f_or("epsilon", 1e-5) }),
         "LayerNormalization" => Some(Op::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
@@ -491,6 +492,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }),
         "SpaceToDepth" => Some(Op::SpaceToDepth {
             blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+            crd: a.s_or("mode", "DCR") == "CRD",
         }),
         "OneHot" => Some(Op::OneHot { axis: a.i_or("axis", -1) }),
         "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
@@ -641,6 +643,33 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }),
         "AffineGrid" => Some(Op::AffineGrid { align_corners: a.i_or("align_corners", 0) != 0 }),
         "Unique" => Some(Op::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }),
+        "NonMaxSuppression" => Some(Op::NonMaxSuppression { center_point_box: a.i_or("center_point_box", 0) != 0 }),
+        "RoiAlign" => {
+            let pos = |name: &str, d: i64| usize::try_from(a.i_or(name, d)).map_err(|_| n.err(format!("negative {name}")));
+            // Opset 16 added coordinate_transformation_mode; RoiAlign-10 behaves as output_half_pixel.
+            let ctm = a.s_or("coordinate_transformation_mode", if opset < 16 { "output_half_pixel" } else { "half_pixel" });
+            Some(Op::RoiAlign {
+                max_mode: match a.s_or("mode", "avg").as_str() {
+                    "avg" => false,
+                    "max" => true,
+                    other => return Err(n.err(format!("unknown mode `{other}`"))),
+                },
+                half_pixel: match ctm.as_str() {
+                    "half_pixel" => true,
+                    "output_half_pixel" => false,
+                    other => return Err(n.err(format!("unknown coordinate_transformation_mode `{other}`"))),
+                },
+                output_height: pos("output_height", 1)?,
+                output_width: pos("output_width", 1)?,
+                sampling_ratio: pos("sampling_ratio", 0)?,
+                spatial_scale: a.f_or("spatial_scale", 1.0),
+            })
+        }
+        "DeformConv" => Some(Op::DeformConv {
+            window: window(&n)?,
+            group: usize::try_from(a.i_or("group", 1)).map_err(|_| n.err("negative group"))?,
+            offset_group: usize::try_from(a.i_or("offset_group", 1)).map_err(|_| n.err("negative offset_group"))?,
+        }),
         "TensorScatter" => Some(Op::TensorScatter {
             axis: a.i_or("axis", -2),
             circular: match a.s_or("mode", "linear").as_str() {

@@ -92,6 +92,15 @@ fn typed_fields(t: &TensorProto, dtype: DType, n: usize) -> Result<Data, OnnxErr
                 Data::U64(t.uint64_data.clone())
             }
         }
+        // Sub-byte types keep their packed bytes in int32_data, one byte per entry.
+        d if d.bits() < 8 => {
+            let len = t.int32_data.len();
+            if len != d.packed_bytes(n) {
+                return Err(err(name, format!("holds {len} packed bytes but its dims need {}", d.packed_bytes(n))));
+            }
+            let packed: Vec<u8> = t.int32_data.iter().map(|&x| x as u8).collect();
+            Data::from_packed(d, &packed, n).ok_or_else(|| err(name, "inconsistent packed length"))?
+        }
         _ => {
             check(t.int32_data.len())?;
             let v = &t.int32_data;
@@ -104,10 +113,7 @@ fn typed_fields(t: &TensorProto, dtype: DType, n: usize) -> Result<Data, OnnxErr
                 DType::Bool => Data::Bool(v.iter().map(|&x| x != 0).collect()),
                 DType::F16 => Data::F16(v.iter().map(|&x| f16::from_bits(x as u16)).collect()),
                 DType::BF16 => Data::BF16(v.iter().map(|&x| bf16::from_bits(x as u16)).collect()),
-                d => {
-                    let mask = if d.bits() >= 8 { 0xFF } else { (1u8 << d.bits()) - 1 };
-                    Data::F8(d, v.iter().map(|&x| x as u8 & mask).collect())
-                }
+                d => Data::F8(d, v.iter().map(|&x| x as u8).collect()),
             }
         }
     };

@@ -18,6 +18,51 @@ pub fn batch_norm<R: Real>(x: &[R], y: &mut [R], batch: usize, channels: usize, 
     }
 }
 
+/// BatchNormalization in training mode: normalizes by the batch's own per-channel mean and
+/// population variance, and writes the updated running statistics
+/// `running · momentum + batch · (1 - momentum)` (skipped where `run_mean` / `run_var` are
+/// empty: outputs nobody reads).
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm_train<R: Real>(
+    x: &[R],
+    y: &mut [R],
+    dims: [usize; 3],
+    scale: &[R],
+    bias: &[R],
+    mean: &[R],
+    var: &[R],
+    eps: f64,
+    momentum: f64,
+    run_mean: &mut [R],
+    run_var: &mut [R],
+) {
+    let [batch, channels, plane] = dims;
+    let count = (batch * plane).max(1) as f64;
+    for c in 0..channels {
+        let at = |n: usize| (n * channels + c) * plane;
+        let sum: f64 = (0..batch).map(|n| x[at(n)..at(n) + plane].iter().map(|v| v.to_f64()).sum::<f64>()).sum();
+        let m = sum / count;
+        let sq: f64 = (0..batch)
+            .map(|n| x[at(n)..at(n) + plane].iter().map(|v| (v.to_f64() - m) * (v.to_f64() - m)).sum::<f64>())
+            .sum();
+        let v = sq / count;
+        let a = scale[c].to_f64() / (v + eps).sqrt_f64();
+        let b = bias[c].to_f64() - m * a;
+        let (a, b) = (R::from_f64(a), R::from_f64(b));
+        for n in 0..batch {
+            for (o, &xv) in y[at(n)..at(n) + plane].iter_mut().zip(&x[at(n)..at(n) + plane]) {
+                *o = xv.mul(a).add(b);
+            }
+        }
+        if let Some(o) = run_mean.get_mut(c) {
+            *o = R::from_f64(mean[c].to_f64() * momentum + m * (1.0 - momentum));
+        }
+        if let Some(o) = run_var.get_mut(c) {
+            *o = R::from_f64(var[c].to_f64() * momentum + v * (1.0 - momentum));
+        }
+    }
+}
+
 /// Mean and 1/sqrt(var + eps) of a slice (population variance).
 fn stats<R: Real>(x: &[R], eps: f64) -> (f64, f64) {
     let n = x.len().max(1) as f64;

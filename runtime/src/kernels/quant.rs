@@ -63,13 +63,33 @@ pub fn quantize<X: Elem, S: Elem, Q: Elem>(x: &[X], scale: &[S], zp: &[Q], p: QP
     }
 }
 
-/// QuantizeLinear to a float8 type (`zp` raw bits, empty: zero).
+/// QuantizeLinear to a small type: float8, float4 or a 2/4-bit int (`zp` raw bits, empty: zero).
 #[allow(clippy::too_many_arguments)]
 pub fn quantize_small<X: Elem, S: Elem>(x: &[X], scale: &[S], zp: &[u8], p: QParam, wide: bool, to: Small, saturate: bool, y: &mut [u8]) {
     for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
         let j = p.index(i);
         let z = zp.get(j).map(|&b| small::small_to_f64(to, b)).unwrap_or(0.0);
-        *o = small::from_f32(to, (ratio(xv.to_f64(), scale[j].to_f64(), wide) + z) as f32, saturate);
+        let r = ratio(xv.to_f64(), scale[j].to_f64(), wide);
+        *o = match to {
+            // 2/4-bit ints: round, add the zero point, clamp to the type's range.
+            Small::U4 | Small::I4 | Small::U2 | Small::I2 => {
+                let (lo, hi) = small_int_range(to);
+                let q = (rint(r) as i64).saturating_add(z as i64);
+                small::small_from_i64(to, q.clamp(lo, hi))
+            }
+            // float4 has no infinity or NaN: it always saturates.
+            Small::F4E2M1 => small::small_from_f64(to, ((r as f32) + z as f32) as f64, true),
+            _ => small::from_f32(to, (r + z) as f32, saturate),
+        };
+    }
+}
+
+fn small_int_range(d: Small) -> (i64, i64) {
+    match d {
+        Small::U4 => (0, 15),
+        Small::I4 => (-8, 7),
+        Small::U2 => (0, 3),
+        _ => (-2, 1),
     }
 }
 
@@ -91,7 +111,7 @@ pub fn dequantize<Q: Elem, S: Elem, Y: Elem>(x: &[Q], scale: &[S], zp: &[Q], p: 
     }
 }
 
-/// DequantizeLinear from a float8 type (raw bits).
+/// DequantizeLinear from a small type (raw bits): float8, float4 or a 2/4-bit int.
 #[allow(clippy::too_many_arguments)]
 pub fn dequantize_small<S: Elem, Y: Elem>(x: &[u8], from: Small, scale: &[S], zp: &[u8], p: QParam, wide: bool, y: &mut [Y]) {
     for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {

@@ -2,6 +2,7 @@
 //! runtime's kernels with every shape and offset written out as literals.
 mod control;
 mod data;
+mod detect;
 mod elementwise;
 mod extra;
 mod misc;
@@ -160,6 +161,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         + rnn::scratch_bytes(g, id)
         + recurrent::scratch_bytes(g, id)
         + signal::scratch_bytes(g, id)
+        + detect::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -180,7 +182,9 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Trilu { .. } | Op::CumSum { .. } | Op::CumProd { .. } | Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
-        | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) => norm::emit(cx, id, n),
+        | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::NllLoss { .. } | Op::Attention(_) | Op::BatchNormTraining { .. } => {
+            norm::emit(cx, id, n)
+        }
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Rnn(_) => rnn::emit(cx, id, n),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
@@ -194,6 +198,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
         | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
+        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

@@ -95,6 +95,34 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let rx = cx.read(n, x)?;
     let y = cx.write(n, out)?;
     match &n.op {
+        Op::BatchNormTraining { epsilon, momentum } => {
+            let c = *xs.get(1).ok_or_else(|| cx.err(n, "BatchNormalization needs rank >= 2"))?;
+            let dims = [xs[0], c, xs[2..].iter().product::<usize>()];
+            let mut args = Vec::new();
+            for i in 1..5 {
+                let v = cx.input(n, i)?;
+                let (d, s) = cx.ty(n, v)?;
+                if d != xd || s.iter().product::<usize>() != c {
+                    return Err(cx.err(n, format!("input #{i} must be {c} values of {xd}")));
+                }
+                args.push(cx.read(n, v)?);
+            }
+            // Running statistics nobody reads have no slot: the kernel skips empty outputs.
+            let stat = |i: usize| match n.outputs.get(i).filter(|o| cx.plan.slots.contains_key(o)) {
+                Some(&o) => cx.write(n, o),
+                None => Ok("&mut []".into()),
+            };
+            let (rm, rv) = (stat(1)?, stat(2)?);
+            Ok(Some(format!(
+                "rt::kernels::norm::batch_norm_train({rx}, {y}, {dims:?}, {}, {}, {}, {}, {}, {}, {rm}, {rv});",
+                args[0],
+                args[1],
+                args[2],
+                args[3],
+                f64_lit(*epsilon as f64),
+                f64_lit(*momentum as f64)
+            )))
+        }
         Op::LayerNorm { axis, epsilon } => {
             let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
             let outer: usize = xs[..a].iter().product();

@@ -4,7 +4,7 @@
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::qint::{self, QConv};
-use crate::interp::ops::quant::{is_f8, qparam};
+use crate::interp::ops::quant::{is_small_quant, qparam};
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
 use burnc_runtime::kernels::quant::QParam;
 
@@ -95,7 +95,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let p = qparam_lit(qparam(&xs, &ss, *axis, *block_size).map_err(e)?);
             let wide = xd == DType::F64;
             let y = cx.write(n, out)?;
-            if is_f8(od) {
+            if is_small_quant(od) {
                 let sm = small_lit(cx, n, od)?;
                 Ok(Some(format!("{K}::quantize_small({rx}, {rs}, {rz}, {p}, {wide}, {sm}, {saturate}, {y});")))
             } else if is_qint(od) {
@@ -119,7 +119,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let p = qparam_lit(qparam(&xs, &ss, *axis, *block_size).map_err(e)?);
             let wide = sdt == DType::F64 || od == DType::F64;
             let y = cx.write(n, out)?;
-            if is_f8(xd) {
+            if is_small_quant(xd) {
                 let sm = small_lit(cx, n, xd)?;
                 Ok(Some(format!("{K}::dequantize_small({rx}, {sm}, {rs}, {rz}, {p}, {wide}, {y});")))
             } else if is_qint(xd) {

@@ -3,6 +3,7 @@
 pub(crate) mod attention;
 mod cast;
 mod control;
+pub(crate) mod detect;
 pub(crate) mod elementwise;
 pub(crate) mod extra;
 pub(crate) mod grid;
@@ -41,6 +42,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } | Op::Det => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::BatchNorm { .. }
+        | Op::BatchNormTraining { .. }
         | Op::InstanceNorm { .. }
         | Op::LayerNorm { .. }
         | Op::Lrn { .. }
@@ -86,6 +88,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::GridSample { .. } | Op::AffineGrid { .. } | Op::TensorScatter { .. } => grid::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
+        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::eval(op, &args),
         _ => shape::eval(op, &args, n_outputs),
     }
 }

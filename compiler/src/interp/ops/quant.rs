@@ -98,6 +98,11 @@ pub fn is_f8(d: DType) -> bool {
     matches!(d, DType::F8E4M3FN | DType::F8E4M3FNUZ | DType::F8E5M2 | DType::F8E5M2FNUZ)
 }
 
+/// Small types QuantizeLinear/DequantizeLinear handle through the `*_small` kernels (raw bits).
+pub fn is_small_quant(d: DType) -> bool {
+    is_f8(d) || matches!(d, DType::F4E2M1 | DType::I4 | DType::U4 | DType::I2 | DType::U2)
+}
+
 /// Integer values of an integer tensor.
 pub fn ints(t: &Tensor, what: &str) -> Result<Vec<i64>, String> {
     if !t.dtype().is_int() {
@@ -144,7 +149,7 @@ fn quantize(
     let sv = scale.to_f64_vec();
     // x / scale in the input's precision (f32 unless f64), as the ONNX reference does.
     let wide = x.dtype() == DType::F64;
-    if is_f8(to) {
+    if is_small_quant(to) {
         let zb: Vec<u8> = match zp.map(|z| &z.data) {
             Some(Data::F8(_, b)) => b.clone(),
             _ => vec![],
@@ -185,7 +190,14 @@ fn dequantize(
     let sv = scale.to_f64_vec();
     let wide = scale.dtype() == DType::F64 || to == DType::F64;
     let mut y = vec![0f64; x.numel()];
-    if x.dtype().is_int() {
+    if let (true, Data::F8(d, xb)) = (is_small_quant(x.dtype()), &x.data) {
+        let zb: Vec<u8> = match zp.map(|z| &z.data) {
+            Some(Data::F8(_, b)) => b.clone(),
+            _ => vec![],
+        };
+        let sm = float8::small_of(*d).ok_or("internal: small type")?;
+        qk::dequantize_small(xb, sm, &sv, &zb, p, wide, &mut y);
+    } else if x.dtype().is_int() {
         // Subtract the zero point exactly, in integers.
         let xv = ints(x, "x")?;
         let zv = match zp {
@@ -193,13 +205,6 @@ fn dequantize(
             None => vec![],
         };
         qk::dequantize(&xv, &sv, &zv, p, wide, &mut y);
-    } else if let Data::F8(d, xb) = &x.data {
-        let zb: Vec<u8> = match zp.map(|z| &z.data) {
-            Some(Data::F8(_, b)) => b.clone(),
-            _ => vec![],
-        };
-        let sm = float8::small_of(*d).ok_or("internal: small type")?;
-        qk::dequantize_small(xb, sm, &sv, &zb, p, wide, &mut y);
     } else {
         return Err(format!("DequantizeLinear of {} is not supported", x.dtype()));
     }

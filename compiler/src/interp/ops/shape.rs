@@ -121,7 +121,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
             one(range(s, l, d)?)
         }
         Op::DepthToSpace { blocksize, crd } => one(depth_to_space(arg(args, 0)?, *blocksize, *crd)?),
-        Op::SpaceToDepth { blocksize } => one(space_to_depth(arg(args, 0)?, *blocksize)?),
+        Op::SpaceToDepth { blocksize, crd } => one(space_to_depth(arg(args, 0)?, *blocksize, *crd)?),
         _ => Err(format!("{} is not implemented in the interpreter yet", op.name())),
     }
 }
@@ -451,7 +451,7 @@ fn depth_to_space(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
     Ok(Tensor::new(out, take(&x.data, &idx)))
 }
 
-fn space_to_depth(x: &Tensor, b: usize) -> Result<Tensor, String> {
+fn space_to_depth(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
     if x.rank() != 4 || !x.shape[2].is_multiple_of(b) || !x.shape[3].is_multiple_of(b) {
         return Err(format!("needs NCHW input with H, W divisible by {b}, got {:?}", x.shape));
     }
@@ -460,8 +460,8 @@ fn space_to_depth(x: &Tensor, b: usize) -> Result<Tensor, String> {
     let st = strides(&x.shape);
     let idx = index_map(&out, |ix| {
         let (bn, oc, y, xx) = (ix[0], ix[1], ix[2], ix[3]);
-        let ch = oc % c;
-        let blk = oc / c;
+        // DCR: oc = (by · b + bx) · C + ch; CRD: oc = ch · b² + by · b + bx.
+        let (ch, blk) = if crd { (oc / (b * b), oc % (b * b)) } else { (oc % c, oc / c) };
         let (by, bx) = (blk / b, blk % b);
         bn * st[0] + ch * st[1] + (y * b + by) * st[2] + (xx * b + bx) * st[3]
     })?;

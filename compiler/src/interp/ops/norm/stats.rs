@@ -30,6 +30,25 @@ pub fn batch_norm(x: &Tensor, scale: &Tensor, bias: &Tensor, mean: &Tensor, var:
     by_precision!(x.dtype(), "BatchNormalization", go(x, [scale, bias, mean, var], b, c, p, eps))
 }
 
+/// BatchNormalization in training mode: (y, running mean, running var).
+pub fn batch_norm_train(x: &Tensor, ps: [&Tensor; 4], eps: f64, momentum: f64) -> Result<(Tensor, Tensor, Tensor), String> {
+    let (b, c, p) = ncp(x, "BatchNormalization")?;
+    fn go<R: Work>(x: &Tensor, ps: [&Tensor; 4], dims: [usize; 3], eps: f64, momentum: f64) -> Result<(Tensor, Tensor, Tensor), String> {
+        let c = dims[1];
+        let xs = R::view(x);
+        let s = channel_param::<R>(ps[0], c, "scale")?;
+        let bi = channel_param::<R>(ps[1], c, "B")?;
+        let m = channel_param::<R>(ps[2], c, "input_mean")?;
+        let v = channel_param::<R>(ps[3], c, "input_var")?;
+        let mut y = vec![R::default(); xs.len()];
+        let (mut rm, mut rv) = (vec![R::default(); c], vec![R::default(); c]);
+        k::batch_norm_train(&xs, &mut y, dims, &s, &bi, &m, &v, eps, momentum, &mut rm, &mut rv);
+        let stat = |v: Vec<R>, like: &Tensor| Tensor::new(like.shape.clone(), R::into_data(v, like.dtype()));
+        Ok((Tensor::new(x.shape.clone(), R::into_data(y, x.dtype())), stat(rm, ps[2]), stat(rv, ps[3])))
+    }
+    by_precision!(x.dtype(), "BatchNormalization", go(x, ps, [b, c, p], eps, momentum))
+}
+
 pub fn instance_norm(x: &Tensor, scale: &Tensor, bias: &Tensor, eps: f64) -> Result<Tensor, String> {
     let (b, c, p) = ncp(x, "InstanceNormalization")?;
     fn go<R: Work>(x: &Tensor, scale: &Tensor, bias: &Tensor, b: usize, c: usize, p: usize, eps: f64) -> Result<Tensor, String> {
