@@ -31,7 +31,7 @@ pub fn gradients(g: &mut Graph, y: ValueId, seed: Option<ValueId>, wrt: &[ValueI
     let n_fwd = g.nodes.len();
     let active = active_values(g, wrt);
     let mut b = B::new(g);
-    b.label = format!("{}", b.g.value(y).name);
+    b.label = b.g.value(y).name.clone();
     let seed = match seed {
         Some(s) => s,
         None => ones_like(&mut b, y).map_err(|reason| PassError::Node { node: b.label.clone(), op: "Gradient".into(), reason })?,
