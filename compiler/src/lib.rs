@@ -1,5 +1,6 @@
 //! burnc-compiler: the IR every frontend produces, the passes over it, and the reference
 //! interpreter that runs it with the runtime's kernels.
+pub mod autodiff;
 pub mod codegen;
 pub mod float8;
 pub mod interp;

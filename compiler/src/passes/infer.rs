@@ -326,7 +326,7 @@ fn is_bool_op(b: BinaryOp) -> bool {
 }
 
 /// Output types of one node, in output order (fewer than the outputs means the rest unknown).
-fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
+pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
     let cx = Cx { g, n, fresh: std::cell::Cell::new(0) };
     let cx = &cx;
     let same = || vec![t(cx.dtype(0), cx.shape(0).map(|s| s.to_vec()))];

@@ -77,6 +77,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     if domain == "ai.onnx.preview" && node.op_type() == "FlexAttention" {
         return super::flex::lower(ctx, node);
     }
+    if domain == "ai.onnx.preview.training" {
+        return super::training::lower(ctx, node);
+    }
     if !matches!(domain, "" | "ai.onnx") {
         return Err(OnnxError::UnsupportedOp {
             node: n.label.clone(),

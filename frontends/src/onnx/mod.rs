@@ -4,6 +4,7 @@ mod flex;
 mod import;
 mod lower;
 mod rnn;
+mod training;
 #[allow(clippy::all, missing_docs)]
 pub mod proto;
 pub mod tensor;

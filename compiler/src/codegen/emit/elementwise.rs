@@ -177,8 +177,10 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let (_, ys) = cx.ty(n, yv)?;
             let st = |s: &[usize]| crate::interp::ops::util::broadcast_strides(s, &oshape);
             if oshape.is_empty() {
+                // The write target is an `unsafe { … }` block: parenthesised, so it is indexed
+                // rather than parsed as a statement of its own.
                 return Ok(Some(format!(
-                    "let (c, x, z) = ({}, {}, {}); {}[0] = if c[0] != 0 {{ x[0] }} else {{ z[0] }};",
+                    "let (c, x, z) = ({}, {}, {}); ({})[0] = if c[0] != 0 {{ x[0] }} else {{ z[0] }};",
                     cx.read(n, c)?, cx.read(n, x)?, cx.read(n, yv)?, cx.write(n, out)?
                 )));
             }

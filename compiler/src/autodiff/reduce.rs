@@ -1,0 +1,86 @@
+//! ReduceSum / ReduceMean (the gradient is dY broadcast back over the reduced axes, divided by
+//! the count for the mean) and Softmax / LogSoftmax (the Jacobian-vector product written with
+//! the forward output: y (dy - Σ dy·y) and dy - exp(y) Σ dy).
+use super::builder::{const_ints, norm_axis, B, R};
+use super::{dy0, input, output};
+use crate::ir::{Node, Op, ReduceOp, UnaryOp, ValueId};
+
+pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) -> R<Vec<Option<ValueId>>> {
+    let dy = dy0(dys)?;
+    let x = input(n, 0)?;
+    match &n.op {
+        Op::Reduce { op, axes, keepdims, noop_with_empty_axes } => {
+            let axes = match axes {
+                Some(a) => a.clone(),
+                None => match n.inputs.get(1).copied().flatten() {
+                    None => vec![],
+                    Some(v) => const_ints(b.g, Some(v)).ok_or("the axes input must be a constant to differentiate")?,
+                },
+            };
+            let mut out = vec![None; n.inputs.len()];
+            out[0] = Some(reduce(b, *op, x, dy, axes, *keepdims, *noop_with_empty_axes)?);
+            Ok(out)
+        }
+        Op::Softmax { axis, log, coerce_2d } => {
+            let y = output(n, 0)?;
+            let r = b.rank(x)?;
+            let ax = norm_axis(*axis, r)? as i64;
+            // Before opset 13 the op normalises over everything from `axis` on, jointly.
+            let axes: Vec<i64> = if *coerce_2d { (ax..r as i64).collect() } else { vec![ax] };
+            let dx = if *log {
+                let s = b.reduce_sum(dy, axes, true)?;
+                let p = b.node(Op::Unary(UnaryOp::Exp), &[y])?;
+                let t = b.mul(p, s)?;
+                b.sub(dy, t)?
+            } else {
+                let dyy = b.mul(dy, y)?;
+                let s = b.reduce_sum(dyy, axes, true)?;
+                let t = b.sub(dy, s)?;
+                b.mul(y, t)?
+            };
+            Ok(vec![Some(dx)])
+        }
+        other => Err(format!("no gradient rule for {}", other.name())),
+    }
+}
+
+fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, dy: ValueId, axes: Vec<i64>, keepdims: bool, noop: bool) -> R<ValueId> {
+    let r = b.rank(x)?;
+    if axes.is_empty() && noop {
+        return Ok(dy);
+    }
+    let axes: Vec<i64> = if axes.is_empty() {
+        (0..r as i64).collect()
+    } else {
+        let mut v = axes.iter().map(|&a| norm_axis(a, r).map(|a| a as i64)).collect::<R<Vec<_>>>()?;
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let scaled = match op {
+        ReduceOp::Sum => dy,
+        ReduceOp::Mean => {
+            let dt = b.dtype(x)?;
+            let dims = b.dims(x)?;
+            let count: Option<usize> = axes.iter().map(|&a| dims[a as usize].fixed()).product();
+            let k = match count {
+                Some(c) => b.scalar(1.0 / c as f64, dt)?,
+                None => {
+                    // Unknown reduced dims: count = size(x) / size(y) at run time.
+                    let sx = b.node(Op::Size, &[x])?;
+                    let sy = b.node(Op::Size, &[dy])?;
+                    let sx = b.node(Op::Cast { to: dt, saturate: false }, &[sx])?;
+                    let sy = b.node(Op::Cast { to: dt, saturate: false }, &[sy])?;
+                    b.div(sy, sx)?
+                }
+            };
+            b.mul(dy, k)?
+        }
+        other => return Err(format!("no gradient rule for Reduce{other:?}")),
+    };
+    // Restore the reduced axes as size-1 dims (Unsqueeze's axes index the output, x's rank),
+    // then broadcast over them.
+    let kept = if keepdims { scaled } else { b.node(Op::Unsqueeze { axes: Some(axes) }, &[scaled])? };
+    let s = b.shape_of(x)?;
+    b.node(Op::Expand, &[kept, s])
+}

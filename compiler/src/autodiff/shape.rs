@@ -1,0 +1,99 @@
+//! Data movement. Reshapes move no data, so the gradient is reshaped back; Transpose is undone
+//! by the inverse permutation; Concat's gradient is a Split at the operands' sizes. Slice and
+//! Gather pick elements, so their gradient scatters dY back, adding where an element was picked
+//! twice: the same op applied to an "iota" (each element holding its own flat index) tells
+//! where each output element came from, and ScatterElements(add) into zeros puts it there.
+//! That reuses the forward op's own index semantics (negative indices, steps, clamping), so
+//! the backward cannot disagree with it; with static shapes the index table folds to a constant.
+use super::builder::{norm_axis, B, R};
+use super::{dy0, input};
+use crate::ir::{Node, Op, ScatterReduction, ValueId};
+use crate::tensor::Tensor;
+
+pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
+    let dy = dy0(dys)?;
+    let x = input(n, 0)?;
+    match &n.op {
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
+            Ok(vec![Some(b.reshape_like(dy, x)?)])
+        }
+        Op::Transpose { perm } => {
+            let r = b.rank(x)?;
+            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..r).rev().collect());
+            let mut inv = vec![0; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                *inv.get_mut(p).ok_or_else(|| format!("perm {perm:?} is not a permutation"))? = i;
+            }
+            Ok(vec![Some(b.transpose(dy, inv)?)])
+        }
+        Op::Concat { axis } => concat(b, n, *axis, dy, need),
+        Op::Slice | Op::Gather { .. } => {
+            // Only the data input is differentiable; starts/indices are integers.
+            let mut out = vec![None; n.inputs.len()];
+            out[0] = Some(scatter_back(b, n, x, dy)?);
+            Ok(out)
+        }
+        other => Err(format!("no gradient rule for {}", other.name())),
+    }
+}
+
+fn concat(b: &mut B<'_>, n: &Node, axis: i64, dy: ValueId, need: &[bool]) -> R<Vec<Option<ValueId>>> {
+    let ins: Vec<ValueId> = n.inputs.iter().flatten().copied().collect();
+    if ins.len() != n.inputs.len() {
+        return Err("Concat with an omitted input".into());
+    }
+    let ax = norm_axis(axis, b.rank(dy)?)?;
+    // The split sizes: each operand's dim at the axis (a Shape slice when not static).
+    let mut sizes = Vec::with_capacity(ins.len());
+    for &v in &ins {
+        sizes.push(match b.dims(v)?.get(ax).and_then(|d| d.fixed()) {
+            Some(d) => b.ints(&[d as i64]),
+            None => b.node(Op::Shape { start: ax as i64, end: Some(ax as i64 + 1) }, &[v])?,
+        });
+    }
+    let split = if sizes.len() == 1 { sizes[0] } else { b.node(Op::Concat { axis: 0 }, &sizes)? };
+    let parts = b.node_n(Op::Split { axis: ax as i64, split: None, num_outputs: None }, vec![Some(dy), Some(split)], ins.len())?;
+    Ok(parts.into_iter().zip(need).map(|(p, &w)| w.then_some(p)).collect())
+}
+
+/// Gradient of an op that picks elements of input 0 (its other inputs are indices).
+fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId) -> R<ValueId> {
+    // iota: x's shape, element i = i.
+    let iota = match b.fixed_dims(x) {
+        Ok(d) => {
+            let len: usize = d.iter().product();
+            b.konst(Tensor::from_i64s(d, (0..len as i64).collect()))
+        }
+        Err(_) => {
+            let zero = b.konst(Tensor::scalar_i64(0));
+            let one = b.konst(Tensor::scalar_i64(1));
+            let size = b.node(Op::Size, &[x])?;
+            let r = b.node(Op::Range, &[zero, size, one])?;
+            b.reshape_like(r, x)?
+        }
+    };
+    // The forward op on iota: where each output element came from.
+    let mut inputs = n.inputs.clone();
+    inputs[0] = Some(iota);
+    let picked = b.node_n(n.op.clone(), inputs, 1)?[0];
+    scatter_add(b, x, picked, dy)
+}
+
+/// Zeros shaped like `x` plus, for each element of `dy`, dy added at the flat position of `x`
+/// the matching element of `flat_idx` names (the adjoint of a gather).
+pub(super) fn scatter_add(b: &mut B<'_>, x: ValueId, flat_idx: ValueId, dy: ValueId) -> R<ValueId> {
+    let flat = b.ints(&[-1]);
+    let idx = b.node(Op::Reshape { allowzero: false }, &[flat_idx, flat])?;
+    let upd = b.node(Op::Reshape { allowzero: false }, &[dy, flat])?;
+    let dt = b.dtype(x)?;
+    let size = match b.fixed_dims(x) {
+        Ok(d) => b.ints(&[d.iter().product::<usize>() as i64]),
+        Err(_) => {
+            let s = b.node(Op::Size, &[x])?;
+            b.node(Op::Reshape { allowzero: false }, &[s, flat])?
+        }
+    };
+    let zeros = b.node(Op::ConstantOfShape { value: super::builder::scalar_tensor(0.0, dt)? }, &[size])?;
+    let sc = b.node(Op::ScatterElements { axis: 0, reduction: ScatterReduction::Add }, &[zeros, idx, upd])?;
+    b.reshape_like(sc, x)
+}
