@@ -3,6 +3,7 @@ mod attrs;
 mod flex;
 mod import;
 mod lower;
+mod ml;
 mod rnn;
 mod training;
 #[allow(clippy::all, missing_docs)]
