@@ -548,7 +548,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Scan" => {
             let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
             if opset < 9 {
-                return Err(n.err("Scan before opset 9 (with sequence_lens) is not supported"));
+                return super::scan8::lower(ctx, node);
             }
             let num_scan_inputs = a.i("num_scan_inputs").ok_or_else(|| n.err("missing attribute `num_scan_inputs`"))?;
             Some(Op::Scan {

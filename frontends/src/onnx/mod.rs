@@ -5,6 +5,7 @@ mod import;
 mod lower;
 mod ml;
 mod rnn;
+mod scan8;
 mod training;
 #[allow(clippy::all, missing_docs)]
 pub mod proto;
