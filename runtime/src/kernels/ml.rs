@@ -197,3 +197,30 @@ pub fn tree_ensemble<T: Real>(x: &[T], p: &Trees, t: &TreeTables, max_finite: f6
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tfidf_counts_unigrams_and_bigrams() {
+        // Pool: unigram [1], bigram [1, 2]; ids 1 2 1 2 hold two of each.
+        let p = TfIdf { rows: 1, cols: 4, out: 2, min_gram: 1, max_gram: 2, max_skip: 0, mode: TF };
+        let mut y = [0f32; 2];
+        tfidf(&[1i64, 2, 1, 2], &p, &[1, 1, 2], &[0, 1], &[0, 1], &[], &mut y);
+        assert_eq!(y, [2.0, 2.0]);
+        // Skipping one id pairs 1 with the next 1 and 2 with the next 2: no (1, 2) bigram added.
+        let p = TfIdf { max_skip: 1, min_gram: 2, ..p };
+        tfidf(&[1i64, 2, 1, 2], &p, &[1, 1, 2], &[0, 1], &[0, 1], &[], &mut y);
+        assert_eq!(y, [0.0, 2.0]);
+    }
+
+    #[test]
+    fn tree_splits_on_leq() {
+        // One node: x0 <= 0.5 → leaf 0 (weight 1), else leaf 1 (weight 2).
+        let t = TreeTables { nodes: &[LEQ, 0, 0, 1, 3, 0, 0], splits: &[0.5], members: &[], leaf_weights: &[1.0, 2.0], leaf_targets: &[0, 0], roots: &[0, 0] };
+        let mut y = [0f32; 2];
+        tree_ensemble(&[0.0f32, 1.0], &Trees { n: 2, features: 1, targets: 1, aggregate: SUM }, &t, f32::MAX as f64, &mut y);
+        assert_eq!(y, [1.0, 2.0]);
+    }
+}
