@@ -310,6 +310,12 @@ pub enum Op {
     /// (X, W, offset, B?, mask?) → 2-D deformable convolution.
     DeformConv { window: Window, group: usize, offset_group: usize },
 
+    // ---- classic ML (interp::ops::ml)
+    /// (X: int32/int64 ids, [C] or [B, C]) → f32 [out] or [B, out].
+    TfIdfVectorizer(Box<super::TfIdfAttrs>),
+    /// (X: [N, F] f32/f64) → [N, targets] in X's type.
+    TreeEnsemble(Box<super::TreeEnsembleAttrs>),
+
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },
     Loop { body: Box<Graph> },

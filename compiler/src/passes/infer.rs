@@ -14,6 +14,8 @@ use crate::tensor::Tensor;
 mod signal;
 #[path = "infer_detect.rs"]
 mod detect;
+#[path = "infer_ml.rs"]
+mod ml;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -967,6 +969,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
         | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
+        Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // Unknown to inference (sequences, loops, einsum, ops added later): leave as is.
         _ => vec![],
     })

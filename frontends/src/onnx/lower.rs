@@ -80,6 +80,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     if domain == "ai.onnx.preview.training" {
         return super::training::lower(ctx, node);
     }
+    if domain == "ai.onnx.ml" {
+        return super::ml::lower(ctx, node, ctx.opset);
+    }
     if !matches!(domain, "" | "ai.onnx") {
         return Err(OnnxError::UnsupportedOp {
             node: n.label.clone(),
@@ -99,6 +102,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     // Ops that lower to something other than one core node.
     match op_type {
         "Constant" => return lower_constant(ctx, &n),
+        "TfIdfVectorizer" => return super::ml::tfidf(ctx, node, opset),
         "Sum" | "Mean" | "Max" | "Min" => {
             let bop = match op_type {
                 "Max" => BinaryOp::Max,
@@ -544,7 +548,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Scan" => {
             let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
             if opset < 9 {
-                return Err(n.err("Scan before opset 9 (with sequence_lens) is not supported"));
+                return super::scan8::lower(ctx, node);
             }
             let num_scan_inputs = a.i("num_scan_inputs").ok_or_else(|| n.err("missing attribute `num_scan_inputs`"))?;
             Some(Op::Scan {

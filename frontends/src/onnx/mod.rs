@@ -3,7 +3,9 @@ mod attrs;
 mod flex;
 mod import;
 mod lower;
+mod ml;
 mod rnn;
+mod scan8;
 mod training;
 #[allow(clippy::all, missing_docs)]
 pub mod proto;

@@ -13,6 +13,7 @@ pub mod grid;
 pub mod im2col;
 pub mod linear_attention;
 pub mod loss;
+pub mod ml;
 pub mod norm;
 pub mod permute;
 pub mod quant;

@@ -6,6 +6,7 @@ mod detect;
 mod elementwise;
 mod extra;
 mod misc;
+mod ml;
 mod nn;
 mod norm;
 mod quant;
@@ -137,6 +138,20 @@ impl<'a> Ctx<'a> {
         format!("unsafe {{ rt::arena::weights::<f64>(w, {off}, {}) }}", v.len())
     }
 
+    /// Store an `i64` table in the weights blob; returns an expression of type `&[i64]`.
+    pub fn table_i64(&self, v: &[i64]) -> String {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let off = self.weights.borrow_mut().push_table(&bytes);
+        format!("unsafe {{ rt::arena::weights::<i64>(w, {off}, {}) }}", v.len())
+    }
+
+    /// Store an `f32` table in the weights blob; returns an expression of type `&[f32]`.
+    pub fn table_f32(&self, v: &[f32]) -> String {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let off = self.weights.borrow_mut().push_table(&bytes);
+        format!("unsafe {{ rt::arena::weights::<f32>(w, {off}, {}) }}", v.len())
+    }
+
     /// Store a `u8` table in the weights blob; returns an expression of type `&[u8]`.
     pub fn table_u8(&self, v: &[u8]) -> String {
         let off = self.weights.borrow_mut().push_table(v);
@@ -199,6 +214,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
         | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
+        Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
