@@ -130,7 +130,7 @@ pub fn apply(graph: &mut Graph, file: &SafeTensors, opts: &WeightsOptions) -> Re
         applied.unused = std::mem::take(&mut m.unused);
     }
     if !m.is_empty() {
-        return Err(SafetensorsError::Mismatch(m));
+        return Err(SafetensorsError::Mismatch(Box::new(m)));
     }
     applied.replaced = new_params.len();
     for (idx, p) in new_params {

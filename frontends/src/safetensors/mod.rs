@@ -31,7 +31,7 @@ pub enum SafetensorsError {
     Corrupt(String),
     /// Keys and parameters that do not line up; every problem is listed.
     #[error("{0}")]
-    Mismatch(Mismatch),
+    Mismatch(Box<Mismatch>),
     /// A `--rename` rule that cannot be used.
     #[error("bad rename `{rule}`: {reason}")]
     BadRename { rule: String, reason: String },
