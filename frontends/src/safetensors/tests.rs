@@ -155,3 +155,22 @@ fn metadata_and_empty_file() {
 fn missing_file_is_io_error() {
     assert!(matches!(load(Path::new("/nonexistent/w.safetensors")), Err(SafetensorsError::Io { .. })));
 }
+
+#[test]
+fn mutated_files_never_panic() {
+    let good = serialize(&[("a", DType::F32, &[2], &f32s(&[1., 2.])), ("b", DType::F16, &[1], &[0, 0x3c]), ("__x\"y", DType::I8, &[0], &[])]);
+    assert!(parse(Bytes::from(good.clone())).is_ok());
+    // Every truncation is refused (the data must tile the buffer exactly).
+    for n in 0..good.len() {
+        assert!(parse(Bytes::from(good[..n].to_vec())).is_err(), "prefix {n}");
+    }
+    // Every byte replaced by characters that matter to the header or the length: errors or
+    // a different valid file, never a panic.
+    for i in 0..good.len() {
+        for c in [0u8, 0xff, b'"', b'9', b'{', b']', b'\\', b','] {
+            let mut b = good.clone();
+            b[i] = c;
+            let _ = parse(Bytes::from(b));
+        }
+    }
+}
