@@ -145,7 +145,11 @@ impl Weights {
 /// see the new values).
 pub fn apply_weights(g: &mut Graph, w: &Weights) -> Result<Applied, BuildError> {
     let err = |source| BuildError::Weights { path: w.path.display().to_string(), source };
-    let file = burnc_frontends::safetensors::load(&w.path).map_err(err)?;
+    let file = burnc_frontends::safetensors::load(&w.path).map_err(|e| match e {
+        // The Io error names the path itself; keep it to one mention.
+        burnc_frontends::safetensors::SafetensorsError::Io { source, .. } => file_err(&w.path, source),
+        other => err(other),
+    })?;
     burnc_frontends::safetensors::apply(g, &file, &w.options).map_err(err)
 }
 
