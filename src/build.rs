@@ -4,6 +4,7 @@ use burnc_compiler::codegen::{self, CodegenOptions, Generated, IoDesc};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::ir::{Dim, Graph, Shape, TensorType, ValueKind, ValueType};
 use burnc_frontends::onnx::values::{decode_value, ValueKindHint};
+use burnc_frontends::safetensors::{Applied, Rename, WeightsOptions};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -21,6 +22,8 @@ pub enum BuildError {
     Pass(#[from] burnc_compiler::passes::PassError),
     #[error(transparent)]
     Codegen(#[from] burnc_compiler::codegen::CodegenError),
+    #[error("{path}: {source}")]
+    Weights { path: String, source: burnc_frontends::safetensors::SafetensorsError },
     #[error("OUT_DIR is not set: Build::compile runs in a build script, or give Build::out_dir")]
     NoOutDir,
 }
@@ -117,6 +120,39 @@ pub fn bake_tensor(g: &mut Graph, pos: usize, t: burnc_compiler::Tensor) {
     v.kind = ValueKind::Const(t);
 }
 
+/// A safetensors file whose tensors replace the model's initializers (`--weights`).
+#[derive(Debug, Clone)]
+pub struct Weights {
+    pub path: PathBuf,
+    /// Renames (`--rename`) and whether unused tensors are allowed.
+    pub options: WeightsOptions,
+}
+
+impl Weights {
+    /// `path` with the `PATTERN=REPLACEMENT` rules of `--rename`.
+    pub fn new(path: impl AsRef<Path>, renames: &[String], allow_unused: bool) -> Result<Weights, BuildError> {
+        let path = path.as_ref().to_path_buf();
+        let renames = renames
+            .iter()
+            .map(|r| Rename::parse(r))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|source| BuildError::Weights { path: path.display().to_string(), source })?;
+        Ok(Weights { path, options: WeightsOptions { renames, allow_unused } })
+    }
+}
+
+/// Put the tensors of `w` in place of `g`'s parameters (before any pass, so folding and fusion
+/// see the new values).
+pub fn apply_weights(g: &mut Graph, w: &Weights) -> Result<Applied, BuildError> {
+    let err = |source| BuildError::Weights { path: w.path.display().to_string(), source };
+    let file = burnc_frontends::safetensors::load(&w.path).map_err(|e| match e {
+        // The Io error names the path itself; keep it to one mention.
+        burnc_frontends::safetensors::SafetensorsError::Io { source, .. } => file_err(&w.path, source),
+        other => err(other),
+    })?;
+    burnc_frontends::safetensors::apply(g, &file, &w.options).map_err(err)
+}
+
 /// Load, pin, bake, prepare and generate. `weights_file` is the blob's file name as the module's
 /// `include_bytes!` names it (relative to the module).
 pub fn generate(
@@ -125,8 +161,22 @@ pub fn generate(
     consts: &[(String, PathBuf)],
     weights_file: &str,
 ) -> Result<Generated, BuildError> {
+    generate_with(model, pins, consts, None, weights_file)
+}
+
+/// [`generate`], with the initializers replaced from a weights file first.
+pub fn generate_with(
+    model: &Path,
+    pins: &[(String, Vec<usize>)],
+    consts: &[(String, PathBuf)],
+    weights: Option<&Weights>,
+    weights_file: &str,
+) -> Result<Generated, BuildError> {
     let m = burnc_frontends::onnx::load(model)?;
     let mut g = m.graph;
+    if let Some(w) = weights {
+        apply_weights(&mut g, w)?;
+    }
     for (name, dims) in pins {
         pin_input(&mut g, name, dims)?;
     }
@@ -179,10 +229,16 @@ fn write_if_changed(p: &Path, bytes: &[u8]) -> Result<(), BuildError> {
 }
 
 /// Compile `model` to the module `out` (`x.rs`) and its weights `x.bin` beside it.
-pub fn compile_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], consts: &[(String, PathBuf)]) -> Result<Report, BuildError> {
+pub fn compile_to(
+    model: &Path,
+    out: &Path,
+    pins: &[(String, Vec<usize>)],
+    consts: &[(String, PathBuf)],
+    weights: Option<&Weights>,
+) -> Result<Report, BuildError> {
     let bin = out.with_extension("bin");
     let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
-    let gen = generate(model, pins, consts, &bin_name)?;
+    let gen = generate_with(model, pins, consts, weights, &bin_name)?;
     write_if_changed(out, gen.source.as_bytes())?;
     write_if_changed(&bin, &gen.weights)?;
     Ok(Report {
@@ -215,13 +271,26 @@ pub struct Build {
     name: Option<String>,
     out_dir: Option<PathBuf>,
     cargo_metadata: bool,
+    weights: Option<PathBuf>,
+    renames: Vec<String>,
+    allow_unused_weights: bool,
 }
 
 impl Build {
     /// Compile the ONNX model at `model` (relative paths are relative to the package root in a
     /// build script).
     pub fn new(model: impl AsRef<Path>) -> Self {
-        Build { model: model.as_ref().to_path_buf(), pins: Vec::new(), consts: Vec::new(), name: None, out_dir: None, cargo_metadata: true }
+        Build {
+            model: model.as_ref().to_path_buf(),
+            pins: Vec::new(),
+            consts: Vec::new(),
+            name: None,
+            out_dir: None,
+            cargo_metadata: true,
+            weights: None,
+            renames: Vec::new(),
+            allow_unused_weights: false,
+        }
     }
 
     /// Pin input `name` to `dims` (needed for symbolic dims; checked against fixed ones).
@@ -233,6 +302,27 @@ impl Build {
     /// Bake input `name` into the model as a constant read from `file` (`.npy` or `.pb`).
     pub fn constant(mut self, name: &str, file: impl AsRef<Path>) -> Self {
         self.consts.push((name.to_string(), file.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Replace the model's initializers with the tensors of a `.safetensors` file (every
+    /// parameter must be in it, with the same shape; f16/bf16/f64 convert to the model's dtype).
+    pub fn weights(mut self, file: impl AsRef<Path>) -> Self {
+        self.weights = Some(file.as_ref().to_path_buf());
+        self
+    }
+
+    /// Rename weights-file keys before matching them to parameters: `PATTERN=REPLACEMENT`, where
+    /// `*` in PATTERN matches anything and fills the `*`s of REPLACEMENT (`model.*=*`). Rules
+    /// apply in order, first match wins.
+    pub fn rename_weights(mut self, rule: &str) -> Self {
+        self.renames.push(rule.to_string());
+        self
+    }
+
+    /// Ignore tensors of the weights file that no parameter takes (default: an error).
+    pub fn allow_unused_weights(mut self, on: bool) -> Self {
+        self.allow_unused_weights = on;
         self
     }
 
@@ -261,7 +351,14 @@ impl Build {
             for (_, f) in &self.consts {
                 println!("cargo:rerun-if-changed={}", f.display());
             }
+            if let Some(w) = &self.weights {
+                println!("cargo:rerun-if-changed={}", w.display());
+            }
         }
+        let weights = match &self.weights {
+            Some(w) => Some(Weights::new(w, &self.renames, self.allow_unused_weights)?),
+            None => None,
+        };
         let dir = match &self.out_dir {
             Some(d) => d.clone(),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(BuildError::NoOutDir)?),
@@ -274,6 +371,6 @@ impl Build {
             return Err(BuildError::Invalid(format!("bad module name `{name}`: give a plain file stem")));
         }
         std::fs::create_dir_all(&dir).map_err(|e| file_err(&dir, e))?;
-        compile_to(&self.model, &dir.join(format!("{name}.rs")), &self.pins, &self.consts)
+        compile_to(&self.model, &dir.join(format!("{name}.rs")), &self.pins, &self.consts, weights.as_ref())
     }
 }

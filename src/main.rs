@@ -21,6 +21,8 @@ struct Cli {
     /// Bake an input into the model as a constant: NAME=FILE (.pb or .npy).
     #[arg(long = "const", value_name = "NAME=FILE")]
     consts: Vec<String>,
+    #[command(flatten)]
+    weights: cli::weights::WeightsArgs,
 }
 
 #[derive(Subcommand)]
@@ -41,7 +43,7 @@ fn main() -> ExitCode {
         Some(Command::Inspect(a)) => cli::inspect::inspect(a),
         Some(Command::Bench(a)) => cli::bench::bench(a),
         None => match cli.model {
-            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts),
+            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights),
             None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench); see --help".into())),
         },
     };

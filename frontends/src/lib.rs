@@ -1,3 +1,4 @@
 //! burnc-frontends: each module turns a model file into a `burnc_compiler::ir::Graph`.
 pub mod npy;
 pub mod onnx;
+pub mod safetensors;

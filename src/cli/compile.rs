@@ -1,6 +1,7 @@
-//! `burnc MODEL.onnx -o model.rs [--input NAME=DIMS]... [--const NAME=FILE]...`: ahead-of-time
+//! `burnc MODEL.onnx -o model.rs [--input NAME=DIMS]... [--const NAME=FILE]... [--weights FILE]`: ahead-of-time
 //! compilation to a Rust module plus its weights blob (the work is in `burnc::build`, shared
 //! with the build-script API).
+use super::weights::WeightsArgs;
 use super::CliError;
 use burnc::build::{compile_to, parse_dims};
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ fn split<'a>(spec: &'a str, what: &str) -> Result<(&'a str, &'a str), CliError> 
     spec.split_once('=').ok_or_else(|| CliError::Usage(format!("expected {what}, got `{spec}`")))
 }
 
-pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String]) -> Result<(), CliError> {
+pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs) -> Result<(), CliError> {
     let out: PathBuf = match output {
         Some(o) => o.to_path_buf(),
         None => PathBuf::from(format!("{}.rs", model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or("model".into()))),
@@ -29,7 +30,7 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
             Ok((n.to_string(), PathBuf::from(f)))
         })
         .collect::<Result<Vec<_>, CliError>>()?;
-    let report = compile_to(model, &out, &pins, &consts)?;
+    let report = compile_to(model, &out, &pins, &consts, weights.spec()?.as_ref())?;
     println!("{}", report.memory_line());
     Ok(())
 }

@@ -13,11 +13,14 @@ pub struct InspectArgs {
     /// Also print the graph, one node a line.
     #[arg(long)]
     pub graph: bool,
+    #[command(flatten)]
+    pub weights: super::weights::WeightsArgs,
 }
 
 pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     let model = burnc_frontends::onnx::load(&a.model)?;
     let mut g = model.graph;
+    a.weights.apply(&mut g)?;
     pin_inputs(&mut g, &a.inputs)?;
     burnc_compiler::passes::prepare(&mut g)?;
     println!("model: {} (opset {}, producer `{}`)", a.model.display(), model.opset, model.producer);

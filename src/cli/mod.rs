@@ -4,6 +4,7 @@ pub mod compile;
 pub mod inputs;
 pub mod inspect;
 pub mod run;
+pub mod weights;
 
 use thiserror::Error;
 

@@ -23,10 +23,13 @@ pub struct RunArgs {
     /// interpreter does, so the two can be compared bit for bit.
     #[arg(long, requires = "codegen")]
     pub fuse: bool,
+    #[command(flatten)]
+    pub weights: super::weights::WeightsArgs,
 }
 
 pub fn run(a: RunArgs) -> Result<(), CliError> {
-    let model = burnc_frontends::onnx::load(&a.model)?;
+    let mut model = burnc_frontends::onnx::load(&a.model)?;
+    a.weights.apply(&mut model.graph)?;
     let g = &model.graph;
     let mut slots: Vec<Option<RtValue>> = vec![None; g.inputs.len()];
     let mut next_positional = 0;
@@ -55,7 +58,9 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         values.push(s.ok_or_else(|| CliError::Usage(format!("missing input `{}`", g.value(g.inputs[i]).name)))?);
     }
     let outputs = if a.codegen {
-        let key = format!("{}{}", a.model.canonicalize().unwrap_or(a.model.clone()).display(), if a.fuse { " (fused)" } else { "" });
+        // Other weights make another program: key the build cache on them too.
+        let weights = a.weights.weights.as_ref().map(|w| format!(" weights={}", w.canonicalize().unwrap_or(w.clone()).display())).unwrap_or_default();
+        let key = format!("{}{}{weights}", a.model.canonicalize().unwrap_or(a.model.clone()).display(), if a.fuse { " (fused)" } else { "" });
         let prepared = burnc::harness::generate_for(g, &values, &a.model.display().to_string(), a.fuse)?;
         let bin = burnc::harness::build(&prepared.gen, &key)?;
         let work = burnc::harness::cache_dir().join("runs").join(format!("{}", std::process::id()));
