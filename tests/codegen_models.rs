@@ -1,5 +1,9 @@
 //! The nine light models (stock and with random weights) through generated code agree with
-//! the interpreter to 1e-5 relative: `burnc run --codegen` vs `burnc run`, same inputs.
+//! the interpreter: `burnc run --codegen` vs `burnc run`, same inputs. Generated code folds
+//! BatchNormalization into convolution weights (`passes::fuse`), which changes rounding; the
+//! random-weight models have outputs up to ~10^7 with heavy cancellation, so an element near
+//! zero can differ by far more than 1e-5 of itself. The tolerance is therefore 1e-5 of the
+//! output's largest magnitude (plus 1e-6), per element.
 mod common;
 use burnc_compiler::interp::RtValue;
 use burnc_frontends::onnx::values::{decode_value, ValueKindHint};
@@ -56,16 +60,26 @@ fn light_models_codegen_matches_interpreter() {
             }
             let mut worst = 0.0f64;
             for (g, w) in got.iter().zip(&want) {
-                if let Err(e) = common::close(g, w, 1e-5, 1e-6) {
-                    failures.push(format!("{name}: {e}"));
+                let (RtValue::Tensor(g), RtValue::Tensor(w)) = (g, w) else {
+                    failures.push(format!("{name}: outputs are not tensors"));
+                    continue;
+                };
+                if g.shape != w.shape || g.dtype() != w.dtype() {
+                    failures.push(format!("{name}: {:?} {:?} vs expected {:?} {:?}", g.dtype(), g.shape, w.dtype(), w.shape));
+                    continue;
                 }
-                if let (RtValue::Tensor(g), RtValue::Tensor(w)) = (g, w) {
-                    for (x, y) in g.to_f64_vec().iter().zip(w.to_f64_vec()) {
-                        worst = worst.max((x - y).abs() / y.abs().max(1e-30));
+                let (gv, wv) = (g.to_f64_vec(), w.to_f64_vec());
+                let scale = wv.iter().fold(0f64, |m, v| m.max(v.abs()));
+                for (i, (x, y)) in gv.iter().zip(&wv).enumerate() {
+                    let d = (x - y).abs();
+                    if !(d <= 1e-6 + 1e-5 * scale) {
+                        failures.push(format!("{name}: element {i}: {x} vs interpreter {y} (largest |output| {scale})"));
+                        break;
                     }
+                    worst = worst.max(d / scale.max(1e-30));
                 }
             }
-            println!("{suite}/{name}: codegen vs interpreter, max relative difference {worst:.2e}");
+            println!("{suite}/{name}: codegen vs interpreter, max difference {worst:.2e} of the largest |output|");
             checked += 1;
             let _ = std::fs::remove_dir_all(&a);
             let _ = std::fs::remove_dir_all(&b);
