@@ -274,9 +274,13 @@ fn fold_into_conv(g: &mut Graph, report: &mut FusionReport) {
     drop_nodes(g, &remove);
 }
 
+/// What [`mul_add`] found: the Mul's and the Add's per-channel constants, their nodes, and the
+/// value after them.
+type MulAdd = (Option<Vec<f32>>, Option<Vec<f32>>, Vec<usize>, ValueId);
+
 /// A per-channel constant Mul and then a per-channel constant Add after `v` (each optional,
-/// in that order; f32; each intermediate read once): (mul, add, their nodes, the value after).
-fn mul_add(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, remove: &[bool], mut v: ValueId, shape: &[usize]) -> (Option<Vec<f32>>, Option<Vec<f32>>, Vec<usize>, ValueId) {
+/// in that order; f32; each intermediate read once).
+fn mul_add(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, remove: &[bool], mut v: ValueId, shape: &[usize]) -> MulAdd {
     let mut found: [Option<Vec<f32>>; 2] = [None, None];
     let mut nodes = vec![];
     for (slot, want) in [BinaryOp::Mul, BinaryOp::Add].into_iter().enumerate() {
