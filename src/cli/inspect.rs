@@ -58,9 +58,19 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     let fused = match burnc_compiler::codegen::optimize(&g) {
         Ok((f, report)) => {
             if !report.is_empty() {
-                println!("fused ({} groups):", report.bn_into_conv.len());
-                for (conv, bn) in &report.bn_into_conv {
-                    println!("  Conv `{conv}` + BatchNormalization `{bn}` (folded into the weights)");
+                use burnc_compiler::passes::fuse::Role;
+                println!("fused ({} groups):", report.groups.len());
+                for gr in &report.groups {
+                    let parts: Vec<String> = gr
+                        .nodes
+                        .iter()
+                        .map(|(op, name, role)| match role {
+                            Role::Base => format!("{op} `{name}`"),
+                            Role::Folded => format!("{op} `{name}` (folded into the weights)"),
+                            Role::Epilogue => format!("{op} `{name}` (in the output loop)"),
+                        })
+                        .collect();
+                    println!("  {}", parts.join(" + "));
                 }
             }
             f

@@ -7,6 +7,8 @@
 //! constants where the compiler can know them.
 use super::{DType, Graph};
 use crate::tensor::Tensor;
+/// The activation of a fused op, as the runtime applies it.
+pub use burnc_runtime::kernels::conv::Act;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum UnaryOp {
@@ -154,6 +156,14 @@ pub enum Op {
     Gemm { alpha: f32, beta: f32, trans_a: bool, trans_b: bool },
     /// (X, W, B?) grouped N-d convolution.
     Conv { window: Window, group: usize },
+    /// Generated code only (`passes::fuse`): (X, W, B?, R?, M?, A?) a Conv whose output loop
+    /// also multiplies by M and adds A (per channel, `[C]`), adds the residual R (the output's
+    /// shape) and applies `act`: `act((conv(X, W) + B) · M + A + R)`, in that order.
+    FusedConv { window: Window, group: usize, act: Act },
+    /// Generated code only (`passes::fuse`): (X, a, b, M?, A?) `act((x · a[c] + b[c]) · M[c] +
+    /// A[c])` along axis 1, in that order: a BatchNormalization (a, b as the batch-norm kernel
+    /// computes them) with the per-channel Mul/Add and activation after it.
+    ScaleShift { act: Act },
     /// (X, W, B?) transposed convolution.
     ConvTranspose { window: Window, group: usize, output_padding: Vec<usize>, output_shape: Vec<usize> },
     /// Outputs: Y and, for max pooling, optional Indices.

@@ -31,7 +31,7 @@ pub fn node_flops(g: &Graph, n: &crate::ir::Node) -> Option<u64> {
             let k = if *trans_a { a[0] } else { *a.get(1)? };
             2 * out * k as u64
         }
-        Op::Conv { group, .. } => {
+        Op::Conv { group, .. } | Op::FusedConv { group, .. } => {
             let w = in_shape(g, n, 1)?;
             let per_out: usize = w[1..].iter().product();
             let _ = group;

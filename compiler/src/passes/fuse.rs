@@ -1,22 +1,57 @@
-//! Rewrites for generated code that change rounding but not meaning (the interpreter stays the
-//! unfused reference): a BatchNormalization that only normalizes a convolution's output is
-//! folded into the convolution's weights and bias at compile time, so it costs nothing at run
-//! time.
+//! Rewrites for generated code (the interpreter runs the unfused graph as the reference):
+//! - a BatchNormalization that only normalizes a convolution's output is folded into the
+//!   convolution's weights and bias at compile time (this one changes rounding);
+//! - per-channel constant Mul and Add, a residual Add and an activation (Relu, LeakyRelu,
+//!   Clip) after a convolution become its epilogue (`Op::FusedConv`), applied per output tile
+//!   while it is in cache;
+//! - a standalone BatchNormalization with the per-channel Mul/Add and activation after it
+//!   becomes one pass (`Op::ScaleShift`).
+//!
+//! The last two keep the unfused ops' order of operations, so they give the same bits; each
+//! saves one or more full passes over a tensor in memory.
 use super::fold::renumber;
 use super::PassError;
-use crate::ir::{DType, Graph, NodeId, Op, ValueId, ValueKind};
+use crate::ir::{Act, BinaryOp, DType, Graph, NodeId, Op, UnaryOp, ValueId, ValueKind};
 use crate::tensor::{Data, Tensor};
+use std::collections::HashMap;
+
+/// How a node joined a fused group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The node the group is built on (a Conv, or the BatchNormalization of a scale/shift).
+    Base,
+    /// Constants folded into the convolution's weights and bias.
+    Folded,
+    /// Computed in the output loop of the base node.
+    Epilogue,
+}
+
+/// One fused group: (ONNX op, node name, role), base first.
+#[derive(Debug, Default, Clone)]
+pub struct FusedGroup {
+    pub nodes: Vec<(String, String, Role)>,
+}
 
 /// What the fusion passes did, for `burnc inspect`.
 #[derive(Debug, Default, Clone)]
 pub struct FusionReport {
-    /// (conv node, batch-norm node) names.
-    pub bn_into_conv: Vec<(String, String)>,
+    pub groups: Vec<FusedGroup>,
 }
 
 impl FusionReport {
     pub fn is_empty(&self) -> bool {
-        self.bn_into_conv.is_empty()
+        self.groups.is_empty()
+    }
+
+    /// The group built on node `base`, created if new.
+    fn group(&mut self, base: (String, String)) -> &mut FusedGroup {
+        match self.groups.iter().position(|gr| gr.nodes.first().is_some_and(|n| n.1 == base.1)) {
+            Some(i) => &mut self.groups[i],
+            None => {
+                self.groups.push(FusedGroup { nodes: vec![(base.0, base.1, Role::Base)] });
+                self.groups.last_mut().expect("just pushed")
+            }
+        }
     }
 }
 
@@ -27,75 +62,363 @@ fn f32s(t: &Tensor) -> Option<Vec<f32>> {
     }
 }
 
+/// The op name and node name of node `i`, as the source spelled the op.
+fn label(g: &Graph, i: usize) -> (String, String) {
+    let n = &g.nodes[i];
+    let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| match &n.op {
+        Op::BatchNorm { .. } => "BatchNormalization".into(),
+        op => op.name(),
+    });
+    (op, n.name.clone())
+}
+
 /// Run every fusion on `g`.
 pub fn fuse(g: &mut Graph) -> Result<FusionReport, PassError> {
     let mut report = FusionReport::default();
-    fold_batchnorm(g, &mut report);
+    fold_into_conv(g, &mut report);
+    compact(g, &mut report)?;
+    scale_shift(g, &mut report);
+    compact(g, &mut report)?;
+    conv_epilogue(g, &mut report);
+    compact(g, &mut report)?;
+    Ok(report)
+}
+
+/// Renumber and drop dead values after a phase removed nodes.
+fn compact(g: &mut Graph, report: &mut FusionReport) -> Result<(), PassError> {
     if !report.is_empty() {
         renumber(g);
         super::dce::dce(g)?;
     }
-    Ok(report)
+    Ok(())
 }
 
-/// The folded weights and bias of conv `c` followed by batch norm `b`, if they qualify: f32,
-/// every parameter a constant, the conv's output read by the batch norm only.
-fn folded(g: &Graph, c: &crate::ir::Node, b: &crate::ir::Node, eps: f32, uses: usize) -> Option<(Tensor, Tensor)> {
-    if uses != 1 || c.outputs.len() != 1 || b.outputs.len() != 1 || b.inputs.len() != 5 {
+/// Node indices reading each value.
+fn consumers(g: &Graph) -> HashMap<ValueId, Vec<usize>> {
+    let mut m: HashMap<ValueId, Vec<usize>> = HashMap::new();
+    for (i, n) in g.nodes.iter().enumerate() {
+        for v in n.inputs.iter().flatten() {
+            m.entry(*v).or_default().push(i);
+        }
+    }
+    m
+}
+
+/// The one node reading `v`, when `v` is read once and is not a graph output.
+fn sole_consumer(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, v: ValueId) -> Option<usize> {
+    match cons.get(&v).map(|c| c.as_slice()) {
+        Some([c]) if !g.outputs.contains(&v) && g.nodes[*c].inputs.iter().flatten().filter(|&&i| i == v).count() == 1 => Some(*c),
+        _ => None,
+    }
+}
+
+fn fixed_shape(g: &Graph, v: ValueId) -> Option<Vec<usize>> {
+    g.tensor_type(v)?.shape.as_ref()?.as_fixed()
+}
+
+/// The other operand of a binary node `n` that reads `v`, if `v` is one operand.
+fn other_operand(n: &crate::ir::Node, v: ValueId) -> Option<ValueId> {
+    match n.inputs.as_slice() {
+        [Some(a), Some(b)] if *a == v => Some(*b),
+        [Some(a), Some(b)] if *b == v => Some(*a),
+        _ => None,
+    }
+}
+
+/// `k` as one f32 per channel of `out` (`[N, C, …]`) when it is an f32 constant that
+/// broadcasts along axis 1 only (a scalar, `[C, 1, 1]`, `[1, C, 1, 1]`, …).
+fn per_channel(g: &Graph, k: ValueId, out: &[usize]) -> Option<Vec<f32>> {
+    let t = g.const_value(k)?;
+    let v = f32s(&t)?;
+    let c = *out.get(1)?;
+    if t.shape.len() > out.len() {
         return None;
     }
-    if g.outputs.contains(&c.outputs[0]) || g.tensor_type(c.outputs[0])?.dtype != DType::F32 {
-        return None;
+    let off = out.len() - t.shape.len();
+    for (i, &d) in t.shape.iter().enumerate() {
+        let axis = i + off;
+        if d != 1 && !(axis == 1 && d == c) {
+            return None;
+        }
     }
-    let konst = |v: Option<ValueId>| v.and_then(|v| g.const_value(v)).and_then(|t| f32s(&t).map(|d| (t.shape.clone(), d)));
-    let (wshape, w) = konst(c.inputs.get(1).copied().flatten())?;
-    let m = *wshape.first()?;
-    let bias = match c.inputs.get(2).copied().flatten() {
-        Some(v) => konst(Some(v))?.1,
-        None => vec![0.0; m],
+    match v.len() {
+        1 => Some(vec![v[0]; c]),
+        n if n == c => Some(v),
+        _ => None,
+    }
+}
+
+/// The activation node `i` applies to its input `v` (and, for a Max followed by a Min, that
+/// second node): Relu, LeakyRelu, or Clip as ONNX Clip lowers (Max with a scalar constant,
+/// then Min with one). f32 only for Clip, so its bounds are exact as `Act`'s f32s.
+fn activation(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, i: usize, v: ValueId, dtype: DType) -> Option<(Act, Vec<usize>)> {
+    let n = &g.nodes[i];
+    let scalar = |k: ValueId| -> Option<f32> {
+        let t = g.const_value(k)?;
+        match &t.data {
+            Data::F32(d) if d.len() == 1 => Some(d[0]),
+            _ => None,
+        }
     };
-    let [scale, beta, mean, var] = [1, 2, 3, 4].map(|i| konst(b.inputs[i]).map(|t| t.1));
-    let (scale, beta, mean, var) = (scale?, beta?, mean?, var?);
-    if [bias.len(), scale.len(), beta.len(), mean.len(), var.len()].iter().any(|&l| l != m) || m == 0 || w.len() % m != 0 {
-        return None;
+    let first = |n: &crate::ir::Node| n.inputs.first().copied().flatten() == Some(v);
+    match &n.op {
+        Op::Unary(UnaryOp::Relu) => Some((Act::Relu, vec![i])),
+        Op::Unary(UnaryOp::LeakyRelu { alpha }) => Some((Act::LeakyRelu(*alpha), vec![i])),
+        // Max(v, lo) — v first, so a signed zero comes out as the unfused kernel gives it.
+        Op::Binary(BinaryOp::Max) if dtype == DType::F32 && first(n) => {
+            let lo = scalar(n.inputs.get(1).copied().flatten()?)?;
+            let out = n.outputs[0];
+            if let Some(j) = sole_consumer(g, cons, out) {
+                let m = &g.nodes[j];
+                if matches!(m.op, Op::Binary(BinaryOp::Min)) && m.inputs.first().copied().flatten() == Some(out) {
+                    if let Some(hi) = m.inputs.get(1).copied().flatten().and_then(scalar) {
+                        return Some((Act::Clip(lo, hi), vec![i, j]));
+                    }
+                }
+            }
+            Some((Act::Clip(lo, f32::INFINITY), vec![i]))
+        }
+        Op::Binary(BinaryOp::Min) if dtype == DType::F32 && first(n) => {
+            let hi = scalar(n.inputs.get(1).copied().flatten()?)?;
+            Some((Act::Clip(f32::NEG_INFINITY, hi), vec![i]))
+        }
+        _ => None,
     }
-    let per = w.len() / m;
-    let mut w2 = Vec::with_capacity(w.len());
-    let mut b2 = Vec::with_capacity(m);
-    for ch in 0..m {
-        // In f64, rounded once: y = (conv(x) + b - mean) * s + beta with s = scale / √(var + ε).
-        let s = scale[ch] as f64 / (var[ch] as f64 + eps as f64).sqrt();
-        w2.extend(w[ch * per..(ch + 1) * per].iter().map(|&v| (v as f64 * s) as f32));
-        b2.push(((bias[ch] as f64 - mean[ch] as f64) * s + beta[ch] as f64) as f32);
-    }
-    Some((Tensor::new(wshape, Data::F32(w2)), Tensor::new(vec![m], Data::F32(b2))))
 }
 
-fn fold_batchnorm(g: &mut Graph, report: &mut FusionReport) {
-    let uses = g.use_counts();
+/// Move node `from`'s single output onto node `to` (which keeps its position in the order),
+/// so `to` now computes what `from` computed.
+fn take_output(g: &mut Graph, to: usize, from: usize) {
+    let out = g.nodes[from].outputs[0];
+    g.nodes[to].outputs[0] = out;
+    g.value_mut(out).kind = ValueKind::Node(NodeId(to as u32));
+}
+
+fn drop_nodes(g: &mut Graph, remove: &[bool]) {
+    let nodes = std::mem::take(&mut g.nodes);
+    g.nodes = nodes.into_iter().zip(remove).filter(|(_, r)| !**r).map(|(n, _)| n).collect();
+}
+
+/// Conv → BatchNormalization: folded into the conv's weights and bias (f32; every parameter
+/// constant; the conv's output read by the batch norm only). The conv keeps its place in the
+/// node order and takes the batch norm's output. (Mul/Add after it are not folded: they
+/// become the epilogue, which keeps their rounding.)
+fn fold_into_conv(g: &mut Graph, report: &mut FusionReport) {
+    let cons = consumers(g);
     let mut remove = vec![false; g.nodes.len()];
-    for bi in 0..g.nodes.len() {
-        let Op::BatchNorm { epsilon } = g.nodes[bi].op else { continue };
-        let Some(x) = g.nodes[bi].inputs.first().copied().flatten() else { continue };
-        let ValueKind::Node(NodeId(ci)) = g.value(x).kind else { continue };
-        let ci = ci as usize;
-        if remove[ci] || !matches!(g.nodes[ci].op, Op::Conv { .. }) {
+    for ci in 0..g.nodes.len() {
+        if !matches!(g.nodes[ci].op, Op::Conv { .. }) || g.nodes[ci].outputs.len() != 1 {
             continue;
         }
-        let Some((w, b)) = folded(g, &g.nodes[ci], &g.nodes[bi], epsilon, uses.get(&x).copied().unwrap_or(0)) else { continue };
-        let (cname, bname) = (g.nodes[ci].name.clone(), g.nodes[bi].name.clone());
-        let wv = g.add_const(format!("{cname}_w_bnfold"), w);
-        let bv = g.add_const(format!("{cname}_b_bnfold"), b);
-        let out = g.nodes[bi].outputs[0];
+        let Some(out_shape) = fixed_shape(g, g.nodes[ci].outputs[0]) else { continue };
+        if g.tensor_type(g.nodes[ci].outputs[0]).map(|t| t.dtype) != Some(DType::F32) {
+            continue;
+        }
+        let konst = |v: Option<ValueId>| v.and_then(|v| g.const_value(v)).and_then(|t| f32s(&t).map(|d| (t.shape.clone(), d)));
+        let Some((wshape, w)) = konst(g.nodes[ci].inputs.get(1).copied().flatten()) else { continue };
+        let Some(&m) = wshape.first() else { continue };
+        if m == 0 || w.len() % m != 0 || out_shape.get(1) != Some(&m) {
+            continue;
+        }
+        let bias = match g.nodes[ci].inputs.get(2).copied().flatten() {
+            Some(v) => match konst(Some(v)) {
+                Some((_, b)) if b.len() == m => b,
+                _ => continue,
+            },
+            None => vec![0.0; m],
+        };
+        // y = conv(x)·s + t, per channel, in f64; rounded once at the end.
+        let mut s = vec![1f64; m];
+        let mut t: Vec<f64> = bias.iter().map(|&b| b as f64).collect();
+        let mut folded = vec![];
+        let mut v = g.nodes[ci].outputs[0];
+        while let Some(j) = sole_consumer(g, &cons, v) {
+            let n = &g.nodes[j];
+            if n.outputs.len() != 1 || fixed_shape(g, n.outputs[0]).as_deref() != Some(&out_shape[..]) {
+                break;
+            }
+            match &n.op {
+                Op::BatchNorm { epsilon } if n.inputs.len() == 5 && n.inputs[0] == Some(v) => {
+                    let [scale, beta, mean, var] = [1, 2, 3, 4].map(|i| konst(n.inputs[i]).map(|t| t.1).filter(|p| p.len() == m));
+                    let (Some(scale), Some(beta), Some(mean), Some(var)) = (scale, beta, mean, var) else { break };
+                    for ch in 0..m {
+                        let a = scale[ch] as f64 / (var[ch] as f64 + *epsilon as f64).sqrt();
+                        s[ch] *= a;
+                        t[ch] = (t[ch] - mean[ch] as f64) * a + beta[ch] as f64;
+                    }
+                }
+                _ => break,
+            }
+            folded.push(j);
+            v = n.outputs[0];
+        }
+        let Some(&last) = folded.last() else { continue };
+        let per = w.len() / m;
+        let w2: Vec<f32> = (0..w.len()).map(|i| (w[i] as f64 * s[i / per]) as f32).collect();
+        let b2: Vec<f32> = t.iter().map(|&b| b as f32).collect();
+        let cname = g.nodes[ci].name.clone();
+        let wv = g.add_const(format!("{cname}_w_folded"), Tensor::new(wshape, Data::F32(w2)));
+        let bv = g.add_const(format!("{cname}_b_folded"), Tensor::new(vec![m], Data::F32(b2)));
         let conv = &mut g.nodes[ci];
         conv.inputs.resize(3, None);
         conv.inputs[1] = Some(wv);
         conv.inputs[2] = Some(bv);
-        conv.outputs[0] = out;
-        g.value_mut(out).kind = ValueKind::Node(NodeId(ci as u32));
-        remove[bi] = true;
-        report.bn_into_conv.push((cname, bname));
+        take_output(g, ci, last);
+        let labels: Vec<_> = folded.iter().map(|&j| label(g, j)).collect();
+        let gr = report.group(label(g, ci));
+        gr.nodes.extend(labels.into_iter().map(|(o, n)| (o, n, Role::Folded)));
+        for j in folded {
+            remove[j] = true;
+        }
     }
-    let nodes = std::mem::take(&mut g.nodes);
-    g.nodes = nodes.into_iter().zip(remove).filter(|(_, r)| !r).map(|(n, _)| n).collect();
+    drop_nodes(g, &remove);
+}
+
+/// What [`mul_add`] found: the Mul's and the Add's per-channel constants, their nodes, and the
+/// value after them.
+type MulAdd = (Option<Vec<f32>>, Option<Vec<f32>>, Vec<usize>, ValueId);
+
+/// A per-channel constant Mul and then a per-channel constant Add after `v` (each optional,
+/// in that order; f32; each intermediate read once).
+fn mul_add(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, remove: &[bool], mut v: ValueId, shape: &[usize]) -> MulAdd {
+    let mut found: [Option<Vec<f32>>; 2] = [None, None];
+    let mut nodes = vec![];
+    for (slot, want) in [BinaryOp::Mul, BinaryOp::Add].into_iter().enumerate() {
+        let Some(j) = sole_consumer(g, cons, v).filter(|&j| !remove[j]) else { break };
+        let n = &g.nodes[j];
+        if !matches!(&n.op, Op::Binary(b) if *b == want) || n.outputs.len() != 1 || fixed_shape(g, n.outputs[0]).as_deref() != Some(shape) {
+            continue;
+        }
+        let Some(k) = other_operand(n, v).and_then(|k| per_channel(g, k, shape)) else { continue };
+        found[slot] = Some(k);
+        nodes.push(j);
+        v = n.outputs[0];
+    }
+    let [mul, add] = found;
+    (mul, add, nodes, v)
+}
+
+/// BatchNormalization → per-channel Mul? → per-channel Add? → activation?: one `ScaleShift`
+/// (f32, rank ≥ 2; only when it saves at least one pass). It computes the batch norm's
+/// per-channel a and b as the batch-norm kernel does and then the same steps in the same
+/// order. The last node of the chain becomes the ScaleShift.
+fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
+    let cons = consumers(g);
+    let mut remove = vec![false; g.nodes.len()];
+    for bi in 0..g.nodes.len() {
+        let Op::BatchNorm { epsilon } = g.nodes[bi].op else { continue };
+        let b = &g.nodes[bi];
+        if b.inputs.len() != 5 || b.outputs.len() != 1 {
+            continue;
+        }
+        let Some(x) = b.inputs[0] else { continue };
+        let Some(shape) = fixed_shape(g, x) else { continue };
+        if shape.len() < 2 || g.tensor_type(x).map(|t| t.dtype) != Some(DType::F32) {
+            continue;
+        }
+        let m = shape[1];
+        let konst = |v: Option<ValueId>| v.and_then(|v| g.const_value(v)).and_then(|t| f32s(&t)).filter(|p| p.len() == m);
+        let [scale, beta, mean, var] = [1, 2, 3, 4].map(|i| konst(b.inputs[i]));
+        let (Some(scale), Some(beta), Some(mean), Some(var)) = (scale, beta, mean, var) else { continue };
+        // As `kernels::norm::batch_norm`: a = scale / √(var + ε), b = beta − mean·a in f64,
+        // each rounded once.
+        let a64: Vec<f64> = (0..m).map(|c| scale[c] as f64 / (var[c] as f64 + epsilon as f64).sqrt()).collect();
+        let a: Vec<f32> = a64.iter().map(|&v| v as f32).collect();
+        let bb: Vec<f32> = (0..m).map(|c| (beta[c] as f64 - mean[c] as f64 * a64[c]) as f32).collect();
+        let (mul, add, mut chain, v) = mul_add(g, &cons, &remove, b.outputs[0], &shape);
+        let mut act = Act::None;
+        if let Some(j) = sole_consumer(g, &cons, v).filter(|&j| !remove[j]) {
+            if let Some((ac, nodes)) = activation(g, &cons, j, v, DType::F32).filter(|(_, ns)| ns.iter().all(|&k| !remove[k])) {
+                act = ac;
+                chain.extend(nodes);
+            }
+        }
+        let Some(&last) = chain.last() else { continue };
+        let bname = g.nodes[bi].name.clone();
+        let c = |g: &mut Graph, what: &str, v: Option<Vec<f32>>| v.map(|v| g.add_const(format!("{bname}_{what}"), Tensor::new(vec![m], Data::F32(v))));
+        let inputs = vec![c(g, "a", Some(a)), c(g, "b", Some(bb)), c(g, "mul", mul), c(g, "add", add)];
+        let labels: Vec<_> = chain.iter().map(|&j| label(g, j)).collect();
+        let gr = report.group(label(g, bi));
+        gr.nodes.extend(labels.into_iter().map(|(o, n)| (o, n, Role::Epilogue)));
+        // The last node computes the whole chain; the others go.
+        let ln = &mut g.nodes[last];
+        ln.op = Op::ScaleShift { act };
+        ln.inputs = std::iter::once(Some(x)).chain(inputs).collect();
+        ln.name = bname;
+        ln.source_op = None;
+        remove[bi] = true;
+        for &j in &chain[..chain.len() - 1] {
+            remove[j] = true;
+        }
+    }
+    drop_nodes(g, &remove);
+}
+
+/// Conv → per-channel Mul? → per-channel Add? → Add(residual)? → activation?: one
+/// `FusedConv` (f32/f64, the Mul/Add for f32 only; each intermediate read once; the residual
+/// a tensor of the output's shape and type), inputs (X, W, B?, R?, mul?, add?). The last node of the chain
+/// becomes the FusedConv, so the residual's producer stays before it in the node order.
+fn conv_epilogue(g: &mut Graph, report: &mut FusionReport) {
+    let cons = consumers(g);
+    let mut remove = vec![false; g.nodes.len()];
+    for ci in 0..g.nodes.len() {
+        let Op::Conv { window, group } = &g.nodes[ci].op else { continue };
+        let (window, group) = (window.clone(), *group);
+        if g.nodes[ci].outputs.len() != 1 {
+            continue;
+        }
+        let y = g.nodes[ci].outputs[0];
+        let Some(ty) = g.tensor_type(y) else { continue };
+        let dtype = ty.dtype;
+        if !matches!(dtype, DType::F32 | DType::F64) {
+            continue;
+        }
+        let Some(shape) = fixed_shape(g, y) else { continue };
+        let mut residual = None;
+        let mut act = Act::None;
+        let (mul, add, mut chain, mut v) = if dtype == DType::F32 { mul_add(g, &cons, &remove, y, &shape) } else { (None, None, vec![], y) };
+        // A node another conv already took (an Add both branches of a residual block feed) is
+        // skipped: `remove` marks the removed ones, and the rewritten one is no longer an Add.
+        if let Some(j) = sole_consumer(g, &cons, v).filter(|&j| !remove[j]) {
+            let n = &g.nodes[j];
+            let same = |r: ValueId| fixed_shape(g, r).as_deref() == Some(&shape[..]) && g.tensor_type(r).map(|t| t.dtype) == Some(dtype);
+            if matches!(n.op, Op::Binary(BinaryOp::Add)) && n.outputs.len() == 1 && same(n.outputs[0]) {
+                if let Some(r) = other_operand(n, v).filter(|&r| same(r)) {
+                    residual = Some(r);
+                    chain.push(j);
+                    v = n.outputs[0];
+                }
+            }
+        }
+        if let Some(j) = sole_consumer(g, &cons, v).filter(|&j| !remove[j]) {
+            if let Some((a, nodes)) = activation(g, &cons, j, v, dtype).filter(|(_, ns)| ns.iter().all(|&k| !remove[k])) {
+                act = a;
+                chain.extend(nodes);
+            }
+        }
+        let Some(&last) = chain.last() else { continue };
+        let labels: Vec<_> = chain.iter().map(|&j| label(g, j)).collect();
+        let base = label(g, ci);
+        let gr = report.group(base);
+        gr.nodes.extend(labels.into_iter().map(|(o, n)| (o, n, Role::Epilogue)));
+        let mut inputs = g.nodes[ci].inputs.clone();
+        inputs.resize(3, None);
+        inputs.push(residual);
+        let m = shape.get(1).copied().unwrap_or(0);
+        let cname = g.nodes[ci].name.clone();
+        for (what, k) in [("mul", mul), ("add", add)] {
+            inputs.push(k.map(|k| g.add_const(format!("{cname}_{what}"), Tensor::new(vec![m], Data::F32(k)))));
+        }
+        let (name, source) = (g.nodes[ci].name.clone(), g.nodes[ci].source_op.clone());
+        let ln = &mut g.nodes[last];
+        ln.op = Op::FusedConv { window, group, act };
+        ln.inputs = inputs;
+        ln.name = name;
+        ln.source_op = source;
+        remove[ci] = true;
+        for &j in &chain[..chain.len() - 1] {
+            remove[j] = true;
+        }
+    }
+    drop_nodes(g, &remove);
 }

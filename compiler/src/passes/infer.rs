@@ -373,7 +373,8 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::Conv { window, group } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
+        Op::Conv { window, group } | Op::FusedConv { window, group, .. } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
+        Op::ScaleShift { .. } => same(),
         Op::ConvTranspose { window, group, output_padding, output_shape } => {
             vec![t(cx.dtype(0), conv_transpose(cx, window, *group, output_padding, output_shape)?)]
         }

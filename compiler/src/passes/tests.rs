@@ -322,3 +322,63 @@ fn gather_of_shape_folds_without_the_interpreter() {
     let ops: Vec<String> = g.nodes.iter().map(|n| n.op.name()).collect();
     assert_eq!(ops, vec!["Reshape", "Mul"]);
 }
+
+/// Conv → Mul/Add per channel → residual Add → Relu becomes one FusedConv, BatchNorm → Mul →
+/// Add → Clip one ScaleShift; the fused graph gives the unfused graph's bits (no BatchNorm is
+/// folded into a conv here, the one rewrite that changes rounding), and the report lists each
+/// group with every node.
+#[test]
+fn fuse_epilogues_keep_the_bits() {
+    use super::fuse::{fuse, Role};
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![f(1), f(4), f(9), f(9)]);
+    let r = input(&mut g, "r", DType::F32, vec![f(1), f(6), f(9), f(9)]);
+    let w = g.add_const("w", rand(&[6, 4, 3, 3], 1));
+    let b = g.add_const("b", rand(&[6], 2));
+    let k1 = g.add_const("k1", rand(&[6, 1, 1], 3));
+    let k2 = g.add_const("k2", rand(&[1, 6, 1, 1], 4));
+    let c = node(&mut g, Op::Conv { window: win(&[3, 3], &[1, 1], &[1, 1, 1, 1]), group: 1 }, vec![Some(x), Some(w), Some(b)]);
+    let m = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(k1), Some(c)]);
+    let a = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(m), Some(k2)]);
+    let s = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(r), Some(a)]);
+    let y = node(&mut g, Op::Unary(UnaryOp::Relu), vec![Some(s)]);
+    // A standalone batch norm (its input is a graph input), then Mul, Add and Clip.
+    let bn: Vec<ValueId> = (0..4).map(|i| {
+        let t = rand(&[6], 10 + i);
+        let t = if i == 3 { Tensor::from_f32s(vec![6], t.to_f64_vec().iter().map(|v| v.abs() as f32 + 0.1).collect()) } else { t };
+        g.add_const(format!("bn{i}"), t)
+    }).collect();
+    let n = node(&mut g, Op::BatchNorm { epsilon: 1e-5 }, vec![Some(r), Some(bn[0]), Some(bn[1]), Some(bn[2]), Some(bn[3])]);
+    let m2 = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(n), Some(k1)]);
+    let a2 = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(m2), Some(k2)]);
+    let lo = g.add_const("lo", Tensor::from_f32s(vec![], vec![-0.25]));
+    let hi = g.add_const("hi", Tensor::from_f32s(vec![], vec![0.5]));
+    let mx = node(&mut g, Op::Binary(BinaryOp::Max), vec![Some(a2), Some(lo)]);
+    let z = node(&mut g, Op::Binary(BinaryOp::Min), vec![Some(mx), Some(hi)]);
+    g.outputs = vec![y, z];
+    infer(&mut g).unwrap();
+    let inputs = [rand(&[1, 4, 9, 9], 7), rand(&[1, 6, 9, 9], 8)];
+    let want = run(&g, &inputs);
+    let mut fused = g.clone();
+    let report = fuse(&mut fused).unwrap();
+    let ops: Vec<String> = fused.nodes.iter().map(|n| n.op.name()).collect();
+    assert_eq!(ops, ["FusedConv", "ScaleShift"], "{ops:?}");
+    assert!(matches!(fused.nodes[0].op, Op::FusedConv { act: crate::ir::Act::Relu, .. }));
+    assert!(matches!(fused.nodes[1].op, Op::ScaleShift { act: crate::ir::Act::Clip(lo, hi) } if lo == -0.25 && hi == 0.5));
+    let groups: Vec<Vec<(&str, Role)>> =
+        report.groups.iter().map(|gr| gr.nodes.iter().map(|(o, _, r)| (o.as_str(), *r)).collect()).collect();
+    assert_eq!(
+        groups,
+        [
+            vec![("BatchNormalization", Role::Base), ("Mul", Role::Epilogue), ("Add", Role::Epilogue), ("Max", Role::Epilogue), ("Min", Role::Epilogue)],
+            vec![("Conv", Role::Base), ("Mul", Role::Epilogue), ("Add", Role::Epilogue), ("Add", Role::Epilogue), ("Relu", Role::Epilogue)],
+        ]
+    );
+    let got = run(&fused, &inputs);
+    for (g, w) in got.iter().zip(&want) {
+        let (RtValue::Tensor(g), RtValue::Tensor(w)) = (g, w) else { panic!("tensors") };
+        assert_eq!(g.shape, w.shape);
+        let bits = |t: &Tensor| t.to_f64_vec().iter().map(|v| (*v as f32).to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(g), bits(w));
+    }
+}

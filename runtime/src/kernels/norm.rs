@@ -1,5 +1,6 @@
 //! Normalizations over explicit `[batch, channels, plane]` or `[outer, n, inner]` views.
 //! Statistics accumulate in f64; the result is rounded once to the working type.
+use super::conv::Act;
 use super::real::Real;
 
 /// Inference batch normalization: `y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]`.
@@ -59,6 +60,39 @@ pub fn batch_norm_train<R: Real>(
         }
         if let Some(o) = run_var.get_mut(c) {
             *o = R::from_f64(var[c].to_f64() * momentum + v * (1.0 - momentum));
+        }
+    }
+}
+
+/// `y[n, c, ·] = act(((x[n, c, ·] · a[c] + b[c]) · mul[c]) + add[c])` (`mul`, `add`
+/// optional): a BatchNormalization (`a`, `b` as [`batch_norm`] computes them), the
+/// per-channel Mul and Add after it and an activation, in that order, as one pass over the
+/// tensor (the per-channel steps on a plane still in cache) with the unfused ops' rounding.
+#[allow(clippy::too_many_arguments)]
+pub fn scale_shift<T: crate::elem::Elem>(
+    x: &[T],
+    y: &mut [T],
+    batch: usize,
+    channels: usize,
+    plane: usize,
+    a: &[T],
+    b: &[T],
+    mul: Option<&[T]>,
+    add: Option<&[T]>,
+    act: Act,
+) {
+    for n in 0..batch {
+        for c in 0..channels {
+            let off = (n * channels + c) * plane;
+            let (xs, ys) = (&x[off..off + plane], &mut y[off..off + plane]);
+            let (ac, bc) = (a[c], b[c]);
+            for (o, &v) in ys.iter_mut().zip(xs) {
+                *o = v.mul(ac).add(bc);
+            }
+            if let Some(m) = mul.map(|m| m[c]) {
+                ys.iter_mut().for_each(|v| *v = v.mul(m));
+            }
+            super::conv::epilogue_row(ys, add.map(|t| t[c]), None, act);
         }
     }
 }
@@ -239,6 +273,30 @@ impl SqrtF64 for f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scale_shift_matches_loop() {
+        // batch 2, 3 channels, planes of 5
+        let x: [f32; 30] = core::array::from_fn(|i| (i as f32 * 0.7).sin());
+        let (sc, sh) = ([0.5f32, -2.0, 1.5], [0.1f32, 0.3, -0.2]);
+        let (mu, ad) = ([1.5f32, 0.25, -1.0], [-0.05f32, 0.2, 0.7]);
+        for (i, act) in [Act::None, Act::Relu, Act::LeakyRelu(0.2), Act::Clip(-0.3, 0.4)].into_iter().enumerate() {
+            let mut y = [0f32; 30];
+            let (mul, add) = (if i % 2 == 1 { Some(&mu[..]) } else { None }, if i >= 2 { Some(&ad[..]) } else { None });
+            scale_shift(&x, &mut y, 2, 3, 5, &sc, &sh, mul, add, act);
+            for (i, &v) in y.iter().enumerate() {
+                let c = (i / 5) % 3;
+                let t = (x[i] * sc[c] + sh[c]) * mul.map_or(1.0, |m| m[c]) + add.map_or(0.0, |a| a[c]);
+                let e = match act {
+                    Act::None => t,
+                    Act::Relu => t.max(0.0),
+                    Act::LeakyRelu(a) => if t < 0.0 { a * t } else { t },
+                    Act::Clip(lo, hi) => t.max(lo).min(hi),
+                };
+                assert_eq!(v, e, "{act:?} at {i}");
+            }
+        }
+    }
 
     #[test]
     fn layer_norm_row() {

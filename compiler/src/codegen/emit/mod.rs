@@ -191,7 +191,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::CastLike { .. } | Op::Where => elementwise::emit(cx, id, n),
         Op::Reduce { .. } | Op::ArgReduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
-        | Op::Softmax { .. } | Op::Lrn { .. } => nn::emit(cx, id, n),
+        | Op::Softmax { .. } | Op::Lrn { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::emit(cx, id, n),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
         Op::Trilu { .. } | Op::CumSum { .. } | Op::CumProd { .. } | Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }

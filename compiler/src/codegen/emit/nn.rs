@@ -15,7 +15,7 @@ fn fixed(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)
 }
 
 fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
-    let Op::Conv { window, group } = &n.op else { return None };
+    let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
     let (d, x) = fixed(g, n.inputs.first().copied().flatten())?;
     let (_, w) = fixed(g, n.inputs.get(1).copied().flatten())?;
     if x.len() < 3 || w.len() != x.len() {
@@ -88,6 +88,17 @@ fn layout(row: usize, col: usize) -> String {
     format!("rt::kernels::gemm::Layout {{ row_stride: {row}, col_stride: {col} }}")
 }
 
+/// A fused op's activation as a runtime `Act` literal.
+fn act_lit(a: crate::ir::Act) -> String {
+    use crate::ir::Act;
+    match a {
+        Act::None => "rt::kernels::conv::Act::None".into(),
+        Act::Relu => "rt::kernels::conv::Act::Relu".into(),
+        Act::LeakyRelu(alpha) => format!("rt::kernels::conv::Act::LeakyRelu({})", f32_lit(alpha)),
+        Act::Clip(lo, hi) => format!("rt::kernels::conv::Act::Clip({}, {})", f32_lit(lo), f32_lit(hi)),
+    }
+}
+
 fn f64_lit(v: f64) -> String {
     format!("{v:?}_f64")
 }
@@ -124,6 +135,62 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 cx.read(n, cx.input(n, 1)?)?,
                 cx.write(n, out)?,
                 cx.scratch(n, id, t, col_len)?
+            )))
+        }
+        Op::FusedConv { group, act, .. } => {
+            if !float {
+                return Err(cx.err(n, format!("fused Conv on {od} is not supported by codegen")));
+            }
+            let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
+            let col_len = conv_scratch_len(&d, &win);
+            let opt = |i: usize| -> Result<String, CodegenError> {
+                Ok(match n.inputs.get(i).copied().flatten() {
+                    Some(v) => format!("Some({})", cx.read(n, v)?),
+                    None => "None".into(),
+                })
+            };
+            Ok(Some(format!(
+                "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
+                 let win = {};\n\
+                 let ep = rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }};\n\
+                 rt::kernels::conv::conv_fused({}, {}, {}, &d, &win, {}, &{gemm_impl}, &ep);",
+                d.batch,
+                d.c_in,
+                d.c_out,
+                window_lit(&win),
+                opt(2)?,
+                opt(4)?,
+                opt(5)?,
+                opt(3)?,
+                act_lit(*act),
+                cx.read(n, cx.input(n, 0)?)?,
+                cx.read(n, cx.input(n, 1)?)?,
+                cx.write(n, out)?,
+                cx.scratch(n, id, t, col_len)?
+            )))
+        }
+        Op::ScaleShift { act } => {
+            if !float {
+                return Err(cx.err(n, format!("ScaleShift on {od} is not supported by codegen")));
+            }
+            let plane: usize = oshape[2..].iter().product();
+            let opt = |i: usize| -> Result<String, CodegenError> {
+                Ok(match n.inputs.get(i).copied().flatten() {
+                    Some(v) => format!("Some({})", cx.read(n, v)?),
+                    None => "None".into(),
+                })
+            };
+            Ok(Some(format!(
+                "rt::kernels::norm::scale_shift({}, {}, {}, {}, {plane}, {}, {}, {}, {}, {});",
+                cx.read(n, cx.input(n, 0)?)?,
+                cx.write(n, out)?,
+                oshape[0],
+                oshape[1],
+                cx.read(n, cx.input(n, 1)?)?,
+                cx.read(n, cx.input(n, 2)?)?,
+                opt(3)?,
+                opt(4)?,
+                act_lit(*act)
             )))
         }
         Op::Pool { kind, window, .. } => {

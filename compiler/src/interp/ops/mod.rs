@@ -42,6 +42,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Cast { .. } | Op::CastLike { .. } | Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } | Op::Det => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
+        Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
         | Op::InstanceNorm { .. }

@@ -8,7 +8,73 @@ mod pool;
 use super::util::{arg, one, opt_arg};
 use super::OpResult;
 use crate::interp::RtValue;
-use crate::ir::Op;
+use crate::ir::{Act, Op};
+
+/// The fused ops of generated code (`passes::fuse`), evaluated as the ops they replace, one
+/// after another, so the interpreter can run a fused graph too.
+pub fn eval_fused(op: &Op, args: &[Option<RtValue>]) -> OpResult {
+    use crate::ir::{BinaryOp, UnaryOp};
+    use crate::tensor::Tensor;
+    let x = arg(args, 0)?;
+    let binary = |b: BinaryOp, p: RtValue, q: RtValue| -> Result<RtValue, String> {
+        let mut r = super::elementwise::eval(&Op::Binary(b), &[Some(p), Some(q)], 1)?;
+        r.pop().ok_or_else(|| "no result".to_string())
+    };
+    // Per-channel constants are [C]: as [C, 1, …] they broadcast along axis 1.
+    let per_channel = |t: &Tensor| {
+        let mut shape = vec![t.shape.iter().product::<usize>()];
+        shape.resize(x.shape.len().saturating_sub(1).max(1), 1);
+        RtValue::Tensor(Tensor::new(shape, t.data.clone()))
+    };
+    let mul_add = |mut y: RtValue, mul: Option<&Tensor>, add: Option<&Tensor>| -> Result<RtValue, String> {
+        if let Some(m) = mul {
+            y = binary(BinaryOp::Mul, y, per_channel(m))?;
+        }
+        if let Some(a) = add {
+            y = binary(BinaryOp::Add, y, per_channel(a))?;
+        }
+        Ok(y)
+    };
+    let (mut y, act) = match op {
+        Op::FusedConv { window, group, act } => {
+            let y = RtValue::Tensor(conv::conv(x, arg(args, 1)?, opt_arg(args, 2)?, window, *group)?);
+            let y = mul_add(y, opt_arg(args, 4)?, opt_arg(args, 5)?)?;
+            match args.get(3).cloned().flatten() {
+                Some(r) => (binary(BinaryOp::Add, y, r)?, *act),
+                None => (y, *act),
+            }
+        }
+        Op::ScaleShift { act } => {
+            let y = mul_add(RtValue::Tensor(x.clone()), Some(arg(args, 1)?), Some(arg(args, 2)?))?;
+            (mul_add(y, opt_arg(args, 3)?, opt_arg(args, 4)?)?, *act)
+        }
+        _ => return Err(format!("{} is not a fused op", op.name())),
+    };
+    let scalar = |v: f32, like: &RtValue| -> Result<RtValue, String> {
+        let RtValue::Tensor(t) = like else { return Err("fused op on a non-tensor".into()) };
+        // The fuse pass only makes activations with constants for f32 and f64 outputs.
+        match t.dtype() {
+            crate::ir::DType::F32 => Ok(RtValue::Tensor(Tensor::new(vec![], crate::tensor::Data::F32(vec![v])))),
+            crate::ir::DType::F64 => Ok(RtValue::Tensor(Tensor::new(vec![], crate::tensor::Data::F64(vec![v as f64])))),
+            d => Err(format!("Clip activation on {d}")),
+        }
+    };
+    let unary = |u: UnaryOp, p: RtValue| -> Result<RtValue, String> {
+        let mut r = super::elementwise::eval(&Op::Unary(u), &[Some(p)], 1)?;
+        r.pop().ok_or_else(|| "no result".to_string())
+    };
+    y = match act {
+        Act::None => y,
+        Act::Relu => unary(UnaryOp::Relu, y)?,
+        Act::LeakyRelu(alpha) => unary(UnaryOp::LeakyRelu { alpha }, y)?,
+        Act::Clip(lo, hi) => {
+            let (lo, hi) = (scalar(lo, &y)?, scalar(hi, &y)?);
+            let y = binary(BinaryOp::Max, y, lo)?;
+            binary(BinaryOp::Min, y, hi)?
+        }
+    };
+    Ok(vec![y])
+}
 
 pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
     let x = arg(args, 0)?;
