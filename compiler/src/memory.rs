@@ -255,19 +255,57 @@ fn pack(rects: &[(usize, usize, usize)]) -> Vec<usize> {
         |r| (std::cmp::Reverse(r.2.saturating_mul(r.1 - r.0 + 1)), r.0),
     ];
     let arena_of = |offsets: &[usize]| rects.iter().zip(offsets).map(|(r, o)| o + r.2).max().unwrap_or(0);
-    let mut best: Option<(usize, Vec<usize>)> = None;
+    // (arena, offsets, order, best_fit)
+    let mut best: Option<(usize, Vec<usize>, Vec<usize>, bool)> = None;
     for key in orders {
         for best_fit in [false, true] {
             let mut idx: Vec<usize> = (0..rects.len()).collect();
             idx.sort_by_key(|&i| (key(&rects[i]), i));
             let offsets = place(rects, &idx, best_fit);
             let arena = arena_of(&offsets);
-            if best.as_ref().is_none_or(|(a, _)| arena < *a) {
-                best = Some((arena, offsets));
+            if best.as_ref().is_none_or(|b| arena < b.0) {
+                best = Some((arena, offsets, idx, best_fit));
             }
         }
     }
-    best.map(|b| b.1).unwrap_or_default()
+    let Some((mut arena, mut offsets, mut order, best_fit)) = best else { return Vec::new() };
+    // Local search from the best greedy order: move one rectangle earlier in the order and
+    // keep the result when the arena does not grow (growing buffers, as in DenseNet's concats,
+    // fragment every fixed order). A fixed seed keeps it deterministic; the number of tries
+    // shrinks with the square of the rectangle count so large graphs stay fast to compile.
+    let n = rects.len();
+    if n > 2 {
+        let tries = (400_000_000 / (n * n)).clamp(16, 2000);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        for t in 0..tries {
+            // Every other try moves a rectangle that reaches the top of the arena.
+            let (a, b) = if t % 2 == 0 {
+                let top: Vec<usize> = (0..n).filter(|&k| offsets[order[k]] + rects[order[k]].2 == arena).collect();
+                (top[next(top.len().max(1)).min(top.len().saturating_sub(1))], next(n))
+            } else {
+                (next(n), next(n))
+            };
+            let (from, to) = (a.max(b), a.min(b));
+            if from == to {
+                continue;
+            }
+            let mut cand = order.clone();
+            let r = cand.remove(from);
+            cand.insert(to, r);
+            let offs = place(rects, &cand, best_fit);
+            let ar = arena_of(&offs);
+            if ar <= arena {
+                (arena, offsets, order) = (ar, offs, cand);
+            }
+        }
+    }
+    offsets
 }
 
 /// Place rectangles in the order `idx`, each at the lowest (or best-fitting) free offset.
