@@ -1,5 +1,5 @@
 //! Quantization kernels (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
-//! QLinearMatMul, ConvInteger, QLinearConv), Det and BitCast, shared by the interpreter and
+//! QLinearMatMul, ConvInteger, QLinearConv), shared by the interpreter and
 //! generated code. Integer products and sums stay in integers; floats only for scales.
 use crate::elem::Elem;
 use crate::small::{self, Small};
@@ -366,45 +366,4 @@ pub fn qlinear_conv<X: Elem, W: Elem, S: Elem, Q: Elem>(
         let acc = s + bias.get(mo).map(|&b| b as i64).unwrap_or(0);
         requantize_one(acc, scale_ratio(xs, per(w_scale, mo).to_f64(), ys, prec), yz)
     });
-}
-
-/// Determinants of `nb` [n, n] matrices by LU with partial pivoting in f64; `scratch`: n * n.
-pub fn det<T: Elem>(x: &[T], nb: usize, n: usize, scratch: &mut [f64], y: &mut [T]) {
-    let a = &mut scratch[..n * n];
-    for b in 0..nb {
-        for (d, s) in a.iter_mut().zip(&x[b * n * n..(b + 1) * n * n]) {
-            *d = s.to_f64();
-        }
-        let mut d = 1.0f64;
-        for k in 0..n {
-            let p = (k..n).max_by(|&i, &j| libm::fabs(a[i * n + k]).total_cmp(&libm::fabs(a[j * n + k]))).unwrap_or(k);
-            if a[p * n + k] == 0.0 {
-                d = 0.0;
-                break;
-            }
-            if p != k {
-                for j in 0..n {
-                    a.swap(k * n + j, p * n + j);
-                }
-                d = -d;
-            }
-            let piv = a[k * n + k];
-            d *= piv;
-            for i in k + 1..n {
-                let f = a[i * n + k] / piv;
-                for j in k..n {
-                    a[i * n + j] -= f * a[k * n + j];
-                }
-            }
-        }
-        y[b] = T::from_f64(d);
-    }
-}
-
-/// BitCast: the bytes of `x` viewed as `y`'s type (equal byte lengths).
-pub fn bitcast<A: Copy, B: Copy>(x: &[A], y: &mut [B]) {
-    let n = core::mem::size_of_val(x).min(core::mem::size_of_val(y));
-    // SAFETY: both are plain numbers (every bit pattern valid), `n` bytes fit both slices, and
-    // `x` and `y` cannot overlap (one is borrowed shared, the other mutably).
-    unsafe { core::ptr::copy_nonoverlapping(x.as_ptr() as *const u8, y.as_mut_ptr() as *mut u8, n) };
 }

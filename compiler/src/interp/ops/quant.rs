@@ -1,9 +1,9 @@
 //! Quantization ops (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
-//! QLinearMatMul, ConvInteger, QLinearConv) plus Shrink and Det. Integer products and sums are
+//! QLinearMatMul, ConvInteger, QLinearConv) plus Shrink. Integer products and sums are
 //! done in integers (i32 / i64), never through floats; floats only for scales.
 use super::cast::cast;
 use super::qint;
-use super::util::{arg, norm_axis, numel, one, opt_arg};
+use super::util::{arg, norm_axis, one, opt_arg};
 use super::OpResult;
 use crate::float8;
 use crate::interp::RtValue;
@@ -50,7 +50,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
                 x.to_f64_vec().into_iter().map(|v| if v < -l { v + b } else if v > l { v - b } else { 0.0 }).collect();
             one(cast(&Tensor::new(x.shape.clone(), Data::F64(v)), x.dtype(), false)?)
         }
-        Op::Det => one(det(arg(args, 0)?)?),
         _ => Err(format!("{} is not a quantization op", op.name())),
     }
 }
@@ -220,46 +219,4 @@ fn dynamic_quantize(x: &Tensor) -> OpResult {
         RtValue::Tensor(Tensor::new(vec![], Data::F32(vec![scale]))),
         RtValue::Tensor(Tensor::new(vec![], Data::U8(vec![zp]))),
     ])
-}
-
-/// Determinant of [..., n, n] by LU with partial pivoting (f64).
-fn det(x: &Tensor) -> Result<Tensor, String> {
-    if x.rank() < 2 || x.shape[x.rank() - 1] != x.shape[x.rank() - 2] {
-        return Err(format!("Det needs [..., n, n], got {:?}", x.shape));
-    }
-    if !x.dtype().is_float() {
-        return Err(format!("Det needs a float tensor, got {}", x.dtype()));
-    }
-    let n = x.shape[x.rank() - 1];
-    let batch: Vec<usize> = x.shape[..x.rank() - 2].to_vec();
-    let nb = numel(&batch)?;
-    let v = x.to_f64_vec();
-    let mut out = Vec::with_capacity(nb);
-    for b in 0..nb {
-        let mut a = v[b * n * n..(b + 1) * n * n].to_vec();
-        let mut d = 1.0f64;
-        for k in 0..n {
-            let p = (k..n).max_by(|&i, &j| a[i * n + k].abs().total_cmp(&a[j * n + k].abs())).unwrap_or(k);
-            if a[p * n + k] == 0.0 {
-                d = 0.0;
-                break;
-            }
-            if p != k {
-                for j in 0..n {
-                    a.swap(k * n + j, p * n + j);
-                }
-                d = -d;
-            }
-            let piv = a[k * n + k];
-            d *= piv;
-            for i in k + 1..n {
-                let f = a[i * n + k] / piv;
-                for j in k..n {
-                    a[i * n + j] -= f * a[k * n + j];
-                }
-            }
-        }
-        out.push(d);
-    }
-    cast(&Tensor::new(batch, Data::F64(out)), x.dtype(), false)
 }
