@@ -1,6 +1,7 @@
 //! Compiling a model to a Rust module plus its weights blob: shared by the CLI
 //! (`burnc MODEL -o model.rs`) and the [`Build`] API for build scripts.
-use burnc_compiler::codegen::{self, CodegenOptions, Generated, IoDesc};
+use burnc_compiler::codegen::{self, CodegenOptions, Generated, IoDesc, TrainGenerated};
+use burnc_compiler::train::{TrainGraph, TrainSpec};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::ir::{Dim, Graph, Shape, TensorType, ValueKind, ValueType};
 use burnc_frontends::onnx::values::{decode_value, ValueKindHint};
@@ -24,6 +25,8 @@ pub enum BuildError {
     Codegen(#[from] burnc_compiler::codegen::CodegenError),
     #[error("{path}: {source}")]
     Weights { path: String, source: burnc_frontends::safetensors::SafetensorsError },
+    #[error(transparent)]
+    Train(#[from] burnc_compiler::train::TrainError),
     #[error("OUT_DIR is not set: Build::compile runs in a build script, or give Build::out_dir")]
     NoOutDir,
 }
@@ -172,8 +175,19 @@ pub fn generate_with(
     weights: Option<&Weights>,
     weights_file: &str,
 ) -> Result<Generated, BuildError> {
-    let m = burnc_frontends::onnx::load(model)?;
-    let mut g = m.graph;
+    let mut g = load_graph(model, pins, consts, weights)?;
+    burnc_compiler::passes::prepare(&mut g)?;
+    let opts = CodegenOptions {
+        weights_file: weights_file.to_string(),
+        source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        ..Default::default()
+    };
+    Ok(codegen::generate(&g, &opts)?)
+}
+
+/// Load a model with its weights, pins and constants applied (the passes not yet run).
+fn load_graph(model: &Path, pins: &[(String, Vec<usize>)], consts: &[(String, PathBuf)], weights: Option<&Weights>) -> Result<Graph, BuildError> {
+    let mut g = burnc_frontends::onnx::load(model)?.graph;
     if let Some(w) = weights {
         apply_weights(&mut g, w)?;
     }
@@ -183,13 +197,73 @@ pub fn generate_with(
     for (name, file) in consts {
         bake_const(&mut g, name, file)?;
     }
+    Ok(g)
+}
+
+/// The train step of a loaded model (see [`load_graph`]): returns the prepared forward graph
+/// (trainable parameters as inputs), the train graph and the frozen parameters.
+pub fn train_graphs(mut g: Graph, spec: &TrainSpec) -> Result<(Graph, TrainGraph, Vec<(String, burnc_compiler::Tensor)>), BuildError> {
+    let params = burnc_compiler::train::mark_trainable(&mut g, &spec.trainable)?;
+    let frozen = burnc_compiler::train::frozen_params(&g);
     burnc_compiler::passes::prepare(&mut g)?;
+    let tg = burnc_compiler::train::build_step(g.clone(), params, spec)?;
+    Ok((g, tg, frozen))
+}
+
+/// Load `model` (weights, pins, constants applied) and build its train step; see [`train_graphs`].
+pub fn load_train_graphs(
+    model: &Path,
+    pins: &[(String, Vec<usize>)],
+    consts: &[(String, PathBuf)],
+    weights: Option<&Weights>,
+    spec: &TrainSpec,
+) -> Result<(Graph, TrainGraph, Vec<(String, burnc_compiler::Tensor)>), BuildError> {
+    train_graphs(load_graph(model, pins, consts, weights)?, spec)
+}
+
+/// Write named tensors as a safetensors file.
+pub fn write_train_state_safetensors(path: &Path, tensors: &[(String, burnc_compiler::Tensor)]) -> Result<(), BuildError> {
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, t)| t.data.to_le_bytes()).collect();
+    let entries: Vec<(&str, burnc_compiler::ir::DType, &[usize], &[u8])> =
+        tensors.iter().zip(&bytes).map(|((n, t), b)| (n.as_str(), t.dtype(), t.shape.as_slice(), b.as_slice())).collect();
+    std::fs::write(path, burnc_frontends::safetensors::serialize(&entries)).map_err(|e| file_err(path, e))
+}
+
+/// [`generate_with`] for training: the module has `forward` and `train_step` (see
+/// `burnc_compiler::codegen::train`).
+pub fn generate_train(
+    model: &Path,
+    pins: &[(String, Vec<usize>)],
+    consts: &[(String, PathBuf)],
+    weights: Option<&Weights>,
+    weights_file: &str,
+    spec: &TrainSpec,
+) -> Result<TrainGenerated, BuildError> {
+    let g = load_graph(model, pins, consts, weights)?;
+    let (forward, tg, frozen) = train_graphs(g, spec)?;
     let opts = CodegenOptions {
         weights_file: weights_file.to_string(),
         source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
         ..Default::default()
     };
-    Ok(codegen::generate(&g, &opts)?)
+    Ok(codegen::generate_train(&forward, &tg, &frozen, &opts)?)
+}
+
+/// Compile `model` with training to the module `out` and its weights beside it.
+pub fn compile_train_to(
+    model: &Path,
+    out: &Path,
+    pins: &[(String, Vec<usize>)],
+    consts: &[(String, PathBuf)],
+    weights: Option<&Weights>,
+    spec: &TrainSpec,
+) -> Result<TrainGenerated, BuildError> {
+    let bin = out.with_extension("bin");
+    let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
+    let gen = generate_train(model, pins, consts, weights, &bin_name, spec)?;
+    write_if_changed(out, gen.source.as_bytes())?;
+    write_if_changed(&bin, &gen.weights)?;
+    Ok(gen)
 }
 
 /// `memory: arena_bytes=.. lower_bound_bytes=.. weights_bytes=..`, as the CLI prints it.

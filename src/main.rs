@@ -23,6 +23,8 @@ struct Cli {
     consts: Vec<String>,
     #[command(flatten)]
     weights: cli::weights::WeightsArgs,
+    #[command(flatten)]
+    train: cli::train::TrainArgs,
 }
 
 #[derive(Subcommand)]
@@ -34,6 +36,9 @@ enum Command {
     /// Time the generated code, built in release for this CPU (single thread for now); the last
     /// line printed is `median_ms=<value>`.
     Bench(cli::bench::BenchArgs),
+    /// Run training steps on one batch (interpreter, or generated code with --codegen), print
+    /// each step's loss and optionally save the parameters as safetensors.
+    Train(cli::train::TrainCmdArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,9 +47,10 @@ fn main() -> ExitCode {
         Some(Command::Run(a)) => cli::run::run(a),
         Some(Command::Inspect(a)) => cli::inspect::inspect(a),
         Some(Command::Bench(a)) => cli::bench::bench(a),
+        Some(Command::Train(a)) => cli::train::train(a),
         None => match cli.model {
-            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights),
-            None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench); see --help".into())),
+            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train),
+            None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench, train); see --help".into())),
         },
     };
     match result {

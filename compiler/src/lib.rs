@@ -9,5 +9,6 @@ pub mod memory;
 pub mod passes;
 pub mod schedule;
 pub mod tensor;
+pub mod train;
 
 pub use tensor::{Data, Tensor};

@@ -160,6 +160,20 @@ impl Liveness {
             uses.push(u);
             preds.push(p);
         }
+        // A node that overwrites an input (an optimizer update in place) runs after every other
+        // node reading that value. Graph order already satisfies this (updates come last), so
+        // the fallback order stays valid.
+        for i in 0..g.nodes.len() {
+            let node = &g.nodes[i];
+            for &k in node.op.mutated_inputs() {
+                let Some(Some(v)) = node.inputs.get(k) else { continue };
+                for (j, u) in uses.iter().enumerate() {
+                    if j != i && u.contains(v) && !preds[i].contains(&j) {
+                        preds[i].push(j);
+                    }
+                }
+            }
+        }
         let pinned = g.outputs.iter().filter_map(|v| root.get(v).copied()).collect();
         Liveness { uses, outputs: g.nodes.iter().map(|n| n.outputs.clone()).collect(), preds, root, size, reads, pinned }
     }

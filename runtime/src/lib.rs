@@ -14,6 +14,7 @@ pub mod elem;
 pub mod kernels;
 pub mod math;
 pub mod small;
+pub mod train;
 
 pub use elem::{Elem, FloatElem};
 /// Re-exported so generated code names f16/bf16 without its own dependency.

@@ -3,7 +3,8 @@
 //! with the build-script API).
 use super::weights::WeightsArgs;
 use super::CliError;
-use burnc::build::{compile_to, parse_dims};
+use super::train::TrainArgs;
+use burnc::build::{compile_to, compile_train_to, parse_dims};
 use std::path::{Path, PathBuf};
 
 
@@ -11,7 +12,7 @@ fn split<'a>(spec: &'a str, what: &str) -> Result<(&'a str, &'a str), CliError> 
     spec.split_once('=').ok_or_else(|| CliError::Usage(format!("expected {what}, got `{spec}`")))
 }
 
-pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs) -> Result<(), CliError> {
+pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs) -> Result<(), CliError> {
     let out: PathBuf = match output {
         Some(o) => o.to_path_buf(),
         None => PathBuf::from(format!("{}.rs", model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or("model".into()))),
@@ -30,6 +31,11 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
             Ok((n.to_string(), PathBuf::from(f)))
         })
         .collect::<Result<Vec<_>, CliError>>()?;
+    if train.train {
+        let gen = compile_train_to(model, &out, &pins, &consts, weights.spec()?.as_ref(), &train.spec()?)?;
+        println!("{}", gen.memory_line());
+        return Ok(());
+    }
     let report = compile_to(model, &out, &pins, &consts, weights.spec()?.as_ref())?;
     println!("{}", report.memory_line());
     Ok(())

@@ -4,6 +4,8 @@ pub mod compile;
 pub mod inputs;
 pub mod inspect;
 pub mod run;
+pub mod train;
+mod train_codegen;
 pub mod weights;
 
 use thiserror::Error;
@@ -26,4 +28,6 @@ pub enum CliError {
     Harness(#[from] burnc::harness::HarnessError),
     #[error(transparent)]
     Build(#[from] burnc::BuildError),
+    #[error(transparent)]
+    Train(#[from] burnc_compiler::train::TrainError),
 }

@@ -3,6 +3,7 @@
 //! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
 pub mod emit;
 pub(crate) mod module;
+pub mod train;
 pub mod weights;
 
 use crate::ir::{DType, Graph};
@@ -10,6 +11,7 @@ use crate::memory::{self, PlanOptions};
 use thiserror::Error;
 
 pub use module::Generated;
+pub use train::{generate_train, TrainGenerated};
 
 #[derive(Debug, Error)]
 pub enum CodegenError {

@@ -55,13 +55,42 @@ pub(crate) fn block_label(name: &str, taken: &mut HashSet<String>) -> String {
     out
 }
 
-fn io(g: &Graph, id: crate::ir::ValueId, taken: &mut HashSet<String>) -> Result<IoDesc, CodegenError> {
+pub(crate) fn io(g: &Graph, id: crate::ir::ValueId, taken: &mut HashSet<String>) -> Result<IoDesc, CodegenError> {
     let v = g.value(id);
     let err = |r: &str| CodegenError::Graph { what: format!("value `{}`", v.name), reason: r.into() };
     let t = g.tensor_type(id).ok_or_else(|| err("is not a tensor with a known type"))?;
     let shape = t.shape.as_ref().and_then(|s| s.as_fixed()).ok_or_else(|| err("has no static shape (pin it with --input NAME=DIMS)"))?;
     rust_ty(t.dtype).ok_or_else(|| err(&format!("has dtype {}, not supported by codegen yet", t.dtype)))?;
     Ok(IoDesc { name: v.name.clone(), ident: ident(&v.name, taken), dtype: t.dtype, shape })
+}
+
+/// The statements of every node in `plan.order`, grouped into chunks of `nodes_per_fn` nodes
+/// (one generated function each), each node in a labelled block named after it.
+pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize) -> Result<Vec<String>, CodegenError> {
+    let g = cx.g;
+    let mut parts: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut in_part = 0;
+    let mut labels = HashSet::new();
+    for &id in &plan.order {
+        let n = g.node(id);
+        if let Some(stmts) = emit::emit_node(cx, id)? {
+            let outs: Vec<String> = n.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
+            // A labelled block keeps the node's name readable after formatting (comments do not
+            // survive prettyplease).
+            let label = block_label(&n.name, &mut labels);
+            let _ = writeln!(current, "// {} {} -> {}\n'{label}: {{\n{stmts}\n}}", n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name()), n.name, outs.join(", "));
+            in_part += 1;
+        }
+        if in_part >= nodes_per_fn.max(1) {
+            parts.push(std::mem::take(&mut current));
+            in_part = 0;
+        }
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    Ok(parts)
 }
 
 pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
@@ -80,33 +109,13 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
         plan,
         weights: std::cell::RefCell::new(wl),
         inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, d.ident.clone())).collect::<HashMap<_, _>>(),
+        state: HashMap::new(),
     };
 
     // Node statements, grouped into functions of `nodes_per_fn` nodes.
     let input_params: Vec<String> = inputs.iter().map(|d| format!("{}: &[{}; {}]", d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>())).collect();
     let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
-    let mut parts: Vec<String> = Vec::new();
-    let mut current = String::new();
-    let mut in_part = 0;
-    let mut labels = HashSet::new();
-    for &id in &plan.order {
-        let n = g.node(id);
-        if let Some(stmts) = emit::emit_node(&cx, id)? {
-            let outs: Vec<String> = n.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
-            // A labelled block keeps the node's name readable after formatting (comments do not
-            // survive prettyplease).
-            let label = block_label(&n.name, &mut labels);
-            let _ = writeln!(current, "// {} {} -> {}\n'{label}: {{\n{stmts}\n}}", n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name()), n.name, outs.join(", "));
-            in_part += 1;
-        }
-        if in_part >= opts.nodes_per_fn.max(1) {
-            parts.push(std::mem::take(&mut current));
-            in_part = 0;
-        }
-    }
-    if !current.is_empty() {
-        parts.push(current);
-    }
+    let parts = emit_parts(&cx, plan, opts.nodes_per_fn)?;
 
     let wl = cx.weights.into_inner();
     let mut header = String::new();

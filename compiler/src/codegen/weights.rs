@@ -13,11 +13,20 @@ pub struct WeightsLayout {
 /// Lay out the weights read by `g`'s nodes (in first-use order, so a reader walks the file
 /// front to back).
 pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
+    layout_after(Vec::new(), g, order, &HashMap::new())
+}
+
+/// [`layout`] appended to an existing blob (a second graph of the same module sharing its
+/// weights file); parameters named in `shared` are already in the blob at that offset.
+pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], shared: &HashMap<String, usize>) -> WeightsLayout {
     let mut offsets = HashMap::new();
-    let mut blob = Vec::new();
     for &nid in order {
         for v in g.node(nid).inputs.iter().flatten() {
             if offsets.contains_key(v) {
+                continue;
+            }
+            if let (ValueKind::Param(_), Some(&off)) = (&g.value(*v).kind, shared.get(&g.value(*v).name)) {
+                offsets.insert(*v, off);
                 continue;
             }
             let Some(bytes) = value_bytes(&g.value(*v).kind) else { continue };

@@ -326,6 +326,13 @@ pub enum Op {
     /// (X: [N, F] f32/f64) → [N, targets] in X's type.
     TreeEnsemble(Box<super::TreeEnsembleAttrs>),
 
+    // ---- training
+    /// (param, grad, lr: f32 scalar, step: i64 scalar (1 first), moment1?, moment2?) →
+    /// (param', moment1'?, moment2'?): one optimizer update (`rule.moments()` moment buffers).
+    /// Generated training code runs it in place over the caller's state buffer; then the node
+    /// has no outputs and runs after every other reader of the parameter.
+    ParamUpdate { rule: burnc_runtime::train::optim::Rule },
+
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },
     Loop { body: Box<Graph> },
@@ -425,6 +432,15 @@ pub struct ResizeAttrs {
 }
 
 impl Op {
+    /// Inputs the op overwrites when it runs in place (generated training code): every other
+    /// reader of them must run first.
+    pub fn mutated_inputs(&self) -> &'static [usize] {
+        match self {
+            Op::ParamUpdate { .. } => &[0, 4, 5],
+            _ => &[],
+        }
+    }
+
     /// Short name for printing and op counts.
     pub fn name(&self) -> String {
         match self {

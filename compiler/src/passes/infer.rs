@@ -916,6 +916,10 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 .collect()
         }
         Op::RmsNorm { .. } => same(),
+        Op::ParamUpdate { rule } => {
+            let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
+            (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
+        }
         Op::Attention(a) => {
             // Output shapes when the inputs' are static (optional outputs need them too).
             let fixed = |i: usize| -> Option<Vec<usize>> {

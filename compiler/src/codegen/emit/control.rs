@@ -342,7 +342,7 @@ fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>) -> Result<Stri
             }
         }
     }
-    let bcx = Ctx { g: &sub.g, plan: &sub.plan, weights: std::cell::RefCell::new(wl), inputs: names };
+    let bcx = Ctx { g: &sub.g, plan: &sub.plan, weights: std::cell::RefCell::new(wl), inputs: names, state: Default::default() };
     let mut s = String::new();
     let mut labels = HashSet::new();
     let mut res = Ok(());

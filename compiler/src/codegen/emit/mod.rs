@@ -16,6 +16,7 @@ mod recurrent;
 mod scatter;
 mod unpool;
 mod signal;
+mod train;
 mod wide;
 
 use super::weights::WeightsLayout;
@@ -31,6 +32,9 @@ pub struct Ctx<'a> {
     pub weights: std::cell::RefCell<WeightsLayout>,
     /// Graph inputs: value → parameter name in the generated functions.
     pub inputs: HashMap<ValueId, String>,
+    /// Graph inputs kept in the caller's state buffer `s` (trainable parameters and optimizer
+    /// moments of generated training code): value → byte offset.
+    pub state: HashMap<ValueId, usize>,
 }
 
 /// The Rust element type generated code uses for a dtype.
@@ -95,6 +99,7 @@ impl<'a> Ctx<'a> {
             }
             // Graph inputs, and in a subgraph its inputs and the enclosing graph's values, are
             // bound to names before the node's code.
+            ValueKind::Input if self.state.contains_key(&v) => Ok(format!("unsafe {{ rt::arena::view::<{t}>(s, {}, {len}) }}", self.state[&v])),
             ValueKind::Input | ValueKind::Outer => {
                 let name = self.inputs.get(&v).ok_or_else(|| self.err(n, format!("value `{}` is not bound", self.g.value(v).name)))?;
                 Ok(format!("&{name}[..]"))
@@ -113,6 +118,16 @@ impl<'a> Ctx<'a> {
         let t = self.elem(n, v)?;
         let slot = self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.g.value(v).name)))?;
         Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(a, {}, {len}) }}", slot.offset))
+    }
+
+    /// An expression of type `&mut [T]` over state-buffer value `v`, for ops that update it in
+    /// place.
+    pub fn write_state(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let (_, shape) = self.ty(n, v)?;
+        let len: usize = shape.iter().product();
+        let t = self.elem(n, v)?;
+        let off = self.state.get(&v).ok_or_else(|| self.err(n, format!("`{}` is not in the state buffer", self.g.value(v).name)))?;
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(s, {off}, {len}) }}"))
     }
 
     /// The node's scratch buffer as `&mut [T]` of `len` elements.
@@ -215,6 +230,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
+        Op::ParamUpdate { .. } => train::emit(cx, n),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

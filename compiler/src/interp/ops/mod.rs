@@ -21,6 +21,7 @@ pub(crate) mod resize;
 pub(crate) mod rnn;
 mod seq;
 mod shape;
+pub(crate) mod train;
 pub(crate) mod unpool;
 pub(crate) mod signal;
 mod unique;
@@ -71,6 +72,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
         Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
         Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
+        Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
         Op::QuantizeLinear { .. }

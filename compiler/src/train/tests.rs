@@ -1,0 +1,177 @@
+//! The train step graph through the interpreter: an SGD step of a linear model against its
+//! closed-form gradient, cross-entropy + Adam lowering the loss, freezing by pattern.
+use super::*;
+use crate::interp::{self, RtValue};
+use crate::ir::{Param, Shape, TensorType, ValueKind, ValueType};
+use crate::tensor::{Data, Tensor};
+
+fn param(g: &mut Graph, name: &str, shape: &[usize], v: &[f32]) -> ValueId {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    g.add_value(
+        name,
+        ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(shape)) }),
+        ValueKind::Param(Param { dtype: DType::F32, shape: shape.to_vec(), bytes: bytes.into() }),
+    )
+}
+
+fn input(g: &mut Graph, name: &str, shape: &[usize]) -> ValueId {
+    let v = g.add_value(name, ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(shape)) }), ValueKind::Input);
+    g.inputs.push(v);
+    v
+}
+
+/// y = x·W + b, x [4, 3], W [3, 2], b [2].
+fn linear() -> Graph {
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", &[4, 3]);
+    let w = param(&mut g, "fc.weight", &[3, 2], &[0.1, -0.2, 0.3, 0.4, -0.5, 0.6]);
+    let b = param(&mut g, "fc.bias", &[2], &[0.05, -0.05]);
+    let (_, xw) = g.add_node("mm", Op::MatMul, vec![Some(x), Some(w)], &["xw".into()]);
+    let (_, y) = g.add_node("add", Op::Binary(crate::ir::BinaryOp::Add), vec![Some(xw[0]), Some(b)], &["y".into()]);
+    g.outputs = vec![y[0]];
+    g
+}
+
+fn compile(mut g: Graph, spec: &TrainSpec) -> TrainGraph {
+    let params = mark_trainable(&mut g, &spec.trainable).expect("trainable");
+    passes::prepare(&mut g).expect("prepare");
+    build_step(g, params, spec).expect("train graph")
+}
+
+fn t32(shape: &[usize], v: Vec<f32>) -> RtValue {
+    RtValue::Tensor(Tensor::new(shape.to_vec(), Data::F32(v)))
+}
+
+fn f32s(v: &RtValue) -> Vec<f32> {
+    match v {
+        RtValue::Tensor(t) => t.to_f64_vec().into_iter().map(|x| x as f32).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Feeds in the train graph's input order: data, target, lr, step, then params and moments.
+fn feeds(tg: &TrainGraph, data: Vec<RtValue>, target: RtValue, lr: f32, step: i64, state: &[Vec<f32>]) -> Vec<RtValue> {
+    let g = &tg.graph;
+    let mut by_id: std::collections::HashMap<ValueId, RtValue> = std::collections::HashMap::new();
+    for (&v, d) in tg.data_inputs.iter().zip(data) {
+        by_id.insert(v, d);
+    }
+    by_id.insert(tg.target, target);
+    by_id.insert(tg.lr, t32(&[], vec![lr]));
+    by_id.insert(tg.step, RtValue::Tensor(Tensor::scalar_i64(step)));
+    let mut k = 0;
+    for p in &tg.params {
+        by_id.insert(p.value, t32(&p.shape, state[k].clone()));
+        k += 1;
+        for &m in &p.moments {
+            by_id.insert(m, t32(&p.shape, state[k].clone()));
+            k += 1;
+        }
+    }
+    g.inputs.iter().map(|v| by_id.remove(v).expect("every input fed")).collect()
+}
+
+#[test]
+fn sgd_step_matches_the_closed_form() {
+    let spec = TrainSpec {
+        loss: Loss::Mse,
+        rule: Rule::Sgd { momentum: 0.0, dampening: 0.0, nesterov: false, weight_decay: 0.0 },
+        lr: 0.1,
+        trainable: vec![],
+        output: None,
+    };
+    let tg = compile(linear(), &spec);
+    assert_eq!(tg.params.len(), 2);
+    let x: Vec<f32> = (0..12).map(|i| (i as f32 * 0.37).sin()).collect();
+    let t: Vec<f32> = (0..8).map(|i| (i as f32 * 0.91).cos()).collect();
+    let w0 = [0.1f32, -0.2, 0.3, 0.4, -0.5, 0.6];
+    let b0 = [0.05f32, -0.05];
+    let state = vec![w0.to_vec(), b0.to_vec()];
+    let outs = interp::run(&tg.graph, feeds(&tg, vec![t32(&[4, 3], x.clone())], t32(&[4, 2], t.clone()), 0.1, 1, &state)).expect("runs");
+    // Reference in f64: r = x·W + b − t; L = mean(r²); dW = 2/8 xᵀr; db = 2/8 Σ r.
+    let mut r = [0f64; 8];
+    for i in 0..4 {
+        for j in 0..2 {
+            let mut acc = b0[j] as f64;
+            for k in 0..3 {
+                acc += x[i * 3 + k] as f64 * w0[k * 2 + j] as f64;
+            }
+            r[i * 2 + j] = acc - t[i * 2 + j] as f64;
+        }
+    }
+    let loss: f64 = r.iter().map(|v| v * v).sum::<f64>() / 8.0;
+    assert!((f32s(&outs[0])[0] as f64 - loss).abs() < 1e-5 * loss.max(1.0), "loss {:?} vs {loss}", f32s(&outs[0]));
+    let w1 = f32s(&outs[1]);
+    let b1 = f32s(&outs[2]);
+    for k in 0..3 {
+        for j in 0..2 {
+            let d: f64 = (0..4).map(|i| x[i * 3 + k] as f64 * r[i * 2 + j]).sum::<f64>() * 2.0 / 8.0;
+            let want = w0[k * 2 + j] as f64 - 0.1 * d;
+            assert!((w1[k * 2 + j] as f64 - want).abs() < 1e-5, "W[{k},{j}] = {} want {want}", w1[k * 2 + j]);
+        }
+    }
+    for j in 0..2 {
+        let d: f64 = (0..4).map(|i| r[i * 2 + j]).sum::<f64>() * 2.0 / 8.0;
+        assert!((b1[j] as f64 - (b0[j] as f64 - 0.1 * d)).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn cross_entropy_with_adam_lowers_the_loss_and_freezing_keeps_weights() {
+    for frozen in [false, true] {
+        let spec = TrainSpec {
+            loss: Loss::CrossEntropy,
+            rule: Rule::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.01, decoupled: true },
+            lr: 0.05,
+            trainable: if frozen { vec!["*.weight".into()] } else { vec![] },
+            output: None,
+        };
+        let tg = compile(linear(), &spec);
+        assert_eq!(tg.params.len(), if frozen { 1 } else { 2 });
+        // A frozen parameter stays a weight of the graph.
+        let bias_is_weight = tg.graph.values.iter().any(|v| v.name == "fc.bias" && matches!(v.kind, ValueKind::Param(_)));
+        assert_eq!(bias_is_weight, frozen);
+        let x: Vec<f32> = (0..12).map(|i| (i as f32 * 0.37).sin()).collect();
+        let labels = RtValue::Tensor(Tensor::new(vec![4], Data::I64(vec![0, 1, 1, 0])));
+        let mut state: Vec<Vec<f32>> = Vec::new();
+        for p in &tg.params {
+            state.push(p.init.to_f64_vec().into_iter().map(|v| v as f32).collect());
+            for _ in &p.moments {
+                state.push(vec![0.0; p.shape.iter().product()]);
+            }
+        }
+        let mut losses = Vec::new();
+        for step in 1..=30 {
+            let outs = interp::run(&tg.graph, feeds(&tg, vec![t32(&[4, 3], x.clone())], labels.clone(), 0.05, step, &state)).expect("runs");
+            losses.push(f32s(&outs[0])[0]);
+            // Outputs after the loss: updated params, then their moments, in param order.
+            let n = tg.params.len();
+            let mut next = Vec::new();
+            let mut mi = 1 + n;
+            for (pi, p) in tg.params.iter().enumerate() {
+                next.push(f32s(&outs[1 + pi]));
+                for _ in &p.moments {
+                    next.push(f32s(&outs[mi]));
+                    mi += 1;
+                }
+            }
+            state = next;
+        }
+        assert!(losses[29] < losses[0] * 0.9, "loss did not go down: {losses:?}");
+    }
+}
+
+#[test]
+fn nothing_to_train_is_an_error() {
+    let mut g = linear();
+    let e = mark_trainable(&mut g, &["conv*".into()]).unwrap_err();
+    assert!(e.to_string().contains("no f32 parameter matches conv*"), "{e}");
+}
+
+#[test]
+fn glob_patterns() {
+    assert!(glob("fc.*", "fc.weight"));
+    assert!(glob("*.bias", "layer1.0.bias"));
+    assert!(!glob("fc.*", "conv.weight"));
+    assert!(glob("l?yer", "layer"));
+}
