@@ -215,7 +215,7 @@ impl Vm<'_> {
     fn push(&mut self, v: Value) {
         self.stack.push(v);
     }
-    fn new(&mut self, o: Obj) {
+    fn push_obj(&mut self, o: Obj) {
         let v = self.heap.push(o);
         self.push(v);
     }
@@ -248,13 +248,13 @@ impl Vm<'_> {
                         }
                     }
                 }
-                return self.new(Obj::Dict(items));
+                return self.push_obj(Obj::Dict(items));
             }
         }
-        self.new(Obj::Call { func, args, state: None, items: Vec::new(), appended: Vec::new() });
+        self.push_obj(Obj::Call { func, args, state: None, items: Vec::new(), appended: Vec::new() });
     }
     fn set_items(&mut self, target: &Value, kv: Vec<Value>) -> Result<(), Step> {
-        if kv.len() % 2 != 0 {
+        if !kv.len().is_multiple_of(2) {
             return Err("odd number of values for SETITEMS".into());
         }
         let mut pairs = Vec::with_capacity(kv.len() / 2);
@@ -393,13 +393,13 @@ impl Vm<'_> {
             0x88 => self.push(Value::Bool(true)),
             0x89 => self.push(Value::Bool(false)),
             // Containers.
-            b'}' => self.new(Obj::Dict(Vec::new())),
-            b']' => self.new(Obj::List(Vec::new())),
-            b')' => self.new(Obj::Tuple(Vec::new())),
-            0x8f => self.new(Obj::Set(Vec::new())),
+            b'}' => self.push_obj(Obj::Dict(Vec::new())),
+            b']' => self.push_obj(Obj::List(Vec::new())),
+            b')' => self.push_obj(Obj::Tuple(Vec::new())),
+            0x8f => self.push_obj(Obj::Set(Vec::new())),
             b't' => {
                 let items = self.pop_mark()?;
-                self.new(Obj::Tuple(items));
+                self.push_obj(Obj::Tuple(items));
             }
             0x85..=0x87 => {
                 let n = (op - 0x84) as usize;
@@ -407,19 +407,19 @@ impl Vm<'_> {
                     return Err("stack underflow".into());
                 }
                 let items = self.stack.split_off(self.stack.len() - n);
-                self.new(Obj::Tuple(items));
+                self.push_obj(Obj::Tuple(items));
             }
             b'l' => {
                 let items = self.pop_mark()?;
-                self.new(Obj::List(items));
+                self.push_obj(Obj::List(items));
             }
             0x91 => {
                 let items = self.pop_mark()?;
-                self.new(Obj::Set(items));
+                self.push_obj(Obj::Set(items));
             }
             b'd' => {
                 let kv = self.pop_mark()?;
-                self.new(Obj::Dict(Vec::new()));
+                self.push_obj(Obj::Dict(Vec::new()));
                 let d = self.top()?.clone();
                 self.set_items(&d, kv)?;
             }
@@ -478,13 +478,13 @@ impl Vm<'_> {
             // Globals, calls, objects.
             b'c' => {
                 let (module, name) = (self.line()?, self.line()?);
-                self.new(Obj::Global { module, name });
+                self.push_obj(Obj::Global { module, name });
             }
             0x93 => {
                 let name = self.pop()?;
                 let module = self.pop()?;
                 let (module, name) = (self.str_of(&module)?, self.str_of(&name)?);
-                self.new(Obj::Global { module, name });
+                self.push_obj(Obj::Global { module, name });
             }
             b'R' | 0x81 => {
                 let args = self.pop()?;
@@ -525,11 +525,11 @@ impl Vm<'_> {
             }
             b'Q' => {
                 let pid = self.pop()?;
-                self.new(Obj::Persistent(pid));
+                self.push_obj(Obj::Persistent(pid));
             }
             b'P' => {
                 let l = self.line()?;
-                self.new(Obj::Persistent(Value::Str(l.into())));
+                self.push_obj(Obj::Persistent(Value::Str(l.into())));
             }
             _ => return Err(Step::Unknown),
         }

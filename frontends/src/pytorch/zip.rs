@@ -168,12 +168,12 @@ pub fn crc32(data: &[u8]) -> u32 {
     static TABLES: std::sync::OnceLock<[[u32; 256]; 8]> = std::sync::OnceLock::new();
     let t = TABLES.get_or_init(|| {
         let mut t = [[0u32; 256]; 8];
-        for i in 0..256 {
+        for (i, slot) in t[0].iter_mut().enumerate() {
             let mut c = i as u32;
             for _ in 0..8 {
                 c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
             }
-            t[0][i] = c;
+            *slot = c;
         }
         for i in 0..256 {
             for k in 1..8 {
