@@ -79,8 +79,9 @@ pub fn parse(bytes: Bytes) -> Result<SafeTensors, PytorchError> {
     }
     let entries = zip::entries(&bytes).map_err(PytorchError::Zip)?;
     // torch puts every record under one folder named after the file; data.pkl is in it.
-    let prefix = entries.first().and_then(|e| e.name.split_once('/')).map(|(p, _)| p.to_string()).unwrap_or_default();
-    let find = |name: &str| entries.iter().find(|e| e.name == format!("{prefix}/{name}"));
+    // A hand-made archive may put it at the root: then the prefix is empty.
+    let prefix = entries.first().and_then(|e| e.name.split_once('/')).map(|(p, _)| format!("{p}/")).unwrap_or_default();
+    let find = |name: &str| entries.iter().find(|e| e.name == format!("{prefix}{name}"));
     let pkl = find("data.pkl").ok_or_else(|| {
         let names: Vec<&str> = entries.iter().take(10).map(|e| e.name.as_str()).collect();
         PytorchError::NoPickle(if names.is_empty() { "none".into() } else { names.join(", ") })
@@ -88,12 +89,12 @@ pub fn parse(bytes: Bytes) -> Result<SafeTensors, PytorchError> {
     let big_endian = match find("byteorder").map(|e| e.data.as_ref()) {
         None | Some(b"little") => false,
         Some(b"big") => true,
-        Some(other) => return Err(PytorchError::Zip(format!("{prefix}/byteorder is {:?}, not `little` or `big`", String::from_utf8_lossy(other)))),
+        Some(other) => return Err(PytorchError::Zip(format!("{prefix}byteorder is {:?}, not `little` or `big`", String::from_utf8_lossy(other)))),
     };
     let (root, heap, _) = pickle::load(&pkl.data, 0).map_err(|e| pickle_err(&pkl.name, e))?;
     let records: BTreeMap<&str, &Bytes> = entries.iter().map(|e| (e.name.as_str(), &e.data)).collect();
     let lookup = |key: &str| {
-        let name = format!("{prefix}/data/{key}");
+        let name = format!("{prefix}data/{key}");
         records.get(name.as_str()).map(|b| (*b).clone()).ok_or_else(|| format!("storage record `{name}` is missing from the archive"))
     };
     let mut c = tensor::Collector::new(&heap, &lookup, big_endian);

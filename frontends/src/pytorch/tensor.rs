@@ -12,6 +12,16 @@ use std::collections::{BTreeMap, HashMap};
 /// without bound).
 const MAX_DEPTH: usize = 64;
 
+/// Objects visited per heap object at most: shared references (one state_dict under two
+/// keys) visit an object more than once, but a pickle of lists that each hold the previous one
+/// twice would take 2^depth visits.
+const VISITS_PER_OBJECT: usize = 16;
+
+/// A view that reads storage elements more than once (stride 0: an expanded tensor) is
+/// materialised only up to this size; state_dicts hold small ones if any, and a corrupt size
+/// must not drive a huge allocation.
+const MAX_EXPANDED_BYTES: usize = 256 << 20;
+
 /// The dtype of a `torch.<Name>Storage` class.
 pub fn storage_dtype(name: &str) -> Option<DType> {
     Some(match name {
@@ -55,6 +65,8 @@ pub struct Collector<'a> {
     pub out: BTreeMap<String, TensorEntry>,
     /// Objects on the current path (cycle guard).
     path: Vec<usize>,
+    /// Visits left (see [`VISITS_PER_OBJECT`]).
+    budget: usize,
 }
 
 fn tensor_err(key: &str, reason: impl Into<String>) -> PytorchError {
@@ -71,7 +83,8 @@ fn join(prefix: &str, k: &str) -> String {
 
 impl<'a> Collector<'a> {
     pub fn new(heap: &'a Heap, storage: &'a StorageFn<'a>, big_endian: bool) -> Self {
-        Collector { heap, storage, big_endian, out: BTreeMap::new(), path: Vec::new() }
+        let budget = heap.objs.len().saturating_mul(VISITS_PER_OBJECT).saturating_add(1024);
+        Collector { heap, storage, big_endian, out: BTreeMap::new(), path: Vec::new(), budget }
     }
 
     /// Collect every tensor reachable from `v` through dicts, lists and tuples; other objects
@@ -81,6 +94,7 @@ impl<'a> Collector<'a> {
         if self.path.contains(id) || self.path.len() >= MAX_DEPTH {
             return Ok(());
         }
+        self.budget = self.budget.checked_sub(1).ok_or_else(|| tensor_err(prefix, "the checkpoint's objects are shared too many times over (a corrupt or hostile pickle?)"))?;
         let heap = self.heap;
         let Some(obj) = heap.objs.get(*id) else { return Ok(()) };
         if self.is_tensor(v) {
@@ -252,6 +266,9 @@ pub fn materialise(dtype: DType, storage: &Bytes, offset: usize, shape: &[usize]
             contiguous = false;
         }
         want *= d;
+    }
+    if numel > available && numel.saturating_mul(e) > MAX_EXPANDED_BYTES {
+        return Err(format!("expanded view (size {shape:?}, stride {stride:?}) of a {available}-element storage would take {} bytes", numel.saturating_mul(e)));
     }
     let out = if contiguous {
         storage.slice(offset * e..(offset + numel) * e)

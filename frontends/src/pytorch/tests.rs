@@ -331,6 +331,28 @@ fn cyclic_and_deep_pickles_terminate() {
     deep.extend(std::iter::repeat_n(b'a', 99_999));
     deep.push(b'.');
     assert!(parse(Bytes::from(archive(&deep, &[]))).expect("deep").tensors.is_empty());
+    // l0 = []; l_k = [l_{k-1}, l_{k-1}] for 60 levels: 2^60 paths, refused quickly.
+    let mut dag = vec![0x80, 2, b']'];
+    for _ in 0..60 {
+        dag.extend_from_slice(&[b'q', 0, b'(', b'h', 0, b'h', 0, b'l']);
+    }
+    dag.push(b'.');
+    let msg = err(Bytes::from(archive(&dag, &[]))).to_string();
+    assert!(msg.contains("shared too many times"), "{msg}");
+    // An expanded view: fine when small, refused when huge.
+    let t = parse(one_tensor("FloatStorage", 1.5f32.to_le_bytes().to_vec(), 1, 0, &[2, 3], &[0, 0])).expect("expanded");
+    assert_eq!(t.tensors["w"].bytes.len(), 24);
+    let msg = err(one_tensor("FloatStorage", vec![0; 4], 1, 0, &[1 << 20, 1 << 20], &[0, 0])).to_string();
+    assert!(msg.contains("expanded view"), "{msg}");
+}
+
+#[test]
+fn an_archive_without_a_folder_reads() {
+    let mut p = Pickler::default();
+    p.op(0x80).op(2).ordered_dict().op(b'(').str("w").tensor("FloatStorage", "0", 1, 0, &[1], &[1]).op(b'u').op(b'.');
+    let z = zip::write(&[("data.pkl", &p.0), ("data/0", &2.0f32.to_le_bytes())]);
+    let t = parse(Bytes::from(z)).expect("root-level records");
+    assert_eq!(t.tensors["w"].bytes.as_ref(), 2.0f32.to_le_bytes());
 }
 
 // ---- with apply: the same Mismatch errors as safetensors ----
