@@ -38,17 +38,37 @@ pub fn storage_dtype(name: &str) -> Option<DType> {
         "UInt16Storage" => DType::U16,
         "UInt32Storage" => DType::U32,
         "UInt64Storage" => DType::U64,
-        "Float8_e4m3fnStorage" => DType::F8E4M3FN,
-        "Float8_e5m2Storage" => DType::F8E5M2,
-        "Float8_e4m3fnuzStorage" => DType::F8E4M3FNUZ,
-        "Float8_e5m2fnuzStorage" => DType::F8E5M2FNUZ,
+        _ => return None,
+    })
+}
+
+/// The dtype of `torch.<name>`, a dtype object (the argument of `_rebuild_tensor_v3`).
+fn torch_dtype(name: &str) -> Option<DType> {
+    Some(match name {
+        "float32" | "float" => DType::F32,
+        "float64" | "double" => DType::F64,
+        "float16" | "half" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int64" | "long" => DType::I64,
+        "int32" | "int" => DType::I32,
+        "int16" | "short" => DType::I16,
+        "int8" => DType::I8,
+        "uint8" => DType::U8,
+        "bool" => DType::Bool,
+        "uint16" => DType::U16,
+        "uint32" => DType::U32,
+        "uint64" => DType::U64,
+        "float8_e4m3fn" => DType::F8E4M3FN,
+        "float8_e5m2" => DType::F8E5M2,
+        "float8_e4m3fnuz" => DType::F8E4M3FNUZ,
+        "float8_e5m2fnuz" => DType::F8E5M2FNUZ,
         _ => return None,
     })
 }
 
 /// The `torch.<Name>Storage` class of `d` (for the writer).
 pub fn storage_name(d: DType) -> Option<&'static str> {
-    ["FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage", "LongStorage", "IntStorage", "ShortStorage", "CharStorage", "ByteStorage", "BoolStorage", "UInt16Storage", "UInt32Storage", "UInt64Storage", "Float8_e4m3fnStorage", "Float8_e5m2Storage"]
+    ["FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage", "LongStorage", "IntStorage", "ShortStorage", "CharStorage", "ByteStorage", "BoolStorage", "UInt16Storage", "UInt32Storage", "UInt64Storage"]
         .into_iter()
         .find(|n| storage_dtype(n) == Some(d))
 }
@@ -166,11 +186,21 @@ impl<'a> Collector<'a> {
             return Err(bad("tensor wrapped too deeply".into()));
         }
         match n {
-            "_rebuild_tensor_v2" | "_rebuild_tensor" => {
+            // v3 (torch >= 2.1, for dtypes without a typed storage class: uint16-64, float8)
+            // names the dtype in its 7th argument and references an untyped (byte) storage.
+            "_rebuild_tensor_v2" | "_rebuild_tensor" | "_rebuild_tensor_v3" => {
                 let offset = self.int(arg(1)?, key, "storage offset")?;
                 let shape = self.ints(arg(2)?, key, "size")?;
                 let stride = self.ints(arg(3)?, key, "stride")?;
-                let (dtype, storage) = self.storage(arg(0)?, key)?;
+                let explicit = match n {
+                    "_rebuild_tensor_v3" => {
+                        let d = arg(6)?;
+                        let (dm, dn) = self.heap.global(d).ok_or_else(|| bad(format!("dtype argument {d:?} is not a torch dtype")))?;
+                        Some(torch_dtype(dn).filter(|_| dm == "torch").ok_or_else(|| bad(format!("unsupported dtype {dm}.{dn}")))?)
+                    }
+                    _ => None,
+                };
+                let (dtype, storage) = self.storage(arg(0)?, key, explicit)?;
                 let bytes = materialise(dtype, &storage, offset, &shape, &stride, self.big_endian).map_err(bad)?;
                 Ok(TensorEntry { dtype, shape, bytes })
             }
@@ -197,7 +227,7 @@ impl<'a> Collector<'a> {
     /// Resolve a persistent id `('storage', torch.<T>Storage, key, location, numel[, view])`
     /// to its dtype and bytes. A legacy view `(view_key, offset, size)` selects elements of
     /// the root storage.
-    fn storage(&self, v: &Value, key: &str) -> Result<(DType, Bytes), PytorchError> {
+    fn storage(&self, v: &Value, key: &str, explicit: Option<DType>) -> Result<(DType, Bytes), PytorchError> {
         let bad = |r: String| tensor_err(key, r);
         let Some(Obj::Persistent(pid)) = self.heap.get(v) else {
             return Err(bad("the storage argument is not a persistent storage reference".into()));
@@ -210,9 +240,13 @@ impl<'a> Collector<'a> {
             return Err(bad(format!("persistent id of kind {tag:?}, expected 'storage'")));
         }
         let (m, n) = self.heap.global(ty).ok_or_else(|| bad("the storage type is not a class".into()))?;
-        let dtype = storage_dtype(n)
-            .filter(|_| m == "torch" || m == "torch.cuda")
-            .ok_or_else(|| bad(format!("unsupported storage type {m}.{n} (burnc reads float, integer and bool tensors)")))?;
+        let typed = storage_dtype(n).filter(|_| m == "torch" || m == "torch.cuda");
+        let dtype = match (explicit, typed) {
+            // An untyped storage holds bytes; the rebuild call says what they are.
+            (Some(d), _) if n == "UntypedStorage" || typed.is_some() => d,
+            (None, Some(d)) => d,
+            _ => return Err(bad(format!("unsupported storage type {m}.{n} (burnc reads float, integer and bool tensors)"))),
+        };
         let Value::Str(skey) = skey else {
             return Err(bad(format!("storage key is {skey:?}, not a string")));
         };

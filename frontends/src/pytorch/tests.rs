@@ -167,6 +167,28 @@ fn a_view_past_its_storage_is_an_error() {
     assert_eq!(got, vec![1.0, 3.0, 2.0, 4.0]);
 }
 
+/// torch >= 2.1 writes uint16-64 and float8 tensors with `_rebuild_tensor_v3(storage, offset,
+/// size, stride, requires_grad, hooks, dtype)` over an untyped byte storage.
+#[test]
+fn rebuild_tensor_v3_reads_the_explicit_dtype() {
+    let data: Vec<u8> = [1u16, 2, 3, 65535].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let mut p = Pickler::default();
+    p.op(0x80).op(2).ordered_dict().op(b'(').str("u");
+    p.global("torch._utils", "_rebuild_tensor_v3").op(b'(');
+    p.op(b'(').str("storage").global("torch", "UntypedStorage").str("0").str("cpu").int(8).op(b't').op(b'Q');
+    p.int(1).ints(&[3]).ints(&[1]).op(0x89).ordered_dict().global("torch", "uint16").op(b't').op(b'R');
+    p.op(b'u').op(b'.');
+    let t = parse(Bytes::from(archive(&p.0, &[("0".into(), data.clone())]))).expect("v3");
+    let u = &t.tensors["u"];
+    assert_eq!((u.dtype, u.shape.as_slice(), u.bytes.as_ref()), (DType::U16, &[3][..], &data[2..]));
+    // An unknown dtype name is an error naming it.
+    let mut bad = p.0.clone();
+    let at = bad.windows(6).position(|w| w == b"uint16").unwrap();
+    bad[at..at + 6].copy_from_slice(b"cplx64");
+    let msg = err(Bytes::from(archive(&bad, &[("0".into(), data)]))).to_string();
+    assert!(msg.contains("unsupported dtype torch.cplx64"), "{msg}");
+}
+
 #[test]
 fn unsupported_storage_types_name_the_key() {
     let msg = err(one_tensor("ComplexFloatStorage", vec![0; 16], 2, 0, &[2], &[1])).to_string();
