@@ -16,7 +16,10 @@ fn fixture(name: &str) -> Bytes {
     Bytes::from(std::fs::read(fixture_dir().join(name)).expect("fixture"))
 }
 
+/// Made with torch (make_fixtures.py; values in manifest.json).
 const FIXTURES: [&str; 5] = ["cnn_state_dict.pt", "dtypes.pt", "views.pt", "checkpoint.pt", "legacy.pt"];
+/// Every fixture, for the truncation and bit-flip sweeps (make_stdlib_fixtures.py made the last two).
+const ALL: [&str; 7] = ["cnn_state_dict.pt", "dtypes.pt", "views.pt", "checkpoint.pt", "legacy.pt", "protocol4.pt", "big_endian.pt"];
 
 fn field<'j>(obj: &'j Json, name: &str) -> &'j Json {
     match obj {
@@ -94,6 +97,22 @@ fn fixtures_match_the_manifest() {
             }
         }
     }
+}
+
+/// Fixtures of make_stdlib_fixtures.py (torch's layout and globals, written without torch).
+#[test]
+fn protocol_4_parameters_and_big_endian() {
+    let t = parse(fixture("protocol4.pt")).expect("protocol 4");
+    assert_eq!(t.tensors.keys().collect::<Vec<_>>(), ["model.b", "model.w"], "an object with state, ints and lists are skipped");
+    let w = &t.tensors["model.w"];
+    assert_eq!((w.dtype, w.shape.as_slice()), (DType::F32, &[2, 3][..]));
+    assert_eq!((0..6).map(|i| element(DType::F32, &w.bytes, i)).collect::<Vec<_>>(), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let b = &t.tensors["model.b"];
+    assert_eq!((b.dtype, element(DType::F64, &b.bytes, 0), element(DType::F64, &b.bytes, 1)), (DType::F64, 0.5, -1.5));
+
+    let t = parse(fixture("big_endian.pt")).expect("big endian");
+    let w = &t.tensors["w"];
+    assert_eq!((0..3).map(|i| element(DType::I32, &w.bytes, i)).collect::<Vec<_>>(), [1.0, -2.0, 300.0]);
 }
 
 #[test]
@@ -253,7 +272,7 @@ fn legacy_errors() {
 
 #[test]
 fn every_truncation_is_an_error() {
-    for name in FIXTURES {
+    for name in ALL {
         let full = fixture(name);
         for n in 0..full.len() {
             assert!(parse(full.slice(..n)).is_err(), "{name} cut to {n} bytes loaded");
@@ -277,7 +296,7 @@ impl Rng {
 
 #[test]
 fn bit_flips_never_panic_and_corrupt_data_is_caught() {
-    for name in FIXTURES {
+    for name in ALL {
         let full = fixture(name).to_vec();
         let reference = parse(Bytes::from(full.clone())).expect("fixture").tensors;
         for i in 0..full.len() {
@@ -302,10 +321,10 @@ fn bit_flips_never_panic_and_corrupt_data_is_caught() {
 #[test]
 fn mutated_pickles_never_panic() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for name in ["cnn_state_dict.pt", "dtypes.pt", "views.pt", "checkpoint.pt"] {
+    for name in ["cnn_state_dict.pt", "dtypes.pt", "views.pt", "checkpoint.pt", "protocol4.pt"] {
         let full = fixture(name);
         let entries = zip::entries(&full).expect("zip");
-        let prefix = name.trim_end_matches(".pt");
+        let prefix = entries[0].name.split_once('/').expect("a folder").0;
         let pkl = entries.iter().find(|e| e.name.ends_with("data.pkl")).unwrap().data.to_vec();
         let storages: Vec<(String, Vec<u8>)> = entries
             .iter()

@@ -129,7 +129,8 @@ pub fn entries(bytes: &Bytes) -> Result<Vec<Entry>, String> {
         let (mut csize, mut size) = (r.u32(at + 20, "size")? as u64, r.u32(at + 24, "size")? as u64);
         let (nlen, elen, clen) = (r.u16(at + 28, "name length")? as usize, r.u16(at + 30, "extra length")? as usize, r.u16(at + 32, "comment length")? as usize);
         let mut local = r.u32(at + 42, "local header offset")? as u64;
-        let name = String::from_utf8_lossy(r.bytes(at + 46, nlen, "entry name")?).into_owned();
+        let raw_name = r.bytes(at + 46, nlen, "entry name")?;
+        let name = String::from_utf8_lossy(raw_name).into_owned();
         let extra = r.bytes(at + 46 + nlen, elen, "extra field")?;
         let (big_size, big_csize, big_local) = (size == 0xFFFF_FFFF, csize == 0xFFFF_FFFF, local == 0xFFFF_FFFF);
         if big_size || big_csize || big_local {
@@ -149,7 +150,13 @@ pub fn entries(bytes: &Bytes) -> Result<Vec<Entry>, String> {
         if r.u32(local, "local header").map_err(bad)? != LOCAL {
             return Err(bad(format!("no local header at byte {local}")));
         }
-        let data_at = local + 30 + r.u16(local + 26, "local name length").map_err(bad)? as usize + r.u16(local + 28, "local extra length").map_err(bad)? as usize;
+        let local_nlen = r.u16(local + 26, "local name length").map_err(bad)? as usize;
+        // The two copies of the name must agree: a damaged name (say `byteorder`) must not
+        // make a record silently disappear.
+        if r.bytes(local + 30, local_nlen, "local name").map_err(bad)? != raw_name {
+            return Err(bad(format!("the local header at byte {local} names another record")));
+        }
+        let data_at = local + 30 + local_nlen + r.u16(local + 28, "local extra length").map_err(bad)? as usize;
         let size = to_usize(size, "size").map_err(bad)?;
         r.bytes(data_at, size, "data").map_err(bad)?;
         let data = bytes.slice(data_at..data_at + size);
