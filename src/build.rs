@@ -24,7 +24,7 @@ pub enum BuildError {
     #[error(transparent)]
     Codegen(#[from] burnc_compiler::codegen::CodegenError),
     #[error("{path}: {source}")]
-    Weights { path: String, source: burnc_frontends::safetensors::SafetensorsError },
+    Weights { path: String, source: burnc_frontends::weights::WeightsError },
     #[error(transparent)]
     Train(#[from] burnc_compiler::train::TrainError),
     #[error("OUT_DIR is not set: Build::compile runs in a build script, or give Build::out_dir")]
@@ -123,7 +123,8 @@ pub fn bake_tensor(g: &mut Graph, pos: usize, t: burnc_compiler::Tensor) {
     v.kind = ValueKind::Const(t);
 }
 
-/// A safetensors file whose tensors replace the model's initializers (`--weights`).
+/// A weights file (safetensors or a PyTorch checkpoint) whose tensors replace the model's
+/// initializers (`--weights`).
 #[derive(Debug, Clone)]
 pub struct Weights {
     pub path: PathBuf,
@@ -139,7 +140,7 @@ impl Weights {
             .iter()
             .map(|r| Rename::parse(r))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|source| BuildError::Weights { path: path.display().to_string(), source })?;
+            .map_err(|source| BuildError::Weights { path: path.display().to_string(), source: source.into() })?;
         Ok(Weights { path, options: WeightsOptions { renames, allow_unused } })
     }
 }
@@ -148,12 +149,13 @@ impl Weights {
 /// see the new values).
 pub fn apply_weights(g: &mut Graph, w: &Weights) -> Result<Applied, BuildError> {
     let err = |source| BuildError::Weights { path: w.path.display().to_string(), source };
-    let file = burnc_frontends::safetensors::load(&w.path).map_err(|e| match e {
+    // The format is picked by content: safetensors, or a PyTorch .pt/.pth checkpoint.
+    let file = burnc_frontends::weights::load(&w.path).map_err(|e| match e {
         // The Io error names the path itself; keep it to one mention.
-        burnc_frontends::safetensors::SafetensorsError::Io { source, .. } => file_err(&w.path, source),
+        burnc_frontends::weights::WeightsError::Io { source, .. } => file_err(&w.path, source),
         other => err(other),
     })?;
-    burnc_frontends::safetensors::apply(g, &file, &w.options).map_err(err)
+    burnc_frontends::safetensors::apply(g, &file, &w.options).map_err(|e| err(e.into()))
 }
 
 /// Load, pin, bake, prepare and generate. `weights_file` is the blob's file name as the module's
@@ -379,8 +381,9 @@ impl Build {
         self
     }
 
-    /// Replace the model's initializers with the tensors of a `.safetensors` file (every
-    /// parameter must be in it, with the same shape; f16/bf16/f64 convert to the model's dtype).
+    /// Replace the model's initializers with the tensors of a `.safetensors` file or a PyTorch
+    /// checkpoint (`.pt`/`.pth`, told apart by content; every parameter must be in it, with the
+    /// same shape; f16/bf16/f64 convert to the model's dtype).
     pub fn weights(mut self, file: impl AsRef<Path>) -> Self {
         self.weights = Some(file.as_ref().to_path_buf());
         self

@@ -166,3 +166,81 @@ fn unused_tensors_need_the_flag() {
     let err = burnc::Build::new(&original).weights(&st).rename_weights("bad").out_dir(tmp.path()).cargo_metadata(false).compile();
     assert!(matches!(err, Err(burnc::BuildError::Weights { .. })), "{err:?}");
 }
+
+/// A `torch.save(state_dict)`-style checkpoint of `inits` (f32), keys prefixed by `prefix`.
+fn write_pt(path: &Path, inits: &[(String, Vec<usize>, Vec<f32>)], prefix: &str) {
+    let data: Vec<(String, Vec<u8>)> = inits.iter().map(|(n, _, v)| (format!("{prefix}{n}"), v.iter().flat_map(|x| x.to_le_bytes()).collect())).collect();
+    let entries: Vec<(&str, DType, &[usize], &[u8])> =
+        data.iter().zip(inits).map(|((k, b), (_, s, _))| (k.as_str(), DType::F32, s.as_slice(), b.as_slice())).collect();
+    std::fs::write(path, burnc_frontends::pytorch::serialize(&entries)).expect("write checkpoint");
+}
+
+#[test]
+fn pytorch_checkpoints_give_what_safetensors_gives() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let t = |p: &str| tmp.path().join(p);
+    let mut inits = initializers();
+    let bias = inits.iter_mut().find(|(_, s, _)| s == &[10]).expect("a [10] bias");
+    bias.2[3] += 1.0;
+    let st = t("w.safetensors");
+    write_weights(&st, &inits, DType::F32, "");
+    // The reader is picked by content, not by name: this checkpoint has no .pt extension.
+    let pt = t("checkpoint.weights");
+    write_pt(&pt, &inits, "model.");
+
+    let original = example().join("mnist_cnn.onnx");
+    let via_st = run(&original, &t("o1"), &["--weights", st.to_str().expect("utf8")]);
+    let via_pt = run(&original, &t("o2"), &["--weights", pt.to_str().expect("utf8"), "--rename", "model.*=*"]);
+    assert_eq!(via_pt, via_st, "a .pt checkpoint must give what the same safetensors file gives");
+    assert_ne!(via_pt, run(&original, &t("o0"), &[]), "the perturbation must change the output");
+
+    // Compiled (Build API): the same weights blob and module.
+    let compile = |w: &Path, dir: &str, rename: Option<&str>| {
+        let mut b = burnc::Build::new(&original).weights(w).out_dir(t(dir)).cargo_metadata(false);
+        if let Some(r) = rename {
+            b = b.rename_weights(r);
+        }
+        let report = b.compile().expect("compile");
+        (std::fs::read(&report.weights).expect("blob"), std::fs::read(&report.source).expect("module"))
+    };
+    assert_eq!(compile(&pt, "bp", Some("model.*=*")), compile(&st, "bs", None));
+}
+
+#[test]
+fn pytorch_mismatches_and_corrupt_files_fail_in_one_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut inits = initializers();
+    let missing = inits.remove(0).0;
+    inits.push(("extra.tensor".into(), vec![1], vec![0.0]));
+    // A wrong shape: the [10] bias read as [2, 5].
+    let bias = inits.iter_mut().find(|(_, s, _)| s == &[10]).expect("a [10] bias");
+    bias.1 = vec![2, 5];
+    let bias_name = bias.0.clone();
+    let pt = tmp.path().join("bad.pt");
+    write_pt(&pt, &inits, "");
+    let original = example().join("mnist_cnn.onnx");
+    let fail = |w: &Path| {
+        let out = burnc().arg("run").arg(&original).arg("--input").arg(example().join("input_0.pb")).arg("--weights").arg(w).output().expect("spawn");
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(&w.display().to_string()), "names the file: {err}");
+        err
+    };
+    let err = fail(&pt);
+    assert!(err.contains("1 parameters have no tensor in the file") && err.contains(&missing), "{err}");
+    assert!(err.contains("1 tensors match no parameter") && err.contains("extra.tensor"), "{err}");
+    assert!(err.contains(&format!("`{bias_name}`: the model's shape is [10], the file's [2, 5]")), "{err}");
+
+    // Truncated: the zip's end record is gone.
+    let bytes = std::fs::read(&pt).expect("read");
+    let cut = tmp.path().join("cut.pt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
+    let err = fail(&cut);
+    assert!(err.contains("corrupt PyTorch zip archive") && err.contains("no end-of-central-directory record"), "{err}");
+    // Neither format.
+    let junk = tmp.path().join("junk.pt");
+    std::fs::write(&junk, b"this is neither safetensors nor a torch checkpoint").expect("write");
+    let err = fail(&junk);
+    assert!(err.contains("not a weights file burnc reads") && err.contains("PyTorch checkpoint"), "{err}");
+}

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Default)]
 pub struct WeightsArgs {
-    /// Replace the model's initializers with the tensors of a .safetensors file.
+    /// Replace the model's initializers with the tensors of a .safetensors file or a PyTorch
+    /// checkpoint (.pt/.pth: torch.save's zip or legacy format; nested dicts give dotted keys).
     #[arg(long, value_name = "FILE")]
     pub weights: Option<PathBuf>,
     /// Rename weights-file keys before matching: `*` in PATTERN matches anything and fills the

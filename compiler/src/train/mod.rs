@@ -194,16 +194,16 @@ pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -
     for (p, &grad) in params.iter_mut().zip(&grads) {
         let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(p.shape.iter().map(|&d| Dim::Fixed(d)).collect())) });
         let mut inputs = vec![Some(p.value), Some(grad), Some(lr), Some(step)];
-        for k in 0..spec.rule.moments() {
-            let name = fresh(&g, &format!("{}/{}", p.name, moment_names[k]));
+        for mname in &moment_names[..spec.rule.moments()] {
+            let name = fresh(&g, &format!("{}/{mname}", p.name));
             let m = g.add_value(name, ty.clone(), ValueKind::Input);
             g.inputs.push(m);
             p.moments.push(m);
             inputs.push(Some(m));
         }
         let mut out_names = vec![fresh(&g, &format!("{}/updated", p.name))];
-        for k in 0..spec.rule.moments() {
-            out_names.push(format!("{}/{}/updated", p.name, moment_names[k]));
+        for mname in &moment_names[..spec.rule.moments()] {
+            out_names.push(format!("{}/{mname}/updated", p.name));
         }
         let (_, outs) = g.add_node(format!("{}/update", p.name), Op::ParamUpdate { rule: spec.rule }, inputs, &out_names);
         new_params.push(outs[0]);

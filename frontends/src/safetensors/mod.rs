@@ -8,7 +8,7 @@
 //! its element count times its dtype size.
 mod apply;
 mod convert;
-mod json;
+pub(crate) mod json;
 mod rename;
 #[cfg(test)]
 mod tests;
