@@ -287,6 +287,18 @@ pub struct Report {
     pub weights_bytes: usize,
     pub inputs: Vec<IoDesc>,
     pub outputs: Vec<IoDesc>,
+    /// With [`Build::train`]: `TRAIN_ARENA_BYTES`, `STATE_BYTES` and the train step's sum of
+    /// all buffers (no reuse).
+    pub train: Option<TrainReport>,
+}
+
+/// Memory of a generated train step.
+#[derive(Debug, Clone, Copy)]
+pub struct TrainReport {
+    pub train_arena_bytes: usize,
+    pub train_lower_bound_bytes: usize,
+    pub train_total_buffer_bytes: usize,
+    pub state_bytes: usize,
 }
 
 impl Report {
@@ -325,6 +337,7 @@ pub fn compile_to(
         weights_bytes: gen.weights_bytes,
         inputs: gen.inputs,
         outputs: gen.outputs,
+        train: None,
     })
 }
 
@@ -350,6 +363,7 @@ pub struct Build {
     weights: Option<PathBuf>,
     renames: Vec<String>,
     allow_unused_weights: bool,
+    train: Option<TrainSpec>,
 }
 
 impl Build {
@@ -366,6 +380,7 @@ impl Build {
             weights: None,
             renames: Vec::new(),
             allow_unused_weights: false,
+            train: None,
         }
     }
 
@@ -421,6 +436,13 @@ impl Build {
         self
     }
 
+    /// Also generate `train_step` (see `burnc --train`): the module then has `Model::new(&mut
+    /// State)`, `forward`, `train_step`, `TRAIN_ARENA_BYTES` and `STATE_BYTES`.
+    pub fn train(mut self, spec: TrainSpec) -> Self {
+        self.train = Some(spec);
+        self
+    }
+
     /// Generate the module and its weights; see [`Build`].
     pub fn compile(&self) -> Result<Report, BuildError> {
         if self.cargo_metadata {
@@ -448,6 +470,27 @@ impl Build {
             return Err(BuildError::Invalid(format!("bad module name `{name}`: give a plain file stem")));
         }
         std::fs::create_dir_all(&dir).map_err(|e| file_err(&dir, e))?;
-        compile_to(&self.model, &dir.join(format!("{name}.rs")), &self.pins, &self.consts, weights.as_ref())
+        let out = dir.join(format!("{name}.rs"));
+        match &self.train {
+            None => compile_to(&self.model, &out, &self.pins, &self.consts, weights.as_ref()),
+            Some(spec) => {
+                let gen = compile_train_to(&self.model, &out, &self.pins, &self.consts, weights.as_ref(), spec)?;
+                Ok(Report {
+                    source: out.clone(),
+                    weights: out.with_extension("bin"),
+                    arena_bytes: gen.arena_bytes,
+                    lower_bound_bytes: gen.arena_bytes,
+                    weights_bytes: gen.weights.len(),
+                    inputs: gen.inputs,
+                    outputs: gen.outputs,
+                    train: Some(TrainReport {
+                        train_arena_bytes: gen.train_arena_bytes,
+                        train_lower_bound_bytes: gen.train_lower_bound_bytes,
+                        train_total_buffer_bytes: gen.train_total_buffer_bytes,
+                        state_bytes: gen.state_bytes,
+                    }),
+                })
+            }
+        }
     }
 }

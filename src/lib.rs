@@ -23,4 +23,8 @@ pub use burnc_runtime::include_model;
 pub mod build;
 pub mod harness;
 
-pub use build::{Build, BuildError, Report};
+pub use build::{Build, BuildError, Report, TrainReport};
+/// Training options for [`Build::train`].
+pub use burnc_compiler::train::{Loss, TrainSpec};
+/// Optimizer rules for [`TrainSpec`].
+pub use burnc_runtime::train::optim::Rule as Optimizer;

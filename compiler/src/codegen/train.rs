@@ -233,6 +233,12 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     let _ = writeln!(src, "use burnc_runtime as rt;");
     let _ = writeln!(src, "/// Bytes of working memory `forward` needs: the size of [`Arena`].\npub const ARENA_BYTES: usize = {arena_bytes};");
     let _ = writeln!(src, "/// Bytes of working memory `train_step` needs: the size of [`TrainArena`].\npub const TRAIN_ARENA_BYTES: usize = {train_arena_bytes};");
+    let _ = writeln!(
+        src,
+        "/// Bytes live at once at the train step's peak: no plan of this schedule can be smaller.\npub const TRAIN_LOWER_BOUND_BYTES: usize = {};\n\
+         /// Sum of all buffers of the train step, as if nothing were reused.\npub const TRAIN_BUFFER_SUM_BYTES: usize = {};",
+        tplan.lower_bound_bytes, tplan.total_buffer_bytes
+    );
     let _ = writeln!(src, "/// Bytes of the trainable parameters and optimizer moments: the size of [`State`].\npub const STATE_BYTES: usize = {state_bytes};");
     let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", opts.weights_file, wl.blob.len());
     let _ = writeln!(src, "/// Bytes [`Model::write_safetensors`] writes.\npub const SAFETENSORS_BYTES: usize = {safetensors_bytes};");
@@ -264,6 +270,24 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     }
     let _ = writeln!(src, "];");
     let _ = writeln!(src, "/// (blob offset, state offset, bytes) of each trainable parameter's initial value.\nconst INIT: &[(usize, usize, usize)] = &{init:?};");
+    let _ = writeln!(
+        src,
+        "/// The index in [`PARAMS`] of the parameter called `name`.\n\
+         pub fn param_index(name: &str) -> Option<usize> {{ PARAMS.iter().position(|p| p.name == name) }}\n\
+         /// The weights blob embedded at compile time (copy it to replace frozen parameters).\n\
+         pub fn weights() -> &'static [u8] {{ &WEIGHTS.0 }}\n\
+         /// Replace frozen parameter `i` of [`PARAMS`] in a copy of the weights blob (then start\n\
+         /// with [`Model::with_weights`]).\n\
+         pub fn set_frozen(blob: &mut [u8], i: usize, values: &[f32]) -> Result<(), rt::train::ParamError> {{\n\
+             let p = PARAMS.get(i).ok_or(rt::train::ParamError::NoSuchParam)?;\n\
+             if p.trainable {{ return Err(rt::train::ParamError::Trainable); }}\n\
+             if values.len() != p.len {{ return Err(rt::train::ParamError::Length(p.len, values.len())); }}\n\
+             let have = blob.len();\n\
+             let dst = blob.get_mut(p.offset..p.offset + 4 * p.len).ok_or(rt::train::ParamError::Length(WEIGHTS_BYTES, have))?;\n\
+             for (d, v) in dst.chunks_exact_mut(4).zip(values) {{ d.copy_from_slice(&v.to_le_bytes()); }}\n\
+             Ok(())\n\
+         }}"
+    );
     let _ = writeln!(src, "/// The model's outputs, borrowed from the arena.\npub struct Outputs<'a> {{");
     for d in &outputs {
         let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: {},", d.name, d.dtype, d.shape, d.ident, ty_of(d).replacen('&', "&'a ", 1));
@@ -315,23 +339,6 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
              rt::train::safetensors::write(&entries, out)\n\
          }}",
         np = params.len()
-    );
-    let _ = writeln!(
-        src,
-        "/// The index in [`PARAMS`] of the parameter called `name`.\n\
-         pub fn param_index(name: &str) -> Option<usize> {{ PARAMS.iter().position(|p| p.name == name) }}\n\
-         /// The weights blob embedded at compile time (copy it to replace frozen parameters).\n\
-         pub fn weights() -> &'static [u8] {{ &WEIGHTS.0 }}\n\
-         /// Replace frozen parameter `i` of [`PARAMS`] in a copy of the weights blob (then start\n\
-         /// with [`Model::with_weights`]).\n\
-         pub fn set_frozen(blob: &mut [u8], i: usize, values: &[f32]) -> Result<(), rt::train::ParamError> {{\n\
-             let p = PARAMS.get(i).ok_or(rt::train::ParamError::NoSuchParam)?;\n\
-             if p.trainable {{ return Err(rt::train::ParamError::Trainable); }}\n\
-             if values.len() != p.len {{ return Err(rt::train::ParamError::Length(p.len, values.len())); }}\n\
-             let dst = blob.get_mut(p.offset..p.offset + 4 * p.len).ok_or(rt::train::ParamError::Length(WEIGHTS_BYTES, blob.len()))?;\n\
-             for (d, v) in dst.chunks_exact_mut(4).zip(values) {{ d.copy_from_slice(&v.to_le_bytes()); }}\n\
-             Ok(())\n\
-         }}"
     );
     let mut fwd = format!(
         "/// Run the model with the current parameters. Every shape is fixed at compile time, so this cannot fail.\n\

@@ -1,0 +1,13 @@
+//! Two modules from one ONNX file: `digits` trains every parameter (Adam), `digits_head` only
+//! the last layer (`fc2.*`), for the fine-tuning phase.
+use burnc::{Build, Loss, Optimizer, TrainSpec};
+
+fn main() -> Result<(), burnc::BuildError> {
+    let adam = Optimizer::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0, decoupled: false };
+    let all = TrainSpec { loss: Loss::CrossEntropy, rule: adam, lr: 3e-3, trainable: vec![], output: None };
+    let head = TrainSpec { trainable: vec!["fc2.*".into()], lr: 1e-2, ..all.clone() };
+    for (name, spec) in [("digits", all), ("digits_head", head)] {
+        Build::new("model.onnx").name(name).train(spec).compile()?;
+    }
+    Ok(())
+}
