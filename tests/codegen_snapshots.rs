@@ -43,3 +43,21 @@ snapshots! {
     lrn_maxpool;
     broadcast_elementwise;
 }
+
+/// The training module (`burnc --train`) of the MLP: forward, train_step with the SGD-momentum
+/// updates in place over the state, the parameter table.
+#[test]
+fn mlp_train() {
+    use burnc::{Loss, Optimizer, TrainSpec};
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models/snapshots/mlp.onnx");
+    let spec = TrainSpec {
+        loss: Loss::CrossEntropy,
+        rule: Optimizer::Sgd { momentum: 0.9, dampening: 0.0, nesterov: false, weight_decay: 0.0 },
+        lr: 0.01,
+        trainable: vec![],
+        output: None,
+    };
+    let gen = burnc::build::generate_train(&model, &[], &[], None, "mlp_train.bin", &spec).unwrap_or_else(|e| panic!("mlp train: {e}"));
+    let source = gen.source.replacen(&format!("burnc {} from", env!("CARGO_PKG_VERSION")), "burnc [version] from", 1);
+    insta::assert_snapshot!("mlp_train", format!("{}\n\n{source}", gen.memory_line()));
+}
