@@ -401,6 +401,10 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             });
             vec![t(cx.dtype(0), dims)]
         }
+        Op::Dropout { .. } => {
+            let shape = cx.shape(0).map(|s| s.to_vec());
+            vec![t(cx.dtype(0), shape.clone()), t(Some(DType::Bool), shape)]
+        }
         Op::BatchNormTraining { .. } => {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
