@@ -9,6 +9,7 @@ use crate::passes::prepare;
 use crate::tensor::{Data, Tensor};
 
 mod activations;
+mod chains;
 mod data;
 mod dropout;
 mod loss;
