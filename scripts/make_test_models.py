@@ -174,6 +174,70 @@ def scan_axes():
     return m
 
 
+def mlp_dropout_ln():
+    """Training test model: x [8, 16] -> Gemm 16->32 -> LayerNormalization -> Relu -> Dropout(0.3)
+    -> Gemm 32->4 (logits)."""
+    rng = np.random.default_rng(3)
+    init = [
+        numpy_helper.from_array((rng.standard_normal((32, 16)) * 0.3).astype(np.float32), "fc1.weight"),
+        numpy_helper.from_array(np.zeros(32, np.float32), "fc1.bias"),
+        numpy_helper.from_array(np.ones(32, np.float32), "ln.weight"),
+        numpy_helper.from_array(np.zeros(32, np.float32), "ln.bias"),
+        numpy_helper.from_array((rng.standard_normal((4, 32)) * 0.2).astype(np.float32), "fc2.weight"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "fc2.bias"),
+        numpy_helper.from_array(np.array(0.3, np.float32), "ratio"),
+    ]
+    nodes = [
+        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], transB=1),
+        helper.make_node("LayerNormalization", ["h", "ln.weight", "ln.bias"], ["n"], axis=-1),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("Dropout", ["r", "ratio"], ["d"]),
+        helper.make_node("Gemm", ["d", "fc2.weight", "fc2.bias"], ["logits"], transB=1),
+    ]
+    g = helper.make_graph(
+        nodes, "mlp_dropout_ln",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 16])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [8, 4])], init,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="burnc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
+def cnn_bn():
+    """Training test model: x [4, 2, 6, 6] -> Conv 2->4 3x3 -> BatchNormalization (inference)
+    -> Relu -> GlobalAveragePool -> Flatten -> Gemm 4->3."""
+    rng = np.random.default_rng(4)
+    init = [
+        numpy_helper.from_array((rng.standard_normal((4, 2, 3, 3)) * 0.4).astype(np.float32), "conv.weight"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "conv.bias"),
+        numpy_helper.from_array(np.ones(4, np.float32), "bn.weight"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "bn.bias"),
+        numpy_helper.from_array((rng.standard_normal(4) * 0.1).astype(np.float32), "bn.running_mean"),
+        numpy_helper.from_array((rng.uniform(0.5, 1.5, 4)).astype(np.float32), "bn.running_var"),
+        numpy_helper.from_array((rng.standard_normal((3, 4)) * 0.5).astype(np.float32), "fc.weight"),
+        numpy_helper.from_array(np.zeros(3, np.float32), "fc.bias"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["c"]),
+        helper.make_node("BatchNormalization", ["c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"], ["b"]),
+        helper.make_node("Relu", ["b"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], transB=1),
+    ]
+    g = helper.make_graph(
+        nodes, "cnn_bn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2, 6, 6])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [4, 3])], init,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="burnc-tests")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     for name, fn in [
@@ -182,6 +246,8 @@ if __name__ == "__main__":
         ("loop_runtime", loop_runtime),
         ("if_runtime", if_runtime),
         ("scan_axes", scan_axes),
+        ("mlp_dropout_ln", mlp_dropout_ln),
+        ("cnn_bn", cnn_bn),
     ]:
         path = os.path.join(OUT, f"{name}.onnx")
         onnx.save(fn(), path)

@@ -26,6 +26,7 @@ pub(crate) fn alias_source(g: &Graph, n: NodeId) -> Option<ValueId> {
     let is_view = matches!(
         node.op,
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(UnaryOp::Identity)
+            | Op::Dropout { training: false, .. }
     );
     if !is_view || node.outputs.is_empty() {
         return None;

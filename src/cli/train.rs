@@ -151,6 +151,10 @@ pub fn train(a: TrainCmdArgs) -> Result<(), CliError> {
             by_id.insert(tg.target, target.clone());
             by_id.insert(tg.lr, RtValue::Tensor(Tensor::from_f32s(vec![], vec![tg.default_lr])));
             by_id.insert(tg.step, RtValue::Tensor(Tensor::scalar_i64(step as i64)));
+            // Generated train_step keys its Dropouts with the step number too.
+            if let Some(k) = tg.dropout_key {
+                by_id.insert(k, RtValue::Tensor(Tensor::scalar_i64(step as i64)));
+            }
             let mut k = 0;
             for p in &tg.params {
                 by_id.insert(p.value, RtValue::Tensor(state[k].clone()));

@@ -125,6 +125,9 @@ impl<'g> B<'g> {
     pub fn div(&mut self, a: ValueId, b: ValueId) -> R<ValueId> {
         self.bin(crate::ir::BinaryOp::Div, a, b)
     }
+    pub fn un(&mut self, u: crate::ir::UnaryOp, a: ValueId) -> R<ValueId> {
+        self.node(Op::Unary(u), &[a])
+    }
     pub fn neg(&mut self, a: ValueId) -> R<ValueId> {
         self.node(Op::Unary(crate::ir::UnaryOp::Neg), &[a])
     }

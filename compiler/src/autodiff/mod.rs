@@ -6,12 +6,18 @@
 //! several times are summed. The result is an ordinary graph, so the interpreter, the passes
 //! (folding turns the shape plumbing into constants) and codegen run it with no new kernels.
 //!
-//! Rules live per op family: `elementwise`, `linalg`, `shape` (reshapes, transpose, concat,
-//! slice, gather), `reduce` (reductions, softmax), `nn` (conv, pooling).
+//! Rules live per op family: `elementwise` (unary, binary, Where, Cast, Swish), `linalg`,
+//! `shape` (reshapes, transpose, concat, split, slice, gather, pad, expand, tile), `reduce`
+//! (reductions, softmax), `nn` (conv, pooling), `norm` (batch/layer/RMS/group/instance
+//! normalization), `loss` (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) and `dropout`
+//! (which also switches a graph's Dropouts to training mode: [`enable_dropout`]).
 mod builder;
+mod dropout;
 mod elementwise;
 mod linalg;
+mod loss;
 mod nn;
+mod norm;
 mod reduce;
 mod shape;
 #[cfg(test)]
@@ -20,6 +26,7 @@ mod tests;
 use crate::ir::{Graph, Node, Op, ValueId};
 use crate::passes::{infer, PassError};
 use builder::{differentiable, B, R};
+pub use dropout::enable_dropout;
 use std::collections::{HashMap, HashSet};
 
 /// Append nodes computing d(sum(seed * y))/dx for each x in `wrt`, and return those gradient
@@ -41,9 +48,10 @@ pub fn gradients(g: &mut Graph, y: ValueId, seed: Option<ValueId>, wrt: &[ValueI
     for ni in (0..n_fwd).rev() {
         let node = b.g.nodes[ni].clone();
         let dys: Vec<Option<ValueId>> = node.outputs.iter().map(|o| grads.get(o).copied()).collect();
-        // Every rule starts from the first output's gradient; the other outputs of the ops
-        // with rules (MaxPool's indices) are integers, which carry none.
-        if dys.first().copied().flatten().is_none() {
+        // Integer outputs (MaxPool's indices) never get a gradient; rules of single-output
+        // ops read it with `dy0`, which refuses gradients on the other outputs, and the
+        // multi-output rules (Split, SoftmaxCrossEntropyLoss's log-probabilities) read each.
+        if dys.iter().all(Option::is_none) {
             continue;
         }
         let need: Vec<bool> = node
@@ -118,15 +126,43 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::Concat { .. }
         | Op::Slice
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
+        Op::Where | Op::Cast { .. } | Op::CastLike { .. } | Op::Swish { .. } | Op::SwiGlu { .. } => elementwise::rule(b, n, dys, need),
+        Op::Split { .. }
+        | Op::Expand
+        | Op::Tile
+        | Op::Pad { .. }
+        | Op::GatherElements { .. }
+        | Op::DepthToSpace { .. }
+        | Op::SpaceToDepth { .. } => shape::rule(b, n, dys, need),
         Op::Reduce { .. } | Op::Softmax { .. } => reduce::rule(b, n, dys, need),
-        Op::Conv { .. } | Op::Pool { .. } => nn::rule(b, n, dys, need),
+        Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::rule(b, n, dys, need),
+        Op::BatchNorm { .. }
+        | Op::BatchNormTraining { .. }
+        | Op::LayerNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::GroupNorm { .. }
+        | Op::InstanceNorm { .. } => norm::rule(b, n, dys, need),
+        Op::NllLoss { .. } => loss::rule(b, n, dys, need),
+        Op::Dropout { .. } => dropout::rule(b, n, dys, need),
         other => Err(format!("no gradient rule for {}", other.name())),
     }
 }
 
-/// The first output's gradient, which single-output rules start from.
+/// The first output's gradient, which single-output rules start from; a gradient on another
+/// output (LayerNorm's Mean, say) is refused rather than dropped.
 fn dy0(dys: &[Option<ValueId>]) -> R<ValueId> {
+    if let Some(k) = dys.iter().skip(1).position(Option::is_some) {
+        return Err(format!("gradients through output {} are not supported (only through output 0)", k + 1));
+    }
     dys.first().copied().flatten().ok_or_else(|| "internal: no gradient for the first output".to_string())
+}
+
+/// Output `k`'s gradient, or zeros shaped like it when nothing downstream needs it.
+fn dy_or_zeros(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], k: usize) -> R<ValueId> {
+    match dys.get(k).copied().flatten() {
+        Some(d) => Ok(d),
+        None => b.zeros_like(output(n, k)?),
+    }
 }
 
 /// Input `i` of a node.

@@ -1,9 +1,9 @@
-//! ReduceSum / ReduceMean (the gradient is dY broadcast back over the reduced axes, divided by
-//! the count for the mean) and Softmax / LogSoftmax (the Jacobian-vector product written with
+//! Reductions (the gradient is dY broadcast back over the reduced axes, divided by the count
+//! for the mean, times the local derivative for the others: 2x, sign x, x/y, exp(x - y), …) and Softmax / LogSoftmax (the Jacobian-vector product written with
 //! the forward output: y (dy - Σ dy·y) and dy - exp(y) Σ dy).
 use super::builder::{const_ints, norm_axis, B, R};
 use super::{dy0, input, output};
-use crate::ir::{Node, Op, ReduceOp, UnaryOp, ValueId};
+use crate::ir::{BinaryOp, Node, Op, ReduceOp, UnaryOp, ValueId};
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let dy = dy0(dys)?;
@@ -18,7 +18,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) ->
                 },
             };
             let mut out = vec![None; n.inputs.len()];
-            out[0] = Some(reduce(b, *op, x, dy, axes, *keepdims, *noop_with_empty_axes)?);
+            out[0] = Some(reduce(b, *op, x, output(n, 0)?, dy, axes, *keepdims, *noop_with_empty_axes)?);
             Ok(out)
         }
         Op::Softmax { axis, log, coerce_2d } => {
@@ -44,9 +44,14 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) ->
     }
 }
 
-fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, dy: ValueId, axes: Vec<i64>, keepdims: bool, noop: bool) -> R<ValueId> {
+#[allow(clippy::too_many_arguments)]
+fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, y: ValueId, dy: ValueId, axes: Vec<i64>, keepdims: bool, noop: bool) -> R<ValueId> {
     let r = b.rank(x)?;
     if axes.is_empty() && noop {
+        // No reduction: the op is the identity for Sum/Mean/Max/Min, elementwise otherwise.
+        if !matches!(op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min) {
+            return Err(format!("Reduce{op:?} with empty axes and noop_with_empty_axes"));
+        }
         return Ok(dy);
     }
     let axes: Vec<i64> = if axes.is_empty() {
@@ -58,7 +63,6 @@ fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, dy: ValueId, axes: Vec<i64>, 
         v
     };
     let scaled = match op {
-        ReduceOp::Sum => dy,
         ReduceOp::Mean => {
             let dt = b.dtype(x)?;
             let dims = b.dims(x)?;
@@ -76,11 +80,47 @@ fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, dy: ValueId, axes: Vec<i64>, 
             };
             b.mul(dy, k)?
         }
-        other => return Err(format!("no gradient rule for Reduce{other:?}")),
+        _ => dy,
     };
     // Restore the reduced axes as size-1 dims (Unsqueeze's axes index the output, x's rank),
     // then broadcast over them.
-    let kept = if keepdims { scaled } else { b.node(Op::Unsqueeze { axes: Some(axes) }, &[scaled])? };
     let s = b.shape_of(x)?;
-    b.node(Op::Expand, &[kept, s])
+    let kept = if keepdims { scaled } else { b.node(Op::Unsqueeze { axes: Some(axes.clone()) }, &[scaled])? };
+    let dyx = b.node(Op::Expand, &[kept, s])?;
+    if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+        return Ok(dyx);
+    }
+    // The other reductions' local derivative, from x and y broadcast back to x's shape.
+    let dt = b.dtype(x)?;
+    let yk = if keepdims { y } else { b.node(Op::Unsqueeze { axes: Some(axes.clone()) }, &[y])? };
+    let d = match op {
+        ReduceOp::SumSquare => {
+            let two = b.scalar(2.0, dt)?;
+            b.mul(x, two)?
+        }
+        ReduceOp::L1 => b.un(UnaryOp::Sign, x)?,
+        // x / ‖x‖
+        ReduceOp::L2 => b.div(x, yk)?,
+        // softmax over the reduced axes: exp(x - y)
+        ReduceOp::LogSumExp => {
+            let t = b.sub(x, yk)?;
+            b.un(UnaryOp::Exp, t)?
+        }
+        // 1 / Σx = exp(-y)
+        ReduceOp::LogSum => {
+            let t = b.neg(yk)?;
+            b.un(UnaryOp::Exp, t)?
+        }
+        // Π/x (undefined where an element is 0)
+        ReduceOp::Prod => b.div(yk, x)?,
+        // Shared evenly among the elements equal to the extreme, as PyTorch's amax/amin do.
+        ReduceOp::Max | ReduceOp::Min => {
+            let eq = b.bin(BinaryOp::Equal, x, yk)?;
+            let m = b.node(Op::Cast { to: dt, saturate: false }, &[eq])?;
+            let cnt = b.reduce_sum(m, axes, true)?;
+            b.div(m, cnt)?
+        }
+        ReduceOp::Sum | ReduceOp::Mean => unreachable!("returned above"),
+    };
+    b.mul(dyx, d)
 }

@@ -1,21 +1,35 @@
 //! Data movement. Reshapes move no data, so the gradient is reshaped back; Transpose is undone
-//! by the inverse permutation; Concat's gradient is a Split at the operands' sizes. Slice and
-//! Gather pick elements, so their gradient scatters dY back, adding where an element was picked
-//! twice: the same op applied to an "iota" (each element holding its own flat index) tells
+//! by the inverse permutation; Concat's gradient is a Split at the operands' sizes and Split's
+//! a Concat; Expand's is summed over the broadcast dims. Slice, Gather, GatherElements, Tile,
+//! Pad, DepthToSpace and SpaceToDepth pick elements, so their gradient scatters dY back,
+//! adding where an element was picked twice: the same op applied to an "iota" (each element holding its own flat index) tells
 //! where each output element came from, and ScatterElements(add) into zeros puts it there.
 //! That reuses the forward op's own index semantics (negative indices, steps, clamping), so
 //! the backward cannot disagree with it; with static shapes the index table folds to a constant.
 use super::builder::{norm_axis, B, R};
-use super::{dy0, input};
-use crate::ir::{Node, Op, ScatterReduction, ValueId};
+use super::{dy0, dy_or_zeros, input};
+use crate::ir::{Node, Op, PadMode, ReduceOp, ScatterReduction, ValueId};
 use crate::tensor::Tensor;
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
-    let dy = dy0(dys)?;
     let x = input(n, 0)?;
+    if let Op::Split { axis, .. } = n.op {
+        // The parts concatenated back; a part nobody used contributes zeros.
+        let mut parts = Vec::with_capacity(n.outputs.len());
+        for k in 0..n.outputs.len() {
+            parts.push(dy_or_zeros(b, n, dys, k)?);
+        }
+        let dx = if parts.len() == 1 { parts[0] } else { b.node(Op::Concat { axis }, &parts)? };
+        let mut out = vec![None; n.inputs.len()];
+        out[0] = Some(dx);
+        return Ok(out);
+    }
+    let dy = dy0(dys)?;
+    let mut out = vec![None; n.inputs.len()];
     match &n.op {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
-            Ok(vec![Some(b.reshape_like(dy, x)?)])
+            out[0] = Some(b.reshape_like(dy, x)?);
+            Ok(out)
         }
         Op::Transpose { perm } => {
             let r = b.rank(x)?;
@@ -27,10 +41,27 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
             Ok(vec![Some(b.transpose(dy, inv)?)])
         }
         Op::Concat { axis } => concat(b, n, *axis, dy, need),
-        Op::Slice | Op::Gather { .. } => {
-            // Only the data input is differentiable; starts/indices are integers.
-            let mut out = vec![None; n.inputs.len()];
-            out[0] = Some(scatter_back(b, n, x, dy)?);
+        // Only the data input is differentiable; starts, indices, repeats are integers.
+        Op::Slice | Op::Gather { .. } | Op::GatherElements { .. } | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => {
+            out[0] = Some(scatter_back(b, n, x, dy, false)?);
+            Ok(out)
+        }
+        // Broadcasting: summed back.
+        Op::Expand => {
+            out[0] = Some(b.sum_to(dy, x)?);
+            Ok(out)
+        }
+        // Any mode through the index table (reflect/edge/wrap pick some elements twice); the
+        // constant pad value gets what the padding took: Σdy - Σdx.
+        Op::Pad { mode } => {
+            let dx = scatter_back(b, n, x, dy, true)?;
+            if let (Some(cv), true, PadMode::Constant) = (n.inputs.get(2).copied().flatten(), need.get(2) == Some(&true), mode) {
+                let all = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dy])?;
+                let inner = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dx])?;
+                let d = b.sub(all, inner)?;
+                out[2] = Some(b.reshape_like(d, cv)?);
+            }
+            out[0] = Some(dx);
             Ok(out)
         }
         other => Err(format!("no gradient rule for {}", other.name())),
@@ -56,27 +87,59 @@ fn concat(b: &mut B<'_>, n: &Node, axis: i64, dy: ValueId, need: &[bool]) -> R<V
     Ok(parts.into_iter().zip(need).map(|(p, &w)| w.then_some(p)).collect())
 }
 
-/// Gradient of an op that picks elements of input 0 (its other inputs are indices).
-fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId) -> R<ValueId> {
-    // iota: x's shape, element i = i.
+/// Gradient of an op that picks elements of input 0 (its other inputs are indices). With
+/// `fill` (Pad), the op also writes a fill value: iota then counts from 1, the fill is 0, and
+/// what lands on slot 0 is dropped.
+fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId, fill: bool) -> R<ValueId> {
+    let base = fill as i64;
+    // iota: x's shape, element i = i + base.
     let iota = match b.fixed_dims(x) {
         Ok(d) => {
             let len: usize = d.iter().product();
-            b.konst(Tensor::from_i64s(d, (0..len as i64).collect()))
+            b.konst(Tensor::from_i64s(d, (base..len as i64 + base).collect()))
         }
         Err(_) => {
-            let zero = b.konst(Tensor::scalar_i64(0));
+            let zero = b.konst(Tensor::scalar_i64(base));
             let one = b.konst(Tensor::scalar_i64(1));
             let size = b.node(Op::Size, &[x])?;
-            let r = b.node(Op::Range, &[zero, size, one])?;
+            let end = b.add(size, zero)?;
+            let r = b.node(Op::Range, &[zero, end, one])?;
             b.reshape_like(r, x)?
         }
     };
     // The forward op on iota: where each output element came from.
     let mut inputs = n.inputs.clone();
     inputs[0] = Some(iota);
+    if fill {
+        // The constant the op fills with, as an index (Pad's constant_value).
+        let z = b.konst(Tensor::scalar_i64(0));
+        if inputs.len() < 3 {
+            inputs.resize(3, None);
+        }
+        inputs[2] = Some(z);
+    }
     let picked = b.node_n(n.op.clone(), inputs, 1)?[0];
-    scatter_add(b, x, picked, dy)
+    if !fill {
+        return scatter_add(b, x, picked, dy);
+    }
+    let flat = b.ints(&[-1]);
+    let idx = b.node(Op::Reshape { allowzero: false }, &[picked, flat])?;
+    let upd = b.node(Op::Reshape { allowzero: false }, &[dy, flat])?;
+    let dt = b.dtype(x)?;
+    let len = match b.fixed_dims(x) {
+        Ok(d) => b.ints(&[d.iter().product::<usize>() as i64 + 1]),
+        Err(_) => {
+            let s = b.node(Op::Size, &[x])?;
+            let one = b.konst(Tensor::scalar_i64(1));
+            let s = b.add(s, one)?;
+            b.node(Op::Reshape { allowzero: false }, &[s, flat])?
+        }
+    };
+    let zeros = b.node(Op::ConstantOfShape { value: super::builder::scalar_tensor(0.0, dt)? }, &[len])?;
+    let sc = b.node(Op::ScatterElements { axis: 0, reduction: ScatterReduction::Add }, &[zeros, idx, upd])?;
+    let (one, big) = (b.ints(&[1]), b.ints(&[i64::MAX]));
+    let cut = b.node(Op::Slice, &[sc, one, big])?;
+    b.reshape_like(cut, x)
 }
 
 /// Zeros shaped like `x` plus, for each element of `dy`, dy added at the flat position of `x`

@@ -92,7 +92,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     };
     let fplan = plan_memory(fg)?;
     // Names the generated functions use themselves.
-    let mut taken: HashSet<String> = ["lr", "step", "s", "arena", "entries", "empty"].iter().map(|s| s.to_string()).collect();
+    let mut taken: HashSet<String> = ["lr", "step", "dropout_key", "s", "arena", "entries", "empty"].iter().map(|s| s.to_string()).collect();
     let mut fstate = HashMap::new();
     let mut inputs = Vec::new();
     let mut fnames = HashMap::new();
@@ -146,10 +146,18 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
             tnames.insert(v, d.ident.clone());
         } else {
             // target, lr, step: the step's own parameters.
-            let d = match &tgraph.value(v).ty {
-                crate::ir::ValueType::Tensor(t) if t.shape.as_ref().is_some_and(|s| s.rank() == 0) => {
-                    IoDesc { name: name.clone(), ident: if v == tg.lr { "lr".into() } else { "step".into() }, dtype: t.dtype, shape: vec![] }
-                }
+            // The scalars train_step makes itself have fixed names.
+            let own = if v == tg.lr {
+                Some("lr")
+            } else if v == tg.step {
+                Some("step")
+            } else if Some(v) == tg.dropout_key {
+                Some("dropout_key")
+            } else {
+                None
+            };
+            let d = match (own, &tgraph.value(v).ty) {
+                (Some(id), crate::ir::ValueType::Tensor(t)) => IoDesc { name: name.clone(), ident: id.into(), dtype: t.dtype, shape: vec![] },
                 _ => io(&tgraph, v, &mut t_taken)?,
             };
             tnames.insert(v, d.ident.clone());
@@ -368,11 +376,11 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
         "/// One training step on a batch: forward, loss, backward and the optimizer update of every\n\
          /// trainable parameter in the state. Returns the loss (before the update).\n\
          #[allow(clippy::too_many_arguments)]\n\
-         pub fn train_step(&mut self, arena: &mut TrainArena, {}) -> f32 {{\n    self.step += 1;\n    let lr = [self.lr];\n    let step = [self.step as i64];\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n    let s = self.s.0.as_mut_ptr();\n",
+         pub fn train_step(&mut self, arena: &mut TrainArena, {}) -> f32 {{\n    self.step += 1;\n    let lr = [self.lr];\n    let step = [self.step as i64];\n    // Dropout masks: a new key each step (salted per Dropout by the compiler).\n    let dropout_key = [self.step as i64];\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n    let s = self.s.0.as_mut_ptr();\n",
         data_sig.join(", ")
     );
     for i in 0..tparts.len() {
-        let _ = writeln!(ts, "    train_part_{i}(a, w, s, {});", targs.iter().map(|a| if a == "lr" || a == "step" { format!("&{a}") } else { a.clone() }).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(ts, "    train_part_{i}(a, w, s, {});", targs.iter().map(|a| if matches!(a.as_str(), "lr" | "step" | "dropout_key") { format!("&{a}") } else { a.clone() }).collect::<Vec<_>>().join(", "));
     }
     let _ = writeln!(ts, "    // SAFETY: the loss is the train graph's output: live to the end, aligned, in bounds.\n    unsafe {{ *(a.add({loss_slot}) as *const f32) }}\n}}\n}}");
     src.push_str(&ts);

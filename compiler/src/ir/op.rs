@@ -1,5 +1,5 @@
 //! burnc's core op set. The ONNX frontend lowers onto these (Sum/Mean/Max/Min → binary chains,
-//! Clip → Max/Min, GlobalAveragePool → mean reduction, Dropout → Identity …), so the
+//! Clip → Max/Min, GlobalAveragePool → mean reduction …), so the
 //! interpreter, passes and later the gradient rules exist once per core op.
 //!
 //! Operands that decide output shapes (Reshape's shape, Slice's starts, Pad's pads …) stay
@@ -207,6 +207,12 @@ pub enum Op {
     GroupNorm { num_groups: usize, epsilon: f32, per_channel: bool },
     /// RotaryEmbedding (X, cos_cache, sin_cache, position_ids?) (opset 23).
     RotaryEmbedding { interleaved: bool, rotary_embedding_dim: usize, num_heads: usize },
+    /// Dropout (x, key?) → (y, mask?). Inference (`training: false`): y = x, mask all true
+    /// (a free view, like Identity). Training: each element is kept with probability
+    /// 1 - `ratio` by a counter-based hash of (key, element index) and kept values are scaled
+    /// by 1 / (1 - ratio); `key` is an integer scalar, new each step, so the same key gives
+    /// the same mask (the gradient recomputes it instead of storing it).
+    Dropout { ratio: f32, training: bool },
     /// Swish: x * sigmoid(alpha * x).
     Swish { alpha: f32 },
     /// SwiGLU (A, B): A * sigmoid(alpha * A) * B (same shapes).

@@ -71,6 +71,9 @@ pub struct TrainGraph {
     pub target: ValueId,
     pub lr: ValueId,
     pub step: ValueId,
+    /// i64 scalar keying the training-mode Dropouts' masks (a new one each step), when the
+    /// model has Dropouts.
+    pub dropout_key: Option<ValueId>,
     pub params: Vec<TrainParam>,
     pub rule: Rule,
     pub default_lr: f32,
@@ -180,6 +183,16 @@ pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -
         Some(name) => *g.outputs.iter().find(|&&o| &g.value(o).name == name).ok_or_else(|| TrainError::UnknownOutput(name.clone()))?,
         None => *g.outputs.first().ok_or_else(|| TrainError::UnknownOutput("(the model has no outputs)".into()))?,
     };
+    // Dropouts drop in the train step, keyed per step (before the gradients: the rule keys dX
+    // like the forward op).
+    let has_dropout = g.nodes.iter().any(|n| matches!(n.op, Op::Dropout { ratio, .. } if ratio > 0.0));
+    let dropout_key = if has_dropout {
+        let k = scalar_input(&mut g, "dropout_key", DType::I64);
+        autodiff::enable_dropout(&mut g, k)?;
+        Some(k)
+    } else {
+        None
+    };
     let (target, loss) = loss::append(&mut g, pred, spec.loss).map_err(TrainError::Loss)?;
     let wrt: Vec<ValueId> = params.iter().map(|p| p.value).collect();
     let grads = autodiff::gradients(&mut g, loss, None, &wrt)?;
@@ -214,6 +227,7 @@ pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -
     let name = |g: &Graph, v: ValueId| g.value(v).name.clone();
     let data_names: Vec<String> = data_inputs.iter().map(|&v| name(&g, v)).collect();
     let (target_n, lr_n, step_n) = (name(&g, target), name(&g, lr), name(&g, step));
+    let key_n = dropout_key.map(|k| name(&g, k));
     let param_names: Vec<(String, Vec<String>)> =
         params.iter().map(|p| (name(&g, p.value), p.moments.iter().map(|&m| name(&g, m)).collect())).collect();
     passes::prepare(&mut g)?;
@@ -226,9 +240,10 @@ pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -
     };
     let data_inputs = data_names.iter().map(|n| find(n)).collect::<Result<Vec<_>, _>>()?;
     let (target, lr, step) = (find(&target_n)?, find(&lr_n)?, find(&step_n)?);
+    let dropout_key = key_n.map(|n| find(&n)).transpose()?;
     for (p, (pn, mns)) in params.iter_mut().zip(&param_names) {
         p.value = find(pn)?;
         p.moments = mns.iter().map(|n| find(n)).collect::<Result<Vec<_>, _>>()?;
     }
-    Ok(TrainGraph { data_inputs, target, lr, step, params, rule: spec.rule, default_lr: spec.lr, graph: g })
+    Ok(TrainGraph { data_inputs, target, lr, step, dropout_key, params, rule: spec.rule, default_lr: spec.lr, graph: g })
 }

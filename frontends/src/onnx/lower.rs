@@ -168,22 +168,29 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             return Ok(());
         }
         "Dropout" => {
-            // Inference: identity; the optional mask output is all true.
+            // Inference form (a free view; the mask, when asked for, is all true). ONNX's
+            // training_mode is not honoured here: a train-graph builder switches Dropouts on
+            // (`autodiff::enable_dropout`) with its own key per step.
             let x = inputs.first().copied().flatten();
-            let out_name = node.output.first().cloned().unwrap_or_default();
-            let (_, outs) = ctx.graph.add_node(n.label.clone(), Op::Unary(UnaryOp::Identity), vec![x], &[out_name.clone()]);
-            set_source(ctx, &n);
-            ctx.bind(&out_name, outs[0]);
+            let ratio = if opset < 12 {
+                a.f_or("ratio", 0.5)
+            } else {
+                inputs
+                    .get(1)
+                    .copied()
+                    .flatten()
+                    .and_then(|r| ctx.graph.const_value(r))
+                    .and_then(|t| t.to_f64_vec().first().copied())
+                    .map_or(0.5, |r| r as f32)
+            };
+            let mut outs: Vec<String> = vec![node.output.first().cloned().unwrap_or_default()];
             if let Some(mask) = node.output.get(1).filter(|m| !m.is_empty()) {
-                let shape_name = ctx.fresh(mask);
-                let (_, s) = ctx.graph.add_node(n.label.clone(), Op::Shape { start: 0, end: None }, vec![x], &[shape_name]);
-                let (_, m) = ctx.graph.add_node(
-                    n.label.clone(),
-                    Op::ConstantOfShape { value: Tensor { shape: vec![], data: burnc_compiler::Data::Bool(vec![true]) } },
-                    vec![Some(s[0])],
-                    &[mask.clone()],
-                );
-                ctx.bind(mask, m[0]);
+                outs.push(mask.clone());
+            }
+            let (_, vals) = ctx.graph.add_node(n.label.clone(), Op::Dropout { ratio, training: false }, vec![x], &outs);
+            set_source(ctx, &n);
+            for (name, v) in outs.iter().zip(vals) {
+                ctx.bind(name, v);
             }
             return Ok(());
         }

@@ -5,6 +5,7 @@ pub mod causal_conv;
 pub mod cache;
 pub mod conv;
 pub mod det;
+pub mod dropout;
 pub mod detect;
 pub mod einsum;
 pub mod extra;

@@ -3,6 +3,7 @@
 mod control;
 mod data;
 mod detect;
+mod dropout;
 mod elementwise;
 mod extra;
 mod misc;
@@ -217,6 +218,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         }
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Rnn(_) => rnn::emit(cx, id, n),
+        Op::Dropout { .. } => dropout::emit(cx, id, n),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
         Op::CausalConv { .. } | Op::LinearAttention(_) => recurrent::emit(cx, id, n),
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::DynamicQuantizeLinear | Op::MatMulInteger

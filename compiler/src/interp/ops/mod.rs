@@ -4,6 +4,7 @@ pub(crate) mod attention;
 mod cast;
 mod control;
 pub(crate) mod detect;
+mod dropout;
 pub(crate) mod elementwise;
 pub(crate) mod extra;
 pub(crate) mod grid;
@@ -73,6 +74,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
         Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
+        Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
         Op::QuantizeLinear { .. }

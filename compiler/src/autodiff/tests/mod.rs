@@ -4,9 +4,16 @@
 //! gradient is weighted differently and a rule that mixes up elements or scales fails.
 use super::gradients;
 use crate::interp::{self, RtValue};
-use crate::ir::{AutoPad, BinaryOp, DType, Graph, Op, PoolKind, ReduceOp, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ir::{AutoPad, BinaryOp, DType, Graph, LossReduction, Op, PadMode, PoolKind, ReduceOp, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
 use crate::passes::prepare;
 use crate::tensor::{Data, Tensor};
+
+mod activations;
+mod chains;
+mod data;
+mod dropout;
+mod loss;
+mod norm;
 
 struct Rng(u64);
 impl Rng {
@@ -38,14 +45,24 @@ struct Check {
     lo: f64,
     hi: f64,
     seed: u64,
+    /// Finite-difference step.
+    h: f64,
+    /// When > 0, inputs are rounded to multiples of it (dyadic inputs and step keep a forward
+    /// that rounds to f32 internally exact).
+    grid: f64,
 }
 
 fn check(shapes: &[&[usize]], build: impl Fn(&mut Graph, &[ValueId]) -> ValueId) {
-    Check { shapes: shapes.iter().map(|s| s.to_vec()).collect(), lo: -1.0, hi: 1.0, seed: 7 }.run(build).expect("gradients agree");
+    check_range(shapes, -1.0, 1.0, build);
 }
 
 fn check_pos(shapes: &[&[usize]], build: impl Fn(&mut Graph, &[ValueId]) -> ValueId) {
-    Check { shapes: shapes.iter().map(|s| s.to_vec()).collect(), lo: 0.5, hi: 2.0, seed: 11 }.run(build).expect("gradients agree");
+    Check { shapes: shapes.iter().map(|s| s.to_vec()).collect(), lo: 0.5, hi: 2.0, seed: 11, h: 1e-5, grid: 0.0 }.run(build).expect("gradients agree");
+}
+
+/// Inputs drawn from [lo, hi].
+fn check_range(shapes: &[&[usize]], lo: f64, hi: f64, build: impl Fn(&mut Graph, &[ValueId]) -> ValueId) {
+    Check { shapes: shapes.iter().map(|s| s.to_vec()).collect(), lo, hi, seed: 7, h: 1e-5, grid: 0.0 }.run(build).expect("gradients agree");
 }
 
 impl Check {
@@ -69,7 +86,14 @@ impl Check {
                 v
             })
             .collect();
-        let inputs: Vec<Tensor> = self.shapes.iter().map(|s| rng.tensor(s, self.lo, self.hi)).collect();
+        let mut inputs: Vec<Tensor> = self.shapes.iter().map(|s| rng.tensor(s, self.lo, self.hi)).collect();
+        if self.grid > 0.0 {
+            for t in &mut inputs {
+                if let Data::F64(v) = &mut t.data {
+                    v.iter_mut().for_each(|x| *x = (*x / self.grid).round() * self.grid);
+                }
+            }
+        }
         let y = build(&mut g, &xs);
         g.outputs = vec![y];
         let y_shape = match &run(&g, &inputs)[0] {
@@ -99,19 +123,24 @@ impl Check {
             return Err("gradients changed after prepare".into());
         }
         let loss = |xs: &[Tensor]| f64s(&run(&fwd, xs)[0])[0];
-        let h = 1e-5;
+        let h = self.h;
         for (i, a) in analytic.iter().enumerate() {
             if a.len() != inputs[i].numel() {
                 return Err(format!("gradient {i} has {} elements, input {}", a.len(), inputs[i].numel()));
             }
             for (j, &av) in a.iter().enumerate() {
-                let mut p = inputs.clone();
-                let mut m = inputs.clone();
-                if let (Data::F64(pv), Data::F64(mv)) = (&mut p[i].data, &mut m[i].data) {
-                    pv[j] += h;
-                    mv[j] -= h;
-                }
-                let fd = (loss(&p) - loss(&m)) / (2.0 * h);
+                let diff = |h: f64| {
+                    let mut p = inputs.clone();
+                    let mut m = inputs.clone();
+                    if let (Data::F64(pv), Data::F64(mv)) = (&mut p[i].data, &mut m[i].data) {
+                        pv[j] += h;
+                        mv[j] -= h;
+                    }
+                    (loss(&p) - loss(&m)) / (2.0 * h)
+                };
+                // A large step (for forwards that round) is Richardson-extrapolated: the h²
+                // error term cancels, leaving O(h⁴).
+                let fd = if h > 1e-4 { (4.0 * diff(h / 2.0) - diff(h)) / 3.0 } else { diff(h) };
                 let scale = av.abs().max(fd.abs()).max(1e-3);
                 if (av - fd).abs() > 1e-4 * scale {
                     return Err(format!("input {i} element {j}: analytic {av}, finite difference {fd}"));
@@ -142,7 +171,7 @@ fn win(k: &[usize], s: &[usize], p: &[usize], d: &[usize]) -> Window {
 
 #[test]
 fn checker_rejects_a_wrong_gradient() {
-    let c = Check { shapes: vec![vec![2, 3], vec![2, 3]], lo: -1.0, hi: 1.0, seed: 3 };
+    let c = Check { shapes: vec![vec![2, 3], vec![2, 3]], lo: -1.0, hi: 1.0, seed: 3, h: 1e-5, grid: 0.0 };
     assert!(c.run_seeded(bin(BinaryOp::Mul), 1.001).is_err());
     assert!(c.run_seeded(bin(BinaryOp::Mul), 1.0).is_ok());
 }
@@ -325,7 +354,20 @@ fn unrelated_input_gets_zeros_and_unsupported_ops_are_named() {
     let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&[3])) });
     let a = g.add_value("a", ty, ValueKind::Input);
     g.inputs = vec![a];
-    let y = node(&mut g, Op::Unary(UnaryOp::Erf), &[a]);
-    let err = gradients(&mut g, y, None, &[a]).expect_err("Erf has no rule").to_string();
-    assert!(err.contains("Erf"), "{err}");
+    let y = node(&mut g, Op::Hardmax { axis: 0, coerce_2d: false }, &[a]);
+    let err = gradients(&mut g, y, None, &[a]).expect_err("Hardmax has no rule").to_string();
+    assert!(err.contains("Hardmax"), "{err}");
+}
+
+/// A node with `n_out` outputs (optional inputs as `None`).
+fn node_n(g: &mut Graph, op: Op, inputs: Vec<Option<ValueId>>, n_out: usize) -> Vec<ValueId> {
+    let name = format!("n{}", g.nodes.len());
+    let outs: Vec<String> = (0..n_out).map(|k| format!("{name}_out{k}")).collect();
+    g.add_node(name, op, inputs, &outs).1
+}
+
+/// A scalar f64 constant.
+fn f64c(g: &mut Graph, v: f64) -> ValueId {
+    let n = g.values.len();
+    g.add_const(format!("c{n}"), Tensor::new(vec![], Data::F64(vec![v])))
 }

@@ -1,0 +1,88 @@
+//! Dropout. Training-mode Dropout's mask is a pure function of its key, so the gradient is
+//! the same Dropout (same key, same ratio) applied to dY: the mask is recomputed, not stored,
+//! and the kept elements get the same 1 / (1 - ratio) scale. Inference Dropout is the identity.
+//!
+//! [`enable_dropout`] turns a graph's inference Dropouts into training ones.
+use super::builder::{B, R};
+use super::{dy0, input};
+use crate::ir::{BinaryOp, DType, Graph, Node, Op, ValueId, ValueKind};
+use crate::passes::PassError;
+use crate::tensor::{Data, Tensor};
+use std::collections::HashSet;
+
+pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) -> R<Vec<Option<ValueId>>> {
+    let dy = dy0(dys)?;
+    let Op::Dropout { ratio, training } = n.op else { return Err(format!("no gradient rule for {}", n.op.name())) };
+    if !training {
+        return Ok(vec![Some(dy)]);
+    }
+    let key = input(n, 1).map_err(|_| "training-mode Dropout without its key input".to_string())?;
+    let dx = b.node(Op::Dropout { ratio, training: true }, &[dy, key])?;
+    Ok(vec![Some(dx), None])
+}
+
+/// Switch every inference-mode Dropout of `g` (top level, ratio > 0) to training mode, keyed
+/// by the scalar `key` (i64 or u64; a new value each train step). Returns how many were
+/// switched.
+///
+/// Each Dropout gets its own stream: its key input is `key ^ salt`, a BitXor node inserted just
+/// before it with a per-node 64-bit salt, so two Dropouts over same-shaped tensors do not drop
+/// the same elements, and stream i at step s never meets stream j at a nearby step. `key` must
+/// therefore be a graph input, a constant, or produced by a node before the first Dropout.
+/// Run it before the gradients are built (the rule keys dX like the forward op) and before
+/// folding, which does not remove Dropouts either way.
+pub fn enable_dropout(g: &mut Graph, key: ValueId) -> Result<usize, PassError> {
+    let err = |reason: String| PassError::Node { node: g.value(key).name.clone(), op: "Dropout".into(), reason };
+    let kt = g.tensor_type(key).cloned().ok_or_else(|| err("the key has no known type".into()))?;
+    if !matches!(kt.dtype, DType::I64 | DType::U64) || kt.shape.as_ref().is_some_and(|s| s.numel() != Some(1)) {
+        return Err(err(format!("the key must be an i64 or u64 scalar, got {} {:?}", kt.dtype, kt.shape)));
+    }
+    let mut names: HashSet<String> = g.values.iter().map(|v| v.name.clone()).collect();
+    let mut fresh = |base: String| {
+        let mut name = base.clone();
+        let mut k = 0;
+        while !names.insert(name.clone()) {
+            k += 1;
+            name = format!("{base}_{k}");
+        }
+        name
+    };
+    let old = std::mem::take(&mut g.nodes);
+    let mut count = 0usize;
+    for mut n in old {
+        let switch = matches!(n.op, Op::Dropout { training: false, ratio } if ratio > 0.0);
+        if switch {
+            count += 1;
+            let salt = salt(count as u64);
+            let t = match kt.dtype {
+                DType::U64 => Tensor::new(vec![], Data::U64(vec![salt])),
+                _ => Tensor::new(vec![], Data::I64(vec![salt as i64])),
+            };
+            let c = g.add_const(fresh(format!("{}/dropout_salt", n.name)), t);
+            let k = g.add_value(fresh(format!("{}/dropout_key", n.name)), g.value(key).ty.clone(), ValueKind::Node(crate::ir::NodeId(0)));
+            g.nodes.push(Node {
+                name: format!("{}/key", n.name),
+                op: Op::Binary(BinaryOp::BitXor),
+                inputs: vec![Some(key), Some(c)],
+                outputs: vec![k],
+                source_op: None,
+            });
+            let Op::Dropout { ratio, .. } = n.op else { unreachable!("matched above") };
+            n.op = Op::Dropout { ratio, training: true };
+            n.inputs.truncate(1);
+            n.inputs.resize(1, None);
+            n.inputs.push(Some(k));
+        }
+        g.nodes.push(n);
+    }
+    crate::passes::fold::renumber(g);
+    Ok(count)
+}
+
+/// The salt of the i-th Dropout: splitmix64 of its index, so salts differ in every bit.
+fn salt(i: u64) -> u64 {
+    let mut z = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

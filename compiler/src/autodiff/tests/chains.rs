@@ -1,0 +1,45 @@
+//! The rules composed as real models train them: a transformer encoder block and a small CNN
+//! with batch statistics and a cross-entropy loss.
+use super::*;
+
+#[test]
+fn transformer_encoder_block() {
+    // x [2, 3, 4]; Wq Wk Wv [4, 4]; LayerNorm scale, bias [4]; W1 [4, 8]; W2 [8, 4].
+    check(&[&[2, 3, 4], &[4, 4], &[4, 4], &[4, 4], &[4], &[4], &[4, 8], &[8, 4]], |g, x| {
+        let h = node(g, Op::LayerNorm { axis: -1, epsilon: 1e-5 }, &[x[0], x[4], x[5]]);
+        let q = node(g, Op::MatMul, &[h, x[1]]);
+        let k = node(g, Op::MatMul, &[h, x[2]]);
+        let v = node(g, Op::MatMul, &[h, x[3]]);
+        let kt = node(g, Op::Transpose { perm: Some(vec![0, 2, 1]) }, &[k]);
+        let s = node(g, Op::MatMul, &[q, kt]);
+        let two = f64c(g, 2.0);
+        let s = node(g, Op::Binary(BinaryOp::Div), &[s, two]);
+        let a = node(g, Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[s]);
+        let key = g.add_const("key", Tensor::scalar_i64(99));
+        let a = node_n(g, Op::Dropout { ratio: 0.2, training: true }, vec![Some(a), Some(key)], 1)[0];
+        let o = node(g, Op::MatMul, &[a, v]);
+        let x1 = node(g, Op::Binary(BinaryOp::Add), &[x[0], o]);
+        let f = node(g, Op::MatMul, &[x1, x[6]]);
+        let f = node(g, Op::Unary(UnaryOp::Gelu { tanh_approx: false }), &[f]);
+        let f = node(g, Op::MatMul, &[f, x[7]]);
+        node(g, Op::Binary(BinaryOp::Add), &[x1, f])
+    });
+}
+
+#[test]
+fn cnn_with_batch_statistics_and_cross_entropy() {
+    // x [2, 2, 5, 5]; conv W [3, 2, 3, 3]; BN scale, B, running mean, var [3]; fc W [3, 4], b [4].
+    check(&[&[2, 2, 5, 5], &[3, 2, 3, 3], &[3], &[3], &[3], &[3], &[3, 4], &[4]], |g, x| {
+        let w = win(&[], &[], &[1, 1, 1, 1], &[]);
+        let c = node_n(g, Op::Conv { window: w, group: 1 }, vec![Some(x[0]), Some(x[1]), None], 1)[0];
+        let bn_in = vec![Some(c), Some(x[2]), Some(x[3]), Some(x[4]), Some(x[5])];
+        let bn = node_n(g, Op::BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }, bn_in, 3)[0];
+        let r = node(g, Op::Unary(UnaryOp::Relu), &[bn]);
+        let p = node(g, Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }, &[r]);
+        let f = node(g, Op::Flatten { axis: 1 }, &[p]);
+        let logits = node(g, Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, &[f, x[6], x[7]]);
+        let t = g.add_const("target", Tensor::from_i64s(vec![2], vec![3, 1]));
+        let op = Op::NllLoss { softmax: true, reduction: LossReduction::Mean, ignore_index: None };
+        node_n(g, op, vec![Some(logits), Some(t), None], 1)[0]
+    });
+}
