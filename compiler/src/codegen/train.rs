@@ -328,7 +328,8 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
              let p = PARAMS.get(i).ok_or(rt::train::ParamError::NoSuchParam)?;\n\
              if p.trainable {{ return Err(rt::train::ParamError::Trainable); }}\n\
              if values.len() != p.len {{ return Err(rt::train::ParamError::Length(p.len, values.len())); }}\n\
-             let dst = blob.get_mut(p.offset..p.offset + 4 * p.len).ok_or(rt::train::ParamError::Length(WEIGHTS_BYTES, blob.len()))?;\n\
+             let have = blob.len();\n\
+             let dst = blob.get_mut(p.offset..p.offset + 4 * p.len).ok_or(rt::train::ParamError::Length(WEIGHTS_BYTES, have))?;\n\
              for (d, v) in dst.chunks_exact_mut(4).zip(values) {{ d.copy_from_slice(&v.to_le_bytes()); }}\n\
              Ok(())\n\
          }}"
