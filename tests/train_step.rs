@@ -8,6 +8,9 @@
 //! reference to rtol 1e-4 / atol 1e-5, every printed loss to rtol 1e-4. The saved safetensors
 //! must load back with `burnc run MODEL --weights` and give the reference's outputs.
 //!
+//! Why three steps as well as one: Adam's first step is m̂/√v̂ = g/|g| (plus ε), the same for
+//! any β1, β2, so only later steps check the moments and the bias corrections.
+//!
 //! Needs python3 with numpy and onnx (the script installs scripts/requirements.txt through
 //! scripts/setup_python.sh when they are missing); without them the test fails, it never skips.
 use burnc_compiler::interp::RtValue;
