@@ -14,7 +14,9 @@ and for each training case OUT_DIR/<model>/<case>/:
   output.pb              the model's output on x with the updated parameters (float32
                          TensorProto, as `burnc run -o` writes it)
 and OUT_DIR/cases.txt: one line per case, tab-separated: model, case, steps, then the flags
-for `burnc train` (`--loss …  --optimizer … --lr …`), which the Rust test passes as they are.
+for `burnc train` (`--loss …  --optimizer … --lr … [--trainable PATTERN]`), which the Rust
+test passes as they are. A case with `trainable` updates only the matching parameters (the
+others are frozen: saved unchanged).
 
 All arithmetic is float64 from the float32 initial values; burnc computes in float32, so the
 two agree to rounding (the test allows rtol 1e-4). Optimizers follow torch.optim's formulas:
@@ -50,6 +52,7 @@ def _ensure_python_deps() -> None:
 
 _ensure_python_deps()
 
+import fnmatch  # noqa: E402
 import json  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -321,6 +324,8 @@ CASES = [
     ("cnn_maxpool", "sgd_momentum_3", 3, "sgd", dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01)),
     ("cnn_maxpool", "sgd_nesterov_3", 3, "sgd", dict(lr=0.05, momentum=0.9, nesterov=True)),
     ("cnn_maxpool", "adamw_3", 3, "adamw", dict(lr=0.01, weight_decay=0.1)),
+    # Fine-tune the head only: the convolutions stay frozen (weights, not state, in generated code).
+    ("cnn_maxpool", "adam_head_3", 3, "adam", dict(lr=0.01, trainable="fc.*")),
     ("cnn_avgpool", "adam_1", 1, "adam", dict(lr=0.01)),
     ("cnn_avgpool", "adamw_3", 3, "adamw", dict(lr=0.02, weight_decay=0.1, beta2=0.95)),
     ("cnn_avgpool", "sgd_momentum_3", 3, "sgd", dict(lr=0.1, momentum=0.5)),
@@ -333,7 +338,9 @@ ADAMW_DEFAULT_WD = 0.01
 def flags(optimizer: str, kw: dict) -> list[str]:
     out = ["--optimizer", optimizer]
     for k, v in kw.items():
-        if isinstance(v, bool):
+        if k == "trainable":
+            out += ["--trainable", v]
+        elif isinstance(v, bool):
             if v:
                 out.append("--" + k.replace("_", "-"))
         else:
@@ -376,6 +383,8 @@ def run_case(m: dict, steps: int, optimizer: str, kw: dict) -> tuple[dict, list[
     x = m["x"].astype(np.float64)
     loss_fn = cross_entropy if m["loss"] == "cross-entropy" else mse
     target = m["target"] if m["loss"] == "cross-entropy" else m["target"].astype(np.float64)
+    kw = dict(kw)
+    pattern = kw.pop("trainable", "*")
     state: dict = {}
     losses = []
     for t in range(1, steps + 1):
@@ -384,10 +393,13 @@ def run_case(m: dict, steps: int, optimizer: str, kw: dict) -> tuple[dict, list[
         losses.append(loss)
         g = backward(m["layers"], p, dy, caches)
         assert set(g) == set(p), (sorted(g), sorted(p))
+        trained = {k: v for k, v in p.items() if fnmatch.fnmatchcase(k, pattern)}
+        assert trained, f"no parameter matches {pattern}"
         if optimizer == "sgd":
-            sgd_step(p, g, state, t, **kw)
+            sgd_step(trained, g, state, t, **kw)
         else:
-            adam_step(p, g, state, t, decoupled=optimizer == "adamw", **kw)
+            adam_step(trained, g, state, t, decoupled=optimizer == "adamw", **kw)
+        p.update(trained)
     y, _ = forward(m["layers"], p, x)
     return p, losses, y
 

@@ -3,7 +3,8 @@
 //! Conv/Gemm with mse) and computes, in numpy from the math (im2col convolutions, argmax-routed
 //! max pooling, softmax cross-entropy, torch.optim's update formulas), the parameters after
 //! one or three train steps on one batch with Adam, AdamW, and SGD with momentum (dampening,
-//! weight decay, Nesterov). Each case runs through `burnc train --steps N --save` twice — the
+//! weight decay, Nesterov), and Adam on the head only (`--trainable 'fc.*'`: the convolutions
+//! frozen). Each case runs through `burnc train --steps N --save` twice — the
 //! interpreter and generated code (`--codegen`) — and every saved parameter must match the
 //! reference to rtol 1e-4 / atol 1e-5, every printed loss to rtol 1e-4. The saved safetensors
 //! must load back with `burnc run MODEL --weights` and give the reference's outputs.
@@ -139,6 +140,7 @@ fn train_steps_match_numpy_reference() {
     assert!(["adam", "adamw", "sgd"].iter().all(|o| optimizers.contains(o)), "cases.txt should cover adam, adamw and sgd: {optimizers:?}");
     assert!(cases.iter().any(|c| c.optimizer() == "adam" && c.steps == 1), "cases.txt should have a one-step Adam case");
     assert!(cases.iter().any(|c| c.steps > 1), "cases.txt should have multi-step cases (moments)");
+    assert!(cases.iter().any(|c| c.flags.iter().any(|f| f == "--trainable")), "cases.txt should have a case with frozen parameters");
 
     let mut per_opt: BTreeMap<String, Diff> = BTreeMap::new();
     let mut loss_diff: BTreeMap<String, Diff> = BTreeMap::new();
