@@ -1,0 +1,79 @@
+//! Models exported by PyTorch (tests/models/exported: the TorchScript exporter at opsets 7–20
+//! and the dynamo exporter at 18, with symbolic batch / sequence / height / width dims, shape
+//! subgraphs such as `view(x.size(0), -1)`, GRU, attention, Resize) against onnxruntime at
+//! several input sizes: through the interpreter, and through generated code compiled with the
+//! dims pinned to each size. Sizes onnxruntime refuses (exporters that baked the example size
+//! into a Reshape) are skipped by the reference script and listed in its skipped.txt.
+use burnc_compiler::Tensor;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+
+fn npy(path: &Path) -> Tensor {
+    burnc_frontends::npy::parse(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("npy")
+}
+
+fn pb(path: &Path) -> Tensor {
+    let v = burnc_frontends::onnx::values::decode_value(&std::fs::read(path).expect("output"), burnc_frontends::onnx::values::ValueKindHint::Tensor)
+        .expect("decode output");
+    match v {
+        burnc_compiler::interp::RtValue::Tensor(t) => t,
+        other => panic!("output is {other:?}"),
+    }
+}
+
+fn references() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exported_models");
+    let script = common::root().join("scripts/exported_refs.py");
+    let out = Command::new("python3").arg(&script).arg(&dir).output().unwrap_or_else(|e| panic!("cannot run python3 for {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} failed (it needs numpy and onnxruntime; scripts/setup_python.sh installs them):\n{}{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    dir
+}
+
+#[test]
+fn pytorch_exported_models_match_onnxruntime_at_several_sizes() {
+    let refs = references();
+    let cases = std::fs::read_to_string(refs.join("cases.txt")).expect("cases.txt");
+    let models = common::root().join("tests/models/exported");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    let mut files = std::collections::BTreeSet::new();
+    for line in cases.lines().filter(|l| !l.trim().is_empty()) {
+        let mut f = line.split_whitespace();
+        let (file, case) = (f.next().unwrap(), f.next().unwrap());
+        files.insert(file.to_string());
+        let dir = refs.join(case);
+        let want = npy(&dir.join("y.npy"));
+        let x = format!("x={}", dir.join("x.npy").display());
+        for codegen in [false, true] {
+            let out = dir.join(if codegen { "codegen" } else { "interp" });
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_burnc"));
+            cmd.arg("run");
+            if codegen {
+                cmd.arg("--codegen");
+            }
+            let o = cmd.arg(models.join(file)).arg("--input").arg(&x).arg("-o").arg(&out).output().expect("burnc runs");
+            let how = if codegen { "generated code" } else { "interpreter" };
+            if !o.status.success() {
+                failures.push(format!("{case} ({how}): {}", String::from_utf8_lossy(&o.stderr).trim()));
+                continue;
+            }
+            let got = pb(&out.join("output_0.pb"));
+            if let Err(e) = common::close_tensor(&got, &want, 1e-3, 1e-5) {
+                failures.push(format!("{case} ({how}): {e}"));
+            }
+            n += 1;
+        }
+    }
+    println!("{n} runs over {} exported models", files.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(files.len() >= 15 && n >= 80, "expected the 17 exported models at several sizes, got {} files and {n} runs", files.len());
+}
