@@ -31,6 +31,10 @@ pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b:
         return;
     }
     assert!(fits(a.len(), m, k, la) && fits(b.len(), k, n, lb) && fits(c.len(), m, n, lc), "sgemm: slice too short");
+    // One row (batch-1 dense layers): packing panels costs more than the product itself.
+    if m == 1 && sgemv(k, n, alpha, a, la, b, lb, beta, c, lc) {
+        return;
+    }
     #[cfg(not(feature = "alloc"))]
     gemm_portable(m, k, n, alpha, a, la, b, lb, beta, c, lc);
     // SAFETY: the asserts above check every index the kernel touches is inside the slices.
@@ -41,6 +45,67 @@ pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b:
             c.as_mut_ptr(), lc.row_stride, lc.col_stride,
         );
     }
+}
+
+/// Lanes of the vector-shaped loops below: independent accumulators the compiler keeps in one
+/// SIMD register (8 × f32 = AVX; it splits them on narrower targets).
+const LANES: usize = 8;
+
+/// Σ x·y over contiguous slices of equal length, in LANES interleaved partial sums.
+fn dot(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let split = n / LANES * LANES;
+    let mut acc = [0f32; LANES];
+    for (xc, yc) in x[..split].chunks_exact(LANES).zip(y[..split].chunks_exact(LANES)) {
+        for l in 0..LANES {
+            acc[l] += xc[l] * yc[l];
+        }
+    }
+    let mut tail = 0f32;
+    for i in split..n {
+        tail += x[i] * y[i];
+    }
+    let mut s = 0f32;
+    for v in acc {
+        s += v;
+    }
+    s + tail
+}
+
+/// C[0, :] = alpha · A[0, :] · B + beta · C[0, :] when B's layout makes it a run of dot products
+/// (k contiguous: transposed weights) or of row updates (n contiguous in B and C). Returns false
+/// for other layouts.
+#[allow(clippy::too_many_arguments)]
+fn sgemv(k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b: &[f32], lb: Layout, beta: f32, c: &mut [f32], lc: Layout) -> bool {
+    let at = |i: usize| a[(i as isize * la.col_stride) as usize];
+    let cp = |j: usize| (j as isize * lc.col_stride) as usize;
+    if lb.row_stride == 1 && la.col_stride == 1 {
+        let x = &a[..k];
+        for j in 0..n {
+            let start = (j as isize * lb.col_stride) as usize;
+            let v = alpha * dot(x, &b[start..start + k]);
+            let p = cp(j);
+            c[p] = if beta == 0.0 { v } else { v + beta * c[p] };
+        }
+        return true;
+    }
+    if lb.col_stride == 1 && lc.col_stride == 1 {
+        let row = &mut c[..n];
+        if beta == 0.0 {
+            row.fill(0.0);
+        } else if beta != 1.0 {
+            row.iter_mut().for_each(|v| *v *= beta);
+        }
+        for i in 0..k {
+            let s = alpha * at(i);
+            let start = (i as isize * lb.row_stride) as usize;
+            for (cv, bv) in row.iter_mut().zip(&b[start..start + n]) {
+                *cv += s * bv;
+            }
+        }
+        return true;
+    }
+    false
 }
 
 /// f64 GEMM.
