@@ -176,6 +176,9 @@ pub enum Profile {
     /// `burnc bench`: opt-level 3, one codegen unit, fat LTO and `-C target-cpu=native`, in a
     /// target dir of its own (other RUSTFLAGS would rebuild the shared one each time).
     Bench,
+    /// [`Profile::Bench`] with the runtime's `threads` feature: GEMMs run on
+    /// `MATMUL_NUM_THREADS` threads of a persistent pool.
+    BenchThreads,
 }
 
 /// Write the harness crate for `gen` and build it; returns the binary's path.
@@ -198,8 +201,8 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     key.hash(&mut h);
     let (name, target_name, profile_toml) = match profile {
         Profile::Run => (format!("burnc-harness-{:016x}", h.finish()), "target", "debug = false\ncodegen-units = 16\n"),
-        Profile::Bench => (
-            format!("burnc-bench-{:016x}", h.finish()),
+        Profile::Bench | Profile::BenchThreads => (
+            format!("burnc-bench-{}{:016x}", if profile == Profile::BenchThreads { "mt-" } else { "" }, h.finish()),
             "target-bench",
             "debug = false\nopt-level = 3\ncodegen-units = 1\nlto = \"fat\"\npanic = \"abort\"\n",
         ),
@@ -209,9 +212,10 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     std::fs::create_dir_all(dir.join("src")).map_err(|e| io_err(&dir, e))?;
     let manifest = format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"std\"] }}\n\n\
+         [dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"{}\"] }}\n\n\
          [profile.release]\n{profile_toml}\n[workspace]\n",
-        runtime_path().display().to_string()
+        runtime_path().display().to_string(),
+        if profile == Profile::BenchThreads { "threads" } else { "std" }
     );
     let write = |p: PathBuf, b: &[u8]| -> Result<(), HarnessError> {
         // Leave unchanged files alone so cargo's fingerprints stay valid.
@@ -227,7 +231,7 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     let target = root.join(target_name);
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args(["build", "--release", "--quiet", "--manifest-path"]).arg(dir.join("Cargo.toml")).arg("--target-dir").arg(&target);
-    if profile == Profile::Bench {
+    if profile != Profile::Run {
         // The binary runs on this machine only: let LLVM use every instruction it has.
         cmd.env("RUSTFLAGS", "-C target-cpu=native").env_remove("CARGO_ENCODED_RUSTFLAGS");
     }
@@ -337,8 +341,14 @@ pub fn write_inputs(p: &Prepared, work: &Path) -> Result<(), HarnessError> {
 /// Run a built harness binary with `args` (a model harness: the work dir first); returns its
 /// stdout.
 pub fn exec<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S]) -> Result<String, HarnessError> {
+    exec_env(bin, args, &[])
+}
+
+/// [`exec`] with extra environment variables.
+pub fn exec_env<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S], env: &[(&str, String)]) -> Result<String, HarnessError> {
     let out = Command::new(bin)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
         .map_err(|e| HarnessError::Msg(format!("cannot run {}: {e}", bin.display())))?;
     if !out.status.success() {

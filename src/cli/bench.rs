@@ -25,8 +25,8 @@ pub struct BenchArgs {
     /// Pin an input's dims (NAME=1x3x224x224) or give its values (NAME=FILE, `.pb` or `.npy`).
     #[arg(long = "input", short = 'i', value_name = "NAME=DIMS|NAME=FILE")]
     pub inputs: Vec<String>,
-    /// Threads to use. Recorded only: generated code runs on one thread for now (multi-threaded
-    /// kernels are not implemented yet).
+    /// Threads: with N > 1 the harness links the runtime's `threads` feature and runs with
+    /// MATMUL_NUM_THREADS=N (GEMMs split over a persistent pool; other ops on one thread).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub threads: usize,
     /// Timed iterations (at least; more if they take less than --min-ms).
@@ -59,10 +59,12 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--threads must be at least 1".into()));
     }
     if a.threads > 1 {
-        println!("threads: {} requested; multi-threading is not implemented yet, running on 1 thread", a.threads);
+        println!("threads: {} (GEMMs, and the convolutions' im2col products, split over a persistent pool; other ops on one thread)", a.threads);
     } else {
         println!("threads: 1");
     }
+    let profile = if a.threads > 1 { Profile::BenchThreads } else { Profile::Bench };
+    let env = [("MATMUL_NUM_THREADS", a.threads.to_string())];
     let timing = [a.iters.to_string(), a.warmup.to_string(), a.min_ms.to_string()];
     if let Some(n) = a.sgemm {
         return bench_sgemm(n, &timing);
@@ -107,7 +109,7 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     let t0 = Instant::now();
     let prepared = harness::generate_for(&g, &values, &model_path.display().to_string(), true)?;
     let key = format!("{}|{}", model_path.canonicalize().unwrap_or(model_path.clone()).display(), a.inputs.join(";"));
-    let bin = harness::build_with(&prepared.gen, &key, Profile::Bench)?;
+    let bin = harness::build_with(&prepared.gen, &key, profile)?;
     println!("build: {:.1} s (release, opt-level 3, codegen-units 1, fat LTO, target-cpu=native)", t0.elapsed().as_secs_f64());
     let (work, keep) = match &a.work_dir {
         Some(d) => (d.clone(), true),
@@ -119,7 +121,7 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     let result = harness::write_inputs(&prepared, &work).and_then(|()| {
         let mut args = vec![work.display().to_string()];
         args.extend(timing.iter().cloned());
-        harness::exec(&bin, &args)
+        harness::exec_env(&bin, &args, &env)
     });
     if !keep {
         let _ = std::fs::remove_dir_all(&work);
