@@ -101,7 +101,7 @@ pub fn expand(strukt: &syn::DeriveInput, attr: TokenStream, imp: &syn::ItemImpl)
     }
     for ((ty, (dt, shape)), (t, span)) in declared.iter().zip(&outs) {
         if *shape != t.shape || *dt != t.dtype {
-            let mut e = Error::new(*span, format!("shape mismatch: `forward` returns {:?} ({}), but this is {:?} ({})", shape, dt, t.shape, t.dtype));
+            let mut e = Error::new_spanned(span, format!("shape mismatch: `forward` returns {:?} ({}), but this is {:?} ({})", shape, dt, t.shape, t.dtype));
             e.combine(Error::new_spanned(ty, "declared here"));
             return Err(e);
         }
@@ -116,7 +116,7 @@ pub fn expand(strukt: &syn::DeriveInput, attr: TokenStream, imp: &syn::ItemImpl)
             t.id
         } else {
             let (_, o) = lower.g.add_node(format!("{oname}_copy"), Op::Unary(UnaryOp::Identity), vec![Some(t.id)], std::slice::from_ref(&oname));
-            lower.spans.insert(format!("{oname}_copy"), *span);
+            lower.spans.insert(format!("{oname}_copy"), syn::spanned::Spanned::span(span));
             o[0]
         };
         lower.g.value_mut(id).name = oname;

@@ -154,7 +154,7 @@ impl<'a> Lower<'a> {
     }
 
     /// Run the body; returns the tensors it returns (one, or several from a tuple).
-    pub fn body(&mut self, block: &syn::Block) -> Result<Vec<(T, Span)>> {
+    pub fn body(&mut self, block: &syn::Block) -> Result<Vec<(T, proc_macro2::TokenStream)>> {
         let mut tail: Option<&Expr> = None;
         for (i, stmt) in block.stmts.iter().enumerate() {
             let last = i + 1 == block.stmts.len();
@@ -198,7 +198,7 @@ impl<'a> Lower<'a> {
         let mut outs = Vec::new();
         for e in items {
             match self.eval(e)? {
-                Val::Tensor(t) => outs.push((t, e.span())),
+                Val::Tensor(t) => outs.push((t, quote::ToTokens::to_token_stream(e))),
                 _ => return Err(Error::new_spanned(e, "`forward` must return tensors")),
             }
         }
