@@ -91,3 +91,33 @@ fn macro_model_matches_the_onnx_model_through_generated_code() {
         }
     }
 }
+
+/// Embedding lowers to Gather with indices known only at run time; generated code (a row copy
+/// per index) must agree with the interpreter, negative indices included.
+#[test]
+fn gather_with_runtime_indices_matches_the_interpreter() {
+    use burnc_compiler::ir::{DType, Graph, Op, Param, Shape, TensorType, ValueType};
+    let mut g = Graph { name: "embedding".into(), ..Default::default() };
+    let table: Vec<f32> = (0..10 * 4).map(|i| i as f32 * 0.5 - 3.0).collect();
+    let bytes: Vec<u8> = table.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let ty = |d, s: &[usize]| ValueType::Tensor(TensorType { dtype: d, shape: Some(Shape::fixed(s)) });
+    let w = g.add_value("weight", ty(DType::F32, &[10, 4]), ValueKind::Param(Param { dtype: DType::F32, shape: vec![10, 4], bytes: bytes.into() }));
+    let ids = g.add_value("ids", ty(DType::I64, &[2, 3]), ValueKind::Input);
+    g.inputs.push(ids);
+    let (_, outs) = g.add_node("embed", Op::Gather { axis: 0 }, vec![Some(w), Some(ids)], &["y".to_string()]);
+    g.outputs.push(outs[0]);
+    burnc_compiler::passes::prepare(&mut g).expect("prepare");
+
+    let x = RtValue::Tensor(Tensor::from_i64s(vec![2, 3], vec![0, 9, 3, -1, 5, -10]));
+    let prepared = burnc::harness::generate_for(&g, std::slice::from_ref(&x), "embedding", false).expect("codegen");
+    assert_eq!(prepared.feeds.len(), 1, "the ids stay a run-time input");
+    let bin = burnc::harness::build(&prepared.gen, "macro-model-gather").expect("harness builds");
+    let work = burnc::harness::cache_dir().join("runs").join(format!("macro-gather-{}", std::process::id()));
+    let outs = burnc::harness::run(&bin, &prepared, &work).expect("generated code runs");
+    let _ = std::fs::remove_dir_all(&work);
+    let RtValue::Tensor(got) = &outs[0] else { panic!("output is not a tensor") };
+    let want = interp::run(&g, vec![x]).expect("interpreter runs");
+    let RtValue::Tensor(want) = &want[0] else { panic!("output is not a tensor") };
+    assert_eq!(got.shape, vec![2, 3, 4]);
+    assert_eq!(got.to_f64_vec(), want.to_f64_vec());
+}

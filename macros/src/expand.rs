@@ -51,6 +51,7 @@ fn snake(name: &str) -> String {
 }
 
 pub fn expand(strukt: &syn::DeriveInput, attr: TokenStream, imp: &syn::ItemImpl) -> Result<TokenStream> {
+    let t0 = std::time::Instant::now();
     let layers = layers::parse_struct(strukt)?;
     let opts = parse_options(attr)?;
     let name = &strukt.ident;
@@ -142,6 +143,7 @@ pub fn expand(strukt: &syn::DeriveInput, attr: TokenStream, imp: &syn::ItemImpl)
         PassError::Node { node, .. } => lower.spans.get(node).copied().unwrap_or_else(|| f.sig.ident.span()),
         _ => f.sig.ident.span(),
     };
+    let t_lower = t0.elapsed();
     let mut g = lower.g.clone();
     passes::prepare(&mut g).map_err(|e| Error::new(span_of(&e), format!("{e}")))?;
     let modname = opts.module.clone().unwrap_or_else(|| format_ident!("{}", snake(&name.to_string())));
@@ -149,6 +151,15 @@ pub fn expand(strukt: &syn::DeriveInput, attr: TokenStream, imp: &syn::ItemImpl)
     let gen = codegen::generate(&g, &copts).map_err(|e| Error::new_spanned(&imp.self_ty, format!("burnc: {e}")))?;
     let body = TokenStream::from_str(&gen.source).map_err(|e| Error::new_spanned(&imp.self_ty, format!("internal: generated code does not tokenize: {e}")))?;
     let body = embed_weights(body, &gen.weights);
+    if std::env::var_os("BURNC_MACRO_TIMINGS").is_some() {
+        eprintln!(
+            "burnc #[model] {name}: lower + weights {:.1} ms, compile + codegen + tokens {:.1} ms, {} nodes, {} bytes of weights",
+            t_lower.as_secs_f64() * 1e3,
+            (t0.elapsed() - t_lower).as_secs_f64() * 1e3,
+            g.nodes.len(),
+            gen.weights.len()
+        );
+    }
 
     // `Net::forward`: the generated forward with the struct's names.
     let fvis = &f.vis;
