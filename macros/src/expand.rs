@@ -11,7 +11,7 @@ use std::str::FromStr;
 use syn::{Error, Result};
 
 /// The `include_bytes!` path codegen is given; the expansion puts the blob in its place.
-const WEIGHTS_MARKER: &str = "__burnc_macro_weights__";
+const WEIGHTS_MARKER: &str = "weights embedded by #[model]";
 
 struct Options {
     weights: Option<syn::LitStr>,

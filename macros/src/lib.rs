@@ -38,6 +38,8 @@ use syn::{parse_macro_input, DeriveInput};
 mod expand;
 mod layers;
 mod lower;
+#[cfg(test)]
+mod tests;
 
 /// Declares a model's layers: every field is a layer of `burnc_runtime::nn` (`Linear<IN, OUT>`,
 /// `Conv2d<IN, OUT, K>`, …), options in `#[layer(stride = 2, padding = 1)]`. Pair it with
