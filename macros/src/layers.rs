@@ -14,6 +14,8 @@ pub enum Kind {
     LayerNorm { d: usize, eps: f32 },
     Embedding { n: usize, d: usize },
     Dropout,
+    /// `e` wide, `h` heads, inputs `[B, S, E]` (PyTorch's `batch_first = True`).
+    MultiHeadAttention { e: usize, h: usize, bias: bool, causal: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -22,7 +24,7 @@ pub struct Layer {
     pub kind: Kind,
 }
 
-pub const KNOWN_LAYERS: &str = "Linear, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, Dropout";
+pub const KNOWN_LAYERS: &str = "Linear, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, Dropout, MultiHeadAttention";
 
 impl Layer {
     /// The parameters the layer owns: (state-dict name, shape), PyTorch's names and layouts.
@@ -49,6 +51,17 @@ impl Layer {
             Kind::LayerNorm { d, .. } => vec![(p("weight"), vec![*d]), (p("bias"), vec![*d])],
             Kind::Embedding { n, d } => vec![(p("weight"), vec![*n, *d])],
             Kind::Dropout => vec![],
+            Kind::MultiHeadAttention { e, bias, .. } => {
+                let mut v = vec![(p("in_proj_weight"), vec![3 * e, *e])];
+                if *bias {
+                    v.push((p("in_proj_bias"), vec![3 * e]));
+                }
+                v.push((p("out_proj.weight"), vec![*e, *e]));
+                if *bias {
+                    v.push((p("out_proj.bias"), vec![*e]));
+                }
+                v
+            }
         }
     }
 
@@ -61,6 +74,7 @@ impl Layer {
             Kind::LayerNorm { d, .. } => format!("LayerNorm<{d}>"),
             Kind::Embedding { n, d } => format!("Embedding<{n}, {d}>"),
             Kind::Dropout => "Dropout".into(),
+            Kind::MultiHeadAttention { e, h, .. } => format!("MultiHeadAttention<{e}, {h}>"),
         }
     }
 }
@@ -111,6 +125,7 @@ struct Opts {
     groups: Option<usize>,
     bias: Option<bool>,
     eps: Option<f32>,
+    causal: Option<bool>,
     spans: Vec<(&'static str, Span)>,
 }
 
@@ -138,6 +153,11 @@ fn parse_opts(field: &syn::Field) -> Result<Opts> {
                     o.bias = Some(b.value);
                     o.spans.push(("bias", span));
                 }
+                "causal" => {
+                    let b: syn::LitBool = m.value()?.parse()?;
+                    o.causal = Some(b.value);
+                    o.spans.push(("causal", span));
+                }
                 "eps" => {
                     let e: Expr = m.value()?.parse()?;
                     let v = match &e {
@@ -148,7 +168,7 @@ fn parse_opts(field: &syn::Field) -> Result<Opts> {
                     o.eps = Some(v);
                     o.spans.push(("eps", span));
                 }
-                _ => return Err(m.error(format!("unknown layer option `{key}` (known: stride, padding, dilation, groups, bias, eps)"))),
+                _ => return Err(m.error(format!("unknown layer option `{key}` (known: stride, padding, dilation, groups, bias, eps, causal)"))),
             }
             Ok(())
         })?;
@@ -235,6 +255,15 @@ pub fn parse_field(field: &syn::Field) -> Result<Layer> {
         "Dropout" => {
             allow(&[])?;
             Kind::Dropout
+        }
+        "MultiHeadAttention" => {
+            want(2, "MultiHeadAttention<EMBED, HEADS>")?;
+            allow(&["bias", "causal"])?;
+            let (e, h) = (positive(args[0])?, positive(args[1])?);
+            if e % h != 0 {
+                return Err(Error::new_spanned(&field.ty, format!("HEADS ({h}) must divide EMBED ({e})")));
+            }
+            Kind::MultiHeadAttention { e, h, bias: o.bias.unwrap_or(true), causal: o.causal.unwrap_or(false) }
         }
         other => return Err(Error::new_spanned(&seg.ident, format!("unknown layer type `{other}` (known: {KNOWN_LAYERS})"))),
     };

@@ -649,7 +649,7 @@ impl<'a> Lower<'a> {
         self.node(span, "transpose", Op::Transpose { perm: Some(perm) }, vec![Some(x.id)], shape, x.dtype)
     }
 
-    fn slice(&mut self, e: &syn::ExprMethodCall, x: &T, ax: usize, s: i64, en: i64) -> Result<T> {
+    fn slice(&mut self, e: &dyn quote::ToTokens, x: &T, ax: usize, s: i64, en: i64) -> Result<T> {
         let n = x.shape[ax] as i64;
         if s < 0 || en > n || s >= en {
             return Err(Error::new_spanned(e, format!("slice {s}..{en} is out of range for dim {ax} of {} (size {n})", shape_str(&x.shape))));
@@ -659,7 +659,8 @@ impl<'a> Lower<'a> {
         let axes = self.konst(Tensor::from_i64s(vec![1], vec![ax as i64]));
         let mut shape = x.shape.clone();
         shape[ax] = (en - s) as usize;
-        Ok(self.node(e.span(), "slice", Op::Slice, vec![Some(x.id), Some(starts), Some(ends), Some(axes)], shape, x.dtype))
+        let span = quote::ToTokens::to_token_stream(e).span();
+        Ok(self.node(span, "slice", Op::Slice, vec![Some(x.id), Some(starts), Some(ends), Some(axes)], shape, x.dtype))
     }
 
     fn param(&self, name: &str) -> Option<ValueId> {
@@ -672,6 +673,9 @@ impl<'a> Lower<'a> {
             let known: Vec<&str> = self.layers.iter().map(|l| l.name.as_str()).collect();
             return Err(Error::new_spanned(field, format!("no field `{name}` in `{}` (fields: {})", self.struct_name, known.join(", "))));
         };
+        if let Kind::MultiHeadAttention { e, h, causal, .. } = layer.kind {
+            return self.attention(m, &layer, e, h, causal);
+        }
         if m.args.len() != 1 {
             return Err(Error::new_spanned(m, format!("`{name}` takes one tensor: `self.{name}(x)`")));
         }
@@ -751,7 +755,80 @@ impl<'a> Lower<'a> {
                 self.node(span, &name, Op::Gather { axis: 0 }, vec![p("weight"), Some(x.id)], shape, DType::F32)
             }
             Kind::Dropout => x,
+            Kind::MultiHeadAttention { .. } => unreachable!("handled above"),
         };
         Ok(Val::Tensor(out))
+    }
+
+    /// `y = rows @ Wᵀ + b` for `x` of any rank >= 2 over its last dim, through a 2-D Gemm.
+    fn project(&mut self, span: Span, x: &T, w: ValueId, b: Option<ValueId>, out: usize) -> T {
+        let r = x.shape.len();
+        let rows: usize = x.shape[..r - 1].iter().product();
+        let flat = self.reshape(span, x, vec![rows, x.shape[r - 1]]);
+        let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true };
+        let y = self.node(span, "proj", gemm, vec![Some(flat.id), Some(w), b], vec![rows, out], x.dtype);
+        let mut shape = x.shape[..r - 1].to_vec();
+        shape.push(out);
+        self.reshape(span, &y, shape)
+    }
+
+    /// `self.attn(x)` (self-attention) or `self.attn(q, k, v)`: PyTorch's `nn.MultiheadAttention`
+    /// with `batch_first = True`, composed of core ops (projections, per-head scaled dot
+    /// products, softmax, output projection); `causal` masks later positions.
+    fn attention(&mut self, m: &syn::ExprMethodCall, layer: &Layer, e: usize, h: usize, causal: bool) -> Result<Val> {
+        let name = layer.name.clone();
+        let desc = layer.describe();
+        let args: Vec<&Expr> = m.args.iter().collect();
+        if args.len() != 1 && args.len() != 3 {
+            return Err(Error::new_spanned(m, format!("`{name}` takes (x) for self-attention or (query, key, value)")));
+        }
+        let mut ins = Vec::new();
+        for a in &args {
+            let t = self.tensor(a)?;
+            if t.shape.len() != 3 || t.shape[2] != e || t.dtype != DType::F32 {
+                return Err(Error::new_spanned(a, format!("`{name}` ({desc}) expects an f32 [batch, seq, {e}] tensor, got {} {}", t.dtype, shape_str(&t.shape))));
+            }
+            ins.push(t);
+        }
+        let (q, k, v) = if ins.len() == 1 { (ins[0].clone(), ins[0].clone(), ins[0].clone()) } else { (ins[0].clone(), ins[1].clone(), ins[2].clone()) };
+        if k.shape != v.shape || q.shape[0] != k.shape[0] {
+            return Err(Error::new_spanned(m, format!("shape mismatch: `{name}` query {}, key {}, value {}", shape_str(&q.shape), shape_str(&k.shape), shape_str(&v.shape))));
+        }
+        let (b, sq, sk, dh) = (q.shape[0], q.shape[1], k.shape[1], e / h);
+        if causal && sq != sk {
+            return Err(Error::new_spanned(m, format!("`{name}` is causal: query and key need the same length, got {sq} and {sk}")));
+        }
+        let span = m.span();
+        let p = |s: &str| self.param(&format!("{name}.{s}"));
+        let w_in = T { id: p("in_proj_weight").expect("declared"), shape: vec![3 * e, e], dtype: DType::F32 };
+        let b_in = p("in_proj_bias").map(|id| T { id, shape: vec![3 * e], dtype: DType::F32 });
+        let (w_out, b_out) = (p("out_proj.weight").expect("declared"), p("out_proj.bias"));
+        let mut heads = Vec::new();
+        for (i, (x, s)) in [(&q, sq), (&k, sk), (&v, sk)].into_iter().enumerate() {
+            let lo = (i * e) as i64;
+            let w = self.slice(m, &w_in, 0, lo, lo + e as i64)?;
+            let bias = match &b_in {
+                Some(bt) => Some(self.slice(m, bt, 0, lo, lo + e as i64)?.id),
+                None => None,
+            };
+            let y = self.project(span, x, w.id, bias, e);
+            let y = self.reshape(span, &y, vec![b, s, h, dh]);
+            // q, v: [B, H, S, Dh]; k: [B, H, Dh, S] (transposed for the product).
+            let perm = if i == 1 { vec![0, 2, 3, 1] } else { vec![0, 2, 1, 3] };
+            heads.push(self.permute(span, &y, perm));
+        }
+        let scores = self.node(span, "scores", Op::MatMul, vec![Some(heads[0].id), Some(heads[1].id)], vec![b, h, sq, sk], DType::F32);
+        let scale = self.konst(Tensor::from_f32s(vec![], vec![1.0 / (dh as f32).sqrt()]));
+        let mut scores = self.node(span, "scale", Op::Binary(BinaryOp::Mul), vec![Some(scores.id), Some(scale)], vec![b, h, sq, sk], DType::F32);
+        if causal {
+            let mask: Vec<f32> = (0..sq * sk).map(|i| if i % sk > i / sk { f32::NEG_INFINITY } else { 0.0 }).collect();
+            let mask = self.konst(Tensor::from_f32s(vec![sq, sk], mask));
+            scores = self.node(span, "mask", Op::Binary(BinaryOp::Add), vec![Some(scores.id), Some(mask)], vec![b, h, sq, sk], DType::F32);
+        }
+        let probs = self.node(span, "softmax", Op::Softmax { axis: 3, log: false, coerce_2d: false }, vec![Some(scores.id)], vec![b, h, sq, sk], DType::F32);
+        let ctx = self.node(span, "context", Op::MatMul, vec![Some(probs.id), Some(heads[2].id)], vec![b, h, sq, dh], DType::F32);
+        let ctx = self.permute(span, &ctx, vec![0, 2, 1, 3]);
+        let ctx = self.reshape(span, &ctx, vec![b, sq, e]);
+        Ok(Val::Tensor(self.project(span, &ctx, w_out, b_out, e)))
     }
 }

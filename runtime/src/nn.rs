@@ -60,3 +60,10 @@ marker! {
     /// Identity at inference.
     Dropout<>
 }
+marker! {
+    /// `nn.MultiheadAttention(EMBED, HEADS, batch_first=True)`: `in_proj_weight` `[3·EMBED, EMBED]`,
+    /// `in_proj_bias` `[3·EMBED]`, `out_proj.weight`, `out_proj.bias`. Called as `self.attn(x)`
+    /// (self-attention) or `self.attn(q, k, v)` on `[batch, seq, EMBED]` tensors.
+    /// `#[layer(causal = true)]` masks later positions; `bias = false` drops the biases.
+    MultiHeadAttention<EMBED, HEADS>
+}
