@@ -86,6 +86,8 @@ fn macro_model_matches_the_onnx_model_through_generated_code() {
     let RtValue::Tensor(reference) = &outs[0] else { panic!("output is not a tensor") };
     for (what, want) in [("ONNX generated code", codegen.to_f64_vec()), ("ONNX interpreter", reference.to_f64_vec())] {
         assert_eq!(want.len(), 10);
+        let max = got.iter().zip(&want).map(|(g, w)| (*g as f64 - w).abs()).fold(0.0, f64::max);
+        eprintln!("#[model] vs {what}: max |difference| {max:e}");
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert!((*g as f64 - w).abs() <= 1e-5, "logit {i}: #[model] {g}, {what} {w}\n{got:?}\n{want:?}");
         }
