@@ -551,12 +551,12 @@ impl<'a> Lower<'a> {
                 let s = if args.len() > 1 { self.int(args[1])?.max(1) as usize } else { k };
                 let p = if args.len() > 2 { self.int(args[2])?.max(0) as usize } else { 0 };
                 let mut shape = x.shape.clone();
-                for d in 2..4 {
-                    let n = x.shape[d] + 2 * p;
+                for (o, &d) in shape[2..].iter_mut().zip(&x.shape[2..]) {
+                    let n = d + 2 * p;
                     if n < k {
                         return Err(Error::new_spanned(m, format!("`{name}`: kernel {k} is larger than the padded input {}", shape_str(&x.shape))));
                     }
-                    shape[d] = (n - k) / s + 1;
+                    *o = (n - k) / s + 1;
                 }
                 let kind = if name == "max_pool2d" { PoolKind::Max } else { PoolKind::Avg { count_include_pad: true } };
                 let window = Window { kernel_shape: vec![k, k], strides: vec![s, s], pads: vec![p; 4], dilations: vec![1, 1], auto_pad: AutoPad::NotSet, ceil_mode: false };
@@ -629,7 +629,7 @@ impl<'a> Lower<'a> {
         }
         let mut shape: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
         if let Some(i) = infer {
-            if known == 0 || total % known != 0 {
+            if known == 0 || !total.is_multiple_of(known) {
                 return Err(Error::new_spanned(e, format!("shape mismatch: cannot reshape {} ({total} elements) to {dims:?}", shape_str(from))));
             }
             shape[i] = total / known;

@@ -51,7 +51,7 @@ fn expands_to_the_generated_module() {
 #[test]
 fn weights_that_do_not_fit_are_one_error_listing_every_problem() {
     let path = write("mismatch", &[("fc.weight", &[4, 2]), ("fc.extra", &[3])]);
-    let err = expand(&net(), quote! { weights = #path }, &imp()).err().expect("weights do not fit");
+    let err = expand(&net(), quote! { weights = #path }, &imp()).expect_err("weights do not fit");
     let msg = err.to_string();
     assert!(msg.contains("fc.bias"), "{msg}");
     assert!(msg.contains("fc.extra"), "{msg}");
@@ -72,13 +72,13 @@ fn weights_that_fit_are_embedded() {
 
 #[test]
 fn a_missing_weights_file_is_an_error() {
-    let err = expand(&net(), quote! { weights = "/nonexistent/w.safetensors" }, &imp()).err().expect("no file");
+    let err = expand(&net(), quote! { weights = "/nonexistent/w.safetensors" }, &imp()).expect_err("no file");
     assert!(err.to_string().contains("/nonexistent/w.safetensors"), "{err}");
 }
 
 #[test]
 fn unknown_model_options_are_refused() {
-    let err = expand(&net(), quote! { weight = "w.safetensors" }, &imp()).err().expect("bad option");
+    let err = expand(&net(), quote! { weight = "w.safetensors" }, &imp()).expect_err("bad option");
     assert!(err.to_string().contains("unknown #[model] option"), "{err}");
 }
 
