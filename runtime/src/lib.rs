@@ -13,6 +13,7 @@ pub mod arena;
 pub mod elem;
 pub mod kernels;
 pub mod math;
+pub mod nn;
 pub mod small;
 pub mod train;
 

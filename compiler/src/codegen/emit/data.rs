@@ -98,6 +98,34 @@ pub fn is_movement(op: &Op) -> bool {
     data_inputs(op, 1).is_some()
 }
 
+/// Gather with indices known only at run time (an embedding lookup): one copy of `inner`
+/// elements per (outer, index). An index out of range (after adding the axis length to a
+/// negative one) yields a row of zeros: generated code does not fail at run time.
+pub fn emit_gather(cx: &Ctx, n: &Node, axis: i64) -> Result<Option<String>, CodegenError> {
+    let (data, ind, out) = (cx.input(n, 0)?, cx.input(n, 1)?, n.outputs[0]);
+    let (_, ds) = cx.ty(n, data)?;
+    let (_, is) = cx.ty(n, ind)?;
+    let r = ds.len() as i64;
+    let ax = if axis < 0 { axis + r } else { axis };
+    if ax < 0 || ax >= r {
+        return Err(cx.err(n, format!("axis {axis} is out of range for rank {r}")));
+    }
+    let ax = ax as usize;
+    let outer: usize = ds[..ax].iter().product();
+    let len = ds[ax];
+    let inner: usize = ds[ax + 1..].iter().product();
+    let m: usize = is.iter().product();
+    let ty = cx.elem(n, out)?;
+    Ok(Some(format!(
+        "let (x, ind, y) = ({}, {}, {});\nfor o in 0..{outer}usize {{ for j in 0..{m}usize {{ let v = rt::Elem::to_i64(ind[j]); let v = if v < 0 {{ v + {len} }} else {{ v }}; \
+         let dst = &mut y[(o * {m} + j) * {inner}..(o * {m} + j + 1) * {inner}]; \
+         if (0..{len}i64).contains(&v) {{ let s = (o * {len} + v as usize) * {inner}; dst.copy_from_slice(&x[s..s + {inner}]); }} else {{ dst.fill(<{ty} as Default>::default()); }} }} }}",
+        cx.read(n, data)?,
+        cx.read(n, ind)?,
+        cx.write(n, out)?
+    )))
+}
+
 /// Above this many output elements an index table costs more than it saves; such ops need
 /// a dedicated emitter.
 const MAX_TABLE: usize = 1 << 20;

@@ -1,0 +1,238 @@
+//! The expansion outside a compiler run (proc_macro2 works in unit tests): weights errors,
+//! which trybuild cannot pin (their messages carry absolute paths), and the shape of the output.
+use crate::expand::expand;
+use burnc_compiler::ir::DType;
+use quote::quote;
+
+fn net() -> syn::DeriveInput {
+    syn::parse2(quote! {
+        struct Net {
+            fc: Linear<4, 2>,
+        }
+    })
+    .unwrap()
+}
+
+fn imp() -> syn::ItemImpl {
+    syn::parse2(quote! {
+        impl Net {
+            fn forward(&self, x: Tensor<1, 4>) -> Tensor<1, 2> {
+                self.fc(x).softmax(1)
+            }
+        }
+    })
+    .unwrap()
+}
+
+fn write(name: &str, tensors: &[(&str, &[usize])]) -> String {
+    let data: Vec<Vec<u8>> = tensors.iter().map(|(_, s)| vec![0u8; s.iter().product::<usize>() * 4]).collect();
+    let entries: Vec<(&str, DType, &[usize], &[u8])> = tensors.iter().zip(&data).map(|((n, s), d)| (*n, DType::F32, *s, &d[..])).collect();
+    let path = std::env::temp_dir().join(format!("burnc-macros-{}-{name}.safetensors", std::process::id()));
+    std::fs::write(&path, burnc_frontends::safetensors::serialize(&entries)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn expands_to_the_generated_module() {
+    let out = expand(&net(), quote! {}, &imp()).unwrap_or_else(|e| panic!("{e}"));
+    let file: syn::File = syn::parse2(out).expect("the expansion parses");
+    let names: Vec<String> = file
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Mod(m) => Some(format!("mod {}", m.ident)),
+            syn::Item::Impl(_) => Some("impl".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["mod net", "impl"]);
+}
+
+#[test]
+fn weights_that_do_not_fit_are_one_error_listing_every_problem() {
+    let path = write("mismatch", &[("fc.weight", &[4, 2]), ("fc.extra", &[3])]);
+    let err = expand(&net(), quote! { weights = #path }, &imp()).expect_err("weights do not fit");
+    let msg = err.to_string();
+    assert!(msg.contains("fc.bias"), "{msg}");
+    assert!(msg.contains("fc.extra"), "{msg}");
+    assert!(msg.contains("`fc.weight`: the model's shape is [2, 4], the file's [4, 2]"), "{msg}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn weights_that_fit_are_embedded() {
+    let path = write("fit", &[("fc.weight", &[2, 4]), ("fc.bias", &[2])]);
+    let out = expand(&net(), quote! { weights = #path }, &imp()).unwrap_or_else(|e| panic!("{e}"));
+    let text = out.to_string();
+    assert!(text.contains("include_bytes !"), "the file is tracked");
+    assert!(!text.contains("include_bytes ! (\"weights embedded"), "the blob replaced the generated include_bytes!");
+    assert_eq!(text.matches("include_bytes !").count(), 1, "only the tracking include is left");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_missing_weights_file_is_an_error() {
+    let err = expand(&net(), quote! { weights = "/nonexistent/w.safetensors" }, &imp()).expect_err("no file");
+    assert!(err.to_string().contains("/nonexistent/w.safetensors"), "{err}");
+}
+
+#[test]
+fn unknown_model_options_are_refused() {
+    let err = expand(&net(), quote! { weight = "w.safetensors" }, &imp()).expect_err("bad option");
+    assert!(err.to_string().contains("unknown #[model] option"), "{err}");
+}
+
+/// Lower `forward` of `imp` over the struct `strukt`, with parameters filled by `fill(name, i)`,
+/// and run it with the interpreter on `inputs`.
+fn run_lowered(strukt: proc_macro2::TokenStream, imp: proc_macro2::TokenStream, fill: impl Fn(&str, usize) -> f32, inputs: Vec<burnc_compiler::Tensor>) -> Vec<f64> {
+    use burnc_compiler::interp::{self, RtValue};
+    let g = lowered_graph(strukt, imp, fill, &inputs);
+    let outs = interp::run(&g, inputs.into_iter().map(RtValue::Tensor).collect()).unwrap();
+    let RtValue::Tensor(t) = &outs[0] else { panic!() };
+    t.to_f64_vec()
+}
+
+/// The prepared graph of `forward`, parameters filled by `fill(name, i)`.
+fn lowered_graph(strukt: proc_macro2::TokenStream, imp: proc_macro2::TokenStream, fill: impl Fn(&str, usize) -> f32, inputs: &[burnc_compiler::Tensor]) -> burnc_compiler::ir::Graph {
+    use burnc_compiler::ir::{Param, ValueKind};
+    let strukt: syn::DeriveInput = syn::parse2(strukt).unwrap();
+    let imp: syn::ItemImpl = syn::parse2(imp).unwrap();
+    let layers = crate::layers::parse_struct(&strukt).unwrap();
+    let mut lower = crate::lower::Lower::new("Net", &layers);
+    let syn::ImplItem::Fn(f) = &imp.items[0] else { panic!() };
+    for (arg, t) in f.sig.inputs.iter().skip(1).zip(inputs) {
+        let syn::FnArg::Typed(pt) = arg else { panic!() };
+        let syn::Pat::Ident(pi) = &*pt.pat else { panic!() };
+        lower.input(&pi.ident.to_string(), t.dtype(), t.shape.clone());
+    }
+    let outs = lower.body(&f.block).unwrap_or_else(|e| panic!("{e}"));
+    let mut g = lower.g;
+    g.outputs.push(outs[0].0.id);
+    for v in g.values.iter_mut() {
+        if let ValueKind::Param(p) = &v.kind {
+            let n: usize = p.shape.iter().product();
+            let bytes: Vec<u8> = (0..n).flat_map(|i| fill(&v.name, i).to_le_bytes()).collect();
+            v.kind = ValueKind::Param(Param { dtype: p.dtype, shape: p.shape.clone(), bytes: bytes.into() });
+        }
+    }
+    burnc_compiler::passes::prepare(&mut g).unwrap();
+    g
+}
+
+fn wave(name: &str, i: usize) -> f32 {
+    let seed = name.bytes().fold(0usize, |a, b| (a * 31 + b as usize) % 9973) % 97;
+    (((i * 7 + seed * 13) % 23) as f32 - 11.0) / 23.0
+}
+
+/// MultiHeadAttention against a direct transcription of PyTorch's formula.
+#[test]
+fn multi_head_attention_matches_a_reference() {
+    let (b, s, e, h) = (2usize, 3usize, 8usize, 2usize);
+    let dh = e / h;
+    let x: Vec<f32> = (0..b * s * e).map(|i| ((i * 5 % 17) as f32 - 8.0) / 9.0).collect();
+    for causal in [false, true] {
+        let strukt = if causal {
+            quote! { struct Net { #[layer(causal = true)] attn: MultiHeadAttention<8, 2> } }
+        } else {
+            quote! { struct Net { attn: MultiHeadAttention<8, 2> } }
+        };
+        let imp = quote! { impl Net { fn forward(&self, x: Tensor<2, 3, 8>) -> Tensor<2, 3, 8> { self.attn(x) } } };
+        let got = run_lowered(strukt, imp, wave, vec![burnc_compiler::Tensor::from_f32s(vec![b, s, e], x.clone())]);
+
+        let w = |n: &str, len: usize| -> Vec<f64> { (0..len).map(|i| wave(&format!("attn.{n}"), i) as f64).collect() };
+        let (w_in, b_in, w_out, b_out) = (w("in_proj_weight", 3 * e * e), w("in_proj_bias", 3 * e), w("out_proj.weight", e * e), w("out_proj.bias", e));
+        let mut want = vec![0f64; b * s * e];
+        for bi in 0..b {
+            // proj[which][t][j]
+            let proj = |which: usize, t: usize, j: usize| -> f64 {
+                let r = which * e + j;
+                b_in[r] + (0..e).map(|c| x[(bi * s + t) * e + c] as f64 * w_in[r * e + c]).sum::<f64>()
+            };
+            let mut ctx = vec![0f64; s * e];
+            for hi in 0..h {
+                for t in 0..s {
+                    let mut sc: Vec<f64> = (0..s)
+                        .map(|u| (0..dh).map(|d| proj(0, t, hi * dh + d) * proj(1, u, hi * dh + d)).sum::<f64>() / (dh as f64).sqrt())
+                        .collect();
+                    if causal {
+                        for (u, v) in sc.iter_mut().enumerate() {
+                            if u > t {
+                                *v = f64::NEG_INFINITY;
+                            }
+                        }
+                    }
+                    let mx = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let z: f64 = sc.iter().map(|v| (v - mx).exp()).sum();
+                    for d in 0..dh {
+                        ctx[t * e + hi * dh + d] = (0..s).map(|u| (sc[u] - mx).exp() / z * proj(2, u, hi * dh + d)).sum();
+                    }
+                }
+            }
+            for t in 0..s {
+                for j in 0..e {
+                    want[(bi * s + t) * e + j] = b_out[j] + (0..e).map(|c| ctx[t * e + c] * w_out[j * e + c]).sum::<f64>();
+                }
+            }
+        }
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() < 1e-5, "causal={causal} element {i}: {g} vs {w}");
+        }
+    }
+}
+
+/// Linear on a rank-3 input (reshaped around a 2-D Gemm) and the elementwise methods.
+#[test]
+fn linear_on_rank_3_matches_a_reference() {
+    let x: Vec<f32> = (0..2 * 3 * 4).map(|i| (i as f32 - 12.0) / 7.0).collect();
+    let got = run_lowered(
+        quote! { struct Net { fc: Linear<4, 5> } },
+        quote! { impl Net { fn forward(&self, x: Tensor<2, 3, 4>) -> Tensor<2, 3, 5> { self.fc(x).silu() * 2.0 - 1.0 } } },
+        wave,
+        vec![burnc_compiler::Tensor::from_f32s(vec![2, 3, 4], x.clone())],
+    );
+    for r in 0..6 {
+        for j in 0..5 {
+            let y = wave("fc.bias", j) as f64 + (0..4).map(|c| x[r * 4 + c] as f64 * wave("fc.weight", j * 4 + c) as f64).sum::<f64>();
+            let want = y / (1.0 + (-y).exp()) * 2.0 - 1.0;
+            assert!((got[r * 5 + j] - want).abs() < 1e-5, "{r},{j}: {} vs {want}", got[r * 5 + j]);
+        }
+    }
+}
+
+/// A transformer block (causal attention, LayerNorm, GELU MLP, residuals) through generated code
+/// agrees with the interpreter: the slices of `in_proj_weight`, the -inf mask constant and the
+/// 4-D MatMuls all go through codegen.
+#[test]
+fn transformer_block_codegen_matches_the_interpreter() {
+    use burnc_compiler::interp::{self, RtValue};
+    let strukt = quote! {
+        struct Block {
+            #[layer(causal = true)]
+            attn: MultiHeadAttention<16, 4>,
+            ln1: LayerNorm<16>,
+            ff1: Linear<16, 32>,
+            ff2: Linear<32, 16>,
+            ln2: LayerNorm<16>,
+        }
+    };
+    let imp = quote! {
+        impl Block {
+            fn forward(&self, x: Tensor<1, 5, 16>) -> Tensor<1, 5, 16> {
+                let x = self.ln1(x + self.attn(x));
+                self.ln2(x + self.ff2(self.ff1(x).gelu()))
+            }
+        }
+    };
+    let x = burnc_compiler::Tensor::from_f32s(vec![1, 5, 16], (0..80).map(|i| ((i * 11 % 29) as f32 - 14.0) / 10.0).collect());
+    let g = lowered_graph(strukt, imp, wave, std::slice::from_ref(&x));
+    let want = interp::run(&g, vec![RtValue::Tensor(x.clone())]).unwrap();
+    let prepared = burnc::harness::generate_for(&g, &[RtValue::Tensor(x)], "block", true).unwrap_or_else(|e| panic!("{e}"));
+    let bin = burnc::harness::build(&prepared.gen, "macros-transformer-block").unwrap_or_else(|e| panic!("{e}"));
+    let work = burnc::harness::cache_dir().join("runs").join(format!("macros-block-{}", std::process::id()));
+    let got = burnc::harness::run(&bin, &prepared, &work).unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_dir_all(&work);
+    let (RtValue::Tensor(got), RtValue::Tensor(want)) = (&got[0], &want[0]) else { panic!() };
+    for (i, (g, w)) in got.to_f64_vec().iter().zip(want.to_f64_vec()).enumerate() {
+        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "element {i}: generated {g}, interpreter {w}");
+    }
+}
