@@ -95,7 +95,7 @@ fn bench_prints_median_ms_last() {
         .expect("spawn burnc");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("not implemented yet"), "--threads 2 must say it runs on one thread: {stdout}");
+    assert!(stdout.contains("threads: 2 "), "--threads 2 must say how threads are used: {stdout}");
     let last = stdout.trim_end().lines().last().unwrap_or_default();
     let value = last.strip_prefix("median_ms=").and_then(|v| v.parse::<f64>().ok());
     assert!(value.is_some_and(|v| v > 0.0 && v.is_finite()), "last line `{last}` in:\n{stdout}");

@@ -59,7 +59,7 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--threads must be at least 1".into()));
     }
     if a.threads > 1 {
-        println!("threads: {} (GEMMs, and the convolutions' im2col products, split over a persistent pool; other ops on one thread)", a.threads);
+        println!("threads: {} (GEMMs, the convolutions' im2col products included, split over a persistent pool of matrixmultiply; other ops on one thread)", a.threads);
     } else {
         println!("threads: 1");
     }
