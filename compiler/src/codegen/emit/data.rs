@@ -98,6 +98,45 @@ pub fn is_movement(op: &Op) -> bool {
     data_inputs(op, 1).is_some()
 }
 
+/// Gather with indices known only at run time (an embedding lookup: token ids → rows): a loop
+/// over the indices copying one contiguous chunk of `data` each. Negative indices count from
+/// the end; out-of-range ones give zeros, as `forward` cannot fail.
+pub fn emit_gather_runtime(cx: &Ctx, n: &Node, axis: i64) -> Result<Option<String>, CodegenError> {
+    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    let (data, ind) = (cx.input(n, 0)?, cx.input(n, 1)?);
+    let ((_, ds), (idt, is)) = (cx.ty(n, data)?, cx.ty(n, ind)?);
+    if !matches!(idt, DType::I64 | DType::I32) {
+        return Err(cx.err(n, format!("Gather indices of type {idt} are not supported by codegen")));
+    }
+    let r = ds.len() as i64;
+    if r == 0 || axis < -r || axis >= r {
+        return Err(cx.err(n, format!("axis {axis} is out of range for data of rank {r}")));
+    }
+    let ax = if axis < 0 { axis + r } else { axis } as usize;
+    let outer: usize = ds[..ax].iter().product();
+    let dim = ds[ax];
+    let inner: usize = ds[ax + 1..].iter().product();
+    let nidx: usize = is.iter().product();
+    if outer * nidx * inner == 0 {
+        return Ok(Some(String::new()));
+    }
+    let zero = match cx.ty(n, out)?.0 {
+        DType::F32 => "0.0_f32".to_string(),
+        DType::F64 => "0.0_f64".to_string(),
+        _ => format!("<{} as Default>::default()", cx.elem(n, out)?),
+    };
+    let (rx, ri, y) = (cx.read(n, data)?, cx.read(n, ind)?, cx.write(n, out)?);
+    Ok(Some(format!(
+        "{{ let (x, ind, y) = ({rx}, {ri}, {y});
+         for o in 0..{outer} {{ for (j, &i) in ind.iter().enumerate() {{
+         let i = i as i64; let i = if i < 0 {{ i + {dim} }} else {{ i }};
+         let dst = &mut y[(o * {nidx} + j) * {inner}..(o * {nidx} + j + 1) * {inner}];
+         if (0..{dim}).contains(&i) {{ let s = (o * {dim} + i as usize) * {inner}; dst.copy_from_slice(&x[s..s + {inner}]); }}          else {{ dst.fill({zero}); }}
+         }} }} }}
+"
+    )))
+}
+
 /// Above this many output elements an index table costs more than it saves; such ops need
 /// a dedicated emitter.
 const MAX_TABLE: usize = 1 << 20;

@@ -233,6 +233,9 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),
+        Op::Gather { axis } if n.inputs.get(1).copied().flatten().is_some_and(|i| cx.konst(i).is_none()) => {
+            data::emit_gather_runtime(cx, n, *axis)
+        }
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
