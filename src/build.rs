@@ -327,11 +327,28 @@ pub fn compile_to(
     let bin = out.with_extension("bin");
     let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
     let gen = generate_with(model, pins, consts, weights, &bin_name)?;
+    write_generated(out, &bin, gen)
+}
+
+/// Compile a graph built in code (a build script that constructs the IR itself instead of
+/// loading a file) to the module `out` (`x.rs`) and its weights `x.bin` beside it: runs
+/// `passes::prepare`, then codegen. Every input must have a static shape. `source_name` goes
+/// into the module's header comment.
+pub fn compile_graph_to(mut g: Graph, out: &Path, source_name: &str) -> Result<Report, BuildError> {
+    let bin = out.with_extension("bin");
+    let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
+    burnc_compiler::passes::prepare(&mut g)?;
+    let opts = CodegenOptions { weights_file: bin_name, source_name: source_name.to_string(), ..Default::default() };
+    let gen = codegen::generate(&g, &opts)?;
+    write_generated(out, &bin, gen)
+}
+
+fn write_generated(out: &Path, bin: &Path, gen: Generated) -> Result<Report, BuildError> {
     write_if_changed(out, gen.source.as_bytes())?;
-    write_if_changed(&bin, &gen.weights)?;
+    write_if_changed(bin, &gen.weights)?;
     Ok(Report {
         source: out.to_path_buf(),
-        weights: bin,
+        weights: bin.to_path_buf(),
         arena_bytes: gen.arena_bytes,
         lower_bound_bytes: gen.lower_bound_bytes,
         weights_bytes: gen.weights_bytes,
