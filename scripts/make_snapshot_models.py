@@ -12,28 +12,16 @@ test repeats.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def _ensure_python_deps() -> None:
-    try:
-        import numpy  # noqa: F401
-        import onnx  # noqa: F401
+sys.path.insert(0, HERE)
+from pydeps import ensure  # noqa: E402
 
-        return
-    except ImportError:
-        pass
-    if os.environ.get("BURNC_PY_SETUP_DONE"):
-        sys.exit("python packages still missing after scripts/setup_python.sh")
-    subprocess.check_call(["bash", os.path.join(HERE, "setup_python.sh")], env={**os.environ, "PYTHON": sys.executable})
-    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "BURNC_PY_SETUP_DONE": "1"})
-
-
-_ensure_python_deps()
+ensure("numpy", "onnx")
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402

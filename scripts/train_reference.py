@@ -29,28 +29,15 @@ two agree to rounding (the test allows rtol 1e-4). Optimizers follow torch.optim
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _ensure_python_deps() -> None:
-    """Install scripts/requirements.txt (via setup_python.sh) unless numpy and onnx are there."""
-    try:
-        import numpy  # noqa: F401
-        import onnx  # noqa: F401
+sys.path.insert(0, HERE)
+from pydeps import ensure  # noqa: E402
 
-        return
-    except ImportError:
-        pass
-    if os.environ.get("BURNC_PY_SETUP_DONE"):
-        sys.exit("python packages still missing after scripts/setup_python.sh")
-    subprocess.check_call(["bash", os.path.join(HERE, "setup_python.sh")], env={**os.environ, "PYTHON": sys.executable})
-    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "BURNC_PY_SETUP_DONE": "1"})
-
-
-_ensure_python_deps()
+ensure("numpy", "onnx")
 
 import fnmatch  # noqa: E402
 import json  # noqa: E402

@@ -6,19 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn npy(path: &Path, descr: &str, shape: &[usize], data: &[u8]) {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape_s = if shape.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_s}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(data);
-    std::fs::write(path, out).unwrap();
+fn npy(path: &Path, t: &burnc_compiler::Tensor) {
+    std::fs::write(path, burnc_frontends::npy::write(t).expect("npy-encodable")).unwrap();
 }
 
 /// Seeded values in [-1, 1).
@@ -52,10 +41,9 @@ fn check(model: &str, x_shape: &[usize], classes: usize, optimizer: &[&str]) {
     let work: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR")).join("train_codegen").join(&tag);
     std::fs::create_dir_all(&work).unwrap();
     let n: usize = x_shape.iter().product();
-    let x: Vec<u8> = values(n, 7).iter().flat_map(|v| v.to_le_bytes()).collect();
-    npy(&work.join("x.npy"), "<f4", x_shape, &x);
-    let y: Vec<u8> = (0..x_shape[0]).flat_map(|i| (((i * 7 + 3) % classes) as i64).to_le_bytes()).collect();
-    npy(&work.join("y.npy"), "<i8", &[x_shape[0]], &y);
+    npy(&work.join("x.npy"), &burnc_compiler::Tensor::from_f32s(x_shape.to_vec(), values(n, 7)));
+    let y: Vec<i64> = (0..x_shape[0]).map(|i| ((i * 7 + 3) % classes) as i64).collect();
+    npy(&work.join("y.npy"), &burnc_compiler::Tensor::from_i64s(vec![x_shape[0]], y));
     let (xa, ya) = (format!("x={}", work.join("x.npy").display()), work.join("y.npy").display().to_string());
     let (sa, sb) = (work.join("interp.safetensors"), work.join("codegen.safetensors"));
     let mut base = vec!["train", model_path.to_str().unwrap(), "--input", &xa, "--target", &ya, "--steps", "4"];
