@@ -148,9 +148,10 @@ class Tract:
 
 
 class Burnc:
-    def __init__(self, burnc, model, feeds, work):
+    def __init__(self, burnc, model, feeds, work, threads=1):
+        self.threads = threads
         args = [str(burnc), "bench", str(model), "--iters", "2", "--warmup", "0", "--min-ms", "0",
-                "--work-dir", str(work)]
+                "--threads", str(threads), "--work-dir", str(work)]
         for name, v in feeds.items():
             f = work.parent / f"{work.name}_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.npy"
             np.save(f, v)
@@ -167,8 +168,9 @@ class Burnc:
         self.work = work
 
     def median(self, iters, warmup):
+        env = {**os.environ, "MATMUL_NUM_THREADS": str(self.threads)}
         out = subprocess.run([self.bin, str(self.work), str(iters), str(warmup), "0"],
-                             capture_output=True, text=True, check=True)
+                             capture_output=True, text=True, check=True, env=env)
         last = out.stdout.strip().splitlines()[-1]
         if not last.startswith("median_ms="):
             raise RuntimeError(f"harness printed `{last}`")
@@ -229,6 +231,12 @@ def bench_model(model, args, burnc, tract_ok, tmp):
     except (RuntimeError, subprocess.CalledProcessError) as e:
         print(f"   burnc failed: {e}", file=sys.stderr)
         row["note"] = "burnc failed"
+    if args.threads > 1 and "burnc" in runners:
+        try:
+            b2 = Burnc(burnc, model, feeds, tmp / f"w{abs(hash(str(model)))}-mt", args.threads)
+            runners["burnc-mt"] = lambda: b2.median(args.iters, args.warmup)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            print(f"   burnc --threads {args.threads} failed: {e}", file=sys.stderr)
     for name in ("ort-1t", "ort-2t"):
         runners[name] = (lambda e: lambda: e.median(feeds, args.iters, args.warmup))(engines[name])
     if tract_ok:
@@ -280,6 +288,8 @@ def main():
                     help="dims for an input with symbolic dims (default: 1 for each)")
     ap.add_argument("--burnc", help="burnc binary (default: $BURNC, else cargo build --release)")
     ap.add_argument("--no-tract", action="store_true", help="skip tract")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="also run burnc with N threads (column burnc-mt, compared with ort-2t)")
     ap.add_argument("--sgemm", action="store_true", help="also compare burnc's SGEMM 1024^3 with numpy's")
     ap.add_argument("--sgemm-only", action="store_true", help="only the SGEMM comparison")
     args = ap.parse_args()
@@ -309,11 +319,11 @@ def main():
         for m in models:
             rows.append(bench_model(m, args, burnc, tract_ok, Path(tmp)))
 
-    cols = ["burnc", "ort-1t", "ort-2t"] + (["tract"] if tract_ok else [])
+    cols = ["burnc"] + (["burnc-mt"] if args.threads > 1 else []) + ["ort-1t", "ort-2t"] + (["tract"] if tract_ok else [])
     versions = f"onnxruntime {onnxruntime.__version__}" + (f", tract {tract_version}" if tract_ok else "")
     print(f"\nMedian latency in ms (median of {args.rounds} interleaved rounds of {args.iters} runs, "
           f"{args.warmup} warm-up); burnc single-threaded; {versions}.")
-    ratio_cols = [c for c in cols if c != "burnc"]
+    ratio_cols = [c for c in cols if not c.startswith("burnc")]
     head = ["model"] + cols + [f"burnc/{c}" for c in ratio_cols] + ["max\\|d\\| vs ort (rel.)"]
     print("| " + " | ".join(head) + " |")
     print("|---" + "|---:" * (len(head) - 1) + "|")
@@ -328,6 +338,10 @@ def main():
         print("| " + " | ".join(cells) + " |")
     gm = ["geomean"] + [fmt(geomean([r.get(c) for r in rows])) for c in cols] + [f"{geomean(ratios[c]):.2f}" if geomean(ratios[c]) else "-" for c in ratio_cols] + [""]
     print("| " + " | ".join(gm) + " |")
+    if args.threads > 1:
+        mt = [r["burnc-mt"] / r["ort-2t"] for r in rows if r.get("burnc-mt") and r.get("ort-2t")]
+        print(f"burnc with {args.threads} threads / ort-2t: " + ", ".join(f"{r['model']} {r['burnc-mt'] / r['ort-2t']:.2f}" for r in rows if r.get("burnc-mt") and r.get("ort-2t"))
+              + (f"; geomean {geomean(mt):.2f}" if mt else ""))
     if tract_ok:
         diffs = ", ".join(f"{r['model']} {diff_str(r['tract_diff'])}" for r in rows if "tract_diff" in r)
         print(f"\ntract max|d| vs ort (rel.): {diffs}")
