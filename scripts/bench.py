@@ -168,7 +168,7 @@ class Burnc:
         self.work = work
 
     def median(self, iters, warmup):
-        env = {**os.environ, "MATMUL_NUM_THREADS": str(self.threads)}
+        env = {**os.environ, "BURNC_THREADS": str(self.threads)}
         out = subprocess.run([self.bin, str(self.work), str(iters), str(warmup), "0"],
                              capture_output=True, text=True, check=True, env=env)
         last = out.stdout.strip().splitlines()[-1]

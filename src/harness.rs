@@ -177,7 +177,7 @@ pub enum Profile {
     /// target dir of its own (other RUSTFLAGS would rebuild the shared one each time).
     Bench,
     /// [`Profile::Bench`] with the runtime's `threads` feature: GEMMs run on
-    /// `MATMUL_NUM_THREADS` threads of a persistent pool.
+    /// `BURNC_THREADS` threads of the runtime's persistent pool.
     BenchThreads,
 }
 

@@ -13,6 +13,8 @@ pub mod arena;
 pub mod elem;
 pub mod kernels;
 pub mod math;
+#[cfg(feature = "std")]
+pub mod pool;
 pub mod nn;
 pub mod small;
 pub mod train;

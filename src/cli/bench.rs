@@ -26,7 +26,7 @@ pub struct BenchArgs {
     #[arg(long = "input", short = 'i', value_name = "NAME=DIMS|NAME=FILE")]
     pub inputs: Vec<String>,
     /// Threads: with N > 1 the harness links the runtime's `threads` feature and runs with
-    /// MATMUL_NUM_THREADS=N (GEMMs split over a persistent pool; other ops on one thread).
+    /// BURNC_THREADS=N (GEMMs split over the runtime's persistent pool; other ops on one thread).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub threads: usize,
     /// Timed iterations (at least; more if they take less than --min-ms).
@@ -59,12 +59,12 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--threads must be at least 1".into()));
     }
     if a.threads > 1 {
-        println!("threads: {} (GEMMs, the convolutions' im2col products included, split over a persistent pool of matrixmultiply; other ops on one thread)", a.threads);
+        println!("threads: {} (GEMMs, the convolutions' im2col products included, split over burnc-runtime's persistent pool; other ops on one thread)", a.threads);
     } else {
         println!("threads: 1");
     }
     let profile = if a.threads > 1 { Profile::BenchThreads } else { Profile::Bench };
-    let env = [("MATMUL_NUM_THREADS", a.threads.to_string())];
+    let env = [("BURNC_THREADS", a.threads.to_string())];
     let timing = [a.iters.to_string(), a.warmup.to_string(), a.min_ms.to_string()];
     if let Some(n) = a.sgemm {
         return bench_sgemm(n, &timing);

@@ -37,6 +37,11 @@ pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b:
     }
     #[cfg(not(feature = "alloc"))]
     gemm_portable(m, k, n, alpha, a, la, b, lb, beta, c, lc);
+    #[cfg(feature = "std")]
+    if crate::pool::threads() > 1 && m * n * k >= PARALLEL_MACS && (m >= 16 || n >= 16) {
+        sgemm_split(m, k, n, alpha, a, la, b, lb, beta, c, lc);
+        return;
+    }
     // SAFETY: the asserts above check every index the kernel touches is inside the slices.
     #[cfg(feature = "alloc")]
     unsafe {
@@ -45,6 +50,63 @@ pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b:
             c.as_mut_ptr(), lc.row_stride, lc.col_stride,
         );
     }
+}
+
+/// Products smaller than this (multiply-adds) stay on one thread: waking a worker costs more.
+#[cfg(feature = "std")]
+const PARALLEL_MACS: usize = 1 << 20;
+
+/// A pointer that may cross threads: each task writes its own disjoint block of C.
+#[cfg(feature = "std")]
+#[derive(Clone, Copy)]
+struct SendPtr(*mut f32);
+#[cfg(feature = "std")]
+unsafe impl Send for SendPtr {}
+#[cfg(feature = "std")]
+unsafe impl Sync for SendPtr {}
+#[cfg(feature = "std")]
+impl SendPtr {
+    /// Through a method, so closures capture the whole (Sync) wrapper, not the raw pointer.
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// [`sgemm`] split into blocks of rows of C (or of columns, for few rows), one per task of the
+/// thread pool. Bounds were checked by the caller.
+#[cfg(feature = "std")]
+#[allow(clippy::too_many_arguments)]
+fn sgemm_split(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b: &[f32], lb: Layout, beta: f32, c: &mut [f32], lc: Layout) {
+    let threads = crate::pool::threads();
+    let by_rows = m >= n || m >= 16 * threads;
+    let len = if by_rows { m } else { n };
+    let tasks = threads.min(len);
+    let chunk = len.div_ceil(tasks);
+    let cp = SendPtr(c.as_mut_ptr());
+    let (ap, bp) = (a.as_ptr() as usize, b.as_ptr() as usize);
+    crate::pool::parallel_for(tasks, &|t| {
+        let lo = t * chunk;
+        let hi = ((t + 1) * chunk).min(len);
+        if lo >= hi {
+            return;
+        }
+        // SAFETY: the blocks [lo, hi) of rows (or columns) are disjoint between tasks and inside
+        // the matrices the caller checked; offsets follow the layouts' strides.
+        unsafe {
+            let (ap, bp) = (ap as *const f32, bp as *const f32);
+            if by_rows {
+                matrixmultiply::sgemm(
+                    hi - lo, k, n, alpha, ap.offset(lo as isize * la.row_stride), la.row_stride, la.col_stride, bp,
+                    lb.row_stride, lb.col_stride, beta, cp.get().offset(lo as isize * lc.row_stride), lc.row_stride, lc.col_stride,
+                );
+            } else {
+                matrixmultiply::sgemm(
+                    m, k, hi - lo, alpha, ap, la.row_stride, la.col_stride, bp.offset(lo as isize * lb.col_stride),
+                    lb.row_stride, lb.col_stride, beta, cp.get().offset(lo as isize * lc.col_stride), lc.row_stride, lc.col_stride,
+                );
+            }
+        }
+    });
 }
 
 /// Lanes of the vector-shaped loops below: independent accumulators the compiler keeps in one

@@ -1,0 +1,152 @@
+//! A persistent thread pool for splitting one kernel call into tasks (`std` only; no_std
+//! targets run everything on the caller's thread).
+//!
+//! `threads - 1` workers sleep on a condition variable; [`parallel_for`] publishes a job (a
+//! borrowed closure and a task count), every thread — the caller included — takes task indices
+//! from one atomic counter, and the caller returns only after every worker has left the job,
+//! which is what makes lending the closure to other threads sound. The thread count is
+//! `BURNC_THREADS` (default 1), or [`set_threads`] before the first parallel call.
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+
+type Task<'a> = &'a (dyn Fn(usize) + Sync);
+
+struct Job {
+    /// The closure, its lifetime erased: valid until the publishing call returns (see above).
+    f: Task<'static>,
+    tasks: usize,
+    next: AtomicUsize,
+}
+
+struct State {
+    job: Option<&'static Job>,
+    generation: u64,
+    /// Workers still inside the current job.
+    busy: usize,
+}
+
+struct Pool {
+    threads: usize,
+    state: Mutex<State>,
+    wake: Condvar,
+    done: Condvar,
+}
+
+static POOL: OnceLock<Pool> = OnceLock::new();
+static REQUESTED: AtomicUsize = AtomicUsize::new(0);
+
+/// Use `n` threads (the caller's included). Takes effect only before the pool first runs.
+pub fn set_threads(n: usize) {
+    REQUESTED.store(n.max(1), Ordering::Relaxed);
+}
+
+/// Threads parallel calls use.
+pub fn threads() -> usize {
+    pool().threads
+}
+
+fn pool() -> &'static Pool {
+    POOL.get_or_init(|| {
+        let mut n = REQUESTED.load(Ordering::Relaxed);
+        if n == 0 {
+            n = std::env::var("BURNC_THREADS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+        }
+        let n = n.clamp(1, 256);
+        let p = Pool { threads: n, state: Mutex::new(State { job: None, generation: 0, busy: 0 }), wake: Condvar::new(), done: Condvar::new() };
+        for _ in 1..n {
+            std::thread::spawn(worker);
+        }
+        p
+    })
+}
+
+fn run_tasks(job: &Job) {
+    loop {
+        let i = job.next.fetch_add(1, Ordering::Relaxed);
+        if i >= job.tasks {
+            break;
+        }
+        (job.f)(i);
+    }
+}
+
+fn worker() {
+    let p = pool();
+    let mut seen = 0u64;
+    loop {
+        let job = {
+            let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+            while st.generation == seen || st.job.is_none() {
+                if st.generation != seen {
+                    seen = st.generation;
+                }
+                st = p.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            seen = st.generation;
+            st.busy += 1;
+            st.job
+        };
+        if let Some(job) = job {
+            run_tasks(job);
+        }
+        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.busy -= 1;
+        if st.busy == 0 {
+            p.done.notify_all();
+        }
+    }
+}
+
+/// Run `f(0) … f(tasks − 1)`, spread over the pool's threads; returns when all have run.
+/// Calls from inside a task (nested) run serially on that thread.
+pub fn parallel_for(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    let p = pool();
+    if tasks <= 1 || p.threads == 1 || IN_TASK.with(|c| c.get()) {
+        (0..tasks).for_each(f);
+        return;
+    }
+    // One job at a time: a second caller thread waits here.
+    static GATE: Mutex<()> = Mutex::new(());
+    let _gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the job (and the closure it borrows) is unpublished and every worker has left it
+    // (busy == 0) before this function returns, so no worker touches it after its lifetime.
+    let f_static: Task<'static> = unsafe { std::mem::transmute::<Task<'_>, Task<'static>>(f) };
+    let job = Job { f: f_static, tasks, next: AtomicUsize::new(0) };
+    let job_ref: &'static Job = unsafe { &*(&job as *const Job) };
+    {
+        let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.job = Some(job_ref);
+        st.generation += 1;
+        p.wake.notify_all();
+    }
+    IN_TASK.with(|c| c.set(true));
+    run_tasks(&job);
+    IN_TASK.with(|c| c.set(false));
+    let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
+    st.job = None;
+    while st.busy > 0 {
+        st = p.done.wait(st).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+std::thread_local! {
+    static IN_TASK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    #[test]
+    fn every_task_runs_once() {
+        set_threads(2);
+        for round in 0..200 {
+            let hits: Vec<AtomicUsize> = (0..37).map(|_| AtomicUsize::new(0)).collect();
+            parallel_for(37, &|i| {
+                hits[i].fetch_add(1, Ordering::Relaxed);
+            });
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "round {round}");
+        }
+    }
+}

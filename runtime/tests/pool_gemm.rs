@@ -1,0 +1,34 @@
+//! sgemm split over the thread pool gives the single-thread result: row blocks (tall C) and
+//! column blocks (wide C), with strided operands. Its own process, so the pool has 2 threads.
+use burnc_runtime::kernels::gemm::{gemm_generic, sgemm, Layout};
+
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2654435761) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        })
+        .collect()
+}
+
+#[test]
+fn split_gemm_matches_serial() {
+    burnc_runtime::pool::set_threads(2);
+    assert_eq!(burnc_runtime::pool::threads(), 2);
+    for &(m, k, n) in &[(96, 200, 80), (20, 300, 400), (300, 64, 40)] {
+        let a = values(m * k, 1);
+        let b = values(k * n, 2);
+        // B transposed in memory (k contiguous), as Gemm transB=1 weights are.
+        let bt: Vec<f32> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
+        let mut want = vec![0f32; m * n];
+        gemm_generic(m, k, n, &a, Layout::row_major(k), &b, Layout::row_major(n), &mut want, Layout::row_major(n));
+        let mut got = vec![1f32; m * n];
+        sgemm(m, k, n, 1.0, &a, Layout::row_major(k), &bt, Layout { row_stride: 1, col_stride: k as isize }, 0.0, &mut got, Layout::row_major(n));
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{m}x{k}x{n}: {g} vs {w}");
+        }
+    }
+}
