@@ -269,15 +269,7 @@ mod model;
 use burnc_runtime as rt;
 use std::path::Path;
 
-fn read<T: Copy + Default, const N: usize>(p: &Path) -> Box<[T; N]> {{
-    let bytes = std::fs::read(p).expect("read input");
-    assert_eq!(bytes.len(), N * std::mem::size_of::<T>(), "input size");
-    let mut v = vec![T::default(); N];
-    // SAFETY: plain numbers, exact length checked above; little-endian like the files.
-    unsafe {{ std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) }};
-    v.into_boxed_slice().try_into().ok().expect("length")
-}}
-
+{read_fn}
 fn write<T: Copy>(p: &Path, v: &[T]) {{
     // SAFETY: plain numbers viewed as bytes.
     let b = unsafe {{ std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }};
@@ -324,9 +316,21 @@ fn median(sorted: &[f64]) -> f64 {{
     if n % 2 == 1 {{ sorted[n / 2] }} else {{ (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }}
 }}
 "#,
-        args = args.join(", ")
+        args = args.join(", "),
+        read_fn = READ_FN
     )
 }
+
+/// The harnesses' input reader: `in_<i>.bin` (raw little-endian) into a boxed array.
+pub const READ_FN: &str = r#"fn read<T: Copy + Default, const N: usize>(p: &Path) -> Box<[T; N]> {
+    let bytes = std::fs::read(p).expect("read input");
+    assert_eq!(bytes.len(), N * std::mem::size_of::<T>(), "input size");
+    let mut v = vec![T::default(); N];
+    // SAFETY: plain numbers, exact length checked above; little-endian like the files.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) };
+    v.into_boxed_slice().try_into().ok().expect("length")
+}
+"#;
 
 /// Write the prepared feeds as the harness's `in_<i>.bin`.
 pub fn write_inputs(p: &Prepared, work: &Path) -> Result<(), HarnessError> {

@@ -5,7 +5,7 @@ use super::inputs::read_value;
 use super::CliError;
 use burnc::build::{load_train_graphs, write_train_state_safetensors};
 use burnc_compiler::interp::{self, RtValue};
-use burnc_compiler::tensor::{Data, Tensor};
+use burnc_compiler::tensor::Tensor;
 use burnc_compiler::train::{Loss, TrainSpec};
 use burnc_runtime::train::optim::Rule;
 use std::path::{Path, PathBuf};
@@ -133,61 +133,21 @@ pub fn train(a: TrainCmdArgs) -> Result<(), CliError> {
     if a.codegen {
         return super::train_codegen::run_steps(&a, &spec, &feeds, &target, &pins, weights.as_ref());
     }
-    let mut state: Vec<Tensor> = Vec::new();
-    for p in &tg.params {
-        state.push(p.init.clone());
-        for _ in &p.moments {
-            state.push(Tensor::new(p.shape.clone(), Data::F32(vec![0.0; p.shape.iter().product()])));
-        }
-    }
-    {
-        for step in 1..=a.steps {
-            let mut by_id: std::collections::HashMap<_, RtValue> = std::collections::HashMap::new();
-            for (name, v) in &feeds {
-                if let Some(&id) = tg.data_inputs.iter().find(|&&i| &g.value(i).name == name) {
-                    by_id.insert(id, v.clone());
-                }
-            }
-            by_id.insert(tg.target, target.clone());
-            by_id.insert(tg.lr, RtValue::Tensor(Tensor::from_f32s(vec![], vec![tg.default_lr])));
-            by_id.insert(tg.step, RtValue::Tensor(Tensor::scalar_i64(step as i64)));
-            // Generated train_step keys its Dropouts with the step number too.
-            if let Some(k) = tg.dropout_key {
-                by_id.insert(k, RtValue::Tensor(Tensor::scalar_i64(step as i64)));
-            }
-            let mut k = 0;
-            for p in &tg.params {
-                by_id.insert(p.value, RtValue::Tensor(state[k].clone()));
-                k += 1;
-                for &m in &p.moments {
-                    by_id.insert(m, RtValue::Tensor(state[k].clone()));
-                    k += 1;
-                }
-            }
-            let ins: Vec<RtValue> = g.inputs.iter().map(|v| by_id.remove(v).ok_or_else(|| CliError::Usage(format!("input `{}` not fed", g.value(*v).name)))).collect::<Result<_, _>>()?;
-            let outs = interp::run(g, ins)?;
-            let loss = match &outs[0] {
-                RtValue::Tensor(t) => t.to_f64_vec().first().copied().unwrap_or(f64::NAN),
-                _ => f64::NAN,
-            };
-            println!("step={step} loss={loss:.8}");
-            // Outputs: loss, updated params, then their moments in param order.
-            let n = tg.params.len();
-            let mut next = Vec::new();
-            let mut mi = 1 + n;
-            for (pi, p) in tg.params.iter().enumerate() {
-                let t = |v: &RtValue| match v {
-                    RtValue::Tensor(t) => Ok(t.clone()),
-                    _ => Err(CliError::Usage("internal: a train output is not a tensor".into())),
-                };
-                next.push(t(&outs[1 + pi])?);
-                for _ in &p.moments {
-                    next.push(t(&outs[mi])?);
-                    mi += 1;
-                }
-            }
-            state = next;
-        }
+    let mut state = tg.initial_state();
+    for step in 1..=a.steps {
+        let data: Vec<RtValue> = tg
+            .data_inputs
+            .iter()
+            .map(|&i| feeds.iter().find(|(n, _)| n == &g.value(i).name).map(|(_, v)| v.clone()).ok_or_else(|| CliError::Usage(format!("missing input `{}`", g.value(i).name))))
+            .collect::<Result<_, _>>()?;
+        let ins = tg.step_inputs(data, target.clone(), tg.default_lr, step as i64, &state).map_err(CliError::Usage)?;
+        let outs = interp::run(g, ins)?;
+        let loss = match &outs[0] {
+            RtValue::Tensor(t) => t.to_f64_vec().first().copied().unwrap_or(f64::NAN),
+            _ => f64::NAN,
+        };
+        println!("step={step} loss={loss:.8}");
+        state = tg.state_after(&outs).map_err(CliError::Usage)?;
     }
     if let Some(path) = &a.save {
         // Trained values (params only, not moments), then the frozen ones.

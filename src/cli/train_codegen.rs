@@ -25,15 +25,7 @@ fn main_rs(gen: &TrainGenerated) -> String {
 mod model;
 use std::path::Path;
 
-fn read<T: Copy + Default, const N: usize>(p: &Path) -> Box<[T; N]> {{
-    let bytes = std::fs::read(p).expect("read input");
-    assert_eq!(bytes.len(), N * std::mem::size_of::<T>(), "input size");
-    let mut v = vec![T::default(); N];
-    // SAFETY: plain numbers, exact length checked above; little-endian like the files.
-    unsafe {{ std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) }};
-    v.into_boxed_slice().try_into().ok().expect("length")
-}}
-
+{read_fn}
 fn main() {{
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().expect("dir"));
@@ -54,7 +46,8 @@ fn main() {{
     }}
 }}
 "#,
-        args = args.join(", ")
+        args = args.join(", "),
+        read_fn = burnc::harness::READ_FN
     )
 }
 

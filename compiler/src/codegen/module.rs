@@ -64,6 +64,24 @@ pub(crate) fn io(g: &Graph, id: crate::ir::ValueId, taken: &mut HashSet<String>)
     Ok(IoDesc { name: v.name.clone(), ident: ident(&v.name, taken), dtype: t.dtype, shape })
 }
 
+/// The `Outputs { … }` expression ending `forward`: each graph output borrowed from its slot.
+pub(crate) fn outputs_literal(g: &Graph, plan: &MemoryPlan, outputs: &[IoDesc]) -> Result<String, CodegenError> {
+    let mut s = String::from("    Outputs {\n");
+    for (&o, d) in g.outputs.iter().zip(outputs) {
+        let slot = plan.slots.get(&o).ok_or_else(|| CodegenError::Graph { what: format!("output `{}`", d.name), reason: "has no arena slot".into() })?;
+        let _ = writeln!(
+            s,
+            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is aligned and in bounds.\n        {}: unsafe {{ &*(a.add({}) as *const [{}; {}]) }},",
+            d.ident,
+            slot.offset,
+            rust_ty(d.dtype).unwrap_or("f32"),
+            d.shape.iter().product::<usize>()
+        );
+    }
+    s.push_str("    }\n");
+    Ok(s)
+}
+
 /// The statements of every node in `plan.order`, grouped into chunks of `nodes_per_fn` nodes
 /// (one generated function each), each node in a labelled block named after it.
 pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize) -> Result<Vec<String>, CodegenError> {
@@ -168,19 +186,8 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
     for (i, _) in parts.iter().enumerate() {
         let _ = writeln!(fwd, "    part_{i}(a, w, {});", input_args.join(", "));
     }
-    let _ = writeln!(fwd, "    Outputs {{");
-    for (&o, d) in g.outputs.iter().zip(&outputs) {
-        let slot = plan.slots[&o];
-        let _ = writeln!(
-            fwd,
-            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is aligned and in bounds.\n        {}: unsafe {{ &*(a.add({}) as *const [{}; {}]) }},",
-            d.ident,
-            slot.offset,
-            rust_ty(d.dtype).unwrap_or("f32"),
-            d.shape.iter().product::<usize>()
-        );
-    }
-    let _ = writeln!(fwd, "    }}\n}}\n}}");
+    fwd.push_str(&outputs_literal(g, plan, &outputs)?);
+    let _ = writeln!(fwd, "}}\n}}");
     src.push_str(&fwd);
     for (i, body) in parts.iter().enumerate() {
         let _ = writeln!(

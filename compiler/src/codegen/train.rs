@@ -7,7 +7,7 @@
 //! loses its outputs and updates the state buffer in place, after every other reader of the
 //! parameter (the scheduler orders it so).
 use super::emit::{rust_ty, Ctx};
-use super::module::{emit_parts, io};
+use super::module::{emit_parts, io, outputs_literal};
 use super::{plan_memory, weights, CodegenError, CodegenOptions, IoDesc};
 use crate::ir::{Graph, Op};
 use crate::tensor::Tensor;
@@ -357,19 +357,8 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     for i in 0..fparts.len() {
         let _ = writeln!(fwd, "    part_{i}(a, w, s, {});", fargs.join(", "));
     }
-    let _ = writeln!(fwd, "    Outputs {{");
-    for (&o, d) in fg.outputs.iter().zip(&outputs) {
-        let slot = fplan.slots.get(&o).ok_or_else(|| gerr(&d.name, "has no arena slot".into()))?;
-        let _ = writeln!(
-            fwd,
-            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is aligned and in bounds.\n        {}: unsafe {{ &*(a.add({}) as *const [{}; {}]) }},",
-            d.ident,
-            slot.offset,
-            rust_ty(d.dtype).unwrap_or("f32"),
-            d.shape.iter().product::<usize>()
-        );
-    }
-    let _ = writeln!(fwd, "    }}\n}}");
+    fwd.push_str(&outputs_literal(fg, &fplan, &outputs)?);
+    let _ = writeln!(fwd, "}}");
     src.push_str(&fwd);
     let data_sig: Vec<String> = inputs.iter().map(|d| format!("{}: {}", d.ident, ty_of(d))).chain([format!("{}: {}", target.ident, ty_of(&target))]).collect();
     let mut ts = format!(

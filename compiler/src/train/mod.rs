@@ -11,6 +11,7 @@ mod loss;
 mod tests;
 
 use crate::autodiff;
+use crate::interp::RtValue;
 use crate::ir::{DType, Dim, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
 use crate::passes::{self, PassError};
 use crate::tensor::Tensor;
@@ -77,6 +78,61 @@ pub struct TrainGraph {
     pub params: Vec<TrainParam>,
     pub rule: Rule,
     pub default_lr: f32,
+}
+
+impl TrainGraph {
+    /// The state a run starts from: each parameter's initial value, then zeros for each of its
+    /// moments (parameter order, moments after their parameter).
+    pub fn initial_state(&self) -> Vec<Tensor> {
+        let mut out = Vec::new();
+        for p in &self.params {
+            out.push(p.init.clone());
+            for _ in &p.moments {
+                out.push(Tensor::new(p.shape.clone(), crate::tensor::Data::F32(vec![0.0; p.shape.iter().product()])));
+            }
+        }
+        out
+    }
+
+    /// The graph's inputs, in order, for step `step` (1 first): `data` in `data_inputs` order,
+    /// the target, the learning rate, the step (also the Dropout key, as generated
+    /// `train_step` uses it) and `state` as [`TrainGraph::initial_state`] lays it out.
+    pub fn step_inputs(&self, data: Vec<RtValue>, target: RtValue, lr: f32, step: i64, state: &[Tensor]) -> Result<Vec<RtValue>, String> {
+        let mut by_id: std::collections::HashMap<ValueId, RtValue> = self.data_inputs.iter().copied().zip(data).collect();
+        by_id.insert(self.target, target);
+        by_id.insert(self.lr, RtValue::Tensor(Tensor::from_f32s(vec![], vec![lr])));
+        by_id.insert(self.step, RtValue::Tensor(Tensor::scalar_i64(step)));
+        if let Some(k) = self.dropout_key {
+            by_id.insert(k, RtValue::Tensor(Tensor::scalar_i64(step)));
+        }
+        let mut it = state.iter();
+        for p in &self.params {
+            for v in std::iter::once(p.value).chain(p.moments.iter().copied()) {
+                let t = it.next().ok_or("the state has fewer tensors than the train step needs")?;
+                by_id.insert(v, RtValue::Tensor(t.clone()));
+            }
+        }
+        self.graph.inputs.iter().map(|v| by_id.remove(v).ok_or_else(|| format!("input `{}` is not fed", self.graph.value(*v).name))).collect()
+    }
+
+    /// The state after a step, from the graph's outputs (loss, updated parameters, then their
+    /// updated moments in parameter order), laid out as [`TrainGraph::initial_state`].
+    pub fn state_after(&self, outs: &[RtValue]) -> Result<Vec<Tensor>, String> {
+        let get = |i: usize| match outs.get(i) {
+            Some(RtValue::Tensor(t)) => Ok(t.clone()),
+            _ => Err(format!("train output {i} is missing or not a tensor")),
+        };
+        let mut next = Vec::new();
+        let mut mi = 1 + self.params.len();
+        for (pi, p) in self.params.iter().enumerate() {
+            next.push(get(1 + pi)?);
+            for _ in &p.moments {
+                next.push(get(mi)?);
+                mi += 1;
+            }
+        }
+        Ok(next)
+    }
 }
 
 /// `*` any run of characters, `?` one.

@@ -49,26 +49,16 @@ fn f32s(v: &RtValue) -> Vec<f32> {
     }
 }
 
-/// Feeds in the train graph's input order: data, target, lr, step, then params and moments.
+/// Feeds in the train graph's input order (data, target, lr, step, state).
 fn feeds(tg: &TrainGraph, data: Vec<RtValue>, target: RtValue, lr: f32, step: i64, state: &[Vec<f32>]) -> Vec<RtValue> {
-    let g = &tg.graph;
-    let mut by_id: std::collections::HashMap<ValueId, RtValue> = std::collections::HashMap::new();
-    for (&v, d) in tg.data_inputs.iter().zip(data) {
-        by_id.insert(v, d);
-    }
-    by_id.insert(tg.target, target);
-    by_id.insert(tg.lr, t32(&[], vec![lr]));
-    by_id.insert(tg.step, RtValue::Tensor(Tensor::scalar_i64(step)));
-    let mut k = 0;
+    let mut shapes = Vec::new();
     for p in &tg.params {
-        by_id.insert(p.value, t32(&p.shape, state[k].clone()));
-        k += 1;
-        for &m in &p.moments {
-            by_id.insert(m, t32(&p.shape, state[k].clone()));
-            k += 1;
+        for _ in 0..=p.moments.len() {
+            shapes.push(p.shape.clone());
         }
     }
-    g.inputs.iter().map(|v| by_id.remove(v).expect("every input fed")).collect()
+    let state: Vec<Tensor> = shapes.into_iter().zip(state).map(|(sh, v)| Tensor::new(sh, Data::F32(v.clone()))).collect();
+    tg.step_inputs(data, target, lr, step, &state).expect("every input fed")
 }
 
 #[test]
@@ -133,29 +123,12 @@ fn cross_entropy_with_adam_lowers_the_loss_and_freezing_keeps_weights() {
         assert_eq!(bias_is_weight, frozen);
         let x: Vec<f32> = (0..12).map(|i| (i as f32 * 0.37).sin()).collect();
         let labels = RtValue::Tensor(Tensor::new(vec![4], Data::I64(vec![0, 1, 1, 0])));
-        let mut state: Vec<Vec<f32>> = Vec::new();
-        for p in &tg.params {
-            state.push(p.init.to_f64_vec().into_iter().map(|v| v as f32).collect());
-            for _ in &p.moments {
-                state.push(vec![0.0; p.shape.iter().product()]);
-            }
-        }
+        let mut state: Vec<Vec<f32>> = tg.initial_state().iter().map(|t| t.to_f64_vec().into_iter().map(|v| v as f32).collect()).collect();
         let mut losses = Vec::new();
         for step in 1..=30 {
             let outs = interp::run(&tg.graph, feeds(&tg, vec![t32(&[4, 3], x.clone())], labels.clone(), 0.05, step, &state)).expect("runs");
             losses.push(f32s(&outs[0])[0]);
-            // Outputs after the loss: updated params, then their moments, in param order.
-            let n = tg.params.len();
-            let mut next = Vec::new();
-            let mut mi = 1 + n;
-            for (pi, p) in tg.params.iter().enumerate() {
-                next.push(f32s(&outs[1 + pi]));
-                for _ in &p.moments {
-                    next.push(f32s(&outs[mi]));
-                    mi += 1;
-                }
-            }
-            state = next;
+            state = tg.state_after(&outs).expect("state").iter().map(|t| t.to_f64_vec().into_iter().map(|v| v as f32).collect()).collect();
         }
         assert!(losses[29] < losses[0] * 0.9, "loss did not go down: {losses:?}");
     }
