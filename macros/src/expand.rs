@@ -1,12 +1,14 @@
 //! From the struct and the `#[model]` impl to the generated module: lower `forward`, apply the
 //! weights, run the compiler, and parse the generated source back into tokens.
-use crate::layers;
-use crate::lower::{tensor_type, Lower};
+use crate::layers::{self, Kind, Layer};
+use crate::lower::{check_returns, forward_args, Defs, Lower, SubDef};
+use crate::ImplInput;
 use burnc_compiler::codegen::{self, CodegenOptions};
 use burnc_compiler::ir::{Op, UnaryOp, ValueKind};
 use burnc_compiler::passes::{self, PassError};
 use proc_macro2::{Group, Literal, TokenStream, TokenTree};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
+use std::collections::HashMap;
 use std::str::FromStr;
 use syn::{Error, Result};
 
@@ -16,18 +18,22 @@ const WEIGHTS_MARKER: &str = "weights embedded by #[model]";
 struct Options {
     weights: Option<syn::LitStr>,
     module: Option<syn::Ident>,
+    /// Only a part of other models: checked, inlined where it is called, compiled to nothing.
+    inline: bool,
 }
 
 fn parse_options(attr: TokenStream) -> Result<Options> {
-    let mut o = Options { weights: None, module: None };
+    let mut o = Options { weights: None, module: None, inline: false };
     let parser = syn::meta::parser(|m| {
-        if m.path.is_ident("weights") {
+        if m.path.is_ident("inline") {
+            o.inline = true;
+        } else if m.path.is_ident("weights") {
             o.weights = Some(m.value()?.parse()?);
         } else if m.path.is_ident("module") {
             let s: syn::LitStr = m.value()?.parse()?;
             o.module = Some(s.parse()?);
         } else {
-            return Err(m.error("unknown #[model] option (known: weights = \"file.safetensors\", module = \"name\")"));
+            return Err(m.error("unknown #[model] option (known: weights = \"file.safetensors\", module = \"name\", inline)"));
         }
         Ok(())
     });
@@ -50,14 +56,8 @@ fn snake(name: &str) -> String {
     s
 }
 
-pub fn expand(strukt: &syn::DeriveInput, attr: TokenStream, imp: &syn::ItemImpl) -> Result<TokenStream> {
-    let t0 = std::time::Instant::now();
-    let layers = layers::parse_struct(strukt)?;
-    let opts = parse_options(attr)?;
-    let name = &strukt.ident;
-    let vis = &strukt.vis;
-
-    // The impl holds `forward` and nothing else.
+/// The `forward` of a `#[model]` impl (the only item it may hold).
+fn forward_of(imp: &syn::ItemImpl) -> Result<&syn::ImplItemFn> {
     let mut forward = None;
     for item in &imp.items {
         match item {
@@ -65,47 +65,114 @@ pub fn expand(strukt: &syn::DeriveInput, attr: TokenStream, imp: &syn::ItemImpl)
             other => return Err(Error::new_spanned(other, "a #[model] impl holds only `fn forward`")),
         }
     }
-    let f = forward.ok_or_else(|| Error::new_spanned(&imp.self_ty, "a #[model] impl needs `fn forward(&self, x: Tensor<..>) -> Tensor<..>`"))?;
+    forward.ok_or_else(|| Error::new_spanned(&imp.self_ty, "a #[model] impl needs `fn forward(&self, x: Tensor<..>) -> Tensor<..>`"))
+}
 
-    let mut lower = Lower::new(&name.to_string(), &layers);
-    let mut args = Vec::new();
-    let mut has_self = false;
-    for input in &f.sig.inputs {
-        match input {
-            syn::FnArg::Receiver(r) if r.reference.is_some() && r.mutability.is_none() => has_self = true,
-            syn::FnArg::Receiver(r) => return Err(Error::new_spanned(r, "`forward` takes `&self`")),
-            syn::FnArg::Typed(pt) => {
-                let syn::Pat::Ident(pi) = &*pt.pat else {
-                    return Err(Error::new_spanned(&pt.pat, "expected an argument name"));
+/// The sub-model types `layers` name, with the field types' spans.
+fn subs(layers: &[Layer]) -> impl Iterator<Item = &syn::Ident> {
+    layers.iter().filter_map(|l| match &l.kind {
+        Kind::Sub { ty } => Some(ty),
+        _ => None,
+    })
+}
+
+/// Refuse a struct that contains itself, through any chain of sub-models.
+fn check_cycles(name: &syn::Ident, layers: &[Layer], defs: &Defs, path: &mut Vec<String>) -> Result<()> {
+    for ty in subs(layers) {
+        let t = ty.to_string();
+        if t == name.to_string() || path.contains(&t) {
+            return Err(Error::new_spanned(ty, format!("`{t}` contains itself (through {})", path.join(" → "))));
+        }
+        if let Some(d) = defs.get(&t) {
+            path.push(t);
+            check_cycles(name, &d.layers, defs, path)?;
+            path.pop();
+        }
+    }
+    Ok(())
+}
+
+pub fn expand(input: &ImplInput, raw: TokenStream) -> Result<TokenStream> {
+    let (strukt, imp) = (&input.strukt, &input.imp);
+    let t0 = std::time::Instant::now();
+    let layers = layers::parse_struct(strukt)?;
+    let opts = parse_options(input.attr.clone())?;
+    let name = &strukt.ident;
+    forward_of(imp)?;
+
+    // Sub-models: each `#[model]` leaves a `macro_rules! __burnc_def_<Name>` that appends its
+    // struct and impl to a call of this macro; ask for the first one still missing (a proc
+    // macro sees only its own input, so definitions travel this way).
+    let mut defs: Defs = HashMap::new();
+    for (s, i) in &input.defs {
+        defs.insert(s.ident.to_string(), SubDef { layers: layers::parse_struct(s)?, forward: forward_of(i)?.clone() });
+    }
+    let mut wanted: Vec<&syn::Ident> = subs(&layers).collect();
+    for d in defs.values() {
+        wanted.extend(subs(&d.layers));
+    }
+    if let Some(ty) = wanted.into_iter().find(|t| !defs.contains_key(&t.to_string()) && **t != *name) {
+        let mac = format_ident!("__burnc_def_{}", ty, span = ty.span());
+        return Ok(quote_spanned! {ty.span()=> #mac! { @then #raw } });
+    }
+    check_cycles(name, &layers, &defs, &mut vec![name.to_string()])?;
+
+    // This model's own definition, for models that use it as a field; `!` marks one whose own
+    // lowering failed, so they do not report its mistake a second time.
+    let define = |broken: bool| {
+        let def_mac = format_ident!("__burnc_def_{}", name);
+        let mark = if broken { quote! { ! } } else { quote! {} };
+        quote! {
+            #[doc(hidden)]
+            #[allow(unused_macros)]
+            macro_rules! #def_mac {
+                (@then $($t:tt)*) => {
+                    ::burnc_macros::__model_impl! { $($t)* @def { #strukt } { #imp } #mark }
                 };
-                let (dtype, shape) = tensor_type(&pt.ty)?;
-                lower.input(&pi.ident.to_string(), dtype, shape.clone());
-                args.push((pi.ident.clone(), dtype, shape));
             }
         }
+    };
+    if input.broken_defs {
+        return Ok(define(true));
     }
-    if !has_self {
-        return Err(Error::new_spanned(&f.sig, "`forward` takes `&self` first"));
+    match compile(input, &layers, &defs, &opts, t0) {
+        Ok(ts) => {
+            let d = define(false);
+            Ok(quote! { #ts #d })
+        }
+        Err(e) => {
+            let (e, d) = (e.to_compile_error(), define(true));
+            Ok(quote! { #e #d })
+        }
+    }
+}
+
+/// [`expand`] for a model without sub-models, its mistakes as `Err` (for unit tests).
+#[cfg(test)]
+pub(crate) fn expand_standalone(input: &ImplInput) -> Result<TokenStream> {
+    let layers = layers::parse_struct(&input.strukt)?;
+    let opts = parse_options(input.attr.clone())?;
+    compile(input, &layers, &Defs::new(), &opts, std::time::Instant::now())
+}
+
+/// Lower, compile and generate the module (nothing for an `inline` model).
+fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0: std::time::Instant) -> Result<TokenStream> {
+    let (strukt, imp) = (&input.strukt, &input.imp);
+    let name = &strukt.ident;
+    let vis = &strukt.vis;
+    let f = forward_of(imp)?;
+    let mut lower = Lower::new(&name.to_string(), layers, defs);
+    let args = forward_args(f)?;
+    for (id, dtype, shape) in &args {
+        lower.input(&id.to_string(), *dtype, shape.clone());
     }
     let outs = lower.body(&f.block)?;
-
-    // The declared return type: one tensor, or a tuple of them.
-    let declared: Vec<(&syn::Type, _)> = match &f.sig.output {
-        syn::ReturnType::Default => return Err(Error::new_spanned(&f.sig, "`forward` must declare what it returns: `-> Tensor<1, 10>`")),
-        syn::ReturnType::Type(_, ty) => match &**ty {
-            syn::Type::Tuple(t) => t.elems.iter().map(|t| Ok((t, tensor_type(t)?))).collect::<Result<_>>()?,
-            t => vec![(t, tensor_type(t)?)],
-        },
-    };
-    if declared.len() != outs.len() {
-        return Err(Error::new_spanned(&f.sig.output, format!("`forward` declares {} outputs, the body returns {}", declared.len(), outs.len())));
-    }
-    for ((ty, (dt, shape)), (t, span)) in declared.iter().zip(&outs) {
-        if *shape != t.shape || *dt != t.dtype {
-            let mut e = Error::new_spanned(span, format!("shape mismatch: `forward` returns {:?} ({}), but this is {:?} ({})", shape, dt, t.shape, t.dtype));
-            e.combine(Error::new_spanned(ty, "declared here"));
-            return Err(e);
+    check_returns(&f.sig, &outs)?;
+    if opts.inline {
+        if let Some(w) = &opts.weights {
+            return Err(Error::new_spanned(w, "an `inline` model takes its weights from the model that uses it"));
         }
+        return Ok(quote! {});
     }
 
     // Graph outputs: `output` (or `output_0`, `output_1` …), each computed by its own node.

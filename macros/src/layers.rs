@@ -16,20 +16,38 @@ pub enum Kind {
     Dropout,
     /// `e` wide, `h` heads, inputs `[B, S, E]` (PyTorch's `batch_first = True`).
     MultiHeadAttention { e: usize, h: usize, bias: bool, causal: bool },
+    /// Another `#[derive(Model)]` struct, inlined where it is called; its parameters are
+    /// named `key.` + its own keys, as nested modules are in a PyTorch state_dict.
+    Sub { ty: syn::Ident },
 }
 
 #[derive(Debug, Clone)]
 pub struct Layer {
+    /// The field's name.
     pub name: String,
+    /// The weights' key prefix: the field's name unless `#[layer(key = "..")]` says otherwise
+    /// (dotted paths allowed, `attention.self.query`).
+    pub key: String,
     pub kind: Kind,
+    /// `Some(n)` for an array field `[Linear<4, 4>; n]`: n layers keyed `key.0`, `key.1`, ….
+    pub count: Option<usize>,
 }
 
 pub const KNOWN_LAYERS: &str = "Linear, Conv1d, Conv2d, BatchNorm1d, BatchNorm2d, LayerNorm, Embedding, Dropout, MultiHeadAttention";
 
 impl Layer {
-    /// The parameters the layer owns: (state-dict name, shape), PyTorch's names and layouts.
-    pub fn params(&self) -> Vec<(String, Vec<usize>)> {
-        let p = |s: &str| format!("{}.{s}", self.name);
+    /// The key prefix of instance `i` (`None` for a field that is not an array).
+    pub fn instance_key(&self, i: Option<usize>) -> String {
+        match i {
+            Some(i) => format!("{}.{i}", self.key),
+            None => self.key.clone(),
+        }
+    }
+
+    /// The parameters one instance owns (keyed under `key`): (state-dict name, shape), PyTorch's
+    /// names and layouts. Sub-models own none themselves; their layers do.
+    pub fn params(&self, key: &str) -> Vec<(String, Vec<usize>)> {
+        let p = |s: &str| format!("{key}.{s}");
         match &self.kind {
             Kind::Linear { inp, out, bias } => {
                 let mut v = vec![(p("weight"), vec![*out, *inp])];
@@ -50,7 +68,7 @@ impl Layer {
             Kind::BatchNorm { c, .. } => ["weight", "bias", "running_mean", "running_var"].iter().map(|s| (p(s), vec![*c])).collect(),
             Kind::LayerNorm { d, .. } => vec![(p("weight"), vec![*d]), (p("bias"), vec![*d])],
             Kind::Embedding { n, d } => vec![(p("weight"), vec![*n, *d])],
-            Kind::Dropout => vec![],
+            Kind::Dropout | Kind::Sub { .. } => vec![],
             Kind::MultiHeadAttention { e, bias, .. } => {
                 let mut v = vec![(p("in_proj_weight"), vec![3 * e, *e])];
                 if *bias {
@@ -75,6 +93,7 @@ impl Layer {
             Kind::Embedding { n, d } => format!("Embedding<{n}, {d}>"),
             Kind::Dropout => "Dropout".into(),
             Kind::MultiHeadAttention { e, h, .. } => format!("MultiHeadAttention<{e}, {h}>"),
+            Kind::Sub { ty } => ty.to_string(),
         }
     }
 }
@@ -126,6 +145,7 @@ struct Opts {
     bias: Option<bool>,
     eps: Option<f32>,
     causal: Option<bool>,
+    key: Option<String>,
     spans: Vec<(&'static str, Span)>,
 }
 
@@ -158,6 +178,14 @@ fn parse_opts(field: &syn::Field) -> Result<Opts> {
                     o.causal = Some(b.value);
                     o.spans.push(("causal", span));
                 }
+                "key" => {
+                    let k: syn::LitStr = m.value()?.parse()?;
+                    let v = k.value();
+                    if v.is_empty() || v.split('.').any(str::is_empty) {
+                        return Err(Error::new_spanned(&k, "a key is a dotted path of names: `attention.self.query`"));
+                    }
+                    o.key = Some(v);
+                }
                 "eps" => {
                     let e: Expr = m.value()?.parse()?;
                     let v = match &e {
@@ -168,7 +196,7 @@ fn parse_opts(field: &syn::Field) -> Result<Opts> {
                     o.eps = Some(v);
                     o.spans.push(("eps", span));
                 }
-                _ => return Err(m.error(format!("unknown layer option `{key}` (known: stride, padding, dilation, groups, bias, eps, causal)"))),
+                _ => return Err(m.error(format!("unknown layer option `{key}` (known: key, stride, padding, dilation, groups, bias, eps, causal)"))),
             }
             Ok(())
         })?;
@@ -179,10 +207,24 @@ fn parse_opts(field: &syn::Field) -> Result<Opts> {
 /// Read one field.
 pub fn parse_field(field: &syn::Field) -> Result<Layer> {
     let ident = field.ident.as_ref().ok_or_else(|| Error::new_spanned(field, "#[derive(Model)] needs named fields"))?;
-    let Type::Path(tp) = &field.ty else {
-        return Err(Error::new_spanned(&field.ty, format!("a layer type is expected here ({KNOWN_LAYERS})")));
+    // `[Layer; N]`: N layers of one type, keyed `field.0`, `field.1`, ….
+    let (ty, count) = match &field.ty {
+        Type::Array(a) => {
+            let n = positive(&a.len)?;
+            (&*a.elem, Some(n))
+        }
+        t => (t, None),
     };
-    let seg = tp.path.segments.last().ok_or_else(|| Error::new_spanned(&field.ty, "empty type"))?;
+    let o = parse_opts(field)?;
+    let kind = parse_kind(ty, &o)?;
+    Ok(Layer { name: ident.to_string(), key: o.key.clone().unwrap_or_else(|| ident.to_string()), kind, count })
+}
+
+fn parse_kind(ty: &Type, o: &Opts) -> Result<Kind> {
+    let Type::Path(tp) = ty else {
+        return Err(Error::new_spanned(ty, format!("a layer type is expected here ({KNOWN_LAYERS}, another #[derive(Model)] struct, or an array `[T; N]` of them)")));
+    };
+    let seg = tp.path.segments.last().ok_or_else(|| Error::new_spanned(ty, "empty type"))?;
     let args: Vec<&Expr> = match &seg.arguments {
         PathArguments::None => vec![],
         PathArguments::AngleBracketed(a) => a
@@ -198,11 +240,10 @@ pub fn parse_field(field: &syn::Field) -> Result<Layer> {
     let ty_name = seg.ident.to_string();
     let want = |n: usize, form: &str| -> Result<()> {
         if args.len() != n {
-            return Err(Error::new_spanned(&field.ty, format!("`{ty_name}` takes {n} sizes: {form}")));
+            return Err(Error::new_spanned(ty, format!("`{ty_name}` takes {n} sizes: {form}")));
         }
         Ok(())
     };
-    let o = parse_opts(field)?;
     let allow = |keys: &[&str]| -> Result<()> {
         for (k, span) in &o.spans {
             if !keys.contains(k) {
@@ -223,7 +264,7 @@ pub fn parse_field(field: &syn::Field) -> Result<Layer> {
             let (inp, out) = (positive(args[0])?, positive(args[1])?);
             let groups = o.groups.unwrap_or(1).max(1);
             if inp % groups != 0 || out % groups != 0 {
-                return Err(Error::new_spanned(&field.ty, format!("groups = {groups} must divide both IN ({inp}) and OUT ({out})")));
+                return Err(Error::new_spanned(ty, format!("groups = {groups} must divide both IN ({inp}) and OUT ({out})")));
             }
             Kind::Conv {
                 dims: if ty_name == "Conv1d" { 1 } else { 2 },
@@ -261,13 +302,19 @@ pub fn parse_field(field: &syn::Field) -> Result<Layer> {
             allow(&["bias", "causal"])?;
             let (e, h) = (positive(args[0])?, positive(args[1])?);
             if e % h != 0 {
-                return Err(Error::new_spanned(&field.ty, format!("HEADS ({h}) must divide EMBED ({e})")));
+                return Err(Error::new_spanned(ty, format!("HEADS ({h}) must divide EMBED ({e})")));
             }
             Kind::MultiHeadAttention { e, h, bias: o.bias.unwrap_or(true), causal: o.causal.unwrap_or(false) }
         }
+        // A plain name that is no layer: another `#[derive(Model)]` struct (sub-models take no
+        // sizes; `Conv3d<1, 4, 3>` is a misspelt layer, not a sub-model).
+        _ if args.is_empty() && tp.qself.is_none() && tp.path.segments.len() == 1 => {
+            allow(&[])?;
+            Kind::Sub { ty: seg.ident.clone() }
+        }
         other => return Err(Error::new_spanned(&seg.ident, format!("unknown layer type `{other}` (known: {KNOWN_LAYERS})"))),
     };
-    Ok(Layer { name: ident.to_string(), kind })
+    Ok(kind)
 }
 
 /// Every field of the struct, in order.

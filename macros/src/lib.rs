@@ -53,9 +53,20 @@ pub fn derive_model(input: TokenStream) -> TokenStream {
     }
     let name = &input.ident;
     let mac = format_ident!("__burnc_model_{}", name);
-    let fields: Vec<_> = match &input.data {
-        syn::Data::Struct(s) => s.fields.iter().filter_map(|f| f.ident.clone()).collect(),
-        _ => vec![],
+    let (fields, inits): (Vec<_>, Vec<_>) = match &input.data {
+        syn::Data::Struct(s) => s
+            .fields
+            .iter()
+            .filter_map(|f| {
+                let init = match &f.ty {
+                    // Arrays of any length (Default stops at 32).
+                    syn::Type::Array(_) => quote! { ::core::array::from_fn(|_| ::core::default::Default::default()) },
+                    _ => quote! { ::core::default::Default::default() },
+                };
+                Some((f.ident.clone()?, init))
+            })
+            .unzip(),
+        _ => (vec![], vec![]),
     };
     quote! {
         #[doc(hidden)]
@@ -69,7 +80,7 @@ pub fn derive_model(input: TokenStream) -> TokenStream {
             /// The model's layers hold nothing at run time: weights live in the generated module.
             #[allow(dead_code)]
             pub fn new() -> Self {
-                #name { #( #fields: ::core::default::Default::default(), )* }
+                #name { #( #fields: #inits, )* }
             }
             // The fields are read by the macro, not at run time; this keeps rustc's dead-code
             // lint from saying otherwise.
@@ -77,6 +88,12 @@ pub fn derive_model(input: TokenStream) -> TokenStream {
             #[allow(dead_code)]
             fn __burnc_layers(&self) {
                 #( let _ = &self.#fields; )*
+            }
+        }
+        // Sub-models are fields of other models.
+        impl ::core::default::Default for #name {
+            fn default() -> Self {
+                Self::new()
             }
         }
     }
@@ -105,10 +122,15 @@ pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
     quote! { #mac! { [ #attr ] #imp } }.into()
 }
 
-struct ImplInput {
-    strukt: DeriveInput,
-    attr: proc_macro2::TokenStream,
-    imp: syn::ItemImpl,
+/// What `__model_impl!` receives: the struct, the `#[model(..)]` options, the impl, and the
+/// definitions of sub-models gathered so far (`@def { struct } { impl }`, one per struct).
+pub(crate) struct ImplInput {
+    pub strukt: DeriveInput,
+    pub attr: proc_macro2::TokenStream,
+    pub imp: syn::ItemImpl,
+    pub defs: Vec<(DeriveInput, syn::ItemImpl)>,
+    /// A sub-model failed to lower (its error is already reported): compile nothing more.
+    pub broken_defs: bool,
 }
 
 impl Parse for ImplInput {
@@ -120,17 +142,36 @@ impl Parse for ImplInput {
         syn::bracketed!(a in input);
         let attr: proc_macro2::TokenStream = a.parse()?;
         let imp: syn::ItemImpl = input.parse()?;
-        Ok(ImplInput { strukt, attr, imp })
+        let mut defs = Vec::new();
+        let mut broken_defs = false;
+        while input.peek(syn::Token![@]) {
+            input.parse::<syn::Token![@]>()?;
+            let kw: syn::Ident = input.parse()?;
+            if kw != "def" {
+                return Err(syn::Error::new_spanned(kw, "internal: expected `@def`"));
+            }
+            let (s, i);
+            syn::braced!(s in input);
+            syn::braced!(i in input);
+            defs.push((s.parse()?, i.parse()?));
+            if input.peek(syn::Token![!]) {
+                input.parse::<syn::Token![!]>()?;
+                broken_defs = true;
+            }
+        }
+        Ok(ImplInput { strukt, attr, imp, defs, broken_defs })
     }
 }
 
 /// Implementation detail of `#[model]` (called by the `macro_rules!` that `#[derive(Model)]`
-/// writes, with the struct and the impl).
+/// writes, with the struct and the impl; called again with each sub-model's definition
+/// appended until every sub-model is known).
 #[doc(hidden)]
 #[proc_macro]
 pub fn __model_impl(input: TokenStream) -> TokenStream {
+    let raw = proc_macro2::TokenStream::from(input.clone());
     let input = parse_macro_input!(input as ImplInput);
-    match expand::expand(&input.strukt, input.attr, &input.imp) {
+    match expand::expand(&input, raw) {
         Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
     }

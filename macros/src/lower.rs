@@ -29,17 +29,43 @@ enum Val {
     List(Vec<Val>),
     /// `a..b` (narrow/slice ranges); open ends are `None`.
     Range(Option<i64>, Option<i64>),
+    /// A layer of the current struct (index into its fields), one instance of an array field:
+    /// the variable of `for layer in &self.layers`.
+    Layer(usize, Option<usize>),
 }
 
+/// A `#[derive(Model)]` struct used as a field of another: its layers and its `forward`.
+pub struct SubDef {
+    pub layers: Vec<Layer>,
+    pub forward: syn::ImplItemFn,
+}
+
+/// Sub-model definitions by struct name.
+pub type Defs = HashMap<String, SubDef>;
+
+/// The struct whose `forward` is being lowered: the model's own, or a sub-model's while it is
+/// inlined (then its parameters are keyed under `prefix`).
+struct Scope {
+    layers: Vec<Layer>,
+    prefix: String,
+    struct_name: String,
+}
+
+/// How deep sub-models may nest (a guard; cycles are refused before lowering).
+const MAX_DEPTH: usize = 64;
+
 pub const METHODS: &str = "relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, abs, neg, softmax, log_softmax, matmul, reshape, \
-flatten, transpose, permute, unsqueeze, squeeze, max_pool2d, avg_pool2d, mean, sum, max, narrow, slice, concat, powf";
+flatten, transpose, permute, unsqueeze, squeeze, max_pool2d, avg_pool2d, mean, sum, max, narrow, slice, concat, powf, \
+clamp_min, clamp_max, to_f32, to_i64";
 
 /// The graph being built, and where each node came from.
 pub struct Lower<'a> {
     pub g: Graph,
-    layers: &'a [Layer],
-    struct_name: String,
-    env: HashMap<String, Val>,
+    defs: &'a Defs,
+    scope: Scope,
+    /// Variables, innermost block last.
+    env: Vec<HashMap<String, Val>>,
+    depth: usize,
     /// Node name → span of the expression that made it (to place errors of later passes).
     pub spans: HashMap<String, Span>,
     params: HashMap<String, ValueId>,
@@ -129,20 +155,15 @@ fn axis(v: i64, rank: usize, span: &dyn quote::ToTokens) -> Result<usize> {
 }
 
 impl<'a> Lower<'a> {
-    /// A graph with every layer's parameters (zeros until weights are applied).
-    pub fn new(struct_name: &str, layers: &'a [Layer]) -> Self {
+    /// A graph with every layer's parameters (zeros until weights are applied), sub-models'
+    /// included under their keys. `defs` must hold every sub-model the layers name, and the
+    /// nesting must be free of cycles (`expand` checks both).
+    pub fn new(struct_name: &str, layers: &[Layer], defs: &'a Defs) -> Self {
         let mut g = Graph { name: struct_name.to_string(), ..Default::default() };
         let mut params = HashMap::new();
-        for l in layers {
-            for (name, shape) in l.params() {
-                let n: usize = shape.iter().product();
-                let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&shape)) });
-                let p = Param { dtype: DType::F32, shape, bytes: bytes::Bytes::from(vec![0u8; n * 4]) };
-                let id = g.add_value(name.clone(), ty, ValueKind::Param(p));
-                params.insert(name, id);
-            }
-        }
-        Lower { g, layers, struct_name: struct_name.to_string(), env: HashMap::new(), spans: HashMap::new(), params, counter: 0 }
+        declare(&mut g, &mut params, defs, layers, "", 0);
+        let scope = Scope { layers: layers.to_vec(), prefix: String::new(), struct_name: struct_name.to_string() };
+        Lower { g, defs, scope, env: vec![HashMap::new()], depth: 0, spans: HashMap::new(), params, counter: 0 }
     }
 
     /// Declare a forward argument as a graph input.
@@ -150,7 +171,28 @@ impl<'a> Lower<'a> {
         let ty = ValueType::Tensor(TensorType { dtype, shape: Some(Shape::fixed(&shape)) });
         let id = self.g.add_value(name, ty, ValueKind::Input);
         self.g.inputs.push(id);
-        self.env.insert(name.to_string(), Val::Tensor(T { id, shape, dtype }));
+        self.define(name, Val::Tensor(T { id, shape, dtype }));
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Val> {
+        self.env.iter().rev().find_map(|m| m.get(name))
+    }
+
+    fn define(&mut self, name: &str, v: Val) {
+        if let Some(top) = self.env.last_mut() {
+            top.insert(name.to_string(), v);
+        }
+    }
+
+    /// `name = v`: the innermost binding of `name` changes; false when there is none.
+    fn assign(&mut self, name: &str, v: Val) -> bool {
+        match self.env.iter_mut().rev().find(|m| m.contains_key(name)) {
+            Some(m) => {
+                m.insert(name.to_string(), v);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Run the body; returns the tensors it returns (one, or several from a tuple).
@@ -159,35 +201,11 @@ impl<'a> Lower<'a> {
         for (i, stmt) in block.stmts.iter().enumerate() {
             let last = i + 1 == block.stmts.len();
             match stmt {
-                syn::Stmt::Local(local) => {
-                    let init = local.init.as_ref().ok_or_else(|| Error::new_spanned(local, "a `let` needs a value"))?;
-                    if init.diverge.is_some() {
-                        return Err(Error::new_spanned(local, "`let .. else` is not supported"));
-                    }
-                    let (pat, ty) = match &local.pat {
-                        syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
-                        p => (p, None),
-                    };
-                    let syn::Pat::Ident(pi) = pat else {
-                        return Err(Error::new_spanned(pat, "only `let name = ..;` bindings are supported"));
-                    };
-                    let v = self.eval(&init.expr)?;
-                    if let (Some(ty), Val::Tensor(t)) = (ty, &v) {
-                        let (dt, shape) = tensor_type(ty)?;
-                        if shape != t.shape || dt != t.dtype {
-                            return Err(Error::new_spanned(ty, format!("shape mismatch: declared {}, the value is {}", shape_str(&shape), shape_str(&t.shape))));
-                        }
-                    }
-                    self.env.insert(pi.ident.to_string(), v);
-                }
-                syn::Stmt::Expr(e, None) if last => tail = Some(e),
                 syn::Stmt::Expr(Expr::Return(r), _) if last => {
                     tail = Some(r.expr.as_deref().ok_or_else(|| Error::new_spanned(r, "`return` needs a value"))?);
                 }
-                syn::Stmt::Expr(e, _) => {
-                    return Err(Error::new_spanned(e, "a statement without `let` has no effect here: bind it with `let`, or make it the last expression"));
-                }
-                other => return Err(Error::new_spanned(other, "only `let` bindings and a final expression are supported in `forward`")),
+                syn::Stmt::Expr(e, None) if last && !matches!(e, Expr::ForLoop(_) | Expr::Assign(_)) => tail = Some(e),
+                s => self.stmt(s)?,
             }
         }
         let tail = tail.ok_or_else(|| Error::new_spanned(block, "`forward` must end with the tensor it returns"))?;
@@ -203,6 +221,142 @@ impl<'a> Lower<'a> {
             }
         }
         Ok(outs)
+    }
+
+    /// One statement: `let`, `x = ..;` or a `for` over an array of layers.
+    fn stmt(&mut self, stmt: &syn::Stmt) -> Result<()> {
+        match stmt {
+            syn::Stmt::Local(local) => {
+                let init = local.init.as_ref().ok_or_else(|| Error::new_spanned(local, "a `let` needs a value"))?;
+                if init.diverge.is_some() {
+                    return Err(Error::new_spanned(local, "`let .. else` is not supported"));
+                }
+                let (pat, ty) = match &local.pat {
+                    syn::Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+                    p => (p, None),
+                };
+                let v = self.eval(&init.expr)?;
+                match pat {
+                    syn::Pat::Ident(pi) => {
+                        if let (Some(ty), Val::Tensor(t)) = (ty, &v) {
+                            let (dt, shape) = tensor_type(ty)?;
+                            if shape != t.shape || dt != t.dtype {
+                                return Err(Error::new_spanned(ty, format!("shape mismatch: declared {}, the value is {}", shape_str(&shape), shape_str(&t.shape))));
+                            }
+                        }
+                        self.define(&pi.ident.to_string(), v);
+                    }
+                    // `let (a, b) = self.block(x);` for a sub-model returning a tuple.
+                    syn::Pat::Tuple(pt) if ty.is_none() => {
+                        let Val::List(items) = v else {
+                            return Err(Error::new_spanned(&init.expr, "only a sub-model returning several tensors can be unpacked"));
+                        };
+                        if items.len() != pt.elems.len() {
+                            return Err(Error::new_spanned(pt, format!("the value has {} tensors, the pattern {} names", items.len(), pt.elems.len())));
+                        }
+                        for (p, v) in pt.elems.iter().zip(items) {
+                            let syn::Pat::Ident(pi) = p else {
+                                return Err(Error::new_spanned(p, "expected a name"));
+                            };
+                            self.define(&pi.ident.to_string(), v);
+                        }
+                    }
+                    _ => return Err(Error::new_spanned(pat, "only `let name = ..;` and `let (a, b) = ..;` bindings are supported")),
+                }
+                Ok(())
+            }
+            syn::Stmt::Expr(Expr::Assign(a), _) => {
+                let name = match &*a.left {
+                    Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+                    _ => None,
+                };
+                let Some(name) = name else {
+                    return Err(Error::new_spanned(&a.left, "only a variable can be assigned: `x = ..;`"));
+                };
+                let v = self.eval(&a.right)?;
+                if !self.assign(&name, v) {
+                    return Err(Error::new_spanned(&a.left, format!("unknown variable `{name}` (declare it with `let mut {name} = ..;` first)")));
+                }
+                Ok(())
+            }
+            syn::Stmt::Expr(Expr::ForLoop(f), _) => self.for_loop(f),
+            syn::Stmt::Expr(e, _) => {
+                Err(Error::new_spanned(e, "a statement without `let` has no effect here: bind it with `let`, or make it the last expression"))
+            }
+            other => Err(Error::new_spanned(other, "only `let` bindings, assignments, `for` loops over layers and a final expression are supported in `forward`")),
+        }
+    }
+
+    /// `for layer in &self.layers { x = layer(x); }`: unrolled, once per layer of the array.
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<()> {
+        let syn::Pat::Ident(pi) = &*f.pat else {
+            return Err(Error::new_spanned(&f.pat, "a `for` binds one name: `for layer in &self.layers`"));
+        };
+        let (idx, inst) = match self.layer_ref(&f.expr) {
+            Some(r) => r?,
+            None => return Err(Error::new_spanned(&f.expr, "only arrays of layers are iterated: `for layer in &self.layers { .. }`")),
+        };
+        let layer = &self.scope.layers[idx];
+        let (Some(n), None) = (layer.count, inst) else {
+            return Err(Error::new_spanned(&f.expr, format!("`{}` is one layer, not an array of them", layer.name)));
+        };
+        let var = pi.ident.to_string();
+        for i in 0..n {
+            self.env.push(HashMap::new());
+            self.define(&var, Val::Layer(idx, Some(i)));
+            let r = f.body.stmts.iter().try_for_each(|s| self.stmt(s));
+            self.env.pop();
+            r?;
+        }
+        Ok(())
+    }
+
+    /// The layer an expression names: `self.f`, `self.f[i]`, `&self.f`, `self.f.iter()`, or a
+    /// loop variable; `None` when it names no layer.
+    fn layer_ref(&mut self, e: &Expr) -> Option<Result<(usize, Option<usize>)>> {
+        match e {
+            Expr::Reference(r) => self.layer_ref(&r.expr),
+            Expr::Paren(p) => self.layer_ref(&p.expr),
+            Expr::Group(g) => self.layer_ref(&g.expr),
+            Expr::MethodCall(m) if m.method == "iter" && m.args.is_empty() => self.layer_ref(&m.receiver),
+            Expr::Field(f) if matches!(&*f.base, Expr::Path(p) if p.path.is_ident("self")) => {
+                let syn::Member::Named(ident) = &f.member else {
+                    return Some(Err(Error::new_spanned(&f.member, "expected a field name")));
+                };
+                Some(self.field(ident).map(|i| (i, None)))
+            }
+            Expr::Index(ix) => {
+                let (idx, inst) = match self.layer_ref(&ix.expr)? {
+                    Ok(r) => r,
+                    Err(e) => return Some(Err(e)),
+                };
+                let layer = &self.scope.layers[idx];
+                let (name, count) = (layer.name.clone(), layer.count);
+                let Some(n) = count.filter(|_| inst.is_none()) else {
+                    return Some(Err(Error::new_spanned(&ix.expr, format!("`{name}` is one layer, not an array of them"))));
+                };
+                Some(self.int(&ix.index).and_then(|i| {
+                    if i < 0 || i as usize >= n {
+                        return Err(Error::new_spanned(&ix.index, format!("index {i} is out of range: `{name}` holds {n} layers")));
+                    }
+                    Ok((idx, Some(i as usize)))
+                }))
+            }
+            Expr::Path(p) => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(Val::Layer(i, inst)) => Some(Ok((*i, *inst))),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The index of field `ident` of the struct being lowered.
+    fn field(&self, ident: &syn::Ident) -> Result<usize> {
+        let name = ident.to_string();
+        self.scope.layers.iter().position(|l| l.name == name).ok_or_else(|| {
+            let known: Vec<&str> = self.scope.layers.iter().map(|l| l.name.as_str()).collect();
+            Error::new_spanned(ident, format!("no field `{name}` in `{}` (fields: {})", self.scope.struct_name, known.join(", ")))
+        })
     }
 
     fn fresh(&mut self, what: &str) -> String {
@@ -226,8 +380,22 @@ impl<'a> Lower<'a> {
     fn eval(&mut self, e: &Expr) -> Result<Val> {
         match e {
             Expr::Path(p) => {
+                // `f32::MIN` and friends, for masks and clamps.
+                if let [ty, c] = &p.path.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>()[..] {
+                    if ty == "f32" {
+                        let v = match c.as_str() {
+                            "MIN" => f32::MIN,
+                            "MAX" => f32::MAX,
+                            "EPSILON" => f32::EPSILON,
+                            "INFINITY" => f32::INFINITY,
+                            "NEG_INFINITY" => f32::NEG_INFINITY,
+                            _ => return Err(Error::new_spanned(p, "known constants: f32::MIN, f32::MAX, f32::EPSILON, f32::INFINITY, f32::NEG_INFINITY")),
+                        };
+                        return Ok(Val::Num(v as f64));
+                    }
+                }
                 let id = p.path.get_ident().ok_or_else(|| Error::new_spanned(p, "expected a variable"))?;
-                self.env.get(&id.to_string()).cloned().ok_or_else(|| Error::new_spanned(p, format!("unknown variable `{id}`")))
+                self.lookup(&id.to_string()).cloned().ok_or_else(|| Error::new_spanned(p, format!("unknown variable `{id}`")))
             }
             Expr::Lit(l) => match &l.lit {
                 syn::Lit::Int(i) => Ok(Val::Num(i.base10_parse::<i64>()? as f64)),
@@ -337,6 +505,12 @@ impl<'a> Lower<'a> {
 
     /// `concat([a, b], dim)` (also `cat`).
     fn call(&mut self, c: &syn::ExprCall) -> Result<Val> {
+        // `self.layers[0](x)`, `layer(x)` in a loop over layers.
+        if let Some(r) = self.layer_ref(&c.func) {
+            let (idx, inst) = r?;
+            let args: Vec<&Expr> = c.args.iter().collect();
+            return self.invoke(idx, inst, &args, c);
+        }
         let name = match &*c.func {
             Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
             _ => String::new(),
@@ -360,7 +534,20 @@ impl<'a> Lower<'a> {
                 let d = self.int(&c.args[1])?;
                 Ok(Val::Tensor(self.concat(c, &ts, d, &c.args[1])?))
             }
-            _ => Err(Error::new_spanned(&c.func, "unknown function (known: concat, cat); layers are called as `self.layer(x)`")),
+            // `arange(n)` / `arange(start, end)`: i64 positions, a constant.
+            "arange" => {
+                let (a, b) = match c.args.len() {
+                    1 => (0, self.int(&c.args[0])?),
+                    2 => (self.int(&c.args[0])?, self.int(&c.args[1])?),
+                    _ => return Err(Error::new_spanned(c, "arange takes (end) or (start, end)")),
+                };
+                if b <= a {
+                    return Err(Error::new_spanned(c, format!("arange({a}, {b}) is empty")));
+                }
+                let id = self.konst(Tensor::from_i64s(vec![(b - a) as usize], (a..b).collect()));
+                Ok(Val::Tensor(T { id, shape: vec![(b - a) as usize], dtype: DType::I64 }))
+            }
+            _ => Err(Error::new_spanned(&c.func, "unknown function (known: concat, cat, arange); layers are called as `self.layer(x)`")),
         }
     }
 
@@ -382,22 +569,21 @@ impl<'a> Lower<'a> {
     }
 
     fn method(&mut self, m: &syn::ExprMethodCall) -> Result<Val> {
-        // `self.layer(x)` and `self.layer.forward(x)`.
+        // `self.layer(x)`, `self.layer.forward(x)`, `self.layers[0].forward(x)`, `layer.forward(x)`.
+        let args: Vec<&Expr> = m.args.iter().collect();
         if let Expr::Path(p) = &*m.receiver {
             if p.path.is_ident("self") {
-                return self.layer_call(&m.method, m);
+                let idx = self.field(&m.method)?;
+                return self.invoke(idx, None, &args, m);
             }
         }
-        if let Expr::Field(f) = &*m.receiver {
-            if matches!(&*f.base, Expr::Path(p) if p.path.is_ident("self")) {
-                if m.method != "forward" {
-                    return Err(Error::new_spanned(&m.method, format!("layers have one method, `forward`: `self.{}.forward(x)`", quote::ToTokens::to_token_stream(&f.member))));
-                }
-                let syn::Member::Named(ident) = &f.member else {
-                    return Err(Error::new_spanned(&f.member, "expected a field name"));
-                };
-                return self.layer_call(ident, m);
+        if let Some(r) = self.layer_ref(&m.receiver) {
+            let (idx, inst) = r?;
+            if m.method != "forward" {
+                let name = &self.scope.layers[idx].name;
+                return Err(Error::new_spanned(&m.method, format!("layers have one method, `forward`: `self.{name}.forward(x)`")));
             }
+            return self.invoke(idx, inst, &args, m);
         }
         let x = self.tensor(&m.receiver)?;
         let name = m.method.to_string();
@@ -448,6 +634,23 @@ impl<'a> Lower<'a> {
                 };
                 let c = self.konst(Tensor::from_f32s(vec![], vec![p as f32]));
                 self.node(span, "pow", Op::Binary(BinaryOp::Pow), vec![Some(x.id), Some(c)], x.shape.clone(), x.dtype)
+            }
+            // PyTorch's `clamp(min=..)` / `clamp(max=..)` with a number: Max / Min against it.
+            "clamp_min" | "clamp_max" => {
+                nargs(1, &format!("x.{name}(1e-9)"))?;
+                float(&x)?;
+                let v = match self.eval(args[0])? {
+                    Val::Num(n) => n,
+                    _ => return Err(Error::new_spanned(args[0], "expected a number")),
+                };
+                let c = self.konst(Tensor::from_f32s(vec![], vec![v as f32]));
+                let op = if name == "clamp_min" { BinaryOp::Max } else { BinaryOp::Min };
+                self.node(span, &name, Op::Binary(op), vec![Some(x.id), Some(c)], x.shape.clone(), x.dtype)
+            }
+            "to_f32" | "to_i64" => {
+                nargs(0, &format!("x.{name}()"))?;
+                let to = if name == "to_f32" { DType::F32 } else { DType::I64 };
+                self.node(span, "cast", Op::Cast { to, saturate: false }, vec![Some(x.id)], x.shape.clone(), to)
             }
             "softmax" | "log_softmax" => {
                 nargs(1, &format!("x.{name}(dim)"))?;
@@ -667,25 +870,74 @@ impl<'a> Lower<'a> {
         self.params.get(name).copied()
     }
 
-    fn layer_call(&mut self, field: &syn::Ident, m: &syn::ExprMethodCall) -> Result<Val> {
-        let name = field.to_string();
-        let Some(layer) = self.layers.iter().find(|l| l.name == name).cloned() else {
-            let known: Vec<&str> = self.layers.iter().map(|l| l.name.as_str()).collect();
-            return Err(Error::new_spanned(field, format!("no field `{name}` in `{}` (fields: {})", self.struct_name, known.join(", "))));
-        };
-        if let Kind::MultiHeadAttention { e, h, causal, .. } = layer.kind {
-            return self.attention(m, &layer, e, h, causal);
+    /// Call layer `idx` of the current struct (instance `inst` of an array field) on `args`;
+    /// `whole` is the call expression, for error spans.
+    fn invoke(&mut self, idx: usize, inst: Option<usize>, args: &[&Expr], whole: &dyn quote::ToTokens) -> Result<Val> {
+        let layer = self.scope.layers[idx].clone();
+        let name = layer.name.clone();
+        if let (Some(n), None) = (layer.count, inst) {
+            return Err(Error::new_spanned(
+                whole,
+                format!("`{name}` is an array of {n} layers: index it, `self.{name}[0](x)`, or loop, `for l in &self.{name} {{ x = l(x); }}`"),
+            ));
         }
-        if m.args.len() != 1 {
-            return Err(Error::new_spanned(m, format!("`{name}` takes one tensor: `self.{name}(x)`")));
+        let key = format!("{}{}", self.scope.prefix, layer.instance_key(inst));
+        match &layer.kind {
+            Kind::Sub { ty } => self.sub_call(&name, ty, key, args, whole),
+            Kind::MultiHeadAttention { e, h, causal, .. } => self.attention(whole, args, &layer, &key, *e, *h, *causal),
+            _ => self.layer_call(&layer, &key, args, whole),
         }
-        let x = self.tensor(&m.args[0])?;
-        let span = m.span();
+    }
+
+    /// Inline a sub-model's `forward`: its arguments bound to `args`, its parameters keyed under
+    /// `key`, its errors at its own tokens.
+    fn sub_call(&mut self, name: &str, ty: &syn::Ident, key: String, args: &[&Expr], whole: &dyn quote::ToTokens) -> Result<Val> {
+        let defs = self.defs;
+        let def = defs.get(&ty.to_string()).ok_or_else(|| Error::new_spanned(whole, format!("internal: no definition of `{ty}` reached #[model]")))?;
+        if self.depth >= MAX_DEPTH {
+            return Err(Error::new_spanned(whole, format!("sub-models nest more than {MAX_DEPTH} deep")));
+        }
+        let params = forward_args(&def.forward)?;
+        if args.len() != params.len() {
+            let sig: Vec<String> = params.iter().map(|(id, _, shape)| format!("{id}: {}", shape_str(shape))).collect();
+            return Err(Error::new_spanned(whole, format!("`{name}` ({ty}) takes {} tensor{}: forward({})", params.len(), if params.len() == 1 { "" } else { "s" }, sig.join(", "))));
+        }
+        let mut frame = HashMap::new();
+        for (a, (id, dt, shape)) in args.iter().zip(&params) {
+            let t = self.tensor(a)?;
+            if t.dtype != *dt || t.shape != *shape {
+                return Err(Error::new_spanned(
+                    a,
+                    format!("shape mismatch: `{ty}::forward` takes `{id}` as {} ({dt}), got {} ({})", shape_str(shape), shape_str(&t.shape), t.dtype),
+                ));
+            }
+            frame.insert(id.to_string(), Val::Tensor(t));
+        }
+        let env = std::mem::replace(&mut self.env, vec![frame]);
+        let scope = std::mem::replace(&mut self.scope, Scope { layers: def.layers.clone(), prefix: format!("{key}."), struct_name: ty.to_string() });
+        self.depth += 1;
+        let outs = self.body(&def.forward.block);
+        self.depth -= 1;
+        self.env = env;
+        self.scope = scope;
+        let outs = outs?;
+        check_returns(&def.forward.sig, &outs)?;
+        let mut ts: Vec<Val> = outs.into_iter().map(|(t, _)| Val::Tensor(t)).collect();
+        Ok(if ts.len() == 1 { ts.remove(0) } else { Val::List(ts) })
+    }
+
+    fn layer_call(&mut self, layer: &Layer, key: &str, args: &[&Expr], whole: &dyn quote::ToTokens) -> Result<Val> {
+        let name = layer.name.clone();
+        if args.len() != 1 {
+            return Err(Error::new_spanned(whole, format!("`{name}` takes one tensor: `self.{name}(x)`")));
+        }
+        let x = self.tensor(args[0])?;
+        let span = quote::ToTokens::to_token_stream(whole).span();
         let desc = layer.describe();
-        let p = |s: &str| self.param(&format!("{name}.{s}"));
-        let wrong = |what: String| Error::new_spanned(&m.args[0], format!("`{name}` ({desc}) {what}, got {}", shape_str(&x.shape)));
+        let p = |s: &str| self.param(&format!("{key}.{s}"));
+        let wrong = |what: String| Error::new_spanned(args[0], format!("`{name}` ({desc}) {what}, got {}", shape_str(&x.shape)));
         if !matches!(layer.kind, Kind::Embedding { .. } | Kind::Dropout) && x.dtype != DType::F32 {
-            return Err(Error::new_spanned(&m.args[0], format!("`{name}` ({desc}) needs an f32 tensor, got {}", x.dtype)));
+            return Err(Error::new_spanned(args[0], format!("`{name}` ({desc}) needs an f32 tensor, got {}", x.dtype)));
         }
         let out = match layer.kind {
             Kind::Linear { inp, out, .. } => {
@@ -748,14 +1000,14 @@ impl<'a> Lower<'a> {
             }
             Kind::Embedding { d, .. } => {
                 if !matches!(x.dtype, DType::I64 | DType::I32) {
-                    return Err(Error::new_spanned(&m.args[0], format!("`{name}` ({desc}) looks up integer ids, got a {} tensor", x.dtype)));
+                    return Err(Error::new_spanned(args[0], format!("`{name}` ({desc}) looks up integer ids, got a {} tensor", x.dtype)));
                 }
                 let mut shape = x.shape.clone();
                 shape.push(d);
                 self.node(span, &name, Op::Gather { axis: 0 }, vec![p("weight"), Some(x.id)], shape, DType::F32)
             }
             Kind::Dropout => x,
-            Kind::MultiHeadAttention { .. } => unreachable!("handled above"),
+            Kind::MultiHeadAttention { .. } | Kind::Sub { .. } => return Err(Error::new_spanned(whole, "internal: layer kind dispatched wrongly")),
         };
         Ok(Val::Tensor(out))
     }
@@ -775,15 +1027,15 @@ impl<'a> Lower<'a> {
     /// `self.attn(x)` (self-attention) or `self.attn(q, k, v)`: PyTorch's `nn.MultiheadAttention`
     /// with `batch_first = True`, composed of core ops (projections, per-head scaled dot
     /// products, softmax, output projection); `causal` masks later positions.
-    fn attention(&mut self, m: &syn::ExprMethodCall, layer: &Layer, e: usize, h: usize, causal: bool) -> Result<Val> {
+    #[allow(clippy::too_many_arguments)]
+    fn attention(&mut self, m: &dyn quote::ToTokens, args: &[&Expr], layer: &Layer, key: &str, e: usize, h: usize, causal: bool) -> Result<Val> {
         let name = layer.name.clone();
         let desc = layer.describe();
-        let args: Vec<&Expr> = m.args.iter().collect();
         if args.len() != 1 && args.len() != 3 {
             return Err(Error::new_spanned(m, format!("`{name}` takes (x) for self-attention or (query, key, value)")));
         }
         let mut ins = Vec::new();
-        for a in &args {
+        for a in args {
             let t = self.tensor(a)?;
             if t.shape.len() != 3 || t.shape[2] != e || t.dtype != DType::F32 {
                 return Err(Error::new_spanned(a, format!("`{name}` ({desc}) expects an f32 [batch, seq, {e}] tensor, got {} {}", t.dtype, shape_str(&t.shape))));
@@ -798,11 +1050,12 @@ impl<'a> Lower<'a> {
         if causal && sq != sk {
             return Err(Error::new_spanned(m, format!("`{name}` is causal: query and key need the same length, got {sq} and {sk}")));
         }
-        let span = m.span();
-        let p = |s: &str| self.param(&format!("{name}.{s}"));
-        let w_in = T { id: p("in_proj_weight").expect("declared"), shape: vec![3 * e, e], dtype: DType::F32 };
+        let span = quote::ToTokens::to_token_stream(m).span();
+        let p = |s: &str| self.param(&format!("{key}.{s}"));
+        let undeclared = || Error::new_spanned(m, format!("internal: `{name}` has no declared projection weights"));
+        let w_in = T { id: p("in_proj_weight").ok_or_else(undeclared)?, shape: vec![3 * e, e], dtype: DType::F32 };
         let b_in = p("in_proj_bias").map(|id| T { id, shape: vec![3 * e], dtype: DType::F32 });
-        let (w_out, b_out) = (p("out_proj.weight").expect("declared"), p("out_proj.bias"));
+        let (w_out, b_out) = (p("out_proj.weight").ok_or_else(undeclared)?, p("out_proj.bias"));
         let mut heads = Vec::new();
         for (i, (x, s)) in [(&q, sq), (&k, sk), (&v, sk)].into_iter().enumerate() {
             let lo = (i * e) as i64;
@@ -831,4 +1084,78 @@ impl<'a> Lower<'a> {
         let ctx = self.reshape(span, &ctx, vec![b, sq, e]);
         Ok(Val::Tensor(self.project(span, &ctx, w_out, b_out, e)))
     }
+}
+
+/// Declare the parameters of `layers` (keyed under `prefix`), recursing into sub-models.
+fn declare(g: &mut Graph, params: &mut HashMap<String, ValueId>, defs: &Defs, layers: &[Layer], prefix: &str, depth: usize) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    for l in layers {
+        let insts: Vec<Option<usize>> = match l.count {
+            Some(n) => (0..n).map(Some).collect(),
+            None => vec![None],
+        };
+        for inst in insts {
+            let key = format!("{prefix}{}", l.instance_key(inst));
+            if let Kind::Sub { ty } = &l.kind {
+                if let Some(d) = defs.get(&ty.to_string()) {
+                    declare(g, params, defs, &d.layers, &format!("{key}."), depth + 1);
+                }
+                continue;
+            }
+            for (name, shape) in l.params(&key) {
+                let n: usize = shape.iter().product();
+                let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&shape)) });
+                let p = Param { dtype: DType::F32, shape, bytes: bytes::Bytes::from(vec![0u8; n * 4]) };
+                let id = g.add_value(name.clone(), ty, ValueKind::Param(p));
+                params.insert(name, id);
+            }
+        }
+    }
+}
+
+/// The tensor arguments of a `forward` (after `&self`): name, dtype, shape.
+pub fn forward_args(f: &syn::ImplItemFn) -> Result<Vec<(syn::Ident, DType, Vec<usize>)>> {
+    let mut args = Vec::new();
+    let mut has_self = false;
+    for input in &f.sig.inputs {
+        match input {
+            syn::FnArg::Receiver(r) if r.reference.is_some() && r.mutability.is_none() => has_self = true,
+            syn::FnArg::Receiver(r) => return Err(Error::new_spanned(r, "`forward` takes `&self`")),
+            syn::FnArg::Typed(pt) => {
+                let syn::Pat::Ident(pi) = &*pt.pat else {
+                    return Err(Error::new_spanned(&pt.pat, "expected an argument name"));
+                };
+                let (dtype, shape) = tensor_type(&pt.ty)?;
+                args.push((pi.ident.clone(), dtype, shape));
+            }
+        }
+    }
+    if !has_self {
+        return Err(Error::new_spanned(&f.sig, "`forward` takes `&self` first"));
+    }
+    Ok(args)
+}
+
+/// Check what a body returned against the signature's declared tensor types.
+pub fn check_returns(sig: &syn::Signature, outs: &[(T, proc_macro2::TokenStream)]) -> Result<()> {
+    let declared: Vec<(&syn::Type, (DType, Vec<usize>))> = match &sig.output {
+        syn::ReturnType::Default => return Err(Error::new_spanned(sig, "`forward` must declare what it returns: `-> Tensor<1, 10>`")),
+        syn::ReturnType::Type(_, ty) => match &**ty {
+            syn::Type::Tuple(t) => t.elems.iter().map(|t| Ok((t, tensor_type(t)?))).collect::<Result<_>>()?,
+            t => vec![(t, tensor_type(t)?)],
+        },
+    };
+    if declared.len() != outs.len() {
+        return Err(Error::new_spanned(&sig.output, format!("`forward` declares {} outputs, the body returns {}", declared.len(), outs.len())));
+    }
+    for ((ty, (dt, shape)), (t, span)) in declared.iter().zip(outs) {
+        if *shape != t.shape || *dt != t.dtype {
+            let mut e = Error::new_spanned(span, format!("shape mismatch: `forward` returns {:?} ({}), but this is {:?} ({})", shape, dt, t.shape, t.dtype));
+            e.combine(Error::new_spanned(ty, "declared here"));
+            return Err(e);
+        }
+    }
+    Ok(())
 }

@@ -1,8 +1,13 @@
 //! The expansion outside a compiler run (proc_macro2 works in unit tests): weights errors,
 //! which trybuild cannot pin (their messages carry absolute paths), and the shape of the output.
-use crate::expand::expand;
 use burnc_compiler::ir::DType;
 use quote::quote;
+
+/// The expansion of a model without sub-models.
+fn expand(strukt: &syn::DeriveInput, attr: proc_macro2::TokenStream, imp: &syn::ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
+    let input = crate::ImplInput { strukt: strukt.clone(), attr, imp: imp.clone(), defs: vec![], broken_defs: false };
+    crate::expand::expand_standalone(&input)
+}
 
 fn net() -> syn::DeriveInput {
     syn::parse2(quote! {
@@ -94,11 +99,22 @@ fn run_lowered(strukt: proc_macro2::TokenStream, imp: proc_macro2::TokenStream, 
 
 /// The prepared graph of `forward`, parameters filled by `fill(name, i)`.
 fn lowered_graph(strukt: proc_macro2::TokenStream, imp: proc_macro2::TokenStream, fill: impl Fn(&str, usize) -> f32, inputs: &[burnc_compiler::Tensor]) -> burnc_compiler::ir::Graph {
+    lowered_graph_with(strukt, imp, &Default::default(), fill, inputs)
+}
+
+/// [`lowered_graph`] with sub-model definitions.
+fn lowered_graph_with(
+    strukt: proc_macro2::TokenStream,
+    imp: proc_macro2::TokenStream,
+    defs: &crate::lower::Defs,
+    fill: impl Fn(&str, usize) -> f32,
+    inputs: &[burnc_compiler::Tensor],
+) -> burnc_compiler::ir::Graph {
     use burnc_compiler::ir::{Param, ValueKind};
     let strukt: syn::DeriveInput = syn::parse2(strukt).unwrap();
     let imp: syn::ItemImpl = syn::parse2(imp).unwrap();
     let layers = crate::layers::parse_struct(&strukt).unwrap();
-    let mut lower = crate::lower::Lower::new("Net", &layers);
+    let mut lower = crate::lower::Lower::new("Net", &layers, defs);
     let syn::ImplItem::Fn(f) = &imp.items[0] else { panic!() };
     for (arg, t) in f.sig.inputs.iter().skip(1).zip(inputs) {
         let syn::FnArg::Typed(pt) = arg else { panic!() };
@@ -235,4 +251,119 @@ fn transformer_block_codegen_matches_the_interpreter() {
     for (i, (g, w)) in got.to_f64_vec().iter().zip(want.to_f64_vec()).enumerate() {
         assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "element {i}: generated {g}, interpreter {w}");
     }
+}
+
+fn defs_of(items: &[(proc_macro2::TokenStream, proc_macro2::TokenStream)]) -> crate::lower::Defs {
+    items
+        .iter()
+        .map(|(s, i)| {
+            let s: syn::DeriveInput = syn::parse2(s.clone()).unwrap();
+            let i: syn::ItemImpl = syn::parse2(i.clone()).unwrap();
+            let syn::ImplItem::Fn(f) = &i.items[0] else { panic!() };
+            (s.ident.to_string(), crate::lower::SubDef { layers: crate::layers::parse_struct(&s).unwrap(), forward: f.clone() })
+        })
+        .collect()
+}
+
+/// A model built from sub-models (an array iterated, one indexed, one nested two deep) computes
+/// what the same model written flat computes, with parameters named by the same keys.
+#[test]
+fn sub_models_inline_like_the_flat_model() {
+    use burnc_compiler::interp::{self, RtValue};
+    let x: Vec<f32> = (0..2 * 4).map(|i| ((i * 7 % 11) as f32 - 5.0) / 6.0).collect();
+    let input = || vec![burnc_compiler::Tensor::from_f32s(vec![2, 4], x.clone())];
+    let run = |g: &burnc_compiler::ir::Graph| {
+        let outs = interp::run(g, input().into_iter().map(RtValue::Tensor).collect()).unwrap();
+        let RtValue::Tensor(t) = &outs[0] else { panic!() };
+        t.to_f64_vec()
+    };
+    let defs = defs_of(&[
+        (
+            quote! { struct Mlp { up: Linear<4, 8>, down: Linear<8, 4>, #[layer(key = "ln")] norm: LayerNorm<4> } },
+            quote! { impl Mlp { fn forward(&self, x: Tensor<2, 4>) -> Tensor<2, 4> { self.norm(self.down(self.up(x).gelu()) + x) } } },
+        ),
+        (
+            quote! { struct Block { #[layer(key = "mlp.inner")] mlp: Mlp, gate: Linear<4, 4> } },
+            quote! { impl Block { fn forward(&self, x: Tensor<2, 4>) -> Tensor<2, 4> { let h = self.mlp(x); h * self.gate.forward(h).sigmoid() } } },
+        ),
+    ]);
+    let nested = lowered_graph_with(
+        quote! { struct Net { blocks: [Block; 3], extra: Block, head: Linear<4, 3> } },
+        quote! { impl Net { fn forward(&self, x: Tensor<2, 4>) -> Tensor<2, 3> {
+            let mut x = x;
+            for b in &self.blocks {
+                let y = b(x);
+                x = y;
+            }
+            let x = self.blocks[1].forward(x);
+            self.head(self.extra(x))
+        } } },
+        &defs,
+        wave,
+        &input(),
+    );
+    let mut flat_fields = quote! {};
+    let mut flat_body = quote! { let x0 = x; };
+    let blocks = [("b0", "blocks.0"), ("b1", "blocks.1"), ("b2", "blocks.2"), ("b1again", "blocks.1"), ("e", "extra")];
+    for (i, (n, key)) in blocks.iter().enumerate() {
+        let [up, down, norm, gate] = ["up", "down", "norm", "gate"].map(|p| quote::format_ident!("{n}_{p}"));
+        let k = |s: &str| format!("{key}.{s}");
+        let (ku, kd, kn, kg) = (k("mlp.inner.up"), k("mlp.inner.down"), k("mlp.inner.ln"), k("gate"));
+        if *n != "b1again" {
+            flat_fields.extend(quote! {
+                #[layer(key = #ku)] #up: Linear<4, 8>,
+                #[layer(key = #kd)] #down: Linear<8, 4>,
+                #[layer(key = #kn)] #norm: LayerNorm<4>,
+                #[layer(key = #kg)] #gate: Linear<4, 4>,
+            });
+        }
+        let [up, down, norm, gate] = if *n == "b1again" { ["up", "down", "norm", "gate"].map(|p| quote::format_ident!("b1_{p}")) } else { [up, down, norm, gate] };
+        let (xi, xo) = (quote::format_ident!("x{i}"), quote::format_ident!("x{}", i + 1));
+        flat_body.extend(quote! {
+            let h = self.#norm(self.#down(self.#up(#xi).gelu()) + #xi);
+            let #xo = h * self.#gate(h).sigmoid();
+        });
+    }
+    let flat = lowered_graph(
+        quote! { struct Net { #flat_fields head: Linear<4, 3> } },
+        quote! { impl Net { fn forward(&self, x: Tensor<2, 4>) -> Tensor<2, 3> { #flat_body self.head(x5) } } },
+        wave,
+        &input(),
+    );
+    let (a, b) = (run(&nested), run(&flat));
+    assert_eq!(a.len(), 6);
+    assert!(a.iter().any(|v| v.abs() > 1e-3), "degenerate output {a:?}");
+    assert_eq!(a, b, "nested and flat differ");
+    // Every parameter is keyed as a PyTorch state_dict would: 4 blocks' worth + head.
+    let params: Vec<&str> = nested.values.iter().filter(|v| matches!(v.kind, burnc_compiler::ir::ValueKind::Param(_))).map(|v| v.name.as_str()).collect();
+    for key in ["blocks.0.mlp.inner.up.weight", "blocks.2.gate.bias", "extra.mlp.inner.ln.weight", "head.weight"] {
+        assert!(params.contains(&key), "no parameter {key} in {params:?}");
+    }
+}
+
+/// Mistakes in calls of sub-models point at the caller's tokens.
+#[test]
+fn sub_model_call_errors() {
+    let defs = defs_of(&[(
+        quote! { struct Block { fc: Linear<4, 4> } },
+        quote! { impl Block { fn forward(&self, x: Tensor<2, 4>) -> Tensor<2, 4> { self.fc(x) } } },
+    )]);
+    let lower_err = |body: proc_macro2::TokenStream| {
+        let strukt: syn::DeriveInput = syn::parse2(quote! { struct Net { blocks: [Block; 2], one: Block } }).unwrap();
+        let imp: syn::ItemImpl = syn::parse2(quote! { impl Net { fn forward(&self, x: Tensor<2, 4>, y: Tensor<2, 3>) -> Tensor<2, 4> { #body } } }).unwrap();
+        let layers = crate::layers::parse_struct(&strukt).unwrap();
+        let mut lower = crate::lower::Lower::new("Net", &layers, &defs);
+        lower.input("x", DType::F32, vec![2, 4]);
+        lower.input("y", DType::F32, vec![2, 3]);
+        let syn::ImplItem::Fn(f) = &imp.items[0] else { panic!() };
+        lower.body(&f.block).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    assert!(lower_err(quote! { self.one(y) }).contains("shape mismatch: `Block::forward` takes `x` as [2, 4]"), "{}", lower_err(quote! { self.one(y) }));
+    assert!(lower_err(quote! { self.one(x, x) }).contains("takes 1 tensor"));
+    assert!(lower_err(quote! { self.blocks(x) }).contains("is an array of 2 layers"));
+    assert!(lower_err(quote! { self.blocks[2](x) }).contains("index 2 is out of range"));
+    assert!(lower_err(quote! { self.one[0](x) }).contains("is one layer"));
+    assert!(lower_err(quote! { z = x; x }).contains("unknown variable `z`"));
+    assert!(lower_err(quote! { for b in &self.one { } x }).contains("is one layer"));
+    assert_eq!(lower_err(quote! { let mut h = x; for b in self.blocks.iter() { h = b.forward(h); } h }), "");
 }
