@@ -1,7 +1,7 @@
 //! examples/minilm against an independent reference: all-MiniLM-L6-v2 sentence embeddings from
-//! burnc-generated code (the example's build.rs builds the BERT graph from model.safetensors and
-//! compiles it) must match examples/minilm/reference.py — numpy, float64, reading the same
-//! safetensors file itself — to 1e-4 per component, for ten sentences: two batches of the
+//! burnc-generated code (the example writes the BERT encoder with `#[derive(Model)]`/`#[model]`,
+//! which compile it with the weights of model.safetensors at build time) must match
+//! examples/minilm/reference.py — numpy, float64, reading the same safetensors file itself — to 1e-4 per component, for ten sentences: two batches of the
 //! compiled batch size 8 (so the second has all-padding rows), and one sentence longer than the
 //! 128-token limit (truncated). The reference gets the token ids the example fed the model
 //! (`--ids-out`), so the model's arithmetic is what is compared. The printed similarity matrix

@@ -8,6 +8,7 @@ use burnc_compiler::ir::{Op, UnaryOp, ValueKind};
 use burnc_compiler::passes::{self, PassError};
 use proc_macro2::{Group, Literal, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
+use burnc_frontends::safetensors::{Rename, WeightsOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
 use syn::{Error, Result};
@@ -17,13 +18,27 @@ const WEIGHTS_MARKER: &str = "weights embedded by #[model]";
 
 struct Options {
     weights: Option<syn::LitStr>,
+    /// Keys of the weights file to leave out (`*` globs): heads the model does not use.
+    ignore: Vec<(syn::LitStr, Rename)>,
+    /// `PATTERN=REPLACEMENT` rules for the file's keys, as `burnc --rename`.
+    rename: Vec<Rename>,
     module: Option<syn::Ident>,
     /// Only a part of other models: checked, inlined where it is called, compiled to nothing.
     inline: bool,
 }
 
 fn parse_options(attr: TokenStream) -> Result<Options> {
-    let mut o = Options { weights: None, module: None, inline: false };
+    let mut o = Options { weights: None, ignore: vec![], rename: vec![], module: None, inline: false };
+    let strings = |m: &syn::meta::ParseNestedMeta| -> Result<Vec<syn::LitStr>> {
+        let arr: syn::ExprArray = m.value()?.parse()?;
+        arr.elems
+            .iter()
+            .map(|e| match e {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Ok(s.clone()),
+                other => Err(Error::new_spanned(other, "expected a string")),
+            })
+            .collect()
+    };
     let parser = syn::meta::parser(|m| {
         if m.path.is_ident("inline") {
             o.inline = true;
@@ -32,8 +47,17 @@ fn parse_options(attr: TokenStream) -> Result<Options> {
         } else if m.path.is_ident("module") {
             let s: syn::LitStr = m.value()?.parse()?;
             o.module = Some(s.parse()?);
+        } else if m.path.is_ident("ignore") {
+            for lit in strings(&m)? {
+                let r = Rename::new(&lit.value(), "").map_err(|e| Error::new_spanned(&lit, e.to_string()))?;
+                o.ignore.push((lit, r));
+            }
+        } else if m.path.is_ident("rename") {
+            for lit in strings(&m)? {
+                o.rename.push(Rename::parse(&lit.value()).map_err(|e| Error::new_spanned(&lit, e.to_string()))?);
+            }
         } else {
-            return Err(m.error("unknown #[model] option (known: weights = \"file.safetensors\", module = \"name\", inline)"));
+            return Err(m.error("unknown #[model] option (known: weights = \"file.safetensors\", ignore = [\"pooler.*\"], rename = [\"model.*=*\"], module = \"name\", inline)"));
         }
         Ok(())
     });
@@ -198,8 +222,9 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
         let path = std::path::Path::new(&dir).join(lit.value());
         let mut file = burnc_frontends::safetensors::load(&path).map_err(|e| Error::new_spanned(lit, format!("{e}")))?;
         // PyTorch's BatchNorm counter is no weight.
-        file.tensors.retain(|k, _| !k.ends_with(".num_batches_tracked"));
-        burnc_frontends::safetensors::apply(&mut lower.g, &file, &Default::default())
+        file.tensors.retain(|k, _| !k.ends_with(".num_batches_tracked") && !opts.ignore.iter().any(|(_, r)| r.apply(k).is_some()));
+        let wopts = WeightsOptions { renames: opts.rename.clone(), ..Default::default() };
+        burnc_frontends::safetensors::apply(&mut lower.g, &file, &wopts)
             .map_err(|e| Error::new_spanned(lit, format!("{}: {e}", lit.value())))?;
         let abs = path.display().to_string();
         // Rebuild when the file changes: rustc tracks files that `include_bytes!` reads.
@@ -217,7 +242,8 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
     let copts = CodegenOptions { weights_file: WEIGHTS_MARKER.into(), source_name: format!("#[model] {name}"), ..Default::default() };
     let gen = codegen::generate(&g, &copts).map_err(|e| Error::new_spanned(&imp.self_ty, format!("burnc: {e}")))?;
     let body = TokenStream::from_str(&gen.source).map_err(|e| Error::new_spanned(&imp.self_ty, format!("internal: generated code does not tokenize: {e}")))?;
-    let body = embed_weights(body, &gen.weights);
+    let blob = blob_tokens(&gen.weights, &modname.to_string()).map_err(|e| Error::new_spanned(&imp.self_ty, format!("burnc: cannot write the weights blob: {e}")))?;
+    let body = embed_weights(body, &blob);
     if std::env::var_os("BURNC_MACRO_TIMINGS").is_some() {
         eprintln!(
             "burnc #[model] {name}: lower + weights {:.1} ms, compile + codegen + tokens {:.1} ms, {} nodes, {} bytes of weights",
@@ -257,16 +283,51 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
     })
 }
 
-/// Replace `include_bytes!("<marker>")` in the generated tokens with the blob as a byte string
-/// literal (a proc macro has no file next to the module to include).
-fn embed_weights(ts: TokenStream, blob: &[u8]) -> TokenStream {
+/// Blobs above this are written to a file and included; below, a byte string literal keeps the
+/// expansion self-contained.
+const INLINE_BLOB_MAX: usize = 4 << 20;
+
+/// The tokens that stand for the weights blob: a byte string literal, or for a large blob
+/// (rustc lexes a 90 MB literal slowly and in several times its size of memory) `include_bytes!`
+/// of a file named by the blob's hash in `OUT_DIR` (crates with a build script) or the temp
+/// directory. Named by content, so a rebuild with the same weights reuses the file.
+fn blob_tokens(blob: &[u8], module: &str) -> std::io::Result<TokenStream> {
+    if blob.len() <= INLINE_BLOB_MAX {
+        return Ok(TokenTree::Literal(Literal::byte_string(blob)).into());
+    }
+    // FNV-1a over the bytes, 8 at a time (a name, not a security property).
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for c in blob.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let dir = match std::env::var_os("OUT_DIR") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::env::temp_dir().join("burnc-macros"),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{module}-{h:016x}-{}.bin", blob.len()));
+    if std::fs::metadata(&path).map(|m| m.len() != blob.len() as u64).unwrap_or(true) {
+        // Write then rename, so a concurrent build never includes half a file.
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, blob)?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    let p = path.display().to_string();
+    Ok(quote! { include_bytes!(#p) })
+}
+
+/// Replace `include_bytes!("<marker>")` in the generated tokens with `blob` (the tokens of
+/// [`blob_tokens`]; a proc macro has no file next to the module to include).
+fn embed_weights(ts: TokenStream, blob: &TokenStream) -> TokenStream {
     let tokens: Vec<TokenTree> = ts.into_iter().collect();
     let mut out = Vec::with_capacity(tokens.len());
     let mut i = 0;
     while i < tokens.len() {
         if let (TokenTree::Ident(id), Some(TokenTree::Punct(p)), Some(TokenTree::Group(g))) = (&tokens[i], tokens.get(i + 1), tokens.get(i + 2)) {
             if id == "include_bytes" && p.as_char() == '!' && g.stream().to_string().contains(WEIGHTS_MARKER) {
-                out.push(TokenTree::Literal(Literal::byte_string(blob)));
+                out.extend(blob.clone());
                 i += 3;
                 continue;
             }

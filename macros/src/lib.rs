@@ -24,6 +24,16 @@
 //! let out = Net::new().forward(&mut net::Arena::new(), &[0.0; 784]);
 //! ```
 //!
+//! Models made of models: a field whose type is another `#[derive(Model)]` struct (or an array
+//! `[Block; 6]` of them) is a sub-model, inlined where `forward` calls it (`self.block(x)`,
+//! `self.blocks[0](x)`, `for b in &self.blocks { x = b(x); }`), its parameters keyed under the
+//! field's key like a PyTorch state_dict. Each `#[model]` also leaves a hidden
+//! `macro_rules! __burnc_def_<Name>` holding its struct and impl; a model that needs a sub-model
+//! expands to a call of that macro with its own input, which calls [`__model_impl!`] again with
+//! the definition appended (`@def { struct } { impl }`), until every sub-model is known. So a
+//! sub-model is defined before the models that use it; `#[model(inline)]` marks one that
+//! compiles to no module of its own.
+//!
 //! How it works: a proc macro only sees its own item, so `#[derive(Model)]` emits a hidden
 //! `macro_rules! __burnc_model_Net` holding the struct's tokens, and `#[model]` on `impl Net`
 //! expands to a call of it with the impl; that macro hands both to the hidden

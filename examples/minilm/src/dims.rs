@@ -1,4 +1,5 @@
-//! The static shapes the model is compiled for (shared by build.rs and main.rs).
+//! The static shapes the model is compiled for: what the tensor types of src/model.rs say, restated
+//! for main.rs (rustc checks the two agree: `forward` takes arrays of `BATCH * SEQ` ids).
 //!
 //! burnc plans every byte at compile time, so batch and sequence length are fixed: the model
 //! takes `BATCH` sentences of `SEQ` tokens. Shorter sentences are padded (attention mask 0),

@@ -1,6 +1,6 @@
 //! Sentence embeddings with all-MiniLM-L6-v2, compiled by burnc.
 //!
-//!     cargo run --release -- "first sentence" "second sentence" ...
+//!     cargo run --release -p minilm -- "first sentence" "second sentence" ...
 //!
 //! prints the cosine-similarity matrix of the sentences, one row per line, numbers separated by
 //! spaces. Flags (before the sentences):
@@ -10,11 +10,8 @@
 //!   was fed as JSON (what reference.py reads).
 //! - `--time`: print tokenization and forward times on stderr.
 mod dims;
-
-#[allow(dead_code)] // the module's whole API, not all of it used here
-mod minilm {
-    burnc_runtime::include_model!("minilm");
-}
+#[cfg(not(minilm_no_model))]
+mod model;
 
 use dims::{BATCH, HIDDEN, SEQ};
 use std::path::{Path, PathBuf};
@@ -57,9 +54,12 @@ fn encode(tok: &Tokenizer, sentences: &[String]) -> Result<Vec<Encoded>, String>
 
 /// Embed all sentences, `BATCH` at a time; unused rows of the last batch are all padding
 /// (mask 0) and their outputs are dropped.
-fn embed(encoded: &[Encoded]) -> Vec<[f32; HIDDEN]> {
-    let model = minilm::Model::new();
+#[cfg(not(minilm_no_model))]
+fn embed(encoded: &[Encoded]) -> Result<Vec<[f32; HIDDEN]>, String> {
+    use model::{minilm, MiniLm};
+    let model = MiniLm::new();
     // 15 MB: allocated zeroed on the heap, never on the stack.
+    // SAFETY: the arena is plain bytes; all zeros is a valid value.
     let mut arena: Box<minilm::Arena> = unsafe { Box::new_zeroed().assume_init() };
     let mut out = Vec::with_capacity(encoded.len());
     for chunk in encoded.chunks(BATCH) {
@@ -73,10 +73,16 @@ fn embed(encoded: &[Encoded]) -> Vec<[f32; HIDDEN]> {
         }
         let y = model.forward(&mut arena, &ids, &mask, &types);
         for r in 0..chunk.len() {
-            out.push(y.embeddings[r * HIDDEN..(r + 1) * HIDDEN].try_into().expect("row of HIDDEN floats"));
+            out.push(y.output[r * HIDDEN..(r + 1) * HIDDEN].try_into().map_err(|_| "the model returned a short row")?);
         }
     }
-    out
+    Ok(out)
+}
+
+/// Built before examples/minilm/setup.sh fetched the model: say so.
+#[cfg(minilm_no_model)]
+fn embed(_: &[Encoded]) -> Result<Vec<[f32; HIDDEN]>, String> {
+    Err("built without model/model.safetensors: run examples/minilm/setup.sh, then build again".into())
 }
 
 fn json_rows(rows: impl Iterator<Item = Vec<i64>>) -> String {
@@ -122,7 +128,7 @@ fn run() -> Result<(), String> {
     if let Some(p) = &ids_out {
         write_ids(p, &encoded)?;
     }
-    let emb = embed(&encoded);
+    let emb = embed(&encoded)?;
     let t2 = Instant::now();
     if time {
         let batches = encoded.len().div_ceil(BATCH);
