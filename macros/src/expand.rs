@@ -220,7 +220,7 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
     if let Some(lit) = &opts.weights {
         let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
         let path = std::path::Path::new(&dir).join(lit.value());
-        let mut file = burnc_frontends::safetensors::load(&path).map_err(|e| Error::new_spanned(lit, format!("{e}")))?;
+        let mut file = burnc_frontends::weights::load(&path).map_err(|e| Error::new_spanned(lit, format!("{e}")))?;
         // PyTorch's BatchNorm counter is no weight.
         file.tensors.retain(|k, _| !k.ends_with(".num_batches_tracked") && !opts.ignore.iter().any(|(_, r)| r.apply(k).is_some()));
         let wopts = WeightsOptions { renames: opts.rename.clone(), ..Default::default() };

@@ -367,3 +367,23 @@ fn sub_model_call_errors() {
     assert!(lower_err(quote! { for b in &self.one { } x }).contains("is one layer"));
     assert_eq!(lower_err(quote! { let mut h = x; for b in self.blocks.iter() { h = b.forward(h); } h }), "");
 }
+
+/// A PyTorch checkpoint works as `weights` (picked by content), with `rename` for a prefix and
+/// `ignore` for keys the model does not use; without `ignore` those keys are refused.
+#[test]
+fn pytorch_weights_with_rename_and_ignore() {
+    let w = vec![0u8; 8 * 4];
+    let b = vec![0u8; 2 * 4];
+    let h = vec![0u8; 3 * 4];
+    let entries: Vec<(&str, DType, &[usize], &[u8])> =
+        vec![("model.fc.weight", DType::F32, &[2, 4], &w), ("model.fc.bias", DType::F32, &[2], &b), ("model.head.scale", DType::F32, &[3], &h)];
+    let path = std::env::temp_dir().join(format!("burnc-macros-{}-ckpt.pt", std::process::id()));
+    std::fs::write(&path, burnc_frontends::pytorch::serialize(&entries)).unwrap();
+    let p = path.display().to_string();
+    expand(&net(), quote! { weights = #p, rename = ["model.*=*"], ignore = ["model.head.*"] }, &imp()).unwrap_or_else(|e| panic!("{e}"));
+    let err = expand(&net(), quote! { weights = #p, rename = ["model.*=*"] }, &imp()).expect_err("head.scale is unused");
+    assert!(err.to_string().contains("head.scale"), "{err}");
+    let err = expand(&net(), quote! { weights = #p, rename = ["model.*"] }, &imp()).expect_err("bad rule");
+    assert!(err.to_string().contains("PATTERN=REPLACEMENT"), "{err}");
+    let _ = std::fs::remove_file(&path);
+}
