@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """onnxruntime references for the PyTorch-exported models in tests/models/exported/.
 
-Usage: scripts/exported_refs.py OUT_DIR
+Usage: scripts/exported_refs.py OUT_DIR [MODELS_DIR]
 
-For every model listed in exported.json and several input sizes (the symbolic dims — batch,
-sequence length, height, width — take different values), writes
+MODELS_DIR (default tests/models/exported) holds the .onnx files and their exported.json. For
+every model listed there and several input sizes (the symbolic dims — batch, sequence length,
+height, width — take different values; a manifest entry's "sizes", else the table below), writes
 OUT_DIR/<model file stem>/size_<k>/{x.npy, y.npy} with a seeded input and onnxruntime's output
 (CPU, all graph optimizations off). A size onnxruntime itself refuses (an exporter that baked
 the example's size into a Reshape) is skipped and listed in OUT_DIR/skipped.txt; OUT_DIR/cases.txt
@@ -37,15 +38,15 @@ SIZES = {
 }
 
 
-def main(out: str) -> None:
-    meta = json.load(open(os.path.join(MODELS, "exported.json")))
+def main(out: str, models: str) -> None:
+    meta = json.load(open(os.path.join(models, "exported.json")))
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     cases, skipped = [], []
     for m in meta["models"]:
-        sess = ort.InferenceSession(os.path.join(MODELS, m["file"]), opts, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(os.path.join(models, m["file"]), opts, providers=["CPUExecutionProvider"])
         stem = m["file"][: -len(".onnx")]
-        for k, shape in enumerate(SIZES[m["model"]]):
+        for k, shape in enumerate(m.get("sizes") or SIZES[m["model"]]):
             x = np.random.default_rng(k).standard_normal(shape).astype(np.float32)
             try:
                 y = sess.run(None, {"x": x})[0]
@@ -56,7 +57,7 @@ def main(out: str) -> None:
             os.makedirs(d, exist_ok=True)
             np.save(os.path.join(d, "x.npy"), x)
             np.save(os.path.join(d, "y.npy"), y)
-            cases.append(f"{m['file']} {stem}/size_{k} {m['opset']} {m['exporter']}")
+            cases.append(f"{m['file']} {stem}/size_{k} {m['opset']} {m['exporter'].replace(' ', '_')}")
     with open(os.path.join(out, "cases.txt"), "w") as f:
         f.write("\n".join(cases) + "\n")
     with open(os.path.join(out, "skipped.txt"), "w") as f:
@@ -65,4 +66,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else MODELS)

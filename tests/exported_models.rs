@@ -1,9 +1,14 @@
-//! Models exported by PyTorch (tests/models/exported: the TorchScript exporter at opsets 7–20
-//! and the dynamo exporter at 18, with symbolic batch / sequence / height / width dims, shape
-//! subgraphs such as `view(x.size(0), -1)`, GRU, attention, Resize) against onnxruntime at
-//! several input sizes: through the interpreter, and through generated code compiled with the
-//! dims pinned to each size. Sizes onnxruntime refuses (exporters that baked the example size
-//! into a Reshape) are skipped by the reference script and listed in its skipped.txt.
+//! Models exported by other frameworks' exporters against onnxruntime at several input sizes:
+//! through the interpreter, and through generated code compiled with the dims pinned to each
+//! size. PyTorch (tests/models/exported: the TorchScript exporter at opsets 7–20 and the dynamo
+//! exporter at 18; shape subgraphs such as `view(x.size(0), -1)`, GRU, attention, Resize),
+//! TensorFlow/Keras through tf2onnx (tests/models/exported_tf: NHWC convs wrapped in
+//! Transposes, depthwise conv, LSTM, Keras MultiHeadAttention as Einsum, `tf.image.resize` with
+//! `tf_half_pixel_for_nn`, `tf.reshape` on `tf.shape`) and PaddlePaddle through paddle2onnx
+//! (tests/models/exported_paddle: CNN, bidirectional LSTM, TransformerEncoderLayer, Resize with
+//! sizes from a shape subgraph, MLP), all with symbolic batch / sequence / height / width dims.
+//! Sizes onnxruntime refuses (exporters that baked the example size into a Reshape) are skipped
+//! by the reference script and listed in its skipped.txt.
 use burnc_compiler::Tensor;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,10 +28,17 @@ fn pb(path: &Path) -> Tensor {
     }
 }
 
-fn references() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exported_models");
+/// onnxruntime's outputs for the models of tests/models/`set`, written by the reference script.
+fn references(set: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(set);
     let script = common::root().join("scripts/exported_refs.py");
-    let out = Command::new("python3").arg(&script).arg(&dir).output().unwrap_or_else(|e| panic!("cannot run python3 for {}: {e}", script.display()));
+    let models = common::root().join("tests/models").join(set);
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&dir)
+        .arg(&models)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 for {}: {e}", script.display()));
     assert!(
         out.status.success(),
         "{} failed (it needs numpy and onnxruntime; scripts/setup_python.sh installs them):\n{}{}",
@@ -38,11 +50,12 @@ fn references() -> PathBuf {
     dir
 }
 
-#[test]
-fn pytorch_exported_models_match_onnxruntime_at_several_sizes() {
-    let refs = references();
+/// Every case of tests/models/`set` through the interpreter and generated code; returns (model
+/// files, runs).
+fn check(set: &str) -> (usize, usize) {
+    let refs = references(set);
     let cases = std::fs::read_to_string(refs.join("cases.txt")).expect("cases.txt");
-    let models = common::root().join("tests/models/exported");
+    let models = common::root().join("tests/models").join(set);
     let mut failures = Vec::new();
     let mut n = 0;
     let mut files = std::collections::BTreeSet::new();
@@ -75,5 +88,23 @@ fn pytorch_exported_models_match_onnxruntime_at_several_sizes() {
     }
     println!("{n} runs over {} exported models", files.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(files.len() >= 15 && n >= 80, "expected the 17 exported models at several sizes, got {} files and {n} runs", files.len());
+    (files.len(), n)
+}
+
+#[test]
+fn pytorch_exported_models_match_onnxruntime_at_several_sizes() {
+    let (files, n) = check("exported");
+    assert!(files >= 15 && n >= 80, "expected the 17 exported models at several sizes, got {files} files and {n} runs");
+}
+
+#[test]
+fn tensorflow_exported_models_match_onnxruntime_at_several_sizes() {
+    let (files, n) = check("exported_tf");
+    assert!(files >= 13 && n >= 78, "expected the 13 tf2onnx exports at 3 sizes, got {files} files and {n} runs");
+}
+
+#[test]
+fn paddle_exported_models_match_onnxruntime_at_several_sizes() {
+    let (files, n) = check("exported_paddle");
+    assert!(files >= 14 && n >= 84, "expected the 14 paddle2onnx exports at 3 sizes, got {files} files and {n} runs");
 }

@@ -16,6 +16,8 @@ mod signal;
 mod detect;
 #[path = "infer_ml.rs"]
 mod ml;
+#[path = "infer_einsum.rs"]
+mod einsum;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -360,6 +362,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Cast { to, .. } => vec![t(Some(*to), cx.shape(0).map(|s| s.to_vec()))],
         Op::CastLike { .. } => vec![t(cx.dtype(1), cx.shape(0).map(|s| s.to_vec()))],
         Op::MatMul => vec![t(cx.dtype(0), matmul(cx)?)],
+        Op::Einsum { equation } => einsum::infer(cx, equation)?,
         Op::Gemm { trans_a, trans_b, .. } => {
             let dims = match (cx.shape(0), cx.shape(1)) {
                 (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => {

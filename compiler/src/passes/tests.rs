@@ -150,7 +150,36 @@ fn unknown_inputs_are_not_errors() {
     assert_eq!(g.value(t).ty, ValueType::Unknown);
     assert_eq!(shape_of(&g, s), Shape::fixed(&[2]));
     assert!(matches!(g.value(rs).ty, ValueType::Tensor(TensorType { dtype: DType::F32, shape: None })));
-    assert_eq!(g.value(e).ty, ValueType::Unknown);
+    assert_eq!(shape_of(&g, e), Shape::fixed(&[3, 2]));
+}
+
+#[test]
+fn einsum_shapes() {
+    let cases: &[(&str, &[&[usize]], &[usize])] = &[
+        ("btnh,bsnh->bnts", &[&[2, 9, 2, 4], &[2, 7, 2, 4]], &[2, 2, 9, 7]),
+        ("ij,jk", &[&[3, 4], &[4, 5]], &[3, 5]),
+        ("ba,ca", &[&[3, 4], &[5, 4]], &[3, 5]),
+        ("...ij,...jk->...ik", &[&[2, 1, 3, 4], &[5, 4, 6]], &[2, 5, 3, 6]),
+        ("i...,i...", &[&[3, 2, 2], &[3, 1, 2]], &[2, 2]),
+        ("ii->i", &[&[4, 4]], &[4]),
+        ("i j , j k -> i k", &[&[3, 4], &[4, 5]], &[3, 5]),
+        ("ij->", &[&[3, 4]], &[]),
+    ];
+    for (eq, ins, want) in cases {
+        let mut g = Graph::default();
+        let ids: Vec<_> = ins.iter().enumerate().map(|(k, s)| Some(input(&mut g, &format!("x{k}"), DType::F32, s.iter().map(|&d| f(d)).collect()))).collect();
+        let e = node(&mut g, Op::Einsum { equation: eq.to_string() }, ids);
+        g.outputs = vec![e];
+        infer(&mut g).unwrap_or_else(|err| panic!("{eq}: {err:?}"));
+        assert_eq!(shape_of(&g, e), Shape::fixed(want), "{eq}");
+    }
+    for (eq, ins) in [("ij,jk", &[&[3, 4][..], &[5, 5][..]][..]), ("ijk", &[&[3, 4][..]][..]), ("ij->ik", &[&[3, 4][..]][..])] {
+        let mut g = Graph::default();
+        let ids: Vec<_> = ins.iter().enumerate().map(|(k, s)| Some(input(&mut g, &format!("x{k}"), DType::F32, s.iter().map(|&d| f(d)).collect()))).collect();
+        let e = node(&mut g, Op::Einsum { equation: eq.to_string() }, ids);
+        g.outputs = vec![e];
+        assert!(infer(&mut g).is_err(), "{eq} must be refused");
+    }
 }
 
 #[test]

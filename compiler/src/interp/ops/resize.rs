@@ -25,6 +25,9 @@ enum Coord {
     AlignCorners,
     Asymmetric,
     TfCropAndResize,
+    /// Opset 11's `tf_half_pixel_for_nn` (TensorFlow's nearest resize with half-pixel centers,
+    /// as tf2onnx emits it): half_pixel without the -0.5.
+    TfHalfPixelForNn,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -61,7 +64,7 @@ fn cfg(at: &ResizeAttrs) -> Result<Cfg, String> {
         "align_corners" => Coord::AlignCorners,
         "asymmetric" => Coord::Asymmetric,
         "tf_crop_and_resize" => Coord::TfCropAndResize,
-        // tf_half_pixel_for_nn (opset 11 only) is half_pixel without the -0.5.
+        "tf_half_pixel_for_nn" => Coord::TfHalfPixelForNn,
         m => return Err(format!("unknown coordinate_transformation_mode `{m}`")),
     };
     let nearest = match at.nearest_mode.as_str() {
@@ -251,6 +254,7 @@ fn source_coord(c: &Cfg, y: f64, in_len: usize, out_len: usize, scale: f64, roi:
             }
         }
         Coord::HalfPixel => (y + 0.5) / scale - 0.5,
+        Coord::TfHalfPixelForNn => (y + 0.5) / scale,
         Coord::HalfPixelSymmetric => {
             let adjustment = out_len as f64 / outw;
             let center = inw / 2.0;
@@ -445,6 +449,19 @@ mod tests {
         let x = Tensor::from_f32s(vec![2], vec![0., 4.]);
         let y = run(&attrs("linear", "half_pixel"), x, &[2.0]).unwrap();
         assert_eq!(y, Tensor::from_f32s(vec![4], vec![0., 1., 3., 4.]));
+    }
+
+    #[test]
+    fn nearest_tf_half_pixel_for_nn() {
+        // TensorFlow's half-pixel nearest: source index floor((y + 0.5) / scale).
+        let x = Tensor::from_f32s(vec![3], vec![10., 20., 30.]);
+        let mut at = attrs("nearest", "tf_half_pixel_for_nn");
+        at.nearest_mode = "floor".into();
+        let y = run(&at, x.clone(), &[2.0]).unwrap();
+        assert_eq!(y, Tensor::from_f32s(vec![6], vec![10., 10., 20., 20., 30., 30.]));
+        let y = run(&at, x, &[0.5]).unwrap();
+        // (0 + 0.5) / 0.5 = 1: the middle element, where half_pixel would take the first.
+        assert_eq!(y, Tensor::from_f32s(vec![1], vec![20.]));
     }
 
     #[test]
