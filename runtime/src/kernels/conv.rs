@@ -70,9 +70,12 @@ pub fn is_direct_depthwise(d: &ConvDims) -> bool {
     d.group > 0 && d.c_in == d.group && d.c_out <= 2 * d.group
 }
 
-/// Scratch elements [`conv`] needs (0 for pointwise and direct depthwise convolutions).
+/// Scratch elements [`conv`] needs (0 for pointwise convolutions; one zero-padded input
+/// plane and an output row for direct 2-D depthwise ones, none for 3-D ones).
 pub fn conv_scratch_len(d: &ConvDims, w: &Window3) -> usize {
-    if w.is_pointwise() || is_direct_depthwise(d) {
+    if is_direct_depthwise(d) {
+        PaddedPlane::of(w).map_or(0, |p| p.len())
+    } else if w.is_pointwise() {
         0
     } else {
         (d.c_in / d.group) * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
@@ -142,7 +145,10 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
     let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
     let kdim = cg * ks;
     if is_direct_depthwise(d) {
-        depthwise(x, w, y, d, win, ep);
+        match PaddedPlane::of(win) {
+            Some(pp) => depthwise_2d(x, w, y, d, win, &pp, &mut col[..pp.len()], ep),
+            None => depthwise(x, w, y, d, win, ep),
+        }
         return;
     }
     for n in 0..d.batch {
@@ -286,6 +292,153 @@ fn depthwise<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3
                             }
                         }
                     }
+                }
+            }
+            let res = ep.residual.map(|r| &r[base..base + os]);
+            if !ep.is_identity() {
+                channel_epilogue(yp, ep, m, res);
+            }
+        }
+    }
+}
+
+/// Outputs one register block of [`depthwise_2d`] computes.
+const DW_BLOCK: usize = 8;
+
+/// Geometry of the zero-padded copy of one input plane that [`depthwise_2d`] reads: exactly
+/// the rows and columns the windows span (padding, cropping and ceil-mode ends resolved), so
+/// every tap of every output is a plain read, plus slack for the last register block.
+#[derive(Clone, Copy, Debug)]
+struct PaddedPlane {
+    rows: usize,
+    /// Row pitch of the plane.
+    cols: usize,
+    /// Stride 1 both ways: the whole output is one run over the plane with its pitch (the
+    /// `cols - ow` positions between rows are computed and dropped), so short rows do not cut
+    /// the register blocks short. Otherwise one run per output row, at stride 1 along it,
+    /// subsampled.
+    flat: bool,
+    /// Length of the run buffer (whole blocks).
+    run: usize,
+}
+
+impl PaddedPlane {
+    /// `None` for windows that use the depth dim (those take the generic loop).
+    fn of(win: &Window3) -> Option<PaddedPlane> {
+        if win.input[0] != 1 || win.output[0] != 1 || win.kernel[0] != 1 || win.pads_begin[0] != 0 || win.out_size() == 0 {
+            return None;
+        }
+        let [_, oh, ow] = win.output;
+        let span = |dim: usize, o: usize| (o - 1) * win.strides[dim] + (win.kernel[dim] - 1) * win.dilations[dim] + 1;
+        let (rows, cols) = (span(1, oh), span(2, ow));
+        let flat = win.strides[1] == 1 && win.strides[2] == 1;
+        let run = if flat { (oh - 1) * cols + ow } else { (ow - 1) * win.strides[2] + 1 };
+        Some(PaddedPlane { rows, cols, flat, run: run.div_ceil(DW_BLOCK) * DW_BLOCK })
+    }
+    /// Plane, slack for the last block's reads, then the run buffer.
+    fn len(&self) -> usize {
+        self.rows * self.cols + DW_BLOCK + self.run
+    }
+}
+
+/// `out[j] = Σ_t w[t] · plane[start + j + off(t)]` over the taps in (kh, kw) order, from zero,
+/// in register blocks of [`DW_BLOCK`] outputs, four blocks at a time so four independent
+/// chains of adds are in flight. `out.len()` is a multiple of the block.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dw_run<T: Elem>(plane: &[T], start: usize, out: &mut [T], wm: &[T], kh_n: usize, kw_n: usize, row_step: usize, dw: usize) {
+    const B: usize = DW_BLOCK;
+    let mut blocks = out.chunks_exact_mut(4 * B);
+    let mut c0 = start;
+    for quad in &mut blocks {
+        let mut acc = [[T::zero(); B]; 4];
+        let mut k = 0;
+        for kh in 0..kh_n {
+            let rowp = c0 + kh * row_step;
+            for kw in 0..kw_n {
+                let wv = wm[k];
+                k += 1;
+                let src: &[T; 4 * B] = plane[rowp + kw * dw..rowp + kw * dw + 4 * B].try_into().unwrap();
+                for q in 0..4 {
+                    for l in 0..B {
+                        acc[q][l] = acc[q][l].add(wv.mul(src[q * B + l]));
+                    }
+                }
+            }
+        }
+        for q in 0..4 {
+            quad[q * B..(q + 1) * B].copy_from_slice(&acc[q]);
+        }
+        c0 += 4 * B;
+    }
+    for out in blocks.into_remainder().chunks_exact_mut(B) {
+        let mut acc = [T::zero(); B];
+        let mut k = 0;
+        for kh in 0..kh_n {
+            let rowp = c0 + kh * row_step;
+            for kw in 0..kw_n {
+                let wv = wm[k];
+                k += 1;
+                let src: &[T; B] = plane[rowp + kw * dw..rowp + kw * dw + B].try_into().unwrap();
+                for l in 0..B {
+                    acc[l] = acc[l].add(wv.mul(src[l]));
+                }
+            }
+        }
+        out.copy_from_slice(&acc);
+        c0 += B;
+    }
+}
+
+/// [`depthwise`] for 2-D windows: copy each input plane once into a zero-padded plane
+/// (`col`), then compute the outputs in register blocks, all taps per block (one store per
+/// output instead of one per tap): at stride 1 as one run over the whole plane, otherwise one
+/// run per output row at stride 1, of which every stride-th column is kept. Each output adds
+/// its taps in the same (kh, kw) order, from zero, as [`depthwise`]; the taps that fall into
+/// the padding add `w · 0`, which changes no finite sum.
+#[allow(clippy::too_many_arguments)]
+fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>) {
+    let mg = d.c_out / d.group;
+    let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
+    let [_, oh, ow] = win.output;
+    let [_, ih, iw] = win.input;
+    let ([_, sh, sw], [_, dh, dw]) = (win.strides, win.dilations);
+    let [_, kh_n, kw_n] = win.kernel;
+    let (plane, run) = col.split_at_mut(pp.rows * pp.cols + DW_BLOCK);
+    let run = &mut run[..pp.run];
+    for n in 0..d.batch {
+        for m in 0..d.c_out {
+            if m % mg == 0 {
+                // The padded copy of input channel m / mg: rows and columns of the span that
+                // map outside the input are zero.
+                let xc = &x[(n * d.c_in + m / mg) * is..(n * d.c_in + m / mg + 1) * is];
+                plane.fill(T::zero());
+                let (pt, pl) = (win.pads_begin[1], win.pads_begin[2]);
+                // Columns c of the span with 0 <= c - pl < iw.
+                let c_lo = pl.max(0) as usize;
+                let c_hi = (iw as isize + pl).clamp(0, pp.cols as isize) as usize;
+                for r in 0..pp.rows {
+                    let zr = r as isize - pt;
+                    if zr < 0 || zr >= ih as isize || c_lo >= c_hi {
+                        continue;
+                    }
+                    let src = zr as usize * iw + (c_lo as isize - pl) as usize;
+                    plane[r * pp.cols + c_lo..r * pp.cols + c_hi].copy_from_slice(&xc[src..src + (c_hi - c_lo)]);
+                }
+            }
+            let wm = &w[m * ks..(m + 1) * ks];
+            let base = (n * d.c_out + m) * os;
+            let yp = &mut y[base..base + os];
+            let row_step = dh * pp.cols;
+            if pp.flat {
+                dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
+                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                    dst.copy_from_slice(&run[r * pp.cols..r * pp.cols + ow]);
+                }
+            } else {
+                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                    dw_run(plane, r * sh * pp.cols, run, wm, kh_n, kw_n, row_step, dw);
+                    dst.iter_mut().enumerate().for_each(|(j, o)| *o = run[j * sw]);
                 }
             }
             let res = ep.residual.map(|r| &r[base..base + os]);
@@ -500,11 +653,47 @@ mod tests {
     }
 
     #[test]
-    fn depthwise_and_pointwise_need_no_scratch() {
+    fn depthwise_needs_one_plane_and_pointwise_no_scratch() {
         let win = Window3::new(&[8, 8], &[8, 8], &[3, 3], &[1, 1], &[1, 1], &[1, 1], &[1, 1]).unwrap();
-        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 4 }, &win), 0);
-        assert!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 12, group: 4 }, &win) > 0);
-        assert!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win) > 0);
+        // A 10×10 padded plane, 8 elements of slack, the run over it (7 · 10 + 8 = 78 → 80).
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 4 }, &win), 100 + 8 + 80);
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 12, group: 4 }, &win), 9 * 64);
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win), 2 * 9 * 64);
+        let pw = Window3::new(&[8, 8], &[8, 8], &[1, 1], &[1, 1], &[1, 1], &[0, 0], &[0, 0]).unwrap();
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }, &pw), 0);
+    }
+
+    /// The padded-plane depthwise kernel adds each output's taps in the generic loop's order,
+    /// so with finite weights it gives the same bits, over strides, dilations, negative and
+    /// uneven pads, ceil-mode ends and channel multipliers (epilogue included).
+    #[test]
+    fn depthwise_2d_gives_the_bits_of_the_generic_loop() {
+        // c, multiplier, h, w, kh, kw, sh, sw, dh, dw, pads (top, left, bottom, right), oh, ow
+        let cases: [(usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [isize; 4], usize, usize); 7] = [
+            (3, 1, 14, 14, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 14, 14),
+            (2, 1, 15, 13, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 8, 7),
+            (2, 2, 9, 20, 5, 3, 1, 3, 2, 1, [2, 0, 2, 1], 5, 7),
+            (1, 1, 7, 7, 7, 7, 1, 1, 1, 1, [3, 3, 3, 3], 7, 7),
+            (2, 1, 10, 10, 3, 3, 1, 1, 1, 1, [-1, -2, 0, 0], 7, 6),
+            // ceil mode: the last window hangs over the bottom/right edge
+            (2, 1, 8, 8, 3, 3, 2, 2, 1, 1, [0, 0, 1, 1], 4, 4),
+            (4, 2, 1, 33, 1, 5, 1, 1, 1, 2, [0, 4, 0, 4], 1, 33),
+        ];
+        for (i, &(c, mult, h, wd, kh, kw, sh, sw, dh, dw, p, oh, ow)) in cases.iter().enumerate() {
+            let d = ConvDims { batch: 2, c_in: c, c_out: c * mult, group: c };
+            let win = Window3::new(&[h, wd], &[oh, ow], &[kh, kw], &[sh, sw], &[dh, dw], &[p[0], p[1]], &[p[2], p[3]]).unwrap();
+            let x = rnd(2 * c * h * wd, i as u32 + 1);
+            let w = rnd(c * mult * kh * kw, i as u32 + 100);
+            let b = rnd(c * mult, i as u32 + 200);
+            let r = rnd(2 * c * mult * oh * ow, i as u32 + 300);
+            let ep = Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: Some(&r[..]), act: Act::Relu };
+            let mut want = vec![0f32; r.len()];
+            depthwise(&x, &w, &mut want, &d, &win, &ep);
+            let mut y = vec![f32::NAN; r.len()];
+            let mut col = vec![f32::NAN; conv_scratch_len(&d, &win)];
+            conv_fused(&x, &w, &mut y, &d, &win, &mut col, &Sgemm, &ep);
+            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}");
+        }
     }
 
     #[test]
