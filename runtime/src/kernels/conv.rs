@@ -2,6 +2,7 @@
 //! The GEMM is passed in, so f32/f64 use the packed SIMD kernels and other types the generic
 //! loop; [`conv_f32`]/[`conv_f64`] and the `*_transpose_*` helpers wire the usual choices.
 use super::gemm::{self, Layout};
+use super::packed;
 use super::im2col::{col2im, im2col_rows};
 use super::window::Window3;
 use crate::elem::Elem;
@@ -19,6 +20,13 @@ pub struct ConvDims {
 pub trait MatMul<T> {
     #[allow(clippy::too_many_arguments)]
     fn mm(&self, m: usize, k: usize, n: usize, a: &[T], la: Layout, b: &[T], lb: Layout, c: &mut [T], ldc: usize);
+    /// [`MatMul::mm`] with row-major A and B (row strides `lda`, `ldb`) and packing space
+    /// (at least [`packed::scratch_len`]`(m, k)` elements) from the convolution's scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn mm_rows(&self, m: usize, k: usize, n: usize, a: &[T], lda: usize, b: &[T], ldb: usize, c: &mut [T], ldc: usize, scratch: &mut [T]) {
+        let _ = scratch;
+        self.mm(m, k, n, a, Layout::row_major(lda), b, Layout::row_major(ldb), c, ldc);
+    }
 }
 
 /// Packed f32 GEMM.
@@ -26,6 +34,15 @@ pub struct Sgemm;
 impl MatMul<f32> for Sgemm {
     fn mm(&self, m: usize, k: usize, n: usize, a: &[f32], la: Layout, b: &[f32], lb: Layout, c: &mut [f32], ldc: usize) {
         gemm::sgemm(m, k, n, 1.0, a, la, b, lb, 0.0, c, Layout::row_major(ldc));
+    }
+    /// burnc's own packed kernel ([`packed::sgemm_packed`]); large products go to the
+    /// threaded [`gemm::sgemm`] when the pool has more than one thread.
+    fn mm_rows(&self, m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+        #[cfg(feature = "std")]
+        if gemm::would_split(m, k, n) {
+            return self.mm(m, k, n, a, Layout::row_major(lda), b, Layout::row_major(ldb), c, ldc);
+        }
+        packed::sgemm_packed(m, k, n, a, lda, b, ldb, c, ldc, scratch);
     }
 }
 /// Packed f64 GEMM.
@@ -70,15 +87,19 @@ pub fn is_direct_depthwise(d: &ConvDims) -> bool {
     d.group > 0 && d.c_in == d.group && d.c_out <= 2 * d.group
 }
 
-/// Scratch elements [`conv`] needs (0 for pointwise convolutions; one zero-padded input
-/// plane and an output row for direct 2-D depthwise ones, none for 3-D ones).
+/// Scratch elements [`conv`] needs: for direct 2-D depthwise convolutions one zero-padded
+/// input plane and a run buffer (none for 3-D ones); otherwise the GEMM's packing space
+/// ([`packed::scratch_len`]) and, unless pointwise, the im2col tile after it.
 pub fn conv_scratch_len(d: &ConvDims, w: &Window3) -> usize {
     if is_direct_depthwise(d) {
-        PaddedPlane::of(w).map_or(0, |p| p.len())
-    } else if w.is_pointwise() {
-        0
+        return PaddedPlane::of(w).map_or(0, |p| p.len());
+    }
+    let (cg, mg) = (d.c_in / d.group.max(1), d.c_out / d.group.max(1));
+    let pack = packed::scratch_len(mg, cg * w.kernel_size());
+    if w.is_pointwise() {
+        pack
     } else {
-        (d.c_in / d.group) * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
+        pack + cg * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
     }
 }
 
@@ -151,6 +172,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
         }
         return;
     }
+    let (pack, col) = col.split_at_mut(packed::scratch_len(mg, kdim));
     for n in 0..d.batch {
         for g in 0..d.group {
             let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
@@ -162,7 +184,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
                 let mut c0 = 0;
                 while c0 < os {
                     let c1 = (c0 + chunk).min(os);
-                    mm.mm(mg, kdim, c1 - c0, wg, Layout::row_major(kdim), &xg[c0..], Layout::row_major(os), &mut yg[c0..], os);
+                    mm.mm_rows(mg, kdim, c1 - c0, wg, kdim, &xg[c0..], os, &mut yg[c0..], os, pack);
                     apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, c0, c1);
                     c0 = c1;
                 }
@@ -177,7 +199,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
                 let cols = (r1 - r0) * ow;
                 let col = &mut col[..kdim * cols];
                 im2col_rows(xg, cg, win, r0, r1, col);
-                mm.mm(mg, kdim, cols, wg, Layout::row_major(kdim), col, Layout::row_major(cols), &mut yg[r0 * ow..], os);
+                mm.mm_rows(mg, kdim, cols, wg, kdim, col, cols, &mut yg[r0 * ow..], os, pack);
                 apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, r0 * ow, r1 * ow);
                 r0 = r1;
             }
@@ -400,7 +422,7 @@ fn dw_run<T: Elem>(plane: &[T], start: usize, out: &mut [T], wm: &[T], kh_n: usi
 fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>) {
     let mg = d.c_out / d.group;
     let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
-    let [_, oh, ow] = win.output;
+    let ow = win.output[2];
     let [_, ih, iw] = win.input;
     let ([_, sh, sw], [_, dh, dw]) = (win.strides, win.dilations);
     let [_, kh_n, kw_n] = win.kernel;
@@ -644,23 +666,24 @@ mod tests {
         let x = rnd(c_in * h * wd, 1);
         let w = rnd(c_out * c_in, 2);
         let mut y = vec![0f32; c_out * h * wd];
-        conv(&x, &w, None, &mut y, &d, &win, &mut [], &Sgemm);
+        conv(&x, &w, None, &mut y, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm);
         let mut want = vec![0f32; y.len()];
         let os = h * wd;
-        Sgemm.mm(c_out, c_in, os, &w, Layout::row_major(c_in), &x, Layout::row_major(os), &mut want, os);
+        let mut pack = vec![0f32; packed::scratch_len(c_out, c_in)];
+        Sgemm.mm_rows(c_out, c_in, os, &w, c_in, &x, os, &mut want, os, &mut pack);
         assert!(POINTWISE_TILE_ELEMS / c_out < os, "should chunk");
         assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
     #[test]
-    fn depthwise_needs_one_plane_and_pointwise_no_scratch() {
+    fn scratch_sizes() {
         let win = Window3::new(&[8, 8], &[8, 8], &[3, 3], &[1, 1], &[1, 1], &[1, 1], &[1, 1]).unwrap();
         // A 10×10 padded plane, 8 elements of slack, the run over it (7 · 10 + 8 = 78 → 80).
         assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 4 }, &win), 100 + 8 + 80);
-        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 12, group: 4 }, &win), 9 * 64);
-        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win), 2 * 9 * 64);
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 12, group: 4 }, &win), packed::scratch_len(3, 9) + 9 * 64);
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win), packed::scratch_len(4, 18) + 2 * 9 * 64);
         let pw = Window3::new(&[8, 8], &[8, 8], &[1, 1], &[1, 1], &[1, 1], &[0, 0], &[0, 0]).unwrap();
-        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }, &pw), 0);
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }, &pw), packed::scratch_len(8, 4));
     }
 
     /// The padded-plane depthwise kernel adds each output's taps in the generic loop's order,
