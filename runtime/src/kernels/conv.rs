@@ -163,7 +163,7 @@ pub fn conv<T: Elem>(x: &[T], w: &[T], bias: Option<&[T]>, y: &mut [T], d: &Conv
 #[allow(clippy::too_many_arguments)]
 pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, col: &mut [T], mm: &impl MatMul<T>, ep: &Epilogue<'_, T>) {
     let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
-    let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
+    let ks = win.kernel_size();
     let kdim = cg * ks;
     if is_direct_depthwise(d) {
         match PaddedPlane::of(win) {
@@ -172,11 +172,72 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
         }
         return;
     }
+    conv_gemms(x, y, d, win, col, ep, |g, n, b, ldb, c, ldc, pack| {
+        let wg = &w[g * mg * kdim..(g + 1) * mg * kdim];
+        mm.mm_rows(mg, kdim, n, wg, kdim, b, ldb, c, ldc, pack)
+    });
+}
+
+/// Elements of a convolution's f32 weights packed ahead of time ([`pack_conv_weights`]).
+pub fn conv_packed_len(d: &ConvDims, win: &Window3) -> usize {
+    let (cg, mg) = (d.c_in / d.group.max(1), d.c_out / d.group.max(1));
+    d.group * packed::packed_len(mg, cg * win.kernel_size())
+}
+
+/// Whether generated code calls [`conv_fused_prepacked`] for this convolution (f32 weights
+/// known at compile time): every convolution that runs as GEMMs.
+pub fn takes_prepacked(d: &ConvDims) -> bool {
+    !is_direct_depthwise(d) && d.group > 0
+}
+
+/// Pack f32 convolution weights `[c_out, c_in/group, kernel…]` for [`conv_fused_prepacked`]:
+/// each group's `mg × kdim` matrix by [`packed::pack_weights`], one after the other.
+pub fn pack_conv_weights(d: &ConvDims, win: &Window3, w: &[f32], out: &mut [f32]) {
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let kdim = cg * win.kernel_size();
+    let len = packed::packed_len(mg, kdim);
+    for g in 0..d.group {
+        packed::pack_weights(mg, kdim, &w[g * mg * kdim..(g + 1) * mg * kdim], kdim, &mut out[g * len..(g + 1) * len]);
+    }
+}
+
+/// [`conv_fused`] in f32 with weights packed ahead of time by [`pack_conv_weights`] (`wp`),
+/// for convolutions that run as GEMMs ([`takes_prepacked`]): the packing that [`conv_fused`]
+/// does on every call is done once, by the compiler; the sums and their order, and so the
+/// bits, are the same (single-threaded).
+#[allow(clippy::too_many_arguments)]
+pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win: &Window3, col: &mut [f32], ep: &Epilogue<'_, f32>) {
+    assert!(takes_prepacked(d), "conv_fused_prepacked: a depthwise convolution");
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let kdim = cg * win.kernel_size();
+    let len = packed::packed_len(mg, kdim);
+    assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
+    conv_gemms(x, y, d, win, col, ep, |g, n, b, ldb, c, ldc, pack| {
+        packed::sgemm_prepacked(mg, kdim, n, &wp[g * len..(g + 1) * len], b, ldb, c, ldc, pack)
+    });
+}
+
+/// The GEMM convolution's loops: per batch item and group, `y[:, cols] = W_g @ B(cols)` by
+/// `gemm(g, cols, B, ldb, C, ldc, pack)`, where B is the input itself (pointwise, in column
+/// chunks) or an im2col tile, then the epilogue on the columns just computed. `col` starts with
+/// the GEMM's packing space ([`packed::scratch_len`]).
+#[allow(clippy::too_many_arguments)]
+fn conv_gemms<T: Elem>(
+    x: &[T],
+    y: &mut [T],
+    d: &ConvDims,
+    win: &Window3,
+    col: &mut [T],
+    ep: &Epilogue<'_, T>,
+    mut gemm: impl FnMut(usize, usize, &[T], usize, &mut [T], usize, &mut [T]),
+) {
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let (is, os) = (win.in_size(), win.out_size());
+    let kdim = cg * win.kernel_size();
     let (pack, col) = col.split_at_mut(packed::scratch_len(mg, kdim));
     for n in 0..d.batch {
         for g in 0..d.group {
             let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
-            let wg = &w[g * mg * kdim..(g + 1) * mg * kdim];
             let ch0 = n * d.c_out + g * mg;
             let yg = &mut y[ch0 * os..(ch0 + mg) * os];
             if win.is_pointwise() {
@@ -184,7 +245,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
                 let mut c0 = 0;
                 while c0 < os {
                     let c1 = (c0 + chunk).min(os);
-                    mm.mm_rows(mg, kdim, c1 - c0, wg, kdim, &xg[c0..], os, &mut yg[c0..], os, pack);
+                    gemm(g, c1 - c0, &xg[c0..], os, &mut yg[c0..], os, pack);
                     apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, c0, c1);
                     c0 = c1;
                 }
@@ -199,7 +260,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
                 let cols = (r1 - r0) * ow;
                 let col = &mut col[..kdim * cols];
                 im2col_rows(xg, cg, win, r0, r1, col);
-                mm.mm_rows(mg, kdim, cols, wg, kdim, col, cols, &mut yg[r0 * ow..], os, pack);
+                gemm(g, cols, col, cols, &mut yg[r0 * ow..], os, pack);
                 apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, r0 * ow, r1 * ow);
                 r0 = r1;
             }
@@ -684,6 +745,37 @@ mod tests {
         assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win), packed::scratch_len(4, 18) + 2 * 9 * 64);
         let pw = Window3::new(&[8, 8], &[8, 8], &[1, 1], &[1, 1], &[1, 1], &[0, 0], &[0, 0]).unwrap();
         assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }, &pw), packed::scratch_len(8, 4));
+    }
+
+    /// Weights packed ahead of time give the bits of packing on every call, over pointwise
+    /// (chunked), im2col (tiled) and grouped convolutions.
+    #[test]
+    fn prepacked_weights_give_the_same_bits() {
+        let cases = [
+            // batch, c_in, c_out, group, h, w, kh, kw, s, dil, pb, pe
+            (1, 16, 64, 1, 40, 40, 1, 1, 1, 1, 0, 0),
+            (2, 12, 9, 3, 9, 11, 1, 1, 1, 1, 0, 0),
+            (1, 16, 4, 1, 64, 70, 3, 3, 1, 1, 1, 1),
+            (1, 300, 13, 1, 7, 7, 3, 3, 1, 1, 1, 1),
+            (1, 8, 20, 4, 12, 10, 3, 3, 2, 1, 1, 1),
+        ];
+        for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
+            let d = ConvDims { batch, c_in, c_out, group };
+            let (oh, ow) = (out_dim(h, kh, s, dl, pb, pe), out_dim(wd, kw, s, dl, pb, pe));
+            let win = Window3::new(&[h, wd], &[oh, ow], &[kh, kw], &[s, s], &[dl, dl], &[pb, pb], &[pe, pe]).unwrap();
+            let x = rnd(batch * c_in * h * wd, i as u32 + 1);
+            let w = rnd(c_out * (c_in / group) * kh * kw, i as u32 + 100);
+            let b = rnd(c_out, i as u32 + 200);
+            let ep = Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: None, act: Act::Relu };
+            let mut want = vec![0f32; batch * c_out * oh * ow];
+            conv_fused(&x, &w, &mut want, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm, &ep);
+            assert!(takes_prepacked(&d));
+            let mut wp = vec![f32::NAN; conv_packed_len(&d, &win)];
+            pack_conv_weights(&d, &win, &w, &mut wp);
+            let mut y = vec![f32::NAN; want.len()];
+            conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_scratch_len(&d, &win)], &ep);
+            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}");
+        }
     }
 
     /// The padded-plane depthwise kernel adds each output's taps in the generic loop's order,

@@ -35,6 +35,94 @@ pub fn scratch_len(m: usize, k: usize) -> usize {
     m.min(MC).div_ceil(MR) * MR * kc + kc * NR
 }
 
+/// Elements of A (m×k) packed ahead of time by [`pack_weights`]: rows padded to whole panels.
+pub fn packed_len(m: usize, k: usize) -> usize {
+    m.div_ceil(MR) * MR * k
+}
+
+/// Scratch (f32 elements) [`sgemm_prepacked`] needs: one packed B panel.
+pub fn prepacked_scratch_len(k: usize) -> usize {
+    k.min(KC) * NR
+}
+
+/// Pack A (m×k, row-major with row stride `lda`) once, ahead of time (the compiler does it
+/// for constant convolution weights), into the blocks [`sgemm_packed`] packs on every call:
+/// per k block of [`KC`], per row block of [`MC`], panels of [`MR`] rows, k-major. The block
+/// at (k0, m0) starts at `k0 · Mp + m0 · kc` (Mp: m rounded up to MR), so products from this
+/// layout are the products of runtime packing, to the bit.
+pub fn pack_weights(m: usize, k: usize, a: &[f32], lda: usize, out: &mut [f32]) {
+    let mp = m.div_ceil(MR) * MR;
+    assert!(out.len() >= mp * k && (m == 0 || k == 0 || a.len() >= (m - 1) * lda + k), "pack_weights: slices too short");
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = (k - k0).min(KC);
+        let mut m0 = 0;
+        while m0 < m {
+            let mc = (m - m0).min(MC);
+            let at = k0 * mp + m0 * kc;
+            pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut out[at..at + mc.div_ceil(MR) * MR * kc]);
+            m0 += MC;
+        }
+        k0 += KC;
+    }
+}
+
+/// [`sgemm_packed`] with A packed ahead of time by [`pack_weights`] (`ap`, [`packed_len`]
+/// elements); `scratch` holds at least [`prepacked_scratch_len`]`(k)`. Under std, with more
+/// than one pool thread, large products split their columns (in whole panels) over the pool,
+/// each task with its own B panel, which changes no sum.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..m {
+            c[i * ldc..i * ldc + n].fill(0.0);
+        }
+        return;
+    }
+    assert!(ldb >= n && ldc >= n && ap.len() >= packed_len(m, k), "sgemm_prepacked: shapes");
+    assert!(b.len() >= (k - 1) * ldb + n && c.len() >= (m - 1) * ldc + n, "sgemm_prepacked: slices too short");
+    #[cfg(feature = "std")]
+    if super::gemm::would_split(m, k, n) && n >= 2 * NR {
+        return prepacked_split(m, k, n, ap, b, ldb, c, ldc);
+    }
+    let need = prepacked_scratch_len(k);
+    assert!(scratch.len() >= need, "sgemm_prepacked: scratch too short");
+    run(m, k, n, A::Packed(ap), b, ldb, c, ldc, &mut scratch[..need]);
+}
+
+/// [`sgemm_prepacked`]'s columns in whole-panel blocks over the thread pool.
+#[cfg(feature = "std")]
+#[allow(clippy::too_many_arguments)]
+fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usize, c: &mut [f32], ldc: usize) {
+    let tasks = crate::pool::threads().min(n / NR);
+    let chunk = (n.div_ceil(tasks)).div_ceil(NR) * NR;
+    let (cp, clen) = (c.as_mut_ptr() as usize, c.len());
+    crate::pool::parallel_for(tasks, &|t| {
+        let (j0, j1) = (t * chunk, ((t + 1) * chunk).min(n));
+        if j0 >= j1 {
+            return;
+        }
+        let mut panel = [0f32; KC * NR];
+        // SAFETY: tasks write disjoint column ranges [j0, j1) of C's rows, inside the bounds
+        // the caller checked (j0 < n <= ldc keeps the view inside C); parallel_for returns
+        // only after every task, so no other reference to C is used meanwhile.
+        let c = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(j0), clen - j0) };
+        run(m, k, j1 - j0, A::Packed(ap), &b[j0..], ldb, c, ldc, &mut panel);
+    });
+}
+
+/// Where the micro-kernel's A panels come from.
+#[derive(Clone, Copy)]
+enum A<'a> {
+    /// Packed ahead of time ([`pack_weights`]).
+    Packed(&'a [f32]),
+    /// Row-major with this row stride, packed block by block into the scratch.
+    Rows(&'a [f32], usize),
+}
+
 /// `c[i·ldc + j] = Σ_p a[i·lda + p] · b[p·ldb + j]` for i < m, j < n (C overwritten; it may
 /// hold anything before, NaN included). `scratch` holds at least [`scratch_len`]`(m, k)`.
 #[allow(clippy::too_many_arguments)]
@@ -52,15 +140,22 @@ pub fn sgemm_packed(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f3
     assert!(a.len() >= (m - 1) * lda + k && b.len() >= (k - 1) * ldb + n && c.len() >= (m - 1) * ldc + n, "sgemm_packed: slices too short");
     let need = scratch_len(m, k);
     assert!(scratch.len() >= need, "sgemm_packed: scratch too short");
-    let kc_max = k.min(KC);
-    let (apack, bpack) = scratch[..need].split_at_mut(need - kc_max * NR);
+    run(m, k, n, A::Rows(a, lda), b, ldb, c, ldc, &mut scratch[..need]);
+}
+
+/// The blocked product with the best kernel this CPU has. `scratch`: A's packing space (for
+/// [`A::Rows`]) followed by one B panel (`min(k, KC) · NR`).
+#[allow(clippy::too_many_arguments)]
+fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    let split = scratch.len() - k.min(KC) * NR;
+    let (apack, bpack) = scratch.split_at_mut(split);
     #[cfg(target_arch = "x86_64")]
     if has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA; the asserts above bound every access.
-        unsafe { driver_avx2(m, k, n, a, lda, b, ldb, c, ldc, apack, bpack) };
+        // SAFETY: the CPU has AVX2 and FMA; the callers' asserts bound every access.
+        unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
         return;
     }
-    driver(m, k, n, a, lda, b, ldb, c, ldc, apack, bpack, kernel_portable);
+    driver(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable);
 }
 
 /// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
@@ -70,8 +165,8 @@ pub fn sgemm_packed(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f3
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
-    driver(m, k, n, a, lda, b, ldb, c, ldc, apack, bpack, |kc, a, b, c, ldc, load| {
+unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
+    driver(m, k, n, a, b, ldb, c, ldc, apack, bpack, |kc, a, b, c, ldc, load| {
         // SAFETY: this closure runs inside a function compiled for (and only called on) AVX2+FMA.
         unsafe { kernel_avx2(kc, a, b, c, ldc, load) }
     });
@@ -83,7 +178,8 @@ unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[
 /// holds kc·MR, `b` kc·NR, and `c` spans `(MR - 1)·ldc + NR` elements.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn driver(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool)) {
+fn driver(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool)) {
+    let mp = m.div_ceil(MR) * MR;
     let mut k0 = 0;
     while k0 < k {
         let kc = (k - k0).min(KC);
@@ -91,7 +187,13 @@ fn driver(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: u
         while m0 < m {
             let mc = (m - m0).min(MC);
             let panels = mc.div_ceil(MR);
-            pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
+            let apack: &[f32] = match a {
+                A::Packed(ap) => &ap[k0 * mp + m0 * kc..k0 * mp + (m0 + panels * MR) * kc],
+                A::Rows(a, lda) => {
+                    pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
+                    &apack[..panels * MR * kc]
+                }
+            };
             let mut j0 = 0;
             while j0 < n {
                 let nc = (n - j0).min(NR);
@@ -126,19 +228,22 @@ fn driver(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: u
 }
 
 /// Rows `0..mc` and columns `0..kc` of `a` (row stride `lda`) into panels of MR rows, each
-/// k-major (`panel[p·MR + i]`), rows past `mc` zero.
+/// k-major (`panel[p·MR + i]`), rows past `mc` zero. Written in order, reading MR rows side
+/// by side.
 fn pack_a(a: &[f32], lda: usize, mc: usize, kc: usize, out: &mut [f32]) {
     for (pi, panel) in out.chunks_exact_mut(MR * kc).enumerate() {
-        for i in 0..MR {
-            let r = pi * MR + i;
-            if r < mc {
-                let row = &a[r * lda..r * lda + kc];
-                for (p, &v) in row.iter().enumerate() {
-                    panel[p * MR + i] = v;
+        let r0 = pi * MR;
+        if r0 + MR <= mc {
+            let rows: [&[f32]; MR] = core::array::from_fn(|i| &a[(r0 + i) * lda..(r0 + i) * lda + kc]);
+            for (p, dst) in panel.chunks_exact_mut(MR).enumerate() {
+                for i in 0..MR {
+                    dst[i] = rows[i][p];
                 }
-            } else {
-                for p in 0..kc {
-                    panel[p * MR + i] = 0.0;
+            }
+        } else {
+            for (p, dst) in panel.chunks_exact_mut(MR).enumerate() {
+                for (i, d) in dst.iter_mut().enumerate() {
+                    *d = if r0 + i < mc { a[(r0 + i) * lda + p] } else { 0.0 };
                 }
             }
         }
@@ -147,9 +252,19 @@ fn pack_a(a: &[f32], lda: usize, mc: usize, kc: usize, out: &mut [f32]) {
 
 /// Rows `0..kc`, columns `0..nc` of `b` (row stride `ldb`) as `kc × NR`, columns past `nc` zero.
 fn pack_b(b: &[f32], ldb: usize, kc: usize, nc: usize, out: &mut [f32]) {
+    if nc == NR {
+        // Fixed-size copies: two vector moves per row rather than a memcpy call.
+        for (p, dst) in out.chunks_exact_mut(NR).enumerate().take(kc) {
+            let src: &[f32; NR] = b[p * ldb..p * ldb + NR].try_into().unwrap();
+            let dst: &mut [f32; NR] = dst.try_into().unwrap();
+            *dst = *src;
+        }
+        return;
+    }
     for (p, dst) in out.chunks_exact_mut(NR).enumerate().take(kc) {
-        dst[..nc].copy_from_slice(&b[p * ldb..p * ldb + nc]);
-        dst[nc..].fill(0.0);
+        for j in 0..NR {
+            dst[j] = if j < nc { b[p * ldb + j] } else { 0.0 };
+        }
     }
 }
 
@@ -294,6 +409,22 @@ mod tests {
             sgemm_packed(m, k, c1 - c0, &a, k, &b[c0..], n, &mut parts[c0..], n, &mut scratch);
         }
         assert!(whole.iter().zip(&parts).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+
+    /// Packing ahead of time gives the bits of packing per call, with and without the pool.
+    #[test]
+    fn prepacked_gives_the_bits_of_runtime_packing() {
+        for &(m, k, n) in &[(7, 5, 9), (130, 300, 40), (250, 513, 70), (6, 1, 16)] {
+            let a = rnd(m * k, 7);
+            let b = rnd(k * n, 8);
+            let mut want = vec![0f32; m * n];
+            sgemm_packed(m, k, n, &a, k, &b, n, &mut want, n, &mut vec![0f32; scratch_len(m, k)]);
+            let mut ap = vec![f32::NAN; packed_len(m, k)];
+            pack_weights(m, k, &a, k, &mut ap);
+            let mut c = vec![f32::NAN; m * n];
+            sgemm_prepacked(m, k, n, &ap, &b, n, &mut c, n, &mut vec![0f32; prepacked_scratch_len(k)]);
+            assert!(want.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}");
+        }
     }
 
     /// The portable kernel agrees with the dispatched one up to FMA rounding.

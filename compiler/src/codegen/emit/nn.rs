@@ -6,7 +6,7 @@ use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom::resolve;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind};
-use burnc_runtime::kernels::conv::{conv_scratch_len, ConvDims};
+use burnc_runtime::kernels::conv::{conv_scratch_len, takes_prepacked, ConvDims};
 use burnc_runtime::kernels::window::Window3;
 
 fn fixed(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
@@ -23,6 +23,26 @@ fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
     }
     let win = resolve(window, &w[2..], &x[2..]).ok()?;
     Some((ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group }, win, d))
+}
+
+/// The geometry of a convolution whose weights the weights blob stores packed for the GEMM
+/// (`conv_fused_prepacked`): f32, weights known at compile time (a parameter or constant),
+/// computed as GEMMs (not the direct depthwise loop).
+pub(crate) fn prepacked_conv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)> {
+    let (d, win, dt) = conv_geometry(g, n)?;
+    let w = n.inputs.get(1).copied().flatten()?;
+    let is_weight = matches!(g.value(w).kind, crate::ir::ValueKind::Param(_) | crate::ir::ValueKind::Const(_));
+    let w_f32 = g.tensor_type(w).map(|t| t.dtype) == Some(DType::F32);
+    (dt == DType::F32 && w_f32 && is_weight && takes_prepacked(&d)).then_some((d, win))
+}
+
+/// The packed weights of a convolution the weights blob stores packed (see
+/// [`prepacked_conv`]), as an expression of type `&[f32]`; `None` when it stores them plain.
+fn prepacked_weights(cx: &Ctx, n: &Node, d: &ConvDims, win: &Window3) -> Result<Option<String>, CodegenError> {
+    let w = cx.input(n, 1)?;
+    let Some(&off) = cx.weights.borrow().packed.get(&w) else { return Ok(None) };
+    let len = burnc_runtime::kernels::conv::conv_packed_len(d, win);
+    Ok(Some(format!("unsafe {{ rt::arena::weights::<f32>(w, {off}, {len}) }}")))
 }
 
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
@@ -123,6 +143,21 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 Some(b) => format!("Some({})", cx.read(n, b)?),
                 None => "None".into(),
             };
+            if let Some(wp) = prepacked_weights(cx, n, &d, &win)? {
+                return Ok(Some(format!(
+                    "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
+                     let win = {};\n\
+                     let ep = rt::kernels::conv::Epilogue::bias({bias});\n\
+                     rt::kernels::conv::conv_fused_prepacked({}, {wp}, {}, &d, &win, {}, &ep);",
+                    d.batch,
+                    d.c_in,
+                    d.c_out,
+                    window_lit(&win),
+                    cx.read(n, cx.input(n, 0)?)?,
+                    cx.write(n, out)?,
+                    cx.scratch(n, id, t, col_len)?
+                )));
+            }
             Ok(Some(format!(
                 "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
                  let win = {};\n\
@@ -149,11 +184,16 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                     None => "None".into(),
                 })
             };
+            let (call, w) = match prepacked_weights(cx, n, &d, &win)? {
+                Some(wp) => ("conv_fused_prepacked".to_string(), wp),
+                None => ("conv_fused".to_string(), cx.read(n, cx.input(n, 1)?)?),
+            };
+            let mm = if call == "conv_fused" { format!(", &{gemm_impl}") } else { String::new() };
             Ok(Some(format!(
                 "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
                  let win = {};\n\
                  let ep = rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }};\n\
-                 rt::kernels::conv::conv_fused({}, {}, {}, &d, &win, {}, &{gemm_impl}, &ep);",
+                 rt::kernels::conv::{call}({}, {w}, {}, &d, &win, {}{mm}, &ep);",
                 d.batch,
                 d.c_in,
                 d.c_out,
@@ -164,7 +204,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 opt(3)?,
                 act_lit(*act),
                 cx.read(n, cx.input(n, 0)?)?,
-                cx.read(n, cx.input(n, 1)?)?,
                 cx.write(n, out)?,
                 cx.scratch(n, id, t, col_len)?
             )))
