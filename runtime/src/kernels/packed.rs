@@ -24,6 +24,9 @@ pub const NR: usize = 16;
 pub const KC: usize = 256;
 /// Rows per block of packed A (a multiple of MR): MC·KC·4 bytes = 120 KiB.
 pub const MC: usize = 120;
+/// Rows per block when A was packed ahead of time (a multiple of MR; any value gives the same
+/// sums: the packed layout is the same panels in order whatever the blocking).
+const MC_PREPACKED: usize = 480;
 
 /// Scratch (f32 elements) [`sgemm_packed`] needs for an m×k A: one packed A block and one
 /// packed B panel.
@@ -155,7 +158,7 @@ fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f
         unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
         return;
     }
-    driver(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable);
+    driver(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable);
 }
 
 /// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
@@ -166,26 +169,59 @@ fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
-    driver(m, k, n, a, b, ldb, c, ldc, apack, bpack, |kc, a, b, c, ldc, load| {
-        // SAFETY: this closure runs inside a function compiled for (and only called on) AVX2+FMA.
-        unsafe { kernel_avx2(kc, a, b, c, ldc, load) }
-    });
+    driver(
+        m,
+        k,
+        n,
+        a,
+        b,
+        ldb,
+        c,
+        ldc,
+        apack,
+        bpack,
+        // SAFETY (both closures): they run inside a function compiled for, and only called
+        // on, CPUs with AVX2 and FMA.
+        |kc, a, b, c, ldc, load| unsafe { kernel_avx2(kc, a, b, c, ldc, load) },
+        |kc, a, b, c, ldc, load| unsafe { kernel_avx2_narrow(kc, a, b, c, ldc, load) },
+    );
 }
 
 /// The blocked loops around `kernel(kc, a, b, c, ldc, load)`, a micro-kernel computing
 /// `C[i, j] (+)= Σ_p a[p·MR + i] · b[p·NR + j]` for the full MR×NR tile at `c` (rows `ldc`
 /// apart), continuing the sums in C when `load`, else from zero. The kernel's contract: `a`
-/// holds kc·MR, `b` kc·NR, and `c` spans `(MR - 1)·ldc + NR` elements.
+/// holds kc·MR, `b` kc·NR, and `c` spans `(MR - 1)·ldc + NR` elements. `narrow` computes
+/// (at least) the first NR/2 columns of the tile, for edge panels that have no more (N = 49:
+/// three full panels and one column).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn driver(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool)) {
+fn driver(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: A<'_>,
+    b: &[f32],
+    ldb: usize,
+    c: &mut [f32],
+    ldc: usize,
+    apack: &mut [f32],
+    bpack: &mut [f32],
+    kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
+    narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
+) {
     let mp = m.div_ceil(MR) * MR;
+    // Row blocks: MC when A is packed here (the block must stay in L2 while B's panels go by);
+    // prepacked A needs no packing space, so bigger blocks repack each B panel fewer times.
+    let mblock = match a {
+        A::Packed(_) => MC_PREPACKED,
+        A::Rows(..) => MC,
+    };
     let mut k0 = 0;
     while k0 < k {
         let kc = (k - k0).min(KC);
         let mut m0 = 0;
         while m0 < m {
-            let mc = (m - m0).min(MC);
+            let mc = (m - m0).min(mblock);
             let panels = mc.div_ceil(MR);
             let apack: &[f32] = match a {
                 A::Packed(ap) => &ap[k0 * mp + m0 * kc..k0 * mp + (m0 + panels * MR) * kc],
@@ -213,7 +249,11 @@ fn driver(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut
                                 t[i * NR..i * NR + nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
                             }
                         }
-                        kernel(kc, ap, bpack, &mut t, NR, k0 > 0);
+                        if nc <= NR / 2 {
+                            narrow(kc, ap, bpack, &mut t, NR, k0 > 0);
+                        } else {
+                            kernel(kc, ap, bpack, &mut t, NR, k0 > 0);
+                        }
                         for i in 0..mr {
                             c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i * NR..i * NR + nc]);
                         }
@@ -221,7 +261,7 @@ fn driver(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut
                 }
                 j0 += NR;
             }
-            m0 += MC;
+            m0 += mblock;
         }
         k0 += KC;
     }
@@ -348,6 +388,37 @@ unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize
     for i in 0..MR {
         _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
         _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
+    }
+}
+
+/// [`kernel_avx2`] for the first NR/2 columns only (6 accumulators): edge panels.
+///
+/// # Safety
+/// As [`kernel_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn kernel_avx2_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    use core::arch::x86_64::*;
+    assert!(a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR / 2);
+    let cp = c.as_mut_ptr();
+    let mut acc = [_mm256_setzero_ps(); MR];
+    if load {
+        for i in 0..MR {
+            acc[i] = _mm256_loadu_ps(cp.add(i * ldc));
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let b0 = _mm256_loadu_ps(bp);
+        for i in 0..MR {
+            acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(i)), b0, acc[i]);
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR);
+    }
+    for i in 0..MR {
+        _mm256_storeu_ps(cp.add(i * ldc), acc[i]);
     }
 }
 
