@@ -172,7 +172,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
         }
         return;
     }
-    conv_gemms(x, y, d, win, col, ep, |g, n, b, ldb, c, ldc, pack| {
+    conv_gemms(x, y, d, win, col, packed::scratch_len(mg, kdim), ep, |g, n, b, ldb, c, ldc, pack| {
         let wg = &w[g * mg * kdim..(g + 1) * mg * kdim];
         mm.mm_rows(mg, kdim, n, wg, kdim, b, ldb, c, ldc, pack)
     });
@@ -185,9 +185,25 @@ pub fn conv_packed_len(d: &ConvDims, win: &Window3) -> usize {
 }
 
 /// Whether generated code calls [`conv_fused_prepacked`] for this convolution (f32 weights
-/// known at compile time): every convolution that runs as GEMMs.
+/// known at compile time): convolutions that run as GEMMs, with enough output channels per
+/// group that padding them to whole panels of [`packed::MR`] rows grows the weights by at
+/// most 1/8 (a 2-channel conv would store 6 rows; firmware feels that, and packing so small
+/// a matrix on every call costs next to nothing).
 pub fn takes_prepacked(d: &ConvDims) -> bool {
-    !is_direct_depthwise(d) && d.group > 0
+    let mg = d.c_out / d.group.max(1);
+    !is_direct_depthwise(d) && d.group > 0 && mg > 0 && mg.div_ceil(packed::MR) * packed::MR * 8 <= mg * 9
+}
+
+/// Scratch elements [`conv_fused_prepacked`] needs: one packed B panel and, unless pointwise,
+/// the im2col tile (no space to pack the weights, unlike [`conv_scratch_len`]).
+pub fn conv_prepacked_scratch_len(d: &ConvDims, w: &Window3) -> usize {
+    let cg = d.c_in / d.group.max(1);
+    let pack = packed::prepacked_scratch_len(cg * w.kernel_size());
+    if w.is_pointwise() {
+        pack
+    } else {
+        pack + cg * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
+    }
 }
 
 /// Pack f32 convolution weights `[c_out, c_in/group, kernel…]` for [`conv_fused_prepacked`]:
@@ -212,7 +228,7 @@ pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, 
     let kdim = cg * win.kernel_size();
     let len = packed::packed_len(mg, kdim);
     assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
-    conv_gemms(x, y, d, win, col, ep, |g, n, b, ldb, c, ldc, pack| {
+    conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, |g, n, b, ldb, c, ldc, pack| {
         packed::sgemm_prepacked(mg, kdim, n, &wp[g * len..(g + 1) * len], b, ldb, c, ldc, pack)
     });
 }
@@ -220,7 +236,7 @@ pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, 
 /// The GEMM convolution's loops: per batch item and group, `y[:, cols] = W_g @ B(cols)` by
 /// `gemm(g, cols, B, ldb, C, ldc, pack)`, where B is the input itself (pointwise, in column
 /// chunks) or an im2col tile, then the epilogue on the columns just computed. `col` starts with
-/// the GEMM's packing space ([`packed::scratch_len`]).
+/// `pack_len` elements of the GEMM's packing space.
 #[allow(clippy::too_many_arguments)]
 fn conv_gemms<T: Elem>(
     x: &[T],
@@ -228,13 +244,14 @@ fn conv_gemms<T: Elem>(
     d: &ConvDims,
     win: &Window3,
     col: &mut [T],
+    pack_len: usize,
     ep: &Epilogue<'_, T>,
     mut gemm: impl FnMut(usize, usize, &[T], usize, &mut [T], usize, &mut [T]),
 ) {
     let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
     let (is, os) = (win.in_size(), win.out_size());
     let kdim = cg * win.kernel_size();
-    let (pack, col) = col.split_at_mut(packed::scratch_len(mg, kdim));
+    let (pack, col) = col.split_at_mut(pack_len);
     for n in 0..d.batch {
         for g in 0..d.group {
             let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
@@ -745,6 +762,11 @@ mod tests {
         assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win), packed::scratch_len(4, 18) + 2 * 9 * 64);
         let pw = Window3::new(&[8, 8], &[8, 8], &[1, 1], &[1, 1], &[1, 1], &[0, 0], &[0, 0]).unwrap();
         assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }, &pw), packed::scratch_len(8, 4));
+        // Weights stored packed only where padding to whole panels costs at most 1/8.
+        assert!(takes_prepacked(&ConvDims { batch: 1, c_in: 4, c_out: 16, group: 1 }));
+        assert!(!takes_prepacked(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }));
+        assert!(!takes_prepacked(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 4 }));
+        assert_eq!(conv_prepacked_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 16, group: 1 }, &pw), 4 * packed::NR);
     }
 
     /// Weights packed ahead of time give the bits of packing on every call, over pointwise
@@ -754,10 +776,10 @@ mod tests {
         let cases = [
             // batch, c_in, c_out, group, h, w, kh, kw, s, dil, pb, pe
             (1, 16, 64, 1, 40, 40, 1, 1, 1, 1, 0, 0),
-            (2, 12, 9, 3, 9, 11, 1, 1, 1, 1, 0, 0),
-            (1, 16, 4, 1, 64, 70, 3, 3, 1, 1, 1, 1),
-            (1, 300, 13, 1, 7, 7, 3, 3, 1, 1, 1, 1),
-            (1, 8, 20, 4, 12, 10, 3, 3, 2, 1, 1, 1),
+            (2, 12, 36, 3, 9, 11, 1, 1, 1, 1, 0, 0),
+            (1, 16, 16, 1, 64, 70, 3, 3, 1, 1, 1, 1),
+            (1, 300, 17, 1, 7, 7, 3, 3, 1, 1, 1, 1),
+            (1, 8, 24, 4, 12, 10, 3, 3, 2, 1, 1, 1),
         ];
         for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
             let d = ConvDims { batch, c_in, c_out, group };
@@ -773,7 +795,7 @@ mod tests {
             let mut wp = vec![f32::NAN; conv_packed_len(&d, &win)];
             pack_conv_weights(&d, &win, &w, &mut wp);
             let mut y = vec![f32::NAN; want.len()];
-            conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_scratch_len(&d, &win)], &ep);
+            conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep);
             assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}");
         }
     }
