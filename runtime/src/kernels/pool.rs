@@ -172,6 +172,47 @@ fn strided<D, T: Copy>(dst: &mut [D], src: &[T], sw: usize, f: impl Fn(&mut D, T
     }
 }
 
+/// Output columns per register block of [`max_pool_2d`].
+const MAX_BLOCK: usize = 8;
+/// Kernel rows up to which [`max_pool_2d`] uses register blocks.
+const MAX_ROWS: usize = 8;
+
+/// Register blocks of [`max_pool_2d`] at column stride S (a constant, so each block's loads
+/// are plain or shuffled vectors): `dst[j]` is the max over the taps (rows at offsets `rows`,
+/// kernel columns `0..kw_n` spaced `dw`) of the input at `x0 + j·S`, first tap first.
+fn max_blocks<T: Elem, const S: usize>(xp: &[T], rows: &[usize], x0: usize, kw_n: usize, dw: usize, dst: &mut [T]) {
+    for (b, out) in dst.chunks_exact_mut(MAX_BLOCK).enumerate() {
+        let x0 = x0 + b * MAX_BLOCK * S;
+        let mut acc = block::<T, S>(&xp[rows[0] + x0..]);
+        for (r, &rs) in rows.iter().enumerate() {
+            for kw in (r == 0) as usize..kw_n {
+                let v = block::<T, S>(&xp[rs + x0 + kw * dw..]);
+                for l in 0..MAX_BLOCK {
+                    acc[l] = if v[l] > acc[l] { v[l] } else { acc[l] };
+                }
+            }
+        }
+        out.copy_from_slice(&acc);
+    }
+}
+
+/// `[src[0], src[S], …, src[(MAX_BLOCK - 1)·S]]` through one fixed-size view (no bounds check
+/// per element; stride 2 becomes loads and shuffles).
+#[inline(always)]
+fn block<T: Elem, const S: usize>(src: &[T]) -> [T; MAX_BLOCK] {
+    let mut v = [T::zero(); MAX_BLOCK];
+    if S == 1 {
+        let s: &[T; MAX_BLOCK] = src[..MAX_BLOCK].try_into().unwrap();
+        v = *s;
+    } else {
+        let s: &[T; 2 * MAX_BLOCK - 1] = src[..2 * MAX_BLOCK - 1].try_into().unwrap();
+        for l in 0..MAX_BLOCK {
+            v[l] = s[2 * l];
+        }
+    }
+    v
+}
+
 /// [`max_pool`] of one 2-D plane without indices: per output row, tap by tap over the interior
 /// columns (a vectorizable compare-select), the edge columns position by position. Each output
 /// visits its taps in the same order as the generic loop (first in-range tap, then `v > best`),
@@ -181,17 +222,53 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
     let iw = win.input[2];
     let sw = win.strides[2];
     let (clo, chi) = interior_cols(win);
+    let [_, kh_n, kw_n] = win.kernel;
+    let dw = win.dilations[2];
+    // Interior columns in register blocks of MAX_BLOCK outputs (all taps per block, one store
+    // per output, as long as every block's reads stay inside the row), the rest tap by tap.
+    let span = (MAX_BLOCK - 1) * sw + 1;
+    let blocks = if (sw == 1 || sw == 2) && kh_n <= MAX_ROWS && chi > clo {
+        let last_ok = |c0: usize| tap_start(win, c0, kw_n - 1) + span <= iw;
+        let mut nb = (chi - clo) / MAX_BLOCK;
+        while nb > 0 && !last_ok(clo + (nb - 1) * MAX_BLOCK) {
+            nb -= 1;
+        }
+        nb
+    } else {
+        0
+    };
     for h in 0..oh {
         let out = &mut yp[h * ow..(h + 1) * ow];
+        let mut rows = [0usize; MAX_ROWS];
+        let mut nrows = 0;
+        if kh_n <= MAX_ROWS {
+            for zh in tap_rows(win, h) {
+                rows[nrows] = zh * iw;
+                nrows += 1;
+            }
+        }
+        // Start of the interior's tap-by-tap part.
+        let tlo = if nrows > 0 && blocks > 0 {
+            let x0 = tap_start(win, clo, 0);
+            let dst = &mut out[clo..clo + blocks * MAX_BLOCK];
+            if sw == 1 {
+                max_blocks::<T, 1>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+            } else {
+                max_blocks::<T, 2>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+            }
+            clo + blocks * MAX_BLOCK
+        } else {
+            clo
+        };
         let mut first = true;
         for zh in tap_rows(win, h) {
             let row = &xp[zh * iw..(zh + 1) * iw];
             for kw in 0..win.kernel[2] {
-                if clo == chi {
+                if tlo == chi {
                     break;
                 }
-                let src = &row[tap_start(win, clo, kw)..];
-                let dst = &mut out[clo..chi];
+                let src = &row[tap_start(win, tlo, kw)..];
+                let dst = &mut out[tlo..chi];
                 if first {
                     strided(dst, src, sw, |o, v| *o = v);
                 } else {
@@ -202,27 +279,40 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
         }
         if first {
             // No tap row in range (or no interior): as the generic loop, per position.
-            out[clo..chi].fill(T::lowest());
+            out[tlo..chi].fill(T::lowest());
         }
         for c in (0..clo).chain(chi..ow) {
+            // The kernel columns in range for this column, then plain reads.
+            let (klo, khi) = edge_taps(win, c);
             let mut best = T::lowest();
             let mut seen = false;
-            for zh in tap_rows(win, h) {
-                for kw in 0..win.kernel[2] {
-                    let zw = win.coord(2, c, kw);
-                    if zw < 0 || zw >= iw as isize {
-                        continue;
-                    }
-                    let v = xp[zh * iw + zw as usize];
+            let mut visit = |row: usize| {
+                for kw in klo..khi {
+                    let v = xp[row + win.coord(2, c, kw) as usize];
                     if !seen || v > best {
                         best = v;
                         seen = true;
                     }
                 }
+            };
+            if nrows > 0 {
+                rows[..nrows].iter().for_each(|&r| visit(r));
+            } else {
+                tap_rows(win, h).for_each(|zh| visit(zh * iw));
             }
             out[c] = best;
         }
     }
+}
+
+/// Kernel columns `klo..khi` whose input column for output column `c` is inside the row (the
+/// in-range taps of a column form one run, as the dilation spaces them evenly).
+fn edge_taps(win: &Window3, c: usize) -> (usize, usize) {
+    let iw = win.input[2] as isize;
+    let ok = |kw: usize| (0..iw).contains(&win.coord(2, c, kw));
+    let klo = (0..win.kernel[2]).find(|&kw| ok(kw)).unwrap_or(win.kernel[2]);
+    let khi = (klo..win.kernel[2]).find(|&kw| !ok(kw)).unwrap_or(win.kernel[2]);
+    (klo, khi)
 }
 
 /// Columns of the f64 accumulators [`avg_pool_2d`] keeps on the stack.
@@ -378,6 +468,11 @@ mod tests {
             (4, 4, [5, 5], 1, 1, 2, 2, false),
             (3, 20, [3, 7], 3, 1, 3, 3, false),
             (6, 6, [1, 1], 1, 1, 0, 0, false),
+            // wide rows: register blocks, strides 1 and 2, with and without padding
+            (5, 40, [3, 3], 1, 1, 1, 1, false),
+            (7, 57, [3, 3], 2, 1, 0, 0, true),
+            (4, 50, [2, 2], 2, 1, 0, 0, false),
+            (5, 45, [3, 3], 1, 2, 2, 2, false),
         ] {
             let oh = out_dim(ih, k[0], s, d, pb, pe, ceil);
             let ow = out_dim(iw, k[1], s, d, pb, pe, ceil);
