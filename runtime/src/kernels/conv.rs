@@ -653,6 +653,7 @@ mod tests {
             (1, 4, 8, 4, 9, 5, 1, 3, 2, 1, 1, 0),
             (2, 3, 5, 1, 5, 5, 1, 1, 1, 1, 0, 0),
             (1, 2, 3, 1, 10, 4, 4, 1, 3, 2, 2, 3),
+            (1, 3, 4, 1, 23, 29, 7, 7, 4, 1, 3, 3),
             // Large enough that the column buffer is tiled (checked below).
             (1, 16, 4, 1, 64, 70, 3, 3, 1, 1, 1, 1),
             (2, 8, 6, 2, 130, 90, 5, 5, 2, 1, 2, 2),
@@ -665,7 +666,7 @@ mod tests {
             let w = rnd(c_out * (c_in / group) * kh * kw, i as u32 + 100);
             let b = rnd(c_out, i as u32 + 200);
             let mut y = vec![0f32; batch * c_out * oh * ow];
-            if i >= 6 {
+            if i >= 7 {
                 assert!(conv_tile_rows(&d, &win) < oh, "case {i} should tile");
             }
             let mut col = vec![0f32; conv_scratch_len(&d, &win)];
