@@ -32,3 +32,23 @@ fn split_gemm_matches_serial() {
         }
     }
 }
+
+/// The prepacked convolution GEMM split over the pool's columns gives the bits of one thread
+/// (each column's sum is one chain over k either way).
+#[test]
+fn split_prepacked_gemm_keeps_the_bits() {
+    use burnc_runtime::kernels::packed::{pack_weights, packed_len, prepacked_scratch_len, sgemm_packed, scratch_len, sgemm_prepacked};
+    burnc_runtime::pool::set_threads(2);
+    for &(m, k, n) in &[(64, 300, 200), (130, 40, 1000), (7, 600, 400)] {
+        let a = values(m * k, 3);
+        let b = values(k * n, 4);
+        let mut want = vec![0f32; m * n];
+        // sgemm_packed never splits: the single-thread reference.
+        sgemm_packed(m, k, n, &a, k, &b, n, &mut want, n, &mut vec![0f32; scratch_len(m, k)]);
+        let mut ap = vec![0f32; packed_len(m, k)];
+        pack_weights(m, k, &a, k, &mut ap);
+        let mut got = vec![f32::NAN; m * n];
+        sgemm_prepacked(m, k, n, &ap, &b, n, &mut got, n, &mut vec![0f32; prepacked_scratch_len(k)]);
+        assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{m}x{k}x{n}");
+    }
+}

@@ -7,6 +7,9 @@ pub const ALIGN: usize = 64;
 
 pub struct WeightsLayout {
     pub offsets: HashMap<ValueId, usize>,
+    /// f32 convolution weights stored packed for the GEMM (`conv_fused_prepacked`), at these
+    /// offsets; a value is in `offsets` too only when some other reader needs it plain.
+    pub packed: HashMap<ValueId, usize>,
     pub blob: Vec<u8>,
 }
 
@@ -20,13 +23,29 @@ pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
 /// weights file); parameters named in `shared` are already in the blob at that offset.
 pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], shared: &HashMap<String, usize>) -> WeightsLayout {
     let mut offsets = HashMap::new();
+    let mut packed = HashMap::new();
     for &nid in order {
-        for v in g.node(nid).inputs.iter().flatten() {
-            if offsets.contains_key(v) {
+        let node = g.node(nid);
+        for (i, v) in node.inputs.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let pre = if i == 1 { super::emit::prepacked_conv(g, node) } else { None };
+            if (pre.is_some() && packed.contains_key(v)) || (pre.is_none() && offsets.contains_key(v)) {
                 continue;
             }
             if let (ValueKind::Param(_), Some(&off)) = (&g.value(*v).kind, shared.get(&g.value(*v).name)) {
                 offsets.insert(*v, off);
+                continue;
+            }
+            // Convolution weights in the GEMM's packed layout, packed here once instead of on
+            // every call (a weight shared with a plain reader is stored both ways).
+            if let (Some((d, win)), Some(bytes)) = (pre, value_bytes(&g.value(*v).kind)) {
+                let w: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                let mut wp = vec![0f32; burnc_runtime::kernels::conv::conv_packed_len(&d, &win)];
+                burnc_runtime::kernels::conv::pack_conv_weights(&d, &win, &w, &mut wp);
+                let off = blob.len().div_ceil(ALIGN) * ALIGN;
+                blob.resize(off, 0);
+                blob.extend(wp.iter().flat_map(|x| x.to_le_bytes()));
+                packed.insert(*v, off);
                 continue;
             }
             let Some(bytes) = value_bytes(&g.value(*v).kind) else { continue };
@@ -38,7 +57,7 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
     }
     let end = blob.len().div_ceil(ALIGN) * ALIGN;
     blob.resize(end.max(ALIGN), 0);
-    WeightsLayout { offsets, blob }
+    WeightsLayout { offsets, packed, blob }
 }
 
 /// The bytes generated code reads for a weight (`None` for values that are not weights).

@@ -2,6 +2,7 @@
 //! The GEMM is passed in, so f32/f64 use the packed SIMD kernels and other types the generic
 //! loop; [`conv_f32`]/[`conv_f64`] and the `*_transpose_*` helpers wire the usual choices.
 use super::gemm::{self, Layout};
+use super::packed;
 use super::im2col::{col2im, im2col_rows};
 use super::window::Window3;
 use crate::elem::Elem;
@@ -19,6 +20,13 @@ pub struct ConvDims {
 pub trait MatMul<T> {
     #[allow(clippy::too_many_arguments)]
     fn mm(&self, m: usize, k: usize, n: usize, a: &[T], la: Layout, b: &[T], lb: Layout, c: &mut [T], ldc: usize);
+    /// [`MatMul::mm`] with row-major A and B (row strides `lda`, `ldb`) and packing space
+    /// (at least [`packed::scratch_len`]`(m, k)` elements) from the convolution's scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn mm_rows(&self, m: usize, k: usize, n: usize, a: &[T], lda: usize, b: &[T], ldb: usize, c: &mut [T], ldc: usize, scratch: &mut [T]) {
+        let _ = scratch;
+        self.mm(m, k, n, a, Layout::row_major(lda), b, Layout::row_major(ldb), c, ldc);
+    }
 }
 
 /// Packed f32 GEMM.
@@ -26,6 +34,15 @@ pub struct Sgemm;
 impl MatMul<f32> for Sgemm {
     fn mm(&self, m: usize, k: usize, n: usize, a: &[f32], la: Layout, b: &[f32], lb: Layout, c: &mut [f32], ldc: usize) {
         gemm::sgemm(m, k, n, 1.0, a, la, b, lb, 0.0, c, Layout::row_major(ldc));
+    }
+    /// burnc's own packed kernel ([`packed::sgemm_packed`]); large products go to the
+    /// threaded [`gemm::sgemm`] when the pool has more than one thread.
+    fn mm_rows(&self, m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+        #[cfg(feature = "std")]
+        if gemm::would_split(m, k, n) {
+            return self.mm(m, k, n, a, Layout::row_major(lda), b, Layout::row_major(ldb), c, ldc);
+        }
+        packed::sgemm_packed(m, k, n, a, lda, b, ldb, c, ldc, scratch);
     }
 }
 /// Packed f64 GEMM.
@@ -70,12 +87,19 @@ pub fn is_direct_depthwise(d: &ConvDims) -> bool {
     d.group > 0 && d.c_in == d.group && d.c_out <= 2 * d.group
 }
 
-/// Scratch elements [`conv`] needs (0 for pointwise and direct depthwise convolutions).
+/// Scratch elements [`conv`] needs: for direct 2-D depthwise convolutions one zero-padded
+/// input plane and a run buffer (none for 3-D ones); otherwise the GEMM's packing space
+/// ([`packed::scratch_len`]) and, unless pointwise, the im2col tile after it.
 pub fn conv_scratch_len(d: &ConvDims, w: &Window3) -> usize {
-    if w.is_pointwise() || is_direct_depthwise(d) {
-        0
+    if is_direct_depthwise(d) {
+        return PaddedPlane::of(w).map_or(0, |p| p.len());
+    }
+    let (cg, mg) = (d.c_in / d.group.max(1), d.c_out / d.group.max(1));
+    let pack = packed::scratch_len(mg, cg * w.kernel_size());
+    if w.is_pointwise() {
+        pack
     } else {
-        (d.c_in / d.group) * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
+        pack + cg * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
     }
 }
 
@@ -139,16 +163,98 @@ pub fn conv<T: Elem>(x: &[T], w: &[T], bias: Option<&[T]>, y: &mut [T], d: &Conv
 #[allow(clippy::too_many_arguments)]
 pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, col: &mut [T], mm: &impl MatMul<T>, ep: &Epilogue<'_, T>) {
     let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
-    let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
+    let ks = win.kernel_size();
     let kdim = cg * ks;
     if is_direct_depthwise(d) {
-        depthwise(x, w, y, d, win, ep);
+        match PaddedPlane::of(win) {
+            Some(pp) => depthwise_2d(x, w, y, d, win, &pp, &mut col[..pp.len()], ep),
+            None => depthwise(x, w, y, d, win, ep),
+        }
         return;
     }
+    conv_gemms(x, y, d, win, col, packed::scratch_len(mg, kdim), ep, |g, n, b, ldb, c, ldc, pack| {
+        let wg = &w[g * mg * kdim..(g + 1) * mg * kdim];
+        mm.mm_rows(mg, kdim, n, wg, kdim, b, ldb, c, ldc, pack)
+    });
+}
+
+/// Elements of a convolution's f32 weights packed ahead of time ([`pack_conv_weights`]).
+pub fn conv_packed_len(d: &ConvDims, win: &Window3) -> usize {
+    let (cg, mg) = (d.c_in / d.group.max(1), d.c_out / d.group.max(1));
+    d.group * packed::packed_len(mg, cg * win.kernel_size())
+}
+
+/// Whether generated code calls [`conv_fused_prepacked`] for this convolution (f32 weights
+/// known at compile time): convolutions that run as GEMMs, with enough output channels per
+/// group that padding them to whole panels of [`packed::MR`] rows grows the weights by at
+/// most 1/8 (a 2-channel conv would store 6 rows; firmware feels that, and packing so small
+/// a matrix on every call costs next to nothing).
+pub fn takes_prepacked(d: &ConvDims) -> bool {
+    let mg = d.c_out / d.group.max(1);
+    !is_direct_depthwise(d) && d.group > 0 && mg > 0 && mg.div_ceil(packed::MR) * packed::MR * 8 <= mg * 9
+}
+
+/// Scratch elements [`conv_fused_prepacked`] needs: one packed B panel and, unless pointwise,
+/// the im2col tile (no space to pack the weights, unlike [`conv_scratch_len`]).
+pub fn conv_prepacked_scratch_len(d: &ConvDims, w: &Window3) -> usize {
+    let cg = d.c_in / d.group.max(1);
+    let pack = packed::prepacked_scratch_len(cg * w.kernel_size());
+    if w.is_pointwise() {
+        pack
+    } else {
+        pack + cg * w.kernel_size() * conv_tile_rows(d, w) * w.output[2]
+    }
+}
+
+/// Pack f32 convolution weights `[c_out, c_in/group, kernel…]` for [`conv_fused_prepacked`]:
+/// each group's `mg × kdim` matrix by [`packed::pack_weights`], one after the other.
+pub fn pack_conv_weights(d: &ConvDims, win: &Window3, w: &[f32], out: &mut [f32]) {
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let kdim = cg * win.kernel_size();
+    let len = packed::packed_len(mg, kdim);
+    for g in 0..d.group {
+        packed::pack_weights(mg, kdim, &w[g * mg * kdim..(g + 1) * mg * kdim], kdim, &mut out[g * len..(g + 1) * len]);
+    }
+}
+
+/// [`conv_fused`] in f32 with weights packed ahead of time by [`pack_conv_weights`] (`wp`),
+/// for convolutions that run as GEMMs ([`takes_prepacked`]): the packing that [`conv_fused`]
+/// does on every call is done once, by the compiler; the sums and their order, and so the
+/// bits, are the same (single-threaded).
+#[allow(clippy::too_many_arguments)]
+pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win: &Window3, col: &mut [f32], ep: &Epilogue<'_, f32>) {
+    assert!(takes_prepacked(d), "conv_fused_prepacked: a depthwise convolution");
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let kdim = cg * win.kernel_size();
+    let len = packed::packed_len(mg, kdim);
+    assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
+    conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, |g, n, b, ldb, c, ldc, pack| {
+        packed::sgemm_prepacked(mg, kdim, n, &wp[g * len..(g + 1) * len], b, ldb, c, ldc, pack)
+    });
+}
+
+/// The GEMM convolution's loops: per batch item and group, `y[:, cols] = W_g @ B(cols)` by
+/// `gemm(g, cols, B, ldb, C, ldc, pack)`, where B is the input itself (pointwise, in column
+/// chunks) or an im2col tile, then the epilogue on the columns just computed. `col` starts with
+/// `pack_len` elements of the GEMM's packing space.
+#[allow(clippy::too_many_arguments)]
+fn conv_gemms<T: Elem>(
+    x: &[T],
+    y: &mut [T],
+    d: &ConvDims,
+    win: &Window3,
+    col: &mut [T],
+    pack_len: usize,
+    ep: &Epilogue<'_, T>,
+    mut gemm: impl FnMut(usize, usize, &[T], usize, &mut [T], usize, &mut [T]),
+) {
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let (is, os) = (win.in_size(), win.out_size());
+    let kdim = cg * win.kernel_size();
+    let (pack, col) = col.split_at_mut(pack_len);
     for n in 0..d.batch {
         for g in 0..d.group {
             let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
-            let wg = &w[g * mg * kdim..(g + 1) * mg * kdim];
             let ch0 = n * d.c_out + g * mg;
             let yg = &mut y[ch0 * os..(ch0 + mg) * os];
             if win.is_pointwise() {
@@ -156,7 +262,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
                 let mut c0 = 0;
                 while c0 < os {
                     let c1 = (c0 + chunk).min(os);
-                    mm.mm(mg, kdim, c1 - c0, wg, Layout::row_major(kdim), &xg[c0..], Layout::row_major(os), &mut yg[c0..], os);
+                    gemm(g, c1 - c0, &xg[c0..], os, &mut yg[c0..], os, pack);
                     apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, c0, c1);
                     c0 = c1;
                 }
@@ -171,7 +277,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
                 let cols = (r1 - r0) * ow;
                 let col = &mut col[..kdim * cols];
                 im2col_rows(xg, cg, win, r0, r1, col);
-                mm.mm(mg, kdim, cols, wg, Layout::row_major(kdim), col, Layout::row_major(cols), &mut yg[r0 * ow..], os);
+                gemm(g, cols, col, cols, &mut yg[r0 * ow..], os, pack);
                 apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, r0 * ow, r1 * ow);
                 r0 = r1;
             }
@@ -296,6 +402,153 @@ fn depthwise<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3
     }
 }
 
+/// Outputs one register block of [`depthwise_2d`] computes.
+const DW_BLOCK: usize = 8;
+
+/// Geometry of the zero-padded copy of one input plane that [`depthwise_2d`] reads: exactly
+/// the rows and columns the windows span (padding, cropping and ceil-mode ends resolved), so
+/// every tap of every output is a plain read, plus slack for the last register block.
+#[derive(Clone, Copy, Debug)]
+struct PaddedPlane {
+    rows: usize,
+    /// Row pitch of the plane.
+    cols: usize,
+    /// Stride 1 both ways: the whole output is one run over the plane with its pitch (the
+    /// `cols - ow` positions between rows are computed and dropped), so short rows do not cut
+    /// the register blocks short. Otherwise one run per output row, at stride 1 along it,
+    /// subsampled.
+    flat: bool,
+    /// Length of the run buffer (whole blocks).
+    run: usize,
+}
+
+impl PaddedPlane {
+    /// `None` for windows that use the depth dim (those take the generic loop).
+    fn of(win: &Window3) -> Option<PaddedPlane> {
+        if win.input[0] != 1 || win.output[0] != 1 || win.kernel[0] != 1 || win.pads_begin[0] != 0 || win.out_size() == 0 {
+            return None;
+        }
+        let [_, oh, ow] = win.output;
+        let span = |dim: usize, o: usize| (o - 1) * win.strides[dim] + (win.kernel[dim] - 1) * win.dilations[dim] + 1;
+        let (rows, cols) = (span(1, oh), span(2, ow));
+        let flat = win.strides[1] == 1 && win.strides[2] == 1;
+        let run = if flat { (oh - 1) * cols + ow } else { (ow - 1) * win.strides[2] + 1 };
+        Some(PaddedPlane { rows, cols, flat, run: run.div_ceil(DW_BLOCK) * DW_BLOCK })
+    }
+    /// Plane, slack for the last block's reads, then the run buffer.
+    fn len(&self) -> usize {
+        self.rows * self.cols + DW_BLOCK + self.run
+    }
+}
+
+/// `out[j] = Σ_t w[t] · plane[start + j + off(t)]` over the taps in (kh, kw) order, from zero,
+/// in register blocks of [`DW_BLOCK`] outputs, four blocks at a time so four independent
+/// chains of adds are in flight. `out.len()` is a multiple of the block.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn dw_run<T: Elem>(plane: &[T], start: usize, out: &mut [T], wm: &[T], kh_n: usize, kw_n: usize, row_step: usize, dw: usize) {
+    const B: usize = DW_BLOCK;
+    let mut blocks = out.chunks_exact_mut(4 * B);
+    let mut c0 = start;
+    for quad in &mut blocks {
+        let mut acc = [[T::zero(); B]; 4];
+        let mut k = 0;
+        for kh in 0..kh_n {
+            let rowp = c0 + kh * row_step;
+            for kw in 0..kw_n {
+                let wv = wm[k];
+                k += 1;
+                let src: &[T; 4 * B] = plane[rowp + kw * dw..rowp + kw * dw + 4 * B].try_into().unwrap();
+                for q in 0..4 {
+                    for l in 0..B {
+                        acc[q][l] = acc[q][l].add(wv.mul(src[q * B + l]));
+                    }
+                }
+            }
+        }
+        for q in 0..4 {
+            quad[q * B..(q + 1) * B].copy_from_slice(&acc[q]);
+        }
+        c0 += 4 * B;
+    }
+    for out in blocks.into_remainder().chunks_exact_mut(B) {
+        let mut acc = [T::zero(); B];
+        let mut k = 0;
+        for kh in 0..kh_n {
+            let rowp = c0 + kh * row_step;
+            for kw in 0..kw_n {
+                let wv = wm[k];
+                k += 1;
+                let src: &[T; B] = plane[rowp + kw * dw..rowp + kw * dw + B].try_into().unwrap();
+                for l in 0..B {
+                    acc[l] = acc[l].add(wv.mul(src[l]));
+                }
+            }
+        }
+        out.copy_from_slice(&acc);
+        c0 += B;
+    }
+}
+
+/// [`depthwise`] for 2-D windows: copy each input plane once into a zero-padded plane
+/// (`col`), then compute the outputs in register blocks, all taps per block (one store per
+/// output instead of one per tap): at stride 1 as one run over the whole plane, otherwise one
+/// run per output row at stride 1, of which every stride-th column is kept. Each output adds
+/// its taps in the same (kh, kw) order, from zero, as [`depthwise`]; the taps that fall into
+/// the padding add `w · 0`, which changes no finite sum.
+#[allow(clippy::too_many_arguments)]
+fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>) {
+    let mg = d.c_out / d.group;
+    let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
+    let ow = win.output[2];
+    let [_, ih, iw] = win.input;
+    let ([_, sh, sw], [_, dh, dw]) = (win.strides, win.dilations);
+    let [_, kh_n, kw_n] = win.kernel;
+    let (plane, run) = col.split_at_mut(pp.rows * pp.cols + DW_BLOCK);
+    let run = &mut run[..pp.run];
+    for n in 0..d.batch {
+        for m in 0..d.c_out {
+            if m % mg == 0 {
+                // The padded copy of input channel m / mg: rows and columns of the span that
+                // map outside the input are zero.
+                let xc = &x[(n * d.c_in + m / mg) * is..(n * d.c_in + m / mg + 1) * is];
+                plane.fill(T::zero());
+                let (pt, pl) = (win.pads_begin[1], win.pads_begin[2]);
+                // Columns c of the span with 0 <= c - pl < iw.
+                let c_lo = pl.max(0) as usize;
+                let c_hi = (iw as isize + pl).clamp(0, pp.cols as isize) as usize;
+                for r in 0..pp.rows {
+                    let zr = r as isize - pt;
+                    if zr < 0 || zr >= ih as isize || c_lo >= c_hi {
+                        continue;
+                    }
+                    let src = zr as usize * iw + (c_lo as isize - pl) as usize;
+                    plane[r * pp.cols + c_lo..r * pp.cols + c_hi].copy_from_slice(&xc[src..src + (c_hi - c_lo)]);
+                }
+            }
+            let wm = &w[m * ks..(m + 1) * ks];
+            let base = (n * d.c_out + m) * os;
+            let yp = &mut y[base..base + os];
+            let row_step = dh * pp.cols;
+            if pp.flat {
+                dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
+                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                    dst.copy_from_slice(&run[r * pp.cols..r * pp.cols + ow]);
+                }
+            } else {
+                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                    dw_run(plane, r * sh * pp.cols, run, wm, kh_n, kw_n, row_step, dw);
+                    dst.iter_mut().enumerate().for_each(|(j, o)| *o = run[j * sw]);
+                }
+            }
+            let res = ep.residual.map(|r| &r[base..base + os]);
+            if !ep.is_identity() {
+                channel_epilogue(yp, ep, m, res);
+            }
+        }
+    }
+}
+
 /// Scratch elements [`conv_transpose`] needs.
 pub fn conv_transpose_scratch_len(d: &ConvDims, w: &Window3) -> usize {
     (d.c_out / d.group) * w.kernel_size() * w.out_size()
@@ -400,6 +653,7 @@ mod tests {
             (1, 4, 8, 4, 9, 5, 1, 3, 2, 1, 1, 0),
             (2, 3, 5, 1, 5, 5, 1, 1, 1, 1, 0, 0),
             (1, 2, 3, 1, 10, 4, 4, 1, 3, 2, 2, 3),
+            (1, 3, 4, 1, 23, 29, 7, 7, 4, 1, 3, 3),
             // Large enough that the column buffer is tiled (checked below).
             (1, 16, 4, 1, 64, 70, 3, 3, 1, 1, 1, 1),
             (2, 8, 6, 2, 130, 90, 5, 5, 2, 1, 2, 2),
@@ -412,7 +666,7 @@ mod tests {
             let w = rnd(c_out * (c_in / group) * kh * kw, i as u32 + 100);
             let b = rnd(c_out, i as u32 + 200);
             let mut y = vec![0f32; batch * c_out * oh * ow];
-            if i >= 6 {
+            if i >= 7 {
                 assert!(conv_tile_rows(&d, &win) < oh, "case {i} should tile");
             }
             let mut col = vec![0f32; conv_scratch_len(&d, &win)];
@@ -491,20 +745,93 @@ mod tests {
         let x = rnd(c_in * h * wd, 1);
         let w = rnd(c_out * c_in, 2);
         let mut y = vec![0f32; c_out * h * wd];
-        conv(&x, &w, None, &mut y, &d, &win, &mut [], &Sgemm);
+        conv(&x, &w, None, &mut y, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm);
         let mut want = vec![0f32; y.len()];
         let os = h * wd;
-        Sgemm.mm(c_out, c_in, os, &w, Layout::row_major(c_in), &x, Layout::row_major(os), &mut want, os);
+        let mut pack = vec![0f32; packed::scratch_len(c_out, c_in)];
+        Sgemm.mm_rows(c_out, c_in, os, &w, c_in, &x, os, &mut want, os, &mut pack);
         assert!(POINTWISE_TILE_ELEMS / c_out < os, "should chunk");
         assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
     #[test]
-    fn depthwise_and_pointwise_need_no_scratch() {
+    fn scratch_sizes() {
         let win = Window3::new(&[8, 8], &[8, 8], &[3, 3], &[1, 1], &[1, 1], &[1, 1], &[1, 1]).unwrap();
-        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 4 }, &win), 0);
-        assert!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 12, group: 4 }, &win) > 0);
-        assert!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win) > 0);
+        // A 10×10 padded plane, 8 elements of slack, the run over it (7 · 10 + 8 = 78 → 80).
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 4 }, &win), 100 + 8 + 80);
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 12, group: 4 }, &win), packed::scratch_len(3, 9) + 9 * 64);
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 2 }, &win), packed::scratch_len(4, 18) + 2 * 9 * 64);
+        let pw = Window3::new(&[8, 8], &[8, 8], &[1, 1], &[1, 1], &[1, 1], &[0, 0], &[0, 0]).unwrap();
+        assert_eq!(conv_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }, &pw), packed::scratch_len(8, 4));
+        // Weights stored packed only where padding to whole panels costs at most 1/8.
+        assert!(takes_prepacked(&ConvDims { batch: 1, c_in: 4, c_out: 16, group: 1 }));
+        assert!(!takes_prepacked(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 1 }));
+        assert!(!takes_prepacked(&ConvDims { batch: 1, c_in: 4, c_out: 8, group: 4 }));
+        assert_eq!(conv_prepacked_scratch_len(&ConvDims { batch: 1, c_in: 4, c_out: 16, group: 1 }, &pw), 4 * packed::NR);
+    }
+
+    /// Weights packed ahead of time give the bits of packing on every call, over pointwise
+    /// (chunked), im2col (tiled) and grouped convolutions.
+    #[test]
+    fn prepacked_weights_give_the_same_bits() {
+        let cases = [
+            // batch, c_in, c_out, group, h, w, kh, kw, s, dil, pb, pe
+            (1, 16, 64, 1, 40, 40, 1, 1, 1, 1, 0, 0),
+            (2, 12, 36, 3, 9, 11, 1, 1, 1, 1, 0, 0),
+            (1, 16, 16, 1, 64, 70, 3, 3, 1, 1, 1, 1),
+            (1, 300, 17, 1, 7, 7, 3, 3, 1, 1, 1, 1),
+            (1, 8, 24, 4, 12, 10, 3, 3, 2, 1, 1, 1),
+        ];
+        for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
+            let d = ConvDims { batch, c_in, c_out, group };
+            let (oh, ow) = (out_dim(h, kh, s, dl, pb, pe), out_dim(wd, kw, s, dl, pb, pe));
+            let win = Window3::new(&[h, wd], &[oh, ow], &[kh, kw], &[s, s], &[dl, dl], &[pb, pb], &[pe, pe]).unwrap();
+            let x = rnd(batch * c_in * h * wd, i as u32 + 1);
+            let w = rnd(c_out * (c_in / group) * kh * kw, i as u32 + 100);
+            let b = rnd(c_out, i as u32 + 200);
+            let ep = Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: None, act: Act::Relu };
+            let mut want = vec![0f32; batch * c_out * oh * ow];
+            conv_fused(&x, &w, &mut want, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm, &ep);
+            assert!(takes_prepacked(&d));
+            let mut wp = vec![f32::NAN; conv_packed_len(&d, &win)];
+            pack_conv_weights(&d, &win, &w, &mut wp);
+            let mut y = vec![f32::NAN; want.len()];
+            conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep);
+            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}");
+        }
+    }
+
+    /// The padded-plane depthwise kernel adds each output's taps in the generic loop's order,
+    /// so with finite weights it gives the same bits, over strides, dilations, negative and
+    /// uneven pads, ceil-mode ends and channel multipliers (epilogue included).
+    #[test]
+    fn depthwise_2d_gives_the_bits_of_the_generic_loop() {
+        // c, multiplier, h, w, kh, kw, sh, sw, dh, dw, pads (top, left, bottom, right), oh, ow
+        let cases: [(usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [isize; 4], usize, usize); 7] = [
+            (3, 1, 14, 14, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 14, 14),
+            (2, 1, 15, 13, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 8, 7),
+            (2, 2, 9, 20, 5, 3, 1, 3, 2, 1, [2, 0, 2, 1], 5, 7),
+            (1, 1, 7, 7, 7, 7, 1, 1, 1, 1, [3, 3, 3, 3], 7, 7),
+            (2, 1, 10, 10, 3, 3, 1, 1, 1, 1, [-1, -2, 0, 0], 7, 6),
+            // ceil mode: the last window hangs over the bottom/right edge
+            (2, 1, 8, 8, 3, 3, 2, 2, 1, 1, [0, 0, 1, 1], 4, 4),
+            (4, 2, 1, 33, 1, 5, 1, 1, 1, 2, [0, 4, 0, 4], 1, 33),
+        ];
+        for (i, &(c, mult, h, wd, kh, kw, sh, sw, dh, dw, p, oh, ow)) in cases.iter().enumerate() {
+            let d = ConvDims { batch: 2, c_in: c, c_out: c * mult, group: c };
+            let win = Window3::new(&[h, wd], &[oh, ow], &[kh, kw], &[sh, sw], &[dh, dw], &[p[0], p[1]], &[p[2], p[3]]).unwrap();
+            let x = rnd(2 * c * h * wd, i as u32 + 1);
+            let w = rnd(c * mult * kh * kw, i as u32 + 100);
+            let b = rnd(c * mult, i as u32 + 200);
+            let r = rnd(2 * c * mult * oh * ow, i as u32 + 300);
+            let ep = Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: Some(&r[..]), act: Act::Relu };
+            let mut want = vec![0f32; r.len()];
+            depthwise(&x, &w, &mut want, &d, &win, &ep);
+            let mut y = vec![f32::NAN; r.len()];
+            let mut col = vec![f32::NAN; conv_scratch_len(&d, &win)];
+            conv_fused(&x, &w, &mut y, &d, &win, &mut col, &Sgemm, &ep);
+            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}");
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b:
     #[cfg(not(feature = "alloc"))]
     gemm_portable(m, k, n, alpha, a, la, b, lb, beta, c, lc);
     #[cfg(feature = "std")]
-    if crate::pool::threads() > 1 && m * n * k >= PARALLEL_MACS && (m >= 16 || n >= 16) {
+    if would_split(m, k, n) {
         sgemm_split(m, k, n, alpha, a, la, b, lb, beta, c, lc);
         return;
     }
@@ -50,6 +50,12 @@ pub fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: &[f32], la: Layout, b:
             c.as_mut_ptr(), lc.row_stride, lc.col_stride,
         );
     }
+}
+
+/// Whether [`sgemm`] splits an m×k×n product over the thread pool.
+#[cfg(feature = "std")]
+pub fn would_split(m: usize, k: usize, n: usize) -> bool {
+    crate::pool::threads() > 1 && m * n * k >= PARALLEL_MACS && (m >= 16 || n >= 16)
 }
 
 /// Products smaller than this (multiply-adds) stay on one thread: waking a worker costs more.

@@ -16,6 +16,7 @@ pub mod linear_attention;
 pub mod loss;
 pub mod ml;
 pub mod norm;
+pub mod packed;
 pub mod permute;
 pub mod quant;
 pub mod pool;

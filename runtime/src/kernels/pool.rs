@@ -60,6 +60,12 @@ fn for_outputs(win: &Window3, mut f: impl FnMut(usize, [usize; 3])) {
 pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut indices: Option<&mut [i64]>, col_major: bool) {
     let (is, os) = (win.in_size(), win.out_size());
     let [id, ih, _] = win.input;
+    if indices.is_none() && is_plain_2d(win) {
+        for p in 0..planes {
+            max_pool_2d(&x[p * is..(p + 1) * is], win, &mut y[p * os..(p + 1) * os]);
+        }
+        return;
+    }
     for p in 0..planes {
         let xp = &x[p * is..(p + 1) * is];
         for_outputs(win, |i, o| {
@@ -90,6 +96,12 @@ pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut
 /// when `count_include_pad`.
 pub fn avg_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], count_include_pad: bool) {
     let (is, os) = (win.in_size(), win.out_size());
+    if is_plain_2d(win) {
+        for p in 0..planes {
+            avg_pool_2d(&x[p * is..(p + 1) * is], win, &mut y[p * os..(p + 1) * os], count_include_pad);
+        }
+        return;
+    }
     for p in 0..planes {
         let xp = &x[p * is..(p + 1) * is];
         for_outputs(win, |i, o| {
@@ -101,6 +113,256 @@ pub fn avg_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], cou
             let count = if count_include_pad { padded_count(win, o) } else { n };
             y[p * os + i] = T::from_f64(if count == 0 { 0.0 } else { sum / count as f64 });
         });
+    }
+}
+
+/// A window over two spatial dims (the depth dim of [`Window3`] unused): the row-wise fast
+/// paths below apply.
+fn is_plain_2d(win: &Window3) -> bool {
+    win.input[0] == 1 && win.output[0] == 1 && win.kernel[0] == 1 && win.pads_begin[0] == 0 && win.output[2] > 0
+}
+
+/// Output columns `lo..hi` whose every kernel tap lies inside the input row (the interior):
+/// there the taps are plain (strided) runs of the input row.
+fn interior_cols(win: &Window3) -> (usize, usize) {
+    let (mut lo, mut hi) = (0, win.output[2]);
+    for kw in 0..win.kernel[2] {
+        let (l, h) = win.valid_range(2, kw);
+        lo = lo.max(l);
+        hi = hi.min(h);
+    }
+    if lo >= hi {
+        (0, 0)
+    } else {
+        (lo, hi)
+    }
+}
+
+/// Input rows of output row `h` (kernel taps `kh` in range), in tap order.
+fn tap_rows(win: &Window3, h: usize) -> impl Iterator<Item = usize> + '_ {
+    (0..win.kernel[1]).filter_map(move |kh| {
+        let zh = win.coord(1, h, kh);
+        (zh >= 0 && zh < win.input[1] as isize).then_some(zh as usize)
+    })
+}
+
+/// Input offsets (within a row) of output column `c`'s taps, start of the strided run.
+#[inline]
+fn tap_start(win: &Window3, c: usize, kw: usize) -> usize {
+    win.coord(2, c, kw) as usize
+}
+
+/// `f(dst[j], src[j · sw])` for every j. Strides 1 and 2 get loops with the stride known at
+/// compile time and no bounds check per element, which LLVM vectorizes (stride 2 as
+/// interleaved loads); `src` must hold `(dst.len() - 1) · sw + 1` elements.
+#[inline(always)]
+fn strided<D, T: Copy>(dst: &mut [D], src: &[T], sw: usize, f: impl Fn(&mut D, T)) {
+    #[inline(always)]
+    fn go<D, T: Copy, const S: usize>(dst: &mut [D], src: &[T], f: impl Fn(&mut D, T)) {
+        let Some((last, body)) = dst.split_last_mut() else { return };
+        for (o, c) in body.iter_mut().zip(src.chunks_exact(S)) {
+            f(o, c[0]);
+        }
+        f(last, src[body.len() * S]);
+    }
+    match sw {
+        1 => dst.iter_mut().zip(src).for_each(|(o, &v)| f(o, v)),
+        2 => go::<D, T, 2>(dst, src, f),
+        _ => dst.iter_mut().enumerate().for_each(|(j, o)| f(o, src[j * sw])),
+    }
+}
+
+/// Output columns per register block of [`max_pool_2d`].
+const MAX_BLOCK: usize = 8;
+/// Kernel rows up to which [`max_pool_2d`] uses register blocks.
+const MAX_ROWS: usize = 8;
+
+/// Register blocks of [`max_pool_2d`] at column stride S (a constant, so each block's loads
+/// are plain or shuffled vectors): `dst[j]` is the max over the taps (rows at offsets `rows`,
+/// kernel columns `0..kw_n` spaced `dw`) of the input at `x0 + j·S`, first tap first.
+fn max_blocks<T: Elem, const S: usize>(xp: &[T], rows: &[usize], x0: usize, kw_n: usize, dw: usize, dst: &mut [T]) {
+    for (b, out) in dst.chunks_exact_mut(MAX_BLOCK).enumerate() {
+        let x0 = x0 + b * MAX_BLOCK * S;
+        let mut acc = block::<T, S>(&xp[rows[0] + x0..]);
+        for (r, &rs) in rows.iter().enumerate() {
+            for kw in (r == 0) as usize..kw_n {
+                let v = block::<T, S>(&xp[rs + x0 + kw * dw..]);
+                for l in 0..MAX_BLOCK {
+                    acc[l] = if v[l] > acc[l] { v[l] } else { acc[l] };
+                }
+            }
+        }
+        out.copy_from_slice(&acc);
+    }
+}
+
+/// `[src[0], src[S], …, src[(MAX_BLOCK - 1)·S]]` through one fixed-size view (no bounds check
+/// per element; stride 2 becomes loads and shuffles).
+#[inline(always)]
+fn block<T: Elem, const S: usize>(src: &[T]) -> [T; MAX_BLOCK] {
+    let mut v = [T::zero(); MAX_BLOCK];
+    if S == 1 {
+        let s: &[T; MAX_BLOCK] = src[..MAX_BLOCK].try_into().unwrap();
+        v = *s;
+    } else {
+        let s: &[T; 2 * MAX_BLOCK - 1] = src[..2 * MAX_BLOCK - 1].try_into().unwrap();
+        for l in 0..MAX_BLOCK {
+            v[l] = s[2 * l];
+        }
+    }
+    v
+}
+
+/// [`max_pool`] of one 2-D plane without indices: per output row, tap by tap over the interior
+/// columns (a vectorizable compare-select), the edge columns position by position. Each output
+/// visits its taps in the same order as the generic loop (first in-range tap, then `v > best`),
+/// so the results, NaN and signed zeros included, are the same.
+fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
+    let [_, oh, ow] = win.output;
+    let iw = win.input[2];
+    let sw = win.strides[2];
+    let (clo, chi) = interior_cols(win);
+    let [_, kh_n, kw_n] = win.kernel;
+    let dw = win.dilations[2];
+    // Interior columns in register blocks of MAX_BLOCK outputs (all taps per block, one store
+    // per output, as long as every block's reads stay inside the row), the rest tap by tap.
+    let span = (MAX_BLOCK - 1) * sw + 1;
+    let blocks = if (sw == 1 || sw == 2) && kh_n <= MAX_ROWS && chi > clo {
+        let last_ok = |c0: usize| tap_start(win, c0, kw_n - 1) + span <= iw;
+        let mut nb = (chi - clo) / MAX_BLOCK;
+        while nb > 0 && !last_ok(clo + (nb - 1) * MAX_BLOCK) {
+            nb -= 1;
+        }
+        nb
+    } else {
+        0
+    };
+    for h in 0..oh {
+        let out = &mut yp[h * ow..(h + 1) * ow];
+        let mut rows = [0usize; MAX_ROWS];
+        let mut nrows = 0;
+        if kh_n <= MAX_ROWS {
+            for zh in tap_rows(win, h) {
+                rows[nrows] = zh * iw;
+                nrows += 1;
+            }
+        }
+        // Start of the interior's tap-by-tap part.
+        let tlo = if nrows > 0 && blocks > 0 {
+            let x0 = tap_start(win, clo, 0);
+            let dst = &mut out[clo..clo + blocks * MAX_BLOCK];
+            if sw == 1 {
+                max_blocks::<T, 1>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+            } else {
+                max_blocks::<T, 2>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+            }
+            clo + blocks * MAX_BLOCK
+        } else {
+            clo
+        };
+        let mut first = true;
+        for zh in tap_rows(win, h) {
+            let row = &xp[zh * iw..(zh + 1) * iw];
+            for kw in 0..win.kernel[2] {
+                if tlo == chi {
+                    break;
+                }
+                let src = &row[tap_start(win, tlo, kw)..];
+                let dst = &mut out[tlo..chi];
+                if first {
+                    strided(dst, src, sw, |o, v| *o = v);
+                } else {
+                    strided(dst, src, sw, |o, v| *o = if v > *o { v } else { *o });
+                }
+                first = false;
+            }
+        }
+        if first {
+            // No tap row in range (or no interior): as the generic loop, per position.
+            out[tlo..chi].fill(T::lowest());
+        }
+        for c in (0..clo).chain(chi..ow) {
+            // The kernel columns in range for this column, then plain reads.
+            let (klo, khi) = edge_taps(win, c);
+            let mut best = T::lowest();
+            let mut seen = false;
+            let mut visit = |row: usize| {
+                for kw in klo..khi {
+                    let v = xp[row + win.coord(2, c, kw) as usize];
+                    if !seen || v > best {
+                        best = v;
+                        seen = true;
+                    }
+                }
+            };
+            if nrows > 0 {
+                rows[..nrows].iter().for_each(|&r| visit(r));
+            } else {
+                tap_rows(win, h).for_each(|zh| visit(zh * iw));
+            }
+            out[c] = best;
+        }
+    }
+}
+
+/// Kernel columns `klo..khi` whose input column for output column `c` is inside the row (the
+/// in-range taps of a column form one run, as the dilation spaces them evenly).
+fn edge_taps(win: &Window3, c: usize) -> (usize, usize) {
+    let iw = win.input[2] as isize;
+    let ok = |kw: usize| (0..iw).contains(&win.coord(2, c, kw));
+    let klo = (0..win.kernel[2]).find(|&kw| ok(kw)).unwrap_or(win.kernel[2]);
+    let khi = (klo..win.kernel[2]).find(|&kw| !ok(kw)).unwrap_or(win.kernel[2]);
+    (klo, khi)
+}
+
+/// Columns of the f64 accumulators [`avg_pool_2d`] keeps on the stack.
+const AVG_CHUNK: usize = 64;
+
+/// [`avg_pool`] of one 2-D plane: sums in f64 tap by tap over chunks of interior columns, in
+/// the generic loop's tap order (so the same bits), the edge columns position by position.
+fn avg_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T], count_include_pad: bool) {
+    let [_, oh, ow] = win.output;
+    let iw = win.input[2];
+    let sw = win.strides[2];
+    let (clo, chi) = interior_cols(win);
+    for h in 0..oh {
+        let out = &mut yp[h * ow..(h + 1) * ow];
+        let rows = tap_rows(win, h).count();
+        if clo < chi {
+            // Every interior position has the same taps in range, and the same padded count.
+            let count = if count_include_pad { padded_count(win, [0, h, clo]) } else { rows * win.kernel[2] };
+            let mut c0 = clo;
+            while c0 < chi {
+                let c1 = (c0 + AVG_CHUNK).min(chi);
+                let mut acc = [0f64; AVG_CHUNK];
+                let acc = &mut acc[..c1 - c0];
+                for zh in tap_rows(win, h) {
+                    let row = &xp[zh * iw..(zh + 1) * iw];
+                    for kw in 0..win.kernel[2] {
+                        let src = &row[tap_start(win, c0, kw)..];
+                        strided(acc, src, sw, |a, v| *a += v.to_f64());
+                    }
+                }
+                for (o, &a) in out[c0..c1].iter_mut().zip(acc.iter()) {
+                    *o = T::from_f64(if count == 0 { 0.0 } else { a / count as f64 });
+                }
+                c0 = c1;
+            }
+        }
+        for c in (0..clo).chain(chi..ow) {
+            let (mut sum, mut n) = (0.0f64, 0usize);
+            for zh in tap_rows(win, h) {
+                for kw in 0..win.kernel[2] {
+                    let zw = win.coord(2, c, kw);
+                    if zw >= 0 && zw < iw as isize {
+                        sum += xp[zh * iw + zw as usize].to_f64();
+                        n += 1;
+                    }
+                }
+            }
+            let count = if count_include_pad { padded_count(win, [0, h, c]) } else { n };
+            out[c] = T::from_f64(if count == 0 { 0.0 } else { sum / count as f64 });
+        }
     }
 }
 
@@ -137,7 +399,10 @@ pub fn global_pool<T: Elem>(x: &[T], planes: usize, size: usize, y: &mut [T], ki
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::vec;
+    use std::vec::Vec;
 
     #[test]
     fn max_and_avg_2x2() {
@@ -150,6 +415,84 @@ mod tests {
         assert_eq!(ind, [5, 7, 13, 15]);
         avg_pool(&x, 1, &win, &mut y, false);
         assert_eq!(y, [2.5, 4.5, 10.5, 12.5]);
+    }
+
+    /// The generic per-position loops, as references for the 2-D fast paths.
+    fn naive(x: &[f32], planes: usize, win: &Window3, max: bool, include_pad: bool) -> Vec<f32> {
+        let (is, os) = (win.in_size(), win.out_size());
+        let mut y = vec![0f32; planes * os];
+        for p in 0..planes {
+            for_outputs(win, |i, o| {
+                let (mut best, mut seen, mut sum, mut n) = (f32::NEG_INFINITY, false, 0f64, 0usize);
+                for_window(win, o, |off, _| {
+                    let v = x[p * is + off];
+                    if !seen || v > best {
+                        best = v;
+                        seen = true;
+                    }
+                    sum += v as f64;
+                    n += 1;
+                });
+                let count = if include_pad { padded_count(win, o) } else { n };
+                y[p * os + i] = if max { best } else if count == 0 { 0.0 } else { (sum / count as f64) as f32 };
+            });
+        }
+        y
+    }
+
+    /// Output size of one dim (floor or ceil mode), as the compiler computes it.
+    fn out_dim(i: usize, k: usize, s: usize, d: usize, pb: isize, pe: isize, ceil: bool) -> usize {
+        let span = i as isize + pb + pe - ((k - 1) * d + 1) as isize;
+        let q = if ceil { (span + s as isize - 1) / s as isize } else { span / s as isize };
+        let mut o = (q + 1).max(0) as usize;
+        // ONNX ceil mode: the last window must start inside the input or left padding.
+        if ceil && o > 0 && ((o - 1) * s) as isize >= i as isize + pb {
+            o -= 1;
+        }
+        o
+    }
+
+    #[test]
+    fn fast_2d_paths_match_the_generic_loop() {
+        let mut seed = 7u32;
+        let mut rnd = move || {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            (seed >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
+        };
+        for &(ih, iw, k, s, d, pb, pe, ceil) in &[
+            (9usize, 11usize, [3usize, 3usize], 2usize, 1usize, 0isize, 0isize, false),
+            (9, 11, [3, 3], 2, 1, 0, 0, true),
+            (8, 8, [3, 3], 1, 1, 1, 1, false),
+            (7, 13, [2, 3], 2, 1, 1, 0, true),
+            (5, 6, [3, 2], 1, 2, 1, 2, false),
+            (4, 4, [5, 5], 1, 1, 2, 2, false),
+            (3, 20, [3, 7], 3, 1, 3, 3, false),
+            (6, 6, [1, 1], 1, 1, 0, 0, false),
+            // wide rows: register blocks, strides 1 and 2, with and without padding
+            (5, 40, [3, 3], 1, 1, 1, 1, false),
+            (7, 57, [3, 3], 2, 1, 0, 0, true),
+            (4, 50, [2, 2], 2, 1, 0, 0, false),
+            (5, 45, [3, 3], 1, 2, 2, 2, false),
+        ] {
+            let oh = out_dim(ih, k[0], s, d, pb, pe, ceil);
+            let ow = out_dim(iw, k[1], s, d, pb, pe, ceil);
+            let win = Window3::new(&[ih, iw], &[oh, ow], &k, &[s, s], &[d, d], &[pb, pb], &[pe, pe]).unwrap();
+            let planes = 3;
+            let mut x: Vec<f32> = (0..planes * ih * iw).map(|_| rnd()).collect();
+            // NaN and signed zeros where tap order decides the result.
+            x[4] = f32::NAN;
+            x[ih * iw + 1] = -0.0;
+            x[ih * iw + 2] = 0.0;
+            let mut y = vec![0f32; planes * oh * ow];
+            max_pool(&x, planes, &win, &mut y, None, false);
+            let want = naive(&x, planes, &win, true, false);
+            assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "max {win:?}");
+            for include in [false, true] {
+                avg_pool(&x, planes, &win, &mut y, include);
+                let want = naive(&x, planes, &win, false, include);
+                assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "avg {include} {win:?}");
+            }
+        }
     }
 
     #[test]

@@ -331,7 +331,7 @@ fn is_read(g: &Graph, v: ValueId) -> bool {
 /// The subgraph's statements, with its weights appended to the enclosing blob.
 fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>) -> Result<String, CodegenError> {
     let blob = std::mem::take(&mut cx.weights.borrow_mut().blob);
-    let mut wl = WeightsLayout { offsets: HashMap::new(), blob };
+    let mut wl = WeightsLayout { offsets: HashMap::new(), packed: HashMap::new(), blob };
     for &nid in &sub.plan.order {
         for &v in sub.g.node(nid).inputs.iter().flatten() {
             if !wl.offsets.contains_key(&v) {

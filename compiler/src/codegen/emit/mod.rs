@@ -9,6 +9,7 @@ mod extra;
 mod misc;
 mod ml;
 mod nn;
+pub(crate) use nn::prepacked_conv;
 mod norm;
 mod quant;
 mod resize;

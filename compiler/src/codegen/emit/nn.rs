@@ -6,7 +6,7 @@ use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom::resolve;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind};
-use burnc_runtime::kernels::conv::{conv_scratch_len, ConvDims};
+use burnc_runtime::kernels::conv::{conv_prepacked_scratch_len, conv_scratch_len, takes_prepacked, ConvDims};
 use burnc_runtime::kernels::window::Window3;
 
 fn fixed(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
@@ -25,6 +25,45 @@ fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
     Some((ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group }, win, d))
 }
 
+/// The geometry of a convolution whose weights the weights blob stores packed for the GEMM
+/// (`conv_fused_prepacked`): f32, weights known at compile time (a parameter or constant),
+/// computed as GEMMs (not the direct depthwise loop).
+pub(crate) fn prepacked_conv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)> {
+    let (d, win, dt) = conv_geometry(g, n)?;
+    let w = n.inputs.get(1).copied().flatten()?;
+    let is_weight = matches!(g.value(w).kind, crate::ir::ValueKind::Param(_) | crate::ir::ValueKind::Const(_));
+    let w_f32 = g.tensor_type(w).map(|t| t.dtype) == Some(DType::F32);
+    (dt == DType::F32 && w_f32 && is_weight && takes_prepacked(&d)).then_some((d, win))
+}
+
+/// The packed weights of a [`prepacked_conv`] as an expression of type `&[f32]` (`None` for
+/// other convolutions): where the weights layout stored them packed, or else (a weight the
+/// layout placed plain, e.g. shared with another graph) packed now into a table, so the
+/// call always matches the scratch the memory plan gave it ([`scratch_bytes`]).
+fn prepacked_weights(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
+    let Some((d, win)) = prepacked_conv(cx.g, n) else { return Ok(None) };
+    let w = cx.input(n, 1)?;
+    let len = burnc_runtime::kernels::conv::conv_packed_len(&d, &win);
+    if let Some(&off) = cx.weights.borrow().packed.get(&w) {
+        return Ok(Some(format!("unsafe {{ rt::arena::weights::<f32>(w, {off}, {len}) }}")));
+    }
+    let t = cx.konst(w).ok_or_else(|| cx.err(n, "conv weights are not constant"))?;
+    let plain: Vec<f32> = t.to_f64_vec().iter().map(|&v| v as f32).collect();
+    let mut wp = vec![0f32; len];
+    burnc_runtime::kernels::conv::pack_conv_weights(&d, &win, &plain, &mut wp);
+    Ok(Some(cx.table_f32(&wp)))
+}
+
+/// Scratch elements of a convolution: what `conv_fused_prepacked` needs when the weights come
+/// packed, else what `conv` / `conv_fused` need.
+fn conv_col_len(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> usize {
+    if prepacked_conv(g, n).is_some() {
+        conv_prepacked_scratch_len(d, win)
+    } else {
+        conv_scratch_len(d, win)
+    }
+}
+
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     let n = g.node(id);
     if let Op::Softmax { log, .. } = n.op {
@@ -40,7 +79,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     }
     match conv_geometry(g, n) {
         Some((d, win, dt)) if is_half(dt) => half_conv_parts(g, n, &d, &win).iter().map(|p| p.1).sum::<usize>() * 4,
-        Some((d, win, dt)) => conv_scratch_len(&d, &win) * dt.size(),
+        Some((d, win, dt)) => conv_col_len(g, n, &d, &win) * dt.size(),
         None => 0,
     }
 }
@@ -118,11 +157,26 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 return Err(cx.err(n, format!("Conv on {od} is not supported by codegen yet")));
             }
             let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
-            let col_len = conv_scratch_len(&d, &win);
+            let col_len = conv_col_len(cx.g, n, &d, &win);
             let bias = match n.inputs.get(2).copied().flatten() {
                 Some(b) => format!("Some({})", cx.read(n, b)?),
                 None => "None".into(),
             };
+            if let Some(wp) = prepacked_weights(cx, n)? {
+                return Ok(Some(format!(
+                    "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
+                     let win = {};\n\
+                     let ep = rt::kernels::conv::Epilogue::bias({bias});\n\
+                     rt::kernels::conv::conv_fused_prepacked({}, {wp}, {}, &d, &win, {}, &ep);",
+                    d.batch,
+                    d.c_in,
+                    d.c_out,
+                    window_lit(&win),
+                    cx.read(n, cx.input(n, 0)?)?,
+                    cx.write(n, out)?,
+                    cx.scratch(n, id, t, col_len)?
+                )));
+            }
             Ok(Some(format!(
                 "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
                  let win = {};\n\
@@ -142,18 +196,23 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 return Err(cx.err(n, format!("fused Conv on {od} is not supported by codegen")));
             }
             let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
-            let col_len = conv_scratch_len(&d, &win);
+            let col_len = conv_col_len(cx.g, n, &d, &win);
             let opt = |i: usize| -> Result<String, CodegenError> {
                 Ok(match n.inputs.get(i).copied().flatten() {
                     Some(v) => format!("Some({})", cx.read(n, v)?),
                     None => "None".into(),
                 })
             };
+            let (call, w) = match prepacked_weights(cx, n)? {
+                Some(wp) => ("conv_fused_prepacked".to_string(), wp),
+                None => ("conv_fused".to_string(), cx.read(n, cx.input(n, 1)?)?),
+            };
+            let mm = if call == "conv_fused" { format!(", &{gemm_impl}") } else { String::new() };
             Ok(Some(format!(
                 "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
                  let win = {};\n\
                  let ep = rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }};\n\
-                 rt::kernels::conv::conv_fused({}, {}, {}, &d, &win, {}, &{gemm_impl}, &ep);",
+                 rt::kernels::conv::{call}({}, {w}, {}, &d, &win, {}{mm}, &ep);",
                 d.batch,
                 d.c_in,
                 d.c_out,
@@ -164,7 +223,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 opt(3)?,
                 act_lit(*act),
                 cx.read(n, cx.input(n, 0)?)?,
-                cx.read(n, cx.input(n, 1)?)?,
                 cx.write(n, out)?,
                 cx.scratch(n, id, t, col_len)?
             )))

@@ -1,0 +1,523 @@
+//! burnc's own f32 GEMM for convolutions: `C = A · B` with A row-major (the weights, m×k) and
+//! B row-major (the im2col tile or the input planes, k×n), C row-major with a row stride.
+//!
+//! Why not `matrixmultiply` here: convolution GEMMs are many and small to medium (m = 16…2048,
+//! n = 49…12544); matrixmultiply allocates its packing buffers on every call and uses an 8×8
+//! micro-kernel. This one packs into the convolution's planned scratch (no allocation, also on
+//! no_std), and its 6×16 AVX2+FMA micro-kernel keeps 12 accumulators in flight (enough to
+//! cover the FMA latency on two FMA pipes). The kernel is chosen at run time
+//! (`is_x86_feature_detected!` under std, the compile-time target features otherwise); the
+//! portable kernel computes the same blocks with separate multiply and add.
+//!
+//! Blocking (BLIS order): k in blocks of [`KC`]; within it rows in blocks of [`MC`] whose
+//! packed A (panels of [`MR`] rows, k-major) stays in L2; within that columns in panels of
+//! [`NR`] whose packed B (`KC × NR`, 16 KiB) stays in L1; the micro-kernel computes an MR×NR
+//! tile, continuing the sums already in C for k blocks after the first. Each element of C is
+//! thus one chain of multiply-adds over k in order, whatever the blocking, so results do not
+//! depend on how a caller splits the columns (the convolution's tiles and chunks).
+
+/// Rows of the micro-kernel's tile.
+pub const MR: usize = 6;
+/// Columns of the micro-kernel's tile (two AVX registers).
+pub const NR: usize = 16;
+/// k per block.
+pub const KC: usize = 256;
+/// Rows per block of packed A (a multiple of MR): MC·KC·4 bytes = 120 KiB.
+pub const MC: usize = 120;
+/// Rows per block when A was packed ahead of time (a multiple of MR; any value gives the same
+/// sums: the packed layout is the same panels in order whatever the blocking).
+const MC_PREPACKED: usize = 480;
+
+/// Scratch (f32 elements) [`sgemm_packed`] needs for an m×k A: one packed A block and one
+/// packed B panel.
+pub fn scratch_len(m: usize, k: usize) -> usize {
+    if m == 0 || k == 0 {
+        return 0;
+    }
+    let kc = k.min(KC);
+    m.min(MC).div_ceil(MR) * MR * kc + kc * NR
+}
+
+/// Elements of A (m×k) packed ahead of time by [`pack_weights`]: rows padded to whole panels.
+pub fn packed_len(m: usize, k: usize) -> usize {
+    m.div_ceil(MR) * MR * k
+}
+
+/// Scratch (f32 elements) [`sgemm_prepacked`] needs: one packed B panel.
+pub fn prepacked_scratch_len(k: usize) -> usize {
+    k.min(KC) * NR
+}
+
+/// Pack A (m×k, row-major with row stride `lda`) once, ahead of time (the compiler does it
+/// for constant convolution weights), into the blocks [`sgemm_packed`] packs on every call:
+/// per k block of [`KC`], per row block of [`MC`], panels of [`MR`] rows, k-major. The block
+/// at (k0, m0) starts at `k0 · Mp + m0 · kc` (Mp: m rounded up to MR), so products from this
+/// layout are the products of runtime packing, to the bit.
+pub fn pack_weights(m: usize, k: usize, a: &[f32], lda: usize, out: &mut [f32]) {
+    let mp = m.div_ceil(MR) * MR;
+    assert!(out.len() >= mp * k && (m == 0 || k == 0 || a.len() >= (m - 1) * lda + k), "pack_weights: slices too short");
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = (k - k0).min(KC);
+        let mut m0 = 0;
+        while m0 < m {
+            let mc = (m - m0).min(MC);
+            let at = k0 * mp + m0 * kc;
+            pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut out[at..at + mc.div_ceil(MR) * MR * kc]);
+            m0 += MC;
+        }
+        k0 += KC;
+    }
+}
+
+/// [`sgemm_packed`] with A packed ahead of time by [`pack_weights`] (`ap`, [`packed_len`]
+/// elements); `scratch` holds at least [`prepacked_scratch_len`]`(k)`. Under std, with more
+/// than one pool thread, large products split their columns (in whole panels) over the pool,
+/// each task with its own B panel, which changes no sum.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..m {
+            c[i * ldc..i * ldc + n].fill(0.0);
+        }
+        return;
+    }
+    assert!(ldb >= n && ldc >= n && ap.len() >= packed_len(m, k), "sgemm_prepacked: shapes");
+    assert!(b.len() >= (k - 1) * ldb + n && c.len() >= (m - 1) * ldc + n, "sgemm_prepacked: slices too short");
+    #[cfg(feature = "std")]
+    if super::gemm::would_split(m, k, n) && n >= 2 * NR {
+        return prepacked_split(m, k, n, ap, b, ldb, c, ldc);
+    }
+    let need = prepacked_scratch_len(k);
+    assert!(scratch.len() >= need, "sgemm_prepacked: scratch too short");
+    run(m, k, n, A::Packed(ap), b, ldb, c, ldc, &mut scratch[..need]);
+}
+
+/// [`sgemm_prepacked`]'s columns in whole-panel blocks over the thread pool.
+#[cfg(feature = "std")]
+#[allow(clippy::too_many_arguments)]
+fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usize, c: &mut [f32], ldc: usize) {
+    let tasks = crate::pool::threads().min(n / NR);
+    let chunk = (n.div_ceil(tasks)).div_ceil(NR) * NR;
+    let (cp, clen) = (c.as_mut_ptr() as usize, c.len());
+    crate::pool::parallel_for(tasks, &|t| {
+        let (j0, j1) = (t * chunk, ((t + 1) * chunk).min(n));
+        if j0 >= j1 {
+            return;
+        }
+        let mut panel = [0f32; KC * NR];
+        // SAFETY: tasks write disjoint column ranges [j0, j1) of C's rows, inside the bounds
+        // the caller checked (j0 < n <= ldc keeps the view inside C); parallel_for returns
+        // only after every task, so no other reference to C is used meanwhile.
+        let c = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(j0), clen - j0) };
+        run(m, k, j1 - j0, A::Packed(ap), &b[j0..], ldb, c, ldc, &mut panel);
+    });
+}
+
+/// Where the micro-kernel's A panels come from.
+#[derive(Clone, Copy)]
+enum A<'a> {
+    /// Packed ahead of time ([`pack_weights`]).
+    Packed(&'a [f32]),
+    /// Row-major with this row stride, packed block by block into the scratch.
+    Rows(&'a [f32], usize),
+}
+
+/// `c[i·ldc + j] = Σ_p a[i·lda + p] · b[p·ldb + j]` for i < m, j < n (C overwritten; it may
+/// hold anything before, NaN included). `scratch` holds at least [`scratch_len`]`(m, k)`.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_packed(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..m {
+            c[i * ldc..i * ldc + n].fill(0.0);
+        }
+        return;
+    }
+    assert!(lda >= k && ldb >= n && ldc >= n, "sgemm_packed: strides");
+    assert!(a.len() >= (m - 1) * lda + k && b.len() >= (k - 1) * ldb + n && c.len() >= (m - 1) * ldc + n, "sgemm_packed: slices too short");
+    let need = scratch_len(m, k);
+    assert!(scratch.len() >= need, "sgemm_packed: scratch too short");
+    run(m, k, n, A::Rows(a, lda), b, ldb, c, ldc, &mut scratch[..need]);
+}
+
+/// The blocked product with the best kernel this CPU has. `scratch`: A's packing space (for
+/// [`A::Rows`]) followed by one B panel (`min(k, KC) · NR`).
+#[allow(clippy::too_many_arguments)]
+fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    let split = scratch.len() - k.min(KC) * NR;
+    let (apack, bpack) = scratch.split_at_mut(split);
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA; the callers' asserts bound every access.
+        unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
+        return;
+    }
+    driver(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable);
+}
+
+/// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
+    driver(
+        m,
+        k,
+        n,
+        a,
+        b,
+        ldb,
+        c,
+        ldc,
+        apack,
+        bpack,
+        // SAFETY (both closures): they run inside a function compiled for, and only called
+        // on, CPUs with AVX2 and FMA.
+        |kc, a, b, c, ldc, load| unsafe { kernel_avx2(kc, a, b, c, ldc, load) },
+        |kc, a, b, c, ldc, load| unsafe { kernel_avx2_narrow(kc, a, b, c, ldc, load) },
+    );
+}
+
+/// The blocked loops around `kernel(kc, a, b, c, ldc, load)`, a micro-kernel computing
+/// `C[i, j] (+)= Σ_p a[p·MR + i] · b[p·NR + j]` for the full MR×NR tile at `c` (rows `ldc`
+/// apart), continuing the sums in C when `load`, else from zero. The kernel's contract: `a`
+/// holds kc·MR, `b` kc·NR, and `c` spans `(MR - 1)·ldc + NR` elements. `narrow` computes
+/// (at least) the first NR/2 columns of the tile, for edge panels that have no more (N = 49:
+/// three full panels and one column).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn driver(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: A<'_>,
+    b: &[f32],
+    ldb: usize,
+    c: &mut [f32],
+    ldc: usize,
+    apack: &mut [f32],
+    bpack: &mut [f32],
+    kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
+    narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
+) {
+    let mp = m.div_ceil(MR) * MR;
+    // Row blocks: MC when A is packed here (the block must stay in L2 while B's panels go by);
+    // prepacked A needs no packing space, so bigger blocks repack each B panel fewer times.
+    let mblock = match a {
+        A::Packed(_) => MC_PREPACKED,
+        A::Rows(..) => MC,
+    };
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = (k - k0).min(KC);
+        let mut m0 = 0;
+        while m0 < m {
+            let mc = (m - m0).min(mblock);
+            let panels = mc.div_ceil(MR);
+            let apack: &[f32] = match a {
+                A::Packed(ap) => &ap[k0 * mp + m0 * kc..k0 * mp + (m0 + panels * MR) * kc],
+                A::Rows(a, lda) => {
+                    pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
+                    &apack[..panels * MR * kc]
+                }
+            };
+            let mut j0 = 0;
+            while j0 < n {
+                let nc = (n - j0).min(NR);
+                pack_b(&b[k0 * ldb + j0..], ldb, kc, nc, &mut bpack[..kc * NR]);
+                for p in 0..panels {
+                    let i0 = m0 + p * MR;
+                    let mr = (m - i0).min(MR);
+                    let ap = &apack[p * MR * kc..(p + 1) * MR * kc];
+                    let cstart = i0 * ldc + j0;
+                    if mr == MR && nc == NR {
+                        kernel(kc, ap, bpack, &mut c[cstart..cstart + (MR - 1) * ldc + NR], ldc, k0 > 0);
+                    } else {
+                        // Edge tile: through a local MR×NR tile.
+                        let mut t = [0f32; MR * NR];
+                        if k0 > 0 {
+                            for i in 0..mr {
+                                t[i * NR..i * NR + nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
+                            }
+                        }
+                        if nc <= NR / 2 {
+                            narrow(kc, ap, bpack, &mut t, NR, k0 > 0);
+                        } else {
+                            kernel(kc, ap, bpack, &mut t, NR, k0 > 0);
+                        }
+                        for i in 0..mr {
+                            c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i * NR..i * NR + nc]);
+                        }
+                    }
+                }
+                j0 += NR;
+            }
+            m0 += mblock;
+        }
+        k0 += KC;
+    }
+}
+
+/// Rows `0..mc` and columns `0..kc` of `a` (row stride `lda`) into panels of MR rows, each
+/// k-major (`panel[p·MR + i]`), rows past `mc` zero. Written in order, reading MR rows side
+/// by side.
+fn pack_a(a: &[f32], lda: usize, mc: usize, kc: usize, out: &mut [f32]) {
+    for (pi, panel) in out.chunks_exact_mut(MR * kc).enumerate() {
+        let r0 = pi * MR;
+        if r0 + MR <= mc {
+            let rows: [&[f32]; MR] = core::array::from_fn(|i| &a[(r0 + i) * lda..(r0 + i) * lda + kc]);
+            for (p, dst) in panel.chunks_exact_mut(MR).enumerate() {
+                for i in 0..MR {
+                    dst[i] = rows[i][p];
+                }
+            }
+        } else {
+            for (p, dst) in panel.chunks_exact_mut(MR).enumerate() {
+                for (i, d) in dst.iter_mut().enumerate() {
+                    *d = if r0 + i < mc { a[(r0 + i) * lda + p] } else { 0.0 };
+                }
+            }
+        }
+    }
+}
+
+/// Rows `0..kc`, columns `0..nc` of `b` (row stride `ldb`) as `kc × NR`, columns past `nc` zero.
+fn pack_b(b: &[f32], ldb: usize, kc: usize, nc: usize, out: &mut [f32]) {
+    if nc == NR {
+        // Fixed-size copies: two vector moves per row rather than a memcpy call.
+        for (p, dst) in out.chunks_exact_mut(NR).enumerate().take(kc) {
+            let src: &[f32; NR] = b[p * ldb..p * ldb + NR].try_into().unwrap();
+            let dst: &mut [f32; NR] = dst.try_into().unwrap();
+            *dst = *src;
+        }
+        return;
+    }
+    for (p, dst) in out.chunks_exact_mut(NR).enumerate().take(kc) {
+        for j in 0..NR {
+            dst[j] = if j < nc { b[p * ldb + j] } else { 0.0 };
+        }
+    }
+}
+
+/// Whether this CPU runs the AVX2+FMA kernel: detected once at run time under std; without
+/// std, what the build targets.
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_fma() -> bool {
+    #[cfg(feature = "std")]
+    {
+        use core::sync::atomic::{AtomicU8, Ordering};
+        static STATE: AtomicU8 = AtomicU8::new(0);
+        match STATE.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let yes = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+                STATE.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
+                yes
+            }
+        }
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(all(target_feature = "avx2", target_feature = "fma"))
+    }
+}
+
+/// The portable micro-kernel (multiply, then add).
+fn kernel_portable(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    let mut acc = [[0f32; NR]; MR];
+    if load {
+        for i in 0..MR {
+            acc[i].copy_from_slice(&c[i * ldc..i * ldc + NR]);
+        }
+    }
+    for (ap, bp) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).take(kc) {
+        for i in 0..MR {
+            let av = ap[i];
+            for j in 0..NR {
+                acc[i][j] += av * bp[j];
+            }
+        }
+    }
+    for i in 0..MR {
+        c[i * ldc..i * ldc + NR].copy_from_slice(&acc[i]);
+    }
+}
+
+/// The AVX2+FMA micro-kernel: 12 accumulators (6 rows × 2 vectors of 8), per step two
+/// vector loads of B, six broadcasts of A and twelve fused multiply-adds.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; the slices meet the contract stated at [`driver`] (checked here once
+/// per tile, so the loop itself runs on raw pointers).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    use core::arch::x86_64::*;
+    assert!(a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR);
+    let cp = c.as_mut_ptr();
+    let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+    if load {
+        for i in 0..MR {
+            acc[i][0] = _mm256_loadu_ps(cp.add(i * ldc));
+            acc[i][1] = _mm256_loadu_ps(cp.add(i * ldc + 8));
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let b0 = _mm256_loadu_ps(bp);
+        let b1 = _mm256_loadu_ps(bp.add(8));
+        for i in 0..MR {
+            let av = _mm256_broadcast_ss(&*ap.add(i));
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR);
+    }
+    for i in 0..MR {
+        _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
+        _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
+    }
+}
+
+/// [`kernel_avx2`] for the first NR/2 columns only (6 accumulators): edge panels.
+///
+/// # Safety
+/// As [`kernel_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn kernel_avx2_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    use core::arch::x86_64::*;
+    assert!(a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR / 2);
+    let cp = c.as_mut_ptr();
+    let mut acc = [_mm256_setzero_ps(); MR];
+    if load {
+        for i in 0..MR {
+            acc[i] = _mm256_loadu_ps(cp.add(i * ldc));
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let b0 = _mm256_loadu_ps(bp);
+        for i in 0..MR {
+            acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(&*ap.add(i)), b0, acc[i]);
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR);
+    }
+    for i in 0..MR {
+        _mm256_storeu_ps(cp.add(i * ldc), acc[i]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    fn rnd(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2000) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// Against a plain f64 triple loop, over edge sizes (m, n not multiples of the tile, k
+    /// over several blocks, m over several row blocks) and strided operands.
+    #[test]
+    fn matches_naive() {
+        for &(m, k, n) in &[(1, 1, 1), (6, 16, 16), (7, 3, 17), (34, 34, 784), (13, 600, 49), (130, 257, 33), (250, 40, 5)] {
+            let (lda, ldb, ldc) = (k + 3, n + 5, n + 2);
+            let a = rnd(m * lda, 1);
+            let b = rnd(k * ldb, 2);
+            let mut c = vec![f32::NAN; m * ldc];
+            let mut scratch = vec![f32::NAN; scratch_len(m, k)];
+            sgemm_packed(m, k, n, &a, lda, &b, ldb, &mut c, ldc, &mut scratch);
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f64 = (0..k).map(|p| a[i * lda + p] as f64 * b[p * ldb + j] as f64).sum();
+                    let got = c[i * ldc + j];
+                    assert!((got as f64 - want).abs() < 1e-4 * (k as f64).sqrt(), "{m}x{k}x{n} at {i},{j}: {got} vs {want}");
+                }
+            }
+            // Columns between n and ldc untouched (still NaN).
+            if m > 0 {
+                assert!(c[n].is_nan() && c[n + 1].is_nan());
+            }
+        }
+    }
+
+    /// Splitting the columns (as a convolution's tiles do) gives the same bits as one call.
+    #[test]
+    fn column_splits_keep_the_bits() {
+        let (m, k, n) = (20, 300, 100);
+        let a = rnd(m * k, 3);
+        let b = rnd(k * n, 4);
+        let mut scratch = vec![0f32; scratch_len(m, k)];
+        let mut whole = vec![0f32; m * n];
+        sgemm_packed(m, k, n, &a, k, &b, n, &mut whole, n, &mut scratch);
+        let mut parts = vec![0f32; m * n];
+        for (c0, c1) in [(0, 37), (37, 38), (38, 100)] {
+            sgemm_packed(m, k, c1 - c0, &a, k, &b[c0..], n, &mut parts[c0..], n, &mut scratch);
+        }
+        assert!(whole.iter().zip(&parts).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+
+    /// Packing ahead of time gives the bits of packing per call, with and without the pool.
+    #[test]
+    fn prepacked_gives_the_bits_of_runtime_packing() {
+        for &(m, k, n) in &[(7, 5, 9), (130, 300, 40), (250, 513, 70), (6, 1, 16)] {
+            let a = rnd(m * k, 7);
+            let b = rnd(k * n, 8);
+            let mut want = vec![0f32; m * n];
+            sgemm_packed(m, k, n, &a, k, &b, n, &mut want, n, &mut vec![0f32; scratch_len(m, k)]);
+            let mut ap = vec![f32::NAN; packed_len(m, k)];
+            pack_weights(m, k, &a, k, &mut ap);
+            let mut c = vec![f32::NAN; m * n];
+            sgemm_prepacked(m, k, n, &ap, &b, n, &mut c, n, &mut vec![0f32; prepacked_scratch_len(k)]);
+            assert!(want.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}");
+        }
+    }
+
+    /// The portable kernel agrees with the dispatched one up to FMA rounding.
+    #[test]
+    fn portable_kernel_agrees() {
+        let kc = 50;
+        let a = rnd(kc * MR, 5);
+        let b = rnd(kc * NR, 6);
+        let mut x = [0.5f32; MR * NR];
+        let mut y = x;
+        kernel_portable(kc, &a, &b, &mut x, NR, true);
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() {
+            // SAFETY: the CPU has AVX2 and FMA; the slices are the kernel's sizes.
+            unsafe { kernel_avx2(kc, &a, &b, &mut y, NR, true) };
+        } else {
+            kernel_portable(kc, &a, &b, &mut y, NR, true);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        kernel_portable(kc, &a, &b, &mut y, NR, true);
+        for i in 0..MR * NR {
+            assert!((x[i] - y[i]).abs() < 1e-4);
+        }
+    }
+}
