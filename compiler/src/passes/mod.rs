@@ -5,6 +5,7 @@ pub mod dce;
 pub mod fold;
 pub mod fuse;
 pub mod infer;
+pub mod symbolic;
 mod infer_unpool;
 pub mod unseq;
 #[cfg(test)]

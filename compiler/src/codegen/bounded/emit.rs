@@ -1,0 +1,416 @@
+//! Emitters for nodes whose shapes depend on bounded dims: the same runtime kernels as the
+//! static emitters, with sizes read from the run-time table `sz` instead of literals. Ops
+//! not listed here are an error naming the node ("pin the dims with --input").
+use super::Sizes;
+use crate::codegen::emit::{rust_ty, Ctx};
+use crate::codegen::CodegenError;
+use crate::interp::ops::elementwise::runtime_unary;
+use crate::interp::ops::nn::geom::resolve;
+use crate::ir::{BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind};
+use crate::passes::symbolic::SymInfo;
+use burnc_runtime::kernels::conv::{is_direct_depthwise, ConvDims};
+use burnc_runtime::kernels::window::Window3;
+
+pub(crate) struct Bx<'a> {
+    pub cx: &'a Ctx<'a>,
+    pub info: &'a SymInfo,
+    pub sizes: &'a Sizes,
+}
+
+fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
+    g.tensor_type(v?)?.shape.as_ref()?.as_fixed()
+}
+
+/// Scratch bytes of a Conv at the bounds: its whole im2col buffer (an upper bound of what
+/// the runtime's tiling asks for at any smaller size). `None` for other ops.
+pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId) -> Option<usize> {
+    let n = g.node(id);
+    let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
+    let x = fixed(g, n.inputs.first().copied().flatten())?;
+    let w = fixed(g, n.inputs.get(1).copied().flatten())?;
+    let win = resolve(window, w.get(2..)?, x.get(2..)?).ok()?;
+    let d = ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group };
+    if win.is_pointwise() || is_direct_depthwise(&d) {
+        return Some(0);
+    }
+    let dt = g.tensor_type(n.inputs.first().copied().flatten()?)?.dtype;
+    Some((d.c_in / d.group) * win.kernel_size() * win.out_size() * dt.size())
+}
+
+fn f32_lit(v: f32) -> String {
+    crate::codegen::emit::f32_lit(v)
+}
+
+impl Bx<'_> {
+    fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+        self.cx.err(n, reason)
+    }
+
+    fn unsupported(&self, n: &Node) -> CodegenError {
+        let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| n.op.name());
+        self.err(n, format!("`{op}` does not support bounded dims yet; pin them with --input"))
+    }
+
+    fn shape(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
+        if let Some(s) = self.info.shapes.get(&v) {
+            return Ok(s.clone());
+        }
+        // Weights and other static values keep their types.
+        let s = fixed(self.cx.g, Some(v)).ok_or_else(|| self.err(n, format!("value `{}` has no known shape", self.cx.g.value(v).name)))?;
+        Ok(s.iter().map(|&d| DimExpr::constant(d as i64)).collect())
+    }
+
+    fn dims(&self, n: &Node, v: ValueId) -> Result<Vec<String>, CodegenError> {
+        Ok(self.shape(n, v)?.iter().map(|d| self.sizes.dim(d)).collect())
+    }
+
+    fn numel(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        Ok(self.sizes.numel(&self.shape(n, v)?))
+    }
+
+    /// `&[T]` over value `v` with its run-time length.
+    fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let g = self.cx.g;
+        match &g.value(v).kind {
+            ValueKind::Node(_) => {
+                let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", g.value(v).name)))?;
+                Ok(format!("unsafe {{ rt::arena::view::<{}>(a, {}, {}) }}", self.cx.elem(n, v)?, slot.offset, self.numel(n, v)?))
+            }
+            // Weights are static; graph inputs are the caller's slices (lengths checked).
+            _ => self.cx.read(n, v),
+        }
+    }
+
+    /// `&mut [T]` over node output `v` with its run-time length.
+    fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.cx.g.value(v).name)))?;
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{}>(a, {}, {}) }}", self.cx.elem(n, v)?, slot.offset, self.numel(n, v)?))
+    }
+
+    fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
+        self.cx.input(n, i)
+    }
+
+    fn opt_read(&self, n: &Node, i: usize) -> Result<String, CodegenError> {
+        Ok(match n.inputs.get(i).copied().flatten() {
+            Some(v) => format!("Some({})", self.read(n, v)?),
+            None => "None".into(),
+        })
+    }
+
+    /// A `Window3` literal: the static geometry at the bounds with the spatial input and output
+    /// sizes from the run-time table.
+    fn window(&self, n: &Node, win_at_bound: &Window3, xs: &[DimExpr], ys: &[DimExpr]) -> String {
+        let k = xs.len();
+        let fill = |v: &[DimExpr]| {
+            let mut a: Vec<String> = vec!["1usize".into(); 3 - k];
+            a.extend(v.iter().map(|d| self.sizes.dim(d)));
+            format!("[{}]", a.join(", "))
+        };
+        let _ = n;
+        format!(
+            "rt::kernels::window::Window3 {{ input: {}, output: {}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: {:?}, pads_end: {:?} }}",
+            fill(xs),
+            fill(ys),
+            win_at_bound.kernel,
+            win_at_bound.strides,
+            win_at_bound.dilations,
+            win_at_bound.pads_begin,
+            win_at_bound.pads_end
+        )
+    }
+
+    pub fn emit_node(&self, id: NodeId) -> Result<Option<String>, CodegenError> {
+        let g = self.cx.g;
+        let n = g.node(id);
+        let out = *n.outputs.first().ok_or_else(|| self.err(n, "no output"))?;
+        let od = g.tensor_type(out).map(|t| t.dtype).ok_or_else(|| self.err(n, "output has no type"))?;
+        let f32_only = |what: &str| -> Result<(), CodegenError> {
+            if od != DType::F32 {
+                return Err(self.err(n, format!("{what} on {od} with bounded dims is not supported yet; pin them with --input")));
+            }
+            Ok(())
+        };
+        match &n.op {
+            Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
+                if self.cx.plan.aliases.contains_key(&out) {
+                    return Ok(None);
+                }
+                Ok(Some(format!("{}.copy_from_slice({});", self.write(n, out)?, self.read(n, self.input(n, 0)?)?)))
+            }
+            Op::Unary(u) => {
+                f32_only("a unary op")?;
+                let r = runtime_unary(*u).ok_or_else(|| self.unsupported(n))?;
+                let r = crate::codegen::emit::float_args(&format!("rt::kernels::unary::Unary::{r:?}"));
+                let y = self.write(n, out)?;
+                if self.cx.plan.inplace.contains_key(&id) {
+                    return Ok(Some(format!("rt::kernels::unary::map_f32_inplace({r}, {y});")));
+                }
+                Ok(Some(format!("rt::kernels::unary::map_f32({r}, {}, {y});", self.read(n, self.input(n, 0)?)?)))
+            }
+            Op::Binary(b) => {
+                f32_only("a binary op")?;
+                let f = match b {
+                    BinaryOp::Add => "|p: f32, q: f32| p + q",
+                    BinaryOp::Sub => "|p: f32, q: f32| p - q",
+                    BinaryOp::Mul => "|p: f32, q: f32| p * q",
+                    BinaryOp::Div => "|p: f32, q: f32| p / q",
+                    _ => return Err(self.unsupported(n)),
+                };
+                let (a, bv) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (os, as_, bs) = (self.shape(n, out)?, self.shape(n, a)?, self.shape(n, bv)?);
+                let (ra, rb, y) = (self.read(n, a)?, self.read(n, bv)?, self.write(n, out)?);
+                if as_ == os && bs == os {
+                    return Ok(Some(format!("let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}")));
+                }
+                let (sa, sb) = (self.bcast_strides(&as_, &os), self.bcast_strides(&bs, &os));
+                let oshape: Vec<String> = os.iter().map(|d| self.sizes.dim(d)).collect();
+                Ok(Some(format!(
+                    "rt::kernels::broadcast::binary({ra}, &[{}], {rb}, &[{}], {y}, &[{}], {f});",
+                    sa.join(", "),
+                    sb.join(", "),
+                    oshape.join(", ")
+                )))
+            }
+            Op::Conv { group, .. } | Op::FusedConv { group, .. } => {
+                f32_only("Conv")?;
+                let (x, wv) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (xs, ys, ws) = (self.shape(n, x)?, self.shape(n, out)?, self.shape(n, wv)?);
+                let (Op::Conv { window, .. } | Op::FusedConv { window, .. }) = &n.op else { unreachable!() };
+                let (xb, wb) = (fixed(g, Some(x)).unwrap_or_default(), fixed(g, Some(wv)).unwrap_or_default());
+                let win_b = resolve(window, &wb[2..], &xb[2..]).map_err(|e| self.err(n, e))?;
+                let win = self.window(n, &win_b, &xs[2..], &ys[2..]);
+                let d = format!(
+                    "rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }}",
+                    self.sizes.dim(&xs[0]),
+                    self.sizes.dim(&xs[1]),
+                    self.sizes.dim(&ws[0])
+                );
+                let col_bytes = conv_scratch_at_bound(g, id).unwrap_or(0);
+                let col = self.cx.scratch(n, id, "f32", col_bytes / 4)?;
+                let ep = match &n.op {
+                    Op::FusedConv { act, .. } => format!(
+                        "rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }}",
+                        self.opt_read(n, 2)?,
+                        self.opt_read(n, 4)?,
+                        self.opt_read(n, 5)?,
+                        self.opt_read(n, 3)?,
+                        act_lit(*act)
+                    ),
+                    _ => format!("rt::kernels::conv::Epilogue::bias({})", self.opt_read(n, 2)?),
+                };
+                Ok(Some(format!(
+                    "let d = {d};\nlet win = {win};\nlet ep = {ep};\n\
+                     rt::kernels::conv::conv_fused({}, {}, {}, &d, &win, {col}, &rt::kernels::conv::Sgemm, &ep);",
+                    self.read(n, x)?,
+                    self.read(n, wv)?,
+                    self.write(n, out)?
+                )))
+            }
+            Op::Pool { kind, window, storage_order } => {
+                f32_only("pooling")?;
+                if n.outputs.get(1).is_some_and(|iv| self.cx.plan.slots.contains_key(iv)) {
+                    return Err(self.err(n, "MaxPool's indices with bounded dims are not supported yet; pin them with --input"));
+                }
+                let x = self.input(n, 0)?;
+                let (xs, ys) = (self.shape(n, x)?, self.shape(n, out)?);
+                let xb = fixed(g, Some(x)).unwrap_or_default();
+                let win_b = resolve(window, &window.kernel_shape, &xb[2..]).map_err(|e| self.err(n, e))?;
+                let win = self.window(n, &win_b, &xs[2..], &ys[2..]);
+                let planes = self.sizes.numel(&xs[..2]);
+                let (rx, y) = (self.read(n, x)?, self.write(n, out)?);
+                Ok(Some(match kind {
+                    PoolKind::Max => format!("let win = {win}; rt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, None, {});", *storage_order != 0),
+                    PoolKind::Avg { count_include_pad } => {
+                        format!("let win = {win}; rt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
+                    }
+                    _ => return Err(self.unsupported(n)),
+                }))
+            }
+            Op::GlobalPool { kind } => {
+                f32_only("GlobalPool")?;
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                let code = match kind {
+                    PoolKind::Max => 0,
+                    PoolKind::Avg { .. } => 1,
+                    _ => return Err(self.unsupported(n)),
+                };
+                Ok(Some(format!(
+                    "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, 0.0_f64);",
+                    self.read(n, x)?,
+                    self.sizes.numel(&xs[..2]),
+                    self.sizes.numel(&xs[2..]),
+                    self.write(n, out)?
+                )))
+            }
+            Op::Gemm { alpha, beta, trans_a, trans_b } => {
+                f32_only("Gemm")?;
+                let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (ash, osh) = (self.dims(n, a)?, self.dims(n, out)?);
+                let (m, k) = if *trans_a { (&ash[1], &ash[0]) } else { (&ash[0], &ash[1]) };
+                let nn = &osh[1];
+                let la = if *trans_a { layout("1usize", m) } else { layout(k, "1usize") };
+                let lb = if *trans_b { layout("1usize", k) } else { layout(nn, "1usize") };
+                // As the static emitter (and the interpreter): A @ B, then alpha, then beta·C.
+                let mut s = format!(
+                    "let (m, k, nn) = ({m}, {k}, {nn});\nlet y = {};\nrt::kernels::gemm::sgemm(m, k, nn, 1.0, {}, {la}, {}, {lb}, 0.0, y, rt::kernels::gemm::Layout {{ row_stride: nn, col_stride: 1 }});\n",
+                    self.write(n, out)?,
+                    self.read(n, a)?,
+                    self.read(n, b)?
+                );
+                if *alpha != 1.0 {
+                    s += &format!("for v in y.iter_mut() {{ *v = *v * {}; }}\n", f32_lit(*alpha));
+                }
+                if let Some(c) = n.inputs.get(2).copied().flatten() {
+                    let cs = self.shape(n, c)?;
+                    let os = self.shape(n, out)?;
+                    let st = self.bcast_strides(&cs, &os);
+                    let scaled = if *beta == 1.0 { "c[i * s0 + j * s1]".to_string() } else { format!("c[i * s0 + j * s1] * {}", f32_lit(*beta)) };
+                    s += &format!(
+                        "let c = {}; let (s0, s1) = ({}, {}); for i in 0..m {{ for j in 0..nn {{ y[i * nn + j] = y[i * nn + j] + {scaled}; }} }}\n",
+                        self.read(n, c)?,
+                        st[0],
+                        st[1]
+                    );
+                }
+                Ok(Some(s))
+            }
+            Op::MatMul => {
+                f32_only("MatMul")?;
+                let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (ash, bsh, osh) = (self.shape(n, a)?, self.shape(n, b)?, self.shape(n, out)?);
+                let r = osh.len();
+                let (m, k, nn) = (self.sizes.dim(&ash[ash.len() - 2]), self.sizes.dim(&ash[ash.len() - 1]), self.sizes.dim(&bsh[bsh.len() - 1]));
+                let batch = &osh[..r - 2];
+                let sa = self.bcast_strides(&ash[..ash.len() - 2], batch);
+                let sb = self.bcast_strides(&bsh[..bsh.len() - 2], batch);
+                let bd: Vec<String> = batch.iter().map(|d| self.sizes.dim(d)).collect();
+                Ok(Some(format!(
+                    "let (a, b, y) = ({}, {}, {});\nlet (m, k, nn) = ({m}, {k}, {nn});\n\
+                     let bd: [usize; {nb}] = [{}]; let sa: [usize; {nb}] = [{}]; let sb: [usize; {nb}] = [{}];\n\
+                     for bi in 0..bd.iter().product::<usize>() {{\n\
+                       let (mut rem, mut oa, mut ob) = (bi, 0usize, 0usize);\n\
+                       for d in (0..{nb}).rev() {{ let ix = rem % bd[d]; rem /= bd[d]; oa += ix * sa[d]; ob += ix * sb[d]; }}\n\
+                       let (oa, ob) = (oa * m * k, ob * k * nn);\n\
+                       rt::kernels::gemm::sgemm(m, k, nn, 1.0, &a[oa..oa + m * k], {}, &b[ob..ob + k * nn], {}, 0.0, &mut y[bi * m * nn..(bi + 1) * m * nn], {});\n\
+                     }}",
+                    self.read(n, a)?,
+                    self.read(n, b)?,
+                    self.write(n, out)?,
+                    bd.join(", "),
+                    sa.join(", "),
+                    sb.join(", "),
+                    layout("k", "1usize"),
+                    layout("nn", "1usize"),
+                    layout("nn", "1usize"),
+                    nb = batch.len()
+                )))
+            }
+            Op::Softmax { axis, log, coerce_2d } => {
+                f32_only("Softmax")?;
+                let os = self.shape(n, out)?;
+                let r = os.len() as i64;
+                let ax = if *axis < 0 { axis + r } else { *axis };
+                if ax < 0 || ax >= r.max(1) {
+                    return Err(self.err(n, format!("axis {axis} out of range")));
+                }
+                let ax = ax as usize;
+                let outer = self.sizes.numel(&os[..ax]);
+                let (nn, inner) = if *coerce_2d { (self.sizes.numel(&os[ax..]), "1usize".to_string()) } else { (self.sizes.dim(&os[ax]), self.sizes.numel(&os[ax + 1..])) };
+                Ok(Some(format!(
+                    "rt::kernels::softmax::softmax({}, {outer}, {nn}, {inner}, {}, {log});",
+                    self.read(n, self.input(n, 0)?)?,
+                    self.write(n, out)?
+                )))
+            }
+            Op::LayerNorm { axis, epsilon } => {
+                f32_only("LayerNormalization")?;
+                if n.outputs.iter().skip(1).any(|v| self.cx.plan.slots.contains_key(v)) {
+                    return Err(self.err(n, "LayerNormalization's mean / inv_std outputs with bounded dims are not supported yet"));
+                }
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                let r = xs.len() as i64;
+                let a = if *axis < 0 { axis + r } else { *axis };
+                if a < 0 || a >= r {
+                    return Err(self.err(n, format!("axis {axis} out of range")));
+                }
+                let a = a as usize;
+                let scale = self.input(n, 1)?;
+                if self.shape(n, scale)?.iter().fold(DimExpr::constant(1), |p, d| p.mul(d)) != xs[a..].iter().fold(DimExpr::constant(1), |p, d| p.mul(d)) {
+                    return Err(self.err(n, "a broadcast Scale with bounded dims is not supported yet"));
+                }
+                Ok(Some(format!(
+                    "rt::kernels::norm::layer_norm({}, {}, {}, {}, {}, {}, {:?}_f64, None, None);",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    self.sizes.numel(&xs[..a]),
+                    self.sizes.numel(&xs[a..]),
+                    self.read(n, scale)?,
+                    self.opt_read(n, 2)?,
+                    *epsilon as f64
+                )))
+            }
+            Op::Transpose { perm } => {
+                let x = self.input(n, 0)?;
+                let xs = self.dims(n, x)?;
+                let r = xs.len();
+                let p: Vec<usize> = perm.clone().unwrap_or_else(|| (0..r).rev().collect());
+                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
+                // Output index → input offset: walk the output in order with the input's strides.
+                Ok(Some(format!(
+                    "let (x, y) = ({}, {});\nlet xs: [usize; {r}] = [{}];\nlet perm: [usize; {r}] = {p:?};\n\
+                     let mut xst = [1usize; {r}]; for d in (0..{r}.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
+                     let ys: [usize; {r}] = core::array::from_fn(|d| xs[perm[d]]);\n\
+                     let mut idx = [0usize; {r}];\n\
+                     for o in y.iter_mut() {{\n\
+                       let mut off = 0usize; for d in 0..{r} {{ off += idx[d] * xst[perm[d]]; }}\n\
+                       *o = x[off];\n\
+                       for d in (0..{r}).rev() {{ idx[d] += 1; if idx[d] < ys[d] {{ break; }} idx[d] = 0; }}\n\
+                     }}\nlet _: &[{t}] = x;",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    xs.join(", ")
+                )))
+            }
+            _ => Err(self.unsupported(n)),
+        }
+    }
+
+    /// numpy-broadcast strides of `shape` against `out` as `usize` expressions (0 on
+    /// broadcast dims, which are the constant 1).
+    fn bcast_strides(&self, shape: &[DimExpr], out: &[DimExpr]) -> Vec<String> {
+        let r = out.len();
+        let one = DimExpr::constant(1);
+        let mut st = vec!["0usize".to_string(); r];
+        let mut acc: Vec<String> = Vec::new();
+        for i in (0..r).rev() {
+            let j = (i + shape.len()).checked_sub(r);
+            let d = j.map(|j| &shape[j]).unwrap_or(&one);
+            if *d == one && out[i] != one {
+                st[i] = "0usize".into();
+            } else {
+                st[i] = if acc.is_empty() { "1usize".into() } else { format!("({})", acc.join(" * ")) };
+            }
+            if j.is_some() {
+                acc.push(self.sizes.dim(d));
+            }
+        }
+        st
+    }
+}
+
+fn layout(row: &str, col: &str) -> String {
+    format!("rt::kernels::gemm::Layout {{ row_stride: {row}, col_stride: {col} }}")
+}
+
+fn act_lit(a: crate::ir::Act) -> String {
+    use crate::ir::Act;
+    match a {
+        Act::None => "rt::kernels::conv::Act::None".into(),
+        Act::Relu => "rt::kernels::conv::Act::Relu".into(),
+        Act::LeakyRelu(alpha) => format!("rt::kernels::conv::Act::LeakyRelu({})", f32_lit(alpha)),
+        Act::Clip(lo, hi) => format!("rt::kernels::conv::Act::Clip({}, {})", f32_lit(lo), f32_lit(hi)),
+    }
+}
