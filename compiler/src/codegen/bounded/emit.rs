@@ -254,7 +254,7 @@ impl Bx<'_> {
                 let lb = if *trans_b { layout("1usize", k) } else { layout(nn, "1usize") };
                 // As the static emitter (and the interpreter): A @ B, then alpha, then beta·C.
                 let mut s = format!(
-                    "let (m, k, nn) = ({m}, {k}, {nn});\nlet y = {};\nrt::kernels::gemm::sgemm(m, k, nn, 1.0, {}, {la}, {}, {lb}, 0.0, y, rt::kernels::gemm::Layout {{ row_stride: nn, col_stride: 1 }});\n",
+                    "let (m, k, nn) = ({m}, {k}, {nn});\nlet y = {};\nrt::kernels::gemm::sgemm(m, k, nn, 1.0, {}, {la}, {}, {lb}, 0.0, y, rt::kernels::gemm::Layout {{ row_stride: nn as isize, col_stride: 1 }});\n",
                     self.write(n, out)?,
                     self.read(n, a)?,
                     self.read(n, b)?
@@ -402,7 +402,7 @@ impl Bx<'_> {
 }
 
 fn layout(row: &str, col: &str) -> String {
-    format!("rt::kernels::gemm::Layout {{ row_stride: {row}, col_stride: {col} }}")
+    format!("rt::kernels::gemm::Layout {{ row_stride: ({row}) as isize, col_stride: ({col}) as isize }}")
 }
 
 fn act_lit(a: crate::ir::Act) -> String {

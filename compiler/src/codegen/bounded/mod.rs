@@ -282,7 +282,7 @@ fn build(
     let mut fwd = format!(
         "/// Run the model at `dims` (each within its bound). Errors when a dim is out of bounds, a\n\
          /// derived size is below 1, or an input's length does not match its dims.\n\
-         #[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}, dims: Dims) -> Result<Outputs<'a>, DimError> {{\n",
+         #[allow(clippy::too_many_arguments, unused_parens)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}, dims: Dims) -> Result<Outputs<'a>, DimError> {{\n",
         input_params.join(", ")
     );
     for (n, _) in dims {
@@ -321,7 +321,7 @@ fn build(
     for (i, body) in parts.iter().enumerate() {
         let _ = writeln!(
             src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], sz: &[usize; {k}], {}) {{\n{body}}}",
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], sz: &[usize; {k}], {}) {{\n{body}}}",
             input_params.join(", ")
         );
     }

@@ -1,0 +1,165 @@
+//! Bounded symbolic dims (`--input x={n<=3}x3x{h<=16}x{w<=16}`): the PyTorch-exported models of
+//! tests/models/exported compiled ONCE with bounded dims, the generated module built once and
+//! run at every reference size within the bounds (the bound itself and smaller ones), against
+//! onnxruntime (scripts/exported_refs.py). Also: a dim above its bound and a wrong input
+//! length are `DimError`s (exit status 2 from the harness, not a panic), the arena constant is
+//! the plan at the bounds, and unsupported ops fail at compile time naming the node.
+use burnc::build::{generate, generate_bounded, parse_pin_dims, PinDim};
+use burnc::harness::{bounded_main_rs, build_crate, Profile};
+use burnc_compiler::Tensor;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+
+fn npy(path: &Path) -> Tensor {
+    burnc_frontends::npy::parse(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("npy")
+}
+
+/// The onnxruntime references (shared script with tests/exported_models.rs).
+fn references() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims");
+    let script = common::root().join("scripts/exported_refs.py");
+    let out = Command::new("python3").arg(&script).arg(&dir).output().unwrap_or_else(|e| panic!("cannot run python3: {e}"));
+    assert!(out.status.success(), "{} failed:\n{}", script.display(), String::from_utf8_lossy(&out.stderr));
+    dir
+}
+
+fn models() -> PathBuf {
+    common::root().join("tests/models/exported")
+}
+
+/// A model compiled with bounded dims and its harness built.
+struct Built {
+    bin: PathBuf,
+    gen: burnc_compiler::codegen::Generated,
+    info: burnc_compiler::codegen::BoundedInfo,
+}
+
+fn build_bounded(file: &str, pin: &str) -> Built {
+    let pins = vec![("x".to_string(), parse_pin_dims(pin).expect("pin"))];
+    let (gen, info) = generate_bounded(&models().join(file), &pins, &[], None, "model.bin").unwrap_or_else(|e| panic!("{file}: {e}"));
+    let main = bounded_main_rs(&gen, &info);
+    let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
+    let bin = build_crate(&format!("bounded-{file}-{pin}"), &files, Profile::Run).unwrap_or_else(|e| panic!("{file}: {e}"));
+    Built { bin, gen, info }
+}
+
+/// Run the built harness on `x` with `dims`; the output, or the harness's stderr and status.
+fn run(b: &Built, work: &Path, x: &[f32], dims: &[usize]) -> Result<Tensor, (i32, String)> {
+    std::fs::create_dir_all(work).expect("work dir");
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(work.join("in_0.bin"), bytes).expect("write input");
+    let o = Command::new(&b.bin).arg(work).args(dims.iter().map(|d| d.to_string())).output().expect("harness runs");
+    if !o.status.success() {
+        return Err((o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned()));
+    }
+    let shape: Vec<usize> = std::fs::read_to_string(work.join("out_0.shape")).expect("shape").split_whitespace().map(|s| s.parse().expect("dim")).collect();
+    let data = std::fs::read(work.join("out_0.bin")).expect("output");
+    let vals: Vec<f32> = data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    Ok(Tensor::new(shape, burnc_compiler::Data::F32(vals)))
+}
+
+/// The values of the named dims for an input of shape `shape` under pin `pin`.
+fn dims_for(pin: &[PinDim], info: &burnc_compiler::codegen::BoundedInfo, shape: &[usize]) -> Vec<usize> {
+    info.dims
+        .iter()
+        .map(|(name, _)| {
+            let i = pin.iter().position(|d| matches!(d, PinDim::Bounded { name: n, .. } if n == name)).expect("dim in pin");
+            shape[i]
+        })
+        .collect()
+}
+
+/// Compile `file` once with `pin`, run it at every reference size of `stem` and compare with
+/// onnxruntime; returns the number of sizes run and the built model.
+fn check_model(refs: &Path, file: &str, pin: &str) -> (usize, Built) {
+    let stem = file.trim_end_matches(".onnx");
+    let b = build_bounded(file, pin);
+    let spec = parse_pin_dims(pin).expect("pin");
+    let mut sizes = 0;
+    let mut failures = Vec::new();
+    let mut k = 0;
+    while refs.join(stem).join(format!("size_{k}")).exists() {
+        let dir = refs.join(stem).join(format!("size_{k}"));
+        k += 1;
+        let (x, want) = (npy(&dir.join("x.npy")), npy(&dir.join("y.npy")));
+        let dims = dims_for(&spec, &b.info, &x.shape);
+        let xs = x.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
+        match run(&b, &dir.join("bounded"), &xs, &dims) {
+            Ok(got) => {
+                if let Err(e) = common::close_tensor(&got, &want, 1e-3, 1e-5) {
+                    failures.push(format!("{file} at {:?}: {e}", x.shape));
+                }
+            }
+            Err((code, err)) => failures.push(format!("{file} at {:?}: exit {code}: {err}", x.shape)),
+        }
+        sizes += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    (sizes, b)
+}
+
+#[test]
+fn exported_models_compiled_once_with_bounded_dims_match_onnxruntime_at_every_size() {
+    let refs = references();
+    // CNN: `view(x.size(0), -1)` is a Shape → Concat → Reshape subgraph on the batch dim. The
+    // dynamo export's pooling fits H, W in 14..=16 only (see exported_refs.py).
+    let (n_cnn, cnn) = check_model(&refs, "cnn_dynamo.onnx", "{n<=3}x3x{h<=16}x{w<=16}");
+    // MLP: symbolic batch through Gemm, Tanh, Softmax; sizes 1, 3 and the bound 8.
+    let mut n_mlp = 0;
+    for f in ["mlp_op7.onnx", "mlp_op9.onnx", "mlp_op13.onnx", "mlp_dynamo.onnx"] {
+        n_mlp += check_model(&refs, f, "{batch<=8}x10").0;
+    }
+    assert!(n_cnn >= 3 && n_mlp >= 12, "expected every reference size: cnn {n_cnn}, mlp {n_mlp}");
+    assert_eq!(cnn.info.dims, vec![("n".to_string(), 3), ("h".to_string(), 16), ("w".to_string(), 16)]);
+}
+
+#[test]
+fn dims_above_the_bound_and_wrong_lengths_are_errors_not_panics() {
+    let b = build_bounded("mlp_op13.onnx", "{batch<=8}x10");
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_errors");
+    let ok = run(&b, &work, &[0.5; 80], &[8]).expect("the bound itself runs");
+    assert_eq!(ok.shape, vec![8, 4]);
+    let (code, err) = run(&b, &work, &[0.5; 90], &[9]).expect_err("batch 9 is above the bound");
+    assert_eq!(code, 2, "a DimError, not a panic: {err}");
+    assert!(err.contains("dim `batch` is 9; it must be in 1..=8"), "{err}");
+    let (code, err) = run(&b, &work, &[0.5; 30], &[2]).expect_err("30 elements are not 2x10");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("input `x` has 30 elements, its dims give 20"), "{err}");
+    let (code, err) = run(&b, &work, &[], &[0]).expect_err("batch 0");
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn arena_is_the_plan_at_the_bounds() {
+    // The MLP has no convolution, so the bounded plan is the pinned plan at the bound exactly;
+    // the CNN's convolutions reserve their whole im2col buffer at the bound, so its arena is at
+    // least the pinned one.
+    for (file, pin, pinned, exact) in
+        [("mlp_op13.onnx", "{batch<=8}x10", vec![8, 10], true), ("cnn_dynamo.onnx", "{n<=3}x3x{h<=16}x{w<=16}", vec![3, 3, 16, 16], false)]
+    {
+        let pins = vec![("x".to_string(), parse_pin_dims(pin).expect("pin"))];
+        let (gen, _) = generate_bounded(&models().join(file), &pins, &[], None, "model.bin").expect("bounded");
+        let at_bound = generate(&models().join(file), &[("x".to_string(), pinned)], &[], "model.bin").expect("pinned");
+        assert!(gen.source.contains(&format!("pub const ARENA_BYTES: usize = {};", gen.arena_bytes)), "{file}: ARENA_BYTES constant");
+        if exact {
+            assert_eq!(gen.arena_bytes, at_bound.arena_bytes, "{file}");
+        } else {
+            assert!(gen.arena_bytes >= at_bound.arena_bytes, "{file}: {} < {}", gen.arena_bytes, at_bound.arena_bytes);
+        }
+        assert!(gen.source.contains("pub const") && gen.source.contains("_MAX: usize ="), "{file}: bounds as constants");
+    }
+}
+
+#[test]
+fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
+    // Resize has no bounded-dims emitter yet: a compile-time error naming the node and op.
+    let pins = vec![("x".to_string(), parse_pin_dims("{n<=2}x2x{h<=12}x{w<=13}").expect("pin"))];
+    let err = generate_bounded(&models().join("upsample_op13.onnx"), &pins, &[], None, "model.bin").err().expect("Resize is refused").to_string();
+    assert!(err.contains("(Resize)") && err.contains("does not support bounded dims yet; pin them with --input"), "{err}");
+    for bad in ["{h<=0}x3", "{h<=}x3", "{1h<=4}x3", "{h<=4x3", "h<=4}x3"] {
+        assert!(parse_pin_dims(bad).is_err(), "`{bad}` should be refused");
+    }
+    assert_eq!(parse_pin_dims("1x{h<=4}").expect("pin"), vec![PinDim::Fixed(1), PinDim::Bounded { name: "h".into(), bound: 4 }]);
+}
