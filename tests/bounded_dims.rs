@@ -111,7 +111,17 @@ fn exported_models_compiled_once_with_bounded_dims_match_onnxruntime_at_every_si
     for f in ["mlp_op7.onnx", "mlp_op9.onnx", "mlp_op13.onnx", "mlp_dynamo.onnx"] {
         n_mlp += check_model(&refs, f, "{batch<=8}x10").0;
     }
-    assert!(n_cnn >= 3 && n_mlp >= 12, "expected every reference size: cnn {n_cnn}, mlp {n_mlp}");
+    // Upsample: nearest and bilinear Resize (scale 2, tap tables for every length) + Add + Conv.
+    let mut n_up = 0;
+    for f in ["upsample_op11.onnx", "upsample_op13.onnx", "upsample_op19.onnx", "upsample_dynamo.onnx"] {
+        n_up += check_model(&refs, f, "{n<=2}x2x{h<=11}x{w<=13}").0;
+    }
+    // Encoder (dynamo export; the TorchScript ones baked the example's sequence length into a
+    // Reshape): attention reshapes whose targets a shape subgraph computes (`[seq, 2*batch, 8]`),
+    // batched MatMul, Softmax, LayerNorm, ReduceMean.
+    let (n_enc, _) = check_model(&refs, "encoder_dynamo.onnx", "{n<=4}x{s<=9}x6");
+    println!("sizes run: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}");
+    assert!(n_cnn >= 3 && n_mlp >= 12 && n_up >= 12 && n_enc >= 3, "expected every reference size: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}");
     assert_eq!(cnn.info.dims, vec![("n".to_string(), 3), ("h".to_string(), 16), ("w".to_string(), 16)]);
 }
 
@@ -154,10 +164,17 @@ fn arena_is_the_plan_at_the_bounds() {
 
 #[test]
 fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
-    // Resize has no bounded-dims emitter yet: a compile-time error naming the node and op.
-    let pins = vec![("x".to_string(), parse_pin_dims("{n<=2}x2x{h<=12}x{w<=13}").expect("pin"))];
-    let err = generate_bounded(&models().join("upsample_op13.onnx"), &pins, &[], None, "model.bin").err().expect("Resize is refused").to_string();
-    assert!(err.contains("(Resize)") && err.contains("does not support bounded dims yet; pin them with --input"), "{err}");
+    // The GRU's initial state is ConstantOfShape of a shape computed from the batch dim: no
+    // bounded-dims support yet, a compile-time error naming the node and op.
+    let pins = vec![("x".to_string(), parse_pin_dims("{n<=3}x{s<=12}x4").expect("pin"))];
+    let err = generate_bounded(&models().join("gru_op14.onnx"), &pins, &[], None, "model.bin").err().expect("GRU is refused").to_string();
+    assert!(err.contains("(ConstantOfShape)") && err.contains("does not support bounded dims yet; pin them with --input"), "{err}");
+    // A dim without a bound: say so.
+    let mut g = burnc_frontends::onnx::load(&models().join("mlp_op13.onnx")).expect("load").graph;
+    let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("unbounded").to_string();
+    assert!(err.contains("has no bound"), "{err}");
+    burnc::build::pin_input_dims(&mut g, "x", &parse_pin_dims("{b<=4}x10").expect("pin")).expect("pin");
+    assert!(burnc_compiler::codegen::generate_bounded(&g, &Default::default()).is_ok());
     for bad in ["{h<=0}x3", "{h<=}x3", "{1h<=4}x3", "{h<=4x3", "h<=4}x3"] {
         assert!(parse_pin_dims(bad).is_err(), "`{bad}` should be refused");
     }

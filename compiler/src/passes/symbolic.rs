@@ -3,9 +3,9 @@
 //! subgraphs compute (`Shape → Gather → Unsqueeze → Concat`), for the ops bounded codegen
 //! supports. Any other op whose shapes depend on a named dim is an error naming the node.
 //!
-//! [`relax_reshapes`] rewrites a Reshape whose target a shape subgraph computes into a constant
-//! target with `0` (copy the input dim) and `-1` (the rest), so that pinning the dims at their
-//! bounds and folding cannot bake the bound's sizes into it.
+//! [`reshape_targets`] records, by node name, the symbolic target of each Reshape whose target a
+//! shape subgraph computes: pinning the dims at their bounds folds that subgraph into a constant
+//! at the bound's sizes, and the analysis of the folded graph takes the recorded target instead.
 use super::infer::node_err;
 use super::PassError;
 use crate::ir::{AutoPad, BinaryOp, DimExpr, Graph, Node, Op, PoolKind, UnaryOp, ValueId, Window};
@@ -49,11 +49,15 @@ fn norm_axis(a: i64, r: usize) -> R<usize> {
     Ok(x as usize)
 }
 
-/// Analyse `g` with graph inputs' dims from `inputs` (other inputs keep their static types).
-pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<SymInfo, PassError> {
+/// Symbolic Reshape targets by node name (see [`reshape_targets`]).
+pub type Targets = HashMap<String, Vec<DimExpr>>;
+
+/// Analyse `g` with graph inputs' dims from `inputs` (other inputs keep their static types)
+/// and the Reshape targets recorded before folding.
+pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets) -> Result<SymInfo, PassError> {
     let mut s = SymInfo { shapes: inputs.clone(), ints: HashMap::new() };
     for n in &g.nodes {
-        node(g, n, &mut s).map_err(|reason| node_err(n, reason))?;
+        node(g, n, &mut s, targets).map_err(|reason| node_err(n, reason))?;
     }
     Ok(s)
 }
@@ -83,19 +87,41 @@ fn input(n: &Node, i: usize) -> R<ValueId> {
     n.inputs.get(i).copied().flatten().ok_or_else(|| format!("missing input #{i}"))
 }
 
-fn node(g: &Graph, n: &Node, s: &mut SymInfo) -> R<()> {
+fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
     let ins: Vec<Option<Vec<DimExpr>>> = n.inputs.iter().map(|i| i.and_then(|v| shape_of(g, s, v).ok())).collect();
     let sym_ints = n.inputs.iter().flatten().any(|v| s.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none())));
     let sym_shapes = n.inputs.iter().flatten().any(|v| s.is_symbolic(*v));
-    if !sym_ints && !sym_shapes && !matches!(n.op, Op::Shape { .. }) {
-        // Nothing here depends on a named dim: the static types hold.
+    let recorded = matches!(n.op, Op::Reshape { .. }) && targets.contains_key(&n.name);
+    let static_ok = !sym_ints && !sym_shapes && !recorded;
+    let has_ints = n.inputs.iter().flatten().any(|v| s.ints.contains_key(v));
+    // Nothing here depends on a named dim: the static types hold.
+    let statik = |s: &mut SymInfo| {
         for &o in &n.outputs {
             if let Some(d) = g.tensor_type(o).and_then(|t| t.shape.as_ref()?.as_fixed()) {
                 s.shapes.insert(o, d.iter().map(|&x| c(x as i64)).collect());
             }
         }
+    };
+    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. }) {
+        statik(s);
         return Ok(());
     }
+    match rule(g, n, s, targets, &ins, sym_ints) {
+        Ok(shape) => {
+            s.shapes.insert(n.outputs[0], shape);
+            Ok(())
+        }
+        // Constant shape values reaching an op without a rule (Cast → Sqrt of a head size).
+        Err(_) if static_ok => {
+            statik(s);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The output dims of `n` (and the values of shape computations, into `s.ints`).
+fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<Vec<DimExpr>>], sym_ints: bool) -> R<Vec<DimExpr>> {
     let x = |i: usize| -> R<Vec<DimExpr>> { ins.get(i).cloned().flatten().ok_or_else(|| format!("input #{i} has no known shape")) };
     let out = *n.outputs.first().ok_or("no output")?;
     let shape: Vec<DimExpr> = match &n.op {
@@ -116,6 +142,16 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo) -> R<()> {
             x(0)?
         }
         Op::Unary(_) | Op::Softmax { .. } | Op::LayerNorm { .. } => x(0)?,
+        Op::Gather { axis } if !s.ints.contains_key(&input(n, 0)?) => {
+            // Data movement with constant indices: X's dims around the indices' shape.
+            let xs = x(0)?;
+            let idx = g.const_value(input(n, 1)?).ok_or_else(|| unsupported(n))?;
+            let a = norm_axis(*axis, xs.len())?;
+            let mut d = xs[..a].to_vec();
+            d.extend(idx.shape.iter().map(|&v| c(v as i64)));
+            d.extend(xs[a + 1..].iter().cloned());
+            d
+        }
         Op::Gather { axis } => {
             let data = input(n, 0)?;
             let idx = g.const_value(input(n, 1)?).and_then(|t| Some((t.shape.clone(), t.to_i64_vec()?)));
@@ -131,6 +167,43 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo) -> R<()> {
                 }
                 _ => return Err(unsupported(n)),
             }
+        }
+        Op::Slice if s.ints.contains_key(&input(n, 0)?) => {
+            // A slice of a shape: constant starts / ends (steps 1) over a 1-D value.
+            let vals = s.ints[&input(n, 0)?].clone();
+            let k = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)?.to_i64_vec());
+            let (st, en) = (k(1).ok_or_else(|| unsupported(n))?, k(2).ok_or_else(|| unsupported(n))?);
+            if k(3).is_some_and(|a| a != [0]) || k(4).is_some_and(|st| st != [1]) || st.len() != 1 || en.len() != 1 {
+                return Err(unsupported(n));
+            }
+            let len = vals.len() as i64;
+            let clamp = |v: i64| (if v < 0 { v + len } else { v }).clamp(0, len) as usize;
+            let (a, b) = (clamp(st[0]), clamp(en[0]));
+            let v: Vec<DimExpr> = vals[a..b.max(a)].to_vec();
+            let l = v.len();
+            s.ints.insert(out, v);
+            vec![c(l as i64)]
+        }
+        Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
+            let xs = x(0)?;
+            let axes = match axes {
+                Some(a) => a.clone(),
+                None => match n.inputs.get(1).copied().flatten() {
+                    Some(v) => g.const_value(v).and_then(|t| t.to_i64_vec()).ok_or("axes are not constant")?,
+                    None => vec![],
+                },
+            };
+            if axes.is_empty() && *noop_with_empty_axes {
+                xs
+            } else {
+                let ax: Vec<usize> = if axes.is_empty() { (0..xs.len()).collect() } else { axes.iter().map(|&a| norm_axis(a, xs.len())).collect::<R<_>>()? };
+                xs.iter().enumerate().filter_map(|(i, d)| if ax.contains(&i) { keepdims.then(|| c(1)) } else { Some(d.clone()) }).collect()
+            }
+        }
+        Op::Resize(at) => {
+            let xs = x(0)?;
+            let scales = resize_scales(g, n, at, xs.len())?;
+            xs.iter().zip(&scales).map(|(d, &k)| d.scale(k)).collect()
         }
         Op::Unsqueeze { .. } | Op::Squeeze { .. } => {
             let xs = x(0)?;
@@ -207,7 +280,14 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo) -> R<()> {
         }
         Op::Reshape { allowzero } => {
             let xs = x(0)?;
-            let target = ints_of(g, s, input(n, 1)?).ok_or_else(|| unsupported(n))?;
+            let target = match targets.get(&n.name) {
+                Some(t) => t.clone(),
+                None => ints_of(g, s, input(n, 1)?).ok_or_else(|| unsupported(n))?,
+            };
+            // Reshaping a shape value (a scalar into [1], say) keeps its contents.
+            if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
+                s.ints.insert(out, i);
+            }
             reshape(&xs, &target, *allowzero)?
         }
         Op::Flatten { axis } => {
@@ -265,8 +345,7 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo) -> R<()> {
         }
         _ => return Err(unsupported(n)),
     };
-    s.shapes.insert(out, shape);
-    Ok(())
+    Ok(shape)
 }
 
 /// numpy broadcasting: equal dims, or one of them the constant 1.
@@ -337,58 +416,60 @@ fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> 
         .collect()
 }
 
-/// Rewrite each Reshape whose target depends on a named dim into a constant target (`0` where
-/// the entry is the input's dim at the same position, `-1` for at most one other), so folding
-/// at the bound keeps it size-independent. Errors when no such rewrite exists.
-pub fn relax_reshapes(g: &mut Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(), PassError> {
-    let info = analyze(g, inputs)?;
-    for ni in 0..g.nodes.len() {
-        let n = &g.nodes[ni];
-        let Op::Reshape { allowzero } = n.op else { continue };
-        let (Some(Some(xv)), Some(Some(tv))) = (n.inputs.first().copied(), n.inputs.get(1).copied()) else { continue };
-        let Some(target) = info.ints.get(&tv) else { continue };
-        if target.iter().all(|d| d.as_const().is_some()) {
-            continue;
-        }
-        // With allowzero a literal 0 is a zero dim; without one (bounded dims are at least 1)
-        // the plain Reshape means the same, and its `0` can copy an input dim.
-        if allowzero && target.iter().any(|d| d.as_const() == Some(0)) {
-            return Err(node_err(n, "Reshape with allowzero and a 0 in a computed target is not supported with bounded dims; pin them with --input".into()));
-        }
-        let xs = info.shapes.get(&xv).cloned().unwrap_or_default();
-        let mut fixed = Vec::with_capacity(target.len());
-        let mut minus_one = false;
-        for (i, t) in target.iter().enumerate() {
-            match t.as_const() {
-                Some(v) => {
-                    minus_one |= v == -1;
-                    fixed.push(v);
-                }
-                None if xs.get(i) == Some(t) => fixed.push(0),
-                None if !minus_one => {
-                    minus_one = true;
-                    fixed.push(-1);
-                }
-                None => return Err(node_err(n, format!("Reshape target {:?} has more than one computed dim; pin them with --input", target.iter().map(|d| d.to_string()).collect::<Vec<_>>()))),
-            }
-        }
-        let name = format!("{}_bounded_target", n.name);
-        let k = g.add_const(name, crate::tensor::Tensor::new(vec![fixed.len()], crate::tensor::Data::I64(fixed)));
-        g.nodes[ni].inputs[1] = Some(k);
-        g.nodes[ni].op = Op::Reshape { allowzero: false };
+/// A Resize's integer scale per axis, when bounded dims can take it: constant `scales`, no
+/// `sizes`, every scale a whole number (so the output is `k·in`), all axes, no aspect policy.
+pub fn resize_scales(g: &Graph, n: &Node, at: &crate::ir::ResizeAttrs, rank: usize) -> R<Vec<i64>> {
+    let given = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)).filter(|t| t.numel() > 0);
+    let nonconst = |i: usize| n.inputs.get(i).copied().flatten().is_some_and(|v| g.const_value(v).is_none());
+    let refuse = |why: &str| format!("`Resize` {why} with bounded dims is not supported yet; pin them with --input");
+    if given(3).is_some() || nonconst(3) || nonconst(2) || nonconst(1) {
+        return Err(refuse("with `sizes` or computed inputs"));
     }
-    Ok(())
+    if at.axes.is_some() || at.keep_aspect_ratio_policy != "stretch" {
+        return Err(refuse("with `axes` or keep_aspect_ratio_policy"));
+    }
+    let sc = given(2).map(|t| t.to_f64_vec()).ok_or_else(|| refuse("without constant scales"))?;
+    if sc.len() != rank {
+        return Err(format!("scales has {} entries for rank {rank}", sc.len()));
+    }
+    sc.iter().map(|&v| if v >= 1.0 && v.fract() == 0.0 && v <= 64.0 { Ok(v as i64) } else { Err(refuse(&format!("by the non-integer scale {v}"))) }).collect()
 }
 
-/// After [`relax_reshapes`] and dead code elimination: a value still computed from named dims
-/// (a shape subgraph feeding anything but a Reshape target) would be folded at the bound, so
-/// it is refused, naming the node that computes it.
-pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(), PassError> {
-    let info = analyze(g, inputs)?;
+/// The symbolic target of every Reshape whose target a shape subgraph computes from named
+/// dims, by node name (see the module doc). Node names must be unique.
+pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<Targets, PassError> {
+    let info = analyze(g, inputs, &Targets::new())?;
+    let mut out = Targets::new();
     for n in &g.nodes {
-        if n.outputs.iter().any(|o| info.ints.get(o).is_some_and(|i| i.iter().any(|d| d.as_const().is_none()))) {
-            return Err(node_err(n, "computes with the value of a bounded dim (a shape computation not feeding a Reshape); pin the dims with --input".into()));
+        let Op::Reshape { .. } = n.op else { continue };
+        let Some(Some(tv)) = n.inputs.get(1).copied() else { continue };
+        if let Some(t) = info.ints.get(&tv).filter(|t| t.iter().any(|d| d.as_const().is_none())) {
+            out.insert(n.name.clone(), t.clone());
         }
+    }
+    Ok(out)
+}
+
+/// Values computed from named dims may only feed shape computations and Reshape targets:
+/// anything else would be folded at the bound. Refused here, naming the node that reads one.
+pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(), PassError> {
+    let info = analyze(g, inputs, &Targets::new())?;
+    let dim_valued = |v: &ValueId| info.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none()));
+    for n in &g.nodes {
+        for (i, v) in n.inputs.iter().enumerate() {
+            let Some(v) = v else { continue };
+            if !dim_valued(v) {
+                continue;
+            }
+            let shape_op = n.outputs.iter().all(|o| info.ints.contains_key(o));
+            let target = matches!(n.op, Op::Reshape { .. }) && i == 1;
+            if !shape_op && !target {
+                return Err(node_err(n, "computes with the value of a bounded dim (a shape computation not feeding a Reshape target); pin the dims with --input".into()));
+            }
+        }
+    }
+    if let Some(o) = g.outputs.iter().find(|o| dim_valued(o)) {
+        return Err(PassError::Node { node: g.value(*o).name.clone(), op: "output".into(), reason: "is computed from bounded dims; pin them with --input".into() });
     }
     Ok(())
 }

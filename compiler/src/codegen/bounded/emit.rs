@@ -15,6 +15,8 @@ pub(crate) struct Bx<'a> {
     pub cx: &'a Ctx<'a>,
     pub info: &'a SymInfo,
     pub sizes: &'a Sizes,
+    /// The named dims and their bounds.
+    pub dims: &'a [(String, usize)],
 }
 
 fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
@@ -42,6 +44,22 @@ fn f32_lit(v: f32) -> String {
 }
 
 impl Bx<'_> {
+    pub(super) fn err_at(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+        self.cx.err(n, reason)
+    }
+
+    pub(super) fn shape_of(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
+        self.shape(n, v)
+    }
+
+    pub(super) fn read_of(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        self.read(n, v)
+    }
+
+    pub(super) fn write_of(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        self.write(n, v)
+    }
+
     fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
         self.cx.err(n, reason)
     }
@@ -361,7 +379,7 @@ impl Bx<'_> {
                 // Output index → input offset: walk the output in order with the input's strides.
                 Ok(Some(format!(
                     "let (x, y) = ({}, {});\nlet xs: [usize; {r}] = [{}];\nlet perm: [usize; {r}] = {p:?};\n\
-                     let mut xst = [1usize; {r}]; for d in (0..{r}.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
+                     let mut xst = [1usize; {r}]; for d in (0..{r}usize.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
                      let ys: [usize; {r}] = core::array::from_fn(|d| xs[perm[d]]);\n\
                      let mut idx = [0usize; {r}];\n\
                      for o in y.iter_mut() {{\n\
@@ -374,6 +392,74 @@ impl Bx<'_> {
                     xs.join(", ")
                 )))
             }
+            Op::Gather { axis } => {
+                let (x, iv) = (self.input(n, 0)?, self.input(n, 1)?);
+                let idx = self.cx.konst(iv).and_then(|t| t.to_i64_vec()).ok_or_else(|| self.unsupported(n))?;
+                let xs = self.shape(n, x)?;
+                let a = norm(*axis, xs.len()).map_err(|e| self.err(n, e))?;
+                // Indices are checked here, so the axis must be a fixed dim.
+                let len = xs[a].as_const().ok_or_else(|| self.err(n, "`Gather` along a bounded dim is not supported yet; pin it with --input"))?;
+                let idx: Vec<i64> = idx
+                    .iter()
+                    .map(|&i| if i < 0 { i + len } else { i })
+                    .map(|i| if (0..len).contains(&i) { Ok(i) } else { Err(self.err(n, format!("index {i} is out of range for a dim of {len}"))) })
+                    .collect::<Result<_, _>>()?;
+                let (outer, inner) = (self.sizes.numel(&xs[..a]), self.sizes.numel(&xs[a + 1..]));
+                Ok(Some(format!(
+                    "let (x, y) = ({}, {});
+let (outer, inner) = ({outer}, {inner});
+const IDX: [usize; {ni}] = {idx:?};
+                     for o in 0..outer {{ for (j, &i) in IDX.iter().enumerate() {{
+                       y[(o * {ni} + j) * inner..(o * {ni} + j + 1) * inner].copy_from_slice(&x[(o * {len} + i) * inner..(o * {len} + i + 1) * inner]);
+                     }} }}",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    ni = idx.len()
+                )))
+            }
+            Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
+                f32_only("a reduction")?;
+                use burnc_runtime::kernels::reduce::ReduceKind;
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                let axes: Vec<i64> = match axes {
+                    Some(a) => a.clone(),
+                    None => match n.inputs.get(1).copied().flatten() {
+                        Some(v) => self.cx.konst(v).and_then(|t| t.to_i64_vec()).ok_or_else(|| self.err(n, "axes must be a constant"))?,
+                        None => vec![],
+                    },
+                };
+                let (rx, y) = (self.read(n, x)?, self.write(n, out)?);
+                if axes.is_empty() && *noop_with_empty_axes {
+                    return Ok(Some(format!("{y}.copy_from_slice({rx});")));
+                }
+                let mut ax: Vec<usize> = if axes.is_empty() { (0..xs.len()).collect() } else { axes.iter().map(|&a| norm(a, xs.len())).collect::<Result<_, _>>().map_err(|e| self.err(n, e))? };
+                ax.sort_unstable();
+                ax.dedup();
+                let (lo, hi) = (ax[0], ax[ax.len() - 1]);
+                if hi - lo + 1 != ax.len() {
+                    return Err(self.err(n, "a reduction over non-adjacent axes with bounded dims is not supported yet; pin them with --input"));
+                }
+                let kind = match op {
+                    crate::ir::ReduceOp::Sum => ReduceKind::Sum,
+                    crate::ir::ReduceOp::Mean => ReduceKind::Mean,
+                    crate::ir::ReduceOp::Max => ReduceKind::Max,
+                    crate::ir::ReduceOp::Min => ReduceKind::Min,
+                    crate::ir::ReduceOp::Prod => ReduceKind::Prod,
+                    crate::ir::ReduceOp::L1 => ReduceKind::L1,
+                    crate::ir::ReduceOp::L2 => ReduceKind::L2,
+                    crate::ir::ReduceOp::LogSum => ReduceKind::LogSum,
+                    crate::ir::ReduceOp::LogSumExp => ReduceKind::LogSumExp,
+                    crate::ir::ReduceOp::SumSquare => ReduceKind::SumSquare,
+                };
+                Ok(Some(format!(
+                    "rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {}, {}, {}, {y});",
+                    self.sizes.numel(&xs[..lo]),
+                    self.sizes.numel(&xs[lo..=hi]),
+                    self.sizes.numel(&xs[hi + 1..])
+                )))
+            }
+            Op::Resize(_) => self.resize(id, n, out),
             _ => Err(self.unsupported(n)),
         }
     }
@@ -399,6 +485,14 @@ impl Bx<'_> {
         }
         st
     }
+}
+
+fn norm(a: i64, r: usize) -> Result<usize, String> {
+    let v = if a < 0 { a + r as i64 } else { a };
+    if v < 0 || v >= r as i64 {
+        return Err(format!("axis {a} out of range for rank {r}"));
+    }
+    Ok(v as usize)
 }
 
 fn layout(row: &str, col: &str) -> String {

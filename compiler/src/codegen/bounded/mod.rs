@@ -10,6 +10,7 @@
 //! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
 //! runtime kernels.
 mod emit;
+mod resize;
 
 use super::emit::{rust_ty, Ctx};
 use super::module::{block_label, Generated};
@@ -71,11 +72,11 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     let (dims, by_pos) = input_dims(&g)?;
     // Passes renumber values; the inputs keep their positions.
     let inputs_of = |g: &Graph| -> HashMap<ValueId, Vec<DimExpr>> { g.inputs.iter().copied().zip(by_pos.iter().cloned()).collect() };
-    crate::passes::run_pass(&mut g, "infer", crate::passes::infer::infer)?;
-    let ins = inputs_of(&g);
-    symbolic::relax_reshapes(&mut g, &ins)?;
-    crate::passes::run_pass(&mut g, "dce", crate::passes::dce::dce)?;
+    unique_node_names(&mut g);
+    // Constant subexpressions fold now (shape subgraphs on named dims stay).
+    crate::passes::prepare(&mut g)?;
     symbolic::check_no_dim_values(&g, &inputs_of(&g))?;
+    let targets = symbolic::reshape_targets(&g, &inputs_of(&g))?;
 
     // Pin every named dim at its bound: the graph the plan and the static emitters see.
     let bound = |n: &str| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64);
@@ -96,7 +97,14 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
         g = c;
     }
     let sym_inputs = inputs_of(&g);
-    let info = symbolic::analyze(&g, &sym_inputs)?;
+    let info = symbolic::analyze(&g, &sym_inputs, &targets)?;
+    // A recorded Reshape that the passes removed (an identity at the bounds, say) would have
+    // been decided at the bound: refuse rather than guess.
+    for name in targets.keys() {
+        if !g.nodes.iter().any(|n| &n.name == name && matches!(n.op, Op::Reshape { .. })) {
+            return Err(graph_err(format!("Reshape `{name}`"), "was folded away at the bounds; pin the dims with --input"));
+        }
+    }
     for (v, ex) in &info.shapes {
         let at_bound: Option<Vec<usize>> = ex.iter().map(|e| e.eval(&bound).map(|x| x.max(0) as usize)).collect();
         let fixed = g.tensor_type(*v).and_then(|t| t.shape.as_ref()?.as_fixed());
@@ -109,6 +117,21 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     }
     let plan = plan_bounded(&g, &info, &bound)?;
     build(&g, &plan, &info, &dims, &sym_inputs, opts)
+}
+
+/// Give every node a unique, non-empty name: Reshape targets are recorded by node name.
+fn unique_node_names(g: &mut Graph) {
+    let mut seen = HashSet::new();
+    for i in 0..g.nodes.len() {
+        let base = if g.nodes[i].name.is_empty() { format!("{}_{i}", g.nodes[i].op.name()) } else { g.nodes[i].name.clone() };
+        let mut name = base.clone();
+        let mut k = 1;
+        while !seen.insert(name.clone()) {
+            k += 1;
+            name = format!("{base}_{k}");
+        }
+        g.nodes[i].name = name;
+    }
 }
 
 /// Whether node `id` reads or writes a value whose dims depend on a named dim.
@@ -204,7 +227,7 @@ fn build(
         inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, d.ident.clone())).collect(),
         state: HashMap::new(),
     };
-    let bx = emit::Bx { cx: &cx, info, sizes: &sizes };
+    let bx = emit::Bx { cx: &cx, info, sizes: &sizes, dims };
 
     // Node statements in functions of `nodes_per_fn` nodes, as the static module.
     let k = sizes.list.len().max(1);
