@@ -486,6 +486,8 @@ fn write_generated(out: &Path, bin: &Path, gen: Generated) -> Result<Report, Bui
 pub struct Build {
     model: PathBuf,
     pins: Vec<(String, Vec<usize>)>,
+    /// `input_dims` specs (`1x3x{h<=64}x{w<=64}`), parsed when compiling.
+    dim_specs: Vec<(String, String)>,
     consts: Vec<(String, PathBuf)>,
     name: Option<String>,
     out_dir: Option<PathBuf>,
@@ -503,6 +505,7 @@ impl Build {
         Build {
             model: model.as_ref().to_path_buf(),
             pins: Vec::new(),
+            dim_specs: Vec::new(),
             consts: Vec::new(),
             name: None,
             out_dir: None,
@@ -517,6 +520,14 @@ impl Build {
     /// Pin input `name` to `dims` (needed for symbolic dims; checked against fixed ones).
     pub fn input(mut self, name: &str, dims: impl AsRef<[usize]>) -> Self {
         self.pins.push((name.to_string(), dims.as_ref().to_vec()));
+        self
+    }
+
+    /// Give input `name`'s dims as the CLI's `--input` does: numbers and bounded dims
+    /// (`"1x3x{h<=640}x{w<=640}"`). With a bounded dim the module's arena is sized for the
+    /// bounds and its `forward` takes a `Dims` argument and returns `Result<_, DimError>`.
+    pub fn input_dims(mut self, name: &str, spec: &str) -> Self {
+        self.dim_specs.push((name.to_string(), spec.to_string()));
         self
     }
 
@@ -601,10 +612,22 @@ impl Build {
         }
         std::fs::create_dir_all(&dir).map_err(|e| file_err(&dir, e))?;
         let out = dir.join(format!("{name}.rs"));
+        let mut specs: Vec<(String, Vec<PinDim>)> = self.pins.iter().map(|(n, d)| (n.clone(), d.iter().map(|&x| PinDim::Fixed(x)).collect())).collect();
+        for (n, spec) in &self.dim_specs {
+            specs.push((n.clone(), parse_pin_dims(spec)?));
+        }
+        if has_bounded(&specs) {
+            if self.train.is_some() {
+                return Err(BuildError::Invalid("bounded dims are not supported with training yet; pin them with numbers".into()));
+            }
+            return compile_bounded_to(&self.model, &out, &specs, &self.consts, weights.as_ref());
+        }
+        let pins: Vec<(String, Vec<usize>)> =
+            specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &self.pins, &self.consts, weights.as_ref()),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref()),
             Some(spec) => {
-                let gen = compile_train_to(&self.model, &out, &self.pins, &self.consts, weights.as_ref(), spec)?;
+                let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {
                     source: out.clone(),
                     weights: out.with_extension("bin"),

@@ -180,3 +180,34 @@ fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
     }
     assert_eq!(parse_pin_dims("1x{h<=4}").expect("pin"), vec![PinDim::Fixed(1), PinDim::Bounded { name: "h".into(), bound: 4 }]);
 }
+
+#[test]
+fn cli_and_build_api_take_bounded_dims() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_cli");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let model = models().join("mlp_op13.onnx");
+    let out = dir.join("mlp.rs");
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(&model).arg("--input").arg("x={batch<=8}x10").arg("-o").arg(&out).output().expect("burnc runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let src = std::fs::read_to_string(&out).expect("module");
+    assert!(src.contains("pub const BATCH_MAX: usize = 8;") && src.contains("pub struct Dims") && src.contains("Result<Outputs<'a>, DimError>"), "{src}");
+    let arena: usize = String::from_utf8_lossy(&o.stdout).split("arena_bytes=").nth(1).and_then(|r| r.split_whitespace().next()?.parse().ok()).expect("arena line");
+
+    let report = burnc::Build::new(&model).input_dims("x", "{batch<=8}x10").out_dir(&dir).name("mlp_build").cargo_metadata(false).compile().expect("Build");
+    assert_eq!(report.arena_bytes, arena);
+    assert!(std::fs::read_to_string(dir.join("mlp_build.rs")).expect("module").contains("pub struct Dims"));
+
+    // An unsupported model fails with the node named, without a panic.
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc"))
+        .arg(models().join("gru_op14.onnx"))
+        .args(["--input", "x={n<=3}x{s<=12}x4", "-o"])
+        .arg(dir.join("gru.rs"))
+        .output()
+        .expect("burnc runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("ConstantOfShape") && !err.contains("panicked"), "{err}");
+    // A bad bounded dim is a usage error.
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(&model).args(["--input", "x={batch<=0}x10", "-o"]).arg(dir.join("bad.rs")).output().expect("burnc runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("the bound must be at least 1"), "{err}");
+}
