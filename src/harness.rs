@@ -335,7 +335,7 @@ pub fn bounded_main_rs(gen: &Generated, info: &burnc_compiler::codegen::BoundedI
         reads += &format!("    let in_{i}: Vec<{t}> = read_vec(&dir.join(\"in_{i}.bin\"));\n");
         args.push(format!("&in_{i}"));
     }
-    let dims: Vec<String> = info.dims.iter().map(|(n, _)| format!("{}: num()", n.to_lowercase())).collect();
+    let dims: Vec<String> = info.dims.iter().map(|(n, _)| format!("{}: num()", burnc_compiler::codegen::bounded::dim_field(n))).collect();
     let mut writes = String::new();
     for (i, d) in gen.outputs.iter().enumerate() {
         writes += &format!(

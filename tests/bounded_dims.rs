@@ -211,3 +211,18 @@ fn cli_and_build_api_take_bounded_dims() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("the bound must be at least 1"), "{err}");
 }
+
+#[test]
+fn keyword_dim_names_compile_and_run() {
+    // `{type<=8}` is a Rust keyword: the Dims field is `type_`, and the module still builds.
+    let b = build_bounded("mlp_op13.onnx", "{type<=8}x10");
+    assert!(b.gen.source.contains("pub type_: usize"), "{}", b.gen.source);
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_keyword");
+    let y = run(&b, &work, &[0.25; 30], &[3]).expect("runs");
+    assert_eq!(y.shape, vec![3, 4]);
+    // Softmax rows sum to one.
+    for r in 0..3 {
+        let s: f64 = y.to_f64_vec()[r * 4..(r + 1) * 4].iter().sum();
+        assert!((s - 1.0).abs() < 1e-5, "row {r} sums to {s}");
+    }
+}

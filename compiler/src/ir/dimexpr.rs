@@ -36,7 +36,9 @@ impl DimExpr {
     fn add_term(&mut self, mut atoms: Vec<Atom>, c: i64) {
         atoms.sort();
         let k = self.terms.entry(atoms).or_insert(0);
-        *k += c;
+        // Saturating, not panicking, on absurd coefficients: a saturated size then disagrees
+        // with the static shape at the bound, which codegen reports as an error.
+        *k = k.saturating_add(c);
         let zero = *k == 0;
         if zero {
             self.terms.retain(|_, v| *v != 0);
@@ -63,7 +65,7 @@ impl DimExpr {
     pub fn scale(&self, k: i64) -> DimExpr {
         let mut e = DimExpr::default();
         for (a, &c) in &self.terms {
-            e.add_term(a.clone(), c * k);
+            e.add_term(a.clone(), c.saturating_mul(k));
         }
         e
     }
@@ -78,7 +80,7 @@ impl DimExpr {
             for (b, &d) in &o.terms {
                 let mut atoms = a.clone();
                 atoms.extend(b.iter().cloned());
-                e.add_term(atoms, c * d);
+                e.add_term(atoms, c.saturating_mul(d));
             }
         }
         e
@@ -86,9 +88,9 @@ impl DimExpr {
 
     /// `floor(self / c)` for `c > 0`: multiples of `c` come out of the division
     /// (`floor((c·q + r) / c) = q + floor(r / c)` for integer `q`), the rest stays an atom.
+    /// Callers check `c > 0`; a non-positive `c` leaves the expression as it is.
     pub fn floor_div(&self, c: i64) -> DimExpr {
-        assert!(c > 0, "floor_div by a non-positive constant");
-        if c == 1 {
+        if c <= 1 {
             return self.clone();
         }
         let (mut q, mut r) = (DimExpr::default(), DimExpr::default());

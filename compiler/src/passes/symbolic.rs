@@ -305,6 +305,9 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
         }
         Op::Conv { window, .. } | Op::FusedConv { window, .. } => {
             let (xs, ws) = (x(0)?, x(1)?);
+            if xs.len() < 3 || ws.len() != xs.len() {
+                return Err(format!("Conv needs X and W of the same rank, at least 3 (got {} and {})", xs.len(), ws.len()));
+            }
             let kernel: Vec<i64> = ws[2..].iter().map(|d| d.as_const().ok_or_else(|| "the kernel size depends on a bounded dim".to_string())).collect::<R<_>>()?;
             let mut d = vec![xs[0].clone(), ws[0].clone()];
             d.extend(window_out(window, &kernel, &xs[2..])?);
@@ -315,6 +318,9 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 return Err(unsupported(n));
             }
             let xs = x(0)?;
+            if xs.len() < 3 {
+                return Err(format!("pooling needs rank at least 3, got {}", xs.len()));
+            }
             let k: Vec<i64> = window.kernel_shape.iter().map(|&v| v as i64).collect();
             let mut d = xs[..2].to_vec();
             d.extend(window_out(window, &k, &xs[2..])?);
@@ -322,6 +328,9 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
         }
         Op::GlobalPool { .. } => {
             let xs = x(0)?;
+            if xs.len() < 2 {
+                return Err(format!("global pooling needs rank at least 2, got {}", xs.len()));
+            }
             let mut d = xs[..2].to_vec();
             d.extend(std::iter::repeat_n(c(1), xs.len() - 2));
             d
@@ -405,6 +414,9 @@ fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> 
     (0..k)
         .map(|i| {
             let (s, dil) = (or(&w.strides, i, 1), or(&w.dilations, i, 1));
+            if s < 1 || dil < 1 || kernel[i] < 1 {
+                return Err("kernel, strides and dilations must be positive".into());
+            }
             let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (or(&w.pads, i, 0), or(&w.pads, k + i, 0)) };
             let span = input[i].add(&c(pb + pe - ((kernel[i] - 1) * dil + 1)));
             if w.ceil_mode {

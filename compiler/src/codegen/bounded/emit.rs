@@ -196,7 +196,8 @@ impl Bx<'_> {
                 let (xs, ys, ws) = (self.shape(n, x)?, self.shape(n, out)?, self.shape(n, wv)?);
                 let (Op::Conv { window, .. } | Op::FusedConv { window, .. }) = &n.op else { unreachable!() };
                 let (xb, wb) = (fixed(g, Some(x)).unwrap_or_default(), fixed(g, Some(wv)).unwrap_or_default());
-                let win_b = resolve(window, &wb[2..], &xb[2..]).map_err(|e| self.err(n, e))?;
+                let (Some(wk), Some(xsp)) = (wb.get(2..), xb.get(2..)) else { return Err(self.err(n, "Conv needs rank at least 3")) };
+                let win_b = resolve(window, wk, xsp).map_err(|e| self.err(n, e))?;
                 let win = self.window(n, &win_b, &xs[2..], &ys[2..]);
                 let d = format!(
                     "rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }}",
@@ -233,7 +234,8 @@ impl Bx<'_> {
                 let x = self.input(n, 0)?;
                 let (xs, ys) = (self.shape(n, x)?, self.shape(n, out)?);
                 let xb = fixed(g, Some(x)).unwrap_or_default();
-                let win_b = resolve(window, &window.kernel_shape, &xb[2..]).map_err(|e| self.err(n, e))?;
+                let xsp = xb.get(2..).ok_or_else(|| self.err(n, "pooling needs rank at least 3"))?;
+                let win_b = resolve(window, &window.kernel_shape, xsp).map_err(|e| self.err(n, e))?;
                 let win = self.window(n, &win_b, &xs[2..], &ys[2..]);
                 let planes = self.sizes.numel(&xs[..2]);
                 let (rx, y) = (self.read(n, x)?, self.write(n, out)?);

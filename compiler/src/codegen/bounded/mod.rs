@@ -62,6 +62,10 @@ fn input_dims(g: &Graph) -> Result<(Vec<(String, usize)>, Vec<Vec<DimExpr>>), Co
         }
         map.push(ex);
     }
+    let mut seen = HashSet::new();
+    if let Some((n, _)) = dims.iter().find(|(n, _)| !seen.insert(ident(n))) {
+        return Err(graph_err(format!("dim `{n}`"), "has the same field name as another dim once lowercased; rename one"));
+    }
     Ok((dims, map))
 }
 
@@ -159,30 +163,44 @@ fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) 
     Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace })?)
 }
 
-fn ident(name: &str) -> String {
-    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
-    s
+/// The Rust field name of dim `name` in the generated `Dims` (lowercase; a keyword gets a
+/// trailing `_`).
+pub fn dim_field(name: &str) -> String {
+    ident(name)
 }
 
-/// The run-time size table: every distinct non-constant dim expression, in a fixed order.
+fn ident(name: &str) -> String {
+    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    if syn::parse_str::<syn::Ident>(&s).is_ok() { s } else { format!("{s}_") }
+}
+
+/// The run-time size table: every distinct non-constant dim expression, in a fixed order
+/// (those of the analysed shapes first; an emitter may add more, `forward` computes them all).
 pub(crate) struct Sizes {
-    pub index: HashMap<DimExpr, usize>,
-    pub list: Vec<DimExpr>,
+    index: std::cell::RefCell<HashMap<DimExpr, usize>>,
+    list: std::cell::RefCell<Vec<DimExpr>>,
 }
 
 impl Sizes {
     fn new(info: &SymInfo) -> Sizes {
         let set: BTreeSet<DimExpr> = info.shapes.values().flatten().filter(|d| d.as_const().is_none()).cloned().collect();
         let list: Vec<DimExpr> = set.into_iter().collect();
-        Sizes { index: list.iter().enumerate().map(|(i, d)| (d.clone(), i)).collect(), list }
+        let index = list.iter().enumerate().map(|(i, d)| (d.clone(), i)).collect();
+        Sizes { index: std::cell::RefCell::new(index), list: std::cell::RefCell::new(list) }
     }
 
     /// A `usize` expression for dim `d` in generated code.
     pub fn dim(&self, d: &DimExpr) -> String {
-        match d.as_const() {
-            Some(c) => format!("{}usize", c.max(0)),
-            None => format!("sz[{}]", self.index[d]),
+        if let Some(c) = d.as_const() {
+            return format!("{}usize", c.max(0));
         }
+        let mut index = self.index.borrow_mut();
+        let i = *index.entry(d.clone()).or_insert_with(|| {
+            let mut list = self.list.borrow_mut();
+            list.push(d.clone());
+            list.len() - 1
+        });
+        format!("sz[{i}]")
     }
 
     /// The element count of dims `ds`.
@@ -230,7 +248,6 @@ fn build(
     let bx = emit::Bx { cx: &cx, info, sizes: &sizes, dims };
 
     // Node statements in functions of `nodes_per_fn` nodes, as the static module.
-    let k = sizes.list.len().max(1);
     let input_params: Vec<String> = inputs.iter().map(|d| format!("{}: &[{}]", d.ident, rust_ty(d.dtype).unwrap_or("f32"))).collect();
     let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
     let mut parts: Vec<String> = Vec::new();
@@ -313,30 +330,32 @@ fn build(
     }
     // `d_` keeps the dims apart from the inputs' names.
     let var = |n: &str| format!("d_{}", ident(n));
-    let _ = writeln!(fwd, "    let mut sz = [0usize; {k}];");
-    for (i, e) in sizes.list.iter().enumerate() {
+    // Output shapes and input lengths may name sizes too: render them before the table.
+    let out_fields: Vec<(String, String)> = output_shapes.iter().map(|ex| (sizes.numel(ex), ex.iter().map(|e| sizes.dim(e)).collect::<Vec<_>>().join(", "))).collect();
+    let in_lens: Vec<String> = input_shapes.iter().map(|ex| sizes.numel(ex)).collect();
+    let list = sizes.list.borrow().clone();
+    let _ = writeln!(fwd, "    let mut sz = [0usize; {}];", list.len().max(1));
+    for (i, e) in list.iter().enumerate() {
         let _ = writeln!(fwd, "    sz[{i}] = rt::dims::derived({:?}, {})?;", e.to_string(), e.to_rust(&var));
     }
-    let _ = writeln!(fwd, "    let sz = &sz;");
-    for (d, ex) in inputs.iter().zip(&input_shapes) {
-        let _ = writeln!(fwd, "    rt::dims::check_len({:?}, {}.len(), {})?;", d.name, d.ident, sizes.numel(ex));
+    let _ = writeln!(fwd, "    let sz = &sz[..];");
+    for (d, len) in inputs.iter().zip(&in_lens) {
+        let _ = writeln!(fwd, "    rt::dims::check_len({:?}, {}.len(), {len})?;", d.name, d.ident);
     }
     let _ = writeln!(fwd, "    let a = arena.0.as_mut_ptr();\n    let w = self.w;");
     for (i, _) in parts.iter().enumerate() {
         let _ = writeln!(fwd, "    part_{i}(a, w, sz, {});", input_args.join(", "));
     }
     fwd.push_str("    Ok(Outputs {\n");
-    for ((&o, d), ex) in g.outputs.iter().zip(&outputs).zip(&output_shapes) {
-        let slot = &plan.slots[&o];
+    for ((&o, d), (len, dims_lit)) in g.outputs.iter().zip(&outputs).zip(&out_fields) {
+        let slot = plan.slots.get(&o).ok_or_else(|| graph_err(format!("output `{}`", d.name), "has no arena slot"))?;
         let t = rust_ty(d.dtype).unwrap_or("f32");
         let _ = writeln!(
             fwd,
-            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is sized for the bounds.\n        {}: unsafe {{ rt::arena::view::<{t}>(a, {}, {}) }},\n        {}_shape: [{}],",
+            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is sized for the bounds.\n        {}: unsafe {{ rt::arena::view::<{t}>(a, {}, {len}) }},\n        {}_shape: [{dims_lit}],",
             d.ident,
             slot.offset,
-            sizes.numel(ex),
             d.ident,
-            ex.iter().map(|e| sizes.dim(e)).collect::<Vec<_>>().join(", ")
         );
     }
     fwd.push_str("    })\n}\n}\n");
@@ -344,7 +363,7 @@ fn build(
     for (i, body) in parts.iter().enumerate() {
         let _ = writeln!(
             src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], sz: &[usize; {k}], {}) {{\n{body}}}",
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], sz: &[usize], {}) {{\n{body}}}",
             input_params.join(", ")
         );
     }
