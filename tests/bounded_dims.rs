@@ -120,8 +120,17 @@ fn exported_models_compiled_once_with_bounded_dims_match_onnxruntime_at_every_si
     // Reshape): attention reshapes whose targets a shape subgraph computes (`[seq, 2*batch, 8]`),
     // batched MatMul, Softmax, LayerNorm, ReduceMean.
     let (n_enc, _) = check_model(&refs, "encoder_dynamo.onnx", "{n<=4}x{s<=9}x6");
-    println!("sizes run: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}");
-    assert!(n_cnn >= 3 && n_mlp >= 12 && n_up >= 12 && n_enc >= 3, "expected every reference size: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}");
+    // GRU: the initial state is ConstantOfShape of [1, batch, 8] (a shape subgraph), the GRU
+    // runs over a bounded sequence, and `out[:, -1]` gathers the last step at run time.
+    let mut n_gru = 0;
+    for f in ["gru_op14.onnx", "gru_op17.onnx"] {
+        n_gru += check_model(&refs, f, "{n<=3}x{s<=12}x4").0;
+    }
+    println!("sizes run: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}, gru {n_gru}");
+    assert!(
+        n_cnn >= 3 && n_mlp >= 12 && n_up >= 12 && n_enc >= 3 && n_gru >= 6,
+        "expected every reference size: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}, gru {n_gru}"
+    );
     assert_eq!(cnn.info.dims, vec![("n".to_string(), 3), ("h".to_string(), 16), ("w".to_string(), 16)]);
 }
 
@@ -164,11 +173,11 @@ fn arena_is_the_plan_at_the_bounds() {
 
 #[test]
 fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
-    // The GRU's initial state is ConstantOfShape of a shape computed from the batch dim: no
+    // The dynamo GRU's initial state is Expand of a shape computed from the batch dim: no
     // bounded-dims support yet, a compile-time error naming the node and op.
-    let pins = vec![("x".to_string(), parse_pin_dims("{n<=3}x{s<=12}x4").expect("pin"))];
-    let err = generate_bounded(&models().join("gru_op14.onnx"), &pins, &[], None, "model.bin").err().expect("GRU is refused").to_string();
-    assert!(err.contains("(ConstantOfShape)") && err.contains("does not support bounded dims yet; pin them with --input"), "{err}");
+    let pins = vec![("x".to_string(), parse_pin_dims("{n<=3}x7x4").expect("pin"))];
+    let err = generate_bounded(&models().join("gru_dynamo.onnx"), &pins, &[], None, "model.bin").err().expect("Expand is refused").to_string();
+    assert!(err.contains("(Expand)") && err.contains("does not support bounded dims yet; pin them with --input"), "{err}");
     // A dim without a bound: say so.
     let mut g = burnc_frontends::onnx::load(&models().join("mlp_op13.onnx")).expect("load").graph;
     let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("unbounded").to_string();
@@ -199,13 +208,13 @@ fn cli_and_build_api_take_bounded_dims() {
 
     // An unsupported model fails with the node named, without a panic.
     let o = Command::new(env!("CARGO_BIN_EXE_burnc"))
-        .arg(models().join("gru_op14.onnx"))
-        .args(["--input", "x={n<=3}x{s<=12}x4", "-o"])
+        .arg(models().join("gru_dynamo.onnx"))
+        .args(["--input", "x={n<=3}x7x4", "-o"])
         .arg(dir.join("gru.rs"))
         .output()
         .expect("burnc runs");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("ConstantOfShape") && !err.contains("panicked"), "{err}");
+    assert!(!o.status.success() && err.contains("Expand") && !err.contains("panicked"), "{err}");
     // A bad bounded dim is a usage error.
     let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(&model).args(["--input", "x={batch<=0}x10", "-o"]).arg(dir.join("bad.rs")).output().expect("burnc runs");
     let err = String::from_utf8_lossy(&o.stderr);

@@ -49,13 +49,25 @@ fn norm_axis(a: i64, r: usize) -> R<usize> {
     Ok(x as usize)
 }
 
-/// Symbolic Reshape targets by node name (see [`reshape_targets`]).
+/// Symbolic Reshape targets by node name, and ConstantOfShape shapes by node name (`cos:NAME`)
+/// and by output value name (`fill:NAME`: folding turns the node into a constant of the bound's shape, whose
+/// prefix is the same fill at any smaller shape). See [`reshape_targets`].
 pub type Targets = HashMap<String, Vec<DimExpr>>;
+
+/// The key of a recorded fill value.
+pub fn fill_key(value_name: &str) -> String {
+    format!("\0fill:{value_name}")
+}
 
 /// Analyse `g` with graph inputs' dims from `inputs` (other inputs keep their static types)
 /// and the Reshape targets recorded before folding.
 pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets) -> Result<SymInfo, PassError> {
     let mut s = SymInfo { shapes: inputs.clone(), ints: HashMap::new() };
+    for (i, v) in g.values.iter().enumerate() {
+        if let (crate::ir::ValueKind::Const(_), Some(sh)) = (&v.kind, targets.get(&fill_key(&v.name))) {
+            s.shapes.insert(ValueId(i as u32), sh.clone());
+        }
+    }
     for n in &g.nodes {
         node(g, n, &mut s, targets).map_err(|reason| node_err(n, reason))?;
     }
@@ -91,7 +103,8 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
     let ins: Vec<Option<Vec<DimExpr>>> = n.inputs.iter().map(|i| i.and_then(|v| shape_of(g, s, v).ok())).collect();
     let sym_ints = n.inputs.iter().flatten().any(|v| s.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none())));
     let sym_shapes = n.inputs.iter().flatten().any(|v| s.is_symbolic(*v));
-    let recorded = matches!(n.op, Op::Reshape { .. }) && targets.contains_key(&n.name);
+    let recorded = (matches!(n.op, Op::Reshape { .. }) && targets.contains_key(&n.name))
+        || (matches!(n.op, Op::ConstantOfShape { .. }) && targets.contains_key(&format!("\0cos:{}", n.name)));
     let static_ok = !sym_ints && !sym_shapes && !recorded;
     let has_ints = n.inputs.iter().flatten().any(|v| s.ints.contains_key(v));
     // Nothing here depends on a named dim: the static types hold.
@@ -199,6 +212,27 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 let ax: Vec<usize> = if axes.is_empty() { (0..xs.len()).collect() } else { axes.iter().map(|&a| norm_axis(a, xs.len())).collect::<R<_>>()? };
                 xs.iter().enumerate().filter_map(|(i, d)| if ax.contains(&i) { keepdims.then(|| c(1)) } else { Some(d.clone()) }).collect()
             }
+        }
+        Op::ConstantOfShape { .. } => match targets.get(&format!("\0cos:{}", n.name)) {
+            Some(t) => t.clone(),
+            None => ints_of(g, s, input(n, 0)?).ok_or_else(|| unsupported(n))?,
+        },
+        Op::Rnn(a) => {
+            let xs = x(0)?;
+            if xs.len() != 3 {
+                return Err(format!("X must have rank 3, got {}", xs.len()));
+            }
+            let (seq, batch) = if a.batch_first { (xs[1].clone(), xs[0].clone()) } else { (xs[0].clone(), xs[1].clone()) };
+            let hidden = match a.hidden_size {
+                Some(h) => c(h as i64),
+                None => x(2)?.last().cloned().ok_or("R must have rank 3")?,
+            };
+            let dirs = c(a.direction.count() as i64);
+            let state = if a.batch_first { vec![batch.clone(), dirs.clone(), hidden.clone()] } else { vec![dirs.clone(), batch.clone(), hidden.clone()] };
+            for &o in n.outputs.iter().skip(1) {
+                s.shapes.insert(o, state.clone());
+            }
+            if a.batch_first { vec![batch, seq, dirs, hidden] } else { vec![seq, dirs, batch, hidden] }
         }
         Op::Resize(at) => {
             let xs = x(0)?;
@@ -453,10 +487,22 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
     let info = analyze(g, inputs, &Targets::new())?;
     let mut out = Targets::new();
     for n in &g.nodes {
-        let Op::Reshape { .. } = n.op else { continue };
-        let Some(Some(tv)) = n.inputs.get(1).copied() else { continue };
+        let at = match n.op {
+            Op::Reshape { .. } => 1,
+            Op::ConstantOfShape { .. } => 0,
+            _ => continue,
+        };
+        let Some(Some(tv)) = n.inputs.get(at).copied() else { continue };
         if let Some(t) = info.ints.get(&tv).filter(|t| t.iter().any(|d| d.as_const().is_none())) {
-            out.insert(n.name.clone(), t.clone());
+            match (&n.op, n.outputs.first()) {
+                (Op::ConstantOfShape { .. }, Some(&o)) => {
+                    out.insert(format!("\0cos:{}", n.name), t.clone());
+                    out.insert(fill_key(&g.value(o).name), t.clone());
+                }
+                _ => {
+                    out.insert(n.name.clone(), t.clone());
+                }
+            }
         }
     }
     Ok(out)
@@ -474,7 +520,7 @@ pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -
                 continue;
             }
             let shape_op = n.outputs.iter().all(|o| info.ints.contains_key(o));
-            let target = matches!(n.op, Op::Reshape { .. }) && i == 1;
+            let target = (matches!(n.op, Op::Reshape { .. }) && i == 1) || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0);
             if !shape_op && !target {
                 return Err(node_err(n, "computes with the value of a bounded dim (a shape computation not feeding a Reshape target); pin the dims with --input".into()));
             }

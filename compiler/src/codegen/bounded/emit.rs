@@ -94,6 +94,9 @@ impl Bx<'_> {
                 let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", g.value(v).name)))?;
                 Ok(format!("unsafe {{ rt::arena::view::<{}>(a, {}, {}) }}", self.cx.elem(n, v)?, slot.offset, self.numel(n, v)?))
             }
+            // A fill constant (a ConstantOfShape folded at the bounds): its prefix is the fill
+            // at the run-time shape.
+            ValueKind::Const(_) if self.info.is_symbolic(v) => Ok(format!("&{}[..{}]", self.cx.read(n, v)?, self.numel(n, v)?)),
             // Weights are static; graph inputs are the caller's slices (lengths checked).
             _ => self.cx.read(n, v),
         }
@@ -399,23 +402,39 @@ impl Bx<'_> {
                 let idx = self.cx.konst(iv).and_then(|t| t.to_i64_vec()).ok_or_else(|| self.unsupported(n))?;
                 let xs = self.shape(n, x)?;
                 let a = norm(*axis, xs.len()).map_err(|e| self.err(n, e))?;
-                // Indices are checked here, so the axis must be a fixed dim.
-                let len = xs[a].as_const().ok_or_else(|| self.err(n, "`Gather` along a bounded dim is not supported yet; pin it with --input"))?;
-                let idx: Vec<i64> = idx
-                    .iter()
-                    .map(|&i| if i < 0 { i + len } else { i })
-                    .map(|i| if (0..len).contains(&i) { Ok(i) } else { Err(self.err(n, format!("index {i} is out of range for a dim of {len}"))) })
-                    .collect::<Result<_, _>>()?;
-                let (outer, inner) = (self.sizes.numel(&xs[..a]), self.sizes.numel(&xs[a + 1..]));
+                // Each index as a run-time expression; on a bounded axis, `forward` checks the
+                // index is in range for the actual dims (a derived size `len − i` ≥ 1).
+                let len = &xs[a];
+                let mut exprs = Vec::with_capacity(idx.len());
+                for &i in &idx {
+                    match len.as_const() {
+                        Some(l) => {
+                            let j = if i < 0 { i + l } else { i };
+                            if !(0..l).contains(&j) {
+                                return Err(self.err(n, format!("index {i} is out of range for a dim of {l}")));
+                            }
+                            exprs.push(format!("{j}usize"));
+                        }
+                        None if i < 0 => {
+                            // len + i ≥ 0  ⇔  len + i + 1 ≥ 1.
+                            let need = self.sizes.dim(&len.add(&DimExpr::constant(i + 1)));
+                            exprs.push(format!("({need} - 1)"));
+                        }
+                        None => {
+                            let _ = self.sizes.dim(&len.sub(&DimExpr::constant(i)));
+                            exprs.push(format!("{i}usize"));
+                        }
+                    }
+                }
+                let (outer, inner, l) = (self.sizes.numel(&xs[..a]), self.sizes.numel(&xs[a + 1..]), self.sizes.dim(len));
                 Ok(Some(format!(
-                    "let (x, y) = ({}, {});
-let (outer, inner) = ({outer}, {inner});
-const IDX: [usize; {ni}] = {idx:?};
-                     for o in 0..outer {{ for (j, &i) in IDX.iter().enumerate() {{
-                       y[(o * {ni} + j) * inner..(o * {ni} + j + 1) * inner].copy_from_slice(&x[(o * {len} + i) * inner..(o * {len} + i + 1) * inner]);
+                    "let (x, y) = ({}, {});\nlet (outer, inner, l) = ({outer}, {inner}, {l});\nlet idx: [usize; {ni}] = [{}];\n\
+                     for o in 0..outer {{ for (j, &i) in idx.iter().enumerate() {{\n\
+                       y[(o * {ni} + j) * inner..(o * {ni} + j + 1) * inner].copy_from_slice(&x[(o * l + i) * inner..(o * l + i + 1) * inner]);\n\
                      }} }}",
                     self.read(n, x)?,
                     self.write(n, out)?,
+                    exprs.join(", "),
                     ni = idx.len()
                 )))
             }
@@ -462,6 +481,12 @@ const IDX: [usize; {ni}] = {idx:?};
                 )))
             }
             Op::Resize(_) => self.resize(id, n, out),
+            Op::ConstantOfShape { value } => {
+                f32_only("ConstantOfShape")?;
+                let v = value.to_f64_vec().first().copied().unwrap_or(0.0) as f32;
+                Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
+            }
+            Op::Rnn(_) => self.rnn(id, n),
             _ => Err(self.unsupported(n)),
         }
     }
@@ -486,6 +511,80 @@ const IDX: [usize; {ni}] = {idx:?};
             }
         }
         st
+    }
+}
+
+impl Bx<'_> {
+    /// RNN / GRU / LSTM as the static emitter, with the sequence length and batch at run time.
+    fn rnn(&self, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+        let Op::Rnn(a) = &n.op else { return Err(self.unsupported(n)) };
+        let g = self.cx.g;
+        let x = self.input(n, 0)?;
+        if g.tensor_type(x).map(|t| t.dtype) != Some(DType::F32) {
+            return Err(self.err(n, "recurrent ops on other types than f32 with bounded dims are not supported yet; pin them with --input"));
+        }
+        let shape = |i: usize| fixed(g, n.inputs.get(i).copied().flatten());
+        let (Some(xb), Some(wb), Some(rb)) = (shape(0), shape(1), shape(2)) else { return Err(self.err(n, "X, W and R need shapes")) };
+        let opt_shapes: Vec<Option<Vec<usize>>> = (3..n.inputs.len()).map(|i| n.inputs[i].and_then(|_| shape(i))).collect();
+        let opt_refs: Vec<Option<&[usize]>> = opt_shapes.iter().map(|s| s.as_deref()).collect();
+        let d = crate::interp::ops::rnn::resolve_dims(a, &xb, &wb, &rb, &opt_refs).map_err(|e| self.err(n, e))?;
+        if n.inputs.get(4).copied().flatten().is_some() {
+            return Err(self.err(n, "sequence_lens with bounded dims is not supported yet; pin them with --input"));
+        }
+        let xs = self.shape(n, x)?;
+        let (seq, batch) = if a.batch_first { (&xs[1], &xs[0]) } else { (&xs[0], &xs[1]) };
+        let opt = |i: usize| -> Result<String, CodegenError> { self.opt_read(n, i) };
+        let outp = |i: usize| -> Result<String, CodegenError> {
+            match n.outputs.get(i) {
+                Some(&v) if self.cx.plan.slots.contains_key(&v) => Ok(format!("Some({})", self.write(n, v)?)),
+                _ => Ok("None".into()),
+            }
+        };
+        let acts: Vec<String> = a.activations.iter().map(rnn_act_lit).collect();
+        let clip = match d.clip {
+            Some(c) => format!("Some({})", f32_lit(c)),
+            None => "None".into(),
+        };
+        Ok(Some(format!(
+            "let d = rt::kernels::rnn::Dims {{ cell: rt::kernels::rnn::Cell::{:?}, direction: rt::kernels::rnn::Direction::{:?}, \
+             seq: {}, batch: {}, input: {}, hidden: {}, batch_first: {}, clip: {clip} }};\n\
+             let inp = rt::kernels::rnn::Inputs {{ x: {}, w: {}, r: {}, b: {}, seq_lens: None, h0: {}, c0: {}, p: {} }};\n\
+             let mut out = rt::kernels::rnn::Outputs {{ y: {}, y_h: {}, y_c: {} }};\n\
+             rt::kernels::rnn::rnn::<f32>(&d, &[{}], &inp, &mut out, {});",
+            d.cell,
+            d.direction,
+            self.sizes.dim(seq),
+            self.sizes.dim(batch),
+            d.input,
+            d.hidden,
+            d.batch_first,
+            self.read(n, x)?,
+            self.read(n, self.input(n, 1)?)?,
+            self.read(n, self.input(n, 2)?)?,
+            opt(3)?,
+            opt(5)?,
+            opt(6)?,
+            opt(7)?,
+            outp(0)?,
+            outp(1)?,
+            outp(2)?,
+            acts.join(", "),
+            self.cx.scratch(n, id, "f32", burnc_runtime::kernels::rnn::scratch_len(d.cell, d.hidden))?
+        )))
+    }
+}
+
+fn rnn_act_lit(a: &crate::ir::RnnAct) -> String {
+    use crate::ir::RnnAct;
+    let p = "rt::kernels::rnn::Act";
+    match *a {
+        RnnAct::Affine(x, y) => format!("{p}::Affine({}, {})", f32_lit(x), f32_lit(y)),
+        RnnAct::ScaledTanh(x, y) => format!("{p}::ScaledTanh({}, {})", f32_lit(x), f32_lit(y)),
+        RnnAct::HardSigmoid(x, y) => format!("{p}::HardSigmoid({}, {})", f32_lit(x), f32_lit(y)),
+        RnnAct::LeakyRelu(x) => format!("{p}::LeakyRelu({})", f32_lit(x)),
+        RnnAct::ThresholdedRelu(x) => format!("{p}::ThresholdedRelu({})", f32_lit(x)),
+        RnnAct::Elu(x) => format!("{p}::Elu({})", f32_lit(x)),
+        other => format!("{p}::{other:?}"),
     }
 }
 

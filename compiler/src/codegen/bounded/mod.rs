@@ -37,7 +37,9 @@ fn graph_err(what: impl Into<String>, reason: impl Into<String>) -> CodegenError
 
 /// The named dims of `g`'s inputs (every symbolic dim must have a bound), and each input's
 /// dims as expressions, by input position.
-fn input_dims(g: &Graph) -> Result<(Vec<(String, usize)>, Vec<Vec<DimExpr>>), CodegenError> {
+type InputDims = (Vec<(String, usize)>, Vec<Vec<DimExpr>>);
+
+fn input_dims(g: &Graph) -> Result<InputDims, CodegenError> {
     let mut dims: Vec<(String, usize)> = Vec::new();
     let mut map = Vec::new();
     for &i in &g.inputs {
@@ -104,7 +106,7 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     let info = symbolic::analyze(&g, &sym_inputs, &targets)?;
     // A recorded Reshape that the passes removed (an identity at the bounds, say) would have
     // been decided at the bound: refuse rather than guess.
-    for name in targets.keys() {
+    for name in targets.keys().filter(|k| !k.starts_with('\0')) {
         if !g.nodes.iter().any(|n| &n.name == name && matches!(n.op, Op::Reshape { .. })) {
             return Err(graph_err(format!("Reshape `{name}`"), "was folded away at the bounds; pin the dims with --input"));
         }
