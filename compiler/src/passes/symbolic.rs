@@ -197,6 +197,11 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             s.ints.insert(out, v);
             vec![c(l as i64)]
         }
+        Op::Slice => {
+            let xs = x(0)?;
+            let (_, out, _) = slice_plan(g, n, &xs).map_err(|e| if e.is_empty() { unsupported(n) } else { e })?;
+            out
+        }
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let xs = x(0)?;
             let axes = match axes {
@@ -460,6 +465,59 @@ fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> 
             Ok(span.floor_div(s).add(&c(1)))
         })
         .collect()
+}
+
+/// A Slice of a tensor with constant starts / ends / axes and steps 1: per dim of X the start
+/// and the output length as expressions, and the sizes that must be at least 1 at run time for
+/// the slice to be inside X (`len + start + 1` for a negative start, …). An empty error means
+/// the form is not supported.
+pub type SlicePlan = (Vec<DimExpr>, Vec<DimExpr>, Vec<DimExpr>);
+
+pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
+    let k = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)?.to_i64_vec());
+    let (st, en) = (k(1).ok_or("")?, k(2).ok_or("")?);
+    let r = xs.len();
+    let axes: Vec<usize> = match k(3) {
+        Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
+        None => (0..st.len()).collect(),
+    };
+    if k(4).is_some_and(|steps| steps.iter().any(|&s| s != 1)) || st.len() != axes.len() || en.len() != axes.len() {
+        return Err(String::new());
+    }
+    let mut start: Vec<DimExpr> = vec![c(0); r];
+    let mut out: Vec<DimExpr> = xs.to_vec();
+    let mut need = Vec::new();
+    for ((&ax, &s0), &e0) in axes.iter().zip(&st).zip(&en) {
+        let l = &xs[ax];
+        if let Some(lc) = l.as_const() {
+            let clamp = |v: i64| (if v < 0 { v.saturating_add(lc) } else { v }).clamp(0, lc);
+            let (a, b) = (clamp(s0), clamp(e0));
+            start[ax] = c(a);
+            out[ax] = c((b - a).max(0));
+            continue;
+        }
+        // A bounded length: starts and ends must not need clamping (checked at run time).
+        let a = if s0 < 0 {
+            need.push(l.add(&c(s0 + 1)));
+            l.add(&c(s0))
+        } else {
+            if s0 > 0 {
+                need.push(l.sub(&c(s0)));
+            }
+            c(s0)
+        };
+        let b = if e0 >= i64::MAX / 2 {
+            l.clone()
+        } else if e0 < 0 {
+            l.add(&c(e0))
+        } else {
+            need.push(l.sub(&c(e0)).add(&c(1)));
+            c(e0)
+        };
+        out[ax] = b.sub(&a);
+        start[ax] = a;
+    }
+    Ok((start, out, need))
 }
 
 /// A Resize's integer scale per axis, when bounded dims can take it: constant `scales`, no
