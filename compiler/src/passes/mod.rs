@@ -10,6 +10,8 @@ mod infer_unpool;
 pub mod unseq;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod symbolic_tests;
 
 use crate::ir::{verify, Graph};
 use thiserror::Error;
