@@ -236,3 +236,14 @@ fn keyword_dim_names_compile_and_run() {
         assert!((s - 1.0).abs() < 1e-5, "row {r} sums to {s}");
     }
 }
+
+#[test]
+fn bounded_cnn_module_snapshot() {
+    // The generated code as a reviewable diff (tests/snapshots/): size table, checks, kernels
+    // called with `sz[i]`. After an intended change: `INSTA_UPDATE=always cargo test --test
+    // bounded_dims`.
+    let pins = vec![("x".to_string(), parse_pin_dims("{n<=3}x3x{h<=16}x{w<=16}").expect("pin"))];
+    let (gen, _) = generate_bounded(&models().join("cnn_dynamo.onnx"), &pins, &[], None, "cnn.bin").expect("bounded");
+    let source = gen.source.replacen(&format!("burnc {} from", env!("CARGO_PKG_VERSION")), "burnc [version] from", 1);
+    insta::assert_snapshot!("bounded_cnn", format!("{}\n\n{source}", burnc::build::memory_line(&gen)));
+}
