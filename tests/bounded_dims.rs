@@ -79,10 +79,10 @@ fn check_model(refs: &Path, file: &str, pin: &str) -> (usize, Built) {
     let spec = parse_pin_dims(pin).expect("pin");
     let mut sizes = 0;
     let mut failures = Vec::new();
-    let mut k = 0;
-    while refs.join(stem).join(format!("size_{k}")).exists() {
-        let dir = refs.join(stem).join(format!("size_{k}"));
-        k += 1;
+    // Every reference size of this model (cases.txt lists those onnxruntime ran).
+    let cases = std::fs::read_to_string(refs.join("cases.txt")).expect("cases.txt");
+    for case in cases.lines().filter_map(|l| l.split_whitespace().nth(1)).filter(|c| c.split('/').next() == Some(stem)) {
+        let dir = refs.join(case);
         let (x, want) = (npy(&dir.join("x.npy")), npy(&dir.join("y.npy")));
         let dims = dims_for(&spec, &b.info, &x.shape);
         let xs = x.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
@@ -127,9 +127,12 @@ fn exported_models_compiled_once_with_bounded_dims_match_onnxruntime_at_every_si
     for f in ["gru_op9.onnx", "gru_op14.onnx", "gru_op17.onnx"] {
         n_gru += check_model(&refs, f, "{n<=3}x{s<=12}x4").0;
     }
+    // The dynamo GRU baked the example's sequence length (7) in; its batch is bounded, and its
+    // initial state is Expand of zeros to a computed [1, batch, 8].
+    n_gru += check_model(&refs, "gru_dynamo.onnx", "{n<=3}x7x4").0;
     println!("sizes run: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}, gru {n_gru}");
     assert!(
-        n_cnn >= 3 && n_mlp >= 12 && n_up >= 12 && n_enc >= 4 && n_gru >= 12,
+        n_cnn >= 3 && n_mlp >= 12 && n_up >= 12 && n_enc >= 4 && n_gru >= 17,
         "expected every reference size: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}, gru {n_gru}"
     );
     assert_eq!(cnn.info.dims, vec![("n".to_string(), 3), ("h".to_string(), 16), ("w".to_string(), 16)]);
@@ -174,11 +177,24 @@ fn arena_is_the_plan_at_the_bounds() {
 
 #[test]
 fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
-    // The dynamo GRU's initial state is Expand of a shape computed from the batch dim: no
-    // bounded-dims support yet, a compile-time error naming the node and op.
-    let pins = vec![("x".to_string(), parse_pin_dims("{n<=3}x7x4").expect("pin"))];
-    let err = generate_bounded(&models().join("gru_dynamo.onnx"), &pins, &[], None, "model.bin").err().expect("Expand is refused").to_string();
-    assert!(err.contains("(Expand)") && err.contains("does not support bounded dims yet; pin them with --input"), "{err}");
+    // An op without a bounded-dims emitter: a compile-time error naming the node and op.
+    {
+        use burnc_compiler::ir::{DType, Dim, Graph, Op, Shape, TensorType, ValueKind, ValueType};
+        let mut g = Graph::default();
+        let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![Dim::Sym { name: "n".into(), bound: Some(4) }, Dim::Fixed(4)])) });
+        let x = g.add_value("x", ty, ValueKind::Input);
+        g.inputs.push(x);
+        let axis = g.add_const("axis", Tensor::from_i64s(vec![], vec![0]));
+        let (_, outs) = g.add_node("running_sum", Op::CumSum { exclusive: false, reverse: false }, vec![Some(x), Some(axis)], &["y".to_string()]);
+        g.outputs = outs;
+        let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("CumSum is refused").to_string();
+        assert!(err.contains("running_sum") && err.contains("`CumSum` does not support bounded dims yet; pin them with --input"), "{err}");
+    }
+    // A TorchScript encoder baked its example's sequence length (5) into a Reshape: bounding the
+    // sequence is an error naming that Reshape, not a panic.
+    let pins = vec![("x".to_string(), parse_pin_dims("{n<=4}x{s<=9}x6").expect("pin"))];
+    let err = generate_bounded(&models().join("encoder_op17.onnx"), &pins, &[], None, "model.bin").err().expect("refused").to_string();
+    assert!(err.contains("Reshape_4") && err.contains("cannot reshape"), "{err}");
     // A dim without a bound: say so.
     let mut g = burnc_frontends::onnx::load(&models().join("mlp_op13.onnx")).expect("load").graph;
     let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("unbounded").to_string();
@@ -207,15 +223,15 @@ fn cli_and_build_api_take_bounded_dims() {
     assert_eq!(report.arena_bytes, arena);
     assert!(std::fs::read_to_string(dir.join("mlp_build.rs")).expect("module").contains("pub struct Dims"));
 
-    // An unsupported model fails with the node named, without a panic.
+    // A model that cannot take these bounds fails with the node named, without a panic.
     let o = Command::new(env!("CARGO_BIN_EXE_burnc"))
-        .arg(models().join("gru_dynamo.onnx"))
-        .args(["--input", "x={n<=3}x7x4", "-o"])
-        .arg(dir.join("gru.rs"))
+        .arg(models().join("encoder_op14.onnx"))
+        .args(["--input", "x={n<=4}x{s<=9}x6", "-o"])
+        .arg(dir.join("enc.rs"))
         .output()
         .expect("burnc runs");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("Expand") && !err.contains("panicked"), "{err}");
+    assert!(!o.status.success() && err.contains("Reshape_4") && !err.contains("panicked"), "{err}");
     // A bad bounded dim is a usage error.
     let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(&model).args(["--input", "x={batch<=0}x10", "-o"]).arg(dir.join("bad.rs")).output().expect("burnc runs");
     let err = String::from_utf8_lossy(&o.stderr);

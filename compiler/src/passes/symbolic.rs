@@ -104,7 +104,8 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
     let sym_ints = n.inputs.iter().flatten().any(|v| s.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none())));
     let sym_shapes = n.inputs.iter().flatten().any(|v| s.is_symbolic(*v));
     let recorded = (matches!(n.op, Op::Reshape { .. }) && targets.contains_key(&n.name))
-        || (matches!(n.op, Op::ConstantOfShape { .. }) && targets.contains_key(&format!("\0cos:{}", n.name)));
+        || (matches!(n.op, Op::ConstantOfShape { .. }) && targets.contains_key(&format!("\0cos:{}", n.name)))
+        || (matches!(n.op, Op::Expand) && targets.contains_key(&format!("\0exp:{}", n.name)));
     let static_ok = !sym_ints && !sym_shapes && !recorded;
     let has_ints = n.inputs.iter().flatten().any(|v| s.ints.contains_key(v));
     // Nothing here depends on a named dim: the static types hold.
@@ -218,6 +219,14 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 xs.iter().enumerate().filter_map(|(i, d)| if ax.contains(&i) { keepdims.then(|| c(1)) } else { Some(d.clone()) }).collect()
             }
         }
+        Op::Expand => {
+            let xs = x(0)?;
+            let t = match targets.get(&format!("\0exp:{}", n.name)) {
+                Some(t) => t.clone(),
+                None => ints_of(g, s, input(n, 1)?).ok_or_else(|| unsupported(n))?,
+            };
+            broadcast(&xs, &t)?
+        }
         Op::ConstantOfShape { .. } => match targets.get(&format!("\0cos:{}", n.name)) {
             Some(t) => t.clone(),
             None => ints_of(g, s, input(n, 0)?).ok_or_else(|| unsupported(n))?,
@@ -294,12 +303,12 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             let av = ints_of(g, s, input(n, 0)?);
             let bv = ints_of(g, s, input(n, 1)?);
             if let (Some(p), Some(q)) = (av, bv) {
-                if sym_ints {
+                {
                     let len = p.len().max(q.len());
-                    let get = |v: &Vec<DimExpr>, i: usize| if v.len() == 1 { v[0].clone() } else { v[i].clone() };
+                    let get = |v: &Vec<DimExpr>, i: usize| if v.len() == 1 { v.first().cloned() } else { v.get(i).cloned() };
                     let vals = (0..len)
                         .map(|i| {
-                            let (l, r) = (get(&p, i), get(&q, i));
+                            let (Some(l), Some(r)) = (get(&p, i), get(&q, i)) else { return Err("shape values of different lengths".to_string()) };
                             Ok(match b {
                                 BinaryOp::Add => l.add(&r),
                                 BinaryOp::Sub => l.sub(&r),
@@ -311,8 +320,16 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                                 _ => return Err(unsupported(n)),
                             })
                         })
-                        .collect::<R<Vec<_>>>()?;
-                    s.ints.insert(out, vals);
+                        .collect::<R<Vec<_>>>();
+                    // Arithmetic on fixed shape values without a rule is only a value not
+                    // tracked; on bounded ones it must be refused.
+                    match vals {
+                        Ok(v) => {
+                            s.ints.insert(out, v);
+                        }
+                        Err(e) if sym_ints => return Err(e),
+                        Err(_) => {}
+                    }
                 }
             }
             broadcast(&a, &bb)?
@@ -546,7 +563,7 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
     let mut out = Targets::new();
     for n in &g.nodes {
         let at = match n.op {
-            Op::Reshape { .. } => 1,
+            Op::Reshape { .. } | Op::Expand => 1,
             Op::ConstantOfShape { .. } => 0,
             _ => continue,
         };
@@ -556,6 +573,17 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
                 (Op::ConstantOfShape { .. }, Some(&o)) => {
                     out.insert(format!("\0cos:{}", n.name), t.clone());
                     out.insert(fill_key(&g.value(o).name), t.clone());
+                }
+                (Op::Expand, Some(&o)) => {
+                    out.insert(format!("\0exp:{}", n.name), t.clone());
+                    // Expanding one constant element is a fill too (folded at the bounds).
+                    let xv = n.inputs.first().copied().flatten();
+                    if xv.and_then(|v| g.const_value(v)).is_some_and(|c| c.numel() == 1) {
+                        let xs = xv.and_then(|v| info.shapes.get(&v).cloned().or_else(|| g.tensor_type(v)?.shape.as_ref()?.as_fixed().map(|d| d.iter().map(|&e| c(e as i64)).collect())));
+                        if let Some(sh) = xs.and_then(|xs| broadcast(&xs, t).ok()) {
+                            out.insert(fill_key(&g.value(o).name), sh);
+                        }
+                    }
                 }
                 _ => {
                     out.insert(n.name.clone(), t.clone());
@@ -578,7 +606,7 @@ pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -
                 continue;
             }
             let shape_op = n.outputs.iter().all(|o| info.ints.contains_key(o));
-            let target = (matches!(n.op, Op::Reshape { .. }) && i == 1) || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0);
+            let target = (matches!(n.op, Op::Reshape { .. } | Op::Expand) && i == 1) || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0);
             if !shape_op && !target {
                 return Err(node_err(n, "computes with the value of a bounded dim (a shape computation not feeding a Reshape target); pin the dims with --input".into()));
             }

@@ -520,6 +520,20 @@ impl Bx<'_> {
                 Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
             }
             Op::Rnn(_) => self.rnn(id, n),
+            Op::Expand => {
+                let x = self.input(n, 0)?;
+                let (xs, os) = (self.shape(n, x)?, self.shape(n, out)?);
+                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
+                let sx = self.bcast_strides(&xs, &os);
+                let rx = self.read(n, x)?;
+                let oshape: Vec<String> = os.iter().map(|d| self.sizes.dim(d)).collect();
+                Ok(Some(format!(
+                    "let x = {rx}; let sx = [{}];\nrt::kernels::broadcast::binary(x, &sx, x, &sx, {}, &[{}], |p: {t}, _q: {t}| p);",
+                    sx.join(", "),
+                    self.write(n, out)?,
+                    oshape.join(", ")
+                )))
+            }
             _ => Err(self.unsupported(n)),
         }
     }
