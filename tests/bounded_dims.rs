@@ -263,3 +263,54 @@ fn bounded_cnn_module_snapshot() {
     let source = gen.source.replacen(&format!("burnc {} from", env!("CARGO_PKG_VERSION")), "burnc [version] from", 1);
     insta::assert_snapshot!("bounded_cnn", format!("{}\n\n{source}", burnc::build::memory_line(&gen)));
 }
+
+/// A hand-built graph over bounded dims (Concat along channels, Transpose, a Reshape whose
+/// target a shape subgraph computes, Softmax, ReduceMean), run through one bounded module at
+/// several sizes and compared with the interpreter at each size.
+#[test]
+fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
+    use burnc_compiler::interp::RtValue;
+    use burnc_compiler::ir::{DType, Dim, Graph, Op, ReduceOp, Shape, TensorType, UnaryOp, ValueKind, ValueType};
+    let bounded = |name: &str, b: usize| Dim::Sym { name: name.into(), bound: Some(b) };
+    let mut g = Graph::default();
+    let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![bounded("n", 2), Dim::Fixed(2), bounded("h", 4), bounded("w", 5)])) });
+    let x = g.add_value("x", ty, ValueKind::Input);
+    g.inputs.push(x);
+    let mut node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
+    let r = node(&mut g, "relu", Op::Unary(UnaryOp::Relu), vec![x]);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, vec![x, r]); // [n, 4, h, w]
+    let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![cat]); // [n, h, w, 4]
+    // view(n, h*w, 4) through Shape / Gather / Mul / Concat.
+    let sh = node(&mut g, "shape", Op::Shape { start: 0, end: None }, vec![t]);
+    let i0 = g.add_const("i0", Tensor::from_i64s(vec![1], vec![0]));
+    let i1 = g.add_const("i1", Tensor::from_i64s(vec![1], vec![1]));
+    let i2 = g.add_const("i2", Tensor::from_i64s(vec![1], vec![2]));
+    let four = g.add_const("four", Tensor::from_i64s(vec![1], vec![4]));
+    let n0 = node(&mut g, "g0", Op::Gather { axis: 0 }, vec![sh, i0]);
+    let h0 = node(&mut g, "g1", Op::Gather { axis: 0 }, vec![sh, i1]);
+    let w0 = node(&mut g, "g2", Op::Gather { axis: 0 }, vec![sh, i2]);
+    let hw = node(&mut g, "hw", Op::Binary(burnc_compiler::ir::BinaryOp::Mul), vec![h0, w0]);
+    let target = node(&mut g, "target", Op::Concat { axis: 0 }, vec![n0, hw, four]);
+    let v = node(&mut g, "view", Op::Reshape { allowzero: false }, vec![t, target]); // [n, h*w, 4]
+    let sm = node(&mut g, "softmax", Op::Softmax { axis: 1, log: false, coerce_2d: false }, vec![v]);
+    let axes = g.add_const("axes", Tensor::from_i64s(vec![1], vec![2]));
+    let y = node(&mut g, "mean", Op::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }, vec![sm, axes]); // [n, h*w]
+    g.outputs = vec![y];
+
+    let (gen, info) = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).expect("bounded");
+    let main = bounded_main_rs(&gen, &info);
+    let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
+    let b = Built { bin: build_crate("bounded-hand-built", &files, Profile::Run).expect("builds"), gen, info };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_hand_built");
+    for (k, shape) in [[2usize, 2, 4, 5], [1, 2, 1, 1], [2, 2, 3, 2], [1, 2, 4, 3]].iter().enumerate() {
+        let numel: usize = shape.iter().product();
+        let xs: Vec<f32> = (0..numel).map(|i| ((i * 37 + k * 11) % 17) as f32 / 4.0 - 2.0).collect();
+        let xt = Tensor::new(shape.to_vec(), burnc_compiler::Data::F32(xs.clone()));
+        let want = match burnc_compiler::interp::run(&g, vec![RtValue::Tensor(xt)]).expect("interpreter").remove(0) {
+            RtValue::Tensor(t) => t,
+            other => panic!("{other:?}"),
+        };
+        let got = run(&b, &work, &xs, &[shape[0], shape[2], shape[3]]).unwrap_or_else(|e| panic!("{shape:?}: {e:?}"));
+        common::close_tensor(&got, &want, 1e-5, 1e-6).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+    }
+}

@@ -520,6 +520,22 @@ impl Bx<'_> {
                 Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
             }
             Op::Rnn(_) => self.rnn(id, n),
+            Op::Concat { axis } => {
+                let os = self.shape(n, out)?;
+                let ax = norm(*axis, os.len()).map_err(|e| self.err(n, e))?;
+                let (outer, row) = (self.sizes.numel(&os[..ax]), self.sizes.numel(&os[ax..]));
+                let mut s = format!("let y = {};\nlet (outer, row) = ({outer}, {row});\nlet mut start = 0usize;\n", self.write(n, out)?);
+                // Each input contributes `chunk` elements per outer index, one after another.
+                for v in n.inputs.iter().flatten() {
+                    let xs = self.shape(n, *v)?;
+                    s += &format!(
+                        "{{ let x = {}; let chunk = {}; for o in 0..outer {{ y[o * row + start..o * row + start + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]); }} start += chunk; }}\n",
+                        self.read(n, *v)?,
+                        self.sizes.numel(&xs[ax..])
+                    );
+                }
+                Ok(Some(s))
+            }
             Op::Expand => {
                 let x = self.input(n, 0)?;
                 let (xs, os) = (self.shape(n, x)?, self.shape(n, out)?);
