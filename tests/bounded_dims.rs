@@ -297,20 +297,58 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     let y = node(&mut g, "mean", Op::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }, vec![sm, axes]); // [n, h*w]
     g.outputs = vec![y];
 
-    let (gen, info) = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).expect("bounded");
+    let sizes = [[2usize, 2, 4, 5], [1, 2, 1, 1], [2, 2, 3, 2], [1, 2, 4, 3]];
+    check_against_interpreter(&g, "bounded-hand-built", &sizes.map(|s| (s.to_vec(), vec![s[0], s[2], s[3]])));
+}
+
+/// Compile `g` (bounded dims) once, run it at each `(input shape, dims)` and compare with the
+/// interpreter on the same input.
+fn check_against_interpreter(g: &burnc_compiler::ir::Graph, key: &str, sizes: &[(Vec<usize>, Vec<usize>)]) {
+    use burnc_compiler::interp::RtValue;
+    let (gen, info) = burnc_compiler::codegen::generate_bounded(g, &Default::default()).unwrap_or_else(|e| panic!("{key}: {e}"));
     let main = bounded_main_rs(&gen, &info);
     let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
-    let b = Built { bin: build_crate("bounded-hand-built", &files, Profile::Run).expect("builds"), gen, info };
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_hand_built");
-    for (k, shape) in [[2usize, 2, 4, 5], [1, 2, 1, 1], [2, 2, 3, 2], [1, 2, 4, 3]].iter().enumerate() {
+    let b = Built { bin: build_crate(key, &files, Profile::Run).expect("builds"), gen, info };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(key);
+    for (k, (shape, dims)) in sizes.iter().enumerate() {
         let numel: usize = shape.iter().product();
         let xs: Vec<f32> = (0..numel).map(|i| ((i * 37 + k * 11) % 17) as f32 / 4.0 - 2.0).collect();
         let xt = Tensor::new(shape.to_vec(), burnc_compiler::Data::F32(xs.clone()));
-        let want = match burnc_compiler::interp::run(&g, vec![RtValue::Tensor(xt)]).expect("interpreter").remove(0) {
-            RtValue::Tensor(t) => t,
-            other => panic!("{other:?}"),
+        let want = match burnc_compiler::interp::run(g, vec![RtValue::Tensor(xt)]) {
+            Ok(mut v) => match v.remove(0) {
+                RtValue::Tensor(t) => t,
+                other => panic!("{other:?}"),
+            },
+            // A size the model cannot take (a window larger than its input): the module says so.
+            Err(e) => {
+                let (code, err) = run(&b, &work, &xs, dims).expect_err(&format!("{key} at {shape:?}: the interpreter refuses ({e}), so must the module"));
+                assert!(code == 2 && err.contains("too small"), "{key} at {shape:?}: {err}");
+                continue;
+            }
         };
-        let got = run(&b, &work, &xs, &[shape[0], shape[2], shape[3]]).unwrap_or_else(|e| panic!("{shape:?}: {e:?}"));
-        common::close_tensor(&got, &want, 1e-5, 1e-6).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+        let got = run(&b, &work, &xs, dims).unwrap_or_else(|e| panic!("{key} at {shape:?}: {e:?}"));
+        common::close_tensor(&got, &want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("{key} at {shape:?}: {e}"));
     }
+}
+
+/// SAME padding (pads computed at run time from the size) and ceil_mode pooling.
+#[test]
+fn same_padding_and_ceil_mode_match_the_interpreter() {
+    use burnc_compiler::ir::{AutoPad, DType, Dim, Graph, Op, PoolKind, Shape, TensorType, ValueKind, ValueType, Window};
+    let mut g = Graph::default();
+    let ty = ValueType::Tensor(TensorType {
+        dtype: DType::F32,
+        shape: Some(Shape(vec![Dim::Fixed(1), Dim::Fixed(2), Dim::Sym { name: "h".into(), bound: Some(11) }, Dim::Sym { name: "w".into(), bound: Some(9) }])),
+    });
+    let x = g.add_value("x", ty, ValueKind::Input);
+    g.inputs.push(x);
+    let wv: Vec<f32> = (0..3 * 2 * 3 * 3).map(|i| ((i * 7) % 11) as f32 / 10.0 - 0.5).collect();
+    let wt = g.add_const("wt", Tensor::new(vec![3, 2, 3, 3], burnc_compiler::Data::F32(wv)));
+    let same = Window { kernel_shape: vec![3, 3], strides: vec![2, 2], pads: vec![], dilations: vec![], auto_pad: AutoPad::SameUpper, ceil_mode: false };
+    let c = g.add_node("conv", Op::Conv { window: same, group: 1 }, vec![Some(x), Some(wt), None], &["c".to_string()]).1[0];
+    let pool = Window { kernel_shape: vec![3, 3], strides: vec![2, 2], pads: vec![0, 0, 0, 0], dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: true };
+    let p = g.add_node("pool", Op::Pool { kind: PoolKind::Max, window: pool, storage_order: 0 }, vec![Some(c)], &["p".to_string()]).1[0];
+    g.outputs = vec![p];
+    let sizes: Vec<(Vec<usize>, Vec<usize>)> = [(11, 9), (10, 8), (7, 5), (4, 3), (9, 9)].iter().map(|&(h, w)| (vec![1, 2, h, w], vec![h, w])).collect();
+    check_against_interpreter(&g, "bounded-same-ceil", &sizes);
 }

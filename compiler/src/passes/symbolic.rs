@@ -463,9 +463,6 @@ fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> 
     if input.len() != k {
         return Err(format!("input has {} spatial dims, kernel {k}", input.len()));
     }
-    if !matches!(w.auto_pad, AutoPad::NotSet | AutoPad::Valid) {
-        return Err("auto_pad SAME_* with bounded dims is not supported yet; pin them with --input".into());
-    }
     let or = |v: &[usize], i: usize, d: usize| v.get(i).copied().unwrap_or(d) as i64;
     (0..k)
         .map(|i| {
@@ -473,11 +470,20 @@ fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> 
             if s < 1 || dil < 1 || kernel[i] < 1 {
                 return Err("kernel, strides and dilations must be positive".into());
             }
+            let dk = (kernel[i] - 1) * dil + 1;
+            if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+                // ceil(len / s); the pads follow from it at run time.
+                return Ok(input[i].ceil_div(s));
+            }
             let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (or(&w.pads, i, 0), or(&w.pads, k + i, 0)) };
-            let span = input[i].add(&c(pb + pe - ((kernel[i] - 1) * dil + 1)));
+            let span = input[i].add(&c(pb + pe - dk));
             if w.ceil_mode {
-                // ceil_mode's last-window correction depends on the size; refuse rather than guess.
-                return Err("ceil_mode pooling with bounded dims is not supported yet; pin them with --input".into());
+                // The last-window correction (a window starting in the right padding is dropped)
+                // never applies when dk ≥ s + pe: ceil(span/s)·s < span + s ≤ len + pb.
+                if dk < s + pe {
+                    return Err("ceil_mode pooling whose last window can start in the padding is not supported with bounded dims yet; pin them with --input".into());
+                }
+                return Ok(span.ceil_div(s).add(&c(1)));
             }
             Ok(span.floor_div(s).add(&c(1)))
         })

@@ -6,7 +6,7 @@ use crate::codegen::emit::{rust_ty, Ctx};
 use crate::codegen::CodegenError;
 use crate::interp::ops::elementwise::runtime_unary;
 use crate::interp::ops::nn::geom::resolve;
-use crate::ir::{BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind};
+use crate::ir::{AutoPad, BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
 use crate::passes::symbolic::SymInfo;
 use burnc_runtime::kernels::conv::{is_direct_depthwise, ConvDims};
 use burnc_runtime::kernels::window::Window3;
@@ -121,23 +121,48 @@ impl Bx<'_> {
 
     /// A `Window3` literal: the static geometry at the bounds with the spatial input and output
     /// sizes from the run-time table.
-    fn window(&self, n: &Node, win_at_bound: &Window3, xs: &[DimExpr], ys: &[DimExpr]) -> String {
+    fn window(&self, w: &Window, win_at_bound: &Window3, xs: &[DimExpr], ys: &[DimExpr]) -> String {
         let k = xs.len();
         let fill = |v: &[DimExpr]| {
             let mut a: Vec<String> = vec!["1usize".into(); 3 - k];
             a.extend(v.iter().map(|d| self.sizes.dim(d)));
             format!("[{}]", a.join(", "))
         };
-        let _ = n;
+        let (mut pb, mut pe): (Vec<String>, Vec<String>) =
+            (win_at_bound.pads_begin.iter().map(|p| format!("{p}isize")).collect(), win_at_bound.pads_end.iter().map(|p| format!("{p}isize")).collect());
+        if !matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+            // The window must fit the padded input (as geom::resolve requires): one more
+            // derived size `len + pads − extent + 1` that `forward` checks is at least 1.
+            for i in 0..k {
+                let j = 3 - k + i;
+                let dk = ((win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1) as i64;
+                let pads = (win_at_bound.pads_begin[j] + win_at_bound.pads_end[j]) as i64;
+                let _ = self.sizes.dim(&xs[i].add(&DimExpr::constant(pads - dk + 1)));
+            }
+        }
+        if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+            // SAME pads depend on the size: total = (out − 1)·s + dk − len, split as geom::resolve.
+            for i in 0..k {
+                let j = 3 - k + i;
+                let dk = (win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1;
+                let total = format!("(({} - 1) * {} + {dk}).saturating_sub({})", self.sizes.dim(&ys[i]), win_at_bound.strides[j], self.sizes.dim(&xs[i]));
+                let (small, big) = (format!("(({total}) / 2) as isize"), format!("(({total}) - ({total}) / 2) as isize"));
+                if w.auto_pad == AutoPad::SameUpper {
+                    (pb[j], pe[j]) = (small, big);
+                } else {
+                    (pb[j], pe[j]) = (big, small);
+                }
+            }
+        }
         format!(
-            "rt::kernels::window::Window3 {{ input: {}, output: {}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: {:?}, pads_end: {:?} }}",
+            "rt::kernels::window::Window3 {{ input: {}, output: {}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: [{}], pads_end: [{}] }}",
             fill(xs),
             fill(ys),
             win_at_bound.kernel,
             win_at_bound.strides,
             win_at_bound.dilations,
-            win_at_bound.pads_begin,
-            win_at_bound.pads_end
+            pb.join(", "),
+            pe.join(", ")
         )
     }
 
@@ -201,7 +226,7 @@ impl Bx<'_> {
                 let (xb, wb) = (fixed(g, Some(x)).unwrap_or_default(), fixed(g, Some(wv)).unwrap_or_default());
                 let (Some(wk), Some(xsp)) = (wb.get(2..), xb.get(2..)) else { return Err(self.err(n, "Conv needs rank at least 3")) };
                 let win_b = resolve(window, wk, xsp).map_err(|e| self.err(n, e))?;
-                let win = self.window(n, &win_b, &xs[2..], &ys[2..]);
+                let win = self.window(window, &win_b, &xs[2..], &ys[2..]);
                 let d = format!(
                     "rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }}",
                     self.sizes.dim(&xs[0]),
@@ -239,7 +264,7 @@ impl Bx<'_> {
                 let xb = fixed(g, Some(x)).unwrap_or_default();
                 let xsp = xb.get(2..).ok_or_else(|| self.err(n, "pooling needs rank at least 3"))?;
                 let win_b = resolve(window, &window.kernel_shape, xsp).map_err(|e| self.err(n, e))?;
-                let win = self.window(n, &win_b, &xs[2..], &ys[2..]);
+                let win = self.window(window, &win_b, &xs[2..], &ys[2..]);
                 let planes = self.sizes.numel(&xs[..2]);
                 let (rx, y) = (self.read(n, x)?, self.write(n, out)?);
                 Ok(Some(match kind {
