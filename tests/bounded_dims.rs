@@ -219,6 +219,11 @@ fn cli_and_build_api_take_bounded_dims() {
     assert!(src.contains("pub const BATCH_MAX: usize = 8;") && src.contains("pub struct Dims") && src.contains("Result<Outputs<'a>, DimError>"), "{src}");
     let arena: usize = String::from_utf8_lossy(&o.stdout).split("arena_bytes=").nth(1).and_then(|r| r.split_whitespace().next()?.parse().ok()).expect("arena line");
 
+    // `burnc inspect` prints the plan at the bounds and the outputs' dims.
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg("inspect").arg(&model).args(["--input", "x={batch<=8}x10"]).output().expect("burnc runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains(&format!("memory at the bounds: arena_bytes={arena} ")) && text.contains("output y: [batch, 4]"), "{text}");
+
     let report = burnc::Build::new(&model).input_dims("x", "{batch<=8}x10").out_dir(&dir).name("mlp_build").cargo_metadata(false).compile().expect("Build");
     assert_eq!(report.arena_bytes, arena);
     assert!(std::fs::read_to_string(dir.join("mlp_build.rs")).expect("module").contains("pub struct Dims"));
