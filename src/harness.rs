@@ -324,7 +324,8 @@ fn median(sorted: &[f64]) -> f64 {{
 /// The harness of a bounded-dims module (`codegen::generate_bounded`): arguments `DIR DIM…`
 /// (the named dims in `info.dims` order). Reads `in_<i>.bin` (any length: `forward` checks
 /// it), writes `out_<i>.bin` and `out_<i>.shape` (dims separated by spaces); a [`DimError`]
-/// from `forward` is printed as `error: …` on stderr with exit status 2.
+/// from `forward` is printed as `error: …` on stderr with exit status 2. With `BURNC_ITERS=N`
+/// it first times N runs and prints `median_ms=…`.
 ///
 /// [`DimError`]: burnc_runtime::dims::DimError
 pub fn bounded_main_rs(gen: &Generated, info: &burnc_compiler::codegen::BoundedInfo) -> String {
@@ -370,6 +371,18 @@ fn main() {{
     let dims = model::Dims {{ {dims} }};
 {reads}    let mut arena: Box<model::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};
     let m = model::Model::new();
+    // BURNC_ITERS=N: time N more runs and print `median_ms=…` (comparing with pinned code).
+    if let Some(n) = std::env::var("BURNC_ITERS").ok().and_then(|s| s.parse::<usize>().ok()) {{
+        let mut times: Vec<f64> = (0..n.max(1))
+            .map(|_| {{
+                let t = std::time::Instant::now();
+                let _ = std::hint::black_box(m.forward(&mut arena, {args}, dims).is_ok());
+                t.elapsed().as_secs_f64() * 1e3
+            }})
+            .collect();
+        times.sort_by(|a, b| a.total_cmp(b));
+        println!("median_ms={{:.4}}", times[times.len() / 2]);
+    }}
     let out = match m.forward(&mut arena, {args}, dims) {{
         Ok(o) => o,
         Err(e) => {{
