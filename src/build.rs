@@ -90,6 +90,119 @@ pub fn pin_input(graph: &mut Graph, name: &str, dims: &[usize]) -> Result<(), Bu
     Ok(())
 }
 
+/// One dim of an `--input` pin: a number, or a named dim with an upper bound (`{h<=640}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinDim {
+    Fixed(usize),
+    Bounded { name: String, bound: usize },
+}
+
+/// Parse `1x3x{h<=640}x{w<=640}` (`x` or `,` between dims; a bounded dim is `{NAME<=BOUND}`,
+/// NAME an identifier, BOUND at least 1; the same NAME in two inputs is the same dim).
+pub fn parse_pin_dims(s: &str) -> Result<Vec<PinDim>, BuildError> {
+    let bad = |d: &str, why: &str| BuildError::Invalid(format!("bad dimension `{d}` in `{s}`: {why}"));
+    let mut parts = Vec::new();
+    let (mut cur, mut depth) = (String::new(), 0usize);
+    for ch in s.chars() {
+        match ch {
+            '{' => {
+                depth += 1;
+                cur.push(ch);
+            }
+            '}' => {
+                depth = depth.checked_sub(1).ok_or_else(|| bad(&cur, "unbalanced `}`"))?;
+                cur.push(ch);
+            }
+            'x' | 'X' | ',' if depth == 0 => parts.push(std::mem::take(&mut cur)),
+            _ => cur.push(ch),
+        }
+    }
+    if depth != 0 {
+        return Err(bad(&cur, "unclosed `{`"));
+    }
+    if !s.is_empty() {
+        parts.push(cur);
+    }
+    parts
+        .iter()
+        .map(|p| {
+            let p = p.trim();
+            if let Some(inner) = p.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+                let (name, bound) = inner.split_once("<=").ok_or_else(|| bad(p, "expected `{NAME<=BOUND}`"))?;
+                let name = name.trim();
+                let ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !ok {
+                    return Err(bad(p, "the name must be an identifier"));
+                }
+                let bound: usize = bound.trim().parse().map_err(|_| bad(p, "the bound must be a number"))?;
+                if bound == 0 {
+                    return Err(bad(p, "the bound must be at least 1"));
+                }
+                Ok(PinDim::Bounded { name: name.to_string(), bound })
+            } else {
+                p.parse::<usize>().map(PinDim::Fixed).map_err(|_| bad(p, "expected a number or `{NAME<=BOUND}`"))
+            }
+        })
+        .collect()
+}
+
+/// Whether any pin has a bounded dim (such models compile through [`generate_bounded`]).
+pub fn has_bounded(pins: &[(String, Vec<PinDim>)]) -> bool {
+    pins.iter().any(|(_, d)| d.iter().any(|x| matches!(x, PinDim::Bounded { .. })))
+}
+
+/// Set graph input `name`'s dims: fixed ones as [`pin_input`], bounded ones as symbolic dims
+/// with their bound.
+pub fn pin_input_dims(graph: &mut Graph, name: &str, dims: &[PinDim]) -> Result<(), BuildError> {
+    let fixed: Vec<usize> = dims.iter().map(|d| if let PinDim::Fixed(n) = d { *n } else { 1 }).collect();
+    pin_input(graph, name, &fixed)?;
+    for (i, d) in dims.iter().enumerate() {
+        if let PinDim::Bounded { name: dn, bound } = d {
+            if let Some(id) = graph.inputs.iter().copied().find(|&v| graph.value(v).name == name) {
+                if let ValueType::Tensor(TensorType { shape: Some(sh), .. }) = &mut graph.value_mut(id).ty {
+                    sh.0[i] = Dim::Sym { name: dn.clone(), bound: Some(*bound) };
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Load, pin (bounded dims kept symbolic), bake and generate a module whose arena is sized for
+/// the bounds and whose `forward` takes the actual dims (`burnc::codegen::generate_bounded`).
+pub fn generate_bounded(
+    model: &Path,
+    pins: &[(String, Vec<PinDim>)],
+    consts: &[(String, PathBuf)],
+    weights: Option<&Weights>,
+    weights_file: &str,
+) -> Result<(Generated, codegen::BoundedInfo), BuildError> {
+    let mut g = load_graph(model, &[], consts, weights)?;
+    for (name, dims) in pins {
+        pin_input_dims(&mut g, name, dims)?;
+    }
+    let opts = CodegenOptions {
+        weights_file: weights_file.to_string(),
+        source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        ..Default::default()
+    };
+    Ok(codegen::generate_bounded(&g, &opts)?)
+}
+
+/// [`compile_to`] with bounded dims: the module `out` and its weights beside it.
+pub fn compile_bounded_to(
+    model: &Path,
+    out: &Path,
+    pins: &[(String, Vec<PinDim>)],
+    consts: &[(String, PathBuf)],
+    weights: Option<&Weights>,
+) -> Result<Report, BuildError> {
+    let bin = out.with_extension("bin");
+    let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
+    let (gen, _) = generate_bounded(model, pins, consts, weights, &bin_name)?;
+    write_generated(out, &bin, gen)
+}
+
 /// Apply `NAME=DIMS` pins (the CLI's `--input`).
 pub fn pin_inputs(graph: &mut Graph, pins: &[String]) -> Result<(), BuildError> {
     for pin in pins {
@@ -373,6 +486,8 @@ fn write_generated(out: &Path, bin: &Path, gen: Generated) -> Result<Report, Bui
 pub struct Build {
     model: PathBuf,
     pins: Vec<(String, Vec<usize>)>,
+    /// `input_dims` specs (`1x3x{h<=64}x{w<=64}`), parsed when compiling.
+    dim_specs: Vec<(String, String)>,
     consts: Vec<(String, PathBuf)>,
     name: Option<String>,
     out_dir: Option<PathBuf>,
@@ -390,6 +505,7 @@ impl Build {
         Build {
             model: model.as_ref().to_path_buf(),
             pins: Vec::new(),
+            dim_specs: Vec::new(),
             consts: Vec::new(),
             name: None,
             out_dir: None,
@@ -404,6 +520,14 @@ impl Build {
     /// Pin input `name` to `dims` (needed for symbolic dims; checked against fixed ones).
     pub fn input(mut self, name: &str, dims: impl AsRef<[usize]>) -> Self {
         self.pins.push((name.to_string(), dims.as_ref().to_vec()));
+        self
+    }
+
+    /// Give input `name`'s dims as the CLI's `--input` does: numbers and bounded dims
+    /// (`"1x3x{h<=640}x{w<=640}"`). With a bounded dim the module's arena is sized for the
+    /// bounds and its `forward` takes a `Dims` argument and returns `Result<_, DimError>`.
+    pub fn input_dims(mut self, name: &str, spec: &str) -> Self {
+        self.dim_specs.push((name.to_string(), spec.to_string()));
         self
     }
 
@@ -488,10 +612,22 @@ impl Build {
         }
         std::fs::create_dir_all(&dir).map_err(|e| file_err(&dir, e))?;
         let out = dir.join(format!("{name}.rs"));
+        let mut specs: Vec<(String, Vec<PinDim>)> = self.pins.iter().map(|(n, d)| (n.clone(), d.iter().map(|&x| PinDim::Fixed(x)).collect())).collect();
+        for (n, spec) in &self.dim_specs {
+            specs.push((n.clone(), parse_pin_dims(spec)?));
+        }
+        if has_bounded(&specs) {
+            if self.train.is_some() {
+                return Err(BuildError::Invalid("bounded dims are not supported with training yet; pin them with numbers".into()));
+            }
+            return compile_bounded_to(&self.model, &out, &specs, &self.consts, weights.as_ref());
+        }
+        let pins: Vec<(String, Vec<usize>)> =
+            specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &self.pins, &self.consts, weights.as_ref()),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref()),
             Some(spec) => {
-                let gen = compile_train_to(&self.model, &out, &self.pins, &self.consts, weights.as_ref(), spec)?;
+                let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {
                     source: out.clone(),
                     weights: out.with_extension("bin"),

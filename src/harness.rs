@@ -321,6 +321,82 @@ fn median(sorted: &[f64]) -> f64 {{
     )
 }
 
+/// The harness of a bounded-dims module (`codegen::generate_bounded`): arguments `DIR DIM…`
+/// (the named dims in `info.dims` order). Reads `in_<i>.bin` (any length: `forward` checks
+/// it), writes `out_<i>.bin` and `out_<i>.shape` (dims separated by spaces); a [`DimError`]
+/// from `forward` is printed as `error: …` on stderr with exit status 2. With `BURNC_ITERS=N`
+/// it first times N runs and prints `median_ms=…`.
+///
+/// [`DimError`]: burnc_runtime::dims::DimError
+pub fn bounded_main_rs(gen: &Generated, info: &burnc_compiler::codegen::BoundedInfo) -> String {
+    let mut reads = String::new();
+    let mut args = Vec::new();
+    for (i, d) in gen.inputs.iter().enumerate() {
+        let t = rust_ty(d.dtype).unwrap_or("f32");
+        reads += &format!("    let in_{i}: Vec<{t}> = read_vec(&dir.join(\"in_{i}.bin\"));\n");
+        args.push(format!("&in_{i}"));
+    }
+    let dims: Vec<String> = info.dims.iter().map(|(n, _)| format!("{}: num()", burnc_compiler::codegen::bounded::dim_field(n))).collect();
+    let mut writes = String::new();
+    for (i, d) in gen.outputs.iter().enumerate() {
+        writes += &format!(
+            "    write(&dir.join(\"out_{i}.bin\"), out.{id});\n    std::fs::write(dir.join(\"out_{i}.shape\"), out.{id}_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(\" \")).expect(\"write shape\");\n",
+            id = d.ident
+        );
+    }
+    format!(
+        r#"//! Harness generated for a bounded-dims module.
+#![allow(clippy::all)]
+mod model;
+use std::path::Path;
+
+fn read_vec<T: Copy + Default>(p: &Path) -> Vec<T> {{
+    let bytes = std::fs::read(p).expect("read input");
+    let n = bytes.len() / std::mem::size_of::<T>();
+    let mut v = vec![T::default(); n];
+    // SAFETY: plain numbers; at most the file's bytes are copied; little-endian like the files.
+    unsafe {{ std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>()) }};
+    v
+}}
+fn write<T: Copy>(p: &Path, v: &[T]) {{
+    // SAFETY: plain numbers viewed as bytes.
+    let b = unsafe {{ std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }};
+    std::fs::write(p, b).expect("write output");
+}}
+
+fn main() {{
+    let mut args = std::env::args().skip(1);
+    let dir = std::path::PathBuf::from(args.next().expect("dir"));
+    let mut num = || args.next().and_then(|s| s.parse::<usize>().ok()).expect("a dim");
+    let dims = model::Dims {{ {dims} }};
+{reads}    let mut arena: Box<model::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};
+    let m = model::Model::new();
+    // BURNC_ITERS=N: time N more runs and print `median_ms=…` (comparing with pinned code).
+    if let Some(n) = std::env::var("BURNC_ITERS").ok().and_then(|s| s.parse::<usize>().ok()) {{
+        let mut times: Vec<f64> = (0..n.max(1))
+            .map(|_| {{
+                let t = std::time::Instant::now();
+                let _ = std::hint::black_box(m.forward(&mut arena, {args}, dims).is_ok());
+                t.elapsed().as_secs_f64() * 1e3
+            }})
+            .collect();
+        times.sort_by(|a, b| a.total_cmp(b));
+        println!("median_ms={{:.4}}", times[times.len() / 2]);
+    }}
+    let out = match m.forward(&mut arena, {args}, dims) {{
+        Ok(o) => o,
+        Err(e) => {{
+            eprintln!("error: {{e}}");
+            std::process::exit(2);
+        }}
+    }};
+{writes}}}
+"#,
+        dims = dims.join(", "),
+        args = args.join(", ")
+    )
+}
+
 /// The harnesses' input reader: `in_<i>.bin` (raw little-endian) into a boxed array.
 pub const READ_FN: &str = r#"fn read<T: Copy + Default, const N: usize>(p: &Path) -> Box<[T; N]> {
     let bytes = std::fs::read(p).expect("read input");

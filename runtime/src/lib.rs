@@ -10,6 +10,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod arena;
+pub mod dims;
 pub mod elem;
 pub mod kernels;
 pub mod math;

@@ -4,7 +4,7 @@
 use super::weights::WeightsArgs;
 use super::CliError;
 use super::train::TrainArgs;
-use burnc::build::{compile_to, compile_train_to, parse_dims};
+use burnc::build::{compile_bounded_to, compile_to, compile_train_to, has_bounded, parse_dims, parse_pin_dims};
 use std::path::{Path, PathBuf};
 
 
@@ -17,8 +17,17 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
         Some(o) => o.to_path_buf(),
         None => PathBuf::from(format!("{}.rs", model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or("model".into()))),
     };
+    let pin_specs = pins
+        .iter()
+        .map(|p| {
+            let (n, d) = split(p, "NAME=DIMS")?;
+            Ok((n.to_string(), parse_pin_dims(d)?))
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let bounded = has_bounded(&pin_specs);
     let pins = pins
         .iter()
+        .filter(|_| !bounded)
         .map(|p| {
             let (n, d) = split(p, "NAME=DIMS")?;
             Ok((n.to_string(), parse_dims(d)?))
@@ -31,9 +40,18 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
             Ok((n.to_string(), PathBuf::from(f)))
         })
         .collect::<Result<Vec<_>, CliError>>()?;
+    if train.train && bounded {
+        return Err(CliError::Usage("bounded dims (`{NAME<=N}`) are not supported with --train yet; pin them with numbers".into()));
+    }
     if train.train {
         let gen = compile_train_to(model, &out, &pins, &consts, weights.spec()?.as_ref(), &train.spec()?)?;
         println!("{}", gen.memory_line());
+        return Ok(());
+    }
+    if bounded {
+        // Bounded dims (`{h<=640}`): one module sized for the bounds, dims given at run time.
+        let report = compile_bounded_to(model, &out, &pin_specs, &consts, weights.spec()?.as_ref())?;
+        println!("{}", report.memory_line());
         return Ok(());
     }
     let report = compile_to(model, &out, &pins, &consts, weights.spec()?.as_ref())?;

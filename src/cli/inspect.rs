@@ -21,7 +21,24 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     let model = burnc_frontends::onnx::load(&a.model)?;
     let mut g = model.graph;
     a.weights.apply(&mut g)?;
-    pin_inputs(&mut g, &a.inputs)?;
+    // Bounded dims (`{h<=640}`) stay symbolic here; the plan at the bounds is printed last.
+    let specs = a
+        .inputs
+        .iter()
+        .map(|p| {
+            let (n, d) = p.split_once('=').ok_or_else(|| CliError::Usage(format!("expected NAME=DIMS, got `{p}`")))?;
+            Ok((n.to_string(), burnc::build::parse_pin_dims(d)?))
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let bounded = burnc::build::has_bounded(&specs);
+    if bounded {
+        for (n, d) in &specs {
+            burnc::build::pin_input_dims(&mut g, n, d)?;
+        }
+    } else {
+        pin_inputs(&mut g, &a.inputs)?;
+    }
+    let loaded = bounded.then(|| g.clone());
     burnc_compiler::passes::prepare(&mut g)?;
     println!("model: {} (opset {}, producer `{}`)", a.model.display(), model.opset, model.producer);
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -86,6 +103,20 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
             println!("memory: arena_bytes={} lower_bound_bytes={} weights_bytes={}", p.arena_bytes.max(64), p.lower_bound_bytes, p.weights_bytes);
         }
         Err(e) => println!("memory: unavailable ({e})"),
+    }
+    if let Some(l) = loaded {
+        match burnc_compiler::codegen::generate_bounded(&l, &Default::default()) {
+            Ok((gen, info)) => {
+                let dims: Vec<String> = info.dims.iter().map(|(n, b)| format!("{n} <= {b}")).collect();
+                println!("bounded dims: {}", dims.join(", "));
+                for (d, ex) in gen.outputs.iter().zip(&info.output_shapes) {
+                    let s: Vec<String> = ex.iter().map(|e| e.to_string()).collect();
+                    println!("  output {}: [{}]", d.name, s.join(", "));
+                }
+                println!("memory at the bounds: arena_bytes={} lower_bound_bytes={} weights_bytes={}", gen.arena_bytes, gen.lower_bound_bytes, gen.weights_bytes);
+            }
+            Err(e) => println!("bounded codegen: unavailable ({e})"),
+        }
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Rust code generation: a graph (after `passes::prepare`, every shape static) becomes one
 //! module of plain Rust that calls burnc-runtime's kernels, plus a weights blob. Shapes,
 //! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
+pub mod bounded;
 pub mod emit;
 pub(crate) mod module;
 pub mod train;
@@ -10,6 +11,7 @@ use crate::ir::{DType, Graph};
 use crate::memory::{self, PlanOptions};
 use thiserror::Error;
 
+pub use bounded::{generate_bounded, BoundedInfo};
 pub use module::Generated;
 pub use train::{generate_train, TrainGenerated};
 

@@ -1,4 +1,5 @@
 //! burnc's intermediate representation: one graph type for every frontend.
+mod dimexpr;
 mod dtype;
 mod graph;
 mod ml;
@@ -15,5 +16,6 @@ pub use ml::{TfIdfAttrs, TreeEnsembleAttrs};
 /// The ML kernels' mode and layout constants, for frontends building their tables.
 pub use burnc_runtime::kernels::ml as ml_kernel;
 pub use shape::{Dim, Shape};
+pub use dimexpr::{Atom, DimExpr};
 /// GridSample's modes are the runtime kernel's own.
 pub use burnc_runtime::kernels::grid::{GridMode, GridPadding};

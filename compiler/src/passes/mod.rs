@@ -5,10 +5,13 @@ pub mod dce;
 pub mod fold;
 pub mod fuse;
 pub mod infer;
+pub mod symbolic;
 mod infer_unpool;
 pub mod unseq;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod symbolic_tests;
 
 use crate::ir::{verify, Graph};
 use thiserror::Error;

@@ -21,6 +21,7 @@ mod signal;
 mod train;
 mod wide;
 
+pub use elementwise::{f32_lit, float_args};
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};

@@ -1,0 +1,699 @@
+//! Emitters for nodes whose shapes depend on bounded dims: the same runtime kernels as the
+//! static emitters, with sizes read from the run-time table `sz` instead of literals. Ops
+//! not listed here are an error naming the node ("pin the dims with --input").
+use super::Sizes;
+use crate::codegen::emit::{rust_ty, Ctx};
+use crate::codegen::CodegenError;
+use crate::interp::ops::elementwise::runtime_unary;
+use crate::interp::ops::nn::geom::resolve;
+use crate::ir::{AutoPad, BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
+use crate::passes::symbolic::SymInfo;
+use burnc_runtime::kernels::conv::{is_direct_depthwise, ConvDims};
+use burnc_runtime::kernels::window::Window3;
+
+pub(crate) struct Bx<'a> {
+    pub cx: &'a Ctx<'a>,
+    pub info: &'a SymInfo,
+    pub sizes: &'a Sizes,
+    /// The named dims and their bounds.
+    pub dims: &'a [(String, usize)],
+}
+
+fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
+    g.tensor_type(v?)?.shape.as_ref()?.as_fixed()
+}
+
+/// Scratch bytes of a Conv at the bounds: its whole im2col buffer (an upper bound of what
+/// the runtime's tiling asks for at any smaller size). `None` for other ops.
+pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId) -> Option<usize> {
+    let n = g.node(id);
+    let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
+    let x = fixed(g, n.inputs.first().copied().flatten())?;
+    let w = fixed(g, n.inputs.get(1).copied().flatten())?;
+    let win = resolve(window, w.get(2..)?, x.get(2..)?).ok()?;
+    let d = ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group };
+    if win.is_pointwise() || is_direct_depthwise(&d) {
+        return Some(0);
+    }
+    let dt = g.tensor_type(n.inputs.first().copied().flatten()?)?.dtype;
+    Some((d.c_in / d.group) * win.kernel_size() * win.out_size() * dt.size())
+}
+
+fn f32_lit(v: f32) -> String {
+    crate::codegen::emit::f32_lit(v)
+}
+
+impl Bx<'_> {
+    pub(super) fn err_at(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+        self.cx.err(n, reason)
+    }
+
+    pub(super) fn shape_of(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
+        self.shape(n, v)
+    }
+
+    pub(super) fn read_of(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        self.read(n, v)
+    }
+
+    pub(super) fn write_of(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        self.write(n, v)
+    }
+
+    fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+        self.cx.err(n, reason)
+    }
+
+    fn unsupported(&self, n: &Node) -> CodegenError {
+        let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| n.op.name());
+        self.err(n, format!("`{op}` does not support bounded dims yet; pin them with --input"))
+    }
+
+    fn shape(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
+        if let Some(s) = self.info.shapes.get(&v) {
+            return Ok(s.clone());
+        }
+        // Weights and other static values keep their types.
+        let s = fixed(self.cx.g, Some(v)).ok_or_else(|| self.err(n, format!("value `{}` has no known shape", self.cx.g.value(v).name)))?;
+        Ok(s.iter().map(|&d| DimExpr::constant(d as i64)).collect())
+    }
+
+    fn dims(&self, n: &Node, v: ValueId) -> Result<Vec<String>, CodegenError> {
+        Ok(self.shape(n, v)?.iter().map(|d| self.sizes.dim(d)).collect())
+    }
+
+    fn numel(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        Ok(self.sizes.numel(&self.shape(n, v)?))
+    }
+
+    /// `&[T]` over value `v` with its run-time length.
+    fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let g = self.cx.g;
+        match &g.value(v).kind {
+            ValueKind::Node(_) => {
+                let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", g.value(v).name)))?;
+                Ok(format!("unsafe {{ rt::arena::view::<{}>(a, {}, {}) }}", self.cx.elem(n, v)?, slot.offset, self.numel(n, v)?))
+            }
+            // A fill constant (a ConstantOfShape folded at the bounds): its prefix is the fill
+            // at the run-time shape.
+            ValueKind::Const(_) if self.info.is_symbolic(v) => Ok(format!("&{}[..{}]", self.cx.read(n, v)?, self.numel(n, v)?)),
+            // Weights are static; graph inputs are the caller's slices (lengths checked).
+            _ => self.cx.read(n, v),
+        }
+    }
+
+    /// `&mut [T]` over node output `v` with its run-time length.
+    fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.cx.g.value(v).name)))?;
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{}>(a, {}, {}) }}", self.cx.elem(n, v)?, slot.offset, self.numel(n, v)?))
+    }
+
+    fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
+        self.cx.input(n, i)
+    }
+
+    fn opt_read(&self, n: &Node, i: usize) -> Result<String, CodegenError> {
+        Ok(match n.inputs.get(i).copied().flatten() {
+            Some(v) => format!("Some({})", self.read(n, v)?),
+            None => "None".into(),
+        })
+    }
+
+    /// A `Window3` literal: the static geometry at the bounds with the spatial input and output
+    /// sizes from the run-time table.
+    fn window(&self, w: &Window, win_at_bound: &Window3, xs: &[DimExpr], ys: &[DimExpr]) -> String {
+        let k = xs.len();
+        let fill = |v: &[DimExpr]| {
+            let mut a: Vec<String> = vec!["1usize".into(); 3 - k];
+            a.extend(v.iter().map(|d| self.sizes.dim(d)));
+            format!("[{}]", a.join(", "))
+        };
+        let (mut pb, mut pe): (Vec<String>, Vec<String>) =
+            (win_at_bound.pads_begin.iter().map(|p| format!("{p}isize")).collect(), win_at_bound.pads_end.iter().map(|p| format!("{p}isize")).collect());
+        if !matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+            // The window must fit the padded input (as geom::resolve requires): one more
+            // derived size `len + pads − extent + 1` that `forward` checks is at least 1.
+            for i in 0..k {
+                let j = 3 - k + i;
+                let dk = ((win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1) as i64;
+                let pads = (win_at_bound.pads_begin[j] + win_at_bound.pads_end[j]) as i64;
+                let _ = self.sizes.dim(&xs[i].add(&DimExpr::constant(pads - dk + 1)));
+            }
+        }
+        if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+            // SAME pads depend on the size: total = (out − 1)·s + dk − len, split as geom::resolve.
+            for i in 0..k {
+                let j = 3 - k + i;
+                let dk = (win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1;
+                let total = format!("(({} - 1) * {} + {dk}).saturating_sub({})", self.sizes.dim(&ys[i]), win_at_bound.strides[j], self.sizes.dim(&xs[i]));
+                let (small, big) = (format!("(({total}) / 2) as isize"), format!("(({total}) - ({total}) / 2) as isize"));
+                if w.auto_pad == AutoPad::SameUpper {
+                    (pb[j], pe[j]) = (small, big);
+                } else {
+                    (pb[j], pe[j]) = (big, small);
+                }
+            }
+        }
+        format!(
+            "rt::kernels::window::Window3 {{ input: {}, output: {}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: [{}], pads_end: [{}] }}",
+            fill(xs),
+            fill(ys),
+            win_at_bound.kernel,
+            win_at_bound.strides,
+            win_at_bound.dilations,
+            pb.join(", "),
+            pe.join(", ")
+        )
+    }
+
+    pub fn emit_node(&self, id: NodeId) -> Result<Option<String>, CodegenError> {
+        let g = self.cx.g;
+        let n = g.node(id);
+        let out = *n.outputs.first().ok_or_else(|| self.err(n, "no output"))?;
+        let od = g.tensor_type(out).map(|t| t.dtype).ok_or_else(|| self.err(n, "output has no type"))?;
+        let f32_only = |what: &str| -> Result<(), CodegenError> {
+            if od != DType::F32 {
+                return Err(self.err(n, format!("{what} on {od} with bounded dims is not supported yet; pin them with --input")));
+            }
+            Ok(())
+        };
+        match &n.op {
+            Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
+                if self.cx.plan.aliases.contains_key(&out) {
+                    return Ok(None);
+                }
+                Ok(Some(format!("{}.copy_from_slice({});", self.write(n, out)?, self.read(n, self.input(n, 0)?)?)))
+            }
+            Op::Unary(u) => {
+                f32_only("a unary op")?;
+                let r = runtime_unary(*u).ok_or_else(|| self.unsupported(n))?;
+                let r = crate::codegen::emit::float_args(&format!("rt::kernels::unary::Unary::{r:?}"));
+                let y = self.write(n, out)?;
+                if self.cx.plan.inplace.contains_key(&id) {
+                    return Ok(Some(format!("rt::kernels::unary::map_f32_inplace({r}, {y});")));
+                }
+                Ok(Some(format!("rt::kernels::unary::map_f32({r}, {}, {y});", self.read(n, self.input(n, 0)?)?)))
+            }
+            Op::Binary(b) => {
+                f32_only("a binary op")?;
+                let f = match b {
+                    BinaryOp::Add => "|p: f32, q: f32| p + q",
+                    BinaryOp::Sub => "|p: f32, q: f32| p - q",
+                    BinaryOp::Mul => "|p: f32, q: f32| p * q",
+                    BinaryOp::Div => "|p: f32, q: f32| p / q",
+                    _ => return Err(self.unsupported(n)),
+                };
+                let (a, bv) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (os, as_, bs) = (self.shape(n, out)?, self.shape(n, a)?, self.shape(n, bv)?);
+                let (ra, rb, y) = (self.read(n, a)?, self.read(n, bv)?, self.write(n, out)?);
+                if as_ == os && bs == os {
+                    return Ok(Some(format!("let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}")));
+                }
+                let (sa, sb) = (self.bcast_strides(&as_, &os), self.bcast_strides(&bs, &os));
+                let oshape: Vec<String> = os.iter().map(|d| self.sizes.dim(d)).collect();
+                Ok(Some(format!(
+                    "rt::kernels::broadcast::binary({ra}, &[{}], {rb}, &[{}], {y}, &[{}], {f});",
+                    sa.join(", "),
+                    sb.join(", "),
+                    oshape.join(", ")
+                )))
+            }
+            Op::Conv { group, .. } | Op::FusedConv { group, .. } => {
+                f32_only("Conv")?;
+                let (x, wv) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (xs, ys, ws) = (self.shape(n, x)?, self.shape(n, out)?, self.shape(n, wv)?);
+                let (Op::Conv { window, .. } | Op::FusedConv { window, .. }) = &n.op else { unreachable!() };
+                let (xb, wb) = (fixed(g, Some(x)).unwrap_or_default(), fixed(g, Some(wv)).unwrap_or_default());
+                let (Some(wk), Some(xsp)) = (wb.get(2..), xb.get(2..)) else { return Err(self.err(n, "Conv needs rank at least 3")) };
+                let win_b = resolve(window, wk, xsp).map_err(|e| self.err(n, e))?;
+                let win = self.window(window, &win_b, &xs[2..], &ys[2..]);
+                let d = format!(
+                    "rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }}",
+                    self.sizes.dim(&xs[0]),
+                    self.sizes.dim(&xs[1]),
+                    self.sizes.dim(&ws[0])
+                );
+                let col_bytes = conv_scratch_at_bound(g, id).unwrap_or(0);
+                let col = self.cx.scratch(n, id, "f32", col_bytes / 4)?;
+                let ep = match &n.op {
+                    Op::FusedConv { act, .. } => format!(
+                        "rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }}",
+                        self.opt_read(n, 2)?,
+                        self.opt_read(n, 4)?,
+                        self.opt_read(n, 5)?,
+                        self.opt_read(n, 3)?,
+                        act_lit(*act)
+                    ),
+                    _ => format!("rt::kernels::conv::Epilogue::bias({})", self.opt_read(n, 2)?),
+                };
+                Ok(Some(format!(
+                    "let d = {d};\nlet win = {win};\nlet ep = {ep};\n\
+                     rt::kernels::conv::conv_fused({}, {}, {}, &d, &win, {col}, &rt::kernels::conv::Sgemm, &ep);",
+                    self.read(n, x)?,
+                    self.read(n, wv)?,
+                    self.write(n, out)?
+                )))
+            }
+            Op::Pool { kind, window, storage_order } => {
+                f32_only("pooling")?;
+                if n.outputs.get(1).is_some_and(|iv| self.cx.plan.slots.contains_key(iv)) {
+                    return Err(self.err(n, "MaxPool's indices with bounded dims are not supported yet; pin them with --input"));
+                }
+                let x = self.input(n, 0)?;
+                let (xs, ys) = (self.shape(n, x)?, self.shape(n, out)?);
+                let xb = fixed(g, Some(x)).unwrap_or_default();
+                let xsp = xb.get(2..).ok_or_else(|| self.err(n, "pooling needs rank at least 3"))?;
+                let win_b = resolve(window, &window.kernel_shape, xsp).map_err(|e| self.err(n, e))?;
+                let win = self.window(window, &win_b, &xs[2..], &ys[2..]);
+                let planes = self.sizes.numel(&xs[..2]);
+                let (rx, y) = (self.read(n, x)?, self.write(n, out)?);
+                Ok(Some(match kind {
+                    PoolKind::Max => format!("let win = {win}; rt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, None, {});", *storage_order != 0),
+                    PoolKind::Avg { count_include_pad } => {
+                        format!("let win = {win}; rt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
+                    }
+                    _ => return Err(self.unsupported(n)),
+                }))
+            }
+            Op::GlobalPool { kind } => {
+                f32_only("GlobalPool")?;
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                let code = match kind {
+                    PoolKind::Max => 0,
+                    PoolKind::Avg { .. } => 1,
+                    _ => return Err(self.unsupported(n)),
+                };
+                Ok(Some(format!(
+                    "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, 0.0_f64);",
+                    self.read(n, x)?,
+                    self.sizes.numel(&xs[..2]),
+                    self.sizes.numel(&xs[2..]),
+                    self.write(n, out)?
+                )))
+            }
+            Op::Gemm { alpha, beta, trans_a, trans_b } => {
+                f32_only("Gemm")?;
+                let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (ash, osh) = (self.dims(n, a)?, self.dims(n, out)?);
+                let (m, k) = if *trans_a { (&ash[1], &ash[0]) } else { (&ash[0], &ash[1]) };
+                let nn = &osh[1];
+                let la = if *trans_a { layout("1usize", m) } else { layout(k, "1usize") };
+                let lb = if *trans_b { layout("1usize", k) } else { layout(nn, "1usize") };
+                // As the static emitter (and the interpreter): A @ B, then alpha, then beta·C.
+                let mut s = format!(
+                    "let (m, k, nn) = ({m}, {k}, {nn});\nlet y = {};\nrt::kernels::gemm::sgemm(m, k, nn, 1.0, {}, {la}, {}, {lb}, 0.0, y, rt::kernels::gemm::Layout {{ row_stride: nn as isize, col_stride: 1 }});\n",
+                    self.write(n, out)?,
+                    self.read(n, a)?,
+                    self.read(n, b)?
+                );
+                if *alpha != 1.0 {
+                    s += &format!("for v in y.iter_mut() {{ *v = *v * {}; }}\n", f32_lit(*alpha));
+                }
+                if let Some(c) = n.inputs.get(2).copied().flatten() {
+                    let cs = self.shape(n, c)?;
+                    let os = self.shape(n, out)?;
+                    let st = self.bcast_strides(&cs, &os);
+                    let scaled = if *beta == 1.0 { "c[i * s0 + j * s1]".to_string() } else { format!("c[i * s0 + j * s1] * {}", f32_lit(*beta)) };
+                    s += &format!(
+                        "let c = {}; let (s0, s1) = ({}, {}); for i in 0..m {{ for j in 0..nn {{ y[i * nn + j] = y[i * nn + j] + {scaled}; }} }}\n",
+                        self.read(n, c)?,
+                        st[0],
+                        st[1]
+                    );
+                }
+                Ok(Some(s))
+            }
+            Op::MatMul => {
+                f32_only("MatMul")?;
+                let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
+                let (ash, bsh, osh) = (self.shape(n, a)?, self.shape(n, b)?, self.shape(n, out)?);
+                let r = osh.len();
+                let (m, k, nn) = (self.sizes.dim(&ash[ash.len() - 2]), self.sizes.dim(&ash[ash.len() - 1]), self.sizes.dim(&bsh[bsh.len() - 1]));
+                let batch = &osh[..r - 2];
+                let sa = self.bcast_strides(&ash[..ash.len() - 2], batch);
+                let sb = self.bcast_strides(&bsh[..bsh.len() - 2], batch);
+                let bd: Vec<String> = batch.iter().map(|d| self.sizes.dim(d)).collect();
+                Ok(Some(format!(
+                    "let (a, b, y) = ({}, {}, {});\nlet (m, k, nn) = ({m}, {k}, {nn});\n\
+                     let bd: [usize; {nb}] = [{}]; let sa: [usize; {nb}] = [{}]; let sb: [usize; {nb}] = [{}];\n\
+                     for bi in 0..bd.iter().product::<usize>() {{\n\
+                       let (mut rem, mut oa, mut ob) = (bi, 0usize, 0usize);\n\
+                       for d in (0..{nb}).rev() {{ let ix = rem % bd[d]; rem /= bd[d]; oa += ix * sa[d]; ob += ix * sb[d]; }}\n\
+                       let (oa, ob) = (oa * m * k, ob * k * nn);\n\
+                       rt::kernels::gemm::sgemm(m, k, nn, 1.0, &a[oa..oa + m * k], {}, &b[ob..ob + k * nn], {}, 0.0, &mut y[bi * m * nn..(bi + 1) * m * nn], {});\n\
+                     }}",
+                    self.read(n, a)?,
+                    self.read(n, b)?,
+                    self.write(n, out)?,
+                    bd.join(", "),
+                    sa.join(", "),
+                    sb.join(", "),
+                    layout("k", "1usize"),
+                    layout("nn", "1usize"),
+                    layout("nn", "1usize"),
+                    nb = batch.len()
+                )))
+            }
+            Op::Softmax { axis, log, coerce_2d } => {
+                f32_only("Softmax")?;
+                let os = self.shape(n, out)?;
+                let r = os.len() as i64;
+                let ax = if *axis < 0 { axis + r } else { *axis };
+                if ax < 0 || ax >= r.max(1) {
+                    return Err(self.err(n, format!("axis {axis} out of range")));
+                }
+                let ax = ax as usize;
+                let outer = self.sizes.numel(&os[..ax]);
+                let (nn, inner) = if *coerce_2d { (self.sizes.numel(&os[ax..]), "1usize".to_string()) } else { (self.sizes.dim(&os[ax]), self.sizes.numel(&os[ax + 1..])) };
+                Ok(Some(format!(
+                    "rt::kernels::softmax::softmax({}, {outer}, {nn}, {inner}, {}, {log});",
+                    self.read(n, self.input(n, 0)?)?,
+                    self.write(n, out)?
+                )))
+            }
+            Op::LayerNorm { axis, epsilon } => {
+                f32_only("LayerNormalization")?;
+                if n.outputs.iter().skip(1).any(|v| self.cx.plan.slots.contains_key(v)) {
+                    return Err(self.err(n, "LayerNormalization's mean / inv_std outputs with bounded dims are not supported yet"));
+                }
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                let r = xs.len() as i64;
+                let a = if *axis < 0 { axis + r } else { *axis };
+                if a < 0 || a >= r {
+                    return Err(self.err(n, format!("axis {axis} out of range")));
+                }
+                let a = a as usize;
+                let scale = self.input(n, 1)?;
+                if self.shape(n, scale)?.iter().fold(DimExpr::constant(1), |p, d| p.mul(d)) != xs[a..].iter().fold(DimExpr::constant(1), |p, d| p.mul(d)) {
+                    return Err(self.err(n, "a broadcast Scale with bounded dims is not supported yet"));
+                }
+                Ok(Some(format!(
+                    "rt::kernels::norm::layer_norm({}, {}, {}, {}, {}, {}, {:?}_f64, None, None);",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    self.sizes.numel(&xs[..a]),
+                    self.sizes.numel(&xs[a..]),
+                    self.read(n, scale)?,
+                    self.opt_read(n, 2)?,
+                    *epsilon as f64
+                )))
+            }
+            Op::Transpose { perm } => {
+                let x = self.input(n, 0)?;
+                let xs = self.dims(n, x)?;
+                let r = xs.len();
+                let p: Vec<usize> = perm.clone().unwrap_or_else(|| (0..r).rev().collect());
+                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
+                // Output index → input offset: walk the output in order with the input's strides.
+                Ok(Some(format!(
+                    "let (x, y) = ({}, {});\nlet xs: [usize; {r}] = [{}];\nlet perm: [usize; {r}] = {p:?};\n\
+                     let mut xst = [1usize; {r}]; for d in (0..{r}usize.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
+                     let ys: [usize; {r}] = core::array::from_fn(|d| xs[perm[d]]);\n\
+                     let mut idx = [0usize; {r}];\n\
+                     for o in y.iter_mut() {{\n\
+                       let mut off = 0usize; for d in 0..{r} {{ off += idx[d] * xst[perm[d]]; }}\n\
+                       *o = x[off];\n\
+                       for d in (0..{r}).rev() {{ idx[d] += 1; if idx[d] < ys[d] {{ break; }} idx[d] = 0; }}\n\
+                     }}\nlet _: &[{t}] = x;",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    xs.join(", ")
+                )))
+            }
+            Op::Gather { axis } => {
+                let (x, iv) = (self.input(n, 0)?, self.input(n, 1)?);
+                let idx = self.cx.konst(iv).and_then(|t| t.to_i64_vec()).ok_or_else(|| self.unsupported(n))?;
+                let xs = self.shape(n, x)?;
+                let a = norm(*axis, xs.len()).map_err(|e| self.err(n, e))?;
+                // Each index as a run-time expression; on a bounded axis, `forward` checks the
+                // index is in range for the actual dims (a derived size `len − i` ≥ 1).
+                let len = &xs[a];
+                let mut exprs = Vec::with_capacity(idx.len());
+                for &i in &idx {
+                    match len.as_const() {
+                        Some(l) => {
+                            let j = if i < 0 { i + l } else { i };
+                            if !(0..l).contains(&j) {
+                                return Err(self.err(n, format!("index {i} is out of range for a dim of {l}")));
+                            }
+                            exprs.push(format!("{j}usize"));
+                        }
+                        None if i < 0 => {
+                            // len + i ≥ 0  ⇔  len + i + 1 ≥ 1.
+                            let need = self.sizes.dim(&len.add(&DimExpr::constant(i + 1)));
+                            exprs.push(format!("({need} - 1)"));
+                        }
+                        None => {
+                            let _ = self.sizes.dim(&len.sub(&DimExpr::constant(i)));
+                            exprs.push(format!("{i}usize"));
+                        }
+                    }
+                }
+                let (outer, inner, l) = (self.sizes.numel(&xs[..a]), self.sizes.numel(&xs[a + 1..]), self.sizes.dim(len));
+                Ok(Some(format!(
+                    "let (x, y) = ({}, {});\nlet (outer, inner, l) = ({outer}, {inner}, {l});\nlet idx: [usize; {ni}] = [{}];\n\
+                     for o in 0..outer {{ for (j, &i) in idx.iter().enumerate() {{\n\
+                       y[(o * {ni} + j) * inner..(o * {ni} + j + 1) * inner].copy_from_slice(&x[(o * l + i) * inner..(o * l + i + 1) * inner]);\n\
+                     }} }}",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    exprs.join(", "),
+                    ni = idx.len()
+                )))
+            }
+            Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
+                f32_only("a reduction")?;
+                use burnc_runtime::kernels::reduce::ReduceKind;
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                let axes: Vec<i64> = match axes {
+                    Some(a) => a.clone(),
+                    None => match n.inputs.get(1).copied().flatten() {
+                        Some(v) => self.cx.konst(v).and_then(|t| t.to_i64_vec()).ok_or_else(|| self.err(n, "axes must be a constant"))?,
+                        None => vec![],
+                    },
+                };
+                let (rx, y) = (self.read(n, x)?, self.write(n, out)?);
+                if axes.is_empty() && *noop_with_empty_axes {
+                    return Ok(Some(format!("{y}.copy_from_slice({rx});")));
+                }
+                let mut ax: Vec<usize> = if axes.is_empty() { (0..xs.len()).collect() } else { axes.iter().map(|&a| norm(a, xs.len())).collect::<Result<_, _>>().map_err(|e| self.err(n, e))? };
+                ax.sort_unstable();
+                ax.dedup();
+                let (lo, hi) = (ax[0], ax[ax.len() - 1]);
+                if hi - lo + 1 != ax.len() {
+                    return Err(self.err(n, "a reduction over non-adjacent axes with bounded dims is not supported yet; pin them with --input"));
+                }
+                let kind = match op {
+                    crate::ir::ReduceOp::Sum => ReduceKind::Sum,
+                    crate::ir::ReduceOp::Mean => ReduceKind::Mean,
+                    crate::ir::ReduceOp::Max => ReduceKind::Max,
+                    crate::ir::ReduceOp::Min => ReduceKind::Min,
+                    crate::ir::ReduceOp::Prod => ReduceKind::Prod,
+                    crate::ir::ReduceOp::L1 => ReduceKind::L1,
+                    crate::ir::ReduceOp::L2 => ReduceKind::L2,
+                    crate::ir::ReduceOp::LogSum => ReduceKind::LogSum,
+                    crate::ir::ReduceOp::LogSumExp => ReduceKind::LogSumExp,
+                    crate::ir::ReduceOp::SumSquare => ReduceKind::SumSquare,
+                };
+                Ok(Some(format!(
+                    "rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {}, {}, {}, {y});",
+                    self.sizes.numel(&xs[..lo]),
+                    self.sizes.numel(&xs[lo..=hi]),
+                    self.sizes.numel(&xs[hi + 1..])
+                )))
+            }
+            Op::Resize(_) => self.resize(id, n, out),
+            Op::Slice => {
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                let (start, ys, need) = crate::passes::symbolic::slice_plan(self.cx.g, n, &xs).map_err(|e| if e.is_empty() { self.unsupported(n) } else { self.err(n, e) })?;
+                for e in &need {
+                    // Registered in the size table: `forward` checks each is at least 1.
+                    let _ = self.sizes.dim(e);
+                }
+                let r = xs.len();
+                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
+                let lits = |v: &[DimExpr]| v.iter().map(|d| self.sizes.dim(d)).collect::<Vec<_>>().join(", ");
+                // A start may be 0 at run time, and every table size must be at least 1: a
+                // bounded start `len + s` is written as `(len + s + 1) − 1`.
+                let starts: Vec<String> = start
+                    .iter()
+                    .map(|d| if d.as_const().is_some() { self.sizes.dim(d) } else { format!("({} - 1)", self.sizes.dim(&d.add(&DimExpr::constant(1)))) })
+                    .collect();
+                Ok(Some(format!(
+                    "let (x, y) = ({}, {});\nlet xs: [usize; {r}] = [{}];\nlet ys: [usize; {r}] = [{}];\nlet st: [usize; {r}] = [{}];\n\
+                     let mut xst = [1usize; {r}]; for d in (0..{r}usize.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
+                     let mut idx = [0usize; {r}];\n\
+                     for o in y.iter_mut() {{\n\
+                       let mut off = 0usize; for d in 0..{r} {{ off += (st[d] + idx[d]) * xst[d]; }}\n\
+                       *o = x[off];\n\
+                       for d in (0..{r}).rev() {{ idx[d] += 1; if idx[d] < ys[d] {{ break; }} idx[d] = 0; }}\n\
+                     }}\nlet _: &[{t}] = x;",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    lits(&xs),
+                    lits(&ys),
+                    starts.join(", ")
+                )))
+            }
+            Op::ConstantOfShape { value } => {
+                f32_only("ConstantOfShape")?;
+                let v = value.to_f64_vec().first().copied().unwrap_or(0.0) as f32;
+                Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
+            }
+            Op::Rnn(_) => self.rnn(id, n),
+            Op::Concat { axis } => {
+                let os = self.shape(n, out)?;
+                let ax = norm(*axis, os.len()).map_err(|e| self.err(n, e))?;
+                let (outer, row) = (self.sizes.numel(&os[..ax]), self.sizes.numel(&os[ax..]));
+                let mut s = format!("let y = {};\nlet (outer, row) = ({outer}, {row});\nlet mut start = 0usize;\n", self.write(n, out)?);
+                // Each input contributes `chunk` elements per outer index, one after another.
+                for v in n.inputs.iter().flatten() {
+                    let xs = self.shape(n, *v)?;
+                    s += &format!(
+                        "{{ let x = {}; let chunk = {}; for o in 0..outer {{ y[o * row + start..o * row + start + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]); }} start += chunk; }}\n",
+                        self.read(n, *v)?,
+                        self.sizes.numel(&xs[ax..])
+                    );
+                }
+                Ok(Some(s))
+            }
+            Op::Expand => {
+                let x = self.input(n, 0)?;
+                let (xs, os) = (self.shape(n, x)?, self.shape(n, out)?);
+                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
+                let sx = self.bcast_strides(&xs, &os);
+                let rx = self.read(n, x)?;
+                let oshape: Vec<String> = os.iter().map(|d| self.sizes.dim(d)).collect();
+                Ok(Some(format!(
+                    "let x = {rx}; let sx = [{}];\nrt::kernels::broadcast::binary(x, &sx, x, &sx, {}, &[{}], |p: {t}, _q: {t}| p);",
+                    sx.join(", "),
+                    self.write(n, out)?,
+                    oshape.join(", ")
+                )))
+            }
+            _ => Err(self.unsupported(n)),
+        }
+    }
+
+    /// numpy-broadcast strides of `shape` against `out` as `usize` expressions (0 on
+    /// broadcast dims, which are the constant 1).
+    fn bcast_strides(&self, shape: &[DimExpr], out: &[DimExpr]) -> Vec<String> {
+        let r = out.len();
+        let one = DimExpr::constant(1);
+        let mut st = vec!["0usize".to_string(); r];
+        let mut acc: Vec<String> = Vec::new();
+        for i in (0..r).rev() {
+            let j = (i + shape.len()).checked_sub(r);
+            let d = j.map(|j| &shape[j]).unwrap_or(&one);
+            if *d == one && out[i] != one {
+                st[i] = "0usize".into();
+            } else {
+                st[i] = if acc.is_empty() { "1usize".into() } else { format!("({})", acc.join(" * ")) };
+            }
+            if j.is_some() {
+                acc.push(self.sizes.dim(d));
+            }
+        }
+        st
+    }
+}
+
+impl Bx<'_> {
+    /// RNN / GRU / LSTM as the static emitter, with the sequence length and batch at run time.
+    fn rnn(&self, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
+        let Op::Rnn(a) = &n.op else { return Err(self.unsupported(n)) };
+        let g = self.cx.g;
+        let x = self.input(n, 0)?;
+        if g.tensor_type(x).map(|t| t.dtype) != Some(DType::F32) {
+            return Err(self.err(n, "recurrent ops on other types than f32 with bounded dims are not supported yet; pin them with --input"));
+        }
+        let shape = |i: usize| fixed(g, n.inputs.get(i).copied().flatten());
+        let (Some(xb), Some(wb), Some(rb)) = (shape(0), shape(1), shape(2)) else { return Err(self.err(n, "X, W and R need shapes")) };
+        let opt_shapes: Vec<Option<Vec<usize>>> = (3..n.inputs.len()).map(|i| n.inputs[i].and_then(|_| shape(i))).collect();
+        let opt_refs: Vec<Option<&[usize]>> = opt_shapes.iter().map(|s| s.as_deref()).collect();
+        let d = crate::interp::ops::rnn::resolve_dims(a, &xb, &wb, &rb, &opt_refs).map_err(|e| self.err(n, e))?;
+        if n.inputs.get(4).copied().flatten().is_some() {
+            return Err(self.err(n, "sequence_lens with bounded dims is not supported yet; pin them with --input"));
+        }
+        let xs = self.shape(n, x)?;
+        let (seq, batch) = if a.batch_first { (&xs[1], &xs[0]) } else { (&xs[0], &xs[1]) };
+        let opt = |i: usize| -> Result<String, CodegenError> { self.opt_read(n, i) };
+        let outp = |i: usize| -> Result<String, CodegenError> {
+            match n.outputs.get(i) {
+                Some(&v) if self.cx.plan.slots.contains_key(&v) => Ok(format!("Some({})", self.write(n, v)?)),
+                _ => Ok("None".into()),
+            }
+        };
+        let acts: Vec<String> = a.activations.iter().map(rnn_act_lit).collect();
+        let clip = match d.clip {
+            Some(c) => format!("Some({})", f32_lit(c)),
+            None => "None".into(),
+        };
+        Ok(Some(format!(
+            "let d = rt::kernels::rnn::Dims {{ cell: rt::kernels::rnn::Cell::{:?}, direction: rt::kernels::rnn::Direction::{:?}, \
+             seq: {}, batch: {}, input: {}, hidden: {}, batch_first: {}, clip: {clip} }};\n\
+             let inp = rt::kernels::rnn::Inputs {{ x: {}, w: {}, r: {}, b: {}, seq_lens: None, h0: {}, c0: {}, p: {} }};\n\
+             let mut out = rt::kernels::rnn::Outputs {{ y: {}, y_h: {}, y_c: {} }};\n\
+             rt::kernels::rnn::rnn::<f32>(&d, &[{}], &inp, &mut out, {});",
+            d.cell,
+            d.direction,
+            self.sizes.dim(seq),
+            self.sizes.dim(batch),
+            d.input,
+            d.hidden,
+            d.batch_first,
+            self.read(n, x)?,
+            self.read(n, self.input(n, 1)?)?,
+            self.read(n, self.input(n, 2)?)?,
+            opt(3)?,
+            opt(5)?,
+            opt(6)?,
+            opt(7)?,
+            outp(0)?,
+            outp(1)?,
+            outp(2)?,
+            acts.join(", "),
+            self.cx.scratch(n, id, "f32", burnc_runtime::kernels::rnn::scratch_len(d.cell, d.hidden))?
+        )))
+    }
+}
+
+fn rnn_act_lit(a: &crate::ir::RnnAct) -> String {
+    use crate::ir::RnnAct;
+    let p = "rt::kernels::rnn::Act";
+    match *a {
+        RnnAct::Affine(x, y) => format!("{p}::Affine({}, {})", f32_lit(x), f32_lit(y)),
+        RnnAct::ScaledTanh(x, y) => format!("{p}::ScaledTanh({}, {})", f32_lit(x), f32_lit(y)),
+        RnnAct::HardSigmoid(x, y) => format!("{p}::HardSigmoid({}, {})", f32_lit(x), f32_lit(y)),
+        RnnAct::LeakyRelu(x) => format!("{p}::LeakyRelu({})", f32_lit(x)),
+        RnnAct::ThresholdedRelu(x) => format!("{p}::ThresholdedRelu({})", f32_lit(x)),
+        RnnAct::Elu(x) => format!("{p}::Elu({})", f32_lit(x)),
+        other => format!("{p}::{other:?}"),
+    }
+}
+
+fn norm(a: i64, r: usize) -> Result<usize, String> {
+    let v = if a < 0 { a + r as i64 } else { a };
+    if v < 0 || v >= r as i64 {
+        return Err(format!("axis {a} out of range for rank {r}"));
+    }
+    Ok(v as usize)
+}
+
+fn layout(row: &str, col: &str) -> String {
+    format!("rt::kernels::gemm::Layout {{ row_stride: ({row}) as isize, col_stride: ({col}) as isize }}")
+}
+
+fn act_lit(a: crate::ir::Act) -> String {
+    use crate::ir::Act;
+    match a {
+        Act::None => "rt::kernels::conv::Act::None".into(),
+        Act::Relu => "rt::kernels::conv::Act::Relu".into(),
+        Act::LeakyRelu(alpha) => format!("rt::kernels::conv::Act::LeakyRelu({})", f32_lit(alpha)),
+        Act::Clip(lo, hi) => format!("rt::kernels::conv::Act::Clip({}, {})", f32_lit(lo), f32_lit(hi)),
+    }
+}

@@ -1,0 +1,385 @@
+//! Generated code with bounded dims (`--input x=1x3x{h<=64}x{w<=64}`): one module whose arena
+//! is sized for the bounds and whose `forward` takes the actual dims at run time.
+//!
+//! The road: shape subgraphs feeding Reshape targets are rewritten size-independent
+//! (`passes::symbolic::relax_reshapes`); the graph is pinned at the bounds and goes through
+//! the usual passes, fusion and memory plan (so offsets stay constants and every buffer has
+//! its size at the bound); the symbolic analysis then gives every value's dims as expressions
+//! of the named dims, checked against the static shapes at the bound. Nodes whose shapes do
+//! not depend on a named dim use the static emitters unchanged; the others go through
+//! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
+//! runtime kernels.
+mod emit;
+mod resize;
+
+use super::emit::{rust_ty, Ctx};
+use super::module::{block_label, Generated};
+use super::{weights, CodegenError, CodegenOptions, IoDesc};
+use crate::ir::{Dim, DimExpr, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
+use crate::memory::{self, MemoryPlan, PlanOptions};
+use crate::passes::symbolic::{self, SymInfo};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write;
+
+/// What a bounded module takes and gives beyond [`Generated`]'s bound-sized descriptions.
+#[derive(Debug, Clone)]
+pub struct BoundedInfo {
+    /// Named dims with their bounds, in the order of the generated `Dims` struct.
+    pub dims: Vec<(String, usize)>,
+    /// Each input's and output's dims as expressions of the named dims.
+    pub input_shapes: Vec<Vec<DimExpr>>,
+    pub output_shapes: Vec<Vec<DimExpr>>,
+}
+
+fn graph_err(what: impl Into<String>, reason: impl Into<String>) -> CodegenError {
+    CodegenError::Graph { what: what.into(), reason: reason.into() }
+}
+
+/// The named dims of `g`'s inputs (every symbolic dim must have a bound), and each input's
+/// dims as expressions, by input position.
+type InputDims = (Vec<(String, usize)>, Vec<Vec<DimExpr>>);
+
+fn input_dims(g: &Graph) -> Result<InputDims, CodegenError> {
+    let mut dims: Vec<(String, usize)> = Vec::new();
+    let mut map = Vec::new();
+    for &i in &g.inputs {
+        let v = g.value(i);
+        let shape = g.tensor_type(i).and_then(|t| t.shape.clone()).ok_or_else(|| graph_err(format!("input `{}`", v.name), "has no known rank"))?;
+        let mut ex = Vec::new();
+        for d in &shape.0 {
+            ex.push(match d {
+                Dim::Fixed(n) => DimExpr::constant(*n as i64),
+                Dim::Sym { name, bound: Some(b) } => {
+                    match dims.iter().find(|(n, _)| n == name) {
+                        Some((_, ob)) if ob != b => return Err(graph_err(format!("dim `{name}`"), format!("has two bounds, {ob} and {b}"))),
+                        Some(_) => {}
+                        None => dims.push((name.clone(), *b)),
+                    }
+                    DimExpr::var(name)
+                }
+                Dim::Sym { name, bound: None } => {
+                    return Err(graph_err(format!("input `{}`", v.name), format!("dim `{name}` has no bound: give `{{{name}<=N}}` or a number with --input")))
+                }
+            });
+        }
+        map.push(ex);
+    }
+    let mut seen = HashSet::new();
+    if let Some((n, _)) = dims.iter().find(|(n, _)| !seen.insert(ident(n))) {
+        return Err(graph_err(format!("dim `{n}`"), "has the same field name as another dim once lowercased; rename one"));
+    }
+    Ok((dims, map))
+}
+
+/// Generate a module for `g` (loaded, weights applied, not yet prepared) whose inputs have
+/// bounded symbolic dims.
+pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, BoundedInfo), CodegenError> {
+    let mut g = g.clone();
+    let (dims, by_pos) = input_dims(&g)?;
+    // Passes renumber values; the inputs keep their positions.
+    let inputs_of = |g: &Graph| -> HashMap<ValueId, Vec<DimExpr>> { g.inputs.iter().copied().zip(by_pos.iter().cloned()).collect() };
+    unique_node_names(&mut g);
+    // Constant subexpressions fold now (shape subgraphs on named dims stay).
+    crate::passes::prepare(&mut g)?;
+    symbolic::check_no_dim_values(&g, &inputs_of(&g))?;
+    let targets = symbolic::reshape_targets(&g, &inputs_of(&g))?;
+
+    // Pin every named dim at its bound: the graph the plan and the static emitters see.
+    let bound = |n: &str| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64);
+    let ins = inputs_of(&g);
+    for &i in &g.inputs.clone() {
+        let ex = &ins[&i];
+        let fixed: Vec<usize> = ex.iter().map(|e| e.eval(&bound).unwrap_or(0) as usize).collect();
+        let v = g.value_mut(i);
+        if let ValueType::Tensor(t) = &v.ty {
+            v.ty = ValueType::Tensor(TensorType { dtype: t.dtype, shape: Some(Shape::fixed(&fixed)) });
+        }
+    }
+    crate::passes::prepare(&mut g)?;
+    if opts.fuse {
+        g = super::optimize(&g)?.0;
+    }
+    if let Some(c) = super::with_output_copies(&g) {
+        g = c;
+    }
+    let sym_inputs = inputs_of(&g);
+    let info = symbolic::analyze(&g, &sym_inputs, &targets)?;
+    // A recorded Reshape that the passes removed (an identity at the bounds, say) would have
+    // been decided at the bound: refuse rather than guess.
+    for name in targets.keys().filter(|k| !k.starts_with('\0')) {
+        if !g.nodes.iter().any(|n| &n.name == name && matches!(n.op, Op::Reshape { .. })) {
+            return Err(graph_err(format!("Reshape `{name}`"), "was folded away at the bounds; pin the dims with --input"));
+        }
+    }
+    for (v, ex) in &info.shapes {
+        let at_bound: Option<Vec<usize>> = ex.iter().map(|e| e.eval(&bound).map(|x| x.max(0) as usize)).collect();
+        let fixed = g.tensor_type(*v).and_then(|t| t.shape.as_ref()?.as_fixed());
+        if at_bound != fixed {
+            return Err(graph_err(
+                format!("value `{}`", g.value(*v).name),
+                format!("has shape {fixed:?} at the bounds but {:?} by the bounded-dims analysis (a size was folded at the bound)", ex.iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+            ));
+        }
+    }
+    let plan = plan_bounded(&g, &info, &bound)?;
+    build(&g, &plan, &info, &dims, &sym_inputs, opts)
+}
+
+/// Give every node a unique, non-empty name: Reshape targets are recorded by node name.
+fn unique_node_names(g: &mut Graph) {
+    let mut seen = HashSet::new();
+    for i in 0..g.nodes.len() {
+        let base = if g.nodes[i].name.is_empty() { format!("{}_{i}", g.nodes[i].op.name()) } else { g.nodes[i].name.clone() };
+        let mut name = base.clone();
+        let mut k = 1;
+        while !seen.insert(name.clone()) {
+            k += 1;
+            name = format!("{base}_{k}");
+        }
+        g.nodes[i].name = name;
+    }
+}
+
+/// Whether node `id` reads or writes a value whose dims depend on a named dim.
+fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
+    let n = g.node(id);
+    n.inputs.iter().flatten().chain(&n.outputs).any(|&v| info.is_symbolic(v))
+}
+
+/// The memory plan at the bounds. Symbolic convolutions get the whole im2col buffer at the
+/// bound as scratch (the runtime's tiling picks a tile per size, and a smaller size can ask
+/// for a larger tile); in place is kept to unary ops, whose output is the same shape.
+fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) -> Result<MemoryPlan, CodegenError> {
+    let _ = bound;
+    let scratch = |g: &Graph, id| {
+        if node_is_symbolic(g, info, id) {
+            if let Some(b) = emit::conv_scratch_at_bound(g, id) {
+                return b;
+            }
+        }
+        super::emit::scratch_bytes(g, id)
+    };
+    let inplace = |g: &Graph, id, i| {
+        super::emit::can_inplace(g, id, i) && (!node_is_symbolic(g, info, id) || matches!(g.node(id).op, Op::Unary(_)))
+    };
+    Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace })?)
+}
+
+/// The Rust field name of dim `name` in the generated `Dims` (lowercase; a keyword gets a
+/// trailing `_`).
+pub fn dim_field(name: &str) -> String {
+    ident(name)
+}
+
+fn ident(name: &str) -> String {
+    let s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    if syn::parse_str::<syn::Ident>(&s).is_ok() { s } else { format!("{s}_") }
+}
+
+/// The run-time size table: every distinct non-constant dim expression, in a fixed order
+/// (those of the analysed shapes first; an emitter may add more, `forward` computes them all).
+pub(crate) struct Sizes {
+    index: std::cell::RefCell<HashMap<DimExpr, usize>>,
+    list: std::cell::RefCell<Vec<DimExpr>>,
+}
+
+impl Sizes {
+    fn new(info: &SymInfo) -> Sizes {
+        let set: BTreeSet<DimExpr> = info.shapes.values().flatten().filter(|d| d.as_const().is_none()).cloned().collect();
+        let list: Vec<DimExpr> = set.into_iter().collect();
+        let index = list.iter().enumerate().map(|(i, d)| (d.clone(), i)).collect();
+        Sizes { index: std::cell::RefCell::new(index), list: std::cell::RefCell::new(list) }
+    }
+
+    /// A `usize` expression for dim `d` in generated code.
+    pub fn dim(&self, d: &DimExpr) -> String {
+        if let Some(c) = d.as_const() {
+            return format!("{}usize", c.max(0));
+        }
+        let mut index = self.index.borrow_mut();
+        let i = *index.entry(d.clone()).or_insert_with(|| {
+            let mut list = self.list.borrow_mut();
+            list.push(d.clone());
+            list.len() - 1
+        });
+        format!("sz[{i}]")
+    }
+
+    /// The element count of dims `ds`.
+    pub fn numel(&self, ds: &[DimExpr]) -> String {
+        if ds.is_empty() {
+            return "1usize".into();
+        }
+        format!("({})", ds.iter().map(|d| self.dim(d)).collect::<Vec<_>>().join(" * "))
+    }
+}
+
+fn io_desc(g: &Graph, id: ValueId, taken: &mut HashSet<String>) -> Result<IoDesc, CodegenError> {
+    super::module::io(g, id, taken)
+}
+
+fn build(
+    g: &Graph,
+    plan: &MemoryPlan,
+    info: &SymInfo,
+    dims: &[(String, usize)],
+    sym_inputs: &HashMap<ValueId, Vec<DimExpr>>,
+    opts: &CodegenOptions,
+) -> Result<(Generated, BoundedInfo), CodegenError> {
+    let mut taken: HashSet<String> = dims.iter().map(|(n, _)| ident(n)).collect();
+    taken.extend(["dims", "arena", "sz"].map(String::from));
+    let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io_desc(g, i, &mut taken)).collect::<Result<_, _>>()?;
+    let mut out_taken = HashSet::new();
+    let outputs: Vec<IoDesc> = g.outputs.iter().map(|&o| io_desc(g, o, &mut out_taken)).collect::<Result<_, _>>()?;
+    let output_shapes: Vec<Vec<DimExpr>> =
+        g.outputs.iter().map(|o| info.shapes.get(o).cloned().ok_or_else(|| graph_err(format!("output `{}`", g.value(*o).name), "has no bounded shape"))).collect::<Result<_, _>>()?;
+    let input_shapes: Vec<Vec<DimExpr>> = g.inputs.iter().map(|i| sym_inputs[i].clone()).collect();
+    for (&o, d) in g.outputs.iter().zip(&outputs) {
+        if !matches!(g.value(o).kind, ValueKind::Node(_)) || !plan.slots.contains_key(&o) {
+            return Err(graph_err(format!("output `{}`", d.name), "is not computed by a node"));
+        }
+    }
+    let sizes = Sizes::new(info);
+    let cx = Ctx {
+        g,
+        plan,
+        weights: std::cell::RefCell::new(weights::layout(g, &plan.order)),
+        inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, d.ident.clone())).collect(),
+        state: HashMap::new(),
+    };
+    let bx = emit::Bx { cx: &cx, info, sizes: &sizes, dims };
+
+    // Node statements in functions of `nodes_per_fn` nodes, as the static module.
+    let input_params: Vec<String> = inputs.iter().map(|d| format!("{}: &[{}]", d.ident, rust_ty(d.dtype).unwrap_or("f32"))).collect();
+    let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
+    let mut parts: Vec<String> = Vec::new();
+    let (mut current, mut in_part, mut labels) = (String::new(), 0, HashSet::new());
+    for &id in &plan.order {
+        let n = g.node(id);
+        let stmts = if node_is_symbolic(g, info, id) { bx.emit_node(id)? } else { super::emit::emit_node(&cx, id)? };
+        if let Some(stmts) = stmts {
+            let label = block_label(&n.name, &mut labels);
+            let _ = writeln!(current, "'{label}: {{\n{stmts}\n}}");
+            in_part += 1;
+        }
+        if in_part >= opts.nodes_per_fn.max(1) {
+            parts.push(std::mem::take(&mut current));
+            in_part = 0;
+        }
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+
+    let wl = cx.weights.into_inner();
+    let shape_str = |ex: &[DimExpr]| format!("[{}]", ex.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "));
+    let mut header = String::new();
+    let _ = writeln!(header, "// Generated by burnc {} from `{}`. Do not edit: regenerate.", env!("CARGO_PKG_VERSION"), opts.source_name);
+    let _ = writeln!(header, "//");
+    for (d, ex) in inputs.iter().zip(&input_shapes) {
+        let _ = writeln!(header, "// input  `{}`: {} {}", d.name, d.dtype, shape_str(ex));
+    }
+    for (d, ex) in outputs.iter().zip(&output_shapes) {
+        let _ = writeln!(header, "// output `{}`: {} {}", d.name, d.dtype, shape_str(ex));
+    }
+    let bounds: Vec<String> = dims.iter().map(|(n, b)| format!("{n} <= {b}")).collect();
+    let _ = writeln!(header, "// bounded dims: {}", bounds.join(", "));
+    let _ = writeln!(header, "// arena {} bytes at the bounds (lower bound {}), weights {} bytes", plan.arena_bytes, plan.lower_bound_bytes, wl.blob.len());
+
+    let mut src = String::from("use burnc_runtime as rt;\npub use rt::dims::DimError;\n");
+    for (n, b) in dims {
+        let _ = writeln!(src, "/// Upper bound of dim `{n}`: the arena is sized for it.\npub const {}_MAX: usize = {b};", ident(n).to_uppercase());
+    }
+    let _ = writeln!(src, "/// Bytes of working memory `forward` needs at the bounds: the size of [`Arena`].\npub const ARENA_BYTES: usize = {};", plan.arena_bytes.max(64));
+    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", opts.weights_file, wl.blob.len());
+    let _ = writeln!(
+        src,
+        "/// The working memory of [`Model::forward`]: one buffer, sized by the compiler for the bounds.\n\
+         #[repr(C, align(64))]\npub struct Arena(pub [u8; ARENA_BYTES]);\n\
+         impl Arena {{\n    pub const fn new() -> Self {{ Arena([0; ARENA_BYTES]) }}\n}}\n\
+         impl Default for Arena {{\n    fn default() -> Self {{ Self::new() }}\n}}"
+    );
+    let _ = writeln!(src, "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!(\"{}\"));", opts.weights_file);
+    let _ = writeln!(src, "/// The actual sizes of the bounded dims for one call of [`Model::forward`].\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub struct Dims {{");
+    for (n, b) in dims {
+        let _ = writeln!(src, "    /// `{n}`, at most {b}.\n    pub {}: usize,", ident(n));
+    }
+    let _ = writeln!(src, "}}");
+    let _ = writeln!(src, "/// The model's outputs, borrowed from the arena, with their run-time shapes.\npub struct Outputs<'a> {{");
+    for (d, ex) in outputs.iter().zip(&output_shapes) {
+        let t = rust_ty(d.dtype).unwrap_or("f32");
+        let _ = writeln!(src, "    /// `{}`: {} {}\n    pub {}: &'a [{t}],\n    pub {}_shape: [usize; {}],", d.name, d.dtype, shape_str(ex), d.ident, d.ident, ex.len());
+    }
+    let _ = writeln!(src, "}}");
+    let _ = writeln!(
+        src,
+        "/// The compiled model. Weights are borrowed: the embedded blob, or a caller's copy.\n\
+         pub struct Model<'w> {{\n    w: &'w [u8],\n}}\n\
+         impl Model<'static> {{\n    /// The model with the weights embedded at compile time.\n    pub fn new() -> Self {{ Model {{ w: &WEIGHTS.0 }} }}\n}}\n\
+         impl Default for Model<'static> {{\n    fn default() -> Self {{ Self::new() }}\n}}\n\
+         impl<'w> Model<'w> {{\n\
+         /// The model with weights from elsewhere (flash, a file): `WEIGHTS_BYTES` bytes, 64-byte aligned.\n\
+         pub fn with_weights(w: &'w [u8]) -> Result<Self, rt::arena::WeightsError> {{\n    rt::arena::check_weights(w, WEIGHTS_BYTES)?;\n    Ok(Model {{ w }})\n}}"
+    );
+    let mut fwd = format!(
+        "/// Run the model at `dims` (each within its bound). Errors when a dim is out of bounds, a\n\
+         /// derived size is below 1, or an input's length does not match its dims.\n\
+         #[allow(clippy::too_many_arguments, unused_parens)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}, dims: Dims) -> Result<Outputs<'a>, DimError> {{\n",
+        input_params.join(", ")
+    );
+    for (n, _) in dims {
+        let _ = writeln!(fwd, "    let d_{id} = rt::dims::check({n:?}, dims.{id}, {}_MAX)? as i64;", ident(n).to_uppercase(), id = ident(n));
+    }
+    // `d_` keeps the dims apart from the inputs' names.
+    let var = |n: &str| format!("d_{}", ident(n));
+    // Output shapes and input lengths may name sizes too: render them before the table.
+    let out_fields: Vec<(String, String)> = output_shapes.iter().map(|ex| (sizes.numel(ex), ex.iter().map(|e| sizes.dim(e)).collect::<Vec<_>>().join(", "))).collect();
+    let in_lens: Vec<String> = input_shapes.iter().map(|ex| sizes.numel(ex)).collect();
+    let list = sizes.list.borrow().clone();
+    let _ = writeln!(fwd, "    let mut sz = [0usize; {}];", list.len().max(1));
+    for (i, e) in list.iter().enumerate() {
+        let _ = writeln!(fwd, "    sz[{i}] = rt::dims::derived({:?}, {})?;", e.to_string(), e.to_rust(&var));
+    }
+    let _ = writeln!(fwd, "    let sz = &sz[..];");
+    for (d, len) in inputs.iter().zip(&in_lens) {
+        let _ = writeln!(fwd, "    rt::dims::check_len({:?}, {}.len(), {len})?;", d.name, d.ident);
+    }
+    let _ = writeln!(fwd, "    let a = arena.0.as_mut_ptr();\n    let w = self.w;");
+    for (i, _) in parts.iter().enumerate() {
+        let _ = writeln!(fwd, "    part_{i}(a, w, sz, {});", input_args.join(", "));
+    }
+    fwd.push_str("    Ok(Outputs {\n");
+    for ((&o, d), (len, dims_lit)) in g.outputs.iter().zip(&outputs).zip(&out_fields) {
+        let slot = plan.slots.get(&o).ok_or_else(|| graph_err(format!("output `{}`", d.name), "has no arena slot"))?;
+        let t = rust_ty(d.dtype).unwrap_or("f32");
+        let _ = writeln!(
+            fwd,
+            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is sized for the bounds.\n        {}: unsafe {{ rt::arena::view::<{t}>(a, {}, {len}) }},\n        {}_shape: [{dims_lit}],",
+            d.ident,
+            slot.offset,
+            d.ident,
+        );
+    }
+    fwd.push_str("    })\n}\n}\n");
+    src.push_str(&fwd);
+    for (i, body) in parts.iter().enumerate() {
+        let _ = writeln!(
+            src,
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], sz: &[usize], {}) {{\n{body}}}",
+            input_params.join(", ")
+        );
+    }
+    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(format!("{e}\n{src}")))?;
+    let source = format!("{header}{}", prettyplease::unparse(&file));
+    let gen = Generated {
+        source,
+        weights_bytes: wl.blob.len(),
+        weights: wl.blob,
+        arena_bytes: plan.arena_bytes.max(64),
+        lower_bound_bytes: plan.lower_bound_bytes,
+        total_buffer_bytes: plan.total_buffer_bytes,
+        inputs,
+        outputs,
+    };
+    Ok((gen, BoundedInfo { dims: dims.to_vec(), input_shapes, output_shapes }))
+}

@@ -1,0 +1,269 @@
+//! Symbolic dim expressions for bounded dims: integer polynomials over named dims and
+//! floor-divisions by positive constants (what Conv, pooling, Reshape and shape subgraphs make
+//! of `h`, `w`, `batch`). Kept in one canonical form, so two expressions for the same size
+//! compare equal, evaluated with a name → value map, and rendered as Rust code for generated
+//! `forward`.
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A factor of a term: a named dim, or `floor(e / c)` of an expression that does not divide.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Atom {
+    Var(String),
+    FloorDiv(Box<DimExpr>, i64),
+}
+
+/// Σ coefficient · Π atoms; the empty product is the constant term. Terms with coefficient
+/// zero are never stored.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct DimExpr {
+    terms: BTreeMap<Vec<Atom>, i64>,
+}
+
+impl DimExpr {
+    pub fn constant(c: i64) -> DimExpr {
+        let mut e = DimExpr::default();
+        e.add_term(vec![], c);
+        e
+    }
+
+    pub fn var(name: &str) -> DimExpr {
+        let mut e = DimExpr::default();
+        e.add_term(vec![Atom::Var(name.to_string())], 1);
+        e
+    }
+
+    fn add_term(&mut self, mut atoms: Vec<Atom>, c: i64) {
+        atoms.sort();
+        let k = self.terms.entry(atoms).or_insert(0);
+        // Saturating, not panicking, on absurd coefficients: a saturated size then disagrees
+        // with the static shape at the bound, which codegen reports as an error.
+        *k = k.saturating_add(c);
+        let zero = *k == 0;
+        if zero {
+            self.terms.retain(|_, v| *v != 0);
+        }
+    }
+
+    /// The value when no named dim occurs.
+    pub fn as_const(&self) -> Option<i64> {
+        match self.terms.len() {
+            0 => Some(0),
+            1 => self.terms.get(&vec![]).copied(),
+            _ => None,
+        }
+    }
+
+    pub fn add(&self, o: &DimExpr) -> DimExpr {
+        let mut e = self.clone();
+        for (a, &c) in &o.terms {
+            e.add_term(a.clone(), c);
+        }
+        e
+    }
+
+    pub fn scale(&self, k: i64) -> DimExpr {
+        let mut e = DimExpr::default();
+        for (a, &c) in &self.terms {
+            e.add_term(a.clone(), c.saturating_mul(k));
+        }
+        e
+    }
+
+    pub fn sub(&self, o: &DimExpr) -> DimExpr {
+        self.add(&o.scale(-1))
+    }
+
+    pub fn mul(&self, o: &DimExpr) -> DimExpr {
+        let mut e = DimExpr::default();
+        for (a, &c) in &self.terms {
+            for (b, &d) in &o.terms {
+                let mut atoms = a.clone();
+                atoms.extend(b.iter().cloned());
+                e.add_term(atoms, c.saturating_mul(d));
+            }
+        }
+        e
+    }
+
+    /// `floor(self / c)` for `c > 0`: multiples of `c` come out of the division
+    /// (`floor((c·q + r) / c) = q + floor(r / c)` for integer `q`), the rest stays an atom.
+    /// Callers check `c > 0`; a non-positive `c` leaves the expression as it is.
+    pub fn floor_div(&self, c: i64) -> DimExpr {
+        if c <= 1 {
+            return self.clone();
+        }
+        let (mut q, mut r) = (DimExpr::default(), DimExpr::default());
+        for (a, &k) in &self.terms {
+            q.add_term(a.clone(), k.div_euclid(c));
+            r.add_term(a.clone(), k.rem_euclid(c));
+        }
+        match r.as_const() {
+            Some(rc) => q.add(&DimExpr::constant(rc.div_euclid(c))),
+            None => q.add(&DimExpr { terms: BTreeMap::from([(vec![Atom::FloorDiv(Box::new(r), c)], 1)]) }),
+        }
+    }
+
+    /// `ceil(self / c)` for `c > 0`.
+    pub fn ceil_div(&self, c: i64) -> DimExpr {
+        self.add(&DimExpr::constant(c - 1)).floor_div(c)
+    }
+
+    /// `self / d` when it divides exactly as polynomials (a Reshape's `-1`): `d` a nonzero
+    /// constant dividing every coefficient, or one term whose atoms occur in every term.
+    pub fn exact_div(&self, d: &DimExpr) -> Option<DimExpr> {
+        if d.terms.len() != 1 {
+            return None;
+        }
+        let (da, &dc) = d.terms.iter().next()?;
+        if dc == 0 {
+            return None;
+        }
+        let mut e = DimExpr::default();
+        for (a, &c) in &self.terms {
+            if c % dc != 0 {
+                return None;
+            }
+            let mut rest = a.clone();
+            for x in da {
+                let i = rest.iter().position(|y| y == x)?;
+                rest.remove(i);
+            }
+            e.add_term(rest, c / dc);
+        }
+        Some(e)
+    }
+
+    /// The named dims that occur.
+    pub fn vars(&self) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for a in self.terms.keys().flatten() {
+            match a {
+                Atom::Var(v) => {
+                    out.insert(v.clone());
+                }
+                Atom::FloorDiv(e, _) => out.extend(e.vars()),
+            }
+        }
+        out
+    }
+
+    /// The value with each named dim from `val` (`None` if one is missing or on overflow).
+    pub fn eval(&self, val: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+        let mut sum = 0i64;
+        for (atoms, &c) in &self.terms {
+            let mut p = c;
+            for a in atoms {
+                let v = match a {
+                    Atom::Var(n) => val(n)?,
+                    Atom::FloorDiv(e, d) => e.eval(val)?.div_euclid(*d),
+                };
+                p = p.checked_mul(v)?;
+            }
+            sum = sum.checked_add(p)?;
+        }
+        Some(sum)
+    }
+
+    /// A Rust expression of type `i64` (each named dim by `var`, itself an `i64` expression).
+    pub fn to_rust(&self, var: &dyn Fn(&str) -> String) -> String {
+        if self.terms.is_empty() {
+            return "0i64".into();
+        }
+        let parts: Vec<String> = self
+            .terms
+            .iter()
+            .map(|(atoms, &c)| {
+                let mut f: Vec<String> = atoms
+                    .iter()
+                    .map(|a| match a {
+                        Atom::Var(n) => var(n),
+                        Atom::FloorDiv(e, d) => format!("({}).div_euclid({d})", e.to_rust(var)),
+                    })
+                    .collect();
+                if c != 1 || f.is_empty() {
+                    f.insert(0, format!("({c}i64)"));
+                }
+                f.join(" * ")
+            })
+            .collect();
+        format!("({})", parts.join(" + "))
+    }
+}
+
+impl fmt::Display for DimExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.terms.is_empty() {
+            return f.write_str("0");
+        }
+        for (i, (atoms, &c)) in self.terms.iter().enumerate() {
+            let (sign, mag) = if c < 0 { ("-", -c) } else { ("+", c) };
+            if i > 0 {
+                write!(f, " {sign} ")?;
+            } else if c < 0 {
+                f.write_str("-")?;
+            }
+            let mut first = true;
+            if mag != 1 || atoms.is_empty() {
+                write!(f, "{mag}")?;
+                first = false;
+            }
+            for a in atoms {
+                if !first {
+                    f.write_str("*")?;
+                }
+                first = false;
+                match a {
+                    Atom::Var(n) => f.write_str(n)?,
+                    Atom::FloorDiv(e, d) => write!(f, "({e})//{d}")?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(h: i64) -> impl Fn(&str) -> Option<i64> {
+        move |n| (n == "h").then_some(h)
+    }
+
+    #[test]
+    fn conv_and_pool_sizes_simplify_and_evaluate() {
+        let h = DimExpr::var("h");
+        // 3x3 conv, pad 1, stride 1: (h + 2 - 3) / 1 + 1 = h.
+        let c = h.add(&DimExpr::constant(2 - 3)).floor_div(1).add(&DimExpr::constant(1));
+        assert_eq!(c, h);
+        // 2x2 pool, stride 2: floor((h - 2) / 2) + 1 = floor(h / 2).
+        let p = h.sub(&DimExpr::constant(2)).floor_div(2).add(&DimExpr::constant(1));
+        assert_eq!(p, h.floor_div(2));
+        for v in 1..40 {
+            assert_eq!(p.eval(&at(v)), Some(v.div_euclid(2)));
+        }
+        // Multiples come out of the division: (4h + 6) / 2 = 2h + 3.
+        assert_eq!(h.scale(4).add(&DimExpr::constant(6)).floor_div(2), h.scale(2).add(&DimExpr::constant(3)));
+    }
+
+    #[test]
+    fn exact_division_recovers_a_reshape_minus_one() {
+        let (b, h) = (DimExpr::var("b"), DimExpr::var("h").floor_div(4));
+        let total = b.mul(&DimExpr::constant(16)).mul(&h).mul(&h);
+        assert_eq!(total.exact_div(&b), Some(DimExpr::constant(16).mul(&h).mul(&h)));
+        assert_eq!(total.exact_div(&DimExpr::var("w")), None);
+        assert_eq!(DimExpr::var("h").exact_div(&DimExpr::constant(2)), None);
+    }
+
+    #[test]
+    fn rust_rendering_matches_evaluation() {
+        let h = DimExpr::var("h");
+        let e = h.sub(&DimExpr::constant(3)).floor_div(2).mul(&h).add(&DimExpr::constant(-1));
+        assert!(e.to_rust(&|n| format!("d_{n}")).contains("div_euclid(2)"));
+        // floor((1 - 3) / 2) = -1, so -1·1 - 1 = -2.
+        assert_eq!(e.eval(&at(1)), Some(-2));
+        assert!(e.vars().contains("h"));
+        assert_eq!(format!("{}", h.floor_div(2)), "(h)//2");
+    }
+}

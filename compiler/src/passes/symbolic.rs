@@ -1,0 +1,625 @@
+//! Symbolic shapes for bounded dims (`--input x=1x3x{h<=64}x{w<=64}`): every tensor's dims as
+//! [`DimExpr`]s over the named input dims, and the values of small integer tensors that shape
+//! subgraphs compute (`Shape → Gather → Unsqueeze → Concat`), for the ops bounded codegen
+//! supports. Any other op whose shapes depend on a named dim is an error naming the node.
+//!
+//! [`reshape_targets`] records, by node name, the symbolic target of each Reshape whose target a
+//! shape subgraph computes: pinning the dims at their bounds folds that subgraph into a constant
+//! at the bound's sizes, and the analysis of the folded graph takes the recorded target instead.
+use super::infer::node_err;
+use super::PassError;
+use crate::ir::{AutoPad, BinaryOp, DimExpr, Graph, Node, Op, PoolKind, UnaryOp, ValueId, Window};
+use std::collections::HashMap;
+
+/// What the analysis knows: each tensor's dims, and the contents of 1-D / scalar integer
+/// tensors computed from shapes.
+#[derive(Debug, Default, Clone)]
+pub struct SymInfo {
+    pub shapes: HashMap<ValueId, Vec<DimExpr>>,
+    pub ints: HashMap<ValueId, Vec<DimExpr>>,
+}
+
+impl SymInfo {
+    /// Whether any dim of `v` depends on a named dim.
+    pub fn is_symbolic(&self, v: ValueId) -> bool {
+        self.shapes.get(&v).is_some_and(|s| s.iter().any(|d| d.as_const().is_none()))
+    }
+}
+
+type R<T> = Result<T, String>;
+
+fn unsupported(n: &Node) -> String {
+    let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| n.op.name());
+    format!("`{op}` does not support bounded dims yet; pin them with --input")
+}
+
+fn c(v: i64) -> DimExpr {
+    DimExpr::constant(v)
+}
+
+fn prod(d: &[DimExpr]) -> DimExpr {
+    d.iter().fold(c(1), |a, b| a.mul(b))
+}
+
+fn norm_axis(a: i64, r: usize) -> R<usize> {
+    let x = if a < 0 { a + r as i64 } else { a };
+    if x < 0 || x >= r as i64 {
+        return Err(format!("axis {a} is out of range for rank {r}"));
+    }
+    Ok(x as usize)
+}
+
+/// Symbolic Reshape targets by node name, and ConstantOfShape shapes by node name (`cos:NAME`)
+/// and by output value name (`fill:NAME`: folding turns the node into a constant of the bound's shape, whose
+/// prefix is the same fill at any smaller shape). See [`reshape_targets`].
+pub type Targets = HashMap<String, Vec<DimExpr>>;
+
+/// The key of a recorded fill value.
+pub fn fill_key(value_name: &str) -> String {
+    format!("\0fill:{value_name}")
+}
+
+/// Analyse `g` with graph inputs' dims from `inputs` (other inputs keep their static types)
+/// and the Reshape targets recorded before folding.
+pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets) -> Result<SymInfo, PassError> {
+    let mut s = SymInfo { shapes: inputs.clone(), ints: HashMap::new() };
+    for (i, v) in g.values.iter().enumerate() {
+        if let (crate::ir::ValueKind::Const(_), Some(sh)) = (&v.kind, targets.get(&fill_key(&v.name))) {
+            s.shapes.insert(ValueId(i as u32), sh.clone());
+        }
+    }
+    for n in &g.nodes {
+        node(g, n, &mut s, targets).map_err(|reason| node_err(n, reason))?;
+    }
+    Ok(s)
+}
+
+/// The dims of `v`: from the analysis, or its static type.
+fn shape_of(g: &Graph, s: &SymInfo, v: ValueId) -> R<Vec<DimExpr>> {
+    if let Some(d) = s.shapes.get(&v) {
+        return Ok(d.clone());
+    }
+    let fixed = g.tensor_type(v).and_then(|t| t.shape.as_ref()?.as_fixed());
+    fixed.map(|d| d.iter().map(|&x| c(x as i64)).collect()).ok_or_else(|| format!("value `{}` has no known shape", g.value(v).name))
+}
+
+/// The contents of integer value `v`: computed from shapes, or a constant.
+fn ints_of(g: &Graph, s: &SymInfo, v: ValueId) -> Option<Vec<DimExpr>> {
+    if let Some(i) = s.ints.get(&v) {
+        return Some(i.clone());
+    }
+    let t = g.const_value(v)?;
+    if t.shape.len() > 1 {
+        return None;
+    }
+    Some(t.to_i64_vec()?.into_iter().map(c).collect())
+}
+
+fn input(n: &Node, i: usize) -> R<ValueId> {
+    n.inputs.get(i).copied().flatten().ok_or_else(|| format!("missing input #{i}"))
+}
+
+fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
+    let ins: Vec<Option<Vec<DimExpr>>> = n.inputs.iter().map(|i| i.and_then(|v| shape_of(g, s, v).ok())).collect();
+    let sym_ints = n.inputs.iter().flatten().any(|v| s.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none())));
+    let sym_shapes = n.inputs.iter().flatten().any(|v| s.is_symbolic(*v));
+    let recorded = (matches!(n.op, Op::Reshape { .. }) && targets.contains_key(&n.name))
+        || (matches!(n.op, Op::ConstantOfShape { .. }) && targets.contains_key(&format!("\0cos:{}", n.name)))
+        || (matches!(n.op, Op::Expand) && targets.contains_key(&format!("\0exp:{}", n.name)));
+    let static_ok = !sym_ints && !sym_shapes && !recorded;
+    let has_ints = n.inputs.iter().flatten().any(|v| s.ints.contains_key(v));
+    // Nothing here depends on a named dim: the static types hold.
+    let statik = |s: &mut SymInfo| {
+        for &o in &n.outputs {
+            if let Some(d) = g.tensor_type(o).and_then(|t| t.shape.as_ref()?.as_fixed()) {
+                s.shapes.insert(o, d.iter().map(|&x| c(x as i64)).collect());
+            }
+        }
+    };
+    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. }) {
+        statik(s);
+        return Ok(());
+    }
+    match rule(g, n, s, targets, &ins, sym_ints) {
+        Ok(shape) => {
+            s.shapes.insert(n.outputs[0], shape);
+            Ok(())
+        }
+        // Constant shape values reaching an op without a rule (Cast → Sqrt of a head size).
+        Err(_) if static_ok => {
+            statik(s);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The output dims of `n` (and the values of shape computations, into `s.ints`).
+fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<Vec<DimExpr>>], sym_ints: bool) -> R<Vec<DimExpr>> {
+    let x = |i: usize| -> R<Vec<DimExpr>> { ins.get(i).cloned().flatten().ok_or_else(|| format!("input #{i} has no known shape")) };
+    let out = *n.outputs.first().ok_or("no output")?;
+    let shape: Vec<DimExpr> = match &n.op {
+        Op::Shape { start, end } => {
+            let xs = x(0)?;
+            let r = xs.len() as i64;
+            let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+            let (a, b) = (clamp(*start), clamp(end.unwrap_or(r)));
+            let v: Vec<DimExpr> = xs[a..b.max(a)].to_vec();
+            let len = v.len();
+            s.ints.insert(out, v);
+            vec![c(len as i64)]
+        }
+        Op::Unary(UnaryOp::Identity) | Op::Cast { .. } | Op::Dropout { training: false, .. } => {
+            if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
+                s.ints.insert(out, i);
+            }
+            x(0)?
+        }
+        Op::Unary(_) | Op::Softmax { .. } | Op::LayerNorm { .. } => x(0)?,
+        Op::Gather { axis } if !s.ints.contains_key(&input(n, 0)?) => {
+            // Data movement with constant indices: X's dims around the indices' shape.
+            let xs = x(0)?;
+            let idx = g.const_value(input(n, 1)?).ok_or_else(|| unsupported(n))?;
+            let a = norm_axis(*axis, xs.len())?;
+            let mut d = xs[..a].to_vec();
+            d.extend(idx.shape.iter().map(|&v| c(v as i64)));
+            d.extend(xs[a + 1..].iter().cloned());
+            d
+        }
+        Op::Gather { axis } => {
+            let data = input(n, 0)?;
+            let idx = g.const_value(input(n, 1)?).and_then(|t| Some((t.shape.clone(), t.to_i64_vec()?)));
+            match (s.ints.get(&data).cloned(), idx) {
+                (Some(vals), Some((ishape, idx))) if *axis == 0 && ishape.len() <= 1 => {
+                    let len = vals.len() as i64;
+                    let picked = idx
+                        .iter()
+                        .map(|&i| vals.get((if i < 0 { i + len } else { i }) as usize).cloned().ok_or_else(|| format!("index {i} out of range")))
+                        .collect::<R<Vec<_>>>()?;
+                    s.ints.insert(out, picked);
+                    ishape.iter().map(|&d| c(d as i64)).collect()
+                }
+                _ => return Err(unsupported(n)),
+            }
+        }
+        Op::Slice if s.ints.contains_key(&input(n, 0)?) => {
+            // A slice of a shape: constant starts / ends (steps 1) over a 1-D value.
+            let vals = s.ints[&input(n, 0)?].clone();
+            let k = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)?.to_i64_vec());
+            let (st, en) = (k(1).ok_or_else(|| unsupported(n))?, k(2).ok_or_else(|| unsupported(n))?);
+            if k(3).is_some_and(|a| a != [0]) || k(4).is_some_and(|st| st != [1]) || st.len() != 1 || en.len() != 1 {
+                return Err(unsupported(n));
+            }
+            let len = vals.len() as i64;
+            let clamp = |v: i64| (if v < 0 { v + len } else { v }).clamp(0, len) as usize;
+            let (a, b) = (clamp(st[0]), clamp(en[0]));
+            let v: Vec<DimExpr> = vals[a..b.max(a)].to_vec();
+            let l = v.len();
+            s.ints.insert(out, v);
+            vec![c(l as i64)]
+        }
+        Op::Slice => {
+            let xs = x(0)?;
+            let (_, out, _) = slice_plan(g, n, &xs).map_err(|e| if e.is_empty() { unsupported(n) } else { e })?;
+            out
+        }
+        Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
+            let xs = x(0)?;
+            let axes = match axes {
+                Some(a) => a.clone(),
+                None => match n.inputs.get(1).copied().flatten() {
+                    Some(v) => g.const_value(v).and_then(|t| t.to_i64_vec()).ok_or("axes are not constant")?,
+                    None => vec![],
+                },
+            };
+            if axes.is_empty() && *noop_with_empty_axes {
+                xs
+            } else {
+                let ax: Vec<usize> = if axes.is_empty() { (0..xs.len()).collect() } else { axes.iter().map(|&a| norm_axis(a, xs.len())).collect::<R<_>>()? };
+                xs.iter().enumerate().filter_map(|(i, d)| if ax.contains(&i) { keepdims.then(|| c(1)) } else { Some(d.clone()) }).collect()
+            }
+        }
+        Op::Expand => {
+            let xs = x(0)?;
+            let t = match targets.get(&format!("\0exp:{}", n.name)) {
+                Some(t) => t.clone(),
+                None => ints_of(g, s, input(n, 1)?).ok_or_else(|| unsupported(n))?,
+            };
+            broadcast(&xs, &t)?
+        }
+        Op::ConstantOfShape { .. } => match targets.get(&format!("\0cos:{}", n.name)) {
+            Some(t) => t.clone(),
+            None => ints_of(g, s, input(n, 0)?).ok_or_else(|| unsupported(n))?,
+        },
+        Op::Rnn(a) => {
+            let xs = x(0)?;
+            if xs.len() != 3 {
+                return Err(format!("X must have rank 3, got {}", xs.len()));
+            }
+            let (seq, batch) = if a.batch_first { (xs[1].clone(), xs[0].clone()) } else { (xs[0].clone(), xs[1].clone()) };
+            let hidden = match a.hidden_size {
+                Some(h) => c(h as i64),
+                None => x(2)?.last().cloned().ok_or("R must have rank 3")?,
+            };
+            let dirs = c(a.direction.count() as i64);
+            let state = if a.batch_first { vec![batch.clone(), dirs.clone(), hidden.clone()] } else { vec![dirs.clone(), batch.clone(), hidden.clone()] };
+            for &o in n.outputs.iter().skip(1) {
+                s.shapes.insert(o, state.clone());
+            }
+            if a.batch_first { vec![batch, seq, dirs, hidden] } else { vec![seq, dirs, batch, hidden] }
+        }
+        Op::Resize(at) => {
+            let xs = x(0)?;
+            let scales = resize_scales(g, n, at, xs.len())?;
+            xs.iter().zip(&scales).map(|(d, &k)| d.scale(k)).collect()
+        }
+        Op::Unsqueeze { .. } | Op::Squeeze { .. } => {
+            let xs = x(0)?;
+            let axes = match &n.op {
+                Op::Unsqueeze { axes: Some(a) } | Op::Squeeze { axes: Some(a) } => a.clone(),
+                _ => match n.inputs.get(1).copied().flatten() {
+                    Some(v) => g.const_value(v).and_then(|t| t.to_i64_vec()).ok_or("axes are not constant")?,
+                    None => vec![],
+                },
+            };
+            if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
+                s.ints.insert(out, i);
+            }
+            if matches!(n.op, Op::Unsqueeze { .. }) {
+                let r = xs.len() + axes.len();
+                let mut ax: Vec<usize> = axes.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?;
+                ax.sort_unstable();
+                let mut d = xs;
+                for a in ax {
+                    d.insert(a, c(1));
+                }
+                d
+            } else {
+                let ax: Vec<usize> = if axes.is_empty() {
+                    (0..xs.len()).filter(|&i| xs[i].as_const() == Some(1)).collect()
+                } else {
+                    axes.iter().map(|&a| norm_axis(a, xs.len())).collect::<R<_>>()?
+                };
+                xs.into_iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, d)| d).collect()
+            }
+        }
+        Op::Concat { axis } => {
+            let all: Vec<Vec<DimExpr>> = (0..n.inputs.len()).map(&x).collect::<R<_>>()?;
+            let r = all.first().map_or(0, |a| a.len());
+            let ax = norm_axis(*axis, r)?;
+            if all.iter().all(|a| a.len() == 1) && ax == 0 {
+                // A shape being assembled: concatenate the values too.
+                let vals: Option<Vec<Vec<DimExpr>>> = n.inputs.iter().flatten().map(|&v| ints_of(g, s, v)).collect();
+                if let Some(v) = vals {
+                    s.ints.insert(out, v.concat());
+                }
+            }
+            let mut d = all[0].clone();
+            d[ax] = all.iter().fold(c(0), |acc, a| acc.add(&a[ax]));
+            d
+        }
+        Op::Binary(b) => {
+            let (a, bb) = (x(0)?, x(1)?);
+            let av = ints_of(g, s, input(n, 0)?);
+            let bv = ints_of(g, s, input(n, 1)?);
+            if let (Some(p), Some(q)) = (av, bv) {
+                {
+                    let len = p.len().max(q.len());
+                    let get = |v: &Vec<DimExpr>, i: usize| if v.len() == 1 { v.first().cloned() } else { v.get(i).cloned() };
+                    let vals = (0..len)
+                        .map(|i| {
+                            let (Some(l), Some(r)) = (get(&p, i), get(&q, i)) else { return Err("shape values of different lengths".to_string()) };
+                            Ok(match b {
+                                BinaryOp::Add => l.add(&r),
+                                BinaryOp::Sub => l.sub(&r),
+                                BinaryOp::Mul => l.mul(&r),
+                                BinaryOp::Div => match r.as_const() {
+                                    Some(k) if k > 0 => l.floor_div(k),
+                                    _ => return Err(unsupported(n)),
+                                },
+                                _ => return Err(unsupported(n)),
+                            })
+                        })
+                        .collect::<R<Vec<_>>>();
+                    // Arithmetic on fixed shape values without a rule is only a value not
+                    // tracked; on bounded ones it must be refused.
+                    match vals {
+                        Ok(v) => {
+                            s.ints.insert(out, v);
+                        }
+                        Err(e) if sym_ints => return Err(e),
+                        Err(_) => {}
+                    }
+                }
+            }
+            broadcast(&a, &bb)?
+        }
+        Op::Reshape { allowzero } => {
+            let xs = x(0)?;
+            let target = match targets.get(&n.name) {
+                Some(t) => t.clone(),
+                None => ints_of(g, s, input(n, 1)?).ok_or_else(|| unsupported(n))?,
+            };
+            // Reshaping a shape value (a scalar into [1], say) keeps its contents.
+            if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
+                s.ints.insert(out, i);
+            }
+            reshape(&xs, &target, *allowzero)?
+        }
+        Op::Flatten { axis } => {
+            let xs = x(0)?;
+            let a = if *axis < 0 { *axis + xs.len() as i64 } else { *axis } as usize;
+            if a > xs.len() {
+                return Err(format!("axis {axis} is out of range"));
+            }
+            vec![prod(&xs[..a]), prod(&xs[a..])]
+        }
+        Op::Transpose { perm } => {
+            let xs = x(0)?;
+            let p: Vec<usize> = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
+            p.iter().map(|&i| xs.get(i).cloned().ok_or("bad perm".to_string())).collect::<R<_>>()?
+        }
+        Op::Conv { window, .. } | Op::FusedConv { window, .. } => {
+            let (xs, ws) = (x(0)?, x(1)?);
+            if xs.len() < 3 || ws.len() != xs.len() {
+                return Err(format!("Conv needs X and W of the same rank, at least 3 (got {} and {})", xs.len(), ws.len()));
+            }
+            let kernel: Vec<i64> = ws[2..].iter().map(|d| d.as_const().ok_or_else(|| "the kernel size depends on a bounded dim".to_string())).collect::<R<_>>()?;
+            let mut d = vec![xs[0].clone(), ws[0].clone()];
+            d.extend(window_out(window, &kernel, &xs[2..])?);
+            d
+        }
+        Op::Pool { window, kind, .. } => {
+            if !matches!(kind, PoolKind::Max | PoolKind::Avg { .. }) {
+                return Err(unsupported(n));
+            }
+            let xs = x(0)?;
+            if xs.len() < 3 {
+                return Err(format!("pooling needs rank at least 3, got {}", xs.len()));
+            }
+            let k: Vec<i64> = window.kernel_shape.iter().map(|&v| v as i64).collect();
+            let mut d = xs[..2].to_vec();
+            d.extend(window_out(window, &k, &xs[2..])?);
+            d
+        }
+        Op::GlobalPool { .. } => {
+            let xs = x(0)?;
+            if xs.len() < 2 {
+                return Err(format!("global pooling needs rank at least 2, got {}", xs.len()));
+            }
+            let mut d = xs[..2].to_vec();
+            d.extend(std::iter::repeat_n(c(1), xs.len() - 2));
+            d
+        }
+        Op::Gemm { trans_a, trans_b, .. } => {
+            let (a, b) = (x(0)?, x(1)?);
+            if a.len() != 2 || b.len() != 2 {
+                return Err("Gemm needs 2-D operands".into());
+            }
+            vec![a[if *trans_a { 1 } else { 0 }].clone(), b[if *trans_b { 0 } else { 1 }].clone()]
+        }
+        Op::MatMul => {
+            let (a, b) = (x(0)?, x(1)?);
+            if a.len() < 2 || b.len() < 2 {
+                return Err(unsupported(n));
+            }
+            let mut d = broadcast(&a[..a.len() - 2], &b[..b.len() - 2])?;
+            d.push(a[a.len() - 2].clone());
+            d.push(b[b.len() - 1].clone());
+            d
+        }
+        _ => return Err(unsupported(n)),
+    };
+    Ok(shape)
+}
+
+/// numpy broadcasting: equal dims, or one of them the constant 1.
+fn broadcast(a: &[DimExpr], b: &[DimExpr]) -> R<Vec<DimExpr>> {
+    let r = a.len().max(b.len());
+    let one = c(1);
+    (0..r)
+        .map(|i| {
+            let da = if i + a.len() >= r { &a[i + a.len() - r] } else { &one };
+            let db = if i + b.len() >= r { &b[i + b.len() - r] } else { &one };
+            if da == db || *db == one {
+                Ok(da.clone())
+            } else if *da == one {
+                Ok(db.clone())
+            } else {
+                Err(format!("dims {da} and {db} may differ: broadcasting them needs pinned dims"))
+            }
+        })
+        .collect()
+}
+
+fn reshape(xs: &[DimExpr], target: &[DimExpr], allowzero: bool) -> R<Vec<DimExpr>> {
+    let mut out = Vec::with_capacity(target.len());
+    let mut infer_at = None;
+    for (i, t) in target.iter().enumerate() {
+        match t.as_const() {
+            Some(0) if !allowzero => out.push(xs.get(i).cloned().ok_or("Reshape's 0 past the input's rank")?),
+            Some(-1) => {
+                if infer_at.replace(i).is_some() {
+                    return Err("Reshape target has two -1".into());
+                }
+                out.push(c(1));
+            }
+            Some(v) if v >= 0 => out.push(c(v)),
+            Some(v) => return Err(format!("Reshape target has {v}")),
+            None => out.push(t.clone()),
+        }
+    }
+    if let Some(i) = infer_at {
+        let known = prod(&out);
+        out[i] = prod(xs).exact_div(&known).ok_or_else(|| format!("cannot divide {} by {known} for Reshape's -1", prod(xs)))?;
+    }
+    Ok(out)
+}
+
+/// Output spatial dims of a window with explicit pads (`auto_pad` NOTSET or VALID), as
+/// `geom::resolve` computes them for fixed sizes.
+fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> {
+    let k = kernel.len();
+    if input.len() != k {
+        return Err(format!("input has {} spatial dims, kernel {k}", input.len()));
+    }
+    let or = |v: &[usize], i: usize, d: usize| v.get(i).copied().unwrap_or(d) as i64;
+    (0..k)
+        .map(|i| {
+            let (s, dil) = (or(&w.strides, i, 1), or(&w.dilations, i, 1));
+            if s < 1 || dil < 1 || kernel[i] < 1 {
+                return Err("kernel, strides and dilations must be positive".into());
+            }
+            let dk = (kernel[i] - 1) * dil + 1;
+            if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+                // ceil(len / s); the pads follow from it at run time.
+                return Ok(input[i].ceil_div(s));
+            }
+            let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (or(&w.pads, i, 0), or(&w.pads, k + i, 0)) };
+            let span = input[i].add(&c(pb + pe - dk));
+            if w.ceil_mode {
+                // The last-window correction (a window starting in the right padding is dropped)
+                // never applies when dk ≥ s + pe: ceil(span/s)·s < span + s ≤ len + pb.
+                if dk < s + pe {
+                    return Err("ceil_mode pooling whose last window can start in the padding is not supported with bounded dims yet; pin them with --input".into());
+                }
+                return Ok(span.ceil_div(s).add(&c(1)));
+            }
+            Ok(span.floor_div(s).add(&c(1)))
+        })
+        .collect()
+}
+
+/// A Slice of a tensor with constant starts / ends / axes and steps 1: per dim of X the start
+/// and the output length as expressions, and the sizes that must be at least 1 at run time for
+/// the slice to be inside X (`len + start + 1` for a negative start, …). An empty error means
+/// the form is not supported.
+pub type SlicePlan = (Vec<DimExpr>, Vec<DimExpr>, Vec<DimExpr>);
+
+pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
+    let k = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)?.to_i64_vec());
+    let (st, en) = (k(1).ok_or("")?, k(2).ok_or("")?);
+    let r = xs.len();
+    let axes: Vec<usize> = match k(3) {
+        Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
+        None => (0..st.len()).collect(),
+    };
+    if k(4).is_some_and(|steps| steps.iter().any(|&s| s != 1)) || st.len() != axes.len() || en.len() != axes.len() {
+        return Err(String::new());
+    }
+    let mut start: Vec<DimExpr> = vec![c(0); r];
+    let mut out: Vec<DimExpr> = xs.to_vec();
+    let mut need = Vec::new();
+    for ((&ax, &s0), &e0) in axes.iter().zip(&st).zip(&en) {
+        let l = &xs[ax];
+        if let Some(lc) = l.as_const() {
+            let clamp = |v: i64| (if v < 0 { v.saturating_add(lc) } else { v }).clamp(0, lc);
+            let (a, b) = (clamp(s0), clamp(e0));
+            start[ax] = c(a);
+            out[ax] = c((b - a).max(0));
+            continue;
+        }
+        // A bounded length: starts and ends must not need clamping (checked at run time).
+        let a = if s0 < 0 {
+            need.push(l.add(&c(s0 + 1)));
+            l.add(&c(s0))
+        } else {
+            if s0 > 0 {
+                need.push(l.sub(&c(s0)));
+            }
+            c(s0)
+        };
+        let b = if e0 >= i64::MAX / 2 {
+            l.clone()
+        } else if e0 < 0 {
+            l.add(&c(e0))
+        } else {
+            need.push(l.sub(&c(e0)).add(&c(1)));
+            c(e0)
+        };
+        out[ax] = b.sub(&a);
+        start[ax] = a;
+    }
+    Ok((start, out, need))
+}
+
+/// A Resize's integer scale per axis, when bounded dims can take it: constant `scales`, no
+/// `sizes`, every scale a whole number (so the output is `k·in`), all axes, no aspect policy.
+pub fn resize_scales(g: &Graph, n: &Node, at: &crate::ir::ResizeAttrs, rank: usize) -> R<Vec<i64>> {
+    let given = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)).filter(|t| t.numel() > 0);
+    let nonconst = |i: usize| n.inputs.get(i).copied().flatten().is_some_and(|v| g.const_value(v).is_none());
+    let refuse = |why: &str| format!("`Resize` {why} with bounded dims is not supported yet; pin them with --input");
+    if given(3).is_some() || nonconst(3) || nonconst(2) || nonconst(1) {
+        return Err(refuse("with `sizes` or computed inputs"));
+    }
+    if at.axes.is_some() || at.keep_aspect_ratio_policy != "stretch" {
+        return Err(refuse("with `axes` or keep_aspect_ratio_policy"));
+    }
+    let sc = given(2).map(|t| t.to_f64_vec()).ok_or_else(|| refuse("without constant scales"))?;
+    if sc.len() != rank {
+        return Err(format!("scales has {} entries for rank {rank}", sc.len()));
+    }
+    sc.iter().map(|&v| if v >= 1.0 && v.fract() == 0.0 && v <= 64.0 { Ok(v as i64) } else { Err(refuse(&format!("by the non-integer scale {v}"))) }).collect()
+}
+
+/// The symbolic target of every Reshape whose target a shape subgraph computes from named
+/// dims, by node name (see the module doc). Node names must be unique.
+pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<Targets, PassError> {
+    let info = analyze(g, inputs, &Targets::new())?;
+    let mut out = Targets::new();
+    for n in &g.nodes {
+        let at = match n.op {
+            Op::Reshape { .. } | Op::Expand => 1,
+            Op::ConstantOfShape { .. } => 0,
+            _ => continue,
+        };
+        let Some(Some(tv)) = n.inputs.get(at).copied() else { continue };
+        if let Some(t) = info.ints.get(&tv).filter(|t| t.iter().any(|d| d.as_const().is_none())) {
+            match (&n.op, n.outputs.first()) {
+                (Op::ConstantOfShape { .. }, Some(&o)) => {
+                    out.insert(format!("\0cos:{}", n.name), t.clone());
+                    out.insert(fill_key(&g.value(o).name), t.clone());
+                }
+                (Op::Expand, Some(&o)) => {
+                    out.insert(format!("\0exp:{}", n.name), t.clone());
+                    // Expanding one constant element is a fill too (folded at the bounds).
+                    let xv = n.inputs.first().copied().flatten();
+                    if xv.and_then(|v| g.const_value(v)).is_some_and(|c| c.numel() == 1) {
+                        let xs = xv.and_then(|v| info.shapes.get(&v).cloned().or_else(|| g.tensor_type(v)?.shape.as_ref()?.as_fixed().map(|d| d.iter().map(|&e| c(e as i64)).collect())));
+                        if let Some(sh) = xs.and_then(|xs| broadcast(&xs, t).ok()) {
+                            out.insert(fill_key(&g.value(o).name), sh);
+                        }
+                    }
+                }
+                _ => {
+                    out.insert(n.name.clone(), t.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Values computed from named dims may only feed shape computations and Reshape targets:
+/// anything else would be folded at the bound. Refused here, naming the node that reads one.
+pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(), PassError> {
+    let info = analyze(g, inputs, &Targets::new())?;
+    let dim_valued = |v: &ValueId| info.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none()));
+    for n in &g.nodes {
+        for (i, v) in n.inputs.iter().enumerate() {
+            let Some(v) = v else { continue };
+            if !dim_valued(v) {
+                continue;
+            }
+            let shape_op = n.outputs.iter().all(|o| info.ints.contains_key(o));
+            let target = (matches!(n.op, Op::Reshape { .. } | Op::Expand) && i == 1) || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0);
+            if !shape_op && !target {
+                return Err(node_err(n, "computes with the value of a bounded dim (a shape computation not feeding a Reshape target); pin the dims with --input".into()));
+            }
+        }
+    }
+    if let Some(o) = g.outputs.iter().find(|o| dim_valued(o)) {
+        return Err(PassError::Node { node: g.value(*o).name.clone(), op: "output".into(), reason: "is computed from bounded dims; pin them with --input".into() });
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Tests of the bounded-dims analysis on hand-built graphs.
+use super::symbolic::{analyze, check_no_dim_values, reshape_targets};
+use crate::ir::{AutoPad, DType, Dim, DimExpr, Graph, Op, PoolKind, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::tensor::Tensor;
+use std::collections::HashMap;
+
+fn input(g: &mut Graph, dims: Vec<Dim>) -> ValueId {
+    let v = g.add_value("x", ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(dims)) }), ValueKind::Input);
+    g.inputs.push(v);
+    v
+}
+fn node(g: &mut Graph, op: Op, inputs: Vec<Option<ValueId>>) -> ValueId {
+    let name = format!("n{}", g.nodes.len());
+    g.add_node(name.clone(), op, inputs, &[format!("{name}_out")]).1[0]
+}
+fn sym(n: &str) -> Dim {
+    Dim::Sym { name: n.into(), bound: Some(16) }
+}
+fn v(n: &str) -> DimExpr {
+    DimExpr::var(n)
+}
+fn k(c: i64) -> DimExpr {
+    DimExpr::constant(c)
+}
+
+/// x [n, 3, h, w] → Conv 3x3 pad 1 → MaxPool 2x2 s2 → Reshape(Concat(Shape(x)[0], -1)).
+fn cnn() -> (Graph, HashMap<ValueId, Vec<DimExpr>>, ValueId, ValueId) {
+    let mut g = Graph::default();
+    let x = input(&mut g, vec![sym("n"), Dim::Fixed(3), sym("h"), sym("w")]);
+    let wt = g.add_const("wt", Tensor::zeros(DType::F32, vec![4, 3, 3, 3]));
+    let win = |k: usize, s: usize, p: usize| Window { kernel_shape: vec![k, k], strides: vec![s, s], pads: vec![p; 4], dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: false };
+    let c = node(&mut g, Op::Conv { window: win(0, 1, 1), group: 1 }, vec![Some(x), Some(wt), None]);
+    let p = node(&mut g, Op::Pool { kind: PoolKind::Max, window: win(2, 2, 0), storage_order: 0 }, vec![Some(c)]);
+    let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
+    let m1 = g.add_const("m1", Tensor::from_i64s(vec![1], vec![-1]));
+    let cat = node(&mut g, Op::Concat { axis: 0 }, vec![Some(sh), Some(m1)]);
+    let r = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(p), Some(cat)]);
+    g.outputs = vec![r];
+    let ins = HashMap::from([(x, vec![v("n"), k(3), v("h"), v("w")])]);
+    (g, ins, p, r)
+}
+
+#[test]
+fn conv_pool_and_a_shape_subgraph_reshape_stay_symbolic() {
+    let (mut g, ins, p, r) = cnn();
+    crate::passes::infer::infer(&mut g).expect("infer");
+    let targets = reshape_targets(&g, &ins).expect("targets");
+    assert_eq!(targets.get("n4"), Some(&vec![v("n"), k(-1)]));
+    let info = analyze(&g, &ins, &targets).expect("analysis");
+    assert_eq!(info.shapes[&p], vec![v("n"), k(4), v("h").floor_div(2), v("w").floor_div(2)]);
+    // -1 = 4 · (h/2) · (w/2), an exact division of the input's element count by n.
+    assert_eq!(info.shapes[&r], vec![v("n"), k(4).mul(&v("h").floor_div(2)).mul(&v("w").floor_div(2))]);
+    check_no_dim_values(&g, &ins).expect("dim values only feed a Reshape target");
+}
+
+#[test]
+fn a_dim_value_feeding_arithmetic_is_refused_naming_the_node() {
+    let mut g = Graph::default();
+    let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
+    let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
+    let f = node(&mut g, Op::Cast { to: DType::F32, saturate: true }, vec![Some(sh)]);
+    let y = node(&mut g, Op::Unary(UnaryOp::Sqrt), vec![Some(f)]);
+    g.outputs = vec![y];
+    crate::passes::infer::infer(&mut g).expect("infer");
+    let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
+    let err = check_no_dim_values(&g, &ins).expect_err("Sqrt of a dim is folded at the bound otherwise").to_string();
+    assert!(err.contains("n2") && err.contains("bounded dim"), "{err}");
+}
+
+#[test]
+fn ops_without_a_rule_are_refused_with_the_op_name() {
+    let mut g = Graph::default();
+    let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
+    let y = node(&mut g, Op::CumSum { exclusive: false, reverse: false }, vec![Some(x)]);
+    g.outputs = vec![y];
+    let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
+    let err = analyze(&g, &ins, &Default::default()).expect_err("no rule").to_string();
+    assert!(err.contains("does not support bounded dims yet; pin them with --input"), "{err}");
+}

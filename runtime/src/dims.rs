@@ -1,0 +1,66 @@
+//! Run-time dims of modules compiled with bounded dims (`--input x=1x3x{h<=64}x{w<=64}`):
+//! generated `forward` checks each dim against its bound, each size derived from them, and
+//! each input slice's length, and returns [`DimError`] instead of panicking.
+use core::fmt;
+
+/// Why a bounded-dims `forward` refused its inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DimError {
+    /// A named dim is 0 or above the bound the arena was sized for.
+    OutOfBounds { dim: &'static str, value: usize, bound: usize },
+    /// A size the model derives from the dims (a conv output, say) is below 1.
+    TooSmall { size: &'static str, value: i64 },
+    /// An input slice's length is not the product of its dims.
+    InputLength { input: &'static str, expected: usize, got: usize },
+}
+
+impl fmt::Display for DimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DimError::OutOfBounds { dim, value, bound } => write!(f, "dim `{dim}` is {value}; it must be in 1..={bound}"),
+            DimError::TooSmall { size, value } => write!(f, "derived size `{size}` is {value} for these dims; the inputs are too small"),
+            DimError::InputLength { input, expected, got } => write!(f, "input `{input}` has {got} elements, its dims give {expected}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for DimError {}
+
+/// `value` when it is in `1..=bound`.
+pub fn check(dim: &'static str, value: usize, bound: usize) -> Result<usize, DimError> {
+    if value == 0 || value > bound {
+        return Err(DimError::OutOfBounds { dim, value, bound });
+    }
+    Ok(value)
+}
+
+/// A derived size as `usize` when it is at least 1.
+pub fn derived(size: &'static str, value: i64) -> Result<usize, DimError> {
+    if value < 1 {
+        return Err(DimError::TooSmall { size, value });
+    }
+    Ok(value as usize)
+}
+
+/// Whether input `input` has `expected` elements.
+pub fn check_len(input: &'static str, got: usize, expected: usize) -> Result<(), DimError> {
+    if got != expected {
+        return Err(DimError::InputLength { input, expected, got });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_and_lengths() {
+        assert_eq!(check("h", 64, 64), Ok(64));
+        assert_eq!(check("h", 65, 64), Err(DimError::OutOfBounds { dim: "h", value: 65, bound: 64 }));
+        assert!(check("h", 0, 64).is_err());
+        assert_eq!(derived("h/2", 0), Err(DimError::TooSmall { size: "h/2", value: 0 }));
+        assert!(check_len("x", 11, 12).is_err() && check_len("x", 12, 12).is_ok());
+    }
+}

@@ -1,0 +1,359 @@
+//! Bounded symbolic dims (`--input x={n<=3}x3x{h<=16}x{w<=16}`): the PyTorch-exported models of
+//! tests/models/exported compiled ONCE with bounded dims, the generated module built once and
+//! run at every reference size within the bounds (the bound itself and smaller ones), against
+//! onnxruntime (scripts/exported_refs.py). Also: a dim above its bound and a wrong input
+//! length are `DimError`s (exit status 2 from the harness, not a panic), the arena constant is
+//! the plan at the bounds, and unsupported ops fail at compile time naming the node.
+use burnc::build::{generate, generate_bounded, parse_pin_dims, PinDim};
+use burnc::harness::{bounded_main_rs, build_crate, Profile};
+use burnc_compiler::Tensor;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+
+fn npy(path: &Path) -> Tensor {
+    burnc_frontends::npy::parse(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("npy")
+}
+
+/// The onnxruntime references (shared script with tests/exported_models.rs).
+fn references() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims");
+    let script = common::root().join("scripts/exported_refs.py");
+    let out = Command::new("python3").arg(&script).arg(&dir).output().unwrap_or_else(|e| panic!("cannot run python3: {e}"));
+    assert!(out.status.success(), "{} failed:\n{}", script.display(), String::from_utf8_lossy(&out.stderr));
+    dir
+}
+
+fn models() -> PathBuf {
+    common::root().join("tests/models/exported")
+}
+
+/// A model compiled with bounded dims and its harness built.
+struct Built {
+    bin: PathBuf,
+    gen: burnc_compiler::codegen::Generated,
+    info: burnc_compiler::codegen::BoundedInfo,
+}
+
+fn build_bounded(file: &str, pin: &str) -> Built {
+    let pins = vec![("x".to_string(), parse_pin_dims(pin).expect("pin"))];
+    let (gen, info) = generate_bounded(&models().join(file), &pins, &[], None, "model.bin").unwrap_or_else(|e| panic!("{file}: {e}"));
+    let main = bounded_main_rs(&gen, &info);
+    let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
+    let bin = build_crate(&format!("bounded-{file}-{pin}"), &files, Profile::Run).unwrap_or_else(|e| panic!("{file}: {e}"));
+    Built { bin, gen, info }
+}
+
+/// Run the built harness on `x` with `dims`; the output, or the harness's stderr and status.
+fn run(b: &Built, work: &Path, x: &[f32], dims: &[usize]) -> Result<Tensor, (i32, String)> {
+    std::fs::create_dir_all(work).expect("work dir");
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(work.join("in_0.bin"), bytes).expect("write input");
+    let o = Command::new(&b.bin).arg(work).args(dims.iter().map(|d| d.to_string())).output().expect("harness runs");
+    if !o.status.success() {
+        return Err((o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned()));
+    }
+    let shape: Vec<usize> = std::fs::read_to_string(work.join("out_0.shape")).expect("shape").split_whitespace().map(|s| s.parse().expect("dim")).collect();
+    let data = std::fs::read(work.join("out_0.bin")).expect("output");
+    let vals: Vec<f32> = data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    Ok(Tensor::new(shape, burnc_compiler::Data::F32(vals)))
+}
+
+/// The values of the named dims for an input of shape `shape` under pin `pin`.
+fn dims_for(pin: &[PinDim], info: &burnc_compiler::codegen::BoundedInfo, shape: &[usize]) -> Vec<usize> {
+    info.dims
+        .iter()
+        .map(|(name, _)| {
+            let i = pin.iter().position(|d| matches!(d, PinDim::Bounded { name: n, .. } if n == name)).expect("dim in pin");
+            shape[i]
+        })
+        .collect()
+}
+
+/// Compile `file` once with `pin`, run it at every reference size of `stem` and compare with
+/// onnxruntime; returns the number of sizes run and the built model.
+fn check_model(refs: &Path, file: &str, pin: &str) -> (usize, Built) {
+    let stem = file.trim_end_matches(".onnx");
+    let b = build_bounded(file, pin);
+    let spec = parse_pin_dims(pin).expect("pin");
+    let mut sizes = 0;
+    let mut failures = Vec::new();
+    // Every reference size of this model (cases.txt lists those onnxruntime ran).
+    let cases = std::fs::read_to_string(refs.join("cases.txt")).expect("cases.txt");
+    for case in cases.lines().filter_map(|l| l.split_whitespace().nth(1)).filter(|c| c.split('/').next() == Some(stem)) {
+        let dir = refs.join(case);
+        let (x, want) = (npy(&dir.join("x.npy")), npy(&dir.join("y.npy")));
+        let dims = dims_for(&spec, &b.info, &x.shape);
+        let xs = x.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
+        match run(&b, &dir.join("bounded"), &xs, &dims) {
+            Ok(got) => {
+                if let Err(e) = common::close_tensor(&got, &want, 1e-3, 1e-5) {
+                    failures.push(format!("{file} at {:?}: {e}", x.shape));
+                }
+            }
+            Err((code, err)) => failures.push(format!("{file} at {:?}: exit {code}: {err}", x.shape)),
+        }
+        sizes += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    (sizes, b)
+}
+
+#[test]
+fn exported_models_compiled_once_with_bounded_dims_match_onnxruntime_at_every_size() {
+    let refs = references();
+    // CNN: `view(x.size(0), -1)` is a Shape → Concat → Reshape subgraph on the batch dim. The
+    // dynamo export's pooling fits H, W in 14..=16 only (see exported_refs.py).
+    let (n_cnn, cnn) = check_model(&refs, "cnn_dynamo.onnx", "{n<=3}x3x{h<=16}x{w<=16}");
+    // MLP: symbolic batch through Gemm, Tanh, Softmax; sizes 1, 3 and the bound 8.
+    let mut n_mlp = 0;
+    for f in ["mlp_op7.onnx", "mlp_op9.onnx", "mlp_op13.onnx", "mlp_dynamo.onnx"] {
+        n_mlp += check_model(&refs, f, "{batch<=8}x10").0;
+    }
+    // Upsample: nearest and bilinear Resize (scale 2, tap tables for every length) + Add + Conv.
+    let mut n_up = 0;
+    for f in ["upsample_op11.onnx", "upsample_op13.onnx", "upsample_op19.onnx", "upsample_dynamo.onnx"] {
+        n_up += check_model(&refs, f, "{n<=2}x2x{h<=11}x{w<=13}").0;
+    }
+    // Encoder (dynamo export; the TorchScript ones baked the example's sequence length into a
+    // Reshape): attention reshapes whose targets a shape subgraph computes (`[seq, 2*batch, 8]`),
+    // batched MatMul, Softmax, LayerNorm, ReduceMean.
+    let (n_enc, _) = check_model(&refs, "encoder_dynamo.onnx", "{n<=4}x{s<=9}x6");
+    // GRU: the initial state is ConstantOfShape of [1, batch, 8] (a shape subgraph), the GRU
+    // runs over a bounded sequence, and `out[:, -1]` takes the last step at run time (a Gather
+    // at opsets 14 and 17, a Slice at opset 9).
+    let mut n_gru = 0;
+    for f in ["gru_op9.onnx", "gru_op14.onnx", "gru_op17.onnx"] {
+        n_gru += check_model(&refs, f, "{n<=3}x{s<=12}x4").0;
+    }
+    // The dynamo GRU baked the example's sequence length (7) in; its batch is bounded, and its
+    // initial state is Expand of zeros to a computed [1, batch, 8].
+    n_gru += check_model(&refs, "gru_dynamo.onnx", "{n<=3}x7x4").0;
+    println!("sizes run: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}, gru {n_gru}");
+    assert!(
+        n_cnn >= 3 && n_mlp >= 12 && n_up >= 12 && n_enc >= 4 && n_gru >= 17,
+        "expected every reference size: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}, gru {n_gru}"
+    );
+    assert_eq!(cnn.info.dims, vec![("n".to_string(), 3), ("h".to_string(), 16), ("w".to_string(), 16)]);
+}
+
+#[test]
+fn dims_above_the_bound_and_wrong_lengths_are_errors_not_panics() {
+    let b = build_bounded("mlp_op13.onnx", "{batch<=8}x10");
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_errors");
+    let ok = run(&b, &work, &[0.5; 80], &[8]).expect("the bound itself runs");
+    assert_eq!(ok.shape, vec![8, 4]);
+    let (code, err) = run(&b, &work, &[0.5; 90], &[9]).expect_err("batch 9 is above the bound");
+    assert_eq!(code, 2, "a DimError, not a panic: {err}");
+    assert!(err.contains("dim `batch` is 9; it must be in 1..=8"), "{err}");
+    let (code, err) = run(&b, &work, &[0.5; 30], &[2]).expect_err("30 elements are not 2x10");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("input `x` has 30 elements, its dims give 20"), "{err}");
+    let (code, err) = run(&b, &work, &[], &[0]).expect_err("batch 0");
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn arena_is_the_plan_at_the_bounds() {
+    // The MLP has no convolution, so the bounded plan is the pinned plan at the bound exactly;
+    // the CNN's convolutions reserve their whole im2col buffer at the bound, so its arena is at
+    // least the pinned one.
+    for (file, pin, pinned, exact) in
+        [("mlp_op13.onnx", "{batch<=8}x10", vec![8, 10], true), ("cnn_dynamo.onnx", "{n<=3}x3x{h<=16}x{w<=16}", vec![3, 3, 16, 16], false)]
+    {
+        let pins = vec![("x".to_string(), parse_pin_dims(pin).expect("pin"))];
+        let (gen, _) = generate_bounded(&models().join(file), &pins, &[], None, "model.bin").expect("bounded");
+        let at_bound = generate(&models().join(file), &[("x".to_string(), pinned)], &[], "model.bin").expect("pinned");
+        assert!(gen.source.contains(&format!("pub const ARENA_BYTES: usize = {};", gen.arena_bytes)), "{file}: ARENA_BYTES constant");
+        if exact {
+            assert_eq!(gen.arena_bytes, at_bound.arena_bytes, "{file}");
+        } else {
+            assert!(gen.arena_bytes >= at_bound.arena_bytes, "{file}: {} < {}", gen.arena_bytes, at_bound.arena_bytes);
+        }
+        assert!(gen.source.contains("pub const") && gen.source.contains("_MAX: usize ="), "{file}: bounds as constants");
+    }
+}
+
+#[test]
+fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
+    // An op without a bounded-dims emitter: a compile-time error naming the node and op.
+    {
+        use burnc_compiler::ir::{DType, Dim, Graph, Op, Shape, TensorType, ValueKind, ValueType};
+        let mut g = Graph::default();
+        let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![Dim::Sym { name: "n".into(), bound: Some(4) }, Dim::Fixed(4)])) });
+        let x = g.add_value("x", ty, ValueKind::Input);
+        g.inputs.push(x);
+        let axis = g.add_const("axis", Tensor::from_i64s(vec![], vec![0]));
+        let (_, outs) = g.add_node("running_sum", Op::CumSum { exclusive: false, reverse: false }, vec![Some(x), Some(axis)], &["y".to_string()]);
+        g.outputs = outs;
+        let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("CumSum is refused").to_string();
+        assert!(err.contains("running_sum") && err.contains("`CumSum` does not support bounded dims yet; pin them with --input"), "{err}");
+    }
+    // A TorchScript encoder baked its example's sequence length (5) into a Reshape: bounding the
+    // sequence is an error naming that Reshape, not a panic.
+    let pins = vec![("x".to_string(), parse_pin_dims("{n<=4}x{s<=9}x6").expect("pin"))];
+    let err = generate_bounded(&models().join("encoder_op17.onnx"), &pins, &[], None, "model.bin").err().expect("refused").to_string();
+    assert!(err.contains("Reshape_4") && err.contains("cannot reshape"), "{err}");
+    // A dim without a bound: say so.
+    let mut g = burnc_frontends::onnx::load(&models().join("mlp_op13.onnx")).expect("load").graph;
+    let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("unbounded").to_string();
+    assert!(err.contains("has no bound"), "{err}");
+    burnc::build::pin_input_dims(&mut g, "x", &parse_pin_dims("{b<=4}x10").expect("pin")).expect("pin");
+    assert!(burnc_compiler::codegen::generate_bounded(&g, &Default::default()).is_ok());
+    for bad in ["{h<=0}x3", "{h<=}x3", "{1h<=4}x3", "{h<=4x3", "h<=4}x3"] {
+        assert!(parse_pin_dims(bad).is_err(), "`{bad}` should be refused");
+    }
+    assert_eq!(parse_pin_dims("1x{h<=4}").expect("pin"), vec![PinDim::Fixed(1), PinDim::Bounded { name: "h".into(), bound: 4 }]);
+}
+
+#[test]
+fn cli_and_build_api_take_bounded_dims() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_cli");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let model = models().join("mlp_op13.onnx");
+    let out = dir.join("mlp.rs");
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(&model).arg("--input").arg("x={batch<=8}x10").arg("-o").arg(&out).output().expect("burnc runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let src = std::fs::read_to_string(&out).expect("module");
+    assert!(src.contains("pub const BATCH_MAX: usize = 8;") && src.contains("pub struct Dims") && src.contains("Result<Outputs<'a>, DimError>"), "{src}");
+    let arena: usize = String::from_utf8_lossy(&o.stdout).split("arena_bytes=").nth(1).and_then(|r| r.split_whitespace().next()?.parse().ok()).expect("arena line");
+
+    // `burnc inspect` prints the plan at the bounds and the outputs' dims.
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg("inspect").arg(&model).args(["--input", "x={batch<=8}x10"]).output().expect("burnc runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains(&format!("memory at the bounds: arena_bytes={arena} ")) && text.contains("output y: [batch, 4]"), "{text}");
+
+    let report = burnc::Build::new(&model).input_dims("x", "{batch<=8}x10").out_dir(&dir).name("mlp_build").cargo_metadata(false).compile().expect("Build");
+    assert_eq!(report.arena_bytes, arena);
+    assert!(std::fs::read_to_string(dir.join("mlp_build.rs")).expect("module").contains("pub struct Dims"));
+
+    // A model that cannot take these bounds fails with the node named, without a panic.
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc"))
+        .arg(models().join("encoder_op14.onnx"))
+        .args(["--input", "x={n<=4}x{s<=9}x6", "-o"])
+        .arg(dir.join("enc.rs"))
+        .output()
+        .expect("burnc runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("Reshape_4") && !err.contains("panicked"), "{err}");
+    // A bad bounded dim is a usage error.
+    let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(&model).args(["--input", "x={batch<=0}x10", "-o"]).arg(dir.join("bad.rs")).output().expect("burnc runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("the bound must be at least 1"), "{err}");
+}
+
+#[test]
+fn keyword_dim_names_compile_and_run() {
+    // `{type<=8}` is a Rust keyword: the Dims field is `type_`, and the module still builds.
+    let b = build_bounded("mlp_op13.onnx", "{type<=8}x10");
+    assert!(b.gen.source.contains("pub type_: usize"), "{}", b.gen.source);
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims_keyword");
+    let y = run(&b, &work, &[0.25; 30], &[3]).expect("runs");
+    assert_eq!(y.shape, vec![3, 4]);
+    // Softmax rows sum to one.
+    for r in 0..3 {
+        let s: f64 = y.to_f64_vec()[r * 4..(r + 1) * 4].iter().sum();
+        assert!((s - 1.0).abs() < 1e-5, "row {r} sums to {s}");
+    }
+}
+
+#[test]
+fn bounded_cnn_module_snapshot() {
+    // The generated code as a reviewable diff (tests/snapshots/): size table, checks, kernels
+    // called with `sz[i]`. After an intended change: `INSTA_UPDATE=always cargo test --test
+    // bounded_dims`.
+    let pins = vec![("x".to_string(), parse_pin_dims("{n<=3}x3x{h<=16}x{w<=16}").expect("pin"))];
+    let (gen, _) = generate_bounded(&models().join("cnn_dynamo.onnx"), &pins, &[], None, "cnn.bin").expect("bounded");
+    let source = gen.source.replacen(&format!("burnc {} from", env!("CARGO_PKG_VERSION")), "burnc [version] from", 1);
+    insta::assert_snapshot!("bounded_cnn", format!("{}\n\n{source}", burnc::build::memory_line(&gen)));
+}
+
+/// A hand-built graph over bounded dims (Concat along channels, Transpose, a Reshape whose
+/// target a shape subgraph computes, Softmax, ReduceMean), run through one bounded module at
+/// several sizes and compared with the interpreter at each size.
+#[test]
+fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
+    use burnc_compiler::interp::RtValue;
+    use burnc_compiler::ir::{DType, Dim, Graph, Op, ReduceOp, Shape, TensorType, UnaryOp, ValueKind, ValueType};
+    let bounded = |name: &str, b: usize| Dim::Sym { name: name.into(), bound: Some(b) };
+    let mut g = Graph::default();
+    let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![bounded("n", 2), Dim::Fixed(2), bounded("h", 4), bounded("w", 5)])) });
+    let x = g.add_value("x", ty, ValueKind::Input);
+    g.inputs.push(x);
+    let mut node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
+    let r = node(&mut g, "relu", Op::Unary(UnaryOp::Relu), vec![x]);
+    let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, vec![x, r]); // [n, 4, h, w]
+    let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![cat]); // [n, h, w, 4]
+    // view(n, h*w, 4) through Shape / Gather / Mul / Concat.
+    let sh = node(&mut g, "shape", Op::Shape { start: 0, end: None }, vec![t]);
+    let i0 = g.add_const("i0", Tensor::from_i64s(vec![1], vec![0]));
+    let i1 = g.add_const("i1", Tensor::from_i64s(vec![1], vec![1]));
+    let i2 = g.add_const("i2", Tensor::from_i64s(vec![1], vec![2]));
+    let four = g.add_const("four", Tensor::from_i64s(vec![1], vec![4]));
+    let n0 = node(&mut g, "g0", Op::Gather { axis: 0 }, vec![sh, i0]);
+    let h0 = node(&mut g, "g1", Op::Gather { axis: 0 }, vec![sh, i1]);
+    let w0 = node(&mut g, "g2", Op::Gather { axis: 0 }, vec![sh, i2]);
+    let hw = node(&mut g, "hw", Op::Binary(burnc_compiler::ir::BinaryOp::Mul), vec![h0, w0]);
+    let target = node(&mut g, "target", Op::Concat { axis: 0 }, vec![n0, hw, four]);
+    let v = node(&mut g, "view", Op::Reshape { allowzero: false }, vec![t, target]); // [n, h*w, 4]
+    let sm = node(&mut g, "softmax", Op::Softmax { axis: 1, log: false, coerce_2d: false }, vec![v]);
+    let axes = g.add_const("axes", Tensor::from_i64s(vec![1], vec![2]));
+    let y = node(&mut g, "mean", Op::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }, vec![sm, axes]); // [n, h*w]
+    g.outputs = vec![y];
+
+    let sizes = [[2usize, 2, 4, 5], [1, 2, 1, 1], [2, 2, 3, 2], [1, 2, 4, 3]];
+    check_against_interpreter(&g, "bounded-hand-built", &sizes.map(|s| (s.to_vec(), vec![s[0], s[2], s[3]])));
+}
+
+/// Compile `g` (bounded dims) once, run it at each `(input shape, dims)` and compare with the
+/// interpreter on the same input.
+fn check_against_interpreter(g: &burnc_compiler::ir::Graph, key: &str, sizes: &[(Vec<usize>, Vec<usize>)]) {
+    use burnc_compiler::interp::RtValue;
+    let (gen, info) = burnc_compiler::codegen::generate_bounded(g, &Default::default()).unwrap_or_else(|e| panic!("{key}: {e}"));
+    let main = bounded_main_rs(&gen, &info);
+    let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
+    let b = Built { bin: build_crate(key, &files, Profile::Run).expect("builds"), gen, info };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(key);
+    for (k, (shape, dims)) in sizes.iter().enumerate() {
+        let numel: usize = shape.iter().product();
+        let xs: Vec<f32> = (0..numel).map(|i| ((i * 37 + k * 11) % 17) as f32 / 4.0 - 2.0).collect();
+        let xt = Tensor::new(shape.to_vec(), burnc_compiler::Data::F32(xs.clone()));
+        let want = match burnc_compiler::interp::run(g, vec![RtValue::Tensor(xt)]) {
+            Ok(mut v) => match v.remove(0) {
+                RtValue::Tensor(t) => t,
+                other => panic!("{other:?}"),
+            },
+            // A size the model cannot take (a window larger than its input): the module says so.
+            Err(e) => {
+                let (code, err) = run(&b, &work, &xs, dims).expect_err(&format!("{key} at {shape:?}: the interpreter refuses ({e}), so must the module"));
+                assert!(code == 2 && err.contains("too small"), "{key} at {shape:?}: {err}");
+                continue;
+            }
+        };
+        let got = run(&b, &work, &xs, dims).unwrap_or_else(|e| panic!("{key} at {shape:?}: {e:?}"));
+        common::close_tensor(&got, &want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("{key} at {shape:?}: {e}"));
+    }
+}
+
+/// SAME padding (pads computed at run time from the size) and ceil_mode pooling.
+#[test]
+fn same_padding_and_ceil_mode_match_the_interpreter() {
+    use burnc_compiler::ir::{AutoPad, DType, Dim, Graph, Op, PoolKind, Shape, TensorType, ValueKind, ValueType, Window};
+    let mut g = Graph::default();
+    let ty = ValueType::Tensor(TensorType {
+        dtype: DType::F32,
+        shape: Some(Shape(vec![Dim::Fixed(1), Dim::Fixed(2), Dim::Sym { name: "h".into(), bound: Some(11) }, Dim::Sym { name: "w".into(), bound: Some(9) }])),
+    });
+    let x = g.add_value("x", ty, ValueKind::Input);
+    g.inputs.push(x);
+    let wv: Vec<f32> = (0..3 * 2 * 3 * 3).map(|i| ((i * 7) % 11) as f32 / 10.0 - 0.5).collect();
+    let wt = g.add_const("wt", Tensor::new(vec![3, 2, 3, 3], burnc_compiler::Data::F32(wv)));
+    let same = Window { kernel_shape: vec![3, 3], strides: vec![2, 2], pads: vec![], dilations: vec![], auto_pad: AutoPad::SameUpper, ceil_mode: false };
+    let c = g.add_node("conv", Op::Conv { window: same, group: 1 }, vec![Some(x), Some(wt), None], &["c".to_string()]).1[0];
+    let pool = Window { kernel_shape: vec![3, 3], strides: vec![2, 2], pads: vec![0, 0, 0, 0], dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: true };
+    let p = g.add_node("pool", Op::Pool { kind: PoolKind::Max, window: pool, storage_order: 0 }, vec![Some(c)], &["p".to_string()]).1[0];
+    g.outputs = vec![p];
+    let sizes: Vec<(Vec<usize>, Vec<usize>)> = [(11, 9), (10, 8), (7, 5), (4, 3), (9, 9)].iter().map(|&(h, w)| (vec![1, 2, h, w], vec![h, w])).collect();
+    check_against_interpreter(&g, "bounded-same-ceil", &sizes);
+}
