@@ -112,6 +112,10 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
         }
     }
     for (v, ex) in &info.shapes {
+        // Buffers are sized at the bounds: a size that could be larger below them is refused.
+        if let Some(e) = ex.iter().find(|e| !e.is_monotone()) {
+            return Err(graph_err(format!("value `{}`", g.value(*v).name), format!("has a size {e} that can shrink as a bounded dim grows; pin the dims with --input")));
+        }
         let at_bound: Option<Vec<usize>> = ex.iter().map(|e| e.eval(&bound).map(|x| x.max(0) as usize)).collect();
         let fixed = g.tensor_type(*v).and_then(|t| t.shape.as_ref()?.as_fixed());
         if at_bound != fixed {
