@@ -133,11 +133,11 @@ impl Bx<'_> {
         if !matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
             // The window must fit the padded input (as geom::resolve requires): one more
             // derived size `len + pads − extent + 1` that `forward` checks is at least 1.
-            for i in 0..k {
+            for (i, x) in xs.iter().enumerate() {
                 let j = 3 - k + i;
                 let dk = ((win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1) as i64;
                 let pads = (win_at_bound.pads_begin[j] + win_at_bound.pads_end[j]) as i64;
-                let _ = self.sizes.dim(&xs[i].add(&DimExpr::constant(pads - dk + 1)));
+                let _ = self.sizes.dim(&x.add(&DimExpr::constant(pads - dk + 1)));
             }
         }
         if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
