@@ -88,7 +88,7 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     let bound = |n: &str| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64);
     let ins = inputs_of(&g);
     for &i in &g.inputs.clone() {
-        let ex = &ins[&i];
+        let ex = ins.get(&i).ok_or_else(|| graph_err(format!("input `{}`", g.value(i).name), "lost its dims"))?;
         let fixed: Vec<usize> = ex.iter().map(|e| e.eval(&bound).unwrap_or(0) as usize).collect();
         let v = g.value_mut(i);
         if let ValueType::Tensor(t) = &v.ty {
@@ -237,7 +237,11 @@ fn build(
     let outputs: Vec<IoDesc> = g.outputs.iter().map(|&o| io_desc(g, o, &mut out_taken)).collect::<Result<_, _>>()?;
     let output_shapes: Vec<Vec<DimExpr>> =
         g.outputs.iter().map(|o| info.shapes.get(o).cloned().ok_or_else(|| graph_err(format!("output `{}`", g.value(*o).name), "has no bounded shape"))).collect::<Result<_, _>>()?;
-    let input_shapes: Vec<Vec<DimExpr>> = g.inputs.iter().map(|i| sym_inputs[i].clone()).collect();
+    let input_shapes: Vec<Vec<DimExpr>> = g
+        .inputs
+        .iter()
+        .map(|i| sym_inputs.get(i).cloned().ok_or_else(|| graph_err(format!("input `{}`", g.value(*i).name), "lost its dims")))
+        .collect::<Result<_, _>>()?;
     for (&o, d) in g.outputs.iter().zip(&outputs) {
         if !matches!(g.value(o).kind, ValueKind::Node(_)) || !plan.slots.contains_key(&o) {
             return Err(graph_err(format!("output `{}`", d.name), "is not computed by a node"));
