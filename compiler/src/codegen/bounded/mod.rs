@@ -9,8 +9,10 @@
 //! not depend on a named dim use the static emitters unchanged; the others go through
 //! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
 //! runtime kernels.
+mod data;
 mod emit;
 mod resize;
+mod rnn;
 
 use super::emit::{rust_ty, Ctx};
 use super::module::{block_label, Generated};
