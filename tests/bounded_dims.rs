@@ -274,14 +274,13 @@ fn bounded_cnn_module_snapshot() {
 /// several sizes and compared with the interpreter at each size.
 #[test]
 fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
-    use burnc_compiler::interp::RtValue;
     use burnc_compiler::ir::{DType, Dim, Graph, Op, ReduceOp, Shape, TensorType, UnaryOp, ValueKind, ValueType};
     let bounded = |name: &str, b: usize| Dim::Sym { name: name.into(), bound: Some(b) };
     let mut g = Graph::default();
     let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![bounded("n", 2), Dim::Fixed(2), bounded("h", 4), bounded("w", 5)])) });
     let x = g.add_value("x", ty, ValueKind::Input);
     g.inputs.push(x);
-    let mut node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
+    let node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
     let r = node(&mut g, "relu", Op::Unary(UnaryOp::Relu), vec![x]);
     let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, vec![x, r]); // [n, 4, h, w]
     let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![cat]); // [n, h, w, 4]

@@ -134,6 +134,21 @@ impl DimExpr {
         Some(e)
     }
 
+    /// Whether the value never decreases when a named dim grows (for dims ≥ 1): every
+    /// non-constant term has a positive coefficient and its floor-divisions are of such
+    /// expressions. Then the value at the bounds is the largest, which is what lets the memory
+    /// plan size every buffer at the bounds.
+    pub fn is_monotone(&self) -> bool {
+        self.terms.iter().all(|(atoms, &c)| {
+            atoms.is_empty()
+                || (c > 0
+                    && atoms.iter().all(|a| match a {
+                        Atom::Var(_) => true,
+                        Atom::FloorDiv(e, _) => e.is_monotone(),
+                    }))
+        })
+    }
+
     /// The named dims that occur.
     pub fn vars(&self) -> std::collections::BTreeSet<String> {
         let mut out = std::collections::BTreeSet::new();
@@ -253,6 +268,7 @@ mod tests {
         let total = b.mul(&DimExpr::constant(16)).mul(&h).mul(&h);
         assert_eq!(total.exact_div(&b), Some(DimExpr::constant(16).mul(&h).mul(&h)));
         assert_eq!(total.exact_div(&DimExpr::var("w")), None);
+        assert!(total.is_monotone() && !DimExpr::constant(9).sub(&b).is_monotone());
         assert_eq!(DimExpr::var("h").exact_div(&DimExpr::constant(2)), None);
     }
 

@@ -269,8 +269,15 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 let r = xs.len() + axes.len();
                 let mut ax: Vec<usize> = axes.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?;
                 ax.sort_unstable();
+                ax.dedup();
+                if ax.len() != axes.len() {
+                    return Err("Unsqueeze axes repeat".into());
+                }
                 let mut d = xs;
                 for a in ax {
+                    if a > d.len() {
+                        return Err(format!("Unsqueeze axis {a} is out of range"));
+                    }
                     d.insert(a, c(1));
                 }
                 d
@@ -294,7 +301,10 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                     s.ints.insert(out, v.concat());
                 }
             }
-            let mut d = all[0].clone();
+            let mut d = all.first().cloned().ok_or("Concat without inputs")?;
+            if all.iter().any(|a| a.len() != r) {
+                return Err("Concat inputs of different ranks".into());
+            }
             d[ax] = all.iter().fold(c(0), |acc, a| acc.add(&a[ax]));
             d
         }

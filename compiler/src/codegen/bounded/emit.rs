@@ -1,8 +1,10 @@
 //! Emitters for nodes whose shapes depend on bounded dims: the same runtime kernels as the
-//! static emitters, with sizes read from the run-time table `sz` instead of literals. Ops
-//! not listed here are an error naming the node ("pin the dims with --input").
+//! static emitters, with sizes read from the run-time table `sz` instead of literals. Here:
+//! the helpers, the dispatch and the compute ops; data movement is in `data.rs`, recurrent
+//! ops in `rnn.rs`, Resize in `resize.rs`. Ops not listed are an error naming the node ("pin
+//! the dims with --input").
 use super::Sizes;
-use crate::codegen::emit::{rust_ty, Ctx};
+use crate::codegen::emit::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::elementwise::runtime_unary;
 use crate::interp::ops::nn::geom::resolve;
@@ -19,7 +21,7 @@ pub(crate) struct Bx<'a> {
     pub dims: &'a [(String, usize)],
 }
 
-fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
+pub(super) fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
     g.tensor_type(v?)?.shape.as_ref()?.as_fixed()
 }
 
@@ -39,37 +41,21 @@ pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId) -> Option<usize> {
     Some((d.c_in / d.group) * win.kernel_size() * win.out_size() * dt.size())
 }
 
-fn f32_lit(v: f32) -> String {
+pub(super) fn f32_lit(v: f32) -> String {
     crate::codegen::emit::f32_lit(v)
 }
 
 impl Bx<'_> {
-    pub(super) fn err_at(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+    pub(super) fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
         self.cx.err(n, reason)
     }
 
-    pub(super) fn shape_of(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
-        self.shape(n, v)
-    }
-
-    pub(super) fn read_of(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
-        self.read(n, v)
-    }
-
-    pub(super) fn write_of(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
-        self.write(n, v)
-    }
-
-    fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
-        self.cx.err(n, reason)
-    }
-
-    fn unsupported(&self, n: &Node) -> CodegenError {
+    pub(super) fn unsupported(&self, n: &Node) -> CodegenError {
         let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| n.op.name());
         self.err(n, format!("`{op}` does not support bounded dims yet; pin them with --input"))
     }
 
-    fn shape(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
+    pub(super) fn shape(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
         if let Some(s) = self.info.shapes.get(&v) {
             return Ok(s.clone());
         }
@@ -78,16 +64,16 @@ impl Bx<'_> {
         Ok(s.iter().map(|&d| DimExpr::constant(d as i64)).collect())
     }
 
-    fn dims(&self, n: &Node, v: ValueId) -> Result<Vec<String>, CodegenError> {
+    pub(super) fn dims(&self, n: &Node, v: ValueId) -> Result<Vec<String>, CodegenError> {
         Ok(self.shape(n, v)?.iter().map(|d| self.sizes.dim(d)).collect())
     }
 
-    fn numel(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+    pub(super) fn numel(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
         Ok(self.sizes.numel(&self.shape(n, v)?))
     }
 
     /// `&[T]` over value `v` with its run-time length.
-    fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+    pub(super) fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
         let g = self.cx.g;
         match &g.value(v).kind {
             ValueKind::Node(_) => {
@@ -103,16 +89,16 @@ impl Bx<'_> {
     }
 
     /// `&mut [T]` over node output `v` with its run-time length.
-    fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+    pub(super) fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
         let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.cx.g.value(v).name)))?;
         Ok(format!("unsafe {{ rt::arena::view_mut::<{}>(a, {}, {}) }}", self.cx.elem(n, v)?, slot.offset, self.numel(n, v)?))
     }
 
-    fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
+    pub(super) fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
         self.cx.input(n, i)
     }
 
-    fn opt_read(&self, n: &Node, i: usize) -> Result<String, CodegenError> {
+    pub(super) fn opt_read(&self, n: &Node, i: usize) -> Result<String, CodegenError> {
         Ok(match n.inputs.get(i).copied().flatten() {
             Some(v) => format!("Some({})", self.read(n, v)?),
             None => "None".into(),
@@ -133,11 +119,11 @@ impl Bx<'_> {
         if !matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
             // The window must fit the padded input (as geom::resolve requires): one more
             // derived size `len + pads − extent + 1` that `forward` checks is at least 1.
-            for i in 0..k {
+            for (i, x) in xs.iter().enumerate() {
                 let j = 3 - k + i;
                 let dk = ((win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1) as i64;
                 let pads = (win_at_bound.pads_begin[j] + win_at_bound.pads_end[j]) as i64;
-                let _ = self.sizes.dim(&xs[i].add(&DimExpr::constant(pads - dk + 1)));
+                let _ = self.sizes.dim(&x.add(&DimExpr::constant(pads - dk + 1)));
             }
         }
         if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
@@ -400,69 +386,8 @@ impl Bx<'_> {
                     *epsilon as f64
                 )))
             }
-            Op::Transpose { perm } => {
-                let x = self.input(n, 0)?;
-                let xs = self.dims(n, x)?;
-                let r = xs.len();
-                let p: Vec<usize> = perm.clone().unwrap_or_else(|| (0..r).rev().collect());
-                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
-                // Output index → input offset: walk the output in order with the input's strides.
-                Ok(Some(format!(
-                    "let (x, y) = ({}, {});\nlet xs: [usize; {r}] = [{}];\nlet perm: [usize; {r}] = {p:?};\n\
-                     let mut xst = [1usize; {r}]; for d in (0..{r}usize.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
-                     let ys: [usize; {r}] = core::array::from_fn(|d| xs[perm[d]]);\n\
-                     let mut idx = [0usize; {r}];\n\
-                     for o in y.iter_mut() {{\n\
-                       let mut off = 0usize; for d in 0..{r} {{ off += idx[d] * xst[perm[d]]; }}\n\
-                       *o = x[off];\n\
-                       for d in (0..{r}).rev() {{ idx[d] += 1; if idx[d] < ys[d] {{ break; }} idx[d] = 0; }}\n\
-                     }}\nlet _: &[{t}] = x;",
-                    self.read(n, x)?,
-                    self.write(n, out)?,
-                    xs.join(", ")
-                )))
-            }
-            Op::Gather { axis } => {
-                let (x, iv) = (self.input(n, 0)?, self.input(n, 1)?);
-                let idx = self.cx.konst(iv).and_then(|t| t.to_i64_vec()).ok_or_else(|| self.unsupported(n))?;
-                let xs = self.shape(n, x)?;
-                let a = norm(*axis, xs.len()).map_err(|e| self.err(n, e))?;
-                // Each index as a run-time expression; on a bounded axis, `forward` checks the
-                // index is in range for the actual dims (a derived size `len − i` ≥ 1).
-                let len = &xs[a];
-                let mut exprs = Vec::with_capacity(idx.len());
-                for &i in &idx {
-                    match len.as_const() {
-                        Some(l) => {
-                            let j = if i < 0 { i + l } else { i };
-                            if !(0..l).contains(&j) {
-                                return Err(self.err(n, format!("index {i} is out of range for a dim of {l}")));
-                            }
-                            exprs.push(format!("{j}usize"));
-                        }
-                        None if i < 0 => {
-                            // len + i ≥ 0  ⇔  len + i + 1 ≥ 1.
-                            let need = self.sizes.dim(&len.add(&DimExpr::constant(i + 1)));
-                            exprs.push(format!("({need} - 1)"));
-                        }
-                        None => {
-                            let _ = self.sizes.dim(&len.sub(&DimExpr::constant(i)));
-                            exprs.push(format!("{i}usize"));
-                        }
-                    }
-                }
-                let (outer, inner, l) = (self.sizes.numel(&xs[..a]), self.sizes.numel(&xs[a + 1..]), self.sizes.dim(len));
-                Ok(Some(format!(
-                    "let (x, y) = ({}, {});\nlet (outer, inner, l) = ({outer}, {inner}, {l});\nlet idx: [usize; {ni}] = [{}];\n\
-                     for o in 0..outer {{ for (j, &i) in idx.iter().enumerate() {{\n\
-                       y[(o * {ni} + j) * inner..(o * {ni} + j + 1) * inner].copy_from_slice(&x[(o * l + i) * inner..(o * l + i + 1) * inner]);\n\
-                     }} }}",
-                    self.read(n, x)?,
-                    self.write(n, out)?,
-                    exprs.join(", "),
-                    ni = idx.len()
-                )))
-            }
+            Op::Transpose { .. } => self.transpose(n, out, od),
+            Op::Gather { .. } => self.gather(n, out),
             Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
                 f32_only("a reduction")?;
                 use burnc_runtime::kernels::reduce::ReduceKind;
@@ -506,82 +431,22 @@ impl Bx<'_> {
                 )))
             }
             Op::Resize(_) => self.resize(id, n, out),
-            Op::Slice => {
-                let x = self.input(n, 0)?;
-                let xs = self.shape(n, x)?;
-                let (start, ys, need) = crate::passes::symbolic::slice_plan(self.cx.g, n, &xs).map_err(|e| if e.is_empty() { self.unsupported(n) } else { self.err(n, e) })?;
-                for e in &need {
-                    // Registered in the size table: `forward` checks each is at least 1.
-                    let _ = self.sizes.dim(e);
-                }
-                let r = xs.len();
-                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
-                let lits = |v: &[DimExpr]| v.iter().map(|d| self.sizes.dim(d)).collect::<Vec<_>>().join(", ");
-                // A start may be 0 at run time, and every table size must be at least 1: a
-                // bounded start `len + s` is written as `(len + s + 1) − 1`.
-                let starts: Vec<String> = start
-                    .iter()
-                    .map(|d| if d.as_const().is_some() { self.sizes.dim(d) } else { format!("({} - 1)", self.sizes.dim(&d.add(&DimExpr::constant(1)))) })
-                    .collect();
-                Ok(Some(format!(
-                    "let (x, y) = ({}, {});\nlet xs: [usize; {r}] = [{}];\nlet ys: [usize; {r}] = [{}];\nlet st: [usize; {r}] = [{}];\n\
-                     let mut xst = [1usize; {r}]; for d in (0..{r}usize.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
-                     let mut idx = [0usize; {r}];\n\
-                     for o in y.iter_mut() {{\n\
-                       let mut off = 0usize; for d in 0..{r} {{ off += (st[d] + idx[d]) * xst[d]; }}\n\
-                       *o = x[off];\n\
-                       for d in (0..{r}).rev() {{ idx[d] += 1; if idx[d] < ys[d] {{ break; }} idx[d] = 0; }}\n\
-                     }}\nlet _: &[{t}] = x;",
-                    self.read(n, x)?,
-                    self.write(n, out)?,
-                    lits(&xs),
-                    lits(&ys),
-                    starts.join(", ")
-                )))
-            }
+            Op::Slice => self.slice(n, out, od),
             Op::ConstantOfShape { value } => {
                 f32_only("ConstantOfShape")?;
                 let v = value.to_f64_vec().first().copied().unwrap_or(0.0) as f32;
                 Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
             }
             Op::Rnn(_) => self.rnn(id, n),
-            Op::Concat { axis } => {
-                let os = self.shape(n, out)?;
-                let ax = norm(*axis, os.len()).map_err(|e| self.err(n, e))?;
-                let (outer, row) = (self.sizes.numel(&os[..ax]), self.sizes.numel(&os[ax..]));
-                let mut s = format!("let y = {};\nlet (outer, row) = ({outer}, {row});\nlet mut start = 0usize;\n", self.write(n, out)?);
-                // Each input contributes `chunk` elements per outer index, one after another.
-                for v in n.inputs.iter().flatten() {
-                    let xs = self.shape(n, *v)?;
-                    s += &format!(
-                        "{{ let x = {}; let chunk = {}; for o in 0..outer {{ y[o * row + start..o * row + start + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]); }} start += chunk; }}\n",
-                        self.read(n, *v)?,
-                        self.sizes.numel(&xs[ax..])
-                    );
-                }
-                Ok(Some(s))
-            }
-            Op::Expand => {
-                let x = self.input(n, 0)?;
-                let (xs, os) = (self.shape(n, x)?, self.shape(n, out)?);
-                let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
-                let sx = self.bcast_strides(&xs, &os);
-                let rx = self.read(n, x)?;
-                let oshape: Vec<String> = os.iter().map(|d| self.sizes.dim(d)).collect();
-                Ok(Some(format!(
-                    "let x = {rx}; let sx = [{}];\nrt::kernels::broadcast::binary(x, &sx, x, &sx, {}, &[{}], |p: {t}, _q: {t}| p);",
-                    sx.join(", "),
-                    self.write(n, out)?,
-                    oshape.join(", ")
-                )))
-            }
+            Op::Concat { .. } => self.concat(n, out),
+            Op::Expand => self.expand(n, out, od),
             _ => Err(self.unsupported(n)),
         }
     }
 
     /// numpy-broadcast strides of `shape` against `out` as `usize` expressions (0 on
     /// broadcast dims, which are the constant 1).
-    fn bcast_strides(&self, shape: &[DimExpr], out: &[DimExpr]) -> Vec<String> {
+    pub(super) fn bcast_strides(&self, shape: &[DimExpr], out: &[DimExpr]) -> Vec<String> {
         let r = out.len();
         let one = DimExpr::constant(1);
         let mut st = vec!["0usize".to_string(); r];
@@ -602,81 +467,7 @@ impl Bx<'_> {
     }
 }
 
-impl Bx<'_> {
-    /// RNN / GRU / LSTM as the static emitter, with the sequence length and batch at run time.
-    fn rnn(&self, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-        let Op::Rnn(a) = &n.op else { return Err(self.unsupported(n)) };
-        let g = self.cx.g;
-        let x = self.input(n, 0)?;
-        if g.tensor_type(x).map(|t| t.dtype) != Some(DType::F32) {
-            return Err(self.err(n, "recurrent ops on other types than f32 with bounded dims are not supported yet; pin them with --input"));
-        }
-        let shape = |i: usize| fixed(g, n.inputs.get(i).copied().flatten());
-        let (Some(xb), Some(wb), Some(rb)) = (shape(0), shape(1), shape(2)) else { return Err(self.err(n, "X, W and R need shapes")) };
-        let opt_shapes: Vec<Option<Vec<usize>>> = (3..n.inputs.len()).map(|i| n.inputs[i].and_then(|_| shape(i))).collect();
-        let opt_refs: Vec<Option<&[usize]>> = opt_shapes.iter().map(|s| s.as_deref()).collect();
-        let d = crate::interp::ops::rnn::resolve_dims(a, &xb, &wb, &rb, &opt_refs).map_err(|e| self.err(n, e))?;
-        if n.inputs.get(4).copied().flatten().is_some() {
-            return Err(self.err(n, "sequence_lens with bounded dims is not supported yet; pin them with --input"));
-        }
-        let xs = self.shape(n, x)?;
-        let (seq, batch) = if a.batch_first { (&xs[1], &xs[0]) } else { (&xs[0], &xs[1]) };
-        let opt = |i: usize| -> Result<String, CodegenError> { self.opt_read(n, i) };
-        let outp = |i: usize| -> Result<String, CodegenError> {
-            match n.outputs.get(i) {
-                Some(&v) if self.cx.plan.slots.contains_key(&v) => Ok(format!("Some({})", self.write(n, v)?)),
-                _ => Ok("None".into()),
-            }
-        };
-        let acts: Vec<String> = a.activations.iter().map(rnn_act_lit).collect();
-        let clip = match d.clip {
-            Some(c) => format!("Some({})", f32_lit(c)),
-            None => "None".into(),
-        };
-        Ok(Some(format!(
-            "let d = rt::kernels::rnn::Dims {{ cell: rt::kernels::rnn::Cell::{:?}, direction: rt::kernels::rnn::Direction::{:?}, \
-             seq: {}, batch: {}, input: {}, hidden: {}, batch_first: {}, clip: {clip} }};\n\
-             let inp = rt::kernels::rnn::Inputs {{ x: {}, w: {}, r: {}, b: {}, seq_lens: None, h0: {}, c0: {}, p: {} }};\n\
-             let mut out = rt::kernels::rnn::Outputs {{ y: {}, y_h: {}, y_c: {} }};\n\
-             rt::kernels::rnn::rnn::<f32>(&d, &[{}], &inp, &mut out, {});",
-            d.cell,
-            d.direction,
-            self.sizes.dim(seq),
-            self.sizes.dim(batch),
-            d.input,
-            d.hidden,
-            d.batch_first,
-            self.read(n, x)?,
-            self.read(n, self.input(n, 1)?)?,
-            self.read(n, self.input(n, 2)?)?,
-            opt(3)?,
-            opt(5)?,
-            opt(6)?,
-            opt(7)?,
-            outp(0)?,
-            outp(1)?,
-            outp(2)?,
-            acts.join(", "),
-            self.cx.scratch(n, id, "f32", burnc_runtime::kernels::rnn::scratch_len(d.cell, d.hidden))?
-        )))
-    }
-}
-
-fn rnn_act_lit(a: &crate::ir::RnnAct) -> String {
-    use crate::ir::RnnAct;
-    let p = "rt::kernels::rnn::Act";
-    match *a {
-        RnnAct::Affine(x, y) => format!("{p}::Affine({}, {})", f32_lit(x), f32_lit(y)),
-        RnnAct::ScaledTanh(x, y) => format!("{p}::ScaledTanh({}, {})", f32_lit(x), f32_lit(y)),
-        RnnAct::HardSigmoid(x, y) => format!("{p}::HardSigmoid({}, {})", f32_lit(x), f32_lit(y)),
-        RnnAct::LeakyRelu(x) => format!("{p}::LeakyRelu({})", f32_lit(x)),
-        RnnAct::ThresholdedRelu(x) => format!("{p}::ThresholdedRelu({})", f32_lit(x)),
-        RnnAct::Elu(x) => format!("{p}::Elu({})", f32_lit(x)),
-        other => format!("{p}::{other:?}"),
-    }
-}
-
-fn norm(a: i64, r: usize) -> Result<usize, String> {
+pub(super) fn norm(a: i64, r: usize) -> Result<usize, String> {
     let v = if a < 0 { a + r as i64 } else { a };
     if v < 0 || v >= r as i64 {
         return Err(format!("axis {a} out of range for rank {r}"));

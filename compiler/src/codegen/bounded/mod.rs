@@ -9,8 +9,10 @@
 //! not depend on a named dim use the static emitters unchanged; the others go through
 //! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
 //! runtime kernels.
+mod data;
 mod emit;
 mod resize;
+mod rnn;
 
 use super::emit::{rust_ty, Ctx};
 use super::module::{block_label, Generated};
@@ -88,7 +90,7 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     let bound = |n: &str| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64);
     let ins = inputs_of(&g);
     for &i in &g.inputs.clone() {
-        let ex = &ins[&i];
+        let ex = ins.get(&i).ok_or_else(|| graph_err(format!("input `{}`", g.value(i).name), "lost its dims"))?;
         let fixed: Vec<usize> = ex.iter().map(|e| e.eval(&bound).unwrap_or(0) as usize).collect();
         let v = g.value_mut(i);
         if let ValueType::Tensor(t) = &v.ty {
@@ -112,6 +114,10 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
         }
     }
     for (v, ex) in &info.shapes {
+        // Buffers are sized at the bounds: a size that could be larger below them is refused.
+        if let Some(e) = ex.iter().find(|e| !e.is_monotone()) {
+            return Err(graph_err(format!("value `{}`", g.value(*v).name), format!("has a size {e} that can shrink as a bounded dim grows; pin the dims with --input")));
+        }
         let at_bound: Option<Vec<usize>> = ex.iter().map(|e| e.eval(&bound).map(|x| x.max(0) as usize)).collect();
         let fixed = g.tensor_type(*v).and_then(|t| t.shape.as_ref()?.as_fixed());
         if at_bound != fixed {
@@ -233,7 +239,11 @@ fn build(
     let outputs: Vec<IoDesc> = g.outputs.iter().map(|&o| io_desc(g, o, &mut out_taken)).collect::<Result<_, _>>()?;
     let output_shapes: Vec<Vec<DimExpr>> =
         g.outputs.iter().map(|o| info.shapes.get(o).cloned().ok_or_else(|| graph_err(format!("output `{}`", g.value(*o).name), "has no bounded shape"))).collect::<Result<_, _>>()?;
-    let input_shapes: Vec<Vec<DimExpr>> = g.inputs.iter().map(|i| sym_inputs[i].clone()).collect();
+    let input_shapes: Vec<Vec<DimExpr>> = g
+        .inputs
+        .iter()
+        .map(|i| sym_inputs.get(i).cloned().ok_or_else(|| graph_err(format!("input `{}`", g.value(*i).name), "lost its dims")))
+        .collect::<Result<_, _>>()?;
     for (&o, d) in g.outputs.iter().zip(&outputs) {
         if !matches!(g.value(o).kind, ValueKind::Node(_)) || !plan.slots.contains_key(&o) {
             return Err(graph_err(format!("output `{}`", d.name), "is not computed by a node"));

@@ -26,11 +26,11 @@ impl Bx<'_> {
         let vars: Vec<String> = e.vars().into_iter().collect();
         let bounds: Vec<i64> = vars
             .iter()
-            .map(|v| self.dims.iter().find(|(d, _)| d == v).map(|(_, b)| *b as i64).ok_or_else(|| self.err_at(n, format!("dim `{v}` has no bound"))))
+            .map(|v| self.dims.iter().find(|(d, _)| d == v).map(|(_, b)| *b as i64).ok_or_else(|| self.err(n, format!("dim `{v}` has no bound"))))
             .collect::<Result<_, _>>()?;
         let count = bounds.iter().try_fold(1usize, |a, &b| a.checked_mul(b as usize)).filter(|&c| c <= MAX_ASSIGNMENTS);
         if count.is_none() {
-            return Err(self.err_at(n, "`Resize` over an axis of several large bounded dims is not supported yet; pin them with --input"));
+            return Err(self.err(n, "`Resize` over an axis of several large bounded dims is not supported yet; pin them with --input"));
         }
         let mut out = BTreeSet::new();
         let mut cur = vec![1i64; vars.len()];
@@ -57,21 +57,21 @@ impl Bx<'_> {
     }
 
     pub(super) fn resize(&self, id: NodeId, n: &Node, out: ValueId) -> Result<Option<String>, CodegenError> {
-        let Op::Resize(at) = &n.op else { return Err(self.err_at(n, "not a Resize")) };
+        let Op::Resize(at) = &n.op else { return Err(self.err(n, "not a Resize")) };
         let g = self.cx.g;
         let x = self.cx.input(n, 0)?;
         if g.tensor_type(x).map(|t| t.dtype) != Some(crate::ir::DType::F32) {
-            return Err(self.err_at(n, "`Resize` on other types than f32 with bounded dims is not supported yet; pin them with --input"));
+            return Err(self.err(n, "`Resize` on other types than f32 with bounded dims is not supported yet; pin them with --input"));
         }
         if n.inputs.get(1).copied().flatten().and_then(|v| g.const_value(v)).is_some_and(|t| t.numel() > 0) {
-            return Err(self.err_at(n, "`Resize` with a roi and bounded dims is not supported yet; pin them with --input"));
+            return Err(self.err(n, "`Resize` with a roi and bounded dims is not supported yet; pin them with --input"));
         }
-        let xs = self.shape_of(n, x)?;
+        let xs = self.shape(n, x)?;
         let r = xs.len();
-        let scales = crate::passes::symbolic::resize_scales(g, n, at, r).map_err(|e| self.err_at(n, e))?;
+        let scales = crate::passes::symbolic::resize_scales(g, n, at, r).map_err(|e| self.err(n, e))?;
         let half = crate::codegen::emit::scratch_bytes(g, id) / 16;
-        let rx = self.read_of(n, x)?;
-        let y = self.write_of(n, out)?;
+        let rx = self.read(n, x)?;
+        let y = self.write(n, out)?;
         if scales.iter().all(|&k| k == 1) {
             return Ok(Some(format!("{y}.copy_from_slice({rx});")));
         }
@@ -94,12 +94,12 @@ impl Bx<'_> {
                 fake[d] = l as usize;
                 let mut sc = vec![1.0f64; r];
                 sc[d] = k as f64;
-                let (steps, _) = plan(at, &fake, None, Some(sc), None).map_err(|e| self.err_at(n, e))?;
-                let st = steps.first().ok_or_else(|| self.err_at(n, "no resize step"))?;
+                let (steps, _) = plan(at, &fake, None, Some(sc), None).map_err(|e| self.err(n, e))?;
+                let st = steps.first().ok_or_else(|| self.err(n, "no resize step"))?;
                 if *taps.get_or_insert(st.taps) != st.taps || st.out_len != l as usize * k as usize {
-                    return Err(self.err_at(n, "`Resize` whose taps depend on the size is not supported with bounded dims yet"));
+                    return Err(self.err(n, "`Resize` whose taps depend on the size is not supported with bounded dims yet"));
                 }
-                let too_big = |v: usize| u32::try_from(v).map_err(|_| self.err_at(n, "Resize tables too large; lower the bounds"));
+                let too_big = |v: usize| u32::try_from(v).map_err(|_| self.err(n, "Resize tables too large; lower the bounds"));
                 offs[2 * l as usize] = too_big(idx.len())?;
                 offs[2 * l as usize + 1] = too_big(ex.len())?;
                 idx.extend_from_slice(&st.idx);
