@@ -807,7 +807,8 @@ mod tests {
     #[test]
     fn depthwise_2d_gives_the_bits_of_the_generic_loop() {
         // c, multiplier, h, w, kh, kw, sh, sw, dh, dw, pads (top, left, bottom, right), oh, ow
-        let cases: [(usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [isize; 4], usize, usize); 7] = [
+        type Case = (usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [isize; 4], usize, usize);
+        let cases: [Case; 7] = [
             (3, 1, 14, 14, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 14, 14),
             (2, 1, 15, 13, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 8, 7),
             (2, 2, 9, 20, 5, 3, 1, 3, 2, 1, [2, 0, 2, 1], 5, 7),

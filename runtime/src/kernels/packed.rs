@@ -359,6 +359,7 @@ fn kernel_portable(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, l
 /// # Safety
 /// The CPU supports AVX2 and FMA; the slices meet the contract stated at [`driver`] (checked here once
 /// per tile, so the loop itself runs on raw pointers).
+#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
@@ -395,6 +396,7 @@ unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize
 ///
 /// # Safety
 /// As [`kernel_avx2`].
+#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
