@@ -10,7 +10,9 @@ use crate::interp::ops::elementwise::runtime_unary;
 use crate::interp::ops::nn::geom::resolve;
 use crate::ir::{AutoPad, BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
 use crate::passes::symbolic::SymInfo;
-use burnc_runtime::kernels::conv::{is_direct_depthwise, ConvDims};
+use crate::codegen::emit::nn::{prepacked_conv, prepacked_weights};
+use burnc_runtime::kernels::conv::{conv_scratch_len, is_direct_depthwise, ConvDims};
+use burnc_runtime::kernels::packed;
 use burnc_runtime::kernels::window::Window3;
 
 pub(crate) struct Bx<'a> {
@@ -25,8 +27,11 @@ pub(super) fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
     g.tensor_type(v?)?.shape.as_ref()?.as_fixed()
 }
 
-/// Scratch bytes of a Conv at the bounds: its whole im2col buffer (an upper bound of what
-/// the runtime's tiling asks for at any smaller size). `None` for other ops.
+/// Scratch bytes of a Conv at the bounds, an upper bound of what the runtime asks for at any
+/// smaller size: the GEMM's packing space (B panels, plus A blocks unless the weights come
+/// packed) and the whole im2col buffer (the runtime's tiling picks a tile per size, never more
+/// than all rows); for a direct depthwise conv, its zero-padded plane, which only grows with
+/// the window. `None` for other ops.
 pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId) -> Option<usize> {
     let n = g.node(id);
     let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
@@ -34,11 +39,15 @@ pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId) -> Option<usize> {
     let w = fixed(g, n.inputs.get(1).copied().flatten())?;
     let win = resolve(window, w.get(2..)?, x.get(2..)?).ok()?;
     let d = ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group };
-    if win.is_pointwise() || is_direct_depthwise(&d) {
-        return Some(0);
-    }
     let dt = g.tensor_type(n.inputs.first().copied().flatten()?)?.dtype;
-    Some((d.c_in / d.group) * win.kernel_size() * win.out_size() * dt.size())
+    if is_direct_depthwise(&d) {
+        return Some(conv_scratch_len(&d, &win) * dt.size());
+    }
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let kdim = cg * win.kernel_size();
+    let pack = if prepacked_conv(g, n).is_some() { packed::prepacked_scratch_len(kdim) } else { packed::scratch_len(mg, kdim) };
+    let col = if win.is_pointwise() { 0 } else { kdim * win.out_size() };
+    Some((pack + col) * dt.size())
 }
 
 pub(super) fn f32_lit(v: f32) -> String {
@@ -232,6 +241,15 @@ impl Bx<'_> {
                     ),
                     _ => format!("rt::kernels::conv::Epilogue::bias({})", self.opt_read(n, 2)?),
                 };
+                // Weights the layout stored packed (packing does not depend on the spatial dims).
+                if let Some(wp) = prepacked_weights(self.cx, n)? {
+                    return Ok(Some(format!(
+                        "let d = {d};\nlet win = {win};\nlet ep = {ep};\n\
+                         rt::kernels::conv::conv_fused_prepacked({}, {wp}, {}, &d, &win, {col}, &ep);",
+                        self.read(n, x)?,
+                        self.write(n, out)?
+                    )));
+                }
                 Ok(Some(format!(
                     "let d = {d};\nlet win = {win};\nlet ep = {ep};\n\
                      rt::kernels::conv::conv_fused({}, {}, {}, &d, &win, {col}, &rt::kernels::conv::Sgemm, &ep);",

@@ -8,7 +8,7 @@ mod elementwise;
 mod extra;
 mod misc;
 mod ml;
-mod nn;
+pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 mod norm;
 mod quant;

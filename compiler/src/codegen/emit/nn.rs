@@ -40,7 +40,7 @@ pub(crate) fn prepacked_conv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)>
 /// other convolutions): where the weights layout stored them packed, or else (a weight the
 /// layout placed plain, e.g. shared with another graph) packed now into a table, so the
 /// call always matches the scratch the memory plan gave it ([`scratch_bytes`]).
-fn prepacked_weights(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
+pub(crate) fn prepacked_weights(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
     let Some((d, win)) = prepacked_conv(cx.g, n) else { return Ok(None) };
     let w = cx.input(n, 1)?;
     let len = burnc_runtime::kernels::conv::conv_packed_len(&d, &win);
