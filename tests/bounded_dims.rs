@@ -16,13 +16,24 @@ fn npy(path: &Path) -> Tensor {
     burnc_frontends::npy::parse(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).expect("npy")
 }
 
-/// The onnxruntime references (shared script with tests/exported_models.rs).
-fn references() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims");
+/// The onnxruntime references for the models of tests/models/`set` (shared script with
+/// tests/exported_models.rs).
+fn references_of(set: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded_dims").join(set);
     let script = common::root().join("scripts/exported_refs.py");
-    let out = Command::new("python3").arg(&script).arg(&dir).output().unwrap_or_else(|e| panic!("cannot run python3: {e}"));
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&dir)
+        .arg(common::root().join("tests/models").join(set))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3: {e}"));
     assert!(out.status.success(), "{} failed:\n{}", script.display(), String::from_utf8_lossy(&out.stderr));
     dir
+}
+
+/// The PyTorch exports' references.
+fn references() -> PathBuf {
+    references_of("exported")
 }
 
 fn models() -> PathBuf {
@@ -37,8 +48,12 @@ struct Built {
 }
 
 fn build_bounded(file: &str, pin: &str) -> Built {
+    build_bounded_in(&models(), file, pin)
+}
+
+fn build_bounded_in(dir: &Path, file: &str, pin: &str) -> Built {
     let pins = vec![("x".to_string(), parse_pin_dims(pin).expect("pin"))];
-    let (gen, info) = generate_bounded(&models().join(file), &pins, &[], None, "model.bin").unwrap_or_else(|e| panic!("{file}: {e}"));
+    let (gen, info) = generate_bounded(&dir.join(file), &pins, &[], None, "model.bin").unwrap_or_else(|e| panic!("{file}: {e}"));
     let main = bounded_main_rs(&gen, &info);
     let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
     let bin = build_crate(&format!("bounded-{file}-{pin}"), &files, Profile::Run).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -74,8 +89,12 @@ fn dims_for(pin: &[PinDim], info: &burnc_compiler::codegen::BoundedInfo, shape: 
 /// Compile `file` once with `pin`, run it at every reference size of `stem` and compare with
 /// onnxruntime; returns the number of sizes run and the built model.
 fn check_model(refs: &Path, file: &str, pin: &str) -> (usize, Built) {
+    check_model_in(&models(), refs, file, pin)
+}
+
+fn check_model_in(models: &Path, refs: &Path, file: &str, pin: &str) -> (usize, Built) {
     let stem = file.trim_end_matches(".onnx");
-    let b = build_bounded(file, pin);
+    let b = build_bounded_in(models, file, pin);
     let spec = parse_pin_dims(pin).expect("pin");
     let mut sizes = 0;
     let mut failures = Vec::new();
@@ -136,6 +155,30 @@ fn exported_models_compiled_once_with_bounded_dims_match_onnxruntime_at_every_si
         "expected every reference size: cnn {n_cnn}, mlp {n_mlp}, upsample {n_up}, encoder {n_enc}, gru {n_gru}"
     );
     assert_eq!(cnn.info.dims, vec![("n".to_string(), 3), ("h".to_string(), 16), ("w".to_string(), 16)]);
+}
+
+/// Exports of the other frameworks, each compiled once with bounded dims and run at its three
+/// reference sizes: tf2onnx's NHWC CNN (Transposes around the convs, depthwise conv, Clip,
+/// swish as Sigmoid·x, global pooling) and its `tf.reshape(x, [tf.shape(x)[0], -1])`;
+/// paddle2onnx's CNN (a BatchNormalization left after a separate bias Add, so not folded;
+/// grouped conv, HardSwish), MLP and TransformerEncoderLayer (attention reshapes from shape
+/// subgraphs, LayerNormalization, erf GELU).
+#[test]
+fn tensorflow_and_paddle_exports_with_bounded_dims_match_onnxruntime() {
+    let mut runs = 0;
+    for (set, file, pin) in [
+        ("exported_tf", "tf_cnn_op13.onnx", "{n<=3}x{h<=20}x{w<=20}x3"),
+        ("exported_tf", "tf_flatten_op13.onnx", "{n<=7}x3x5"),
+        ("exported_paddle", "pd_cnn_op13.onnx", "{n<=3}x3x{h<=20}x{w<=20}"),
+        ("exported_paddle", "pd_mlp_op13.onnx", "{n<=8}x10"),
+        ("exported_paddle", "pd_encoder_op17.onnx", "{n<=4}x{s<=9}x6"),
+    ] {
+        let refs = references_of(set);
+        let (n, _) = check_model_in(&common::root().join("tests/models").join(set), &refs, file, pin);
+        assert_eq!(n, 3, "{file}: expected its 3 reference sizes");
+        runs += n;
+    }
+    println!("{runs} bounded runs over 5 tf2onnx / paddle2onnx exports");
 }
 
 #[test]

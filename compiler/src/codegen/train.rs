@@ -60,6 +60,12 @@ fn align(n: usize) -> usize {
 /// `tg.params`); `frozen`: every other f32 parameter with its value (saved with the trained
 /// ones by `write_safetensors`).
 pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tensor)], opts: &CodegenOptions) -> Result<TrainGenerated, CodegenError> {
+    // Frozen weights stay in the plain layout: `set_frozen` replaces them at run time, so the
+    // compiler must not pack them for the GEMM (nor size scratch as if it had).
+    super::emit::nn::without_prepacking(|| generate_train_inner(forward, tg, frozen, opts))
+}
+
+fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tensor)], opts: &CodegenOptions) -> Result<TrainGenerated, CodegenError> {
     let gerr = |what: &str, reason: String| CodegenError::Graph { what: what.into(), reason };
 
     // State layout: parameters first (so they are one run of bytes), then the moments.

@@ -155,7 +155,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
-        Op::Unary(_) | Op::Softmax { .. } | Op::LayerNorm { .. } => x(0)?,
+        Op::Unary(_) | Op::Softmax { .. } | Op::LayerNorm { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } => x(0)?,
         Op::Gather { axis } if !s.ints.contains_key(&input(n, 0)?) => {
             // Data movement with constant indices: X's dims around the indices' shape.
             let xs = x(0)?;

@@ -99,11 +99,11 @@ class Mlp(nn.Layer):
 
 # name: (module, input spec shape, opsets, input sizes the tests run)
 MODELS = {
-    "pd_cnn": (Cnn(), [None, 3, None, None], [9, 13, 17], [[1, 3, 16, 16], [2, 3, 12, 20], [3, 3, 9, 9]]),
-    "pd_lstm": (Lstm(), [None, None, 4], [9, 13, 17], [[1, 6, 4], [3, 2, 4], [2, 11, 4]]),
-    "pd_encoder": (Encoder(), [None, None, 6], [13, 17], [[1, 5, 6], [2, 9, 6], [4, 3, 6]]),
-    "pd_upsample": (Upsample(), [None, 2, None, None], [11, 13, 17], [[1, 2, 5, 6], [2, 2, 8, 3], [1, 2, 11, 13]]),
-    "pd_mlp": (Mlp(), [None, 10], [7, 9, 13], [[1, 10], [3, 10], [8, 10]]),
+    "pd_cnn": (Cnn(), [None, 3, None, None], [9, 13, 17, 21], [[1, 3, 16, 16], [2, 3, 12, 20], [3, 3, 9, 9]]),
+    "pd_lstm": (Lstm(), [None, None, 4], [9, 13, 17, 21], [[1, 6, 4], [3, 2, 4], [2, 11, 4]]),
+    "pd_encoder": (Encoder(), [None, None, 6], [13, 17, 21], [[1, 5, 6], [2, 9, 6], [4, 3, 6]]),
+    "pd_upsample": (Upsample(), [None, 2, None, None], [11, 13, 17, 19, 21], [[1, 2, 5, 6], [2, 2, 8, 3], [1, 2, 11, 13]]),
+    "pd_mlp": (Mlp(), [None, 10], [7, 9, 13, 21], [[1, 10], [3, 10], [8, 10]]),
 }
 
 

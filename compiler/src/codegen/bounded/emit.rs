@@ -10,7 +10,7 @@ use crate::interp::ops::elementwise::runtime_unary;
 use crate::interp::ops::nn::geom::resolve;
 use crate::ir::{AutoPad, BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
 use crate::passes::symbolic::SymInfo;
-use crate::codegen::emit::nn::{prepacked_conv, prepacked_weights};
+use crate::codegen::emit::nn::{act_lit, prepacked_conv, prepacked_weights};
 use burnc_runtime::kernels::conv::{conv_scratch_len, is_direct_depthwise, ConvDims};
 use burnc_runtime::kernels::packed;
 use burnc_runtime::kernels::window::Window3;
@@ -376,6 +376,54 @@ impl Bx<'_> {
                     self.write(n, out)?
                 )))
             }
+            // BatchNormalization (with its activation) as fusion rewrote it when it could not fold
+            // it into a conv: per-channel scale and shift over run-time batch and plane.
+            Op::ScaleShift { act } => {
+                f32_only("ScaleShift")?;
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                if xs.len() < 2 {
+                    return Err(self.err(n, "ScaleShift needs rank at least 2"));
+                }
+                let (sc, sh) = (self.input(n, 1)?, self.input(n, 2)?);
+                Ok(Some(format!(
+                    "rt::kernels::norm::scale_shift({}, {}, {}, {}, {}, {}, {}, {}, {}, {});",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    self.sizes.dim(&xs[0]),
+                    self.sizes.dim(&xs[1]),
+                    self.sizes.numel(&xs[2..]),
+                    self.read(n, sc)?,
+                    self.read(n, sh)?,
+                    self.opt_read(n, 3)?,
+                    self.opt_read(n, 4)?,
+                    act_lit(*act)
+                )))
+            }
+            // Inference BatchNormalization that fusion could not fold into a conv (e.g. after a
+            // separate bias Add): the same per-channel kernel with run-time batch and plane.
+            Op::BatchNorm { epsilon } => {
+                f32_only("BatchNormalization")?;
+                let x = self.input(n, 0)?;
+                let xs = self.shape(n, x)?;
+                if xs.len() < 2 {
+                    return Err(self.err(n, "BatchNormalization needs rank at least 2"));
+                }
+                let args: Vec<String> = (1..5).map(|i| self.input(n, i).and_then(|v| self.read(n, v))).collect::<Result<_, _>>()?;
+                Ok(Some(format!(
+                    "rt::kernels::norm::batch_norm({}, {}, {}, {}, {}, {}, {}, {}, {}, {:?}_f64);",
+                    self.read(n, x)?,
+                    self.write(n, out)?,
+                    self.sizes.dim(&xs[0]),
+                    self.sizes.dim(&xs[1]),
+                    self.sizes.numel(&xs[2..]),
+                    args[0],
+                    args[1],
+                    args[2],
+                    args[3],
+                    *epsilon as f64
+                )))
+            }
             Op::LayerNorm { axis, epsilon } => {
                 f32_only("LayerNormalization")?;
                 if n.outputs.iter().skip(1).any(|v| self.cx.plan.slots.contains_key(v)) {
@@ -497,12 +545,3 @@ fn layout(row: &str, col: &str) -> String {
     format!("rt::kernels::gemm::Layout {{ row_stride: ({row}) as isize, col_stride: ({col}) as isize }}")
 }
 
-fn act_lit(a: crate::ir::Act) -> String {
-    use crate::ir::Act;
-    match a {
-        Act::None => "rt::kernels::conv::Act::None".into(),
-        Act::Relu => "rt::kernels::conv::Act::Relu".into(),
-        Act::LeakyRelu(alpha) => format!("rt::kernels::conv::Act::LeakyRelu({})", f32_lit(alpha)),
-        Act::Clip(lo, hi) => format!("rt::kernels::conv::Act::Clip({}, {})", f32_lit(lo), f32_lit(hi)),
-    }
-}

@@ -25,10 +25,32 @@ fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
     Some((ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group }, win, d))
 }
 
+thread_local! {
+    /// Whether this thread's codegen may store conv weights packed ([`without_prepacking`]).
+    static PREPACK: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Run `f` with compile-time weight packing off (train modules: the caller may replace frozen
+/// weights in the plain layout at run time). The layout, the memory plan's scratch sizes and
+/// the emitters all ask [`prepacked_conv`], so they agree inside `f`; restored on unwind too.
+pub(crate) fn without_prepacking<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PREPACK.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(PREPACK.with(|p| p.replace(false)));
+    f()
+}
+
 /// The geometry of a convolution whose weights the weights blob stores packed for the GEMM
 /// (`conv_fused_prepacked`): f32, weights known at compile time (a parameter or constant),
 /// computed as GEMMs (not the direct depthwise loop).
 pub(crate) fn prepacked_conv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)> {
+    if !PREPACK.with(|p| p.get()) {
+        return None;
+    }
     let (d, win, dt) = conv_geometry(g, n)?;
     let w = n.inputs.get(1).copied().flatten()?;
     let is_weight = matches!(g.value(w).kind, crate::ir::ValueKind::Param(_) | crate::ir::ValueKind::Const(_));
@@ -128,7 +150,7 @@ fn layout(row: usize, col: usize) -> String {
 }
 
 /// A fused op's activation as a runtime `Act` literal.
-fn act_lit(a: crate::ir::Act) -> String {
+pub(crate) fn act_lit(a: crate::ir::Act) -> String {
     use crate::ir::Act;
     match a {
         Act::None => "rt::kernels::conv::Act::None".into(),
