@@ -270,12 +270,7 @@ use burnc_runtime as rt;
 use std::path::Path;
 
 {read_fn}
-fn write<T: Copy>(p: &Path, v: &[T]) {{
-    // SAFETY: plain numbers viewed as bytes.
-    let b = unsafe {{ std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }};
-    std::fs::write(p, b).expect("write output");
-}}
-
+{write_fn}
 fn main() {{
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().expect("dir"));
@@ -317,7 +312,8 @@ fn median(sorted: &[f64]) -> f64 {{
 }}
 "#,
         args = args.join(", "),
-        read_fn = READ_FN
+        read_fn = READ_FN,
+        write_fn = WRITE_FN
     )
 }
 
@@ -358,12 +354,7 @@ fn read_vec<T: Copy + Default>(p: &Path) -> Vec<T> {{
     unsafe {{ std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>()) }};
     v
 }}
-fn write<T: Copy>(p: &Path, v: &[T]) {{
-    // SAFETY: plain numbers viewed as bytes.
-    let b = unsafe {{ std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }};
-    std::fs::write(p, b).expect("write output");
-}}
-
+{write_fn}
 fn main() {{
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().expect("dir"));
@@ -393,7 +384,8 @@ fn main() {{
 {writes}}}
 "#,
         dims = dims.join(", "),
-        args = args.join(", ")
+        args = args.join(", "),
+        write_fn = WRITE_FN
     )
 }
 
@@ -405,6 +397,14 @@ pub const READ_FN: &str = r#"fn read<T: Copy + Default, const N: usize>(p: &Path
     // SAFETY: plain numbers, exact length checked above; little-endian like the files.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) };
     v.into_boxed_slice().try_into().ok().expect("length")
+}
+"#;
+
+/// The harnesses' output writer: a slice as raw little-endian bytes.
+pub const WRITE_FN: &str = r#"fn write<T: Copy>(p: &Path, v: &[T]) {
+    // SAFETY: plain numbers viewed as bytes.
+    let b = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
+    std::fs::write(p, b).expect("write output");
 }
 "#;
 

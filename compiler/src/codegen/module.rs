@@ -111,6 +111,26 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize) -> Re
     Ok(parts)
 }
 
+/// `Model` (borrowing the embedded weights blob or a caller's copy) and the opening of its impl
+/// block, shared by static and bounded modules; `forward` follows.
+pub(crate) const MODEL_STRUCT: &str = "/// The compiled model. Weights are borrowed: the embedded blob, or a caller's copy.
+pub struct Model<'w> {
+    w: &'w [u8],
+}
+impl Model<'static> {
+    /// The model with the weights embedded at compile time.
+    pub fn new() -> Self { Model { w: &WEIGHTS.0 } }
+}
+impl Default for Model<'static> {
+    fn default() -> Self { Self::new() }
+}
+impl<'w> Model<'w> {
+/// The model with weights from elsewhere (flash, a file): `WEIGHTS_BYTES` bytes, 64-byte aligned.
+pub fn with_weights(w: &'w [u8]) -> Result<Self, rt::arena::WeightsError> {
+    rt::arena::check_weights(w, WEIGHTS_BYTES)?;
+    Ok(Model { w })
+}";
+
 pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
     let mut taken = HashSet::new();
     let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io(g, i, &mut taken)).collect::<Result<_, _>>()?;
@@ -169,16 +189,7 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
         let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: &'a [{}; {}],", d.name, d.dtype, d.shape, d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
     }
     let _ = writeln!(src, "}}");
-    let _ = writeln!(
-        src,
-        "/// The compiled model. Weights are borrowed: the embedded blob, or a caller's copy.\n\
-         pub struct Model<'w> {{\n    w: &'w [u8],\n}}\n\
-         impl Model<'static> {{\n    /// The model with the weights embedded at compile time.\n    pub fn new() -> Self {{ Model {{ w: &WEIGHTS.0 }} }}\n}}\n\
-         impl Default for Model<'static> {{\n    fn default() -> Self {{ Self::new() }}\n}}\n\
-         impl<'w> Model<'w> {{\n\
-         /// The model with weights from elsewhere (flash, a file): `WEIGHTS_BYTES` bytes, 64-byte aligned.\n\
-         pub fn with_weights(w: &'w [u8]) -> Result<Self, rt::arena::WeightsError> {{\n    rt::arena::check_weights(w, WEIGHTS_BYTES)?;\n    Ok(Model {{ w }})\n}}"
-    );
+    let _ = writeln!(src, "{MODEL_STRUCT}");
     let mut fwd = format!(
         "/// Run the model. Every shape is fixed at compile time, so this cannot fail.\n#[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n",
         input_params.join(", ")

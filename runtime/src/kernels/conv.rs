@@ -594,17 +594,7 @@ mod tests {
     use std::vec;
     use std::vec::Vec;
 
-    fn rnd(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2000) as f32 / 1000.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::kernels::test_rng::rnd;
 
     /// Direct loop over 2-D inputs (spatial dims given as 3-D with a leading 1).
     fn naive(x: &[f32], w: &[f32], b: &[f32], d: &ConvDims, win: &Window3) -> Vec<f32> {

@@ -31,3 +31,23 @@ pub mod spectral;
 pub mod unary;
 pub mod unpool;
 pub mod window;
+
+/// Seeded test data shared by the kernels' unit tests.
+#[cfg(test)]
+pub(crate) mod test_rng {
+    extern crate std;
+    use std::vec::Vec;
+
+    /// `n` values in [-1, 1) from an xorshift generator seeded with `seed`.
+    pub fn rnd(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s % 2000) as f32 / 1000.0 - 1.0
+            })
+            .collect()
+    }
+}

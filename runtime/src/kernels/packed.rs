@@ -429,19 +429,8 @@ mod tests {
     extern crate std;
     use super::*;
     use std::vec;
-    use std::vec::Vec;
 
-    fn rnd(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2000) as f32 / 1000.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::kernels::test_rng::rnd;
 
     /// Against a plain f64 triple loop, over edge sizes (m, n not multiples of the tile, k
     /// over several blocks, m over several row blocks) and strided operands.

@@ -456,7 +456,6 @@ impl Bx<'_> {
             Op::Gather { .. } => self.gather(n, out),
             Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
                 f32_only("a reduction")?;
-                use burnc_runtime::kernels::reduce::ReduceKind;
                 let x = self.input(n, 0)?;
                 let xs = self.shape(n, x)?;
                 let axes: Vec<i64> = match axes {
@@ -477,18 +476,7 @@ impl Bx<'_> {
                 if hi - lo + 1 != ax.len() {
                     return Err(self.err(n, "a reduction over non-adjacent axes with bounded dims is not supported yet; pin them with --input"));
                 }
-                let kind = match op {
-                    crate::ir::ReduceOp::Sum => ReduceKind::Sum,
-                    crate::ir::ReduceOp::Mean => ReduceKind::Mean,
-                    crate::ir::ReduceOp::Max => ReduceKind::Max,
-                    crate::ir::ReduceOp::Min => ReduceKind::Min,
-                    crate::ir::ReduceOp::Prod => ReduceKind::Prod,
-                    crate::ir::ReduceOp::L1 => ReduceKind::L1,
-                    crate::ir::ReduceOp::L2 => ReduceKind::L2,
-                    crate::ir::ReduceOp::LogSum => ReduceKind::LogSum,
-                    crate::ir::ReduceOp::LogSumExp => ReduceKind::LogSumExp,
-                    crate::ir::ReduceOp::SumSquare => ReduceKind::SumSquare,
-                };
+                let kind = crate::interp::ops::reduce::kind(*op);
                 Ok(Some(format!(
                     "rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {}, {}, {}, {y});",
                     self.sizes.numel(&xs[..lo]),

@@ -321,16 +321,7 @@ fn build(
         let _ = writeln!(src, "    /// `{}`: {} {}\n    pub {}: &'a [{t}],\n    pub {}_shape: [usize; {}],", d.name, d.dtype, shape_str(ex), d.ident, d.ident, ex.len());
     }
     let _ = writeln!(src, "}}");
-    let _ = writeln!(
-        src,
-        "/// The compiled model. Weights are borrowed: the embedded blob, or a caller's copy.\n\
-         pub struct Model<'w> {{\n    w: &'w [u8],\n}}\n\
-         impl Model<'static> {{\n    /// The model with the weights embedded at compile time.\n    pub fn new() -> Self {{ Model {{ w: &WEIGHTS.0 }} }}\n}}\n\
-         impl Default for Model<'static> {{\n    fn default() -> Self {{ Self::new() }}\n}}\n\
-         impl<'w> Model<'w> {{\n\
-         /// The model with weights from elsewhere (flash, a file): `WEIGHTS_BYTES` bytes, 64-byte aligned.\n\
-         pub fn with_weights(w: &'w [u8]) -> Result<Self, rt::arena::WeightsError> {{\n    rt::arena::check_weights(w, WEIGHTS_BYTES)?;\n    Ok(Model {{ w }})\n}}"
-    );
+    let _ = writeln!(src, "{}", crate::codegen::module::MODEL_STRUCT);
     let mut fwd = format!(
         "/// Run the model at `dims` (each within its bound). Errors when a dim is out of bounds, a\n\
          /// derived size is below 1, or an input's length does not match its dims.\n\

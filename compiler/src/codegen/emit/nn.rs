@@ -518,7 +518,6 @@ fn reduce_split(shape: &[usize], axes: &[usize]) -> Option<(usize, usize, usize)
 }
 
 pub fn emit_reduce(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    use burnc_runtime::kernels::reduce::ReduceKind;
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
     let x = cx.input(n, 0)?;
     let (_, xs) = cx.ty(n, x)?;
@@ -564,18 +563,7 @@ pub fn emit_reduce(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, Cod
                     ("sc".to_string(), (outer, red, 1))
                 }
             };
-            let kind = match op {
-                crate::ir::ReduceOp::Sum => ReduceKind::Sum,
-                crate::ir::ReduceOp::Mean => ReduceKind::Mean,
-                crate::ir::ReduceOp::Max => ReduceKind::Max,
-                crate::ir::ReduceOp::Min => ReduceKind::Min,
-                crate::ir::ReduceOp::Prod => ReduceKind::Prod,
-                crate::ir::ReduceOp::L1 => ReduceKind::L1,
-                crate::ir::ReduceOp::L2 => ReduceKind::L2,
-                crate::ir::ReduceOp::LogSum => ReduceKind::LogSum,
-                crate::ir::ReduceOp::LogSumExp => ReduceKind::LogSumExp,
-                crate::ir::ReduceOp::SumSquare => ReduceKind::SumSquare,
-            };
+            let kind = crate::interp::ops::reduce::kind(*op);
             if cx.ty(n, x)?.0 == DType::Bool {
                 return Err(cx.err(n, "reductions over bool are not supported by codegen yet"));
             }

@@ -17,7 +17,7 @@ pub(crate) mod norm;
 pub(crate) mod qint;
 pub(crate) mod quant;
 pub(crate) mod recurrent;
-mod reduce;
+pub(crate) mod reduce;
 pub(crate) mod resize;
 pub(crate) mod rnn;
 mod seq;

@@ -40,7 +40,8 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     }
 }
 
-fn kind(op: ReduceOp) -> ReduceKind {
+/// The runtime kernel's name for a reduction (interpreter and emitters alike).
+pub(crate) fn kind(op: ReduceOp) -> ReduceKind {
     match op {
         ReduceOp::Sum => ReduceKind::Sum,
         ReduceOp::Mean => ReduceKind::Mean,
