@@ -13,6 +13,8 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod cache_limit;
+
 #[derive(Debug, Error)]
 pub enum HarnessError {
     #[error("{0}")]
@@ -241,6 +243,8 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
         let first = err.lines().find(|l| l.starts_with("error")).unwrap_or("cargo build failed");
         return Err(HarnessError::Msg(format!("building the generated code failed ({}): {first}", dir.display())));
     }
+    cache_limit::touch(&dir);
+    cache_limit::enforce(&root, cache_limit::max_bytes(), &name);
     Ok(target.join("release").join(&name))
 }
 
