@@ -279,22 +279,25 @@ pub fn generate(
     consts: &[(String, PathBuf)],
     weights_file: &str,
 ) -> Result<Generated, BuildError> {
-    generate_with(model, pins, consts, None, weights_file)
+    generate_with(model, pins, consts, None, weights_file, true)
 }
 
-/// [`generate`], with the initializers replaced from a weights file first.
+/// [`generate`], with the initializers replaced from a weights file first; `winograd`:
+/// [`CodegenOptions::winograd`].
 pub fn generate_with(
     model: &Path,
     pins: &[(String, Vec<usize>)],
     consts: &[(String, PathBuf)],
     weights: Option<&Weights>,
     weights_file: &str,
+    winograd: bool,
 ) -> Result<Generated, BuildError> {
     let mut g = load_graph(model, pins, consts, weights)?;
     burnc_compiler::passes::prepare(&mut g)?;
     let opts = CodegenOptions {
         weights_file: weights_file.to_string(),
         source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        winograd,
         ..Default::default()
     };
     Ok(codegen::generate(&g, &opts)?)
@@ -436,10 +439,11 @@ pub fn compile_to(
     pins: &[(String, Vec<usize>)],
     consts: &[(String, PathBuf)],
     weights: Option<&Weights>,
+    winograd: bool,
 ) -> Result<Report, BuildError> {
     let bin = out.with_extension("bin");
     let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
-    let gen = generate_with(model, pins, consts, weights, &bin_name)?;
+    let gen = generate_with(model, pins, consts, weights, &bin_name, winograd)?;
     write_generated(out, &bin, gen)
 }
 
@@ -496,6 +500,7 @@ pub struct Build {
     renames: Vec<String>,
     allow_unused_weights: bool,
     train: Option<TrainSpec>,
+    winograd: bool,
 }
 
 impl Build {
@@ -514,6 +519,7 @@ impl Build {
             renames: Vec::new(),
             allow_unused_weights: false,
             train: None,
+            winograd: true,
         }
     }
 
@@ -584,6 +590,13 @@ impl Build {
         self
     }
 
+    /// Whether 3×3 convolutions may run by Winograd (default true): faster, but their weights
+    /// take 4× the space in the blob ([`CodegenOptions::winograd`]).
+    pub fn winograd(mut self, on: bool) -> Self {
+        self.winograd = on;
+        self
+    }
+
     /// Generate the module and its weights; see [`Build`].
     pub fn compile(&self) -> Result<Report, BuildError> {
         if self.cargo_metadata {
@@ -625,7 +638,7 @@ impl Build {
         let pins: Vec<(String, Vec<usize>)> =
             specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref()),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), self.winograd),
             Some(spec) => {
                 let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {

@@ -25,6 +25,10 @@ struct Cli {
     weights: cli::weights::WeightsArgs,
     #[command(flatten)]
     train: cli::train::TrainArgs,
+    /// Keep 3×3 convolutions as GEMMs instead of Winograd F(4×4, 3×3): slower, but their
+    /// weights take a quarter of the space (for flash-limited targets).
+    #[arg(long)]
+    no_winograd: bool,
 }
 
 #[derive(Subcommand)]
@@ -49,7 +53,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(a)) => cli::bench::bench(a),
         Some(Command::Train(a)) => cli::train::train(a),
         None => match cli.model {
-            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train),
+            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train, !cli.no_winograd),
             None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench, train); see --help".into())),
         },
     };

@@ -52,3 +52,34 @@ fn split_prepacked_gemm_keeps_the_bits() {
         assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{m}x{k}x{n}");
     }
 }
+
+/// Winograd convolution with its transforms and GEMMs split over two threads gives the bits
+/// of one thread (the reference runs inside a pool task, where nested calls are serial).
+#[test]
+fn split_winograd_keeps_the_bits() {
+    use burnc_runtime::kernels::conv::{Act, ConvDims, Epilogue};
+    use burnc_runtime::kernels::window::Window3;
+    use burnc_runtime::kernels::winograd::{conv_winograd, pack_weights, packed_len, scratch_len};
+    burnc_runtime::pool::set_threads(2);
+    let d = ConvDims { batch: 2, c_in: 48, c_out: 40, group: 1 };
+    let win = Window3::new(&[30, 29], &[30, 29], &[3, 3], &[1, 1], &[1, 1], &[1, 1], &[1, 1]).unwrap();
+    let x = values(d.batch * d.c_in * win.in_size(), 5);
+    let w = values(d.c_out * d.c_in * 9, 6);
+    let bias = values(d.c_out, 7);
+    let ep = Epilogue { bias: Some(&bias), scale: None, shift: None, residual: None, act: Act::Relu };
+    let mut up = vec![0f32; packed_len(&d)];
+    pack_weights(&d, &w, &mut up);
+    let out = d.batch * d.c_out * win.out_size();
+    let want = std::sync::Mutex::new(vec![0f32; out]);
+    burnc_runtime::pool::parallel_for(2, &|t| {
+        if t == 0 {
+            let mut y = want.lock().unwrap();
+            conv_winograd(&x, &up, &mut y, &d, &win, &mut vec![0f32; scratch_len(&d, &win)], &ep);
+        }
+    });
+    let want = want.into_inner().unwrap();
+    let mut got = vec![f32::NAN; out];
+    conv_winograd(&x, &up, &mut got, &d, &win, &mut vec![f32::NAN; scratch_len(&d, &win)], &ep);
+    assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
+    assert!(want.iter().any(|&v| v > 0.0));
+}

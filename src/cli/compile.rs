@@ -12,7 +12,7 @@ fn split<'a>(spec: &'a str, what: &str) -> Result<(&'a str, &'a str), CliError> 
     spec.split_once('=').ok_or_else(|| CliError::Usage(format!("expected {what}, got `{spec}`")))
 }
 
-pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs) -> Result<(), CliError> {
+pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs, winograd: bool) -> Result<(), CliError> {
     let out: PathBuf = match output {
         Some(o) => o.to_path_buf(),
         None => PathBuf::from(format!("{}.rs", model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or("model".into()))),
@@ -54,7 +54,7 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
         println!("{}", report.memory_line());
         return Ok(());
     }
-    let report = compile_to(model, &out, &pins, &consts, weights.spec()?.as_ref())?;
+    let report = compile_to(model, &out, &pins, &consts, weights.spec()?.as_ref(), winograd)?;
     println!("{}", report.memory_line());
     Ok(())
 }

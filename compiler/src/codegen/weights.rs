@@ -7,9 +7,11 @@ pub const ALIGN: usize = 64;
 
 pub struct WeightsLayout {
     pub offsets: HashMap<ValueId, usize>,
-    /// f32 convolution weights stored packed for the GEMM (`conv_fused_prepacked`), at these
-    /// offsets; a value is in `offsets` too only when some other reader needs it plain.
-    pub packed: HashMap<ValueId, usize>,
+    /// f32 convolution weights stored packed for the GEMM (`conv_fused_prepacked`) or
+    /// transformed for Winograd (`conv_winograd`): (offset, f32 elements); a value is in
+    /// `offsets` too only when some other reader needs it plain. Keyed by the value and
+    /// whether it is the Winograd layout (two convolutions may share weights but not layout).
+    pub packed: HashMap<(ValueId, bool), (usize, usize)>,
     pub blob: Vec<u8>,
 }
 
@@ -29,7 +31,8 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
         for (i, v) in node.inputs.iter().enumerate() {
             let Some(v) = v else { continue };
             let pre = if i == 1 { super::emit::prepacked_conv(g, node) } else { None };
-            if (pre.is_some() && packed.contains_key(v)) || (pre.is_none() && offsets.contains_key(v)) {
+            let key = (*v, pre.is_some() && super::emit::nn::winograd_conv(g, node));
+            if (pre.is_some() && packed.contains_key(&key)) || (pre.is_none() && offsets.contains_key(v)) {
                 continue;
             }
             if let (ValueKind::Param(_), Some(&off)) = (&g.value(*v).kind, shared.get(&g.value(*v).name)) {
@@ -40,12 +43,11 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
             // every call (a weight shared with a plain reader is stored both ways).
             if let (Some((d, win)), Some(bytes)) = (pre, value_bytes(&g.value(*v).kind)) {
                 let w: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                let mut wp = vec![0f32; burnc_runtime::kernels::conv::conv_packed_len(&d, &win)];
-                burnc_runtime::kernels::conv::pack_conv_weights(&d, &win, &w, &mut wp);
+                let wp = super::emit::nn::packed_conv_weights(g, node, &d, &win, &w);
                 let off = blob.len().div_ceil(ALIGN) * ALIGN;
                 blob.resize(off, 0);
                 blob.extend(wp.iter().flat_map(|x| x.to_le_bytes()));
-                packed.insert(*v, off);
+                packed.insert(key, (off, wp.len()));
                 continue;
             }
             let Some(bytes) = value_bytes(&g.value(*v).kind) else { continue };

@@ -288,7 +288,7 @@ fn conv_gemms<T: Elem>(
 /// The epilogue on columns `c0..c1` of `mg` output planes (`os` apart) starting at channel
 /// `m0` of the bias; `base` is the offset of `y` in the whole output (for the residual).
 #[allow(clippy::too_many_arguments)]
-fn apply_epilogue<T: Elem>(y: &mut [T], ep: &Epilogue<'_, T>, m0: usize, mg: usize, os: usize, base: usize, c0: usize, c1: usize) {
+pub(crate) fn apply_epilogue<T: Elem>(y: &mut [T], ep: &Epilogue<'_, T>, m0: usize, mg: usize, os: usize, base: usize, c0: usize, c1: usize) {
     if ep.is_identity() {
         return;
     }

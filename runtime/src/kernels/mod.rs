@@ -31,6 +31,7 @@ pub mod spectral;
 pub mod unary;
 pub mod unpool;
 pub mod window;
+pub mod winograd;
 
 /// Seeded test data shared by the kernels' unit tests.
 #[cfg(test)]

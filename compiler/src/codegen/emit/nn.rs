@@ -44,6 +44,55 @@ pub(crate) fn without_prepacking<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+thread_local! {
+    /// Whether this thread's codegen may run 3×3 convolutions by Winograd ([`with_winograd`]).
+    static WINOGRAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with Winograd convolutions allowed (`on`): they change rounding, so only the fused
+/// code `burnc MODEL -o` writes uses them, never the code that must equal the interpreter, and
+/// never bounded-dims code (its convolutions take their sizes at run time).
+pub(crate) fn with_winograd<R>(on: bool, f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WINOGRAD.with(|p| p.set(self.0));
+        }
+    }
+    let _restore = Restore(WINOGRAD.with(|p| p.replace(on)));
+    f()
+}
+
+/// Whether a [`prepacked_conv`] runs as F(4×4, 3×3) Winograd (`runtime::kernels::winograd`):
+/// its weights are stored transformed and packed, and it has its own scratch.
+pub(crate) fn winograd_conv(g: &Graph, n: &Node) -> bool {
+    WINOGRAD.with(|p| p.get()) && prepacked_conv(g, n).is_some_and(|(d, win)| burnc_runtime::kernels::winograd::applies(&d, &win))
+}
+
+/// Elements of a [`prepacked_conv`]'s stored weights, and the weights in that layout.
+pub(crate) fn packed_conv_weights(g: &Graph, n: &Node, d: &ConvDims, win: &Window3, plain: &[f32]) -> Vec<f32> {
+    use burnc_runtime::kernels::{conv, winograd};
+    if winograd_conv(g, n) {
+        let mut wp = vec![0f32; winograd::packed_len(d)];
+        winograd::pack_weights(d, plain, &mut wp);
+        wp
+    } else {
+        let mut wp = vec![0f32; conv::conv_packed_len(d, win)];
+        conv::pack_conv_weights(d, win, plain, &mut wp);
+        wp
+    }
+}
+
+/// The runtime function a [`prepacked_conv`] calls; both take `(x, packed, y, &d, &win,
+/// scratch, &ep)`.
+pub(crate) fn prepacked_fn(g: &Graph, n: &Node) -> &'static str {
+    if winograd_conv(g, n) {
+        "rt::kernels::winograd::conv_winograd"
+    } else {
+        "rt::kernels::conv::conv_fused_prepacked"
+    }
+}
+
 /// The geometry of a convolution whose weights the weights blob stores packed for the GEMM
 /// (`conv_fused_prepacked`): f32, weights known at compile time (a parameter or constant),
 /// computed as GEMMs (not the direct depthwise loop).
@@ -65,21 +114,20 @@ pub(crate) fn prepacked_conv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)>
 pub(crate) fn prepacked_weights(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
     let Some((d, win)) = prepacked_conv(cx.g, n) else { return Ok(None) };
     let w = cx.input(n, 1)?;
-    let len = burnc_runtime::kernels::conv::conv_packed_len(&d, &win);
-    if let Some(&off) = cx.weights.borrow().packed.get(&w) {
+    if let Some(&(off, len)) = cx.weights.borrow().packed.get(&(w, winograd_conv(cx.g, n))) {
         return Ok(Some(format!("unsafe {{ rt::arena::weights::<f32>(w, {off}, {len}) }}")));
     }
     let t = cx.konst(w).ok_or_else(|| cx.err(n, "conv weights are not constant"))?;
     let plain: Vec<f32> = t.to_f64_vec().iter().map(|&v| v as f32).collect();
-    let mut wp = vec![0f32; len];
-    burnc_runtime::kernels::conv::pack_conv_weights(&d, &win, &plain, &mut wp);
-    Ok(Some(cx.table_f32(&wp)))
+    Ok(Some(cx.table_f32(&packed_conv_weights(cx.g, n, &d, &win, &plain))))
 }
 
 /// Scratch elements of a convolution: what `conv_fused_prepacked` needs when the weights come
 /// packed, else what `conv` / `conv_fused` need.
 fn conv_col_len(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> usize {
-    if prepacked_conv(g, n).is_some() {
+    if winograd_conv(g, n) {
+        burnc_runtime::kernels::winograd::scratch_len(d, win)
+    } else if prepacked_conv(g, n).is_some() {
         conv_prepacked_scratch_len(d, win)
     } else {
         conv_scratch_len(d, win)
@@ -189,11 +237,12 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                     "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
                      let win = {};\n\
                      let ep = rt::kernels::conv::Epilogue::bias({bias});\n\
-                     rt::kernels::conv::conv_fused_prepacked({}, {wp}, {}, &d, &win, {}, &ep);",
+                     {}({}, {wp}, {}, &d, &win, {}, &ep);",
                     d.batch,
                     d.c_in,
                     d.c_out,
                     window_lit(&win),
+                    prepacked_fn(cx.g, n),
                     cx.read(n, cx.input(n, 0)?)?,
                     cx.write(n, out)?,
                     cx.scratch(n, id, t, col_len)?
@@ -225,16 +274,15 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                     None => "None".into(),
                 })
             };
-            let (call, w) = match prepacked_weights(cx, n)? {
-                Some(wp) => ("conv_fused_prepacked".to_string(), wp),
-                None => ("conv_fused".to_string(), cx.read(n, cx.input(n, 1)?)?),
+            let (call, w, mm) = match prepacked_weights(cx, n)? {
+                Some(wp) => (prepacked_fn(cx.g, n), wp, String::new()),
+                None => ("rt::kernels::conv::conv_fused", cx.read(n, cx.input(n, 1)?)?, format!(", &{gemm_impl}")),
             };
-            let mm = if call == "conv_fused" { format!(", &{gemm_impl}") } else { String::new() };
             Ok(Some(format!(
                 "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
                  let win = {};\n\
                  let ep = rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }};\n\
-                 rt::kernels::conv::{call}({}, {w}, {}, &d, &win, {}{mm}, &ep);",
+                 {call}({}, {w}, {}, &d, &win, {}{mm}, &ep);",
                 d.batch,
                 d.c_in,
                 d.c_out,
@@ -579,5 +627,43 @@ pub fn emit_reduce(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, Cod
             )))
         }
         _ => Err(cx.err(n, "not a reduction")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::codegen::{generate, CodegenOptions};
+    use crate::ir::{AutoPad, DType, Graph, Op, Shape, TensorType, ValueKind, ValueType, Window};
+    use crate::tensor::Tensor;
+
+    /// x [1, c, hw, hw] → 3×3 conv with pad 1 (c → c) → y.
+    fn conv_graph(c: usize, hw: usize) -> Graph {
+        let mut g = Graph::default();
+        let ty = TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&[1, c, hw, hw])) };
+        let x = g.add_value("x", ValueType::Tensor(ty), ValueKind::Input);
+        g.inputs.push(x);
+        let w = g.add_const("w", Tensor::from_f32s(vec![c, c, 3, 3], (0..c * c * 9).map(|i| (i % 7) as f32 * 0.1).collect()));
+        let window = Window { kernel_shape: vec![3, 3], strides: vec![1, 1], pads: vec![1, 1, 1, 1], dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: false };
+        let y = g.add_node("conv", Op::Conv { window, group: 1 }, vec![Some(x), Some(w), None], &["y".to_string()]).1[0];
+        g.outputs.push(y);
+        crate::passes::prepare(&mut g).expect("prepare");
+        g
+    }
+
+    #[test]
+    fn winograd_only_in_fused_code_and_where_it_pays() {
+        let g = conv_graph(32, 28);
+        let on = generate(&g, &CodegenOptions::default()).expect("generate");
+        assert!(on.source.contains("conv_winograd"), "fused code of a 32→32 3×3 conv at 28×28 uses Winograd");
+        let off = generate(&g, &CodegenOptions { winograd: false, ..Default::default() }).expect("generate");
+        assert!(!off.source.contains("conv_winograd") && off.source.contains("conv_fused_prepacked"));
+        // 36 transformed numbers per filter instead of 9.
+        assert!(on.weights_bytes >= 3 * off.weights_bytes, "{} vs {}", on.weights_bytes, off.weights_bytes);
+        // Code that must round as the interpreter does never uses it.
+        let exact = generate(&g, &CodegenOptions { fuse: false, ..Default::default() }).expect("generate");
+        assert!(!exact.source.contains("conv_winograd"));
+        // Too few tiles for 32 channels: the GEMM is faster there.
+        let small = generate(&conv_graph(32, 12), &CodegenOptions::default()).expect("generate");
+        assert!(!small.source.contains("conv_winograd"));
     }
 }
