@@ -226,6 +226,8 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
         }
         std::fs::write(&p, b).map_err(|e| io_err(&p, e))
     };
+    // In use from now on: no other process's cache limit deletes it while it builds or runs.
+    cache_limit::touch(&dir);
     write(dir.join("Cargo.toml"), manifest.as_bytes())?;
     for (path, bytes) in files {
         write(dir.join(path), bytes)?;

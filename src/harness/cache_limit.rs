@@ -10,8 +10,9 @@ use std::time::{Duration, SystemTime};
 /// Name of the file whose mtime records a harness's last use.
 pub const STAMP: &str = ".last-used";
 
-/// Harnesses used this recently are never deleted: another process may be about to run one.
-const GRACE: Duration = Duration::from_secs(120);
+/// Harnesses used this recently are never deleted: another process may be building one (its
+/// stamp is touched before the build), or running one (it reads its `model.bin`).
+const GRACE: Duration = Duration::from_secs(300);
 
 const DEFAULT_MAX_MB: u64 = 4096;
 
@@ -54,7 +55,9 @@ pub fn enforce(root: &Path, limit: u64, keep: &str) -> Vec<String> {
         if total <= limit {
             break;
         }
-        let recent = now.duration_since(e.used).map(|d| d < GRACE).unwrap_or(true);
+        // The stamp again, just before deleting: another process may have taken it meanwhile.
+        let used = std::fs::metadata(root.join(&e.name).join(STAMP)).and_then(|m| m.modified()).unwrap_or(e.used);
+        let recent = now.duration_since(used.max(e.used)).map(|d| d < GRACE).unwrap_or(true);
         if e.name == keep || recent {
             continue;
         }
