@@ -155,55 +155,77 @@ struct Tiling {
     pl: usize,
 }
 
-/// V for tiles `t0..t0+n` (n ≤ L, one tile row, block-relative index `t0`) of one channel:
-/// `vc[ξ·nb + t]` (`vc`: the channel's part of V).
+/// Tiles per chunk of a tile row in [`input_row`] (a multiple of L): its buffers live on the
+/// stack (6 rows of CHUNK·4 + 8 numbers, 3.2 KiB).
+const CHUNK: usize = 32;
+const CHUNK_COLS: usize = CHUNK * TILE + 2 * L;
+
+/// V for tile row `ty` (all `tw` tiles, block-relative index of its first tile `t0`) of one
+/// channel: `vc[ξ·nb + t]`. First `Bᵀ` down the six input rows, over whole rows (contiguous,
+/// vectorizes), then `· B` along them, L tiles at a time from the rows split into their four
+/// phases (column 4k + c of the chunk is phase c, lane k; columns 4k + 4 and 4k + 5 are
+/// phases 0 and 1 of lane k + 1), so no load is a gather.
 #[allow(clippy::too_many_arguments)]
-fn input_tiles(plane: &[f32], g: &Tiling, ty: usize, tx0: usize, n: usize, vc: &mut [f32], nb: usize, t0: usize) {
+fn input_row(plane: &[f32], g: &Tiling, ty: usize, tw: usize, vc: &mut [f32], nb: usize, t0: usize) {
     let r0 = (ty * TILE) as isize - g.pt as isize;
-    let c0 = (tx0 * TILE) as isize - g.pl as isize;
-    let mut p = [[[0f32; L]; ALPHA]; ALPHA];
-    let inside = r0 >= 0 && c0 >= 0 && r0 as usize + ALPHA <= g.h && c0 as usize + (n - 1) * TILE + ALPHA <= g.w;
-    if inside {
-        let (r0, c0) = (r0 as usize, c0 as usize);
-        for (i, row) in p.iter_mut().enumerate() {
-            let src = &plane[(r0 + i) * g.w + c0..];
-            for (j, e) in row.iter_mut().enumerate() {
-                for (k, x) in e.iter_mut().enumerate().take(n) {
-                    *x = src[k * TILE + j];
-                }
+    let zeros = [0f32; CHUNK_COLS];
+    let mut tx0 = 0;
+    while tx0 < tw {
+        let nt = CHUNK.min(tw - tx0);
+        // Chunk column p is input column x0 + p; columns outside the input are zero.
+        let x0 = (tx0 * TILE) as isize - g.pl as isize;
+        let lo = (-x0).clamp(0, CHUNK_COLS as isize) as usize;
+        let hi = (g.w as isize - x0).clamp(lo as isize, (nt * TILE + 2) as isize) as usize;
+        let row = |r: usize| -> &[f32] {
+            let y = r0 + r as isize;
+            if y < 0 || y as usize >= g.h || hi <= lo {
+                &zeros[lo..hi]
+            } else {
+                let at = y as usize * g.w + (x0 + lo as isize) as usize;
+                &plane[at..at + (hi - lo)]
+            }
+        };
+        let d = [row(0), row(1), row(2), row(3), row(4), row(5)];
+        let mut t = [[0f32; CHUNK_COLS]; ALPHA];
+        {
+            let [t0r, t1r, t2r, t3r, t4r, t5r] = &mut t;
+            let it = t0r[lo..hi].iter_mut().zip(&mut t1r[lo..hi]).zip(&mut t2r[lo..hi]).zip(&mut t3r[lo..hi]).zip(&mut t4r[lo..hi]).zip(&mut t5r[lo..hi]);
+            for (p, (((((a, b), c), e), f), h)) in it.enumerate() {
+                let v = [d[0][p], d[1][p], d[2][p], d[3][p], d[4][p], d[5][p]];
+                *a = 4.0 * v[0] - 5.0 * v[2] + v[4];
+                *b = (v[3] + v[4]) - 4.0 * (v[1] + v[2]);
+                *c = (v[4] - v[3]) + 4.0 * (v[1] - v[2]);
+                *e = (v[4] - v[2]) + 2.0 * (v[3] - v[1]);
+                *f = (v[4] - v[2]) - 2.0 * (v[3] - v[1]);
+                *h = 4.0 * v[1] - 5.0 * v[3] + v[5];
             }
         }
-    } else {
-        for (i, row) in p.iter_mut().enumerate() {
-            let r = r0 + i as isize;
-            if r < 0 || r as usize >= g.h {
-                continue;
-            }
-            let src = &plane[r as usize * g.w..(r as usize + 1) * g.w];
-            for (j, e) in row.iter_mut().enumerate() {
-                for (k, x) in e.iter_mut().enumerate().take(n) {
-                    let col = c0 + (k * TILE + j) as isize;
-                    if col >= 0 && (col as usize) < g.w {
-                        *x = src[col as usize];
+        let mut k0 = 0;
+        while k0 < nt {
+            let n = L.min(nt - k0);
+            for (i, ti) in t.iter().enumerate() {
+                // Phases: q[c][k] = ti[4(k0 + k) + c], k ≤ L (the extra lane feeds columns 4, 5).
+                let seg: &[f32; (L + 1) * TILE] = ti[k0 * TILE..(k0 + L + 1) * TILE].try_into().expect("chunk");
+                let mut q = [[0f32; L + 1]; TILE];
+                for k in 0..=L {
+                    for c in 0..TILE {
+                        q[c][k] = seg[k * TILE + c];
+                    }
+                }
+                let lane = |c: usize, shift: usize| -> Lanes { core::array::from_fn(|k| q[c][k + shift]) };
+                let r = input_1d(&[lane(0, 0), lane(1, 0), lane(2, 0), lane(3, 0), lane(0, 1), lane(1, 1)]);
+                for (j, e) in r.iter().enumerate() {
+                    let at = (i * ALPHA + j) * nb + t0 + tx0 + k0;
+                    if n == L {
+                        vc[at..at + L].copy_from_slice(e);
+                    } else {
+                        vc[at..at + n].copy_from_slice(&e[..n]);
                     }
                 }
             }
+            k0 += L;
         }
-    }
-    // Bᵀ p by columns, then · B by rows.
-    let mut q = [[[0f32; L]; ALPHA]; ALPHA];
-    for j in 0..ALPHA {
-        let col = input_1d(&[p[0][j], p[1][j], p[2][j], p[3][j], p[4][j], p[5][j]]);
-        for i in 0..ALPHA {
-            q[i][j] = col[i];
-        }
-    }
-    for (i, row) in q.iter().enumerate() {
-        let r = input_1d(row);
-        for (j, e) in r.iter().enumerate() {
-            let at = (i * ALPHA + j) * nb + t0;
-            vc[at..at + n].copy_from_slice(&e[..n]);
-        }
+        tx0 += CHUNK;
     }
 }
 
@@ -216,7 +238,11 @@ fn output_tiles(mc: &[f32], g: &Tiling, ty: usize, tx0: usize, n: usize, out: &m
         let mut col = [[0f32; L]; ALPHA];
         for (i, e) in col.iter_mut().enumerate() {
             let at = (i * ALPHA + j) * nb + t0;
-            e[..n].copy_from_slice(&mc[at..at + n]);
+            if n == L {
+                e.copy_from_slice(&mc[at..at + L]);
+            } else {
+                e[..n].copy_from_slice(&mc[at..at + n]);
+            }
         }
         let r = output_1d(&col);
         for i in 0..TILE {
@@ -237,7 +263,12 @@ fn output_tiles(mc: &[f32], g: &Tiling, ty: usize, tx0: usize, n: usize, out: &m
                 line[k * TILE + s] = o[s][k];
             }
         }
-        out[(oy + i) * g.wo + ox..(oy + i) * g.wo + ox + cols].copy_from_slice(&line[..cols]);
+        let at = (oy + i) * g.wo + ox;
+        if cols == L * TILE {
+            out[at..at + L * TILE].copy_from_slice(&line);
+        } else {
+            out[at..at + cols].copy_from_slice(&line[..cols]);
+        }
     }
 }
 
@@ -313,9 +344,7 @@ pub fn conv_winograd(x: &[f32], up: &[f32], y: &mut [f32], d: &ConvDims, win: &W
                     let vc = unsafe { core::slice::from_raw_parts_mut(vp.at(c * XI * nb), XI * nb) };
                     let plane = &xn[c * is..(c + 1) * is];
                     for ty in ty0..ty1 {
-                        for tx0 in (0..tw).step_by(L) {
-                            input_tiles(plane, &g, ty, tx0, L.min(tw - tx0), vc, nb, (ty - ty0) * tw + tx0);
-                        }
+                        input_row(plane, &g, ty, tw, vc, nb, (ty - ty0) * tw);
                     }
                 }
             });
@@ -369,6 +398,8 @@ mod tests {
             (1, 256, 256, 18, 18, [0, 0, 0, 0]),
             (1, 32, 48, 29, 26, [2, 0, 1, 2]),
             (1, 64, 64, 56, 56, [1, 1, 1, 1]),
+            // Rows wider than one chunk of tiles (tw = 36 > 32), pads on one side only.
+            (1, 32, 32, 9, 143, [0, 2, 1, 0]),
         ] {
             let d = ConvDims { batch: b, c_in: ci, c_out: co, group: 1 };
             let win = window(h, w, pads);
