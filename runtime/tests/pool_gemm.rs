@@ -52,3 +52,27 @@ fn split_prepacked_gemm_keeps_the_bits() {
         assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{m}x{k}x{n}");
     }
 }
+
+/// Round trip of one parallel call with trivial tasks (the cost a split has to beat):
+/// `cargo test -p burnc-runtime --release --features std --test pool_gemm -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parallel_call_latency() {
+    burnc_runtime::pool::set_threads(2);
+    let hits = std::sync::atomic::AtomicUsize::new(0);
+    for gap_us in [0u64, 20, 200] {
+        let mut total = std::time::Duration::ZERO;
+        let calls = 2000;
+        for _ in 0..calls {
+            // Work between calls, as a model's serial ops leave between parallel ones.
+            let t = std::time::Instant::now();
+            while t.elapsed().as_micros() < gap_us as u128 {}
+            let t = std::time::Instant::now();
+            burnc_runtime::pool::parallel_for(2, &|_| {
+                hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            });
+            total += t.elapsed();
+        }
+        println!("gap {gap_us} us: {:.2} us per call", total.as_secs_f64() * 1e6 / calls as f64);
+    }
+}
