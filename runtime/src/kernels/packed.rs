@@ -386,9 +386,12 @@ enum Level {
     Avx512,
 }
 
-/// The best kernel this CPU runs: detected once at run time under std (`BURNC_GEMM_KERNEL`
-/// = `avx2` or `portable` caps it, for A/B measurements and tests); without std, what the
-/// build targets.
+/// The kernel family to run: detected once at run time under std; without std, what the
+/// build targets. AVX-512 runs where it is faster: not on AMD Zen 4 (family 19h), which
+/// executes 512-bit FMAs as two 256-bit halves, so the 6×32 kernel has the AVX2 kernel's
+/// peak (measured equal, 84–102 GFLOP/s, on convolution shapes) and wastes more of each
+/// 32-wide panel at the right edge (N = 49: 10 % slower). Under std, `BURNC_GEMM_KERNEL` =
+/// `avx512`, `avx2` or `portable` picks one (among those the CPU has), for A/B measurements.
 #[cfg(target_arch = "x86_64")]
 fn kernel_level() -> Level {
     #[cfg(feature = "std")]
@@ -400,13 +403,15 @@ fn kernel_level() -> Level {
             s @ 1..=3 => levels[s as usize - 1],
             _ => {
                 let avx2 = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
-                let mut l = match (avx2, std::is_x86_feature_detected!("avx512f")) {
+                let avx512 = avx2 && std::is_x86_feature_detected!("avx512f");
+                let mut l = match (avx2, avx512 && !is_amd_family_19h()) {
                     (true, true) => Level::Avx512,
                     (true, false) => Level::Avx2,
                     _ => Level::Portable,
                 };
                 match std::env::var("BURNC_GEMM_KERNEL").as_deref() {
-                    Ok("avx2") if l == Level::Avx512 => l = Level::Avx2,
+                    Ok("avx512") if avx512 => l = Level::Avx512,
+                    Ok("avx2") if avx2 => l = Level::Avx2,
                     Ok("portable") => l = Level::Portable,
                     _ => {}
                 }
@@ -417,7 +422,7 @@ fn kernel_level() -> Level {
     }
     #[cfg(not(feature = "std"))]
     {
-        if cfg!(all(target_feature = "avx512f", target_feature = "avx2", target_feature = "fma")) {
+        if cfg!(all(target_feature = "avx512f", target_feature = "avx2", target_feature = "fma")) && !is_amd_family_19h() {
             Level::Avx512
         } else if cfg!(all(target_feature = "avx2", target_feature = "fma")) {
             Level::Avx2
@@ -425,6 +430,20 @@ fn kernel_level() -> Level {
             Level::Portable
         }
     }
+}
+
+/// Whether this is an AMD CPU of family 19h (Zen 3 and Zen 4; of these only Zen 4 has
+/// AVX-512, with half-width FMA units).
+#[cfg(target_arch = "x86_64")]
+fn is_amd_family_19h() -> bool {
+    use core::arch::x86_64::__cpuid;
+    // CPUID leaves 0 and 1 exist on every x86-64 CPU.
+    let v = __cpuid(0);
+    let amd = (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163); // "AuthenticAMD"
+    let eax = __cpuid(1).eax;
+    let base = (eax >> 8) & 0xf;
+    let family = if base == 0xf { base + ((eax >> 20) & 0xff) } else { base };
+    amd && family == 0x19
 }
 
 /// Whether this CPU runs the AVX2+FMA kernel.
@@ -742,7 +761,7 @@ mod tests {
                 }
                 line += &std::format!(" {level:?} {:.1}", 2.0 * (m * k * n * reps) as f64 / best / 1e9);
             }
-            std::println!("{line} GFLOP/s");
+            std::println!("{line} GFLOP/s (default: {:?})", kernel_level());
         }
     }
 
