@@ -21,6 +21,15 @@ pub mod small;
 pub mod train;
 
 pub use elem::{Elem, FloatElem};
+
+/// `f(0) … f(tasks − 1)` over the thread pool under std; without std, in order on this
+/// thread (kernels that split their work call this, so they need no cfg of their own).
+pub(crate) fn pool_for(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    #[cfg(feature = "std")]
+    pool::parallel_for(tasks, f);
+    #[cfg(not(feature = "std"))]
+    (0..tasks).for_each(f);
+}
 /// Re-exported so generated code names f16/bf16 without its own dependency.
 pub use half;
 

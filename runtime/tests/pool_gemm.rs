@@ -76,3 +76,43 @@ fn parallel_call_latency() {
         println!("gap {gap_us} us: {:.2} us per call", total.as_secs_f64() * 1e6 / calls as f64);
     }
 }
+
+/// A convolution with prepacked weights split over 2 threads (im2col by channels, GEMM by
+/// columns or by output channels) gives the bits of the serial packed GEMM.
+#[test]
+fn split_prepacked_conv_keeps_the_bits() {
+    use burnc_runtime::kernels::conv::*;
+    use burnc_runtime::kernels::{packed, window::Window3};
+    /// The serial packed GEMM (what a single-threaded prepacked conv computes).
+    struct Serial;
+    impl MatMul<f32> for Serial {
+        fn mm(&self, m: usize, k: usize, n: usize, a: &[f32], la: Layout, b: &[f32], lb: Layout, c: &mut [f32], ldc: usize) {
+            gemm_generic(m, k, n, a, la, b, lb, c, Layout::row_major(ldc));
+        }
+        fn mm_rows(&self, m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+            packed::sgemm_packed(m, k, n, a, lda, b, ldb, c, ldc, scratch);
+        }
+    }
+    burnc_runtime::pool::set_threads(2);
+    assert_eq!(burnc_runtime::pool::threads(), 2);
+    // batch, c_in, c_out, group, h (= w), k, stride, pad
+    for &(batch, c_in, c_out, group, h, k, s, p) in
+        &[(1, 32, 64, 1, 40, 1, 1, 0), (2, 24, 36, 1, 33, 3, 1, 1), (1, 128, 32, 1, 7, 3, 1, 1), (1, 64, 6, 1, 90, 3, 1, 1), (1, 32, 48, 2, 30, 3, 2, 1)]
+    {
+        let d = ConvDims { batch, c_in, c_out, group };
+        let o = (h + 2 * p - k) / s + 1;
+        let win = Window3::new(&[h, h], &[o, o], &[k, k], &[s, s], &[1, 1], &[p as isize, p as isize], &[p as isize, p as isize]).unwrap();
+        let x = values(batch * c_in * h * h, 5);
+        let w = values(c_out * (c_in / group) * k * k, 6);
+        let bias = values(c_out, 7);
+        let res = values(batch * c_out * o * o, 8);
+        let ep = Epilogue { bias: Some(&bias[..]), scale: None, shift: None, residual: Some(&res[..]), act: Act::Relu };
+        let mut want = vec![0f32; batch * c_out * o * o];
+        conv_fused(&x, &w, &mut want, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Serial, &ep);
+        let mut wp = vec![f32::NAN; conv_packed_len(&d, &win)];
+        pack_conv_weights(&d, &win, &w, &mut wp);
+        let mut y = vec![f32::NAN; want.len()];
+        conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep);
+        assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{batch}x{c_in}->{c_out}/{group} {h}x{h} k{k}");
+    }
+}

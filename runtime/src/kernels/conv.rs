@@ -220,17 +220,141 @@ pub fn pack_conv_weights(d: &ConvDims, win: &Window3, w: &[f32], out: &mut [f32]
 /// [`conv_fused`] in f32 with weights packed ahead of time by [`pack_conv_weights`] (`wp`),
 /// for convolutions that run as GEMMs ([`takes_prepacked`]): the packing that [`conv_fused`]
 /// does on every call is done once, by the compiler; the sums and their order, and so the
-/// bits, are the same (single-threaded).
+/// bits, are the same (single-threaded). Under std with more than one pool thread, the
+/// im2col, the GEMM and the epilogue are split over the pool ([`conv_prepacked_tasks`]),
+/// which changes no sum either.
 #[allow(clippy::too_many_arguments)]
 pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win: &Window3, col: &mut [f32], ep: &Epilogue<'_, f32>) {
+    #[cfg(feature = "std")]
+    let tasks = crate::pool::threads();
+    #[cfg(not(feature = "std"))]
+    let tasks = 1;
+    conv_prepacked_tasks(x, wp, y, d, win, col, ep, tasks);
+}
+
+/// Convolutions with fewer multiply-adds per group stay on one thread (a split costs about a
+/// microsecond with a polling worker, ten with a sleeping one).
+const PARALLEL_CONV_MACS: usize = 1 << 18;
+
+/// [`conv_fused_prepacked`] split into `tasks` parts (1: the serial loops). Per batch item and
+/// group (and im2col tile): the im2col over ranges of input channels, then the GEMM with its
+/// epilogue over ranges of output columns (whole panels of [`packed::NR`]), or over ranges of
+/// output channels (whole panels of [`packed::MR`]) when the columns are too few to share.
+/// Each part packs its B panels into a buffer on its own stack; every output is still one
+/// chain of multiply-adds in k order, so the bits do not depend on `tasks`.
+#[allow(clippy::too_many_arguments)]
+fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win: &Window3, col: &mut [f32], ep: &Epilogue<'_, f32>, tasks: usize) {
     assert!(takes_prepacked(d), "conv_fused_prepacked: a depthwise convolution");
     let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
     let kdim = cg * win.kernel_size();
     let len = packed::packed_len(mg, kdim);
     assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
-    conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, |g, n, b, ldb, c, ldc, pack| {
-        packed::sgemm_prepacked(mg, kdim, n, &wp[g * len..(g + 1) * len], b, ldb, c, ldc, pack)
-    });
+    let os = win.out_size();
+    if tasks <= 1 || mg * kdim * os < PARALLEL_CONV_MACS {
+        conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, |g, n, b, ldb, c, ldc, pack| {
+            packed::sgemm_prepacked(mg, kdim, n, &wp[g * len..(g + 1) * len], b, ldb, c, ldc, pack)
+        });
+        return;
+    }
+    assert!(y.len() >= d.batch * d.c_out * os, "conv_fused_prepacked: output too short");
+    let is = win.in_size();
+    let col = &mut col[packed::prepacked_scratch_len(kdim)..];
+    for n in 0..d.batch {
+        for g in 0..d.group {
+            let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
+            let ch0 = n * d.c_out + g * mg;
+            let yg = &mut y[ch0 * os..(ch0 + mg) * os];
+            let wpg = &wp[g * len..(g + 1) * len];
+            let part = GemmPart { mg, kdim, wp: wpg, ep, m0: g * mg, ch0, os };
+            if win.is_pointwise() {
+                let chunk = (POINTWISE_TILE_ELEMS / mg.max(1)).max(MIN_CHUNK_COLS);
+                part.split(xg, os, os, yg, 0, chunk, tasks);
+                continue;
+            }
+            let (rows, ow) = (win.output[0] * win.output[1], win.output[2]);
+            let tile = conv_tile_rows(d, win);
+            let ks = win.kernel_size();
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + tile).min(rows);
+                let cols = (r1 - r0) * ow;
+                let colt = &mut col[..kdim * cols];
+                // im2col over channel ranges: disjoint row blocks of the tile.
+                let ct = tasks.min(cg);
+                let per = cg.div_ceil(ct);
+                let (cp, clen) = (colt.as_mut_ptr() as usize, colt.len());
+                crate::pool_for(ct, &|t| {
+                    let (c0, c1) = (t * per, ((t + 1) * per).min(cg));
+                    if c0 >= c1 {
+                        return;
+                    }
+                    let (lo, hi) = (c0 * ks * cols, c1 * ks * cols);
+                    assert!(hi <= clen);
+                    // SAFETY: tasks write disjoint ranges [lo, hi) of the tile (checked inside
+                    // it); the tile is not otherwise used until every task has returned.
+                    let dst = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(lo), hi - lo) };
+                    im2col_rows(&xg[c0 * is..c1 * is], c1 - c0, win, r0, r1, dst);
+                });
+                part.split(colt, cols, cols, &mut yg[..], r0 * ow, cols, tasks);
+                r0 = r1;
+            }
+        }
+    }
+}
+
+/// One group's GEMM `y[:, c_base + j] = W · B[:, j]` with the epilogue, for splitting.
+struct GemmPart<'a> {
+    mg: usize,
+    kdim: usize,
+    /// The group's packed weights.
+    wp: &'a [f32],
+    ep: &'a Epilogue<'a, f32>,
+    /// The group's first output channel (bias and scale index).
+    m0: usize,
+    /// The group's first output plane in the whole output (residual offset).
+    ch0: usize,
+    /// Output plane size (C's row stride).
+    os: usize,
+}
+
+impl GemmPart<'_> {
+    /// Columns `0..ncols` of B (row stride `ldb`) into columns `c_base..` of the group's
+    /// output `yg`, in chunks of at most `chunk` columns per GEMM call (each then gets its
+    /// epilogue while in cache), split over `tasks` parts.
+    #[allow(clippy::too_many_arguments)]
+    fn split(&self, b: &[f32], ldb: usize, ncols: usize, yg: &mut [f32], c_base: usize, chunk: usize, tasks: usize) {
+        use packed::{MR, NR};
+        let (mg, os) = (self.mg, self.os);
+        assert!(yg.len() >= mg * os && c_base + ncols <= os, "conv GEMM part: output too short");
+        // Columns when each part gets at least three panels of them, else output channels.
+        let by_cols = ncols >= tasks * 3 * NR || mg < 2 * MR;
+        let (parts, per) = if by_cols {
+            let per = ncols.div_ceil(tasks).div_ceil(NR) * NR;
+            (ncols.div_ceil(per), per)
+        } else {
+            let per = mg.div_ceil(MR).div_ceil(tasks) * MR;
+            (mg.div_ceil(per), per)
+        };
+        let (yp, ylen) = (yg.as_mut_ptr() as usize, yg.len());
+        crate::pool_for(parts, &|t| {
+            let (j0, j1, r0, r1) = if by_cols { (t * per, ((t + 1) * per).min(ncols), 0, mg) } else { (0, ncols, t * per, ((t + 1) * per).min(mg)) };
+            if j0 >= j1 || r0 >= r1 {
+                return;
+            }
+            let mut panel = [0f32; packed::KC * NR];
+            // SAFETY: parts write disjoint blocks of the output (rows r0..r1 × columns
+            // c_base + j0..c_base + j1, inside `yg` by the assert above); the view spans rows
+            // r0.. of `yg`, and `yg` is not otherwise used until every part has returned.
+            let y = unsafe { core::slice::from_raw_parts_mut((yp as *mut f32).add(r0 * os), ylen - r0 * os) };
+            let mut c0 = j0;
+            while c0 < j1 {
+                let c1 = (c0 + chunk).min(j1);
+                packed::sgemm_prepacked_rows(mg, self.kdim, c1 - c0, self.wp, r0, r1, &b[c0..], ldb, &mut y[c_base + c0..], os, &mut panel);
+                apply_epilogue(y, self.ep, self.m0 + r0, r1 - r0, os, (self.ch0 + r0) * os, c_base + c0, c_base + c1);
+                c0 = c1;
+            }
+        });
+    }
 }
 
 /// The GEMM convolution's loops: per batch item and group, `y[:, cols] = W_g @ B(cols)` by
@@ -771,6 +895,12 @@ mod tests {
             (1, 16, 16, 1, 64, 70, 3, 3, 1, 1, 1, 1),
             (1, 300, 17, 1, 7, 7, 3, 3, 1, 1, 1, 1),
             (1, 8, 24, 4, 12, 10, 3, 3, 2, 1, 1, 1),
+            // Large enough to split: by columns (pointwise, 3×3 over a big tile and several
+            // tiles), by output channels (7×7 outputs), over two batch items.
+            (2, 40, 70, 1, 30, 31, 1, 1, 1, 1, 0, 0),
+            (1, 64, 6, 1, 96, 96, 3, 3, 1, 1, 1, 1),
+            (1, 130, 32, 1, 7, 7, 3, 3, 1, 1, 1, 1),
+            (1, 64, 64, 2, 20, 20, 3, 3, 2, 1, 1, 1),
         ];
         for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
             let d = ConvDims { batch, c_in, c_out, group };
@@ -785,9 +915,12 @@ mod tests {
             assert!(takes_prepacked(&d));
             let mut wp = vec![f32::NAN; conv_packed_len(&d, &win)];
             pack_conv_weights(&d, &win, &w, &mut wp);
-            let mut y = vec![f32::NAN; want.len()];
-            conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep);
-            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}");
+            // Split into parts (run in order here unless the pool has threads): same bits.
+            for tasks in [1, 2, 3] {
+                let mut y = vec![f32::NAN; want.len()];
+                conv_prepacked_tasks(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep, tasks);
+                assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}, {tasks} tasks");
+            }
         }
     }
 

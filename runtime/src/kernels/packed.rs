@@ -97,7 +97,7 @@ pub fn sgemm_prepacked(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb:
     }
     let need = prepacked_scratch_len(k);
     assert!(scratch.len() >= need, "sgemm_prepacked: scratch too short");
-    run(m, k, n, A::Packed(ap), b, ldb, c, ldc, &mut scratch[..need]);
+    run(m, k, n, A::Packed(ap, m.div_ceil(MR) * MR, 0), b, ldb, c, ldc, &mut scratch[..need]);
 }
 
 /// [`sgemm_prepacked`]'s columns in whole-panel blocks over the thread pool.
@@ -117,15 +117,39 @@ fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usi
         // the caller checked (j0 < n <= ldc keeps the view inside C); parallel_for returns
         // only after every task, so no other reference to C is used meanwhile.
         let c = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(j0), clen - j0) };
-        run(m, k, j1 - j0, A::Packed(ap), &b[j0..], ldb, c, ldc, &mut panel);
+        run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), &b[j0..], ldb, c, ldc, &mut panel);
     });
+}
+
+/// Rows `r0..r1` of [`sgemm_prepacked`]'s product, on this thread (a caller splitting the
+/// work itself): `r0` a multiple of [`MR`], `r1 ≤ m`, `c` starting at row `r0`, `scratch` at
+/// least [`prepacked_scratch_len`]`(k)`. Row blocks compute the same sums as the whole.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_rows(m: usize, k: usize, n: usize, ap: &[f32], r0: usize, r1: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    assert!(r0 % MR == 0 && r0 <= r1 && r1 <= m, "sgemm_prepacked_rows: rows");
+    let rows = r1 - r0;
+    if rows == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..rows {
+            c[i * ldc..i * ldc + n].fill(0.0);
+        }
+        return;
+    }
+    assert!(ldb >= n && ldc >= n && ap.len() >= packed_len(m, k), "sgemm_prepacked_rows: shapes");
+    assert!(b.len() >= (k - 1) * ldb + n && c.len() >= (rows - 1) * ldc + n, "sgemm_prepacked_rows: slices too short");
+    let need = prepacked_scratch_len(k);
+    assert!(scratch.len() >= need, "sgemm_prepacked_rows: scratch too short");
+    run(rows, k, n, A::Packed(ap, m.div_ceil(MR) * MR, r0), b, ldb, c, ldc, &mut scratch[..need]);
 }
 
 /// Where the micro-kernel's A panels come from.
 #[derive(Clone, Copy)]
 enum A<'a> {
-    /// Packed ahead of time ([`pack_weights`]).
-    Packed(&'a [f32]),
+    /// Packed ahead of time ([`pack_weights`]) for a matrix of `.1` rows rounded up to MR;
+    /// the product uses its rows from `.2` (a multiple of MR) on.
+    Packed(&'a [f32], usize, usize),
     /// Row-major with this row stride, packed block by block into the scratch.
     Rows(&'a [f32], usize),
 }
@@ -267,13 +291,12 @@ fn driver<const W: usize>(
     kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
     narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
 ) {
-    let mp = m.div_ceil(MR) * MR;
     let ksub = (bpack.len() / W).min(KC);
     assert!(ksub > 0, "packed GEMM: B panel too small");
     // Row blocks: MC when A is packed here (the block must stay in L2 while B's panels go by);
     // prepacked A needs no packing space, so bigger blocks repack each B panel fewer times.
     let mblock = match a {
-        A::Packed(_) => MC_PREPACKED,
+        A::Packed(..) => MC_PREPACKED,
         A::Rows(..) => MC,
     };
     let mut k0 = 0;
@@ -284,7 +307,7 @@ fn driver<const W: usize>(
             let mc = (m - m0).min(mblock);
             let panels = mc.div_ceil(MR);
             let apack: &[f32] = match a {
-                A::Packed(ap) => &ap[k0 * mp + m0 * kc..k0 * mp + (m0 + panels * MR) * kc],
+                A::Packed(ap, mp, r0) => &ap[k0 * mp + (r0 + m0) * kc..k0 * mp + (r0 + m0 + panels * MR) * kc],
                 A::Rows(a, lda) => {
                     pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
                     &apack[..panels * MR * kc]
@@ -707,7 +730,7 @@ mod tests {
                     let mut c = vec![f32::NAN; m * ldc];
                     if packed {
                         let mut scratch = vec![f32::NAN; prepacked_scratch_len(k)];
-                        run_at(level, m, k, n, A::Packed(&ap), &b, ldb, &mut c, ldc, &mut scratch);
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut scratch);
                     } else {
                         let mut scratch = vec![f32::NAN; scratch_len(m, k)];
                         run_at(level, m, k, n, A::Rows(&a, lda), &b, ldb, &mut c, ldc, &mut scratch);
@@ -755,7 +778,7 @@ mod tests {
                 for _ in 0..3 {
                     let t = std::time::Instant::now();
                     for _ in 0..reps {
-                        run_at(level, m, k, n, A::Packed(&ap), &b, n, &mut c, n, &mut scratch);
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, n, &mut c, n, &mut scratch);
                     }
                     best = best.min(t.elapsed().as_secs_f64());
                 }
