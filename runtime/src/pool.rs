@@ -77,13 +77,24 @@ fn run_tasks(job: &Job) {
 /// How long a worker polls for the next job before it sleeps: a model's parallel calls come
 /// tens to hundreds of microseconds apart, and a sleeping worker takes about 10 µs (a futex
 /// wake-up, more on a busy VM) to join, longer than many of the ops are worth splitting for.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(300);
+const SPIN_US: u64 = 300;
+
+/// The polling time: `BURNC_SPIN_US` (microseconds; 0 sleeps at once, for machines shared with
+/// other work) or [`SPIN_US`].
+fn spin() -> std::time::Duration {
+    static SPIN: OnceLock<std::time::Duration> = OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = std::env::var("BURNC_SPIN_US").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(SPIN_US);
+        std::time::Duration::from_micros(us)
+    })
+}
 
 fn worker() {
     let p = pool();
     let mut seen = 0u64;
     loop {
         // Poll for a new job first (no lock, no system call) …
+        let spin = spin();
         let t0 = std::time::Instant::now();
         'spin: while p.published.load(Ordering::Acquire) == seen {
             for _ in 0..64 {
@@ -92,7 +103,7 @@ fn worker() {
                     break 'spin;
                 }
             }
-            if t0.elapsed() > SPIN {
+            if t0.elapsed() > spin {
                 break;
             }
         }
@@ -157,7 +168,7 @@ pub fn parallel_for(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     // it takes long (another process holds the core).
     let t0 = std::time::Instant::now();
     while p.busy.load(Ordering::Acquire) > 0 {
-        if t0.elapsed() > SPIN {
+        if t0.elapsed() > spin() {
             std::thread::yield_now();
         } else {
             std::hint::spin_loop();

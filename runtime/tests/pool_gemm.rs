@@ -116,3 +116,57 @@ fn split_prepacked_conv_keeps_the_bits() {
         assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{batch}x{c_in}->{c_out}/{group} {h}x{h} k{k}");
     }
 }
+
+/// Depthwise convolution and pooling split over planes on 2 threads against plain loops.
+#[test]
+fn split_depthwise_and_pooling_match_plain_loops() {
+    use burnc_runtime::kernels::conv::*;
+    use burnc_runtime::kernels::{pool, window::Window3};
+    burnc_runtime::pool::set_threads(2);
+    let (batch, c, h) = (2, 48, 29);
+    let x = values(batch * c * h * h, 9);
+    // 3×3 depthwise, pad 1, stride 1 and 2.
+    for s in [1, 2] {
+        let o = (h + 2 - 3) / s + 1;
+        let win = Window3::new(&[h, h], &[o, o], &[3, 3], &[s, s], &[1, 1], &[1, 1], &[1, 1]).unwrap();
+        let d = ConvDims { batch, c_in: c, c_out: c, group: c };
+        let w = values(c * 9, 10);
+        let mut y = vec![f32::NAN; batch * c * o * o];
+        conv_fused(&x, &w, &mut y, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm, &Epilogue::bias(None));
+        for p in 0..batch * c {
+            for i in 0..o {
+                for j in 0..o {
+                    let mut want = 0f64;
+                    for ki in 0..3 {
+                        for kj in 0..3 {
+                            let (r, q) = ((i * s + ki) as isize - 1, (j * s + kj) as isize - 1);
+                            if r >= 0 && q >= 0 && (r as usize) < h && (q as usize) < h {
+                                want += w[(p % c) * 9 + ki * 3 + kj] as f64 * x[p * h * h + r as usize * h + q as usize] as f64;
+                            }
+                        }
+                    }
+                    let got = y[(p * o + i) * o + j] as f64;
+                    assert!((got - want).abs() < 1e-5, "depthwise s{s} plane {p} at {i},{j}: {got} vs {want}");
+                }
+            }
+        }
+    }
+    // 3×3 max pool, stride 2, no padding.
+    let o = (h - 3) / 2 + 1;
+    let win = Window3::new(&[h, h], &[o, o], &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[0, 0]).unwrap();
+    let mut y = vec![f32::NAN; batch * c * o * o];
+    pool::max_pool(&x, batch * c, &win, &mut y, None, false);
+    let mut avg = vec![f32::NAN; batch * c * o * o];
+    pool::avg_pool(&x, batch * c, &win, &mut avg, false);
+    for p in 0..batch * c {
+        for i in 0..o {
+            for j in 0..o {
+                let taps = (0..9).map(|t| x[p * h * h + (i * 2 + t / 3) * h + j * 2 + t % 3]);
+                let want = taps.clone().fold(f32::MIN, f32::max);
+                assert_eq!(y[(p * o + i) * o + j], want, "max pool plane {p} at {i},{j}");
+                let mean = taps.map(|v| v as f64).sum::<f64>() / 9.0;
+                assert!((avg[(p * o + i) * o + j] as f64 - mean).abs() < 1e-6, "avg pool plane {p} at {i},{j}");
+            }
+        }
+    }
+}

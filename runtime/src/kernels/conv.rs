@@ -235,6 +235,8 @@ pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, 
 /// Convolutions with fewer multiply-adds per group stay on one thread (a split costs about a
 /// microsecond with a polling worker, ten with a sleeping one).
 const PARALLEL_CONV_MACS: usize = 1 << 18;
+/// Parts per thread a split convolution aims at (see [`GemmPart::split`]).
+const PARTS_PER_THREAD: usize = 4;
 
 /// [`conv_fused_prepacked`] split into `tasks` parts (1: the serial loops). Per batch item and
 /// group (and im2col tile): the im2col over ranges of input channels, then the GEMM with its
@@ -280,7 +282,7 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
                 let cols = (r1 - r0) * ow;
                 let colt = &mut col[..kdim * cols];
                 // im2col over channel ranges: disjoint row blocks of the tile.
-                let ct = tasks.min(cg);
+                let ct = (tasks * PARTS_PER_THREAD).min(cg);
                 let per = cg.div_ceil(ct);
                 let (cp, clen) = (colt.as_mut_ptr() as usize, colt.len());
                 crate::pool_for(ct, &|t| {
@@ -326,13 +328,16 @@ impl GemmPart<'_> {
         use packed::{MR, NR};
         let (mg, os) = (self.mg, self.os);
         assert!(yg.len() >= mg * os && c_base + ncols <= os, "conv GEMM part: output too short");
-        // Columns when each part gets at least three panels of them, else output channels.
+        // Columns when each thread gets at least three panels of them, else output channels.
+        // More parts than threads (up to PARTS_PER_THREAD each), so a thread that starts late
+        // (another process holds its core) leaves its share to the others rather than making
+        // them wait; output-channel parts each pack every B panel, so fewer of those.
         let by_cols = ncols >= tasks * 3 * NR || mg < 2 * MR;
         let (parts, per) = if by_cols {
-            let per = ncols.div_ceil(tasks).div_ceil(NR) * NR;
+            let per = ncols.div_ceil(tasks * PARTS_PER_THREAD).max(3 * NR).div_ceil(NR) * NR;
             (ncols.div_ceil(per), per)
         } else {
-            let per = mg.div_ceil(MR).div_ceil(tasks) * MR;
+            let per = mg.div_ceil(MR).div_ceil(tasks * 2).max(2) * MR;
             (mg.div_ceil(per), per)
         };
         let (yp, ylen) = (yg.as_mut_ptr() as usize, yg.len());
@@ -622,6 +627,40 @@ fn dw_run<T: Elem>(plane: &[T], start: usize, out: &mut [T], wm: &[T], kh_n: usi
 /// the padding add `w · 0`, which changes no finite sum.
 #[allow(clippy::too_many_arguments)]
 fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>) {
+    let os = win.out_size();
+    let planes = d.batch * d.c_out;
+    assert!(y.len() >= planes * os && col.len() >= pp.len(), "depthwise_2d: slices too short");
+    // Output planes in ranges over the pool, each part with its own padded plane (from the
+    // heap; the planned scratch serves a single part), when the work pays for the split.
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::pool::threads();
+        let work = planes * os * win.kernel_size();
+        if threads > 1 && planes >= 2 && work >= PARALLEL_DW_MACS {
+            let parts = (threads * PARTS_PER_THREAD).min(planes);
+            let per = planes.div_ceil(parts);
+            let (yp, ylen) = (y.as_mut_ptr() as usize, y.len());
+            crate::pool::parallel_for(planes.div_ceil(per), &|t| {
+                let (p0, p1) = (t * per, ((t + 1) * per).min(planes));
+                let mut scratch = std::vec![T::zero(); pp.len()];
+                // SAFETY: parts write disjoint ranges of output planes [p0, p1), inside `y`
+                // (asserted above); `y` is not otherwise used until every part has returned.
+                let y = unsafe { core::slice::from_raw_parts_mut(yp as *mut T, ylen) };
+                depthwise_2d_planes(x, w, y, d, win, pp, &mut scratch, ep, p0, p1);
+            });
+            return;
+        }
+    }
+    depthwise_2d_planes(x, w, y, d, win, pp, col, ep, 0, planes);
+}
+
+/// Depthwise convolutions with fewer multiply-adds stay on one thread.
+#[cfg(feature = "std")]
+const PARALLEL_DW_MACS: usize = 1 << 16;
+
+/// [`depthwise_2d`] for the output planes `p0..p1` (plane `n · c_out + m`).
+#[allow(clippy::too_many_arguments)]
+fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>, p0: usize, p1: usize) {
     let mg = d.c_out / d.group;
     let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
     let ow = win.output[2];
@@ -630,45 +669,48 @@ fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wind
     let [_, kh_n, kw_n] = win.kernel;
     let (plane, run) = col.split_at_mut(pp.rows * pp.cols + DW_BLOCK);
     let run = &mut run[..pp.run];
-    for n in 0..d.batch {
-        for m in 0..d.c_out {
-            if m % mg == 0 {
-                // The padded copy of input channel m / mg: rows and columns of the span that
-                // map outside the input are zero.
-                let xc = &x[(n * d.c_in + m / mg) * is..(n * d.c_in + m / mg + 1) * is];
-                plane.fill(T::zero());
-                let (pt, pl) = (win.pads_begin[1], win.pads_begin[2]);
-                // Columns c of the span with 0 <= c - pl < iw.
-                let c_lo = pl.max(0) as usize;
-                let c_hi = (iw as isize + pl).clamp(0, pp.cols as isize) as usize;
-                for r in 0..pp.rows {
-                    let zr = r as isize - pt;
-                    if zr < 0 || zr >= ih as isize || c_lo >= c_hi {
-                        continue;
-                    }
-                    let src = zr as usize * iw + (c_lo as isize - pl) as usize;
-                    plane[r * pp.cols + c_lo..r * pp.cols + c_hi].copy_from_slice(&xc[src..src + (c_hi - c_lo)]);
+    // The input channel whose padded copy `plane` holds (a multiplier of 2 reads each twice).
+    let mut have = usize::MAX;
+    for pi in p0..p1 {
+        let (n, m) = (pi / d.c_out, pi % d.c_out);
+        let src_ch = n * d.c_in + m / mg;
+        if src_ch != have {
+            have = src_ch;
+            // The padded copy of input channel m / mg: rows and columns of the span that
+            // map outside the input are zero.
+            let xc = &x[src_ch * is..(src_ch + 1) * is];
+            plane.fill(T::zero());
+            let (pt, pl) = (win.pads_begin[1], win.pads_begin[2]);
+            // Columns c of the span with 0 <= c - pl < iw.
+            let c_lo = pl.max(0) as usize;
+            let c_hi = (iw as isize + pl).clamp(0, pp.cols as isize) as usize;
+            for r in 0..pp.rows {
+                let zr = r as isize - pt;
+                if zr < 0 || zr >= ih as isize || c_lo >= c_hi {
+                    continue;
                 }
+                let src = zr as usize * iw + (c_lo as isize - pl) as usize;
+                plane[r * pp.cols + c_lo..r * pp.cols + c_hi].copy_from_slice(&xc[src..src + (c_hi - c_lo)]);
             }
-            let wm = &w[m * ks..(m + 1) * ks];
-            let base = (n * d.c_out + m) * os;
-            let yp = &mut y[base..base + os];
-            let row_step = dh * pp.cols;
-            if pp.flat {
-                dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
-                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
-                    dst.copy_from_slice(&run[r * pp.cols..r * pp.cols + ow]);
-                }
-            } else {
-                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
-                    dw_run(plane, r * sh * pp.cols, run, wm, kh_n, kw_n, row_step, dw);
-                    dst.iter_mut().enumerate().for_each(|(j, o)| *o = run[j * sw]);
-                }
+        }
+        let wm = &w[m * ks..(m + 1) * ks];
+        let base = pi * os;
+        let yp = &mut y[base..base + os];
+        let row_step = dh * pp.cols;
+        if pp.flat {
+            dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
+            for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                dst.copy_from_slice(&run[r * pp.cols..r * pp.cols + ow]);
             }
-            let res = ep.residual.map(|r| &r[base..base + os]);
-            if !ep.is_identity() {
-                channel_epilogue(yp, ep, m, res);
+        } else {
+            for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                dw_run(plane, r * sh * pp.cols, run, wm, kh_n, kw_n, row_step, dw);
+                dst.iter_mut().enumerate().for_each(|(j, o)| *o = run[j * sw]);
             }
+        }
+        let res = ep.residual.map(|r| &r[base..base + os]);
+        if !ep.is_identity() {
+            channel_epilogue(yp, ep, m, res);
         }
     }
 }

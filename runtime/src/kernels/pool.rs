@@ -61,9 +61,11 @@ pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut
     let (is, os) = (win.in_size(), win.out_size());
     let [id, ih, _] = win.input;
     if indices.is_none() && is_plain_2d(win) {
-        for p in 0..planes {
-            max_pool_2d(&x[p * is..(p + 1) * is], win, &mut y[p * os..(p + 1) * os]);
-        }
+        crate::for_plane_ranges(planes, os, planes * os * win.kernel_size(), y, &|p0, p1, out| {
+            for p in p0..p1 {
+                max_pool_2d(&x[p * is..(p + 1) * is], win, &mut out[(p - p0) * os..(p - p0 + 1) * os]);
+            }
+        });
         return;
     }
     for p in 0..planes {
@@ -97,9 +99,11 @@ pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut
 pub fn avg_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], count_include_pad: bool) {
     let (is, os) = (win.in_size(), win.out_size());
     if is_plain_2d(win) {
-        for p in 0..planes {
-            avg_pool_2d(&x[p * is..(p + 1) * is], win, &mut y[p * os..(p + 1) * os], count_include_pad);
-        }
+        crate::for_plane_ranges(planes, os, planes * os * win.kernel_size(), y, &|p0, p1, out| {
+            for p in p0..p1 {
+                avg_pool_2d(&x[p * is..(p + 1) * is], win, &mut out[(p - p0) * os..(p - p0 + 1) * os], count_include_pad);
+            }
+        });
         return;
     }
     for p in 0..planes {
