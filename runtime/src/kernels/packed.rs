@@ -126,7 +126,7 @@ fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usi
 /// least [`prepacked_scratch_len`]`(k)`. Row blocks compute the same sums as the whole.
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_prepacked_rows(m: usize, k: usize, n: usize, ap: &[f32], r0: usize, r1: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
-    assert!(r0 % MR == 0 && r0 <= r1 && r1 <= m, "sgemm_prepacked_rows: rows");
+    assert!(r0.is_multiple_of(MR) && r0 <= r1 && r1 <= m, "sgemm_prepacked_rows: rows");
     let rows = r1 - r0;
     if rows == 0 || n == 0 {
         return;
