@@ -106,6 +106,9 @@ fn worker() {
             if t0.elapsed() > spin {
                 break;
             }
+            // Let another process's thread have this core meanwhile, if one is waiting for
+            // it (on a shared machine, plain spinning slowed ShuffleNet 6.2 → 9.6 ms).
+            std::thread::yield_now();
         }
         let job = {
             let mut st = p.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -168,10 +171,9 @@ pub fn parallel_for(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     // it takes long (another process holds the core).
     let t0 = std::time::Instant::now();
     while p.busy.load(Ordering::Acquire) > 0 {
+        std::hint::spin_loop();
         if t0.elapsed() > spin() {
             std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
         }
     }
 }
