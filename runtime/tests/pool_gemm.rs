@@ -170,3 +170,25 @@ fn split_depthwise_and_pooling_match_plain_loops() {
         }
     }
 }
+
+/// Row-major products (burnc's packed kernel) split over 2 threads by row blocks and column
+/// blocks agree with the plain loop.
+#[test]
+fn split_row_major_sgemm_matches_plain_loop() {
+    burnc_runtime::pool::set_threads(2);
+    for &(m, k, n) in &[(200, 130, 70), (20, 300, 500), (7, 1000, 300)] {
+        let (lda, ldb, ldc) = (k + 3, n + 1, n + 5);
+        let a = values(m * lda, 3);
+        let b = values(k * ldb, 4);
+        let mut want = vec![0f32; m * ldc];
+        gemm_generic(m, k, n, &a, Layout { row_stride: lda as isize, col_stride: 1 }, &b, Layout { row_stride: ldb as isize, col_stride: 1 }, &mut want, Layout { row_stride: ldc as isize, col_stride: 1 });
+        let mut got = vec![f32::NAN; m * ldc];
+        sgemm(m, k, n, 1.0, &a, Layout { row_stride: lda as isize, col_stride: 1 }, &b, Layout { row_stride: ldb as isize, col_stride: 1 }, 0.0, &mut got, Layout { row_stride: ldc as isize, col_stride: 1 });
+        for i in 0..m {
+            for j in 0..n {
+                let (g, w) = (got[i * ldc + j], want[i * ldc + j]);
+                assert!((g - w).abs() < 1e-3, "{m}x{k}x{n} at {i},{j}: {g} vs {w}");
+            }
+        }
+    }
+}
