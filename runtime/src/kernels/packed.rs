@@ -394,9 +394,12 @@ fn pack_b<const W: usize>(b: &[f32], ldb: usize, kc: usize, nc: usize, out: &mut
         }
         return;
     }
+    // A fixed-length loop per row (no memcpy/memset calls: edge panels come often).
     for (p, dst) in out.chunks_exact_mut(W).enumerate().take(kc) {
-        dst[..nc].copy_from_slice(&b[p * ldb..p * ldb + nc]);
-        dst[nc..].fill(0.0);
+        let src = &b[p * ldb..p * ldb + nc];
+        for (j, d) in dst.iter_mut().enumerate() {
+            *d = if j < nc { src[j] } else { 0.0 };
+        }
     }
 }
 
