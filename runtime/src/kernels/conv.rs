@@ -346,18 +346,19 @@ impl GemmPart<'_> {
             if j0 >= j1 || r0 >= r1 {
                 return;
             }
-            let mut panel = [0f32; packed::KC * NR];
             // SAFETY: parts write disjoint blocks of the output (rows r0..r1 × columns
             // c_base + j0..c_base + j1, inside `yg` by the assert above); the view spans rows
             // r0.. of `yg`, and `yg` is not otherwise used until every part has returned.
             let y = unsafe { core::slice::from_raw_parts_mut((yp as *mut f32).add(r0 * os), ylen - r0 * os) };
-            let mut c0 = j0;
-            while c0 < j1 {
-                let c1 = (c0 + chunk).min(j1);
-                packed::sgemm_prepacked_rows(mg, self.kdim, c1 - c0, self.wp, r0, r1, &b[c0..], ldb, &mut y[c_base + c0..], os, &mut panel);
-                apply_epilogue(y, self.ep, self.m0 + r0, r1 - r0, os, (self.ch0 + r0) * os, c_base + c0, c_base + c1);
-                c0 = c1;
-            }
+            packed::with_panel(|panel| {
+                let mut c0 = j0;
+                while c0 < j1 {
+                    let c1 = (c0 + chunk).min(j1);
+                    packed::sgemm_prepacked_rows(mg, self.kdim, c1 - c0, self.wp, r0, r1, &b[c0..], ldb, &mut y[c_base + c0..], os, panel);
+                    apply_epilogue(y, self.ep, self.m0 + r0, r1 - r0, os, (self.ch0 + r0) * os, c_base + c0, c_base + c1);
+                    c0 = c1;
+                }
+            });
         });
     }
 }

@@ -112,13 +112,38 @@ fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usi
         if j0 >= j1 {
             return;
         }
-        let mut panel = [0f32; KC * NR];
         // SAFETY: tasks write disjoint column ranges [j0, j1) of C's rows, inside the bounds
         // the caller checked (j0 < n <= ldc keeps the view inside C); parallel_for returns
         // only after every task, so no other reference to C is used meanwhile.
         let c = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(j0), clen - j0) };
-        run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), &b[j0..], ldb, c, ldc, &mut panel);
+        with_panel(|panel| run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), &b[j0..], ldb, c, ldc, panel));
     });
+}
+
+/// `f(panel)` with a B-panel buffer of [`prepacked_scratch_len`]`(KC)` elements for a task
+/// of a split product: under std one per thread, kept (zeroing 16 KiB on the stack for every
+/// task showed up in profiles of the split convolutions); on the stack without std.
+pub fn with_panel<R>(f: impl FnOnce(&mut [f32]) -> R) -> R {
+    #[cfg(feature = "std")]
+    {
+        std::thread_local! {
+            static PANEL: core::cell::RefCell<std::vec::Vec<f32>> = const { core::cell::RefCell::new(std::vec::Vec::new()) };
+        }
+        PANEL.with(|p| match p.try_borrow_mut() {
+            Ok(mut v) => {
+                if v.len() < KC * NR {
+                    v.resize(KC * NR, 0.0);
+                }
+                f(&mut v[..KC * NR])
+            }
+            // Only a nested use of this thread's buffer lands here: a fresh one.
+            Err(_) => f(&mut [0f32; KC * NR]),
+        })
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        f(&mut [0f32; KC * NR])
+    }
 }
 
 /// Rows `r0..r1` of [`sgemm_prepacked`]'s product, on this thread (a caller splitting the
@@ -383,7 +408,7 @@ fn pack_a(a: &[f32], lda: usize, mc: usize, kc: usize, out: &mut [f32]) {
 }
 
 /// Rows `0..kc`, columns `0..nc` of `b` (row stride `ldb`) as `kc × W`, columns past `nc` zero.
-#[inline(always)]
+#[inline(never)]
 fn pack_b<const W: usize>(b: &[f32], ldb: usize, kc: usize, nc: usize, out: &mut [f32]) {
     if nc == W {
         // Fixed-size copies: a few vector moves per row rather than a memcpy call.
