@@ -217,11 +217,44 @@ fn block<T: Elem, const S: usize>(src: &[T]) -> [T; MAX_BLOCK] {
     v
 }
 
+/// A 2×2 window at stride 2 without padding or dilation whose taps all lie in the input
+/// (VGG's and small CNNs' pools): [`max_pool_2x2_s2`] applies.
+fn is_plain_2x2_s2(win: &Window3) -> bool {
+    let [_, oh, ow] = win.output;
+    win.kernel[1..] == [2, 2]
+        && win.strides[1..] == [2, 2]
+        && win.dilations[1..] == [1, 1]
+        && win.pads_begin[1..] == [0, 0]
+        && 2 * oh <= win.input[1]
+        && 2 * ow <= win.input[2]
+}
+
+/// [`max_pool_2d`] for [`is_plain_2x2_s2`] windows: one pass per output row over its two input
+/// rows, the taps in the generic loop's order (row by row, left to right; first tap, then
+/// `v > best`), so the bits are the same. The row-generic path spent most of MNIST's pooling
+/// time on per-row bookkeeping for rows of 7 and 14 outputs.
+fn max_pool_2x2_s2<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
+    let [_, oh, ow] = win.output;
+    let iw = win.input[2];
+    let pick = |best: T, v: T| if v > best { v } else { best };
+    for (h, out) in yp[..oh * ow].chunks_exact_mut(ow).enumerate() {
+        let r0 = &xp[2 * h * iw..2 * h * iw + 2 * ow];
+        let r1 = &xp[(2 * h + 1) * iw..(2 * h + 1) * iw + 2 * ow];
+        for ((o, a), b) in out.iter_mut().zip(r0.chunks_exact(2)).zip(r1.chunks_exact(2)) {
+            *o = pick(pick(pick(a[0], a[1]), b[0]), b[1]);
+        }
+    }
+}
+
 /// [`max_pool`] of one 2-D plane without indices: per output row, tap by tap over the interior
 /// columns (a vectorizable compare-select), the edge columns position by position. Each output
 /// visits its taps in the same order as the generic loop (first in-range tap, then `v > best`),
 /// so the results, NaN and signed zeros included, are the same.
 fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
+    if is_plain_2x2_s2(win) {
+        max_pool_2x2_s2(xp, win, yp);
+        return;
+    }
     let [_, oh, ow] = win.output;
     let iw = win.input[2];
     let sw = win.strides[2];
@@ -477,6 +510,10 @@ mod tests {
             (7, 57, [3, 3], 2, 1, 0, 0, true),
             (4, 50, [2, 2], 2, 1, 0, 0, false),
             (5, 45, [3, 3], 1, 2, 2, 2, false),
+            // 2×2 stride 2 (its own path when every tap is inside), odd sizes and ceil mode
+            (14, 14, [2, 2], 2, 1, 0, 0, false),
+            (7, 15, [2, 2], 2, 1, 0, 0, false),
+            (7, 15, [2, 2], 2, 1, 0, 0, true),
         ] {
             let oh = out_dim(ih, k[0], s, d, pb, pe, ceil);
             let ow = out_dim(iw, k[1], s, d, pb, pe, ceil);
