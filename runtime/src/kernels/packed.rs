@@ -209,7 +209,7 @@ fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f
     {
         let split = scratch.len() - k.min(KC) * NR;
         let (apack, bpack) = scratch.split_at_mut(split);
-        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable);
+        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable, no_partial);
     }
 }
 
@@ -234,7 +234,7 @@ fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
         }
         Level::Portable => {}
     }
-    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable);
+    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable, no_partial);
 }
 
 /// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
@@ -260,6 +260,7 @@ unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: us
         // on, CPUs with AVX2 and FMA.
         |kc, a, b, c, ldc, load| unsafe { kernel_avx2(kc, a, b, c, ldc, load) },
         |kc, a, b, c, ldc, load| unsafe { kernel_avx2_narrow(kc, a, b, c, ldc, load) },
+        |mr, kc, a, b, c, ldc, load| unsafe { kernel_avx2_rows(mr, kc, a, b, c, ldc, load) },
     );
 }
 
@@ -289,7 +290,13 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
         // on, CPUs with AVX-512F.
         |kc, a, b, c, ldc, load| unsafe { kernel_avx512(kc, a, b, c, ldc, load) },
         |kc, a, b, c, ldc, load| unsafe { kernel_avx512_narrow(kc, a, b, c, ldc, load) },
+        no_partial,
     );
+}
+
+/// For kernel families without a fewer-rows kernel: the driver's edge tile does those rows.
+fn no_partial(_: usize, _: usize, _: &[f32], _: &[f32], _: &mut [f32], _: usize, _: bool) -> bool {
+    false
 }
 
 /// The blocked loops around `kernel(kc, a, b, c, ldc, load)`, a micro-kernel computing
@@ -297,7 +304,9 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
 /// apart), continuing the sums in C when `load`, else from zero. The kernel's contract: `a`
 /// holds kc·MR, `b` kc·W, and `c` spans `(MR - 1)·ldc + W` elements. `narrow` computes
 /// (at least) the first W/2 columns of the tile, for edge panels that have no more (N = 49:
-/// three full panels and one column). B is packed in panels of `W` columns into `bpack`; k
+/// three full panels and one column). `partial(mr, kc, a, b, c, ldc, load)` computes only the
+/// first `mr` < MR rows of a full-width tile, straight into C (`c` spans `(mr − 1)·ldc + W`),
+/// and returns false where the family has no such kernel (the edge tile then does it). B is packed in panels of `W` columns into `bpack`; k
 /// runs in blocks of [`KC`] (the layout of packed A) and, within them, in sub-blocks of as
 /// many steps as `bpack` holds rows of W.
 #[inline(always)]
@@ -315,6 +324,7 @@ fn driver<const W: usize>(
     bpack: &mut [f32],
     kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
     narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
+    partial: impl Fn(usize, usize, &[f32], &[f32], &mut [f32], usize, bool) -> bool,
 ) {
     let ksub = (bpack.len() / W).min(KC);
     assert!(ksub > 0, "packed GEMM: B panel too small");
@@ -355,6 +365,8 @@ fn driver<const W: usize>(
                         let cstart = i0 * ldc + j0;
                         if mr == MR && nc == W {
                             kernel(kn, ap, bp, &mut c[cstart..cstart + (MR - 1) * ldc + W], ldc, load);
+                        } else if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load) {
+                            // The last rows (m not a multiple of MR) straight into C.
                         } else {
                             // Edge tile: through a local MR×W tile.
                             let mut t = [[0f32; W]; MR];
@@ -558,6 +570,69 @@ unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize
         bp = bp.add(NR);
     }
     for i in 0..MR {
+        _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
+        _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
+    }
+}
+
+/// [`kernel_avx2`] for the first `mr` (1 to MR − 1) rows of the tile only, straight into C:
+/// the last panel of a matrix whose rows are not a multiple of MR (32 output channels: 5
+/// panels and 2 rows; 64: 10 and 4). Computing only those rows costs in proportion to them
+/// (fully, from 4 rows and their 8 accumulators up), where a whole 6-row tile costs 6. Each
+/// element is the same chain of fused multiply-adds as in the full kernel, so the same bits.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) -> bool {
+    // SAFETY (each arm): the caller's CPU has AVX2 and FMA.
+    unsafe {
+        match mr {
+            1 => kernel_avx2_r::<1>(kc, a, b, c, ldc, load),
+            2 => kernel_avx2_r::<2>(kc, a, b, c, ldc, load),
+            3 => kernel_avx2_r::<3>(kc, a, b, c, ldc, load),
+            4 => kernel_avx2_r::<4>(kc, a, b, c, ldc, load),
+            5 => kernel_avx2_r::<5>(kc, a, b, c, ldc, load),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// [`kernel_avx2_rows`] for `R` rows.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    use core::arch::x86_64::*;
+    assert!(R >= 1 && R < MR && a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (R - 1) * ldc + NR);
+    let cp = c.as_mut_ptr();
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    if load {
+        for i in 0..R {
+            acc[i][0] = _mm256_loadu_ps(cp.add(i * ldc));
+            acc[i][1] = _mm256_loadu_ps(cp.add(i * ldc + 8));
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let b0 = _mm256_loadu_ps(bp);
+        let b1 = _mm256_loadu_ps(bp.add(8));
+        for i in 0..R {
+            let av = _mm256_broadcast_ss(&*ap.add(i));
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR);
+    }
+    for i in 0..R {
         _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
         _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
     }
