@@ -264,8 +264,8 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
     // Interior columns in register blocks of MAX_BLOCK outputs (all taps per block, one store
     // per output, as long as every block's reads stay inside the row), the rest tap by tap.
     let span = (MAX_BLOCK - 1) * sw + 1;
+    let last_ok = |c0: usize| tap_start(win, c0, kw_n - 1) + span <= iw;
     let blocks = if (sw == 1 || sw == 2) && kh_n <= MAX_ROWS && chi > clo {
-        let last_ok = |c0: usize| tap_start(win, c0, kw_n - 1) + span <= iw;
         let mut nb = (chi - clo) / MAX_BLOCK;
         while nb > 0 && !last_ok(clo + (nb - 1) * MAX_BLOCK) {
             nb -= 1;
@@ -274,6 +274,11 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
     } else {
         0
     };
+    // The interior's last columns as one more block ending at `chi`, overlapping the one
+    // before (its outputs computed again, with the same taps in the same order: the same
+    // values), where its reads stay in the row: no element-by-element tail (SqueezeNet's
+    // 55-wide rows left 7 of them).
+    let tail = blocks > 0 && clo + blocks * MAX_BLOCK < chi && last_ok(chi - MAX_BLOCK);
     for h in 0..oh {
         let out = &mut yp[h * ow..(h + 1) * ow];
         let mut rows = [0usize; MAX_ROWS];
@@ -286,14 +291,21 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
         }
         // Start of the interior's tap-by-tap part.
         let tlo = if nrows > 0 && blocks > 0 {
-            let x0 = tap_start(win, clo, 0);
-            let dst = &mut out[clo..clo + blocks * MAX_BLOCK];
-            if sw == 1 {
-                max_blocks::<T, 1>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+            let run = |c0: usize, dst: &mut [T]| {
+                let x0 = tap_start(win, c0, 0);
+                if sw == 1 {
+                    max_blocks::<T, 1>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+                } else {
+                    max_blocks::<T, 2>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+                }
+            };
+            run(clo, &mut out[clo..clo + blocks * MAX_BLOCK]);
+            if tail {
+                run(chi - MAX_BLOCK, &mut out[chi - MAX_BLOCK..chi]);
+                chi
             } else {
-                max_blocks::<T, 2>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+                clo + blocks * MAX_BLOCK
             }
-            clo + blocks * MAX_BLOCK
         } else {
             clo
         };
