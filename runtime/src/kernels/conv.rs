@@ -638,16 +638,9 @@ fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wind
         let threads = crate::pool::threads();
         let work = planes * os * win.kernel_size();
         if threads > 1 && planes >= 2 && work >= PARALLEL_DW_MACS {
-            let parts = (threads * PARTS_PER_THREAD).min(planes);
-            let per = planes.div_ceil(parts);
-            let (yp, ylen) = (y.as_mut_ptr() as usize, y.len());
-            crate::pool::parallel_for(planes.div_ceil(per), &|t| {
-                let (p0, p1) = (t * per, ((t + 1) * per).min(planes));
+            crate::for_plane_ranges(planes, os, work, y, &|p0, p1, out| {
                 let mut scratch = std::vec![T::zero(); pp.len()];
-                // SAFETY: parts write disjoint ranges of output planes [p0, p1), inside `y`
-                // (asserted above); `y` is not otherwise used until every part has returned.
-                let y = unsafe { core::slice::from_raw_parts_mut(yp as *mut T, ylen) };
-                depthwise_2d_planes(x, w, y, d, win, pp, &mut scratch, ep, p0, p1);
+                depthwise_2d_planes(x, w, out, d, win, pp, &mut scratch, ep, p0, p1);
             });
             return;
         }
@@ -659,7 +652,8 @@ fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wind
 #[cfg(feature = "std")]
 const PARALLEL_DW_MACS: usize = 1 << 16;
 
-/// [`depthwise_2d`] for the output planes `p0..p1` (plane `n · c_out + m`).
+/// [`depthwise_2d`] for the output planes `p0..p1` (plane `n · c_out + m`), written to `y`
+/// from its start (`y` holds those planes only).
 #[allow(clippy::too_many_arguments)]
 fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>, p0: usize, p1: usize) {
     let mg = d.c_out / d.group;
@@ -696,7 +690,7 @@ fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win
         }
         let wm = &w[m * ks..(m + 1) * ks];
         let base = pi * os;
-        let yp = &mut y[base..base + os];
+        let yp = &mut y[(pi - p0) * os..(pi - p0 + 1) * os];
         let row_step = dh * pp.cols;
         if pp.flat {
             dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
