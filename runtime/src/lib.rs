@@ -21,6 +21,43 @@ pub mod small;
 pub mod train;
 
 pub use elem::{Elem, FloatElem};
+
+/// `f(0) … f(tasks − 1)` over the thread pool under std; without std, in order on this
+/// thread (kernels that split their work call this, so they need no cfg of their own).
+pub(crate) fn pool_for(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
+    #[cfg(feature = "std")]
+    pool::parallel_for(tasks, f);
+    #[cfg(not(feature = "std"))]
+    (0..tasks).for_each(f);
+}
+
+/// `f(p0, p1, out)` over ranges `p0..p1` of `planes` output planes of `os` elements each
+/// (`out`: those planes of `y`), split over the pool (several ranges per thread, so a thread
+/// that starts late leaves its share to the others) when `work` (multiply-adds or
+/// comparisons) pays for it; else one call with every plane.
+pub(crate) fn for_plane_ranges<T: Send>(planes: usize, os: usize, work: usize, y: &mut [T], f: &(dyn Fn(usize, usize, &mut [T]) + Sync)) {
+    assert!(y.len() >= planes * os, "for_plane_ranges: output too short");
+    #[cfg(feature = "std")]
+    {
+        /// Less work than this stays on one thread.
+        const PARALLEL_WORK: usize = 1 << 16;
+        let threads = pool::threads();
+        if threads > 1 && planes >= 2 && os > 0 && work >= PARALLEL_WORK {
+            let per = planes.div_ceil((threads * 4).min(planes));
+            let yp = y.as_mut_ptr() as usize;
+            pool::parallel_for(planes.div_ceil(per), &|t| {
+                let (p0, p1) = (t * per, ((t + 1) * per).min(planes));
+                // SAFETY: ranges of planes are disjoint between tasks and inside `y` (asserted
+                // above); `y` is not otherwise used until every task has returned.
+                let out = unsafe { core::slice::from_raw_parts_mut((yp as *mut T).add(p0 * os), (p1 - p0) * os) };
+                f(p0, p1, out);
+            });
+            return;
+        }
+    }
+    let _ = work;
+    f(0, planes, &mut y[..planes * os]);
+}
 /// Re-exported so generated code names f16/bf16 without its own dependency.
 pub use half;
 

@@ -83,3 +83,143 @@ fn split_winograd_keeps_the_bits() {
     assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
     assert!(want.iter().any(|&v| v > 0.0));
 }
+
+/// Round trip of one parallel call with trivial tasks (the cost a split has to beat):
+/// `cargo test -p burnc-runtime --release --features std --test pool_gemm -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parallel_call_latency() {
+    burnc_runtime::pool::set_threads(2);
+    let hits = std::sync::atomic::AtomicUsize::new(0);
+    for gap_us in [0u64, 20, 200] {
+        let mut total = std::time::Duration::ZERO;
+        let calls = 2000;
+        for _ in 0..calls {
+            // Work between calls, as a model's serial ops leave between parallel ones.
+            let t = std::time::Instant::now();
+            while t.elapsed().as_micros() < gap_us as u128 {}
+            let t = std::time::Instant::now();
+            burnc_runtime::pool::parallel_for(2, &|_| {
+                hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            });
+            total += t.elapsed();
+        }
+        println!("gap {gap_us} us: {:.2} us per call", total.as_secs_f64() * 1e6 / calls as f64);
+    }
+}
+
+/// A convolution with prepacked weights split over 2 threads (im2col by channels, GEMM by
+/// columns or by output channels) gives the bits of the serial packed GEMM.
+#[test]
+fn split_prepacked_conv_keeps_the_bits() {
+    use burnc_runtime::kernels::conv::*;
+    use burnc_runtime::kernels::{packed, window::Window3};
+    /// The serial packed GEMM (what a single-threaded prepacked conv computes).
+    struct Serial;
+    impl MatMul<f32> for Serial {
+        fn mm(&self, m: usize, k: usize, n: usize, a: &[f32], la: Layout, b: &[f32], lb: Layout, c: &mut [f32], ldc: usize) {
+            gemm_generic(m, k, n, a, la, b, lb, c, Layout::row_major(ldc));
+        }
+        fn mm_rows(&self, m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+            packed::sgemm_packed(m, k, n, a, lda, b, ldb, c, ldc, scratch);
+        }
+    }
+    burnc_runtime::pool::set_threads(2);
+    assert_eq!(burnc_runtime::pool::threads(), 2);
+    // batch, c_in, c_out, group, h (= w), k, stride, pad
+    for &(batch, c_in, c_out, group, h, k, s, p) in
+        &[(1, 32, 64, 1, 40, 1, 1, 0), (2, 24, 36, 1, 33, 3, 1, 1), (1, 128, 32, 1, 7, 3, 1, 1), (1, 64, 6, 1, 90, 3, 1, 1), (1, 32, 48, 2, 30, 3, 2, 1)]
+    {
+        let d = ConvDims { batch, c_in, c_out, group };
+        let o = (h + 2 * p - k) / s + 1;
+        let win = Window3::new(&[h, h], &[o, o], &[k, k], &[s, s], &[1, 1], &[p as isize, p as isize], &[p as isize, p as isize]).unwrap();
+        let x = values(batch * c_in * h * h, 5);
+        let w = values(c_out * (c_in / group) * k * k, 6);
+        let bias = values(c_out, 7);
+        let res = values(batch * c_out * o * o, 8);
+        let ep = Epilogue { bias: Some(&bias[..]), scale: None, shift: None, residual: Some(&res[..]), act: Act::Relu };
+        let mut want = vec![0f32; batch * c_out * o * o];
+        conv_fused(&x, &w, &mut want, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Serial, &ep);
+        let mut wp = vec![f32::NAN; conv_packed_len(&d, &win)];
+        pack_conv_weights(&d, &win, &w, &mut wp);
+        let mut y = vec![f32::NAN; want.len()];
+        conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep);
+        assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "{batch}x{c_in}->{c_out}/{group} {h}x{h} k{k}");
+    }
+}
+
+/// Depthwise convolution and pooling split over planes on 2 threads against plain loops.
+#[test]
+fn split_depthwise_and_pooling_match_plain_loops() {
+    use burnc_runtime::kernels::conv::*;
+    use burnc_runtime::kernels::{pool, window::Window3};
+    burnc_runtime::pool::set_threads(2);
+    let (batch, c, h) = (2, 48, 29);
+    let x = values(batch * c * h * h, 9);
+    // 3×3 depthwise, pad 1, stride 1 and 2.
+    for s in [1, 2] {
+        let o = (h + 2 - 3) / s + 1;
+        let win = Window3::new(&[h, h], &[o, o], &[3, 3], &[s, s], &[1, 1], &[1, 1], &[1, 1]).unwrap();
+        let d = ConvDims { batch, c_in: c, c_out: c, group: c };
+        let w = values(c * 9, 10);
+        let mut y = vec![f32::NAN; batch * c * o * o];
+        conv_fused(&x, &w, &mut y, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm, &Epilogue::bias(None));
+        for p in 0..batch * c {
+            for i in 0..o {
+                for j in 0..o {
+                    let mut want = 0f64;
+                    for ki in 0..3 {
+                        for kj in 0..3 {
+                            let (r, q) = ((i * s + ki) as isize - 1, (j * s + kj) as isize - 1);
+                            if r >= 0 && q >= 0 && (r as usize) < h && (q as usize) < h {
+                                want += w[(p % c) * 9 + ki * 3 + kj] as f64 * x[p * h * h + r as usize * h + q as usize] as f64;
+                            }
+                        }
+                    }
+                    let got = y[(p * o + i) * o + j] as f64;
+                    assert!((got - want).abs() < 1e-5, "depthwise s{s} plane {p} at {i},{j}: {got} vs {want}");
+                }
+            }
+        }
+    }
+    // 3×3 max pool, stride 2, no padding.
+    let o = (h - 3) / 2 + 1;
+    let win = Window3::new(&[h, h], &[o, o], &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[0, 0]).unwrap();
+    let mut y = vec![f32::NAN; batch * c * o * o];
+    pool::max_pool(&x, batch * c, &win, &mut y, None, false);
+    let mut avg = vec![f32::NAN; batch * c * o * o];
+    pool::avg_pool(&x, batch * c, &win, &mut avg, false);
+    for p in 0..batch * c {
+        for i in 0..o {
+            for j in 0..o {
+                let taps = (0..9).map(|t| x[p * h * h + (i * 2 + t / 3) * h + j * 2 + t % 3]);
+                let want = taps.clone().fold(f32::MIN, f32::max);
+                assert_eq!(y[(p * o + i) * o + j], want, "max pool plane {p} at {i},{j}");
+                let mean = taps.map(|v| v as f64).sum::<f64>() / 9.0;
+                assert!((avg[(p * o + i) * o + j] as f64 - mean).abs() < 1e-6, "avg pool plane {p} at {i},{j}");
+            }
+        }
+    }
+}
+
+/// Row-major products (burnc's packed kernel) split over 2 threads by row blocks and column
+/// blocks agree with the plain loop.
+#[test]
+fn split_row_major_sgemm_matches_plain_loop() {
+    burnc_runtime::pool::set_threads(2);
+    for &(m, k, n) in &[(200, 130, 70), (20, 300, 500), (7, 1000, 300)] {
+        let (lda, ldb, ldc) = (k + 3, n + 1, n + 5);
+        let a = values(m * lda, 3);
+        let b = values(k * ldb, 4);
+        let mut want = vec![0f32; m * ldc];
+        gemm_generic(m, k, n, &a, Layout { row_stride: lda as isize, col_stride: 1 }, &b, Layout { row_stride: ldb as isize, col_stride: 1 }, &mut want, Layout { row_stride: ldc as isize, col_stride: 1 });
+        let mut got = vec![f32::NAN; m * ldc];
+        sgemm(m, k, n, 1.0, &a, Layout { row_stride: lda as isize, col_stride: 1 }, &b, Layout { row_stride: ldb as isize, col_stride: 1 }, 0.0, &mut got, Layout { row_stride: ldc as isize, col_stride: 1 });
+        for i in 0..m {
+            for j in 0..n {
+                let (g, w) = (got[i * ldc + j], want[i * ldc + j]);
+                assert!((g - w).abs() < 1e-3, "{m}x{k}x{n} at {i},{j}: {g} vs {w}");
+            }
+        }
+    }
+}

@@ -26,7 +26,7 @@ pub struct BenchArgs {
     #[arg(long = "input", short = 'i', value_name = "NAME=DIMS|NAME=FILE")]
     pub inputs: Vec<String>,
     /// Threads: with N > 1 the harness links the runtime's `threads` feature and runs with
-    /// BURNC_THREADS=N (GEMMs split over the runtime's persistent pool; other ops on one thread).
+    /// BURNC_THREADS=N (convolutions, GEMMs, pooling, BatchNormalization and LRN split over the runtime's persistent pool; other ops on one thread).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub threads: usize,
     /// Timed iterations (at least; more if they take less than --min-ms).
@@ -59,7 +59,7 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--threads must be at least 1".into()));
     }
     if a.threads > 1 {
-        println!("threads: {} (GEMMs, the convolutions' im2col products included, split over burnc-runtime's persistent pool; other ops on one thread)", a.threads);
+        println!("threads: {} (convolutions, GEMMs, pooling, BatchNormalization and LRN split over burnc-runtime's persistent pool; other ops on one thread)", a.threads);
     } else {
         println!("threads: 1");
     }

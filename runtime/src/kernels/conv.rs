@@ -220,17 +220,147 @@ pub fn pack_conv_weights(d: &ConvDims, win: &Window3, w: &[f32], out: &mut [f32]
 /// [`conv_fused`] in f32 with weights packed ahead of time by [`pack_conv_weights`] (`wp`),
 /// for convolutions that run as GEMMs ([`takes_prepacked`]): the packing that [`conv_fused`]
 /// does on every call is done once, by the compiler; the sums and their order, and so the
-/// bits, are the same (single-threaded).
+/// bits, are the same (single-threaded). Under std with more than one pool thread, the
+/// im2col, the GEMM and the epilogue are split over the pool ([`conv_prepacked_tasks`]),
+/// which changes no sum either.
 #[allow(clippy::too_many_arguments)]
 pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win: &Window3, col: &mut [f32], ep: &Epilogue<'_, f32>) {
+    #[cfg(feature = "std")]
+    let tasks = crate::pool::threads();
+    #[cfg(not(feature = "std"))]
+    let tasks = 1;
+    conv_prepacked_tasks(x, wp, y, d, win, col, ep, tasks);
+}
+
+/// Convolutions with fewer multiply-adds per group stay on one thread (a split costs about a
+/// microsecond with a polling worker, ten with a sleeping one).
+const PARALLEL_CONV_MACS: usize = 1 << 18;
+/// Parts per thread a split convolution aims at (see [`GemmPart::split`]).
+const PARTS_PER_THREAD: usize = 4;
+
+/// [`conv_fused_prepacked`] split into `tasks` parts (1: the serial loops). Per batch item and
+/// group (and im2col tile): the im2col over ranges of input channels, then the GEMM with its
+/// epilogue over ranges of output columns (whole panels of [`packed::NR`]), or over ranges of
+/// output channels (whole panels of [`packed::MR`]) when the columns are too few to share.
+/// Each part packs its B panels into a buffer on its own stack; every output is still one
+/// chain of multiply-adds in k order, so the bits do not depend on `tasks`.
+#[allow(clippy::too_many_arguments)]
+fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win: &Window3, col: &mut [f32], ep: &Epilogue<'_, f32>, tasks: usize) {
     assert!(takes_prepacked(d), "conv_fused_prepacked: a depthwise convolution");
     let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
     let kdim = cg * win.kernel_size();
     let len = packed::packed_len(mg, kdim);
     assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
-    conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, |g, n, b, ldb, c, ldc, pack| {
-        packed::sgemm_prepacked(mg, kdim, n, &wp[g * len..(g + 1) * len], b, ldb, c, ldc, pack)
-    });
+    let os = win.out_size();
+    if tasks <= 1 || mg * kdim * os < PARALLEL_CONV_MACS {
+        conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, |g, n, b, ldb, c, ldc, pack| {
+            packed::sgemm_prepacked(mg, kdim, n, &wp[g * len..(g + 1) * len], b, ldb, c, ldc, pack)
+        });
+        return;
+    }
+    assert!(y.len() >= d.batch * d.c_out * os, "conv_fused_prepacked: output too short");
+    let is = win.in_size();
+    let col = &mut col[packed::prepacked_scratch_len(kdim)..];
+    for n in 0..d.batch {
+        for g in 0..d.group {
+            let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
+            let ch0 = n * d.c_out + g * mg;
+            let yg = &mut y[ch0 * os..(ch0 + mg) * os];
+            let wpg = &wp[g * len..(g + 1) * len];
+            let part = GemmPart { mg, kdim, wp: wpg, ep, m0: g * mg, ch0, os };
+            if win.is_pointwise() {
+                let chunk = (POINTWISE_TILE_ELEMS / mg.max(1)).max(MIN_CHUNK_COLS);
+                part.split(xg, os, os, yg, 0, chunk, tasks);
+                continue;
+            }
+            let (rows, ow) = (win.output[0] * win.output[1], win.output[2]);
+            let tile = conv_tile_rows(d, win);
+            let ks = win.kernel_size();
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + tile).min(rows);
+                let cols = (r1 - r0) * ow;
+                let colt = &mut col[..kdim * cols];
+                // im2col over channel ranges: disjoint row blocks of the tile.
+                let ct = (tasks * PARTS_PER_THREAD).min(cg);
+                let per = cg.div_ceil(ct);
+                let (cp, clen) = (colt.as_mut_ptr() as usize, colt.len());
+                crate::pool_for(ct, &|t| {
+                    let (c0, c1) = (t * per, ((t + 1) * per).min(cg));
+                    if c0 >= c1 {
+                        return;
+                    }
+                    let (lo, hi) = (c0 * ks * cols, c1 * ks * cols);
+                    assert!(hi <= clen);
+                    // SAFETY: tasks write disjoint ranges [lo, hi) of the tile (checked inside
+                    // it); the tile is not otherwise used until every task has returned.
+                    let dst = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(lo), hi - lo) };
+                    im2col_rows(&xg[c0 * is..c1 * is], c1 - c0, win, r0, r1, dst);
+                });
+                part.split(colt, cols, cols, &mut yg[..], r0 * ow, cols, tasks);
+                r0 = r1;
+            }
+        }
+    }
+}
+
+/// One group's GEMM `y[:, c_base + j] = W · B[:, j]` with the epilogue, for splitting.
+struct GemmPart<'a> {
+    mg: usize,
+    kdim: usize,
+    /// The group's packed weights.
+    wp: &'a [f32],
+    ep: &'a Epilogue<'a, f32>,
+    /// The group's first output channel (bias and scale index).
+    m0: usize,
+    /// The group's first output plane in the whole output (residual offset).
+    ch0: usize,
+    /// Output plane size (C's row stride).
+    os: usize,
+}
+
+impl GemmPart<'_> {
+    /// Columns `0..ncols` of B (row stride `ldb`) into columns `c_base..` of the group's
+    /// output `yg`, in chunks of at most `chunk` columns per GEMM call (each then gets its
+    /// epilogue while in cache), split over `tasks` parts.
+    #[allow(clippy::too_many_arguments)]
+    fn split(&self, b: &[f32], ldb: usize, ncols: usize, yg: &mut [f32], c_base: usize, chunk: usize, tasks: usize) {
+        use packed::{MR, NR};
+        let (mg, os) = (self.mg, self.os);
+        assert!(yg.len() >= mg * os && c_base + ncols <= os, "conv GEMM part: output too short");
+        // Columns when each thread gets at least three panels of them, else output channels.
+        // More parts than threads (up to PARTS_PER_THREAD each), so a thread that starts late
+        // (another process holds its core) leaves its share to the others rather than making
+        // them wait; output-channel parts each pack every B panel, so fewer of those.
+        let by_cols = ncols >= tasks * 3 * NR || mg < 2 * MR;
+        let (parts, per) = if by_cols {
+            let per = ncols.div_ceil(tasks * PARTS_PER_THREAD).max(3 * NR).div_ceil(NR) * NR;
+            (ncols.div_ceil(per), per)
+        } else {
+            let per = mg.div_ceil(MR).div_ceil(tasks * 2).max(2) * MR;
+            (mg.div_ceil(per), per)
+        };
+        let (yp, ylen) = (yg.as_mut_ptr() as usize, yg.len());
+        crate::pool_for(parts, &|t| {
+            let (j0, j1, r0, r1) = if by_cols { (t * per, ((t + 1) * per).min(ncols), 0, mg) } else { (0, ncols, t * per, ((t + 1) * per).min(mg)) };
+            if j0 >= j1 || r0 >= r1 {
+                return;
+            }
+            // SAFETY: parts write disjoint blocks of the output (rows r0..r1 × columns
+            // c_base + j0..c_base + j1, inside `yg` by the assert above); the view spans rows
+            // r0.. of `yg`, and `yg` is not otherwise used until every part has returned.
+            let y = unsafe { core::slice::from_raw_parts_mut((yp as *mut f32).add(r0 * os), ylen - r0 * os) };
+            packed::with_panel(|panel| {
+                let mut c0 = j0;
+                while c0 < j1 {
+                    let c1 = (c0 + chunk).min(j1);
+                    packed::sgemm_prepacked_rows(mg, self.kdim, c1 - c0, self.wp, r0, r1, &b[c0..], ldb, &mut y[c_base + c0..], os, panel);
+                    apply_epilogue(y, self.ep, self.m0 + r0, r1 - r0, os, (self.ch0 + r0) * os, c_base + c0, c_base + c1);
+                    c0 = c1;
+                }
+            });
+        });
+    }
 }
 
 /// The GEMM convolution's loops: per batch item and group, `y[:, cols] = W_g @ B(cols)` by
@@ -498,6 +628,34 @@ fn dw_run<T: Elem>(plane: &[T], start: usize, out: &mut [T], wm: &[T], kh_n: usi
 /// the padding add `w · 0`, which changes no finite sum.
 #[allow(clippy::too_many_arguments)]
 fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>) {
+    let os = win.out_size();
+    let planes = d.batch * d.c_out;
+    assert!(y.len() >= planes * os && col.len() >= pp.len(), "depthwise_2d: slices too short");
+    // Output planes in ranges over the pool, each part with its own padded plane (from the
+    // heap; the planned scratch serves a single part), when the work pays for the split.
+    #[cfg(feature = "std")]
+    {
+        let threads = crate::pool::threads();
+        let work = planes * os * win.kernel_size();
+        if threads > 1 && planes >= 2 && work >= PARALLEL_DW_MACS {
+            crate::for_plane_ranges(planes, os, work, y, &|p0, p1, out| {
+                let mut scratch = std::vec![T::zero(); pp.len()];
+                depthwise_2d_planes(x, w, out, d, win, pp, &mut scratch, ep, p0, p1);
+            });
+            return;
+        }
+    }
+    depthwise_2d_planes(x, w, y, d, win, pp, col, ep, 0, planes);
+}
+
+/// Depthwise convolutions with fewer multiply-adds stay on one thread.
+#[cfg(feature = "std")]
+const PARALLEL_DW_MACS: usize = 1 << 16;
+
+/// [`depthwise_2d`] for the output planes `p0..p1` (plane `n · c_out + m`), written to `y`
+/// from its start (`y` holds those planes only).
+#[allow(clippy::too_many_arguments)]
+fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Window3, pp: &PaddedPlane, col: &mut [T], ep: &Epilogue<'_, T>, p0: usize, p1: usize) {
     let mg = d.c_out / d.group;
     let (is, os, ks) = (win.in_size(), win.out_size(), win.kernel_size());
     let ow = win.output[2];
@@ -506,45 +664,48 @@ fn depthwise_2d<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wind
     let [_, kh_n, kw_n] = win.kernel;
     let (plane, run) = col.split_at_mut(pp.rows * pp.cols + DW_BLOCK);
     let run = &mut run[..pp.run];
-    for n in 0..d.batch {
-        for m in 0..d.c_out {
-            if m % mg == 0 {
-                // The padded copy of input channel m / mg: rows and columns of the span that
-                // map outside the input are zero.
-                let xc = &x[(n * d.c_in + m / mg) * is..(n * d.c_in + m / mg + 1) * is];
-                plane.fill(T::zero());
-                let (pt, pl) = (win.pads_begin[1], win.pads_begin[2]);
-                // Columns c of the span with 0 <= c - pl < iw.
-                let c_lo = pl.max(0) as usize;
-                let c_hi = (iw as isize + pl).clamp(0, pp.cols as isize) as usize;
-                for r in 0..pp.rows {
-                    let zr = r as isize - pt;
-                    if zr < 0 || zr >= ih as isize || c_lo >= c_hi {
-                        continue;
-                    }
-                    let src = zr as usize * iw + (c_lo as isize - pl) as usize;
-                    plane[r * pp.cols + c_lo..r * pp.cols + c_hi].copy_from_slice(&xc[src..src + (c_hi - c_lo)]);
+    // The input channel whose padded copy `plane` holds (a multiplier of 2 reads each twice).
+    let mut have = usize::MAX;
+    for pi in p0..p1 {
+        let (n, m) = (pi / d.c_out, pi % d.c_out);
+        let src_ch = n * d.c_in + m / mg;
+        if src_ch != have {
+            have = src_ch;
+            // The padded copy of input channel m / mg: rows and columns of the span that
+            // map outside the input are zero.
+            let xc = &x[src_ch * is..(src_ch + 1) * is];
+            plane.fill(T::zero());
+            let (pt, pl) = (win.pads_begin[1], win.pads_begin[2]);
+            // Columns c of the span with 0 <= c - pl < iw.
+            let c_lo = pl.max(0) as usize;
+            let c_hi = (iw as isize + pl).clamp(0, pp.cols as isize) as usize;
+            for r in 0..pp.rows {
+                let zr = r as isize - pt;
+                if zr < 0 || zr >= ih as isize || c_lo >= c_hi {
+                    continue;
                 }
+                let src = zr as usize * iw + (c_lo as isize - pl) as usize;
+                plane[r * pp.cols + c_lo..r * pp.cols + c_hi].copy_from_slice(&xc[src..src + (c_hi - c_lo)]);
             }
-            let wm = &w[m * ks..(m + 1) * ks];
-            let base = (n * d.c_out + m) * os;
-            let yp = &mut y[base..base + os];
-            let row_step = dh * pp.cols;
-            if pp.flat {
-                dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
-                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
-                    dst.copy_from_slice(&run[r * pp.cols..r * pp.cols + ow]);
-                }
-            } else {
-                for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
-                    dw_run(plane, r * sh * pp.cols, run, wm, kh_n, kw_n, row_step, dw);
-                    dst.iter_mut().enumerate().for_each(|(j, o)| *o = run[j * sw]);
-                }
+        }
+        let wm = &w[m * ks..(m + 1) * ks];
+        let base = pi * os;
+        let yp = &mut y[(pi - p0) * os..(pi - p0 + 1) * os];
+        let row_step = dh * pp.cols;
+        if pp.flat {
+            dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
+            for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                dst.copy_from_slice(&run[r * pp.cols..r * pp.cols + ow]);
             }
-            let res = ep.residual.map(|r| &r[base..base + os]);
-            if !ep.is_identity() {
-                channel_epilogue(yp, ep, m, res);
+        } else {
+            for (r, dst) in yp.chunks_exact_mut(ow).enumerate() {
+                dw_run(plane, r * sh * pp.cols, run, wm, kh_n, kw_n, row_step, dw);
+                dst.iter_mut().enumerate().for_each(|(j, o)| *o = run[j * sw]);
             }
+        }
+        let res = ep.residual.map(|r| &r[base..base + os]);
+        if !ep.is_identity() {
+            channel_epilogue(yp, ep, m, res);
         }
     }
 }
@@ -771,6 +932,12 @@ mod tests {
             (1, 16, 16, 1, 64, 70, 3, 3, 1, 1, 1, 1),
             (1, 300, 17, 1, 7, 7, 3, 3, 1, 1, 1, 1),
             (1, 8, 24, 4, 12, 10, 3, 3, 2, 1, 1, 1),
+            // Large enough to split: by columns (pointwise, 3×3 over a big tile and several
+            // tiles), by output channels (7×7 outputs), over two batch items.
+            (2, 40, 70, 1, 30, 31, 1, 1, 1, 1, 0, 0),
+            (1, 64, 6, 1, 96, 96, 3, 3, 1, 1, 1, 1),
+            (1, 130, 32, 1, 7, 7, 3, 3, 1, 1, 1, 1),
+            (1, 64, 64, 2, 20, 20, 3, 3, 2, 1, 1, 1),
         ];
         for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
             let d = ConvDims { batch, c_in, c_out, group };
@@ -785,9 +952,12 @@ mod tests {
             assert!(takes_prepacked(&d));
             let mut wp = vec![f32::NAN; conv_packed_len(&d, &win)];
             pack_conv_weights(&d, &win, &w, &mut wp);
-            let mut y = vec![f32::NAN; want.len()];
-            conv_fused_prepacked(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep);
-            assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}");
+            // Split into parts (run in order here unless the pool has threads): same bits.
+            for tasks in [1, 2, 3] {
+                let mut y = vec![f32::NAN; want.len()];
+                conv_prepacked_tasks(&x, &wp, &mut y, &d, &win, &mut vec![f32::NAN; conv_prepacked_scratch_len(&d, &win)], &ep, tasks);
+                assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "case {i}, {tasks} tasks");
+            }
         }
     }
 

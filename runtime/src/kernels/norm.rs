@@ -81,10 +81,11 @@ pub fn scale_shift<T: crate::elem::Elem>(
     add: Option<&[T]>,
     act: Act,
 ) {
-    for n in 0..batch {
-        for c in 0..channels {
-            let off = (n * channels + c) * plane;
-            let (xs, ys) = (&x[off..off + plane], &mut y[off..off + plane]);
+    // Planes (n, c) in ranges, over the pool when large.
+    crate::for_plane_ranges(batch * channels, plane, batch * channels * plane, y, &|p0, p1, out| {
+        for pi in p0..p1 {
+            let (off, c) = (pi * plane, pi % channels);
+            let (xs, ys) = (&x[off..off + plane], &mut out[(pi - p0) * plane..(pi - p0 + 1) * plane]);
             let (ac, bc) = (a[c], b[c]);
             for (o, &v) in ys.iter_mut().zip(xs) {
                 *o = v.mul(ac).add(bc);
@@ -94,7 +95,7 @@ pub fn scale_shift<T: crate::elem::Elem>(
             }
             super::conv::epilogue_row(ys, add.map(|t| t[c]), None, act);
         }
-    }
+    });
 }
 
 /// Mean and 1/sqrt(var + eps) of a slice (population variance).
@@ -168,13 +169,16 @@ pub fn mean_var_norm<R: Real>(x: &[R], y: &mut [R], outer: usize, inner: usize) 
 /// Local response normalization across channels:
 /// `y = x / (bias + alpha / size * Σ x²)^beta` over channels `[c - ⌊(size-1)/2⌋, c + ⌈(size-1)/2⌉]`.
 #[allow(clippy::too_many_arguments)]
-pub fn lrn<R: Real>(x: &[R], y: &mut [R], batch: usize, channels: usize, plane: usize, size: usize, alpha: f64, beta: f64, bias: f64) {
+pub fn lrn<R: Real + Send + Sync>(x: &[R], y: &mut [R], batch: usize, channels: usize, plane: usize, size: usize, alpha: f64, beta: f64, bias: f64) {
     const CHUNK: usize = 256;
     let before = (size - 1) / 2;
     let after = size - 1 - before;
     let scale = alpha / size as f64;
-    for n in 0..batch {
-        for c in 0..channels {
+    // Output planes (n, c) in ranges, over the pool when large (each reads its neighbours'
+    // input planes only).
+    crate::for_plane_ranges(batch * channels, plane, batch * channels * plane * size, y, &|q0, q1, out| {
+        for q in q0..q1 {
+            let (n, c) = (q / channels, q % channels);
             let lo = c.saturating_sub(before);
             let hi = (c + after).min(channels - 1);
             let mut p0 = 0;
@@ -194,13 +198,14 @@ pub fn lrn<R: Real>(x: &[R], y: &mut [R], batch: usize, channels: usize, plane: 
                 let d = &mut sq[..len];
                 d.iter_mut().for_each(|s| *s = bias + scale * *s);
                 lrn_pow_run(d, beta);
-                for ((o, xv), &d) in y[i..i + len].iter_mut().zip(&x[i..i + len]).zip(d.iter()) {
+                let o0 = (q - q0) * plane + p0;
+                for ((o, xv), &d) in out[o0..o0 + len].iter_mut().zip(&x[i..i + len]).zip(d.iter()) {
                     *o = R::from_f64(xv.to_f64() / d);
                 }
                 p0 += len;
             }
         }
-    }
+    });
 }
 
 /// [`lrn_pow`] over a run, in place. For beta 0.75 on x86_64 two at a time with SSE2's

@@ -18,8 +18,12 @@
 
 /// Rows of the micro-kernel's tile.
 pub const MR: usize = 6;
-/// Columns of the micro-kernel's tile (two AVX registers).
+/// Columns of the AVX2 and portable micro-kernels' tile (two AVX registers); the scratch sizes
+/// are given in panels of this width.
 pub const NR: usize = 16;
+/// Columns of the AVX-512 micro-kernel's tile (two zmm registers: 12 accumulators, as the AVX2
+/// kernel, each twice as wide).
+const NR512: usize = 32;
 /// k per block.
 pub const KC: usize = 256;
 /// Rows per block of packed A (a multiple of MR): MC·KC·4 bytes = 120 KiB.
@@ -93,7 +97,7 @@ pub fn sgemm_prepacked(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb:
     }
     let need = prepacked_scratch_len(k);
     assert!(scratch.len() >= need, "sgemm_prepacked: scratch too short");
-    run(m, k, n, A::Packed(ap), b, ldb, c, ldc, &mut scratch[..need]);
+    run(m, k, n, A::Packed(ap, m.div_ceil(MR) * MR, 0), b, ldb, c, ldc, &mut scratch[..need]);
 }
 
 /// [`sgemm_prepacked`]'s columns in whole-panel blocks over the thread pool.
@@ -108,20 +112,69 @@ fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usi
         if j0 >= j1 {
             return;
         }
-        let mut panel = [0f32; KC * NR];
         // SAFETY: tasks write disjoint column ranges [j0, j1) of C's rows, inside the bounds
         // the caller checked (j0 < n <= ldc keeps the view inside C); parallel_for returns
         // only after every task, so no other reference to C is used meanwhile.
         let c = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(j0), clen - j0) };
-        run(m, k, j1 - j0, A::Packed(ap), &b[j0..], ldb, c, ldc, &mut panel);
+        with_panel(|panel| run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), &b[j0..], ldb, c, ldc, panel));
     });
+}
+
+/// `f(panel)` with a B-panel buffer of [`prepacked_scratch_len`]`(KC)` elements for a task
+/// of a split product: under std one per thread, kept (zeroing 16 KiB on the stack for every
+/// task showed up in profiles of the split convolutions); on the stack without std.
+pub fn with_panel<R>(f: impl FnOnce(&mut [f32]) -> R) -> R {
+    #[cfg(feature = "std")]
+    {
+        std::thread_local! {
+            static PANEL: core::cell::RefCell<std::vec::Vec<f32>> = const { core::cell::RefCell::new(std::vec::Vec::new()) };
+        }
+        PANEL.with(|p| match p.try_borrow_mut() {
+            Ok(mut v) => {
+                if v.len() < KC * NR {
+                    v.resize(KC * NR, 0.0);
+                }
+                f(&mut v[..KC * NR])
+            }
+            // Only a nested use of this thread's buffer lands here: a fresh one.
+            Err(_) => f(&mut [0f32; KC * NR]),
+        })
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        f(&mut [0f32; KC * NR])
+    }
+}
+
+/// Rows `r0..r1` of [`sgemm_prepacked`]'s product, on this thread (a caller splitting the
+/// work itself): `r0` a multiple of [`MR`], `r1 ≤ m`, `c` starting at row `r0`, `scratch` at
+/// least [`prepacked_scratch_len`]`(k)`. Row blocks compute the same sums as the whole.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_rows(m: usize, k: usize, n: usize, ap: &[f32], r0: usize, r1: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    assert!(r0.is_multiple_of(MR) && r0 <= r1 && r1 <= m, "sgemm_prepacked_rows: rows");
+    let rows = r1 - r0;
+    if rows == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..rows {
+            c[i * ldc..i * ldc + n].fill(0.0);
+        }
+        return;
+    }
+    assert!(ldb >= n && ldc >= n && ap.len() >= packed_len(m, k), "sgemm_prepacked_rows: shapes");
+    assert!(b.len() >= (k - 1) * ldb + n && c.len() >= (rows - 1) * ldc + n, "sgemm_prepacked_rows: slices too short");
+    let need = prepacked_scratch_len(k);
+    assert!(scratch.len() >= need, "sgemm_prepacked_rows: scratch too short");
+    run(rows, k, n, A::Packed(ap, m.div_ceil(MR) * MR, r0), b, ldb, c, ldc, &mut scratch[..need]);
 }
 
 /// Where the micro-kernel's A panels come from.
 #[derive(Clone, Copy)]
 enum A<'a> {
-    /// Packed ahead of time ([`pack_weights`]).
-    Packed(&'a [f32]),
+    /// Packed ahead of time ([`pack_weights`]) for a matrix of `.1` rows rounded up to MR;
+    /// the product uses its rows from `.2` (a multiple of MR) on.
+    Packed(&'a [f32], usize, usize),
     /// Row-major with this row stride, packed block by block into the scratch.
     Rows(&'a [f32], usize),
 }
@@ -150,15 +203,38 @@ pub fn sgemm_packed(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f3
 /// [`A::Rows`]) followed by one B panel (`min(k, KC) · NR`).
 #[allow(clippy::too_many_arguments)]
 fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    run_at(kernel_level(), m, k, n, a, b, ldb, c, ldc, scratch);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let split = scratch.len() - k.min(KC) * NR;
+        let (apack, bpack) = scratch.split_at_mut(split);
+        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable, no_partial);
+    }
+}
+
+/// [`run`] with the kernels of `level` (which the CPU must support: tests pick lower ones).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
     let split = scratch.len() - k.min(KC) * NR;
     let (apack, bpack) = scratch.split_at_mut(split);
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: the CPU has AVX2 and FMA; the callers' asserts bound every access.
-        unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
-        return;
+    match level {
+        // The wide kernel needs room for at least one k step of a 32-wide panel (k ≥ 2).
+        Level::Avx512 if bpack.len() >= NR512 => {
+            // SAFETY: the CPU has AVX-512F; the callers' asserts bound every access.
+            unsafe { driver_avx512(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
+            return;
+        }
+        Level::Avx512 | Level::Avx2 => {
+            // SAFETY: the CPU has AVX2 and FMA (kernel_level reports Avx512 only together with
+            // them); the callers' asserts bound every access.
+            unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
+            return;
+        }
+        Level::Portable => {}
     }
-    driver(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable);
+    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable, no_partial);
 }
 
 /// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
@@ -169,7 +245,7 @@ fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
-    driver(
+    driver::<NR>(
         m,
         k,
         n,
@@ -184,18 +260,58 @@ unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: us
         // on, CPUs with AVX2 and FMA.
         |kc, a, b, c, ldc, load| unsafe { kernel_avx2(kc, a, b, c, ldc, load) },
         |kc, a, b, c, ldc, load| unsafe { kernel_avx2_narrow(kc, a, b, c, ldc, load) },
+        |mr, kc, a, b, c, ldc, load| unsafe { kernel_avx2_rows(mr, kc, a, b, c, ldc, load) },
     );
 }
 
+/// The blocked loops with the AVX-512 micro-kernel (MR × 32) inlined into them. B goes in
+/// panels 32 wide; the B scratch ([`prepacked_scratch_len`], sized for 16-wide panels) then
+/// holds half as many k steps, so each k block of A runs as sub-blocks (the prepacked A
+/// layout is k-major inside each panel, so a sub-block is just an offset into it).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
+    driver::<NR512>(
+        m,
+        k,
+        n,
+        a,
+        b,
+        ldb,
+        c,
+        ldc,
+        apack,
+        bpack,
+        // SAFETY (both closures): they run inside a function compiled for, and only called
+        // on, CPUs with AVX-512F.
+        |kc, a, b, c, ldc, load| unsafe { kernel_avx512(kc, a, b, c, ldc, load) },
+        |kc, a, b, c, ldc, load| unsafe { kernel_avx512_narrow(kc, a, b, c, ldc, load) },
+        no_partial,
+    );
+}
+
+/// For kernel families without a fewer-rows kernel: the driver's edge tile does those rows.
+fn no_partial(_: usize, _: usize, _: &[f32], _: &[f32], _: &mut [f32], _: usize, _: bool) -> bool {
+    false
+}
+
 /// The blocked loops around `kernel(kc, a, b, c, ldc, load)`, a micro-kernel computing
-/// `C[i, j] (+)= Σ_p a[p·MR + i] · b[p·NR + j]` for the full MR×NR tile at `c` (rows `ldc`
+/// `C[i, j] (+)= Σ_p a[p·MR + i] · b[p·W + j]` for the full MR×W tile at `c` (rows `ldc`
 /// apart), continuing the sums in C when `load`, else from zero. The kernel's contract: `a`
-/// holds kc·MR, `b` kc·NR, and `c` spans `(MR - 1)·ldc + NR` elements. `narrow` computes
-/// (at least) the first NR/2 columns of the tile, for edge panels that have no more (N = 49:
-/// three full panels and one column).
+/// holds kc·MR, `b` kc·W, and `c` spans `(MR - 1)·ldc + W` elements. `narrow` computes
+/// (at least) the first W/2 columns of the tile, for edge panels that have no more (N = 49:
+/// three full panels and one column). `partial(mr, kc, a, b, c, ldc, load)` computes only the
+/// first `mr` < MR rows of a full-width tile, straight into C (`c` spans `(mr − 1)·ldc + W`),
+/// and returns false where the family has no such kernel (the edge tile then does it). B is packed in panels of `W` columns into `bpack`; k
+/// runs in blocks of [`KC`] (the layout of packed A) and, within them, in sub-blocks of as
+/// many steps as `bpack` holds rows of W.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn driver(
+fn driver<const W: usize>(
     m: usize,
     k: usize,
     n: usize,
@@ -208,12 +324,14 @@ fn driver(
     bpack: &mut [f32],
     kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
     narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
+    partial: impl Fn(usize, usize, &[f32], &[f32], &mut [f32], usize, bool) -> bool,
 ) {
-    let mp = m.div_ceil(MR) * MR;
+    let ksub = (bpack.len() / W).min(KC);
+    assert!(ksub > 0, "packed GEMM: B panel too small");
     // Row blocks: MC when A is packed here (the block must stay in L2 while B's panels go by);
     // prepacked A needs no packing space, so bigger blocks repack each B panel fewer times.
     let mblock = match a {
-        A::Packed(_) => MC_PREPACKED,
+        A::Packed(..) => MC_PREPACKED,
         A::Rows(..) => MC,
     };
     let mut k0 = 0;
@@ -224,42 +342,53 @@ fn driver(
             let mc = (m - m0).min(mblock);
             let panels = mc.div_ceil(MR);
             let apack: &[f32] = match a {
-                A::Packed(ap) => &ap[k0 * mp + m0 * kc..k0 * mp + (m0 + panels * MR) * kc],
+                A::Packed(ap, mp, r0) => &ap[k0 * mp + (r0 + m0) * kc..k0 * mp + (r0 + m0 + panels * MR) * kc],
                 A::Rows(a, lda) => {
                     pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
                     &apack[..panels * MR * kc]
                 }
             };
-            let mut j0 = 0;
-            while j0 < n {
-                let nc = (n - j0).min(NR);
-                pack_b(&b[k0 * ldb + j0..], ldb, kc, nc, &mut bpack[..kc * NR]);
-                for p in 0..panels {
-                    let i0 = m0 + p * MR;
-                    let mr = (m - i0).min(MR);
-                    let ap = &apack[p * MR * kc..(p + 1) * MR * kc];
-                    let cstart = i0 * ldc + j0;
-                    if mr == MR && nc == NR {
-                        kernel(kc, ap, bpack, &mut c[cstart..cstart + (MR - 1) * ldc + NR], ldc, k0 > 0);
-                    } else {
-                        // Edge tile: through a local MR×NR tile.
-                        let mut t = [0f32; MR * NR];
-                        if k0 > 0 {
+            let mut ks = 0;
+            while ks < kc {
+                let kn = (kc - ks).min(ksub);
+                let load = k0 > 0 || ks > 0;
+                let mut j0 = 0;
+                while j0 < n {
+                    let nc = (n - j0).min(W);
+                    let bp = &mut bpack[..kn * W];
+                    pack_b::<W>(&b[(k0 + ks) * ldb + j0..], ldb, kn, nc, bp);
+                    let bp = &*bp;
+                    for p in 0..panels {
+                        let i0 = m0 + p * MR;
+                        let mr = (m - i0).min(MR);
+                        let ap = &apack[p * MR * kc + ks * MR..p * MR * kc + (ks + kn) * MR];
+                        let cstart = i0 * ldc + j0;
+                        if mr == MR && nc == W {
+                            kernel(kn, ap, bp, &mut c[cstart..cstart + (MR - 1) * ldc + W], ldc, load);
+                        } else if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load) {
+                            // The last rows (m not a multiple of MR) straight into C.
+                        } else {
+                            // Edge tile: through a local MR×W tile.
+                            let mut t = [[0f32; W]; MR];
+                            if load {
+                                for i in 0..mr {
+                                    t[i][..nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
+                                }
+                            }
+                            let tf = t.as_flattened_mut();
+                            if nc <= W / 2 {
+                                narrow(kn, ap, bp, tf, W, load);
+                            } else {
+                                kernel(kn, ap, bp, tf, W, load);
+                            }
                             for i in 0..mr {
-                                t[i * NR..i * NR + nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
+                                c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i][..nc]);
                             }
                         }
-                        if nc <= NR / 2 {
-                            narrow(kc, ap, bpack, &mut t, NR, k0 > 0);
-                        } else {
-                            kernel(kc, ap, bpack, &mut t, NR, k0 > 0);
-                        }
-                        for i in 0..mr {
-                            c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i * NR..i * NR + nc]);
-                        }
                     }
+                    j0 += W;
                 }
-                j0 += NR;
+                ks += kn;
             }
             m0 += mblock;
         }
@@ -290,46 +419,100 @@ fn pack_a(a: &[f32], lda: usize, mc: usize, kc: usize, out: &mut [f32]) {
     }
 }
 
-/// Rows `0..kc`, columns `0..nc` of `b` (row stride `ldb`) as `kc × NR`, columns past `nc` zero.
-fn pack_b(b: &[f32], ldb: usize, kc: usize, nc: usize, out: &mut [f32]) {
-    if nc == NR {
-        // Fixed-size copies: two vector moves per row rather than a memcpy call.
-        for (p, dst) in out.chunks_exact_mut(NR).enumerate().take(kc) {
-            let src: &[f32; NR] = b[p * ldb..p * ldb + NR].try_into().unwrap();
-            let dst: &mut [f32; NR] = dst.try_into().unwrap();
+/// Rows `0..kc`, columns `0..nc` of `b` (row stride `ldb`) as `kc × W`, columns past `nc` zero.
+#[inline(never)]
+fn pack_b<const W: usize>(b: &[f32], ldb: usize, kc: usize, nc: usize, out: &mut [f32]) {
+    if nc == W {
+        // Fixed-size copies: a few vector moves per row rather than a memcpy call.
+        for (p, dst) in out.chunks_exact_mut(W).enumerate().take(kc) {
+            let src: &[f32; W] = b[p * ldb..p * ldb + W].try_into().unwrap();
+            let dst: &mut [f32; W] = dst.try_into().unwrap();
             *dst = *src;
         }
         return;
     }
-    for (p, dst) in out.chunks_exact_mut(NR).enumerate().take(kc) {
-        for j in 0..NR {
-            dst[j] = if j < nc { b[p * ldb + j] } else { 0.0 };
+    // A fixed-length loop per row (no memcpy/memset calls: edge panels come often).
+    for (p, dst) in out.chunks_exact_mut(W).enumerate().take(kc) {
+        let src = &b[p * ldb..p * ldb + nc];
+        for (j, d) in dst.iter_mut().enumerate() {
+            *d = if j < nc { src[j] } else { 0.0 };
         }
     }
 }
 
-/// Whether this CPU runs the AVX2+FMA kernel: detected once at run time under std; without
-/// std, what the build targets.
+/// Which micro-kernel family runs.
 #[cfg(target_arch = "x86_64")]
-fn has_avx2_fma() -> bool {
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Level {
+    Portable,
+    Avx2,
+    Avx512,
+}
+
+/// The kernel family to run: detected once at run time under std; without std, what the
+/// build targets. AVX-512 runs where it is faster: not on AMD Zen 4 (family 19h), which
+/// executes 512-bit FMAs as two 256-bit halves, so the 6×32 kernel has the AVX2 kernel's
+/// peak (measured equal, 84–102 GFLOP/s, on convolution shapes) and wastes more of each
+/// 32-wide panel at the right edge (N = 49: 10 % slower). Under std, `BURNC_GEMM_KERNEL` =
+/// `avx512`, `avx2` or `portable` picks one (among those the CPU has), for A/B measurements.
+#[cfg(target_arch = "x86_64")]
+fn kernel_level() -> Level {
     #[cfg(feature = "std")]
     {
         use core::sync::atomic::{AtomicU8, Ordering};
         static STATE: AtomicU8 = AtomicU8::new(0);
+        let levels = [Level::Portable, Level::Avx2, Level::Avx512];
         match STATE.load(Ordering::Relaxed) {
-            1 => true,
-            2 => false,
+            s @ 1..=3 => levels[s as usize - 1],
             _ => {
-                let yes = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
-                STATE.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
-                yes
+                let avx2 = std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+                let avx512 = avx2 && std::is_x86_feature_detected!("avx512f");
+                let mut l = match (avx2, avx512 && !is_amd_family_19h()) {
+                    (true, true) => Level::Avx512,
+                    (true, false) => Level::Avx2,
+                    _ => Level::Portable,
+                };
+                match std::env::var("BURNC_GEMM_KERNEL").as_deref() {
+                    Ok("avx512") if avx512 => l = Level::Avx512,
+                    Ok("avx2") if avx2 => l = Level::Avx2,
+                    Ok("portable") => l = Level::Portable,
+                    _ => {}
+                }
+                STATE.store(l as u8 + 1, Ordering::Relaxed);
+                l
             }
         }
     }
     #[cfg(not(feature = "std"))]
     {
-        cfg!(all(target_feature = "avx2", target_feature = "fma"))
+        if cfg!(all(target_feature = "avx512f", target_feature = "avx2", target_feature = "fma")) && !is_amd_family_19h() {
+            Level::Avx512
+        } else if cfg!(all(target_feature = "avx2", target_feature = "fma")) {
+            Level::Avx2
+        } else {
+            Level::Portable
+        }
     }
+}
+
+/// Whether this is an AMD CPU of family 19h (Zen 3 and Zen 4; of these only Zen 4 has
+/// AVX-512, with half-width FMA units).
+#[cfg(target_arch = "x86_64")]
+fn is_amd_family_19h() -> bool {
+    use core::arch::x86_64::__cpuid;
+    // CPUID leaves 0 and 1 exist on every x86-64 CPU.
+    let v = __cpuid(0);
+    let amd = (v.ebx, v.edx, v.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163); // "AuthenticAMD"
+    let eax = __cpuid(1).eax;
+    let base = (eax >> 8) & 0xf;
+    let family = if base == 0xf { base + ((eax >> 20) & 0xff) } else { base };
+    amd && family == 0x19
+}
+
+/// Whether this CPU runs the AVX2+FMA kernel.
+#[cfg(all(test, target_arch = "x86_64"))]
+fn has_avx2_fma() -> bool {
+    kernel_level() != Level::Portable
 }
 
 /// The portable micro-kernel (multiply, then add).
@@ -392,6 +575,69 @@ unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize
     }
 }
 
+/// [`kernel_avx2`] for the first `mr` (1 to MR − 1) rows of the tile only, straight into C:
+/// the last panel of a matrix whose rows are not a multiple of MR (32 output channels: 5
+/// panels and 2 rows; 64: 10 and 4). Computing only those rows costs in proportion to them
+/// (fully, from 4 rows and their 8 accumulators up), where a whole 6-row tile costs 6. Each
+/// element is the same chain of fused multiply-adds as in the full kernel, so the same bits.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) -> bool {
+    // SAFETY (each arm): the caller's CPU has AVX2 and FMA.
+    unsafe {
+        match mr {
+            1 => kernel_avx2_r::<1>(kc, a, b, c, ldc, load),
+            2 => kernel_avx2_r::<2>(kc, a, b, c, ldc, load),
+            3 => kernel_avx2_r::<3>(kc, a, b, c, ldc, load),
+            4 => kernel_avx2_r::<4>(kc, a, b, c, ldc, load),
+            5 => kernel_avx2_r::<5>(kc, a, b, c, ldc, load),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// [`kernel_avx2_rows`] for `R` rows.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA.
+#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    use core::arch::x86_64::*;
+    assert!(R >= 1 && R < MR && a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (R - 1) * ldc + NR);
+    let cp = c.as_mut_ptr();
+    let mut acc = [[_mm256_setzero_ps(); 2]; R];
+    if load {
+        for i in 0..R {
+            acc[i][0] = _mm256_loadu_ps(cp.add(i * ldc));
+            acc[i][1] = _mm256_loadu_ps(cp.add(i * ldc + 8));
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let b0 = _mm256_loadu_ps(bp);
+        let b1 = _mm256_loadu_ps(bp.add(8));
+        for i in 0..R {
+            let av = _mm256_broadcast_ss(&*ap.add(i));
+            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR);
+    }
+    for i in 0..R {
+        _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
+        _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
+    }
+}
+
 /// [`kernel_avx2`] for the first NR/2 columns only (6 accumulators): edge panels.
 ///
 /// # Safety
@@ -424,11 +670,83 @@ unsafe fn kernel_avx2_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc
     }
 }
 
+/// The AVX-512 micro-kernel: [`kernel_avx2`] with zmm registers, MR × 32 (12 accumulators;
+/// per step two loads of B, six broadcasts of A, twelve fused multiply-adds). Each element is
+/// the same chain of fused multiply-adds as in [`kernel_avx2`], so the bits are the same.
+///
+/// # Safety
+/// The CPU supports AVX-512F; the slices meet the contract stated at [`driver`] with W = 32.
+#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn kernel_avx512(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    use core::arch::x86_64::*;
+    assert!(a.len() >= kc * MR && b.len() >= kc * NR512 && c.len() >= (MR - 1) * ldc + NR512);
+    let cp = c.as_mut_ptr();
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    if load {
+        for i in 0..MR {
+            acc[i][0] = _mm512_loadu_ps(cp.add(i * ldc));
+            acc[i][1] = _mm512_loadu_ps(cp.add(i * ldc + 16));
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let b0 = _mm512_loadu_ps(bp);
+        let b1 = _mm512_loadu_ps(bp.add(16));
+        for i in 0..MR {
+            let av = _mm512_set1_ps(*ap.add(i));
+            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR512);
+    }
+    for i in 0..MR {
+        _mm512_storeu_ps(cp.add(i * ldc), acc[i][0]);
+        _mm512_storeu_ps(cp.add(i * ldc + 16), acc[i][1]);
+    }
+}
+
+/// [`kernel_avx512`] for the first 16 columns only (6 accumulators): edge panels.
+///
+/// # Safety
+/// As [`kernel_avx512`].
+#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn kernel_avx512_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+    use core::arch::x86_64::*;
+    assert!(a.len() >= kc * MR && b.len() >= kc * NR512 && c.len() >= (MR - 1) * ldc + 16);
+    let cp = c.as_mut_ptr();
+    let mut acc = [_mm512_setzero_ps(); MR];
+    if load {
+        for i in 0..MR {
+            acc[i] = _mm512_loadu_ps(cp.add(i * ldc));
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let b0 = _mm512_loadu_ps(bp);
+        for i in 0..MR {
+            acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(*ap.add(i)), b0, acc[i]);
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR512);
+    }
+    for i in 0..MR {
+        _mm512_storeu_ps(cp.add(i * ldc), acc[i]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
     use super::*;
     use std::vec;
+    use std::vec::Vec;
 
     use crate::kernels::test_rng::rnd;
 
@@ -486,6 +804,90 @@ mod tests {
             let mut c = vec![f32::NAN; m * n];
             sgemm_prepacked(m, k, n, &ap, &b, n, &mut c, n, &mut vec![0f32; prepacked_scratch_len(k)]);
             assert!(want.iter().zip(&c).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}");
+        }
+    }
+
+    /// Every kernel family this CPU runs, through the whole driver (edges, k blocks and
+    /// sub-blocks, runtime-packed and prepacked A), against an f64 reference; the AVX2 and
+    /// AVX-512 kernels give the same bits (the same chain of fused multiply-adds).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_kernel_level_matches_naive() {
+        let mut levels = vec![Level::Portable];
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            levels.push(Level::Avx2);
+            if std::is_x86_feature_detected!("avx512f") {
+                levels.push(Level::Avx512);
+            }
+        }
+        let shapes = [(1, 1, 1), (6, 2, 32), (7, 3, 17), (12, 1, 40), (13, 600, 49), (34, 34, 784), (130, 257, 33), (250, 40, 5), (6, 300, 64), (500, 70, 31)];
+        for &(m, k, n) in &shapes {
+            let (lda, ldb, ldc) = (k + 1, n + 3, n + 2);
+            let a = rnd(m * lda, 11);
+            let b = rnd(k * ldb, 12);
+            let mut ap = vec![f32::NAN; packed_len(m, k)];
+            pack_weights(m, k, &a, lda, &mut ap);
+            let mut outs: Vec<Vec<f32>> = Vec::new();
+            for &level in &levels {
+                for packed in [false, true] {
+                    let mut c = vec![f32::NAN; m * ldc];
+                    if packed {
+                        let mut scratch = vec![f32::NAN; prepacked_scratch_len(k)];
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut scratch);
+                    } else {
+                        let mut scratch = vec![f32::NAN; scratch_len(m, k)];
+                        run_at(level, m, k, n, A::Rows(&a, lda), &b, ldb, &mut c, ldc, &mut scratch);
+                    }
+                    for i in 0..m {
+                        for j in 0..n {
+                            let want: f64 = (0..k).map(|p| a[i * lda + p] as f64 * b[p * ldb + j] as f64).sum();
+                            let got = c[i * ldc + j];
+                            assert!((got as f64 - want).abs() < 1e-4 * (k as f64).sqrt(), "{level:?} {m}x{k}x{n} at {i},{j}: {got} vs {want}");
+                        }
+                        assert!(c[i * ldc + n].is_nan(), "{level:?} {m}x{k}x{n}: wrote past column n");
+                    }
+                    if level != Level::Portable {
+                        outs.push(c);
+                    }
+                }
+            }
+            for o in &outs[1.min(outs.len())..] {
+                assert!(o.iter().zip(&outs[0]).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}: SIMD kernels disagree");
+            }
+        }
+    }
+
+    /// Throughput of each kernel level on convolution-like shapes (prepacked A):
+    /// `cargo test -p burnc-runtime --release --features std -- --ignored --nocapture gflops`.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[ignore]
+    fn gflops() {
+        let mut levels = vec![Level::Avx2];
+        if std::is_x86_feature_detected!("avx512f") {
+            levels.push(Level::Avx512);
+        }
+        for &(m, k, n) in &[(64, 576, 3136), (128, 1152, 784), (256, 2304, 196), (512, 4608, 49), (32, 1152, 784), (256, 64, 3136), (24, 216, 784)] {
+            let a = rnd(m * k, 1);
+            let b = rnd(k * n, 2);
+            let mut ap = vec![0f32; packed_len(m, k)];
+            pack_weights(m, k, &a, k, &mut ap);
+            let mut c = vec![0f32; m * n];
+            let mut scratch = vec![0f32; prepacked_scratch_len(k)];
+            let reps = (2e9 / (m * k * n) as f64).ceil() as usize;
+            let mut line = std::format!("{m}x{k}x{n}:");
+            for &level in &levels {
+                let mut best = f64::MAX;
+                for _ in 0..3 {
+                    let t = std::time::Instant::now();
+                    for _ in 0..reps {
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, n, &mut c, n, &mut scratch);
+                    }
+                    best = best.min(t.elapsed().as_secs_f64());
+                }
+                line += &std::format!(" {level:?} {:.1}", 2.0 * (m * k * n * reps) as f64 / best / 1e9);
+            }
+            std::println!("{line} GFLOP/s (default: {:?})", kernel_level());
         }
     }
 

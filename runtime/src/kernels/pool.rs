@@ -61,9 +61,11 @@ pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut
     let (is, os) = (win.in_size(), win.out_size());
     let [id, ih, _] = win.input;
     if indices.is_none() && is_plain_2d(win) {
-        for p in 0..planes {
-            max_pool_2d(&x[p * is..(p + 1) * is], win, &mut y[p * os..(p + 1) * os]);
-        }
+        crate::for_plane_ranges(planes, os, planes * os * win.kernel_size(), y, &|p0, p1, out| {
+            for p in p0..p1 {
+                max_pool_2d(&x[p * is..(p + 1) * is], win, &mut out[(p - p0) * os..(p - p0 + 1) * os]);
+            }
+        });
         return;
     }
     for p in 0..planes {
@@ -97,9 +99,11 @@ pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut
 pub fn avg_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], count_include_pad: bool) {
     let (is, os) = (win.in_size(), win.out_size());
     if is_plain_2d(win) {
-        for p in 0..planes {
-            avg_pool_2d(&x[p * is..(p + 1) * is], win, &mut y[p * os..(p + 1) * os], count_include_pad);
-        }
+        crate::for_plane_ranges(planes, os, planes * os * win.kernel_size(), y, &|p0, p1, out| {
+            for p in p0..p1 {
+                avg_pool_2d(&x[p * is..(p + 1) * is], win, &mut out[(p - p0) * os..(p - p0 + 1) * os], count_include_pad);
+            }
+        });
         return;
     }
     for p in 0..planes {
@@ -213,11 +217,44 @@ fn block<T: Elem, const S: usize>(src: &[T]) -> [T; MAX_BLOCK] {
     v
 }
 
+/// A 2×2 window at stride 2 without padding or dilation whose taps all lie in the input
+/// (VGG's and small CNNs' pools): [`max_pool_2x2_s2`] applies.
+fn is_plain_2x2_s2(win: &Window3) -> bool {
+    let [_, oh, ow] = win.output;
+    win.kernel[1..] == [2, 2]
+        && win.strides[1..] == [2, 2]
+        && win.dilations[1..] == [1, 1]
+        && win.pads_begin[1..] == [0, 0]
+        && 2 * oh <= win.input[1]
+        && 2 * ow <= win.input[2]
+}
+
+/// [`max_pool_2d`] for [`is_plain_2x2_s2`] windows: one pass per output row over its two input
+/// rows, the taps in the generic loop's order (row by row, left to right; first tap, then
+/// `v > best`), so the bits are the same. The row-generic path spent most of MNIST's pooling
+/// time on per-row bookkeeping for rows of 7 and 14 outputs.
+fn max_pool_2x2_s2<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
+    let [_, oh, ow] = win.output;
+    let iw = win.input[2];
+    let pick = |best: T, v: T| if v > best { v } else { best };
+    for (h, out) in yp[..oh * ow].chunks_exact_mut(ow).enumerate() {
+        let r0 = &xp[2 * h * iw..2 * h * iw + 2 * ow];
+        let r1 = &xp[(2 * h + 1) * iw..(2 * h + 1) * iw + 2 * ow];
+        for ((o, a), b) in out.iter_mut().zip(r0.chunks_exact(2)).zip(r1.chunks_exact(2)) {
+            *o = pick(pick(pick(a[0], a[1]), b[0]), b[1]);
+        }
+    }
+}
+
 /// [`max_pool`] of one 2-D plane without indices: per output row, tap by tap over the interior
 /// columns (a vectorizable compare-select), the edge columns position by position. Each output
 /// visits its taps in the same order as the generic loop (first in-range tap, then `v > best`),
 /// so the results, NaN and signed zeros included, are the same.
 fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
+    if is_plain_2x2_s2(win) {
+        max_pool_2x2_s2(xp, win, yp);
+        return;
+    }
     let [_, oh, ow] = win.output;
     let iw = win.input[2];
     let sw = win.strides[2];
@@ -227,8 +264,8 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
     // Interior columns in register blocks of MAX_BLOCK outputs (all taps per block, one store
     // per output, as long as every block's reads stay inside the row), the rest tap by tap.
     let span = (MAX_BLOCK - 1) * sw + 1;
+    let last_ok = |c0: usize| tap_start(win, c0, kw_n - 1) + span <= iw;
     let blocks = if (sw == 1 || sw == 2) && kh_n <= MAX_ROWS && chi > clo {
-        let last_ok = |c0: usize| tap_start(win, c0, kw_n - 1) + span <= iw;
         let mut nb = (chi - clo) / MAX_BLOCK;
         while nb > 0 && !last_ok(clo + (nb - 1) * MAX_BLOCK) {
             nb -= 1;
@@ -237,6 +274,11 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
     } else {
         0
     };
+    // The interior's last columns as one more block ending at `chi`, overlapping the one
+    // before (its outputs computed again, with the same taps in the same order: the same
+    // values), where its reads stay in the row: no element-by-element tail (SqueezeNet's
+    // 55-wide rows left 7 of them).
+    let tail = blocks > 0 && clo + blocks * MAX_BLOCK < chi && last_ok(chi - MAX_BLOCK);
     for h in 0..oh {
         let out = &mut yp[h * ow..(h + 1) * ow];
         let mut rows = [0usize; MAX_ROWS];
@@ -249,14 +291,21 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
         }
         // Start of the interior's tap-by-tap part.
         let tlo = if nrows > 0 && blocks > 0 {
-            let x0 = tap_start(win, clo, 0);
-            let dst = &mut out[clo..clo + blocks * MAX_BLOCK];
-            if sw == 1 {
-                max_blocks::<T, 1>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+            let run = |c0: usize, dst: &mut [T]| {
+                let x0 = tap_start(win, c0, 0);
+                if sw == 1 {
+                    max_blocks::<T, 1>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+                } else {
+                    max_blocks::<T, 2>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+                }
+            };
+            run(clo, &mut out[clo..clo + blocks * MAX_BLOCK]);
+            if tail {
+                run(chi - MAX_BLOCK, &mut out[chi - MAX_BLOCK..chi]);
+                chi
             } else {
-                max_blocks::<T, 2>(xp, &rows[..nrows], x0, kw_n, dw, dst);
+                clo + blocks * MAX_BLOCK
             }
-            clo + blocks * MAX_BLOCK
         } else {
             clo
         };
@@ -473,6 +522,10 @@ mod tests {
             (7, 57, [3, 3], 2, 1, 0, 0, true),
             (4, 50, [2, 2], 2, 1, 0, 0, false),
             (5, 45, [3, 3], 1, 2, 2, 2, false),
+            // 2×2 stride 2 (its own path when every tap is inside), odd sizes and ceil mode
+            (14, 14, [2, 2], 2, 1, 0, 0, false),
+            (7, 15, [2, 2], 2, 1, 0, 0, false),
+            (7, 15, [2, 2], 2, 1, 0, 0, true),
         ] {
             let oh = out_dim(ih, k[0], s, d, pb, pe, ceil);
             let ow = out_dim(iw, k[1], s, d, pb, pe, ceil);
