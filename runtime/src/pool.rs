@@ -90,6 +90,9 @@ fn spin() -> std::time::Duration {
 }
 
 fn worker() {
+    // A worker only ever runs tasks: a parallel call from inside one runs serially here (it
+    // would otherwise wait for the gate its own caller holds, forever).
+    IN_TASK.with(|c| c.set(true));
     let p = pool();
     let mut seen = 0u64;
     loop {
