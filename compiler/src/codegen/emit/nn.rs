@@ -28,39 +28,36 @@ fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
 thread_local! {
     /// Whether this thread's codegen may store conv weights packed ([`without_prepacking`]).
     static PREPACK: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// Whether this thread's codegen may run 3×3 convolutions by Winograd ([`with_winograd`]).
+    static WINOGRAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+type Switch = std::thread::LocalKey<std::cell::Cell<bool>>;
+
+/// Run `f` with the codegen switch `key` set to `on`, restored afterwards (on unwind too).
+fn with_switch<R>(key: &'static Switch, on: bool, f: impl FnOnce() -> R) -> R {
+    struct Restore(&'static Switch, bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            self.0.with(|p| p.set(self.1));
+        }
+    }
+    let _restore = Restore(key, key.with(|p| p.replace(on)));
+    f()
 }
 
 /// Run `f` with compile-time weight packing off (train modules: the caller may replace frozen
 /// weights in the plain layout at run time). The layout, the memory plan's scratch sizes and
-/// the emitters all ask [`prepacked_conv`], so they agree inside `f`; restored on unwind too.
+/// the emitters all ask [`prepacked_conv`], so they agree inside `f`.
 pub(crate) fn without_prepacking<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            PREPACK.with(|p| p.set(self.0));
-        }
-    }
-    let _restore = Restore(PREPACK.with(|p| p.replace(false)));
-    f()
-}
-
-thread_local! {
-    /// Whether this thread's codegen may run 3×3 convolutions by Winograd ([`with_winograd`]).
-    static WINOGRAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    with_switch(&PREPACK, false, f)
 }
 
 /// Run `f` with Winograd convolutions allowed (`on`): they change rounding, so only the fused
 /// code `burnc MODEL -o` writes uses them, never the code that must equal the interpreter, and
 /// never bounded-dims code (its convolutions take their sizes at run time).
 pub(crate) fn with_winograd<R>(on: bool, f: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            WINOGRAD.with(|p| p.set(self.0));
-        }
-    }
-    let _restore = Restore(WINOGRAD.with(|p| p.replace(on)));
-    f()
+    with_switch(&WINOGRAD, on, f)
 }
 
 /// Whether a [`prepacked_conv`] runs as F(4×4, 3×3) Winograd (`runtime::kernels::winograd`):
