@@ -68,6 +68,11 @@ pub struct Prepared {
 /// `burnc MODEL -o` applies; off, the generated code rounds exactly as the interpreter.
 pub fn generate_for(g: &Graph, values: &[RtValue], name: &str, fuse: bool) -> Result<Prepared, HarnessError> {
     let opts = CodegenOptions { weights_file: "model.bin".into(), source_name: name.to_string(), fuse, ..Default::default() };
+    generate_for_with(g, values, &opts)
+}
+
+/// [`generate_for`] with every codegen option chosen by the caller.
+pub fn generate_for_with(g: &Graph, values: &[RtValue], opts: &CodegenOptions) -> Result<Prepared, HarnessError> {
     let tt = |t: &Tensor| TensorType { dtype: t.dtype(), shape: Some(Shape::fixed(&t.shape)) };
     let attempt = |bake_ints: bool| -> Result<Prepared, HarnessError> {
         let mut g = g.clone();
@@ -100,7 +105,7 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str, fuse: bool) -> Re
         let outputs = burnc_compiler::passes::unseq::unroll_sequences(&mut g, &forms)?;
         burnc_compiler::passes::prepare(&mut g)?;
         let feeds = kept.into_iter().flat_map(|(_, t)| t).collect();
-        Ok(Prepared { gen: codegen::generate(&g, &opts)?, feeds, outputs })
+        Ok(Prepared { gen: codegen::generate(&g, opts)?, feeds, outputs })
     };
     match attempt(false) {
         Ok(r) => Ok(r),
@@ -301,7 +306,7 @@ fn main() {{
     for _ in 0..warmup {{
         std::hint::black_box(m.forward(&mut arena, {args}));
     }}
-    let mut times = Vec::with_capacity(iters);
+{profile_reset}    let mut times = Vec::with_capacity(iters);
     let start = std::time::Instant::now();
     while times.len() < iters || start.elapsed().as_secs_f64() * 1e3 < min_ms {{
         let t = std::time::Instant::now();
@@ -309,7 +314,7 @@ fn main() {{
         std::hint::black_box(&out);
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }}
-    let out = m.forward(&mut arena, {args});
+{profile_print}    let out = m.forward(&mut arena, {args});
 {writes}    if times.len() > 1 {{
         let n = times.len();
         let mean = times.iter().sum::<f64>() / n as f64;
@@ -329,10 +334,43 @@ fn median(sorted: &[f64]) -> f64 {{
 }}
 "#,
         args = args.join(", "),
+        profile_reset = if gen.profiled_nodes > 0 { PROFILE_RESET } else { "" },
+        profile_print = if gen.profiled_nodes > 0 { PROFILE_PRINT } else { "" },
         read_fn = READ_FN,
         write_fn = WRITE_FN,
     )
 }
+
+/// Profiled modules: forget the warm-up's node times.
+const PROFILE_RESET: &str = "    for c in &model::PROFILE_NS { c.store(0, std::sync::atomic::Ordering::Relaxed); }\n";
+
+/// Profiled modules: per node, milliseconds per timed run and share of the total, slowest first;
+/// then the same per op type. Printed before the stats, so `median_ms=` stays the last line.
+const PROFILE_PRINT: &str = r#"    {
+        let runs = times.len().max(1) as f64;
+        let ms: Vec<f64> = model::PROFILE_NS.iter().map(|c| c.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6 / runs).collect();
+        let total: f64 = ms.iter().sum::<f64>().max(1e-12);
+        let mut order: Vec<usize> = (0..ms.len()).collect();
+        order.sort_by(|&a, &b| ms[b].total_cmp(&ms[a]));
+        println!("profile: {:>9} {:>6}  {:<20} {}", "ms/run", "%", "op", "node");
+        for &i in &order {
+            let (op, name) = model::PROFILE_NODES[i];
+            println!("profile: {:>9.4} {:>6.2}  {:<20} {}", ms[i], 100.0 * ms[i] / total, op, name);
+        }
+        let mut by_op: Vec<(&str, f64, usize)> = Vec::new();
+        for (i, &(op, _)) in model::PROFILE_NODES.iter().enumerate() {
+            match by_op.iter_mut().find(|e| e.0 == op) {
+                Some(e) => { e.1 += ms[i]; e.2 += 1; }
+                None => by_op.push((op, ms[i], 1)),
+            }
+        }
+        by_op.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (op, t, n) in by_op {
+            println!("profile-op: {:>9.4} {:>6.2}  {:<20} {} nodes", t, 100.0 * t / total, op, n);
+        }
+        println!("profile-total: {:.4} ms/run in nodes", total);
+    }
+"#;
 
 /// The run-time weights loader of [`main_rs`]: `src/model.bin` of the harness crate into a
 /// 64-byte aligned buffer (what `Model::with_weights` checks).
@@ -528,7 +566,7 @@ fn main() {
     for _ in 0..warmup {
         run(&mut c);
     }
-    let mut times = Vec::with_capacity(iters);
+{profile_reset}    let mut times = Vec::with_capacity(iters);
     let start = std::time::Instant::now();
     while times.len() < iters || start.elapsed().as_secs_f64() * 1e3 < min_ms {
         let t = std::time::Instant::now();

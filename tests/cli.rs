@@ -101,3 +101,30 @@ fn bench_prints_median_ms_last() {
     assert!(value.is_some_and(|v| v > 0.0 && v.is_finite()), "last line `{last}` in:\n{stdout}");
     assert!(stdout.contains("runs=3 "), "{stdout}");
 }
+
+#[test]
+fn bench_profile_lists_every_node_and_keeps_median_last() {
+    // A format test: one `profile:` line per node the module runs, per-op totals that add up
+    // to the nodes' total, and `median_ms=` still last.
+    let model = root().join("examples/mnist/mnist_cnn.onnx");
+    let out = burnc()
+        .args(["bench", "--iters", "3", "--warmup", "1", "--min-ms", "0", "--profile"])
+        .arg(&model)
+        .output()
+        .expect("spawn burnc");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let nodes: Vec<&str> = stdout.lines().filter(|l| l.starts_with("profile: ") && !l.contains("ms/run")).collect();
+    let ops: Vec<&str> = stdout.lines().filter(|l| l.starts_with("profile-op: ")).collect();
+    let ms = |l: &str| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    // MNIST's CNN after fusion: the convolutions, pools and the Gemm at least.
+    assert!(nodes.len() >= 5, "{stdout}");
+    assert!(nodes.iter().any(|l| l.contains(" Conv ")) && ops.iter().any(|l| l.contains(" Conv ")), "{stdout}");
+    let node_sum: f64 = nodes.iter().map(|l| ms(l)).sum();
+    let op_sum: f64 = ops.iter().map(|l| ms(l)).sum();
+    assert!(node_sum > 0.0 && (node_sum - op_sum).abs() <= 1e-3 + 1e-3 * node_sum, "{node_sum} vs {op_sum}:\n{stdout}");
+    // Slowest first.
+    assert!(nodes.windows(2).all(|w| ms(w[0]) >= ms(w[1])), "{stdout}");
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
+    assert!(last.starts_with("median_ms="), "last line `{last}` in:\n{stdout}");
+}

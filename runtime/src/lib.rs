@@ -16,6 +16,8 @@ pub mod kernels;
 pub mod math;
 #[cfg(feature = "std")]
 pub mod pool;
+#[cfg(feature = "std")]
+pub mod profile;
 pub mod nn;
 pub mod small;
 pub mod train;

@@ -5,6 +5,7 @@ use super::inputs::read_value;
 use super::CliError;
 use burnc::build::{parse_dims, pin_input};
 use burnc::harness::{self, Profile};
+use burnc_compiler::codegen::CodegenOptions;
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::ir::{DType, Dim, ValueType};
 use burnc_compiler::{Data, Tensor};
@@ -43,6 +44,10 @@ pub struct BenchArgs {
     /// script can run it directly: `PATH DIR ITERS WARMUP MIN_MS`.
     #[arg(long = "work-dir", value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// Time every node too: print, before the stats, each node's milliseconds per run and
+    /// share (slowest first), then the totals per op type. The timers cost a little.
+    #[arg(long)]
+    pub profile: bool,
     /// Instead of a model, time the runtime's SGEMM on N×N×N f32 matrices.
     #[arg(long, value_name = "N")]
     pub sgemm: Option<usize>,
@@ -107,8 +112,14 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     }
 
     let t0 = Instant::now();
-    let prepared = harness::generate_for(&g, &values, &model_path.display().to_string(), true)?;
-    let key = format!("{}|{}", model_path.canonicalize().unwrap_or(model_path.clone()).display(), a.inputs.join(";"));
+    let opts = CodegenOptions { source_name: model_path.display().to_string(), profile: a.profile, ..Default::default() };
+    let prepared = harness::generate_for_with(&g, &values, &opts)?;
+    let key = format!(
+        "{}|{}{}",
+        model_path.canonicalize().unwrap_or(model_path.clone()).display(),
+        a.inputs.join(";"),
+        if a.profile { "|profile" } else { "" }
+    );
     let bin = harness::build_with(&prepared.gen, &key, profile)?;
     println!("build: {:.1} s (release, opt-level 3, codegen-units 1, fat LTO, target-cpu=native)", t0.elapsed().as_secs_f64());
     let (work, keep) = match &a.work_dir {

@@ -44,11 +44,14 @@ pub struct CodegenOptions {
     /// (`runtime::kernels::winograd`). About 2× faster on such layers, but their weights are
     /// stored transformed, 36 numbers per 3×3 filter instead of 9: off where flash is tight.
     pub winograd: bool,
+    /// Time every node (std only): the module gets `PROFILE_NODES` and `PROFILE_NS`, one
+    /// counter per node that `forward` adds its nanoseconds to. For `burnc bench --profile`.
+    pub profile: bool,
 }
 
 impl Default for CodegenOptions {
     fn default() -> Self {
-        CodegenOptions { weights_file: "model.bin".into(), source_name: "model".into(), nodes_per_fn: 32, fuse: true, winograd: true }
+        CodegenOptions { weights_file: "model.bin".into(), source_name: "model".into(), nodes_per_fn: 32, fuse: true, winograd: true, profile: false }
     }
 }
 

@@ -18,6 +18,8 @@ pub struct Generated {
     pub total_buffer_bytes: usize,
     pub inputs: Vec<IoDesc>,
     pub outputs: Vec<IoDesc>,
+    /// Nodes timed by `PROFILE_NS` (0 unless `CodegenOptions::profile`).
+    pub profiled_nodes: usize,
 }
 
 const KEYWORDS: &[&str] = &[
@@ -83,8 +85,10 @@ pub(crate) fn outputs_literal(g: &Graph, plan: &MemoryPlan, outputs: &[IoDesc]) 
 }
 
 /// The statements of every node in `plan.order`, grouped into chunks of `nodes_per_fn` nodes
-/// (one generated function each), each node in a labelled block named after it.
-pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize) -> Result<Vec<String>, CodegenError> {
+/// (one generated function each), each node in a labelled block named after it. With
+/// `profile`, each block is timed into `PROFILE_NS[k]` and `(op, name)` of node `k` is pushed
+/// onto it.
+pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize, mut profile: Option<&mut Vec<(String, String)>>) -> Result<Vec<String>, CodegenError> {
     let g = cx.g;
     let mut parts: Vec<String> = Vec::new();
     let mut current = String::new();
@@ -94,10 +98,20 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize) -> Re
         let n = g.node(id);
         if let Some(stmts) = emit::emit_node(cx, id)? {
             let outs: Vec<String> = n.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
+            let op = n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name());
             // A labelled block keeps the node's name readable after formatting (comments do not
             // survive prettyplease).
             let label = block_label(&n.name, &mut labels);
-            let _ = writeln!(current, "// {} {} -> {}\n'{label}: {{\n{stmts}\n}}", n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name()), n.name, outs.join(", "));
+            let block = format!("'{label}: {{\n{stmts}\n}}");
+            let block = match profile.as_deref_mut() {
+                Some(nodes) => {
+                    let k = nodes.len();
+                    nodes.push((op.clone(), n.name.clone()));
+                    format!("let __t = rt::profile::now_ns();\n{block}\nrt::profile::add(&PROFILE_NS[{k}], __t);")
+                }
+                None => block,
+            };
+            let _ = writeln!(current, "// {op} {} -> {}\n{block}", n.name, outs.join(", "));
             in_part += 1;
         }
         if in_part >= nodes_per_fn.max(1) {
@@ -109,6 +123,18 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize) -> Re
         parts.push(current);
     }
     Ok(parts)
+}
+
+/// The profiling tables of a module built with `CodegenOptions::profile`.
+pub(crate) fn profile_statics(nodes: &[(String, String)]) -> String {
+    let n = nodes.len();
+    let names: Vec<String> = nodes.iter().map(|(op, name)| format!("({op:?}, {name:?})")).collect();
+    format!(
+        "/// `(op, node)` of every timed node, in the order `forward` runs them.\npub const PROFILE_NODES: [(&str, &str); {n}] = [{}];\n\
+         /// Nanoseconds spent in each node of [`PROFILE_NODES`] over every `forward` so far.\n\
+         pub static PROFILE_NS: [core::sync::atomic::AtomicU64; {n}] = [const {{ core::sync::atomic::AtomicU64::new(0) }}; {n}];",
+        names.join(", ")
+    )
 }
 
 /// `Model` (borrowing the embedded weights blob or a caller's copy) and the opening of its impl
@@ -153,7 +179,8 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
     // Node statements, grouped into functions of `nodes_per_fn` nodes.
     let input_params: Vec<String> = inputs.iter().map(|d| format!("{}: &[{}; {}]", d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>())).collect();
     let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
-    let parts = emit_parts(&cx, plan, opts.nodes_per_fn)?;
+    let mut timed = Vec::new();
+    let parts = emit_parts(&cx, plan, opts.nodes_per_fn, opts.profile.then_some(&mut timed))?;
 
     let wl = cx.weights.into_inner();
     let mut header = String::new();
@@ -189,6 +216,9 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
         let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: &'a [{}; {}],", d.name, d.dtype, d.shape, d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
     }
     let _ = writeln!(src, "}}");
+    if opts.profile {
+        let _ = writeln!(src, "{}", profile_statics(&timed));
+    }
     let _ = writeln!(src, "{MODEL_STRUCT}");
     let mut fwd = format!(
         "/// Run the model. Every shape is fixed at compile time, so this cannot fail.\n#[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n",
@@ -218,5 +248,6 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
         total_buffer_bytes: plan.total_buffer_bytes,
         inputs,
         outputs,
+        profiled_nodes: timed.len(),
     })
 }

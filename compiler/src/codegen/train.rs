@@ -118,7 +118,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
     let mut out_taken = HashSet::new();
     let outputs: Vec<IoDesc> = fg.outputs.iter().map(|&o| io(fg, o, &mut out_taken)).collect::<Result<_, _>>()?;
     let fcx = Ctx { g: fg, plan: &fplan, weights: std::cell::RefCell::new(weights::layout(fg, &fplan.order)), inputs: fnames, state: fstate };
-    let fparts = emit_parts(&fcx, &fplan, opts.nodes_per_fn)?;
+    let fparts = emit_parts(&fcx, &fplan, opts.nodes_per_fn, None)?;
     let fwl = fcx.weights.into_inner();
     let frozen_in_fwd: HashMap<String, usize> = fwl
         .offsets
@@ -178,7 +178,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
         inputs: tnames,
         state: tstate,
     };
-    let tparts = emit_parts(&tcx, &tplan, opts.nodes_per_fn)?;
+    let tparts = emit_parts(&tcx, &tplan, opts.nodes_per_fn, None)?;
     let mut wl = tcx.weights.into_inner();
     // Frozen parameters the train step reads but forward does not.
     let mut frozen_at = frozen_in_fwd.clone();

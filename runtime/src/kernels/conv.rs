@@ -3,7 +3,7 @@
 //! loop; [`conv_f32`]/[`conv_f64`] and the `*_transpose_*` helpers wire the usual choices.
 use super::gemm::{self, Layout};
 use super::packed;
-use super::im2col::{col2im, im2col_rows};
+use super::im2col::{col2im, im2col_cols, im2col_rows};
 use super::window::Window3;
 use crate::elem::Elem;
 
@@ -281,6 +281,14 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
                 let r1 = (r0 + tile).min(rows);
                 let cols = (r1 - r0) * ow;
                 let colt = &mut col[..kdim * cols];
+                if cols >= tasks * 3 * packed::NR {
+                    // Each part gathers its own columns into its own part of the tile and
+                    // multiplies them at once: one hand-off per tile, and the columns stay in
+                    // the cache of the core that gathered them.
+                    part.split_gathering(xg, cg, win, r0 * ow, r1 * ow, colt, yg, tasks);
+                    r0 = r1;
+                    continue;
+                }
                 // im2col over channel ranges: disjoint row blocks of the tile.
                 let ct = (tasks * PARTS_PER_THREAD).min(cg);
                 let per = cg.div_ceil(ct);
@@ -320,6 +328,41 @@ struct GemmPart<'a> {
 }
 
 impl GemmPart<'_> {
+    /// Output positions `p0..p1` of the group (a tile of an im2col convolution over `xg`, `cg`
+    /// channels) in column parts of whole [`packed::NR`] panels, split over `tasks` threads:
+    /// each part gathers its columns into its own part of `colt` (`kdim × (p1 − p0)`
+    /// elements), multiplies them and runs the epilogue on them.
+    #[allow(clippy::too_many_arguments)]
+    fn split_gathering(&self, xg: &[f32], cg: usize, win: &Window3, p0: usize, p1: usize, colt: &mut [f32], yg: &mut [f32], tasks: usize) {
+        use packed::NR;
+        let (mg, os, kdim) = (self.mg, self.os, self.kdim);
+        let cols = p1 - p0;
+        assert!(yg.len() >= mg * os && p1 <= os && colt.len() >= kdim * cols, "conv GEMM part: buffers too short");
+        let per = cols.div_ceil(tasks * PARTS_PER_THREAD).max(3 * NR).div_ceil(NR) * NR;
+        let (yp, cp) = (yg.as_mut_ptr() as usize, colt.as_mut_ptr() as usize);
+        crate::pool_for(cols.div_ceil(per), &|t| {
+            let (a, b) = (p0 + t * per, (p0 + (t + 1) * per).min(p1));
+            if a >= b {
+                return;
+            }
+            let n = b - a;
+            // SAFETY: part t alone uses columns a..b: elements kdim·(a − p0).. of the tile
+            // (inside it by the assert) and columns a..b of every output row of `yg`; neither
+            // buffer is otherwise used until every part has returned.
+            let (bt, y) = unsafe {
+                (
+                    core::slice::from_raw_parts_mut((cp as *mut f32).add(kdim * (a - p0)), kdim * n),
+                    core::slice::from_raw_parts_mut(yp as *mut f32, mg * os),
+                )
+            };
+            im2col_cols(xg, cg, win, a, b, bt);
+            packed::with_panel(|panel| {
+                packed::sgemm_prepacked_rows(mg, kdim, n, self.wp, 0, mg, bt, n, &mut y[a..], os, panel);
+                apply_epilogue(y, self.ep, self.m0, mg, os, self.ch0 * os, a, b);
+            });
+        });
+    }
+
     /// Columns `0..ncols` of B (row stride `ldb`) into columns `c_base..` of the group's
     /// output `yg`, in chunks of at most `chunk` columns per GEMM call (each then gets its
     /// epilogue while in cache), split over `tasks` parts.

@@ -18,10 +18,22 @@ pub fn im2col<T: Elem>(x: &[T], channels: usize, w: &Window3, col: &mut [T]) {
 /// output, `w.output[2]` positions long): `col` is `channels·K` × `(r1 - r0)·w.output[2]`.
 /// Lets a convolution work through its output in tiles with a small column buffer.
 pub fn im2col_rows<T: Elem>(x: &[T], channels: usize, w: &Window3, r0: usize, r1: usize, col: &mut [T]) {
+    let ow = w.output[2];
+    im2col_cols(x, channels, w, r0 * ow, r1 * ow, col);
+}
+
+/// [`im2col`] for the flattened output positions `p0..p1` only (any range, rows need not be
+/// whole): `col` is `channels·K` × `(p1 - p0)`. Lets threads each gather the columns they
+/// multiply.
+pub fn im2col_cols<T: Elem>(x: &[T], channels: usize, w: &Window3, p0: usize, p1: usize, col: &mut [T]) {
     let in_sz = w.in_size();
     let [ih, iw] = [w.input[1], w.input[2]];
     let [_, oh, ow] = w.output;
-    let out_sz = (r1 - r0) * ow;
+    if p1 <= p0 || ow == 0 {
+        return;
+    }
+    let out_sz = p1 - p0;
+    let (r0, r1) = (p0 / ow, (p1 - 1) / ow + 1);
     let mut row = 0;
     for c in 0..channels {
         let xc = &x[c * in_sz..(c + 1) * in_sz];
@@ -33,21 +45,27 @@ pub fn im2col_rows<T: Elem>(x: &[T], channels: usize, w: &Window3, r0: usize, r1
                     let (lo, hi) = w.valid_range(2, kw);
                     let sw = w.strides[2];
                     for r in r0..r1 {
+                        // This row's positions s..e (of 0..ow) that are in p0..p1.
+                        let (s, e) = (p0.max(r * ow) - r * ow, p1.min((r + 1) * ow) - r * ow);
                         let (d, h) = (r / oh, r % oh);
                         let zd = w.coord(0, d, kd);
-                        let out = &mut dst[(r - r0) * ow..(r - r0 + 1) * ow];
+                        let at = r * ow + s - p0;
+                        let out = &mut dst[at..at + (e - s)];
                         let zh = w.coord(1, h, kh);
                         if zd < 0 || zd >= w.input[0] as isize || zh < 0 || zh >= ih as isize {
                             out.fill(T::zero());
                             continue;
                         }
-                        out[..lo].fill(T::zero());
-                        out[hi..].fill(T::zero());
-                        if lo < hi {
+                        // Valid positions of this run: lo..hi ∩ s..e.
+                        let (vlo, vhi) = (lo.clamp(s, e), hi.clamp(s, e));
+                        let (vlo, vhi) = (vlo, vhi.max(vlo));
+                        out[..vlo - s].fill(T::zero());
+                        out[vhi - s..].fill(T::zero());
+                        if vlo < vhi {
                             let base = (zd as usize * ih + zh as usize) * iw;
-                            let start = (base as isize + w.coord(2, lo, kw)) as usize;
+                            let start = (base as isize + w.coord(2, vlo, kw)) as usize;
                             let src = &xc[start..];
-                            gather_strided(&mut out[lo..hi], src, sw);
+                            gather_strided(&mut out[vlo - s..vhi - s], src, sw);
                         }
                     }
                 }
@@ -109,6 +127,48 @@ pub fn col2im<T: Elem>(col: &[T], channels: usize, w: &Window3, x: &mut [T]) {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    /// Output size of one dim.
+    fn out(i: usize, k: usize, s: usize, d: usize, pb: isize, pe: isize) -> usize {
+        ((i as isize + pb + pe - (d * (k - 1) + 1) as isize) / s as isize + 1) as usize
+    }
+
+    /// Every range of columns gathers exactly those columns of the whole matrix, for strided,
+    /// dilated, padded and cropped windows (runs starting and ending inside rows included).
+    #[test]
+    fn column_ranges_match_the_whole_matrix() {
+        let cases: &[([usize; 2], [usize; 2], [usize; 2], [usize; 2], [isize; 4])] = &[
+            ([7, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
+            ([11, 10], [3, 3], [2, 2], [1, 1], [0, 0, 0, 0]),
+            ([9, 13], [5, 3], [2, 1], [1, 2], [2, 0, 1, 2]),
+            ([8, 8], [2, 2], [4, 4], [1, 1], [0, 1, 0, 1]),
+            ([6, 12], [3, 3], [1, 3], [2, 1], [-1, 2, 0, 1]),
+        ];
+        for &(i, k, s, d, p) in cases {
+            let o = [out(i[0], k[0], s[0], d[0], p[0], p[2]), out(i[1], k[1], s[1], d[1], p[1], p[3])];
+            let w = Window3::new(&i, &o, &k, &s, &d, &[p[0], p[1]], &[p[2], p[3]]).expect("window");
+            let ch = 3;
+            let x: vec::Vec<f32> = (0..ch * w.in_size()).map(|v| v as f32 + 1.0).collect();
+            let rows = ch * w.kernel_size();
+            let n = w.out_size();
+            let mut whole = vec![0f32; rows * n];
+            im2col(&x, ch, &w, &mut whole);
+            for (p0, p1) in [(0, n), (1, n - 1), (o[1] - 1, 2 * o[1] + 1), (n / 2, n / 2 + 1), (3, 3 + o[1]), (n - 2, n)] {
+                let (p0, p1) = (p0.min(n - 1), p1.min(n));
+                let mut part = vec![f32::NAN; rows * (p1 - p0)];
+                im2col_cols(&x, ch, &w, p0, p1, &mut part);
+                for r in 0..rows {
+                    assert_eq!(&part[r * (p1 - p0)..(r + 1) * (p1 - p0)], &whole[r * n + p0..r * n + p1], "{i:?} {k:?} {s:?} {d:?} {p:?} cols {p0}..{p1} row {r}");
                 }
             }
         }

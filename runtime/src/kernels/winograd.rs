@@ -285,12 +285,20 @@ impl SendPtr {
     }
 }
 
+/// Parts [`split`] makes of `n` items.
+fn split_tasks(n: usize) -> usize {
+    #[cfg(feature = "std")]
+    return crate::pool::threads().min(n);
+    #[cfg(not(feature = "std"))]
+    return n.min(1);
+}
+
 /// `f(lo, hi)` over `0..n` in contiguous parts, one per pool thread under std (a split that
 /// changes no result: each index is computed the same way by whichever thread gets it).
 fn split(n: usize, f: &(dyn Fn(usize, usize) + Sync)) {
     #[cfg(feature = "std")]
     {
-        let t = crate::pool::threads().min(n);
+        let t = split_tasks(n);
         if t > 1 {
             let chunk = n.div_ceil(t);
             crate::pool::parallel_for(t, &|k| {
@@ -348,27 +356,45 @@ pub fn conv_winograd(x: &[f32], up: &[f32], y: &mut [f32], d: &ConvDims, win: &W
                     }
                 }
             });
-            // M[ξ] = U[ξ] · V[ξ]: rows of V[ξ] and M[ξ] are XI·nb apart.
-            for xi in 0..XI {
-                packed::sgemm_prepacked(co, ci, nb, &up[xi * plen..(xi + 1) * plen], &v[xi * nb..XI * ci * nb], XI * nb, &mut mm[xi * nb..XI * co * nb], XI * nb, panel);
+            // M[ξ] = U[ξ] · V[ξ]: rows of V[ξ] and M[ξ] are XI·nb apart. The 36 products split
+            // over the pool's threads, each packing its B panels into its own buffer.
+            let v = &*v;
+            let mp = SendPtr(mm.as_mut_ptr());
+            let mlen = mm.len();
+            let gemms = |x0: usize, x1: usize, panel: &mut [f32]| {
+                for xi in x0..x1 {
+                    // SAFETY: columns xi·nb.. of every row of M belong to product xi alone
+                    // (rows XI·nb apart, nb columns each); `split_with` returns only after all
+                    // tasks, while `mm` is not otherwise used.
+                    let mx = unsafe { core::slice::from_raw_parts_mut(mp.at(xi * nb), mlen - xi * nb) };
+                    packed::sgemm_prepacked(co, ci, nb, &up[xi * plen..(xi + 1) * plen], &v[xi * nb..XI * ci * nb], XI * nb, mx, XI * nb, panel);
+                }
+            };
+            if split_tasks(XI) > 1 {
+                split(XI, &|x0, x1| packed::with_panel(|p| gemms(x0, x1, p)));
+            } else {
+                gemms(0, XI, panel);
             }
-            // Y tile = Aᵀ M A, output channels split over the pool's threads.
+            // Y tile = Aᵀ M A and the epilogue on the finished rows, output channels split over
+            // the pool's threads.
+            let (c0, c1) = (ty0 * TILE * wo, (ty1 * TILE).min(ho) * wo);
             let yp = SendPtr(yn.as_mut_ptr());
+            let ylen = yn.len();
             let mm = &*mm;
             split(co, &|m0, m1| {
+                // SAFETY: output planes m0..m1, disjoint from every other task's, inside `yn`.
+                let out = unsafe { core::slice::from_raw_parts_mut(yp.at(m0 * os), ylen - m0 * os) };
                 for m in m0..m1 {
-                    // SAFETY: output plane m, disjoint from every other task's, inside `yn`.
-                    let out = unsafe { core::slice::from_raw_parts_mut(yp.at(m * os), os) };
                     let mc = &mm[m * XI * nb..(m + 1) * XI * nb];
+                    let plane = &mut out[(m - m0) * os..(m - m0 + 1) * os];
                     for ty in ty0..ty1 {
                         for tx0 in (0..tw).step_by(L) {
-                            output_tiles(mc, &g, ty, tx0, L.min(tw - tx0), out, nb, (ty - ty0) * tw + tx0);
+                            output_tiles(mc, &g, ty, tx0, L.min(tw - tx0), plane, nb, (ty - ty0) * tw + tx0);
                         }
                     }
                 }
+                apply_epilogue(out, ep, m0, m1 - m0, os, (n * co + m0) * os, c0, c1);
             });
-            let (c0, c1) = (ty0 * TILE * wo, (ty1 * TILE).min(ho) * wo);
-            apply_epilogue(yn, ep, 0, co, os, n * co * os, c0, c1);
             ty0 = ty1;
         }
     }

@@ -381,6 +381,7 @@ fn build(
         total_buffer_bytes: plan.total_buffer_bytes,
         inputs,
         outputs,
+        profiled_nodes: 0,
     };
     Ok((gen, BoundedInfo { dims: dims.to_vec(), input_shapes, output_shapes }))
 }
