@@ -989,7 +989,14 @@ mod tests {
             let x = rnd(batch * c_in * h * wd, i as u32 + 1);
             let w = rnd(c_out * (c_in / group) * kh * kw, i as u32 + 100);
             let b = rnd(c_out, i as u32 + 200);
-            let ep = Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: None, act: Act::Relu };
+            let (sc, sh) = (rnd(c_out, i as u32 + 300), rnd(c_out, i as u32 + 400));
+            let res = rnd(batch * c_out * oh * ow, i as u32 + 500);
+            // Every other case with the whole epilogue (scale, shift and residual too).
+            let ep = if i % 2 == 0 {
+                Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: None, act: Act::Relu }
+            } else {
+                Epilogue { bias: Some(&b[..]), scale: Some(&sc[..]), shift: Some(&sh[..]), residual: Some(&res[..]), act: Act::Relu }
+            };
             let mut want = vec![0f32; batch * c_out * oh * ow];
             conv_fused(&x, &w, &mut want, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm, &ep);
             assert!(takes_prepacked(&d));

@@ -98,6 +98,12 @@ pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut
 /// when `count_include_pad`.
 pub fn avg_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], count_include_pad: bool) {
     let (is, os) = (win.in_size(), win.out_size());
+    if os == 1 && win.kernel == win.input && win.dilations == [1; 3] && win.pads_begin == [0; 3] && win.pads_end == [0; 3] {
+        // One window over the whole plane (ShuffleNet's and GoogLeNet's last pools): a global
+        // average, whose sum vectorizes; per row of taps it was 49 calls of one element each.
+        global_pool(x, planes, is, y, 1, 0.0);
+        return;
+    }
     if is_plain_2d(win) {
         crate::for_plane_ranges(planes, os, planes * os * win.kernel_size(), y, &|p0, p1, out| {
             for p in p0..p1 {
@@ -546,6 +552,9 @@ mod tests {
             (14, 14, [2, 2], 2, 1, 0, 0, false),
             (7, 15, [2, 2], 2, 1, 0, 0, false),
             (7, 15, [2, 2], 2, 1, 0, 0, true),
+            // one window over the whole plane (the global-average path)
+            (7, 7, [7, 7], 1, 1, 0, 0, false),
+            (9, 5, [9, 5], 1, 1, 0, 0, false),
         ] {
             let oh = out_dim(ih, k[0], s, d, pb, pe, ceil);
             let ow = out_dim(iw, k[1], s, d, pb, pe, ceil);
