@@ -237,6 +237,12 @@ pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, 
 const PARALLEL_CONV_MACS: usize = 1 << 18;
 /// Parts per thread a split convolution aims at (see [`GemmPart::split`]).
 const PARTS_PER_THREAD: usize = 4;
+/// Largest im2col depth (c_in/group · kernel taps) whose threads each gather their own
+/// columns ([`GemmPart::split_gathering`]). Measured at 2 threads, interleaved against the
+/// channel-split im2col: k = 27…432 0.89–0.97× the time (first convolutions, SqueezeNet),
+/// k = 576…2304 1.01–1.09× (ResNet's 3×3 layers), where a part's column block no longer
+/// stays in its core's L2 next to the weights.
+const GATHER_MAX_K: usize = 512;
 
 /// [`conv_fused_prepacked`] split into `tasks` parts (1: the serial loops). Per batch item and
 /// group (and im2col tile): the im2col over ranges of input channels, then the GEMM with its
@@ -281,7 +287,7 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
                 let r1 = (r0 + tile).min(rows);
                 let cols = (r1 - r0) * ow;
                 let colt = &mut col[..kdim * cols];
-                if cols >= tasks * 3 * packed::NR {
+                if cols >= tasks * 3 * packed::NR && kdim <= GATHER_MAX_K {
                     // Each part gathers its own columns into its own part of the tile and
                     // multiplies them at once: one hand-off per tile, and the columns stay in
                     // the cache of the core that gathered them.
