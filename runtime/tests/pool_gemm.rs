@@ -223,3 +223,25 @@ fn split_row_major_sgemm_matches_plain_loop() {
         }
     }
 }
+
+/// Concat parts big enough to split over 2 threads land where the serial loop puts them,
+/// pieces crossing row boundaries included.
+#[test]
+fn split_concat_part_matches_serial_copy() {
+    use burnc_runtime::kernels::concat::concat_part;
+    burnc_runtime::pool::set_threads(2);
+    for &(outer, a, b) in &[(1usize, 70_001usize, 5usize), (3, 40_003, 29_999), (7, 20_000, 11)] {
+        let xa = values(outer * a, 11);
+        let xb = values(outer * b, 12);
+        let row = a + b;
+        let mut y = vec![f32::NAN; outer * row];
+        concat_part(&mut y, &xa, outer, row, 0, a);
+        concat_part(&mut y, &xb, outer, row, a, b);
+        let mut want = vec![0f32; outer * row];
+        for o in 0..outer {
+            want[o * row..o * row + a].copy_from_slice(&xa[o * a..(o + 1) * a]);
+            want[o * row + a..(o + 1) * row].copy_from_slice(&xb[o * b..(o + 1) * b]);
+        }
+        assert!(y.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()), "{outer}x({a}+{b})");
+    }
+}

@@ -3,6 +3,7 @@ pub mod attention;
 pub mod broadcast;
 pub mod causal_conv;
 pub mod cache;
+pub mod concat;
 pub mod conv;
 pub mod det;
 pub mod dropout;

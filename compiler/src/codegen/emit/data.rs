@@ -32,11 +32,7 @@ pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
                 let (_, shape) = cx.ty(n, *v)?;
                 let chunk: usize = shape[ax..].iter().product();
                 if chunk > 0 {
-                    s += &format!(
-                        "{{ let x = {}; for o in 0..{outer} {{ y[o * {row} + {start}..o * {row} + {}].copy_from_slice(&x[o * {chunk}..(o + 1) * {chunk}]); }} }}\n",
-                        cx.read(n, *v)?,
-                        start + chunk
-                    );
+                    s += &format!("rt::kernels::concat::concat_part(y, {}, {outer}, {row}, {start}, {chunk});\n", cx.read(n, *v)?);
                 }
                 start += chunk;
             }
