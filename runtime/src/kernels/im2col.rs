@@ -182,7 +182,9 @@ mod tests {
     /// dilated, padded and cropped windows (runs starting and ending inside rows included).
     #[test]
     fn column_ranges_match_the_whole_matrix() {
-        let cases: &[([usize; 2], [usize; 2], [usize; 2], [usize; 2], [isize; 4])] = &[
+        /// input, kernel, strides, dilations, pads (top, left, bottom, right)
+        type Case = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], [isize; 4]);
+        let cases: &[Case] = &[
             ([7, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
             ([11, 10], [3, 3], [2, 2], [1, 1], [0, 0, 0, 0]),
             ([9, 13], [5, 3], [2, 1], [1, 2], [2, 0, 1, 2]),
