@@ -97,7 +97,7 @@ pub fn sgemm_prepacked(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb:
     }
     let need = prepacked_scratch_len(k);
     assert!(scratch.len() >= need, "sgemm_prepacked: scratch too short");
-    run(m, k, n, A::Packed(ap, m.div_ceil(MR) * MR, 0), b, ldb, c, ldc, &mut scratch[..need]);
+    run(m, k, n, A::Packed(ap, m.div_ceil(MR) * MR, 0), b, ldb, c, ldc, &mut scratch[..need], None);
 }
 
 /// [`sgemm_prepacked`]'s columns in whole-panel blocks over the thread pool.
@@ -116,7 +116,7 @@ fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usi
         // the caller checked (j0 < n <= ldc keeps the view inside C); parallel_for returns
         // only after every task, so no other reference to C is used meanwhile.
         let c = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(j0), clen - j0) };
-        with_panel(|panel| run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), &b[j0..], ldb, c, ldc, panel));
+        with_panel(|panel| run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), &b[j0..], ldb, c, ldc, panel, None));
     });
 }
 
@@ -151,6 +151,63 @@ pub fn with_panel<R>(f: impl FnOnce(&mut [f32]) -> R) -> R {
 /// least [`prepacked_scratch_len`]`(k)`. Row blocks compute the same sums as the whole.
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_prepacked_rows(m: usize, k: usize, n: usize, ap: &[f32], r0: usize, r1: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+    sgemm_prepacked_rows_then(m, k, n, ap, r0, r1, b, ldb, c, ldc, scratch, None);
+}
+
+/// A bias per row of C and a ReLU, applied by the GEMM to each tile before its last store
+/// (in registers in the AVX2 kernels): `c = c + bias[row]`, then `if c > 0 { c } else { 0 }`,
+/// as [`super::conv::epilogue_row`] computes them, so the bits are those of a separate pass.
+/// `bias` is indexed by the row of the call's C (at least as many values as rows).
+#[derive(Clone, Copy)]
+pub struct Post<'a> {
+    pub bias: Option<&'a [f32]>,
+    pub relu: bool,
+}
+
+/// [`Post`], if any.
+pub type Done<'a> = Option<Post<'a>>;
+
+/// What a micro-kernel does to its tile before storing it: a bias per row (`bias[i]` for tile
+/// row i; null: none) and a ReLU. [`Fin::NONE`] on every k step but a tile's last.
+#[derive(Clone, Copy)]
+struct Fin {
+    bias: *const f32,
+    relu: bool,
+}
+
+impl Fin {
+    const NONE: Fin = Fin { bias: core::ptr::null(), relu: false };
+
+    fn is_none(self) -> bool {
+        self.bias.is_null() && !self.relu
+    }
+
+    /// The same on `rows` × `cols` of a stored tile (kernels without it built in, edge tiles).
+    ///
+    /// # Safety
+    /// `bias`, when not null, points at `rows` values.
+    unsafe fn apply(self, c: &mut [f32], ldc: usize, rows: usize, cols: usize) {
+        if self.is_none() {
+            return;
+        }
+        for i in 0..rows {
+            // SAFETY: the caller's contract.
+            let b = if self.bias.is_null() { None } else { Some(unsafe { *self.bias.add(i) }) };
+            for v in &mut c[i * ldc..i * ldc + cols] {
+                let mut x = *v;
+                if let Some(b) = b {
+                    x += b;
+                }
+                *v = if self.relu && !(x > 0.0) { 0.0 } else { x };
+            }
+        }
+    }
+}
+
+/// [`sgemm_prepacked_rows`] with `done` applied to each tile as it is finished (its bias
+/// indexed from row `r0` of the matrix: `bias[0]` is row r0's).
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_rows_then(m: usize, k: usize, n: usize, ap: &[f32], r0: usize, r1: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
     assert!(r0.is_multiple_of(MR) && r0 <= r1 && r1 <= m, "sgemm_prepacked_rows: rows");
     let rows = r1 - r0;
     if rows == 0 || n == 0 {
@@ -166,7 +223,7 @@ pub fn sgemm_prepacked_rows(m: usize, k: usize, n: usize, ap: &[f32], r0: usize,
     assert!(b.len() >= (k - 1) * ldb + n && c.len() >= (rows - 1) * ldc + n, "sgemm_prepacked_rows: slices too short");
     let need = prepacked_scratch_len(k);
     assert!(scratch.len() >= need, "sgemm_prepacked_rows: scratch too short");
-    run(rows, k, n, A::Packed(ap, m.div_ceil(MR) * MR, r0), b, ldb, c, ldc, &mut scratch[..need]);
+    run(rows, k, n, A::Packed(ap, m.div_ceil(MR) * MR, r0), b, ldb, c, ldc, &mut scratch[..need], done);
 }
 
 /// Where the micro-kernel's A panels come from.
@@ -196,45 +253,45 @@ pub fn sgemm_packed(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f3
     assert!(a.len() >= (m - 1) * lda + k && b.len() >= (k - 1) * ldb + n && c.len() >= (m - 1) * ldc + n, "sgemm_packed: slices too short");
     let need = scratch_len(m, k);
     assert!(scratch.len() >= need, "sgemm_packed: scratch too short");
-    run(m, k, n, A::Rows(a, lda), b, ldb, c, ldc, &mut scratch[..need]);
+    run(m, k, n, A::Rows(a, lda), b, ldb, c, ldc, &mut scratch[..need], None);
 }
 
 /// The blocked product with the best kernel this CPU has. `scratch`: A's packing space (for
 /// [`A::Rows`]) followed by one B panel (`min(k, KC) · NR`).
 #[allow(clippy::too_many_arguments)]
-fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
     #[cfg(target_arch = "x86_64")]
-    run_at(kernel_level(), m, k, n, a, b, ldb, c, ldc, scratch);
+    run_at(kernel_level(), m, k, n, a, b, ldb, c, ldc, scratch, done);
     #[cfg(not(target_arch = "x86_64"))]
     {
         let split = scratch.len() - k.min(KC) * NR;
         let (apack, bpack) = scratch.split_at_mut(split);
-        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable, no_partial);
+        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, done);
     }
 }
 
 /// [`run`] with the kernels of `level` (which the CPU must support: tests pick lower ones).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32]) {
+fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
     let split = scratch.len() - k.min(KC) * NR;
     let (apack, bpack) = scratch.split_at_mut(split);
     match level {
         // The wide kernel needs room for at least one k step of a 32-wide panel (k ≥ 2).
         Level::Avx512 if bpack.len() >= NR512 => {
             // SAFETY: the CPU has AVX-512F; the callers' asserts bound every access.
-            unsafe { driver_avx512(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
+            unsafe { driver_avx512(m, k, n, a, b, ldb, c, ldc, apack, bpack, done) };
             return;
         }
         Level::Avx512 | Level::Avx2 => {
             // SAFETY: the CPU has AVX2 and FMA (kernel_level reports Avx512 only together with
             // them); the callers' asserts bound every access.
-            unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack) };
+            unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack, done) };
             return;
         }
         Level::Portable => {}
     }
-    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, kernel_portable, kernel_portable, no_partial);
+    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, done);
 }
 
 /// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
@@ -244,7 +301,7 @@ fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
+unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
     driver::<NR>(
         m,
         k,
@@ -258,9 +315,10 @@ unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: us
         bpack,
         // SAFETY (both closures): they run inside a function compiled for, and only called
         // on, CPUs with AVX2 and FMA.
-        |kc, a, b, c, ldc, load| unsafe { kernel_avx2(kc, a, b, c, ldc, load) },
-        |kc, a, b, c, ldc, load| unsafe { kernel_avx2_narrow(kc, a, b, c, ldc, load) },
-        |mr, kc, a, b, c, ldc, load| unsafe { kernel_avx2_rows(mr, kc, a, b, c, ldc, load) },
+        |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx2(kc, a, b, c, ldc, load, fin) },
+        |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx2_narrow(kc, a, b, c, ldc, load, fin) },
+        |mr, kc, a, b, c, ldc, load, fin| unsafe { kernel_avx2_rows(mr, kc, a, b, c, ldc, load, fin) },
+        done,
     );
 }
 
@@ -274,7 +332,7 @@ unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: us
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32]) {
+unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
     driver::<NR512>(
         m,
         k,
@@ -288,14 +346,22 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
         bpack,
         // SAFETY (both closures): they run inside a function compiled for, and only called
         // on, CPUs with AVX-512F.
-        |kc, a, b, c, ldc, load| unsafe { kernel_avx512(kc, a, b, c, ldc, load) },
-        |kc, a, b, c, ldc, load| unsafe { kernel_avx512_narrow(kc, a, b, c, ldc, load) },
+        // The epilogue after the store (AVX-512 is not the default anywhere it was measured).
+        |kc, a, b, c, ldc, load, fin: Fin| unsafe {
+            kernel_avx512(kc, a, b, c, ldc, load);
+            fin.apply(c, ldc, MR, NR512);
+        },
+        |kc, a, b, c, ldc, load, fin: Fin| unsafe {
+            kernel_avx512_narrow(kc, a, b, c, ldc, load);
+            fin.apply(c, ldc, MR, NR512 / 2);
+        },
         no_partial,
+        done,
     );
 }
 
 /// For kernel families without a fewer-rows kernel: the driver's edge tile does those rows.
-fn no_partial(_: usize, _: usize, _: &[f32], _: &[f32], _: &mut [f32], _: usize, _: bool) -> bool {
+fn no_partial(_: usize, _: usize, _: &[f32], _: &[f32], _: &mut [f32], _: usize, _: bool, _: Fin) -> bool {
     false
 }
 
@@ -322,10 +388,14 @@ fn driver<const W: usize>(
     ldc: usize,
     apack: &mut [f32],
     bpack: &mut [f32],
-    kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
-    narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool),
-    partial: impl Fn(usize, usize, &[f32], &[f32], &mut [f32], usize, bool) -> bool,
+    kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool, Fin),
+    narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool, Fin),
+    partial: impl Fn(usize, usize, &[f32], &[f32], &mut [f32], usize, bool, Fin) -> bool,
+    done: Done<'_>,
 ) {
+    if let Some(Post { bias: Some(b), .. }) = done {
+        assert!(b.len() >= m, "packed GEMM: bias shorter than the rows");
+    }
     let ksub = (bpack.len() / W).min(KC);
     assert!(ksub > 0, "packed GEMM: B panel too small");
     // Row blocks: MC when A is packed here (the block must stay in L2 while B's panels go by);
@@ -352,6 +422,8 @@ fn driver<const W: usize>(
             while ks < kc {
                 let kn = (kc - ks).min(ksub);
                 let load = k0 > 0 || ks > 0;
+                // The tiles' last k step: each tile is finished after its kernel call.
+                let finish = if k0 + kc >= k && ks + kn >= kc { done } else { None };
                 let mut j0 = 0;
                 while j0 < n {
                     let nc = (n - j0).min(W);
@@ -363,9 +435,14 @@ fn driver<const W: usize>(
                         let mr = (m - i0).min(MR);
                         let ap = &apack[p * MR * kc + ks * MR..p * MR * kc + (ks + kn) * MR];
                         let cstart = i0 * ldc + j0;
+                        // The tile's epilogue, on its last k step.
+                        let fin = match finish {
+                            Some(p) => Fin { bias: p.bias.map_or(core::ptr::null(), |b| b[i0..].as_ptr()), relu: p.relu },
+                            None => Fin::NONE,
+                        };
                         if mr == MR && nc == W {
-                            kernel(kn, ap, bp, &mut c[cstart..cstart + (MR - 1) * ldc + W], ldc, load);
-                        } else if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load) {
+                            kernel(kn, ap, bp, &mut c[cstart..cstart + (MR - 1) * ldc + W], ldc, load, fin);
+                        } else if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load, fin) {
                             // The last rows (m not a multiple of MR) straight into C.
                         } else {
                             // Edge tile: through a local MR×W tile.
@@ -377,10 +454,12 @@ fn driver<const W: usize>(
                             }
                             let tf = t.as_flattened_mut();
                             if nc <= W / 2 {
-                                narrow(kn, ap, bp, tf, W, load);
+                                narrow(kn, ap, bp, tf, W, load, Fin::NONE);
                             } else {
-                                kernel(kn, ap, bp, tf, W, load);
+                                kernel(kn, ap, bp, tf, W, load, Fin::NONE);
                             }
+                            // SAFETY: `fin.bias` points at the bias of rows i0.. (at least mr).
+                            unsafe { fin.apply(tf, W, mr, nc) };
                             for i in 0..mr {
                                 c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i][..nc]);
                             }
@@ -536,6 +615,42 @@ fn kernel_portable(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, l
     }
 }
 
+/// [`kernel_portable`], then the tile's epilogue.
+fn portable_fin(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
+    kernel_portable(kc, a, b, c, ldc, load);
+    // SAFETY: the driver points `fin.bias` at MR values for full tiles.
+    unsafe { fin.apply(c, ldc, MR, NR) };
+}
+
+/// The AVX2 kernels' epilogue on their accumulators (`R` rows of `V` vectors) before the
+/// store: bias per row, then ReLU as `max(x, 0)` (x NaN or −0 gives +0, as `x > 0 ? x : 0`).
+///
+/// # Safety
+/// The CPU supports AVX2; `fin.bias`, when not null, points at R values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn fin_avx2<const R: usize, const V: usize>(acc: &mut [[core::arch::x86_64::__m256; V]; R], fin: Fin) {
+    use core::arch::x86_64::*;
+    if !fin.bias.is_null() {
+        for (i, row) in acc.iter_mut().enumerate() {
+            // SAFETY: the caller's contract.
+            let b = unsafe { _mm256_broadcast_ss(&*fin.bias.add(i)) };
+            for v in row.iter_mut() {
+                *v = _mm256_add_ps(*v, b);
+            }
+        }
+    }
+    if fin.relu {
+        let z = _mm256_setzero_ps();
+        for row in acc.iter_mut() {
+            for v in row.iter_mut() {
+                *v = _mm256_max_ps(*v, z);
+            }
+        }
+    }
+}
+
 /// The AVX2+FMA micro-kernel: 12 accumulators (6 rows × 2 vectors of 8), per step two
 /// vector loads of B, six broadcasts of A and twelve fused multiply-adds.
 ///
@@ -546,7 +661,7 @@ fn kernel_portable(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, l
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
     use core::arch::x86_64::*;
     assert!(a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR);
     let cp = c.as_mut_ptr();
@@ -569,6 +684,10 @@ unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize
         ap = ap.add(MR);
         bp = bp.add(NR);
     }
+    if !fin.is_none() {
+        // SAFETY: the driver points `fin.bias` at MR values.
+        unsafe { fin_avx2::<MR, 2>(&mut acc, fin) };
+    }
     for i in 0..MR {
         _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
         _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
@@ -586,15 +705,15 @@ unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) -> bool {
+unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) -> bool {
     // SAFETY (each arm): the caller's CPU has AVX2 and FMA.
     unsafe {
         match mr {
-            1 => kernel_avx2_r::<1>(kc, a, b, c, ldc, load),
-            2 => kernel_avx2_r::<2>(kc, a, b, c, ldc, load),
-            3 => kernel_avx2_r::<3>(kc, a, b, c, ldc, load),
-            4 => kernel_avx2_r::<4>(kc, a, b, c, ldc, load),
-            5 => kernel_avx2_r::<5>(kc, a, b, c, ldc, load),
+            1 => kernel_avx2_r::<1>(kc, a, b, c, ldc, load, fin),
+            2 => kernel_avx2_r::<2>(kc, a, b, c, ldc, load, fin),
+            3 => kernel_avx2_r::<3>(kc, a, b, c, ldc, load, fin),
+            4 => kernel_avx2_r::<4>(kc, a, b, c, ldc, load, fin),
+            5 => kernel_avx2_r::<5>(kc, a, b, c, ldc, load, fin),
             _ => return false,
         }
     }
@@ -609,7 +728,7 @@ unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
     use core::arch::x86_64::*;
     assert!(R >= 1 && R < MR && a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (R - 1) * ldc + NR);
     let cp = c.as_mut_ptr();
@@ -632,6 +751,10 @@ unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut
         ap = ap.add(MR);
         bp = bp.add(NR);
     }
+    if !fin.is_none() {
+        // SAFETY: the driver points `fin.bias` at the tile's R values.
+        unsafe { fin_avx2::<R, 2>(&mut acc, fin) };
+    }
     for i in 0..R {
         _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
         _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
@@ -646,7 +769,7 @@ unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn kernel_avx2_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+unsafe fn kernel_avx2_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
     use core::arch::x86_64::*;
     assert!(a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR / 2);
     let cp = c.as_mut_ptr();
@@ -664,6 +787,12 @@ unsafe fn kernel_avx2_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc
         }
         ap = ap.add(MR);
         bp = bp.add(NR);
+    }
+    if !fin.is_none() {
+        let mut rows: [[__m256; 1]; MR] = core::array::from_fn(|i| [acc[i]]);
+        // SAFETY: the driver points `fin.bias` at MR values.
+        unsafe { fin_avx2::<MR, 1>(&mut rows, fin) };
+        acc = core::array::from_fn(|i| rows[i][0]);
     }
     for i in 0..MR {
         _mm256_storeu_ps(cp.add(i * ldc), acc[i]);
@@ -833,10 +962,10 @@ mod tests {
                     let mut c = vec![f32::NAN; m * ldc];
                     if packed {
                         let mut scratch = vec![f32::NAN; prepacked_scratch_len(k)];
-                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut scratch);
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut scratch, None);
                     } else {
                         let mut scratch = vec![f32::NAN; scratch_len(m, k)];
-                        run_at(level, m, k, n, A::Rows(&a, lda), &b, ldb, &mut c, ldc, &mut scratch);
+                        run_at(level, m, k, n, A::Rows(&a, lda), &b, ldb, &mut c, ldc, &mut scratch, None);
                     }
                     for i in 0..m {
                         for j in 0..n {
@@ -881,7 +1010,7 @@ mod tests {
                 for _ in 0..3 {
                     let t = std::time::Instant::now();
                     for _ in 0..reps {
-                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, n, &mut c, n, &mut scratch);
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, n, &mut c, n, &mut scratch, None);
                     }
                     best = best.min(t.elapsed().as_secs_f64());
                 }
@@ -903,7 +1032,7 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         if has_avx2_fma() {
             // SAFETY: the CPU has AVX2 and FMA; the slices are the kernel's sizes.
-            unsafe { kernel_avx2(kc, &a, &b, &mut y, NR, true) };
+            unsafe { kernel_avx2(kc, &a, &b, &mut y, NR, true, Fin::NONE) };
         } else {
             kernel_portable(kc, &a, &b, &mut y, NR, true);
         }
