@@ -198,7 +198,7 @@ impl Fin {
                 if let Some(b) = b {
                     x += b;
                 }
-                *v = if self.relu && !(x > 0.0) { 0.0 } else { x };
+                *v = if !self.relu || x > 0.0 { x } else { 0.0 };
             }
         }
     }
@@ -361,6 +361,7 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
 }
 
 /// For kernel families without a fewer-rows kernel: the driver's edge tile does those rows.
+#[allow(clippy::too_many_arguments)]
 fn no_partial(_: usize, _: usize, _: &[f32], _: &[f32], _: &mut [f32], _: usize, _: bool, _: Fin) -> bool {
     false
 }
@@ -705,6 +706,7 @@ unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
+#[allow(clippy::too_many_arguments)]
 unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) -> bool {
     // SAFETY (each arm): the caller's CPU has AVX2 and FMA.
     unsafe {
