@@ -658,41 +658,12 @@ unsafe fn fin_avx2<const R: usize, const V: usize>(acc: &mut [[core::arch::x86_6
 /// # Safety
 /// The CPU supports AVX2 and FMA; the slices meet the contract stated at [`driver`] (checked here once
 /// per tile, so the loop itself runs on raw pointers).
-#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 unsafe fn kernel_avx2(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
-    use core::arch::x86_64::*;
-    assert!(a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (MR - 1) * ldc + NR);
-    let cp = c.as_mut_ptr();
-    let mut acc = [[_mm256_setzero_ps(); 2]; MR];
-    if load {
-        for i in 0..MR {
-            acc[i][0] = _mm256_loadu_ps(cp.add(i * ldc));
-            acc[i][1] = _mm256_loadu_ps(cp.add(i * ldc + 8));
-        }
-    }
-    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
-    for _ in 0..kc {
-        let b0 = _mm256_loadu_ps(bp);
-        let b1 = _mm256_loadu_ps(bp.add(8));
-        for i in 0..MR {
-            let av = _mm256_broadcast_ss(&*ap.add(i));
-            acc[i][0] = _mm256_fmadd_ps(av, b0, acc[i][0]);
-            acc[i][1] = _mm256_fmadd_ps(av, b1, acc[i][1]);
-        }
-        ap = ap.add(MR);
-        bp = bp.add(NR);
-    }
-    if !fin.is_none() {
-        // SAFETY: the driver points `fin.bias` at MR values.
-        unsafe { fin_avx2::<MR, 2>(&mut acc, fin) };
-    }
-    for i in 0..MR {
-        _mm256_storeu_ps(cp.add(i * ldc), acc[i][0]);
-        _mm256_storeu_ps(cp.add(i * ldc + 8), acc[i][1]);
-    }
+    // SAFETY: the caller's contract (the same for all MR rows).
+    unsafe { kernel_avx2_r::<MR>(kc, a, b, c, ldc, load, fin) }
 }
 
 /// [`kernel_avx2`] for the first `mr` (1 to MR − 1) rows of the tile only, straight into C:
@@ -722,7 +693,7 @@ unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [
     true
 }
 
-/// [`kernel_avx2_rows`] for `R` rows.
+/// [`kernel_avx2_rows`] for `R` rows; `R = MR` is [`kernel_avx2`], the full tile.
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA.
@@ -732,7 +703,7 @@ unsafe fn kernel_avx2_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [
 #[inline]
 unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
     use core::arch::x86_64::*;
-    assert!(R >= 1 && R < MR && a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (R - 1) * ldc + NR);
+    assert!(R >= 1 && R <= MR && a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (R - 1) * ldc + NR);
     let cp = c.as_mut_ptr();
     let mut acc = [[_mm256_setzero_ps(); 2]; R];
     if load {
@@ -754,7 +725,7 @@ unsafe fn kernel_avx2_r<const R: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut
         bp = bp.add(NR);
     }
     if !fin.is_none() {
-        // SAFETY: the driver points `fin.bias` at the tile's R values.
+        // SAFETY: the driver points `fin.bias` at the tile's R rows' values.
         unsafe { fin_avx2::<R, 2>(&mut acc, fin) };
     }
     for i in 0..R {
