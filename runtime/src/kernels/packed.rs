@@ -264,9 +264,17 @@ fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f
     run_at(kernel_level(), m, k, n, a, b, ldb, c, ldc, scratch, done);
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let split = scratch.len() - k.min(KC) * NR;
-        let (apack, bpack) = scratch.split_at_mut(split);
-        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, done);
+        let (apack, bpack) = scratch.split_at_mut(a_space(m, k, a));
+        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, done);
+    }
+}
+
+/// Elements of the scratch that hold packed A blocks: none when A was packed ahead of time;
+/// the rest of the scratch is for B's panels.
+fn a_space(m: usize, k: usize, a: A<'_>) -> usize {
+    match a {
+        A::Packed(..) => 0,
+        A::Rows(..) => m.min(MC).div_ceil(MR) * MR * k.min(KC),
     }
 }
 
@@ -274,8 +282,7 @@ fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
-    let split = scratch.len() - k.min(KC) * NR;
-    let (apack, bpack) = scratch.split_at_mut(split);
+    let (apack, bpack) = scratch.split_at_mut(a_space(m, k, a));
     match level {
         // The wide kernel needs room for at least one k step of a 32-wide panel (k ≥ 2).
         Level::Avx512 if bpack.len() >= NR512 => {
@@ -291,7 +298,7 @@ fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
         }
         Level::Portable => {}
     }
-    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, done);
+    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, done);
 }
 
 /// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
@@ -318,6 +325,7 @@ unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: us
         |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx2(kc, a, b, c, ldc, load, fin) },
         |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx2_narrow(kc, a, b, c, ldc, load, fin) },
         |mr, kc, a, b, c, ldc, load, fin| unsafe { kernel_avx2_rows(mr, kc, a, b, c, ldc, load, fin) },
+        |s, c, ldc| unsafe { strip_avx2(s, c, ldc) },
         done,
     );
 }
@@ -356,8 +364,156 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
             fin.apply(c, ldc, MR, NR512 / 2);
         },
         no_partial,
+        no_strip,
         done,
     );
+}
+
+/// The last few columns of a product (n mod [`NR`] ≤ [`STRIP_MAX`]: 49 = 3·16 + 1, 196 =
+/// 12·16 + 4) for all the row panels of a block, as the driver hands them to a kernel family
+/// that has [`Strip`] kernels: the panels' A blocks (`a`, `pstride` apart, `kn` steps each),
+/// the packed B panel (`b`, [`NR`] wide) of which columns `0..nc` are real, `rows` rows of C
+/// from the first panel's (the last panel may be partial).
+#[derive(Clone, Copy)]
+struct Strip<'s> {
+    kn: usize,
+    a: &'s [f32],
+    pstride: usize,
+    panels: usize,
+    rows: usize,
+    b: &'s [f32],
+    nc: usize,
+    load: bool,
+    fin: Fin,
+}
+
+/// Widest remainder a strip kernel takes.
+const STRIP_MAX: usize = 4;
+
+/// For kernel families without strip kernels: the driver's edge tiles do those columns.
+fn no_strip(_: &Strip<'_>, _: &mut [f32], _: usize) -> bool {
+    false
+}
+
+/// [`Strip`] with AVX2+FMA: vectors run down the rows of an A panel (its 6 rows of a k step
+/// are contiguous in the packed layout; lanes 6 and 7 compute nothing that is stored), one
+/// accumulator per panel and column, G panels at once so that 8–9 independent chains cover
+/// the FMA latency. The edge tile this replaces runs a 6 × 8 kernel per panel whose six
+/// chains wait on the latency while computing 1–4 useful columns: with 49 columns the one
+/// left-over column cost two thirds of a full panel. Each element is the same chain of fused
+/// multiply-adds in k order as in the tile kernels, then the same bias and ReLU, so the bits.
+///
+/// # Safety
+/// The CPU supports AVX2 and FMA; `c` starts at the strip's first row and column and spans
+/// `(rows − 1)·ldc + nc` elements; `fin.bias`, when not null, points at `rows` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn strip_avx2(s: &Strip<'_>, c: &mut [f32], ldc: usize) -> bool {
+    macro_rules! groups {
+        ($j:literal, $g:literal, $($gs:literal),*) => {{
+            let mut p = 0;
+            while p + $g <= s.panels {
+                // SAFETY: the caller's contract.
+                unsafe { strip_avx2_gj::<$g, $j>(s, p, c, ldc) };
+                p += $g;
+            }
+            // SAFETY (each arm): as above, with the panels that are left.
+            match s.panels - p {
+                0 => {}
+                $($gs => unsafe { strip_avx2_gj::<$gs, $j>(s, p, c, ldc) },)*
+                _ => unreachable!(),
+            }
+        }};
+    }
+    match s.nc {
+        1 => groups!(1, 8, 1, 2, 3, 4, 5, 6, 7),
+        2 => groups!(2, 4, 1, 2, 3),
+        3 => groups!(3, 3, 1, 2),
+        4 => groups!(4, 2, 1),
+        _ => return false,
+    }
+    true
+}
+
+/// Panels `first..first + G` of a [`Strip`] with `J` = its `nc` columns.
+///
+/// # Safety
+/// As [`strip_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)] // indices also offset raw pointers
+unsafe fn strip_avx2_gj<const G: usize, const J: usize>(s: &Strip<'_>, first: usize, c: &mut [f32], ldc: usize) {
+    use core::arch::x86_64::*;
+    let kn = s.kn;
+    assert!(kn > 0 && J <= NR && (first + G - 1) * s.pstride + kn * MR <= s.a.len() && s.b.len() >= kn * NR);
+    assert!(first * MR < s.rows && c.len() >= (s.rows - 1) * ldc + J);
+    // Rows of C each panel of the group has (the last panel of the block may have fewer).
+    let valid: [usize; G] = core::array::from_fn(|g| s.rows.saturating_sub((first + g) * MR).min(MR));
+    let cp = c.as_mut_ptr();
+    let mut acc = [[_mm256_setzero_ps(); J]; G];
+    if s.load {
+        for g in 0..G {
+            for j in 0..J {
+                let mut t = [0f32; 8];
+                for i in 0..valid[g] {
+                    t[i] = *cp.add(((first + g) * MR + i) * ldc + j);
+                }
+                acc[g][j] = _mm256_loadu_ps(t.as_ptr());
+            }
+        }
+    }
+    let ap: [*const f32; G] = core::array::from_fn(|g| s.a.as_ptr().add((first + g) * s.pstride));
+    let bp = s.b.as_ptr();
+    // Every step but the last loads 8 values (the next step's first two in lanes 6, 7); the
+    // last loads 6, not to read past the panel.
+    for p in 0..kn - 1 {
+        let bv: [__m256; J] = core::array::from_fn(|j| _mm256_broadcast_ss(&*bp.add(p * NR + j)));
+        for g in 0..G {
+            let av = _mm256_loadu_ps(ap[g].add(p * MR));
+            for j in 0..J {
+                acc[g][j] = _mm256_fmadd_ps(av, bv[j], acc[g][j]);
+            }
+        }
+    }
+    let six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    let p = kn - 1;
+    let bv: [__m256; J] = core::array::from_fn(|j| _mm256_broadcast_ss(&*bp.add(p * NR + j)));
+    for g in 0..G {
+        let av = _mm256_maskload_ps(ap[g].add(p * MR), six);
+        for j in 0..J {
+            acc[g][j] = _mm256_fmadd_ps(av, bv[j], acc[g][j]);
+        }
+    }
+    if !s.fin.bias.is_null() {
+        for g in 0..G {
+            let mut t = [0f32; 8];
+            for i in 0..valid[g] {
+                t[i] = *s.fin.bias.add((first + g) * MR + i);
+            }
+            let bias = _mm256_loadu_ps(t.as_ptr());
+            for j in 0..J {
+                acc[g][j] = _mm256_add_ps(acc[g][j], bias);
+            }
+        }
+    }
+    if s.fin.relu {
+        let z = _mm256_setzero_ps();
+        for row in acc.iter_mut() {
+            for v in row.iter_mut() {
+                *v = _mm256_max_ps(*v, z);
+            }
+        }
+    }
+    for g in 0..G {
+        for j in 0..J {
+            let mut t = [0f32; 8];
+            _mm256_storeu_ps(t.as_mut_ptr(), acc[g][j]);
+            for i in 0..valid[g] {
+                *cp.add(((first + g) * MR + i) * ldc + j) = t[i];
+            }
+        }
+    }
 }
 
 /// For kernel families without a fewer-rows kernel: the driver's edge tile does those rows.
@@ -392,19 +548,56 @@ fn driver<const W: usize>(
     kernel: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool, Fin),
     narrow: impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool, Fin),
     partial: impl Fn(usize, usize, &[f32], &[f32], &mut [f32], usize, bool, Fin) -> bool,
+    strip: impl Fn(&Strip<'_>, &mut [f32], usize) -> bool,
     done: Done<'_>,
 ) {
     if let Some(Post { bias: Some(b), .. }) = done {
         assert!(b.len() >= m, "packed GEMM: bias shorter than the rows");
     }
-    let ksub = (bpack.len() / W).min(KC);
-    assert!(ksub > 0, "packed GEMM: B panel too small");
     // Row blocks: MC when A is packed here (the block must stay in L2 while B's panels go by);
     // prepacked A needs no packing space, so bigger blocks repack each B panel fewer times.
     let mblock = match a {
         A::Packed(..) => MC_PREPACKED,
         A::Rows(..) => MC,
     };
+    // One tile: rows i0.. (an A panel at `ap`, kn steps) × columns j0..j0 + nc (a packed B
+    // panel at `bp`), continuing the sums in C when `load`, `fin` on its last k step.
+    #[allow(clippy::too_many_arguments)]
+    let tile = |ap: &[f32], bp: &[f32], c: &mut [f32], i0: usize, j0: usize, nc: usize, kn: usize, load: bool, fin: Fin| {
+        let mr = (m - i0).min(MR);
+        let cstart = i0 * ldc + j0;
+        if mr == MR && nc == W {
+            kernel(kn, ap, bp, &mut c[cstart..cstart + (MR - 1) * ldc + W], ldc, load, fin);
+        } else if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load, fin) {
+            // The last rows (m not a multiple of MR) straight into C.
+        } else {
+            // Edge tile: through a local MR×W tile.
+            let mut t = [[0f32; W]; MR];
+            if load {
+                for i in 0..mr {
+                    t[i][..nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
+                }
+            }
+            let tf = t.as_flattened_mut();
+            if nc <= W / 2 {
+                narrow(kn, ap, bp, tf, W, load, Fin::NONE);
+            } else {
+                kernel(kn, ap, bp, tf, W, load, Fin::NONE);
+            }
+            // SAFETY: `fin.bias` points at the bias of rows i0.. (at least mr).
+            unsafe { fin.apply(tf, W, mr, nc) };
+            for i in 0..mr {
+                c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i][..nc]);
+            }
+        }
+    };
+    // The tile's epilogue when `finish` (its last k step), else none.
+    let fin_of = |finish: Done<'_>, i0: usize| match finish {
+        Some(p) => Fin { bias: p.bias.map_or(core::ptr::null(), |b| b[i0..].as_ptr()), relu: p.relu },
+        None => Fin::NONE,
+    };
+    let ksub = (bpack.len() / W).min(KC);
+    assert!(ksub > 0, "packed GEMM: B panel too small");
     let mut k0 = 0;
     while k0 < k {
         let kc = (k - k0).min(KC);
@@ -431,40 +624,17 @@ fn driver<const W: usize>(
                     let bp = &mut bpack[..kn * W];
                     pack_b::<W>(&b[(k0 + ks) * ldb + j0..], ldb, kn, nc, bp);
                     let bp = &*bp;
+                    if nc <= STRIP_MAX {
+                        let s = Strip { kn, a: &apack[ks * MR..], pstride: MR * kc, panels, rows: mc, b: bp, nc, load, fin: fin_of(finish, m0) };
+                        if strip(&s, &mut c[m0 * ldc + j0..], ldc) {
+                            j0 += W;
+                            continue;
+                        }
+                    }
                     for p in 0..panels {
                         let i0 = m0 + p * MR;
-                        let mr = (m - i0).min(MR);
                         let ap = &apack[p * MR * kc + ks * MR..p * MR * kc + (ks + kn) * MR];
-                        let cstart = i0 * ldc + j0;
-                        // The tile's epilogue, on its last k step.
-                        let fin = match finish {
-                            Some(p) => Fin { bias: p.bias.map_or(core::ptr::null(), |b| b[i0..].as_ptr()), relu: p.relu },
-                            None => Fin::NONE,
-                        };
-                        if mr == MR && nc == W {
-                            kernel(kn, ap, bp, &mut c[cstart..cstart + (MR - 1) * ldc + W], ldc, load, fin);
-                        } else if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load, fin) {
-                            // The last rows (m not a multiple of MR) straight into C.
-                        } else {
-                            // Edge tile: through a local MR×W tile.
-                            let mut t = [[0f32; W]; MR];
-                            if load {
-                                for i in 0..mr {
-                                    t[i][..nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
-                                }
-                            }
-                            let tf = t.as_flattened_mut();
-                            if nc <= W / 2 {
-                                narrow(kn, ap, bp, tf, W, load, Fin::NONE);
-                            } else {
-                                kernel(kn, ap, bp, tf, W, load, Fin::NONE);
-                            }
-                            // SAFETY: `fin.bias` points at the bias of rows i0.. (at least mr).
-                            unsafe { fin.apply(tf, W, mr, nc) };
-                            for i in 0..mr {
-                                c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i][..nc]);
-                            }
-                        }
+                        tile(ap, bp, c, i0, j0, nc, kn, load, fin_of(finish, i0));
                     }
                     j0 += W;
                 }
@@ -955,6 +1125,54 @@ mod tests {
             }
             for o in &outs[1.min(outs.len())..] {
                 assert!(o.iter().zip(&outs[0]).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}: SIMD kernels disagree");
+            }
+        }
+    }
+
+    /// The strip kernels (n mod 16 ≤ 4) give the bits of the AVX-512 edge tiles, with and
+    /// without the bias + ReLU, on partial row panels and several k blocks, whatever the
+    /// scratch's size.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn few_column_orders_keep_the_bits() {
+        if !(std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")) {
+            return;
+        }
+        let avx512 = std::is_x86_feature_detected!("avx512f");
+        for &(m, k, n) in &[(250, 600, 49), (13, 300, 50), (37, 257, 51), (100, 40, 52), (7, 520, 196), (250, 600, 20), (6, 3, 1), (499, 1, 4)] {
+            let (ldb, ldc) = (n + 3, n + 2);
+            let a = rnd(m * k, 21);
+            let b = rnd(k * ldb, 22);
+            let bias = rnd(m, 23);
+            let mut ap = vec![f32::NAN; packed_len(m, k)];
+            pack_weights(m, k, &a, k, &mut ap);
+            for post in [None, Some(Post { bias: Some(&bias[..]), relu: true })] {
+                let mut outs = Vec::new();
+                let mut levels = vec![Level::Avx2];
+                if avx512 {
+                    levels.push(Level::Avx512);
+                }
+                for &level in &levels {
+                    for scratch in [prepacked_scratch_len(k), 3 * prepacked_scratch_len(k)] {
+                        let mut c = vec![f32::NAN; m * ldc];
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut vec![f32::NAN; scratch], post);
+                        for i in 0..m {
+                            for j in 0..n {
+                                let mut want: f64 = (0..k).map(|p| a[i * k + p] as f64 * b[p * ldb + j] as f64).sum();
+                                if post.is_some() {
+                                    want = (want + bias[i] as f64).max(0.0);
+                                }
+                                let got = c[i * ldc + j] as f64;
+                                assert!((got - want).abs() < 1e-4 * (k as f64).sqrt(), "{level:?} {m}x{k}x{n} at {i},{j}: {got} vs {want}");
+                            }
+                            assert!(c[i * ldc + n].is_nan(), "{m}x{k}x{n}: wrote past column n");
+                        }
+                        outs.push(c);
+                    }
+                }
+                for o in &outs[1..] {
+                    assert!(o.iter().zip(&outs[0]).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n} post {}: orders disagree", post.is_some());
+                }
             }
         }
     }
