@@ -172,7 +172,7 @@ pub fn conv_fused<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win: &Wi
         }
         return;
     }
-    conv_gemms(x, y, d, win, col, packed::scratch_len(mg, kdim), ep, false, |g, n, b, ldb, c, ldc, pack| {
+    conv_gemms(x, y, d, win, col, packed::scratch_len(mg, kdim), ep, false, |g, n, b, ldb, c, ldc, pack, _| {
         let wg = &w[g * mg * kdim..(g + 1) * mg * kdim];
         mm.mm_rows(mg, kdim, n, wg, kdim, b, ldb, c, ldc, pack)
     });
@@ -259,10 +259,10 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
     assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
     let os = win.out_size();
     if tasks <= 1 || mg * kdim * os < PARALLEL_CONV_MACS {
-        let fused = tile_post(ep, 0).is_some();
-        conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, fused, |g, n, b, ldb, c, ldc, pack| {
+        let fused = tile_post(ep, 0, 0).is_some();
+        conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, fused, |g, n, b, ldb, c, ldc, pack, at| {
             let wg = &wp[g * len..(g + 1) * len];
-            packed::sgemm_prepacked_rows_then(mg, kdim, n, wg, 0, mg, b, ldb, c, ldc, pack, tile_post(ep, g * mg))
+            packed::sgemm_prepacked_rows_then(mg, kdim, n, wg, 0, mg, b, ldb, c, ldc, pack, tile_post(ep, g * mg, at))
         });
         return;
     }
@@ -320,21 +320,22 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
     }
 }
 
-/// The epilogue as the GEMM's [`packed::Post`] (bias from channel `m0` on), when it is only a
-/// bias and a ReLU (or none): the AVX2 kernels then apply it in registers before their last
-/// store, instead of a pass over the output that reads and writes it again (on SqueezeNet's
-/// k = 16 and k = 27 convolutions that pass took 13 % of the time). A residual, scale, shift
-/// or another activation keeps the pass.
-fn tile_post<'a>(ep: &Epilogue<'a, f32>, m0: usize) -> packed::Done<'a> {
+/// The epilogue as the GEMM's [`packed::Post`] (bias from channel `m0` on, the residual from
+/// element `at` of the whole output on: where the GEMM's C starts), when it is a bias, a
+/// residual and a ReLU (each optional): the AVX2 kernels then apply it in registers before
+/// their last store, instead of a pass over the output that reads and writes it again (on
+/// SqueezeNet's k = 16 and k = 27 convolutions that pass took 13 % of the time, on ResNet's
+/// residual 1×1 convolutions 15 %). A scale, shift or another activation keeps the pass.
+fn tile_post<'a>(ep: &Epilogue<'a, f32>, m0: usize, at: usize) -> packed::Done<'a> {
     let relu = match ep.act {
         Act::None => false,
         Act::Relu => true,
         _ => return None,
     };
-    if ep.is_identity() || ep.residual.is_some() || ep.scale.is_some() || ep.shift.is_some() {
+    if ep.is_identity() || ep.scale.is_some() || ep.shift.is_some() {
         return None;
     }
-    Some(packed::Post { bias: ep.bias.map(|b| &b[m0..]), relu })
+    Some(packed::Post { bias: ep.bias.map(|b| &b[m0..]), residual: ep.residual.map(|r| &r[at..]), relu })
 }
 
 /// One group's GEMM `y[:, c_base + j] = W · B[:, j]` with the epilogue, for splitting.
@@ -382,7 +383,7 @@ impl GemmPart<'_> {
             };
             im2col_cols(xg, cg, win, a, b, bt);
             packed::with_panel(|panel| {
-                let post = tile_post(self.ep, self.m0);
+                let post = tile_post(self.ep, self.m0, self.ch0 * os + a);
                 packed::sgemm_prepacked_rows_then(mg, kdim, n, self.wp, 0, mg, bt, n, &mut y[a..], os, panel, post);
                 if post.is_none() {
                     apply_epilogue(y, self.ep, self.m0, mg, os, self.ch0 * os, a, b);
@@ -425,7 +426,7 @@ impl GemmPart<'_> {
                 let mut c0 = j0;
                 while c0 < j1 {
                     let c1 = (c0 + chunk).min(j1);
-                    let post = tile_post(self.ep, self.m0 + r0);
+                    let post = tile_post(self.ep, self.m0 + r0, (self.ch0 + r0) * os + c_base + c0);
                     packed::sgemm_prepacked_rows_then(mg, self.kdim, c1 - c0, self.wp, r0, r1, &b[c0..], ldb, &mut y[c_base + c0..], os, panel, post);
                     if post.is_none() {
                         apply_epilogue(y, self.ep, self.m0 + r0, r1 - r0, os, (self.ch0 + r0) * os, c_base + c0, c_base + c1);
@@ -438,8 +439,9 @@ impl GemmPart<'_> {
 }
 
 /// The GEMM convolution's loops: per batch item and group, `y[:, cols] = W_g @ B(cols)` by
-/// `gemm(g, cols, B, ldb, C, ldc, pack)`, where B is the input itself (pointwise, in column
-/// chunks) or an im2col tile, then the epilogue on the columns just computed. `col` starts with
+/// `gemm(g, cols, B, ldb, C, ldc, pack, at)`, where B is the input itself (pointwise, in
+/// column chunks) or an im2col tile and `at` is where C starts in `y`, then the epilogue on the
+/// columns just computed. `col` starts with
 /// `pack_len` elements of the GEMM's packing space.
 #[allow(clippy::too_many_arguments)]
 fn conv_gemms<T: Elem>(
@@ -451,7 +453,7 @@ fn conv_gemms<T: Elem>(
     pack_len: usize,
     ep: &Epilogue<'_, T>,
     ep_in_gemm: bool,
-    mut gemm: impl FnMut(usize, usize, &[T], usize, &mut [T], usize, &mut [T]),
+    mut gemm: impl FnMut(usize, usize, &[T], usize, &mut [T], usize, &mut [T], usize),
 ) {
     // The epilogue as a pass of its own, unless `gemm` applies it to its tiles.
     let apply_epilogue = |y: &mut [T], ep: &Epilogue<'_, T>, m0, mg, os, base, c0, c1| {
@@ -473,7 +475,7 @@ fn conv_gemms<T: Elem>(
                 let mut c0 = 0;
                 while c0 < os {
                     let c1 = (c0 + chunk).min(os);
-                    gemm(g, c1 - c0, &xg[c0..], os, &mut yg[c0..], os, pack);
+                    gemm(g, c1 - c0, &xg[c0..], os, &mut yg[c0..], os, pack, ch0 * os + c0);
                     apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, c0, c1);
                     c0 = c1;
                 }
@@ -488,7 +490,7 @@ fn conv_gemms<T: Elem>(
                 let cols = (r1 - r0) * ow;
                 let col = &mut col[..kdim * cols];
                 im2col_rows(xg, cg, win, r0, r1, col);
-                gemm(g, cols, col, cols, &mut yg[r0 * ow..], os, pack);
+                gemm(g, cols, col, cols, &mut yg[r0 * ow..], os, pack, ch0 * os + r0 * ow);
                 apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, r0 * ow, r1 * ow);
                 r0 = r1;
             }
@@ -1029,11 +1031,12 @@ mod tests {
             let b = rnd(c_out, i as u32 + 200);
             let (sc, sh) = (rnd(c_out, i as u32 + 300), rnd(c_out, i as u32 + 400));
             let res = rnd(batch * c_out * oh * ow, i as u32 + 500);
-            // Every other case with the whole epilogue (scale, shift and residual too).
-            let ep = if i % 2 == 0 {
-                Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: None, act: Act::Relu }
-            } else {
-                Epilogue { bias: Some(&b[..]), scale: Some(&sc[..]), shift: Some(&sh[..]), residual: Some(&res[..]), act: Act::Relu }
+            // In turn: bias + ReLU, the whole epilogue (a pass after the GEMM), bias + residual
+            // + ReLU (in the GEMM's registers, as bias + ReLU).
+            let ep = match i % 3 {
+                0 => Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: None, act: Act::Relu },
+                1 => Epilogue { bias: Some(&b[..]), scale: Some(&sc[..]), shift: Some(&sh[..]), residual: Some(&res[..]), act: Act::Relu },
+                _ => Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: Some(&res[..]), act: Act::Relu },
             };
             let mut want = vec![0f32; batch * c_out * oh * ow];
             conv_fused(&x, &w, &mut want, &d, &win, &mut vec![0f32; conv_scratch_len(&d, &win)], &Sgemm, &ep);

@@ -154,13 +154,15 @@ pub fn sgemm_prepacked_rows(m: usize, k: usize, n: usize, ap: &[f32], r0: usize,
     sgemm_prepacked_rows_then(m, k, n, ap, r0, r1, b, ldb, c, ldc, scratch, None);
 }
 
-/// A bias per row of C and a ReLU, applied by the GEMM to each tile before its last store
-/// (in registers in the AVX2 kernels): `c = c + bias[row]`, then `if c > 0 { c } else { 0 }`,
-/// as [`super::conv::epilogue_row`] computes them, so the bits are those of a separate pass.
-/// `bias` is indexed by the row of the call's C (at least as many values as rows).
+/// A bias per row of C, a residual and a ReLU, applied by the GEMM to each tile before its
+/// last store (in registers in the AVX2 kernels): `c = (c + bias[row]) + residual[row, col]`,
+/// then `if c > 0 { c } else { 0 }`, as [`super::conv::epilogue_row`] computes them, so the
+/// bits are those of a separate pass. `bias` is indexed by the row of the call's C (at least
+/// as many values as rows); `residual` like C itself (element (i, j) at `i·ldc + j`).
 #[derive(Clone, Copy)]
 pub struct Post<'a> {
     pub bias: Option<&'a [f32]>,
+    pub residual: Option<&'a [f32]>,
     pub relu: bool,
 }
 
@@ -168,24 +170,28 @@ pub struct Post<'a> {
 pub type Done<'a> = Option<Post<'a>>;
 
 /// What a micro-kernel does to its tile before storing it: a bias per row (`bias[i]` for tile
-/// row i; null: none) and a ReLU. [`Fin::NONE`] on every k step but a tile's last.
+/// row i; null: none), a residual (`res[i·ldr + j]` for tile element (i, j); null: none) and a
+/// ReLU. [`Fin::NONE`] on every k step but a tile's last.
 #[derive(Clone, Copy)]
 struct Fin {
     bias: *const f32,
+    res: *const f32,
+    ldr: usize,
     relu: bool,
 }
 
 impl Fin {
-    const NONE: Fin = Fin { bias: core::ptr::null(), relu: false };
+    const NONE: Fin = Fin { bias: core::ptr::null(), res: core::ptr::null(), ldr: 0, relu: false };
 
     fn is_none(self) -> bool {
-        self.bias.is_null() && !self.relu
+        self.bias.is_null() && self.res.is_null() && !self.relu
     }
 
     /// The same on `rows` × `cols` of a stored tile (kernels without it built in, edge tiles).
     ///
     /// # Safety
-    /// `bias`, when not null, points at `rows` values.
+    /// `bias`, when not null, points at `rows` values; `res`, when not null, at `rows` rows of
+    /// `cols` values, `ldr` apart.
     unsafe fn apply(self, c: &mut [f32], ldc: usize, rows: usize, cols: usize) {
         if self.is_none() {
             return;
@@ -193,10 +199,14 @@ impl Fin {
         for i in 0..rows {
             // SAFETY: the caller's contract.
             let b = if self.bias.is_null() { None } else { Some(unsafe { *self.bias.add(i) }) };
-            for v in &mut c[i * ldc..i * ldc + cols] {
+            for (j, v) in c[i * ldc..i * ldc + cols].iter_mut().enumerate() {
                 let mut x = *v;
                 if let Some(b) = b {
                     x += b;
+                }
+                if !self.res.is_null() {
+                    // SAFETY: the caller's contract.
+                    x += unsafe { *self.res.add(i * self.ldr + j) };
                 }
                 *v = if !self.relu || x > 0.0 { x } else { 0.0 };
             }
@@ -405,7 +415,8 @@ fn no_strip(_: &Strip<'_>, _: &mut [f32], _: usize) -> bool {
 ///
 /// # Safety
 /// The CPU supports AVX2 and FMA; `c` starts at the strip's first row and column and spans
-/// `(rows − 1)·ldc + nc` elements; `fin.bias`, when not null, points at `rows` values.
+/// `(rows − 1)·ldc + nc` elements; `fin.bias`, when not null, points at `rows` values and
+/// `fin.res` at as many rows of `nc` values as C.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn strip_avx2(s: &Strip<'_>, c: &mut [f32], ldc: usize) -> bool {
@@ -497,6 +508,17 @@ unsafe fn strip_avx2_gj<const G: usize, const J: usize>(s: &Strip<'_>, first: us
             }
         }
     }
+    if !s.fin.res.is_null() {
+        for g in 0..G {
+            for j in 0..J {
+                let mut t = [0f32; 8];
+                for i in 0..valid[g] {
+                    t[i] = *s.fin.res.add(((first + g) * MR + i) * s.fin.ldr + j);
+                }
+                acc[g][j] = _mm256_add_ps(acc[g][j], _mm256_loadu_ps(t.as_ptr()));
+            }
+        }
+    }
     if s.fin.relu {
         let z = _mm256_setzero_ps();
         for row in acc.iter_mut() {
@@ -554,6 +576,9 @@ fn driver<const W: usize>(
     if let Some(Post { bias: Some(b), .. }) = done {
         assert!(b.len() >= m, "packed GEMM: bias shorter than the rows");
     }
+    if let Some(Post { residual: Some(r), .. }) = done {
+        assert!(r.len() >= (m - 1) * ldc + n, "packed GEMM: residual shorter than C");
+    }
     // Row blocks: MC when A is packed here (the block must stay in L2 while B's panels go by);
     // prepacked A needs no packing space, so bigger blocks repack each B panel fewer times.
     let mblock = match a {
@@ -584,7 +609,8 @@ fn driver<const W: usize>(
             } else {
                 kernel(kn, ap, bp, tf, W, load, Fin::NONE);
             }
-            // SAFETY: `fin.bias` points at the bias of rows i0.. (at least mr).
+            // SAFETY: `fin.bias` points at the bias of rows i0.. (at least mr), `fin.res` at
+            // the residual of this tile of C (mr rows of nc).
             unsafe { fin.apply(tf, W, mr, nc) };
             for i in 0..mr {
                 c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i][..nc]);
@@ -592,8 +618,13 @@ fn driver<const W: usize>(
         }
     };
     // The tile's epilogue when `finish` (its last k step), else none.
-    let fin_of = |finish: Done<'_>, i0: usize| match finish {
-        Some(p) => Fin { bias: p.bias.map_or(core::ptr::null(), |b| b[i0..].as_ptr()), relu: p.relu },
+    let fin_of = |finish: Done<'_>, i0: usize, j0: usize| match finish {
+        Some(p) => Fin {
+            bias: p.bias.map_or(core::ptr::null(), |b| b[i0..].as_ptr()),
+            res: p.residual.map_or(core::ptr::null(), |r| r[i0 * ldc + j0..].as_ptr()),
+            ldr: ldc,
+            relu: p.relu,
+        },
         None => Fin::NONE,
     };
     let ksub = (bpack.len() / W).min(KC);
@@ -625,7 +656,7 @@ fn driver<const W: usize>(
                     pack_b::<W>(&b[(k0 + ks) * ldb + j0..], ldb, kn, nc, bp);
                     let bp = &*bp;
                     if nc <= STRIP_MAX {
-                        let s = Strip { kn, a: &apack[ks * MR..], pstride: MR * kc, panels, rows: mc, b: bp, nc, load, fin: fin_of(finish, m0) };
+                        let s = Strip { kn, a: &apack[ks * MR..], pstride: MR * kc, panels, rows: mc, b: bp, nc, load, fin: fin_of(finish, m0, j0) };
                         if strip(&s, &mut c[m0 * ldc + j0..], ldc) {
                             j0 += W;
                             continue;
@@ -634,7 +665,7 @@ fn driver<const W: usize>(
                     for p in 0..panels {
                         let i0 = m0 + p * MR;
                         let ap = &apack[p * MR * kc + ks * MR..p * MR * kc + (ks + kn) * MR];
-                        tile(ap, bp, c, i0, j0, nc, kn, load, fin_of(finish, i0));
+                        tile(ap, bp, c, i0, j0, nc, kn, load, fin_of(finish, i0, j0));
                     }
                     j0 += W;
                 }
@@ -797,7 +828,8 @@ fn portable_fin(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load
 /// store: bias per row, then ReLU as `max(x, 0)` (x NaN or −0 gives +0, as `x > 0 ? x : 0`).
 ///
 /// # Safety
-/// The CPU supports AVX2; `fin.bias`, when not null, points at R values.
+/// The CPU supports AVX2; `fin.bias`, when not null, points at R values, `fin.res` at R rows
+/// of 8·V values.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
@@ -809,6 +841,14 @@ unsafe fn fin_avx2<const R: usize, const V: usize>(acc: &mut [[core::arch::x86_6
             let b = unsafe { _mm256_broadcast_ss(&*fin.bias.add(i)) };
             for v in row.iter_mut() {
                 *v = _mm256_add_ps(*v, b);
+            }
+        }
+    }
+    if !fin.res.is_null() {
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (v, x) in row.iter_mut().enumerate() {
+                // SAFETY: the caller's contract.
+                *x = _mm256_add_ps(*x, unsafe { _mm256_loadu_ps(fin.res.add(i * fin.ldr + 8 * v)) });
             }
         }
     }
@@ -1144,9 +1184,11 @@ mod tests {
             let a = rnd(m * k, 21);
             let b = rnd(k * ldb, 22);
             let bias = rnd(m, 23);
+            let res = rnd(m * ldc, 24);
             let mut ap = vec![f32::NAN; packed_len(m, k)];
             pack_weights(m, k, &a, k, &mut ap);
-            for post in [None, Some(Post { bias: Some(&bias[..]), relu: true })] {
+            let posts = [None, Some(Post { bias: Some(&bias[..]), residual: Some(&res[..]), relu: true }), Some(Post { bias: None, residual: Some(&res[..]), relu: false })];
+            for post in posts {
                 let mut outs = Vec::new();
                 let mut levels = vec![Level::Avx2];
                 if avx512 {
@@ -1159,8 +1201,11 @@ mod tests {
                         for i in 0..m {
                             for j in 0..n {
                                 let mut want: f64 = (0..k).map(|p| a[i * k + p] as f64 * b[p * ldb + j] as f64).sum();
-                                if post.is_some() {
-                                    want = (want + bias[i] as f64).max(0.0);
+                                if let Some(p) = post {
+                                    want += p.bias.map_or(0.0, |b| b[i] as f64) + res[i * ldc + j] as f64;
+                                    if p.relu {
+                                        want = want.max(0.0);
+                                    }
                                 }
                                 let got = c[i * ldc + j] as f64;
                                 assert!((got - want).abs() < 1e-4 * (k as f64).sqrt(), "{level:?} {m}x{k}x{n} at {i},{j}: {got} vs {want}");
@@ -1171,7 +1216,7 @@ mod tests {
                     }
                 }
                 for o in &outs[1..] {
-                    assert!(o.iter().zip(&outs[0]).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n} post {}: orders disagree", post.is_some());
+                    assert!(o.iter().zip(&outs[0]).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}: orders disagree");
                 }
             }
         }
