@@ -223,8 +223,9 @@ fn block<T: Elem, const S: usize>(src: &[T]) -> [T; MAX_BLOCK] {
     v
 }
 
-/// [`max_rows_s2`] for f32 with AVX2 when the run has at least 8 outputs (returns how many
-/// outputs it wrote: all, or none): blocks of 8 outputs, the last one overlapping the one
+/// [`max_rows_s2`] for f32 with AVX2 (returns how many outputs it wrote: all, or none
+/// without tap rows): blocks of 8 outputs (one masked block for shorter runs), the last one
+/// overlapping the one
 /// before it where 8 does not divide the run (its outputs computed again from the same taps in
 /// the same order: the same values). Per tap row two loads split into the even and odd
 /// columns, the third tap's evens by moving the evens one lane down and adding the next
@@ -239,7 +240,7 @@ fn block<T: Elem, const S: usize>(src: &[T]) -> [T; MAX_BLOCK] {
 unsafe fn max_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, out: &mut [f32]) -> usize {
     use core::arch::x86_64::*;
     let n = out.len();
-    if n < 8 || rows.is_empty() {
+    if n == 0 || rows.is_empty() {
         return 0;
     }
     // A block at output j0 reads elements 2·j0 ..= 2·j0 + 15 (+ 2·j0 + 16 for a third tap):
@@ -247,6 +248,11 @@ unsafe fn max_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, o
     let span = 2 * n + (kw_n == 3) as usize;
     for &rs in rows {
         assert!(rs + x0 + span <= xp.len(), "max pool: row out of the input");
+    }
+    if n < 8 {
+        // SAFETY: the CPU has AVX2; the reads are masked to the span checked above.
+        unsafe { max_short_avx2(xp, rows, x0, kw_n, out) };
+        return n;
     }
     let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
     let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
@@ -276,6 +282,151 @@ unsafe fn max_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, o
         }
         j0 = (j0 + 8).min(n - 8);
     }
+}
+
+/// [`max_rows_s2_avx2`] for averages: the taps of each output summed in f64 in the generic
+/// loop's order (`sum += v as f64`, from zero), then `sum / count` rounded to f32, as the
+/// generic loop computes it, so the same bits. Returns how many outputs it wrote (all, or
+/// none without tap rows or with a zero count).
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn avg_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, count: usize, out: &mut [f32]) -> usize {
+    use core::arch::x86_64::*;
+    let n = out.len();
+    if n == 0 || rows.is_empty() || count == 0 {
+        return 0;
+    }
+    let span = 2 * n + (kw_n == 3) as usize;
+    for &rs in rows {
+        assert!(rs + x0 + span <= xp.len(), "avg pool: row out of the input");
+    }
+    if n < 8 {
+        // SAFETY: the CPU has AVX2; the reads are masked to the span checked above.
+        unsafe { avg_short_avx2(xp, rows, x0, kw_n, count, out) };
+        return n;
+    }
+    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
+    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
+    let down = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    // Add one tap's 8 values to the two f64 halves.
+    let add = |acc: &mut [__m256d; 2], v: __m256| {
+        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
+    };
+    let div = _mm256_set1_pd(count as f64);
+    let xb = xp.as_ptr();
+    let mut j0 = 0;
+    loop {
+        let mut acc = [_mm256_setzero_pd(); 2];
+        for &rs in rows {
+            // SAFETY: j0 ≤ n − 8, so the reads end at 2·j0 + 16 < span: inside the input by the
+            // asserts above.
+            let p = unsafe { xb.add(rs + x0 + 2 * j0) };
+            let (a, b) = unsafe { (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))) };
+            let e = even(a, b);
+            add(&mut acc, e);
+            add(&mut acc, odd(a, b));
+            if kw_n == 3 {
+                // SAFETY: as above.
+                let next = unsafe { _mm256_broadcast_ss(&*p.add(16)) };
+                add(&mut acc, _mm256_blend_ps::<0x80>(_mm256_permutevar8x32_ps(e, down), next));
+            }
+        }
+        let lo = _mm256_cvtpd_ps(_mm256_div_pd(acc[0], div));
+        let hi = _mm256_cvtpd_ps(_mm256_div_pd(acc[1], div));
+        // SAFETY: j0 + 8 ≤ n.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(j0), _mm256_set_m128(hi, lo)) };
+        if j0 + 8 == n {
+            return n;
+        }
+        j0 = (j0 + 8).min(n - 8);
+    }
+}
+
+/// The two 8-lane loads of a block whose run ends `left` elements after `p` (< 16: the
+/// lanes past it read as zero and are never stored), and the mask of the block's `n` outputs.
+///
+/// # Safety
+/// The CPU supports AVX2; `p .. p + min(left, 16)` is readable.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn short_loads(p: *const f32, left: usize, n: usize) -> (core::arch::x86_64::__m256, core::arch::x86_64::__m256, core::arch::x86_64::__m256i) {
+    use core::arch::x86_64::*;
+    let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let below = |k: usize, from: i32| _mm256_cmpgt_epi32(_mm256_set1_epi32(k as i32 - from), lanes);
+    // SAFETY: the masks keep the loads to p .. p + left.
+    unsafe { (_mm256_maskload_ps(p, below(left, 0)), _mm256_maskload_ps(p.add(8), below(left, 8)), below(n, 0)) }
+}
+
+/// [`max_rows_s2_avx2`] for a run of fewer than 8 outputs: one masked block.
+///
+/// # Safety
+/// The CPU supports AVX2; every row's run (`2n + (kw_n == 3)` elements from `x0`) is inside `xp`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn max_short_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, out: &mut [f32]) {
+    use core::arch::x86_64::*;
+    let n = out.len();
+    let span = 2 * n + (kw_n == 3) as usize;
+    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
+    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
+    let down = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    let mut best = _mm256_setzero_ps();
+    let mut keep = _mm256_setzero_si256();
+    for (r, &rs) in rows.iter().enumerate() {
+        // SAFETY: the caller's contract; short_loads reads only the span.
+        let (a, b, k) = unsafe { short_loads(xp.as_ptr().add(rs + x0), span, n) };
+        keep = k;
+        let e = even(a, b);
+        best = if r == 0 { e } else { _mm256_max_ps(e, best) };
+        best = _mm256_max_ps(odd(a, b), best);
+        if kw_n == 3 {
+            // Lane j's third tap is element 2j + 2: the evens one lane down (lane 7 unused).
+            best = _mm256_max_ps(_mm256_permutevar8x32_ps(e, down), best);
+        }
+    }
+    // SAFETY: the mask keeps the store to the n outputs.
+    unsafe { _mm256_maskstore_ps(out.as_mut_ptr(), keep, best) };
+}
+
+/// [`avg_rows_s2_avx2`] for a run of fewer than 8 outputs: one masked block.
+///
+/// # Safety
+/// As [`max_short_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn avg_short_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, count: usize, out: &mut [f32]) {
+    use core::arch::x86_64::*;
+    let n = out.len();
+    let span = 2 * n + (kw_n == 3) as usize;
+    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
+    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
+    let down = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    let add = |acc: &mut [__m256d; 2], v: __m256| {
+        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
+    };
+    let mut acc = [_mm256_setzero_pd(); 2];
+    let mut keep = _mm256_setzero_si256();
+    for &rs in rows {
+        // SAFETY: the caller's contract; short_loads reads only the span.
+        let (a, b, k) = unsafe { short_loads(xp.as_ptr().add(rs + x0), span, n) };
+        keep = k;
+        let e = even(a, b);
+        add(&mut acc, e);
+        add(&mut acc, odd(a, b));
+        if kw_n == 3 {
+            add(&mut acc, _mm256_permutevar8x32_ps(e, down));
+        }
+    }
+    let div = _mm256_set1_pd(count as f64);
+    let v = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_div_pd(acc[1], div)), _mm256_cvtpd_ps(_mm256_div_pd(acc[0], div)));
+    // SAFETY: the mask keeps the store to the n outputs.
+    unsafe { _mm256_maskstore_ps(out.as_mut_ptr(), keep, v) };
 }
 
 /// Whether the CPU has AVX2: detected at run time under std, the build's target otherwise.
@@ -372,19 +523,33 @@ fn edge_max<T: Elem>(xp: &[T], win: &Window3, rows: impl Iterator<Item = usize>,
     best
 }
 
-/// [`max_pool_2d`] for f32 planes of stride-2 windows over 2 or 3 adjacent columns with at
-/// least 8 interior outputs per row (3×3/2 pools of ResNet, SqueezeNet, Inception,
-/// ShuffleNet), on CPUs with AVX2: per row the interior by [`max_rows_s2_avx2`], the edge
-/// columns by [`edge_max`]. The generic per-row path spent ~150 cycles per row on
-/// bookkeeping, more than the row's arithmetic on 13- and 27-wide rows. Returns false (nothing
-/// written) where it does not apply.
+/// What [`pool_s2_f32`] computes.
 #[cfg(target_arch = "x86_64")]
-fn max_pool_s2_f32(xp: &[f32], win: &Window3, yp: &mut [f32]) -> bool {
+#[derive(Clone, Copy)]
+enum PoolKind {
+    Max,
+    /// An average, with `count_include_pad`.
+    Avg(bool),
+}
+
+/// [`max_pool_2d`] and [`avg_pool_2d`] for f32 planes of stride-2 windows over 2 or 3
+/// adjacent columns with at least 8 interior outputs per row (the 3×3/2 pools of ResNet,
+/// SqueezeNet, Inception and ShuffleNet, DenseNet's 2×2/2 averages), on CPUs with AVX2: per
+/// row the interior by [`max_rows_s2_avx2`] / [`avg_rows_s2_avx2`], the edge columns as the
+/// generic paths compute them. The generic per-row paths spent ~150 cycles per row on
+/// bookkeeping, more than the row's arithmetic on 13- and 27-wide rows. Returns false
+/// (nothing written) where it does not apply.
+#[cfg(target_arch = "x86_64")]
+fn pool_s2_f32(xp: &[f32], win: &Window3, yp: &mut [f32], kind: PoolKind) -> bool {
     let [_, oh, ow] = win.output;
     let [_, ih, iw] = win.input;
     let [_, kh_n, kw_n] = win.kernel;
+    // The cheap tests first: this runs once per plane.
+    if !(win.strides[2] == 2 && win.dilations[2] == 1 && (kw_n == 2 || kw_n == 3) && kh_n <= MAX_ROWS && has_avx2()) {
+        return false;
+    }
     let (clo, chi) = interior_cols(win);
-    if !(win.strides[2] == 2 && win.dilations[2] == 1 && (kw_n == 2 || kw_n == 3) && kh_n <= MAX_ROWS && chi >= clo + 8 && has_avx2()) {
+    if chi <= clo {
         return false;
     }
     let x0 = tap_start(win, clo, 0);
@@ -398,20 +563,71 @@ fn max_pool_s2_f32(xp: &[f32], win: &Window3, yp: &mut [f32]) -> bool {
                 nrows += 1;
             }
         }
-        if nrows == 0 {
-            // No tap row in range: as the generic loop.
-            out.fill(f32::lowest());
-            continue;
-        }
         let rows = &rows[..nrows];
-        // SAFETY: the CPU has AVX2 (checked above).
-        let done = unsafe { max_rows_s2_avx2(xp, rows, x0, kw_n, &mut out[clo..chi]) };
-        debug_assert_eq!(done, chi - clo);
-        for c in (0..clo).chain(chi..ow) {
-            out[c] = edge_max(xp, win, rows.iter().copied(), c);
+        match kind {
+            PoolKind::Max => {
+                if nrows == 0 {
+                    // No tap row in range: as the generic loop.
+                    out.fill(f32::lowest());
+                    continue;
+                }
+                // SAFETY: the CPU has AVX2 (checked above).
+                let done = unsafe { max_rows_s2_avx2(xp, rows, x0, kw_n, &mut out[clo..chi]) };
+                debug_assert_eq!(done, chi - clo);
+                for c in (0..clo).chain(chi..ow) {
+                    out[c] = edge_max(xp, win, rows.iter().copied(), c);
+                }
+            }
+            PoolKind::Avg(include_pad) => {
+                let count = if include_pad { padded_count(win, [0, h, clo]) } else { nrows * kw_n };
+                // SAFETY: the CPU has AVX2 (checked above).
+                if unsafe { avg_rows_s2_avx2(xp, rows, x0, kw_n, count, &mut out[clo..chi]) } == 0 {
+                    // No tap row or a zero count: as the generic loop.
+                    avg_cols(xp, win, h, clo..chi, out, include_pad);
+                }
+                avg_cols(xp, win, h, 0..clo, out, include_pad);
+                avg_cols(xp, win, h, chi..ow, out, include_pad);
+            }
         }
     }
     true
+}
+
+/// Columns `cols` of output row `h` of an average pool, each on its own (the generic loop's
+/// sums).
+#[inline]
+fn avg_cols<T: Elem>(xp: &[T], win: &Window3, h: usize, cols: core::ops::Range<usize>, out: &mut [T], count_include_pad: bool) {
+    let iw = win.input[2];
+    for c in cols {
+        let (mut sum, mut n) = (0.0f64, 0usize);
+        for zh in tap_rows(win, h) {
+            for kw in 0..win.kernel[2] {
+                let zw = win.coord(2, c, kw);
+                if zw >= 0 && zw < iw as isize {
+                    sum += xp[zh * iw + zw as usize].to_f64();
+                    n += 1;
+                }
+            }
+        }
+        let count = if count_include_pad { padded_count(win, [0, h, c]) } else { n };
+        out[c] = T::from_f64(if count == 0 { 0.0 } else { sum / count as f64 });
+    }
+}
+
+/// `f(x, y)` with both planes seen as f32, when `T` is f32.
+#[cfg(target_arch = "x86_64")]
+fn as_f32<T: Elem, R>(xp: &[T], yp: &mut [T], f: impl FnOnce(&[f32], &mut [f32]) -> R) -> Option<R> {
+    if core::any::TypeId::of::<T>() != core::any::TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: T is f32 (checked just above): the same memory as [f32].
+    let (xf, yf) = unsafe {
+        (
+            core::slice::from_raw_parts(xp.as_ptr() as *const f32, xp.len()),
+            core::slice::from_raw_parts_mut(yp.as_mut_ptr() as *mut f32, yp.len()),
+        )
+    };
+    Some(f(xf, yf))
 }
 
 /// [`max_pool`] of one 2-D plane without indices: per output row, tap by tap over the interior
@@ -424,17 +640,8 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked just above): the same memory as [f32].
-        let (xf, yf) = unsafe {
-            (
-                core::slice::from_raw_parts(xp.as_ptr() as *const f32, xp.len()),
-                core::slice::from_raw_parts_mut(yp.as_mut_ptr() as *mut f32, yp.len()),
-            )
-        };
-        if max_pool_s2_f32(xf, win, yf) {
-            return;
-        }
+    if as_f32(xp, yp, |x, y| pool_s2_f32(x, win, y, PoolKind::Max)) == Some(true) {
+        return;
     }
     let [_, oh, ow] = win.output;
     let iw = win.input[2];
@@ -539,6 +746,10 @@ const AVG_CHUNK: usize = 64;
 /// [`avg_pool`] of one 2-D plane: sums in f64 tap by tap over chunks of interior columns, in
 /// the generic loop's tap order (so the same bits), the edge columns position by position.
 fn avg_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T], count_include_pad: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if as_f32(xp, yp, |x, y| pool_s2_f32(x, win, y, PoolKind::Avg(count_include_pad))) == Some(true) {
+        return;
+    }
     let [_, oh, ow] = win.output;
     let iw = win.input[2];
     let sw = win.strides[2];
@@ -567,20 +778,8 @@ fn avg_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T], count_include_pad
                 c0 = c1;
             }
         }
-        for c in (0..clo).chain(chi..ow) {
-            let (mut sum, mut n) = (0.0f64, 0usize);
-            for zh in tap_rows(win, h) {
-                for kw in 0..win.kernel[2] {
-                    let zw = win.coord(2, c, kw);
-                    if zw >= 0 && zw < iw as isize {
-                        sum += xp[zh * iw + zw as usize].to_f64();
-                        n += 1;
-                    }
-                }
-            }
-            let count = if count_include_pad { padded_count(win, [0, h, c]) } else { n };
-            out[c] = T::from_f64(if count == 0 { 0.0 } else { sum / count as f64 });
-        }
+        avg_cols(xp, win, h, 0..clo, out, count_include_pad);
+        avg_cols(xp, win, h, chi..ow, out, count_include_pad);
     }
 }
 
