@@ -745,14 +745,29 @@ fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win
     let [_, ih, iw] = win.input;
     let ([_, sh, sw], [_, dh, dw]) = (win.strides, win.dilations);
     let [_, kh_n, kw_n] = win.kernel;
-    let (plane, run) = col.split_at_mut(pp.rows * pp.cols + DW_BLOCK);
-    let run = &mut run[..pp.run];
+    let plane_len = pp.rows * pp.cols + DW_BLOCK;
+    let col = &mut col[..plane_len + pp.run];
+    // 3×3 windows of f32 at stride 1 or 2 by the AVX2 kernel (`dw3x3`), with the epilogue
+    // in it when that is a bias and a ReLU (or less).
+    #[cfg(target_arch = "x86_64")]
+    let fast = core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
+        && kh_n == 3
+        && kw_n == 3
+        && dh == 1
+        && dw == 1
+        && sh == sw
+        && (sh == 1 || sh == 2)
+        && super::has_avx2();
+    #[cfg(not(target_arch = "x86_64"))]
+    let fast = false;
+    let fused_ep = matches!(ep.act, Act::None | Act::Relu) && ep.scale.is_none() && ep.shift.is_none() && ep.residual.is_none();
     // The input channel whose padded copy `plane` holds (a multiplier of 2 reads each twice).
     let mut have = usize::MAX;
     for pi in p0..p1 {
         let (n, m) = (pi / d.c_out, pi % d.c_out);
         let src_ch = n * d.c_in + m / mg;
         if src_ch != have {
+            let plane = &mut col[..plane_len];
             have = src_ch;
             // The padded copy of input channel m / mg: rows and columns of the span that
             // map outside the input are zero.
@@ -774,6 +789,26 @@ fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win
         let wm = &w[m * ks..(m + 1) * ks];
         let base = pi * os;
         let yp = &mut y[(pi - p0) * os..(pi - p0 + 1) * os];
+        #[cfg(target_arch = "x86_64")]
+        if fast {
+            // SAFETY: T is f32 (`fast`), so these are the same memory as [f32].
+            let (pf, wf, yf) = unsafe {
+                (
+                    core::slice::from_raw_parts(col.as_ptr() as *const f32, col.len()),
+                    &*(wm.as_ptr() as *const [f32; 9]),
+                    core::slice::from_raw_parts_mut(yp.as_mut_ptr() as *mut f32, yp.len()),
+                )
+            };
+            let (bias, relu) = if fused_ep { (ep.bias.map(|b| b[m].to_f64() as f32), ep.act == Act::Relu) } else { (None, false) };
+            // SAFETY: the CPU has AVX2 (`fast`); the run buffer after the plane is the slack.
+            unsafe { super::dw3x3::plane(pf, pp.cols, wf, yf, win.output[1], ow, sh, bias, relu) };
+            if !fused_ep {
+                let res = ep.residual.map(|r| &r[base..base + os]);
+                channel_epilogue(yp, ep, m, res);
+            }
+            continue;
+        }
+        let (plane, run) = col.split_at_mut(plane_len);
         let row_step = dh * pp.cols;
         if pp.flat {
             dw_run(plane, 0, run, wm, kh_n, kw_n, row_step, dw);
@@ -1059,8 +1094,16 @@ mod tests {
     fn depthwise_2d_gives_the_bits_of_the_generic_loop() {
         // c, multiplier, h, w, kh, kw, sh, sw, dh, dw, pads (top, left, bottom, right), oh, ow
         type Case = (usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [isize; 4], usize, usize);
-        let cases: [Case; 7] = [
+        let cases: [Case; 13] = [
             (3, 1, 14, 14, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 14, 14),
+            // 3×3 at strides 1 and 2 (the AVX2 kernel): rows shorter than a block, rows of
+            // whole and partial blocks, no padding, a multiplier of 2.
+            (3, 1, 7, 7, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 7, 7),
+            (2, 1, 56, 56, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 28, 28),
+            (3, 1, 7, 7, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 4, 4),
+            (2, 1, 6, 6, 3, 3, 2, 2, 1, 1, [0, 0, 0, 0], 2, 2),
+            (2, 2, 19, 21, 3, 3, 1, 1, 1, 1, [0, 0, 0, 0], 17, 19),
+            (2, 1, 27, 29, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 14, 15),
             (2, 1, 15, 13, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 8, 7),
             (2, 2, 9, 20, 5, 3, 1, 3, 2, 1, [2, 0, 2, 1], 5, 7),
             (1, 1, 7, 7, 7, 7, 1, 1, 1, 1, [3, 3, 3, 3], 7, 7),
@@ -1076,7 +1119,8 @@ mod tests {
             let w = rnd(c * mult * kh * kw, i as u32 + 100);
             let b = rnd(c * mult, i as u32 + 200);
             let r = rnd(2 * c * mult * oh * ow, i as u32 + 300);
-            let ep = Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: Some(&r[..]), act: Act::Relu };
+            // In turn with a residual (a pass after the kernel) and with bias + ReLU (in it).
+            let ep = Epilogue { bias: Some(&b[..]), scale: None, shift: None, residual: if i % 2 == 0 { Some(&r[..]) } else { None }, act: Act::Relu };
             let mut want = vec![0f32; r.len()];
             depthwise(&x, &w, &mut want, &d, &win, &ep);
             let mut y = vec![f32::NAN; r.len()];

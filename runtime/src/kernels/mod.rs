@@ -6,6 +6,7 @@ pub mod cache;
 pub mod concat;
 pub mod conv;
 pub mod det;
+mod dw3x3;
 pub mod dropout;
 pub mod detect;
 pub mod einsum;
@@ -51,5 +52,18 @@ pub(crate) mod test_rng {
                 (s % 2000) as f32 / 1000.0 - 1.0
             })
             .collect()
+    }
+}
+
+/// Whether the CPU has AVX2: detected at run time under std, the build's target otherwise.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(target_feature = "avx2")
     }
 }

@@ -2,6 +2,8 @@
 //! (batch, channel). Positions in the padding are skipped.
 use super::window::Window3;
 use crate::elem::Elem;
+#[cfg(target_arch = "x86_64")]
+use super::has_avx2;
 
 /// Visit the in-range input offsets of output position (d, h, w), row-major within a plane.
 #[inline]
@@ -427,19 +429,6 @@ unsafe fn avg_short_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, cou
     let v = _mm256_set_m128(_mm256_cvtpd_ps(_mm256_div_pd(acc[1], div)), _mm256_cvtpd_ps(_mm256_div_pd(acc[0], div)));
     // SAFETY: the mask keeps the store to the n outputs.
     unsafe { _mm256_maskstore_ps(out.as_mut_ptr(), keep, v) };
-}
-
-/// Whether the CPU has AVX2: detected at run time under std, the build's target otherwise.
-#[cfg(target_arch = "x86_64")]
-fn has_avx2() -> bool {
-    #[cfg(feature = "std")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        cfg!(target_feature = "avx2")
-    }
 }
 
 /// Interior outputs `out[j]` of one output row of a stride-2 max pool over `kw_n` (2 or 3)
