@@ -4,6 +4,7 @@
 //! cores).
 
 /// Elements below which a copy stays on one thread.
+#[cfg(feature = "std")]
 const PARALLEL_ELEMS: usize = 1 << 16;
 
 /// `y[o·row + start .. o·row + start + chunk] = x[o·chunk .. (o + 1)·chunk]` for `o < outer`.
