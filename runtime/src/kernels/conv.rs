@@ -268,6 +268,33 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
     }
     assert!(y.len() >= d.batch * d.c_out * os, "conv_fused_prepacked: output too short");
     let is = win.in_size();
+    if win.is_pointwise() && d.group > 1 {
+        // Grouped pointwise convolutions (ShuffleNet's): (group, column range) parts in one
+        // hand-off for the layer, instead of one per group (each group's GEMM is small: k =
+        // 34…136), and more parts than threads so 3 groups share 2 threads evenly.
+        let (yp, chunk) = (y.as_mut_ptr() as usize, (POINTWISE_TILE_ELEMS / mg.max(1)).max(MIN_CHUNK_COLS));
+        let units = d.batch * d.group;
+        let per_unit = (tasks * PARTS_PER_THREAD).div_ceil(units);
+        let per = os.div_ceil(per_unit).max(3 * packed::NR).div_ceil(packed::NR) * packed::NR;
+        let cparts = os.div_ceil(per);
+        crate::pool_for(units * cparts, &|t| {
+            let (u, cp) = (t / cparts, t % cparts);
+            let (c0, c1) = (cp * per, ((cp + 1) * per).min(os));
+            if c0 >= c1 {
+                return;
+            }
+            let (n, g) = (u / d.group, u % d.group);
+            let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
+            let ch0 = n * d.c_out + g * mg;
+            // SAFETY: each task writes columns c0..c1 of its group's output planes ch0..ch0 + mg
+            // (inside `y` by the assert above): disjoint between tasks; `y` is not otherwise
+            // used until every task has returned.
+            let yg = unsafe { core::slice::from_raw_parts_mut((yp as *mut f32).add(ch0 * os), mg * os) };
+            let part = GemmPart { mg, kdim, wp: &wp[g * len..(g + 1) * len], ep, m0: g * mg, ch0, os };
+            part.split(&xg[c0..], os, c1 - c0, yg, c0, chunk, 1);
+        });
+        return;
+    }
     let col = &mut col[packed::prepacked_scratch_len(kdim)..];
     for n in 0..d.batch {
         for g in 0..d.group {
