@@ -111,15 +111,32 @@ define!(eval_f64, f64, math::exp, math::log, math::sqrt, math::floor, math::ceil
 
 /// `y = u(x)` elementwise, f32.
 pub fn map_f32(u: Unary, x: &[f32], y: &mut [f32]) {
-    for (o, &v) in y.iter_mut().zip(x) {
-        *o = eval_f32(u, v);
+    // As in `map_f32_inplace`.
+    #[inline(always)]
+    fn each(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
+        y.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
+    }
+    match u {
+        Unary::Relu => each(x, y, |v| if v > 0.0 { v } else { 0.0 }),
+        Unary::LeakyRelu(a) => each(x, y, |v| if v < 0.0 { a * v } else { v }),
+        Unary::Neg => each(x, y, |v| -v),
+        _ => each(x, y, |v| eval_f32(u, v)),
     }
 }
 
 /// `x = u(x)` in place, f32.
 pub fn map_f32_inplace(u: Unary, x: &mut [f32]) {
-    for v in x.iter_mut() {
-        *v = eval_f32(u, *v);
+    // The commonest cheap functions in loops of their own (the expressions of `eval_f32`,
+    // checked bit for bit by `fast_loops_match_eval`), which vectorize.
+    #[inline(always)]
+    fn each(x: &mut [f32], f: impl Fn(f32) -> f32) {
+        x.iter_mut().for_each(|v| *v = f(*v));
+    }
+    match u {
+        Unary::Relu => each(x, |v| if v > 0.0 { v } else { 0.0 }),
+        Unary::LeakyRelu(a) => each(x, |v| if v < 0.0 { a * v } else { v }),
+        Unary::Neg => each(x, |v| -v),
+        _ => each(x, |v| eval_f32(u, v)),
     }
 }
 
@@ -134,5 +151,27 @@ pub fn map_f64(u: Unary, x: &[f64], y: &mut [f64]) {
 pub fn map_f64_inplace(u: Unary, x: &mut [f64]) {
     for v in x.iter_mut() {
         *v = eval_f64(u, *v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    /// The loops `map_f32` and `map_f32_inplace` run for some functions give `eval_f32`'s bits.
+    #[test]
+    fn fast_loops_match_eval() {
+        let xs: Vec<f32> = [f32::NAN, -f32::NAN, 0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, 1e-40, -1e-40, 3.5, -2.25].iter().copied().chain((0..40).map(|i| (i as f32 * 0.37).sin() * 10.0)).collect();
+        for u in [Unary::Relu, Unary::LeakyRelu(0.1), Unary::Neg, Unary::Abs, Unary::Exp] {
+            let want: Vec<u32> = xs.iter().map(|&v| eval_f32(u, v).to_bits()).collect();
+            let mut y = std::vec![0f32; xs.len()];
+            map_f32(u, &xs, &mut y);
+            assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "{u:?}");
+            let mut z = xs.clone();
+            map_f32_inplace(u, &mut z);
+            assert_eq!(z.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want, "{u:?} in place");
+        }
     }
 }
