@@ -35,6 +35,19 @@ pub mod unpool;
 pub mod window;
 pub mod winograd;
 
+/// Whether the CPU has AVX2: detected at run time under std, the build's target otherwise.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(target_feature = "avx2")
+    }
+}
+
 /// Seeded test data shared by the kernels' unit tests.
 #[cfg(test)]
 pub(crate) mod test_rng {
@@ -52,18 +65,5 @@ pub(crate) mod test_rng {
                 (s % 2000) as f32 / 1000.0 - 1.0
             })
             .collect()
-    }
-}
-
-/// Whether the CPU has AVX2: detected at run time under std, the build's target otherwise.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn has_avx2() -> bool {
-    #[cfg(feature = "std")]
-    {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        cfg!(target_feature = "avx2")
     }
 }
