@@ -566,7 +566,7 @@ fn main() {
     for _ in 0..warmup {
         run(&mut c);
     }
-{profile_reset}    let mut times = Vec::with_capacity(iters);
+    let mut times = Vec::with_capacity(iters);
     let start = std::time::Instant::now();
     while times.len() < iters || start.elapsed().as_secs_f64() * 1e3 < min_ms {
         let t = std::time::Instant::now();

@@ -103,6 +103,19 @@ fn bench_prints_median_ms_last() {
 }
 
 #[test]
+fn bench_sgemm_prints_gflops_then_median_ms() {
+    // A format test (scripts/bench.py --sgemm reads these lines): `gflops=` and `median_ms=`
+    // last. The profiler's template hooks once leaked into this harness and broke its build.
+    let out = burnc().args(["bench", "--sgemm", "64", "--iters", "2", "--warmup", "0", "--min-ms", "0"]).output().expect("spawn burnc");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.trim_end().lines().collect();
+    let value = |l: &str, key: &str| l.strip_prefix(key).and_then(|v| v.parse::<f64>().ok()).filter(|v| *v > 0.0 && v.is_finite());
+    assert!(lines.len() >= 2 && value(lines[lines.len() - 2], "gflops=").is_some(), "{stdout}");
+    assert!(value(lines[lines.len() - 1], "median_ms=").is_some(), "{stdout}");
+}
+
+#[test]
 fn bench_profile_lists_every_node_and_keeps_median_last() {
     // A format test: one `profile:` line per node the module runs, per-op totals that add up
     // to the nodes' total, and `median_ms=` still last.
