@@ -23,6 +23,7 @@
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn plane(p: &[f32], cols: usize, w: &[f32; 9], y: &mut [f32], oh: usize, ow: usize, s: usize, bias: Option<f32>, relu: bool) {
+    use super::lanes::{even, odd};
     use core::arch::x86_64::*;
     assert!((s == 1 || s == 2) && ow > 0 && cols >= (ow - 1) * s + 3 && y.len() >= oh * ow);
     // A row's last block starts at column j0 = ow − 8 (0 for shorter rows) and reads 10
@@ -31,8 +32,6 @@ pub(crate) unsafe fn plane(p: &[f32], cols: usize, w: &[f32; 9], y: &mut [f32], 
     let reach = if s == 1 { j0_last + 10 } else { 2 * j0_last + 18 };
     assert!(oh == 0 || ((oh - 1) * s + 2) * cols + reach <= p.len(), "dw3x3: plane too short");
     let wv: [__m256; 9] = core::array::from_fn(|t| _mm256_set1_ps(w[t]));
-    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
-    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
     let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     let keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(ow.min(8) as i32), lanes);
     let bv = bias.map(|b| _mm256_set1_ps(b));

@@ -14,6 +14,8 @@ pub mod extra;
 pub mod gemm;
 pub mod grid;
 pub mod im2col;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 pub mod linear_attention;
 pub mod loss;
 pub mod ml;

@@ -3,7 +3,10 @@
 use super::window::Window3;
 use crate::elem::Elem;
 #[cfg(target_arch = "x86_64")]
-use super::has_avx2;
+use super::{
+    has_avx2,
+    lanes::{add_f64, even, odd, shift_in},
+};
 
 /// Visit the in-range input offsets of output position (d, h, w), row-major within a plane.
 #[inline]
@@ -256,9 +259,6 @@ unsafe fn max_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, o
         unsafe { max_short_avx2(xp, rows, x0, kw_n, out) };
         return n;
     }
-    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
-    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
-    let down = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
     let xb = xp.as_ptr();
     let mut j0 = 0;
     loop {
@@ -274,7 +274,7 @@ unsafe fn max_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, o
             if kw_n == 3 {
                 // SAFETY: as above.
                 let next = unsafe { _mm256_broadcast_ss(&*p.add(16)) };
-                best = _mm256_max_ps(_mm256_blend_ps::<0x80>(_mm256_permutevar8x32_ps(e, down), next), best);
+                best = _mm256_max_ps(shift_in(e, next), best);
             }
         }
         // SAFETY: j0 + 8 ≤ n.
@@ -310,14 +310,6 @@ unsafe fn avg_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, c
         unsafe { avg_short_avx2(xp, rows, x0, kw_n, count, out) };
         return n;
     }
-    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
-    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
-    let down = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
-    // Add one tap's 8 values to the two f64 halves.
-    let add = |acc: &mut [__m256d; 2], v: __m256| {
-        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
-    };
     let div = _mm256_set1_pd(count as f64);
     let xb = xp.as_ptr();
     let mut j0 = 0;
@@ -329,12 +321,12 @@ unsafe fn avg_rows_s2_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, c
             let p = unsafe { xb.add(rs + x0 + 2 * j0) };
             let (a, b) = unsafe { (_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8))) };
             let e = even(a, b);
-            add(&mut acc, e);
-            add(&mut acc, odd(a, b));
+            add_f64(&mut acc, e);
+            add_f64(&mut acc, odd(a, b));
             if kw_n == 3 {
                 // SAFETY: as above.
                 let next = unsafe { _mm256_broadcast_ss(&*p.add(16)) };
-                add(&mut acc, _mm256_blend_ps::<0x80>(_mm256_permutevar8x32_ps(e, down), next));
+                add_f64(&mut acc, shift_in(e, next));
             }
         }
         let lo = _mm256_cvtpd_ps(_mm256_div_pd(acc[0], div));
@@ -374,9 +366,6 @@ unsafe fn max_short_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, out
     use core::arch::x86_64::*;
     let n = out.len();
     let span = 2 * n + (kw_n == 3) as usize;
-    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
-    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
-    let down = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
     let mut best = _mm256_setzero_ps();
     let mut keep = _mm256_setzero_si256();
     for (r, &rs) in rows.iter().enumerate() {
@@ -388,7 +377,7 @@ unsafe fn max_short_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, out
         best = _mm256_max_ps(odd(a, b), best);
         if kw_n == 3 {
             // Lane j's third tap is element 2j + 2: the evens one lane down (lane 7 unused).
-            best = _mm256_max_ps(_mm256_permutevar8x32_ps(e, down), best);
+            best = _mm256_max_ps(shift_in(e, e), best);
         }
     }
     // SAFETY: the mask keeps the store to the n outputs.
@@ -405,13 +394,6 @@ unsafe fn avg_short_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, cou
     use core::arch::x86_64::*;
     let n = out.len();
     let span = 2 * n + (kw_n == 3) as usize;
-    let even = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(a, b))));
-    let odd = |a: __m256, b: __m256| _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(a, b))));
-    let down = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
-    let add = |acc: &mut [__m256d; 2], v: __m256| {
-        acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
-        acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v)));
-    };
     let mut acc = [_mm256_setzero_pd(); 2];
     let mut keep = _mm256_setzero_si256();
     for &rs in rows {
@@ -419,10 +401,10 @@ unsafe fn avg_short_avx2(xp: &[f32], rows: &[usize], x0: usize, kw_n: usize, cou
         let (a, b, k) = unsafe { short_loads(xp.as_ptr().add(rs + x0), span, n) };
         keep = k;
         let e = even(a, b);
-        add(&mut acc, e);
-        add(&mut acc, odd(a, b));
+        add_f64(&mut acc, e);
+        add_f64(&mut acc, odd(a, b));
         if kw_n == 3 {
-            add(&mut acc, _mm256_permutevar8x32_ps(e, down));
+            add_f64(&mut acc, shift_in(e, e));
         }
     }
     let div = _mm256_set1_pd(count as f64);
