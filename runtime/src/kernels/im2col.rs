@@ -117,7 +117,7 @@ fn im2col_shifted<T: Elem>(x: &[T], channels: usize, w: &Window3, p0: usize, p1:
                     while q < qb as usize {
                         let (r, j) = (q / ow, q % ow);
                         let end = ((r + 1) * ow).min(qb as usize);
-                        let (z0, z1) = (j.max(0), lo.min(end - r * ow));
+                        let (z0, z1) = (j, lo.min(end - r * ow));
                         if z0 < z1 {
                             zero_short(&mut run[r * ow + z0 - qa as usize..r * ow + z1 - qa as usize]);
                         }
