@@ -613,34 +613,17 @@ fn driver<const W: usize>(
     };
     // One tile: rows i0.. (an A panel at `ap`, kn steps) × columns j0..j0 + nc (a packed B
     // panel at `bp`), continuing the sums in C when `load`, `fin` on its last k step.
-    #[allow(clippy::too_many_arguments)]
+    // Full tiles call `kernel` here; the rest go through [`edge_tile`], a cold function of its
+    // own, so this closure stays small enough to be inlined into the loops below. With the edge
+    // path inside it, LLVM called it once per tile (a prologue per 6×16 tile) or not, as
+    // unrelated code elsewhere in the crate changed: k = 27 products (first convolutions)
+    // 1.4× slower when it did.
     let tile = |ap: &[f32], bp: &[f32], c: &mut [f32], i0: usize, j0: usize, nc: usize, kn: usize, load: bool, fin: Fin| {
-        let mr = (m - i0).min(MR);
-        let cstart = i0 * ldc + j0;
-        if mr == MR && nc == W {
+        if i0 + MR <= m && nc == W {
+            let cstart = i0 * ldc + j0;
             kernel(kn, ap, bp, &mut c[cstart..cstart + (MR - 1) * ldc + W], ldc, load, fin);
-        } else if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load, fin) {
-            // The last rows (m not a multiple of MR) straight into C.
         } else {
-            // Edge tile: through a local MR×W tile.
-            let mut t = [[0f32; W]; MR];
-            if load {
-                for i in 0..mr {
-                    t[i][..nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
-                }
-            }
-            let tf = t.as_flattened_mut();
-            if nc <= W / 2 {
-                narrow(kn, ap, bp, tf, W, load, Fin::NONE);
-            } else {
-                kernel(kn, ap, bp, tf, W, load, Fin::NONE);
-            }
-            // SAFETY: `fin.bias` points at the bias of rows i0.. (at least mr), `fin.res` at
-            // the residual of this tile of C (mr rows of nc).
-            unsafe { fin.apply(tf, W, mr, nc) };
-            for i in 0..mr {
-                c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i][..nc]);
-            }
+            edge_tile::<W>(m, ldc, ap, bp, c, i0, j0, nc, kn, load, fin, &kernel, &narrow, &partial);
         }
     };
     // The tile's epilogue when `finish` (its last k step), else none.
@@ -745,6 +728,54 @@ fn driver<const W: usize>(
             m0 += mblock;
         }
         k0 += KC;
+    }
+}
+
+/// A tile short of [`MR`] rows or `W` columns, for [`driver`]: the last rows straight into C
+/// when `partial` can, else through a local MR × W tile (`narrow` when at most half wide).
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn edge_tile<const W: usize>(
+    m: usize,
+    ldc: usize,
+    ap: &[f32],
+    bp: &[f32],
+    c: &mut [f32],
+    i0: usize,
+    j0: usize,
+    nc: usize,
+    kn: usize,
+    load: bool,
+    fin: Fin,
+    kernel: &impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool, Fin),
+    narrow: &impl Fn(usize, &[f32], &[f32], &mut [f32], usize, bool, Fin),
+    partial: &impl Fn(usize, usize, &[f32], &[f32], &mut [f32], usize, bool, Fin) -> bool,
+) {
+    let mr = (m - i0).min(MR);
+    let cstart = i0 * ldc + j0;
+    if nc == W && partial(mr, kn, ap, bp, &mut c[cstart..cstart + (mr - 1) * ldc + W], ldc, load, fin) {
+        // The last rows (m not a multiple of MR) straight into C.
+    } else {
+        // Edge tile: through a local MR×W tile.
+        let mut t = [[0f32; W]; MR];
+        if load {
+            for i in 0..mr {
+                t[i][..nc].copy_from_slice(&c[cstart + i * ldc..cstart + i * ldc + nc]);
+            }
+        }
+        let tf = t.as_flattened_mut();
+        if nc <= W / 2 {
+            narrow(kn, ap, bp, tf, W, load, Fin::NONE);
+        } else {
+            kernel(kn, ap, bp, tf, W, load, Fin::NONE);
+        }
+        // SAFETY: `fin.bias` points at the bias of rows i0.. (at least mr), `fin.res` at
+        // the residual of this tile of C (mr rows of nc).
+        unsafe { fin.apply(tf, W, mr, nc) };
+        for i in 0..mr {
+            c[cstart + i * ldc..cstart + i * ldc + nc].copy_from_slice(&t[i][..nc]);
+        }
     }
 }
 
