@@ -657,9 +657,7 @@ fn driver<const W: usize>(
                 while m0 < m {
                     let mc = (m - m0).min(mblock);
                     let panels = mc.div_ceil(MR);
-                    let A::Rows(ar, lda) = a else { unreachable!() };
-                    pack_a(&ar[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
-                    let ap_all = &apack[..panels * MR * kc];
+                    let ap_all = a_block(a, apack, m0, mc, k0, kc);
                     for jp in 0..panels_n {
                         let j0 = jp * W;
                         let nc = (n - j0).min(W);
@@ -690,13 +688,7 @@ fn driver<const W: usize>(
         while m0 < m {
             let mc = (m - m0).min(mblock);
             let panels = mc.div_ceil(MR);
-            let apack: &[f32] = match a {
-                A::Packed(ap, mp, r0) => &ap[k0 * mp + (r0 + m0) * kc..k0 * mp + (r0 + m0 + panels * MR) * kc],
-                A::Rows(a, lda) => {
-                    pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
-                    &apack[..panels * MR * kc]
-                }
-            };
+            let apack = a_block(a, apack, m0, mc, k0, kc);
             let mut ks = 0;
             while ks < kc {
                 let kn = (kc - ks).min(ksub);
@@ -728,6 +720,19 @@ fn driver<const W: usize>(
             m0 += mblock;
         }
         k0 += KC;
+    }
+}
+
+/// The A panels of rows m0..m0 + mc, k block k0..k0 + kc, for [`driver`]: a slice of the
+/// prepacked matrix, or packed here into `apack`.
+fn a_block<'s>(a: A<'s>, apack: &'s mut [f32], m0: usize, mc: usize, k0: usize, kc: usize) -> &'s [f32] {
+    let panels = mc.div_ceil(MR);
+    match a {
+        A::Packed(ap, mp, r0) => &ap[k0 * mp + (r0 + m0) * kc..k0 * mp + (r0 + m0 + panels * MR) * kc],
+        A::Rows(a, lda) => {
+            pack_a(&a[m0 * lda + k0..], lda, mc, kc, &mut apack[..panels * MR * kc]);
+            &apack[..panels * MR * kc]
+        }
     }
 }
 
