@@ -178,13 +178,17 @@ pub fn small_to_f64(d: Small, bits: u8) -> f64 {
 }
 
 /// Encode a float as a small type, with Cast's rules: 2/4-bit ints truncate toward zero and
-/// wrap (NaN and infinities give 0); float4 rounds to nearest even and saturates at ±6;
+/// saturate at the type's range, NaN giving 0 (ONNX leaves out-of-range float-to-integer
+/// casts undefined; this is the rule of every wider float-to-integer cast in burnc, Rust's
+/// `as`: defined, and the same on every CPU); float4 rounds to nearest even and saturates at ±6;
 /// E8M0 takes the exponent, rounding up when any mantissa bit is set (Cast's default
 /// `round_mode="up"`), saturating at 2^127 when `saturate`.
 pub fn small_from_f64(d: Small, x: f64, saturate: bool) -> u8 {
     match d {
         Small::U4 | Small::I4 | Small::U2 | Small::I2 => {
-            let v = if x.is_finite() { libm::trunc(x) as i64 } else { 0 };
+            let (lo, hi) = small_int_range(d);
+            // `as` saturates (infinities included) and maps NaN to 0.
+            let v = (libm::trunc(x) as i64).clamp(lo, hi);
             small_from_i64(d, v)
         }
         Small::F4E2M1 => {
@@ -217,8 +221,48 @@ pub fn small_from_f64(d: Small, x: f64, saturate: bool) -> u8 {
     }
 }
 
+/// The value range of a 2/4-bit integer type (called for those four only).
+fn small_int_range(d: Small) -> (i64, i64) {
+    match d {
+        Small::I2 => (-2, 1),
+        Small::U2 => (0, 3),
+        Small::I4 => (-8, 7),
+        Small::U4 => (0, 15),
+        _ => (0, 0),
+    }
+}
+
 /// Wrap an integer into a 2/4-bit type (two's complement truncation, as numpy's astype).
 pub fn small_from_i64(d: Small, v: i64) -> u8 {
     let mask: i64 = if matches!(d, Small::U2 | Small::I2) { 0x3 } else { 0xF };
     (v & mask) as u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int_of(d: Small, bits: u8) -> i64 {
+        small_to_f64(d, bits) as i64
+    }
+
+    #[test]
+    fn float_to_small_int_truncates_and_saturates() {
+        let xs = [-9.7, -9.0, -8.5, -8.0, -0.6, 2.5, 7.0, 7.5, 8.0, 10.2, 15.0, 16.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
+        let want_i4 = [-8, -8, -8, -8, 0, 2, 7, 7, 7, 7, 7, 7, 0, 7, -8];
+        let want_u4 = [0, 0, 0, 0, 0, 2, 7, 7, 8, 10, 15, 15, 0, 15, 0];
+        let want_i2 = [-2, -2, -2, -2, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1, -2];
+        let want_u2 = [0, 0, 0, 0, 0, 2, 3, 3, 3, 3, 3, 3, 0, 3, 0];
+        for (d, want) in [(Small::I4, want_i4), (Small::U4, want_u4), (Small::I2, want_i2), (Small::U2, want_u2)] {
+            let got: [i64; 15] = core::array::from_fn(|i| int_of(d, small_from_f64(d, xs[i], false)));
+            assert_eq!(got, want, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn int_to_small_int_wraps() {
+        assert_eq!(int_of(Small::I4, small_from_i64(Small::I4, -9)), 7);
+        assert_eq!(int_of(Small::I4, small_from_i64(Small::I4, 8)), -8);
+        assert_eq!(int_of(Small::U2, small_from_i64(Small::U2, 5)), 1);
+    }
 }

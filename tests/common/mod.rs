@@ -99,3 +99,83 @@ pub fn close(got: &RtValue, want: &RtValue, rtol: f64, atol: f64) -> Result<(), 
     }
 }
 
+
+/// An entry of tests/conformance/machine_dependent.tsv: output `output` of a case is defined
+/// only where input `input`, truncated toward zero, is finite and inside the output's
+/// integer range (a float cast to an integer type out of range is undefined in ONNX, so the
+/// expected file holds whatever the generating CPU gave).
+#[derive(Debug, Clone)]
+pub struct InRangeOnly {
+    pub output: usize,
+    pub input: usize,
+    pub reason: String,
+}
+
+/// tests/conformance/machine_dependent.tsv, by case name. Panics on a malformed line: the
+/// file is ours, and a rule silently dropped would fail the case on some machines only.
+pub fn machine_dependent() -> std::collections::HashMap<String, InRangeOnly> {
+    let path = root().join("tests/conformance/machine_dependent.tsv");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut rules = std::collections::HashMap::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#') && !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let bad = || panic!("{}:{}: expected `case<TAB>output<TAB>in-range INPUT<TAB>reason`, got `{line}`", path.display(), n + 1);
+        if f.len() != 4 {
+            bad();
+        }
+        let output = f[1].parse().unwrap_or_else(|_| bad());
+        let input = f[2].strip_prefix("in-range ").and_then(|i| i.parse().ok()).unwrap_or_else(|| bad());
+        rules.insert(f[0].to_string(), InRangeOnly { output, input, reason: f[3].to_string() });
+    }
+    rules
+}
+
+/// The integer range of an integer dtype (small ones included), as f64 bounds.
+fn int_range(d: burnc_compiler::ir::DType) -> Option<(f64, f64)> {
+    use burnc_compiler::ir::DType::*;
+    Some(match d {
+        I2 => (-2.0, 1.0),
+        U2 => (0.0, 3.0),
+        I4 => (-8.0, 7.0),
+        U4 => (0.0, 15.0),
+        I8 => (i8::MIN as f64, i8::MAX as f64),
+        U8 => (0.0, u8::MAX as f64),
+        I16 => (i16::MIN as f64, i16::MAX as f64),
+        U16 => (0.0, u16::MAX as f64),
+        I32 => (i32::MIN as f64, i32::MAX as f64),
+        U32 => (0.0, u32::MAX as f64),
+        I64 => (i64::MIN as f64, i64::MAX as f64),
+        U64 => (0.0, u64::MAX as f64),
+        _ => return None,
+    })
+}
+
+/// Compare `got` with `want` only where `input` (same element count) holds a value whose cast
+/// to `want`'s integer dtype is defined; Ok(number of elements skipped).
+pub fn close_in_range(got: &RtValue, want: &RtValue, input: &RtValue) -> Result<usize, String> {
+    let (RtValue::Tensor(g), RtValue::Tensor(w), RtValue::Tensor(x)) = (got, want, input) else {
+        return Err("in-range rule: output and input must be tensors".into());
+    };
+    if g.dtype() != w.dtype() {
+        return Err(format!("dtype {} != expected {}", g.dtype(), w.dtype()));
+    }
+    if g.shape != w.shape {
+        return Err(format!("shape {:?} != expected {:?}", g.shape, w.shape));
+    }
+    let (lo, hi) = int_range(w.dtype()).ok_or_else(|| format!("in-range rule: output dtype {} is not an integer type", w.dtype()))?;
+    let xs = x.to_f64_vec();
+    if xs.len() != w.numel() {
+        return Err(format!("in-range rule: input has {} elements, output {}", xs.len(), w.numel()));
+    }
+    let (gv, wv) = (g.to_i64_vec().ok_or("cannot read our output as integers")?, w.to_i64_vec().ok_or("cannot read expected output as integers")?);
+    let mut skipped = 0;
+    for (i, ((a, b), v)) in gv.iter().zip(&wv).zip(&xs).enumerate() {
+        let t = v.trunc();
+        if !v.is_finite() || t < lo || t > hi {
+            skipped += 1;
+        } else if a != b {
+            return Err(format!("element {i}: {a} != expected {b} (input {v})"));
+        }
+    }
+    Ok(skipped)
+}
