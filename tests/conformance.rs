@@ -275,3 +275,22 @@ fn summarize_undefined(results: &[Outcome], undefined: &HashMap<String, InRangeO
         listed.len()
     );
 }
+
+/// Every node case in which onnx's reference evaluator casts a float to an integer type out
+/// of range (scripts/scan_machine_dependent.py) must be listed in machine_dependent.tsv, or
+/// its expected output would pass on one CPU and fail on another.
+#[test]
+fn machine_dependent_list_is_complete() {
+    let data = data_dir();
+    let out = Command::new("python3")
+        .arg(root().join("scripts/scan_machine_dependent.py"))
+        .arg(&data)
+        .output()
+        .expect("run python3 scripts/scan_machine_dependent.py");
+    assert!(out.status.success(), "scan failed: {}", String::from_utf8_lossy(&out.stderr));
+    let listed = machine_dependent();
+    let found: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.split('\t').next().unwrap_or("").to_string()).collect();
+    assert!(!found.is_empty(), "the scan found no out-of-range cast at all: is the node suite there?");
+    let missing: Vec<&String> = found.iter().filter(|c| !listed.contains_key(*c)).collect();
+    assert!(missing.is_empty(), "cases with out-of-range float -> integer casts missing from tests/conformance/machine_dependent.tsv: {missing:?}");
+}
