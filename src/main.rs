@@ -60,7 +60,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // One line, whatever a model's names hold: control characters are escaped.
+            eprintln!("error: {}", burnc_compiler::codegen::names::printable(&e.to_string()));
             ExitCode::from(1)
         }
     }

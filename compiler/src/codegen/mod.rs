@@ -4,6 +4,7 @@
 pub mod bounded;
 pub mod emit;
 pub(crate) mod module;
+pub mod names;
 pub mod train;
 pub mod weights;
 

@@ -1,6 +1,7 @@
 //! Assembling the module: constants, the arena type, the model API and the node functions,
 //! formatted with prettyplease.
 use super::emit::{self, rust_ty, Ctx};
+use super::names;
 use super::weights;
 use super::{CodegenError, CodegenOptions, IoDesc};
 use crate::ir::{Graph, ValueKind};
@@ -22,32 +23,14 @@ pub struct Generated {
     pub profiled_nodes: usize,
 }
 
-const KEYWORDS: &[&str] = &[
-    "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in", "let",
-    "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait",
-    "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do",
-    "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen", "a", "w",
-];
-
-/// A snake_case identifier for an ONNX name, unique within `taken`.
-fn ident(name: &str, taken: &mut HashSet<String>) -> String {
-    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
-    s = s.trim_matches('_').to_string();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) || KEYWORDS.contains(&s.as_str()) {
-        s = format!("v_{s}");
-    }
-    let mut out = s.clone();
-    let mut i = 1;
-    while !taken.insert(out.clone()) {
-        i += 1;
-        out = format!("{s}_{i}");
-    }
-    out
+/// Where inputs live inside the part functions: `in_<ident>`, a name no emitter's local takes.
+pub(crate) fn part_param(ident: &str) -> String {
+    format!("in_{ident}")
 }
 
 /// A block label (`'conv1: { … }`) naming a node in the generated code.
 pub(crate) fn block_label(name: &str, taken: &mut HashSet<String>) -> String {
-    let base = ident(name, &mut HashSet::new());
+    let base = names::ident(name, &mut HashSet::new());
     let mut out = base.clone();
     let mut i = 1;
     while !taken.insert(out.clone()) {
@@ -63,7 +46,7 @@ pub(crate) fn io(g: &Graph, id: crate::ir::ValueId, taken: &mut HashSet<String>)
     let t = g.tensor_type(id).ok_or_else(|| err("is not a tensor with a known type"))?;
     let shape = t.shape.as_ref().and_then(|s| s.as_fixed()).ok_or_else(|| err("has no static shape (pin it with --input NAME=DIMS)"))?;
     rust_ty(t.dtype).ok_or_else(|| err(&format!("has dtype {}, not supported by codegen yet", t.dtype)))?;
-    Ok(IoDesc { name: v.name.clone(), ident: ident(&v.name, taken), dtype: t.dtype, shape })
+    Ok(IoDesc { name: v.name.clone(), ident: names::ident(&v.name, taken), dtype: t.dtype, shape })
 }
 
 /// The `Outputs { … }` expression ending `forward`: each graph output borrowed from its slot.
@@ -111,7 +94,7 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize, mut p
                 }
                 None => block,
             };
-            let _ = writeln!(current, "// {op} {} -> {}\n{block}", n.name, outs.join(", "));
+            let _ = writeln!(current, "// {} {} -> {}\n{block}", names::text(&op), names::text(&n.name), names::text(&outs.join(", ")));
             in_part += 1;
         }
         if in_part >= nodes_per_fn.max(1) {
@@ -128,12 +111,12 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize, mut p
 /// The profiling tables of a module built with `CodegenOptions::profile`.
 pub(crate) fn profile_statics(nodes: &[(String, String)]) -> String {
     let n = nodes.len();
-    let names: Vec<String> = nodes.iter().map(|(op, name)| format!("({op:?}, {name:?})")).collect();
+    let entries: Vec<String> = nodes.iter().map(|(op, name)| format!("({}, {})", names::str_lit(op), names::str_lit(name))).collect();
     format!(
         "/// `(op, node)` of every timed node, in the order `forward` runs them.\npub const PROFILE_NODES: [(&str, &str); {n}] = [{}];\n\
          /// Nanoseconds spent in each node of [`PROFILE_NODES`] over every `forward` so far.\n\
          pub static PROFILE_NS: [core::sync::atomic::AtomicU64; {n}] = [const {{ core::sync::atomic::AtomicU64::new(0) }}; {n}];",
-        names.join(", ")
+        entries.join(", ")
     )
 }
 
@@ -172,31 +155,33 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
         g,
         plan,
         weights: std::cell::RefCell::new(wl),
-        inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, d.ident.clone())).collect::<HashMap<_, _>>(),
+        inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, part_param(&d.ident))).collect::<HashMap<_, _>>(),
         state: HashMap::new(),
     };
 
     // Node statements, grouped into functions of `nodes_per_fn` nodes.
-    let input_params: Vec<String> = inputs.iter().map(|d| format!("{}: &[{}; {}]", d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>())).collect();
+    let param = |name: &str, d: &IoDesc| format!("{name}: &[{}; {}]", rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
+    let input_params: Vec<String> = inputs.iter().map(|d| param(&d.ident, d)).collect();
+    let part_params: Vec<String> = inputs.iter().map(|d| param(&part_param(&d.ident), d)).collect();
     let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
     let mut timed = Vec::new();
     let parts = emit_parts(&cx, plan, opts.nodes_per_fn, opts.profile.then_some(&mut timed))?;
 
     let wl = cx.weights.into_inner();
     let mut header = String::new();
-    let _ = writeln!(header, "// Generated by burnc {} from `{}`. Do not edit: regenerate.", env!("CARGO_PKG_VERSION"), opts.source_name);
+    let _ = writeln!(header, "// Generated by burnc {} from `{}`. Do not edit: regenerate.", env!("CARGO_PKG_VERSION"), names::text(&opts.source_name));
     let _ = writeln!(header, "//");
     for d in &inputs {
-        let _ = writeln!(header, "// input  `{}`: {} {:?}", d.name, d.dtype, d.shape);
+        let _ = writeln!(header, "// input  `{}`: {} {:?}", names::text(&d.name), d.dtype, d.shape);
     }
     for d in &outputs {
-        let _ = writeln!(header, "// output `{}`: {} {:?}", d.name, d.dtype, d.shape);
+        let _ = writeln!(header, "// output `{}`: {} {:?}", names::text(&d.name), d.dtype, d.shape);
     }
     let _ = writeln!(header, "// arena {} bytes (lower bound {}), weights {} bytes", plan.arena_bytes, plan.lower_bound_bytes, wl.blob.len());
     let mut src = String::new();
     let _ = writeln!(src, "use burnc_runtime as rt;");
     let _ = writeln!(src, "/// Bytes of working memory `forward` needs: the size of [`Arena`].\npub const ARENA_BYTES: usize = {};", plan.arena_bytes.max(64));
-    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", opts.weights_file, wl.blob.len());
+    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), wl.blob.len());
     let _ = writeln!(
         src,
         "/// The working memory of [`Model::forward`]: one buffer, sized by the compiler. Keep it in a\n\
@@ -207,13 +192,13 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
     );
     let _ = writeln!(
         src,
-        "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!(\"{}\"));",
-        opts.weights_file
+        "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));",
+        names::str_lit(&opts.weights_file)
     );
     // Outputs struct.
     let _ = writeln!(src, "/// The model's outputs, borrowed from the arena.\npub struct Outputs<'a> {{");
     for d in &outputs {
-        let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: &'a [{}; {}],", d.name, d.dtype, d.shape, d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
+        let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: &'a [{}; {}],", names::text(&d.name), d.dtype, d.shape, d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
     }
     let _ = writeln!(src, "}}");
     if opts.profile {
@@ -234,7 +219,7 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
         let _ = writeln!(
             src,
             "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], {}) {{\n{body}}}",
-            input_params.join(", ")
+            part_params.join(", ")
         );
     }
     let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(e.to_string()))?;
