@@ -552,8 +552,9 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let dims = match cx.shape(0) {
                 Some(x) => {
                     let perm = perm.clone().unwrap_or_else(|| (0..x.len()).rev().collect());
-                    if perm.len() != x.len() || perm.iter().any(|&p| p >= x.len()) {
-                        return Err(format!("perm {perm:?} does not fit rank {}", x.len()));
+                    let mut seen = vec![false; x.len()];
+                    if perm.len() != x.len() || perm.iter().any(|&p| p >= x.len() || std::mem::replace(&mut seen[p], true)) {
+                        return Err(format!("perm {perm:?} is not a permutation of the {} axes", x.len()));
                     }
                     Some(perm.iter().map(|&p| x[p].clone()).collect())
                 }

@@ -76,6 +76,7 @@ impl<'a, 'p> Ctx<'a, 'p> {
 }
 
 pub fn import_model(model: &ModelProto, model_dir: Option<&Path>) -> Result<Model, OnnxError> {
+    super::validate::validate(model)?;
     let opset = model
         .opset_import
         .iter()

@@ -7,6 +7,7 @@ mod ml;
 mod rnn;
 mod scan8;
 mod training;
+pub mod validate;
 #[allow(clippy::all, missing_docs)]
 pub mod proto;
 pub mod tensor;

@@ -1,0 +1,275 @@
+//! The one validation of a decoded ModelProto, run before it is lowered, so every path that
+//! loads an ONNX file (`run`, `inspect`, `-o`, `bench`, `train`, `Build`) refuses what one
+//! refuses: IR version and opsets in the supported range; each graph's structure (one
+//! producer per value, graph inputs and initializers never overwritten, unique input names,
+//! nodes in order, outputs defined); attributes of the type the op defines, present when
+//! required, and in range where the range needs no shapes. What needs shapes (a perm that
+//! fits the rank, channels that divide by the group) is shape inference's.
+use super::import::node_label;
+use super::proto::attribute_proto::AttributeType;
+use super::proto::{AttributeProto, GraphProto, ModelProto, NodeProto};
+use super::OnnxError;
+use burnc_compiler::ir::DType;
+use std::collections::{HashMap, HashSet};
+
+/// IR versions burnc reads: 3 (ONNX 1.0) to that of the onnx package the conformance suite
+/// pins (onnx 1.23: IR 14).
+pub const IR_VERSIONS: std::ops::RangeInclusive<i64> = 3..=14;
+/// Opsets of the default domain burnc knows (onnx 1.23: 28).
+pub const DEFAULT_OPSETS: std::ops::RangeInclusive<i64> = 1..=28;
+
+pub fn validate(model: &ModelProto) -> Result<(), OnnxError> {
+    let bad = |reason: String| OnnxError::Graph { what: "model".into(), reason };
+    match model.ir_version {
+        None => return Err(bad("has no IR version".into())),
+        Some(v) if !IR_VERSIONS.contains(&v) => {
+            return Err(bad(format!("IR version {v} is not supported ({}..={})", IR_VERSIONS.start(), IR_VERSIONS.end())))
+        }
+        Some(_) => {}
+    }
+    let mut domains = HashSet::new();
+    for o in &model.opset_import {
+        let d = match o.domain() {
+            "" | "ai.onnx" => "ai.onnx",
+            d => d,
+        };
+        if !domains.insert(d) {
+            return Err(bad(format!("domain `{d}` is imported twice")));
+        }
+        let v = o.version.unwrap_or(0);
+        let range = match d {
+            "ai.onnx" => DEFAULT_OPSETS,
+            "ai.onnx.ml" => 1..=5,
+            "ai.onnx.preview.training" | "ai.onnx.preview" => 1..=1,
+            // Other domains: their ops are refused one by one when lowered.
+            _ => 1..=i64::MAX,
+        };
+        if !range.contains(&v) {
+            return Err(bad(format!("opset {v} of domain `{d}` is not supported ({}..={})", range.start(), range.end())));
+        }
+    }
+    let opset = model.opset_import.iter().find(|o| matches!(o.domain(), "" | "ai.onnx")).and_then(|o| o.version).unwrap_or(1);
+    let g = model.graph.as_ref().ok_or(OnnxError::NoGraph)?;
+    graph(g, &Scope::default(), opset)
+}
+
+/// Names visible from enclosing graphs.
+#[derive(Default)]
+struct Scope<'a> {
+    names: HashSet<&'a str>,
+}
+
+fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
+    let what = if g.name().is_empty() { "graph".to_string() } else { format!("`{}`", g.name()) };
+    let bad = |reason: String| OnnxError::Graph { what: what.clone(), reason };
+    // Inputs and initializers (an initializer may also be listed as an input: a default).
+    let mut inputs = HashSet::new();
+    for i in &g.input {
+        if i.name().is_empty() {
+            return Err(bad("has an input with an empty name".into()));
+        }
+        if !inputs.insert(i.name()) {
+            return Err(bad(format!("has two inputs named `{}`", i.name())));
+        }
+    }
+    let mut inits = HashSet::new();
+    for t in &g.initializer {
+        if t.name().is_empty() {
+            return Err(bad("has an initializer with an empty name".into()));
+        }
+        if !inits.insert(t.name()) {
+            return Err(bad(format!("has two initializers named `{}`", t.name())));
+        }
+    }
+    // Every value a node writes, with its producer: one producer each, never an input.
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (k, n) in g.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            let node = || node_err(n, opset, String::new());
+            if inputs.contains(o.as_str()) || inits.contains(o.as_str()) {
+                return Err(with_reason(node(), format!("writes `{o}`, which is a graph input or initializer")));
+            }
+            if let Some(&first) = producer.get(o.as_str()) {
+                let reason = if first == k {
+                    format!("writes `{o}` twice")
+                } else {
+                    format!("writes `{o}`, which node `{}` writes too (a value has one producer)", node_label(&g.node[first]))
+                };
+                return Err(with_reason(node(), reason));
+            }
+            producer.insert(o, k);
+        }
+    }
+    // Nodes in order: a node reads only what is defined before it.
+    let mut defined: HashSet<&str> = inputs.iter().chain(&inits).copied().collect();
+    for (k, n) in g.node.iter().enumerate() {
+        for i in n.input.iter().filter(|i| !i.is_empty()) {
+            if defined.contains(i.as_str()) || outer.names.contains(i.as_str()) {
+                continue;
+            }
+            let reason = match producer.get(i.as_str()) {
+                Some(&p) if p >= k => format!(
+                    "reads `{i}`, which node `{}` writes later: the graph has a cycle or its nodes are out of order",
+                    node_label(&g.node[p])
+                ),
+                _ => format!("reads `{i}`, which no input, initializer or node defines"),
+            };
+            return Err(node_err(n, opset, reason));
+        }
+        attributes(n, opset)?;
+        // Subgraphs see everything defined so far in this graph and the enclosing ones.
+        let subs: Vec<&GraphProto> = n.attribute.iter().flat_map(|a| a.g.iter().chain(&a.graphs)).collect();
+        if !subs.is_empty() {
+            let mut scope = Scope { names: outer.names.clone() };
+            scope.names.extend(defined.iter().copied());
+            for s in subs {
+                graph(s, &scope, opset)?;
+            }
+        }
+        defined.extend(n.output.iter().filter(|o| !o.is_empty()).map(String::as_str));
+    }
+    for o in &g.output {
+        if o.name().is_empty() {
+            return Err(bad("has an output with an empty name".into()));
+        }
+        if !defined.contains(o.name()) && !outer.names.contains(o.name()) {
+            return Err(bad(format!("output `{}` is not computed by any node, input or initializer", o.name())));
+        }
+    }
+    Ok(())
+}
+
+fn node_err(n: &NodeProto, opset: i64, reason: String) -> OnnxError {
+    OnnxError::Node { node: node_label(n), op: n.op_type().to_string(), opset, reason }
+}
+
+fn with_reason(e: OnnxError, r: String) -> OnnxError {
+    match e {
+        OnnxError::Node { node, op, opset, .. } => OnnxError::Node { node, op, opset, reason: r },
+        e => e,
+    }
+}
+
+/// What an attribute holds: its declared type, or (old files leave `type` unset) the field
+/// in use; `Undefined` when neither tells (an unset type and an empty list).
+fn kind(a: &AttributeProto) -> AttributeType {
+    if let Some(t) = a.r#type.and_then(|t| AttributeType::try_from(t).ok()).filter(|&t| t != AttributeType::Undefined) {
+        return t;
+    }
+    if a.f.is_some() {
+        AttributeType::Float
+    } else if a.i.is_some() {
+        AttributeType::Int
+    } else if a.s.is_some() {
+        AttributeType::String
+    } else if a.t.is_some() {
+        AttributeType::Tensor
+    } else if a.g.is_some() {
+        AttributeType::Graph
+    } else if !a.floats.is_empty() {
+        AttributeType::Floats
+    } else if !a.ints.is_empty() {
+        AttributeType::Ints
+    } else if !a.strings.is_empty() {
+        AttributeType::Strings
+    } else if !a.graphs.is_empty() {
+        AttributeType::Graphs
+    } else {
+        AttributeType::Undefined
+    }
+}
+
+/// The type of attributes that have one name and one type across the default domain's ops.
+fn expected(name: &str) -> Option<AttributeType> {
+    use AttributeType as T;
+    Some(match name {
+        "axis" | "group" | "to" | "keepdims" | "transA" | "transB" | "ceil_mode" | "count_include_pad" | "storage_order"
+        | "blocksize" | "num_scan_inputs" | "saturate" | "allowzero" | "hidden_size" | "layout" | "largest" | "sorted"
+        | "select_last_index" | "noop_with_empty_axes" | "exclude_outside" | "antialias" | "batch_dims" | "num_outputs"
+        | "exclusive" | "reverse" | "stash_type" | "value_int" | "fmod" | "detect_negative" | "detect_positive" | "upper"
+        | "center_point_box" | "sampling_ratio" | "output_height" | "output_width" | "training_mode" | "is_causal"
+        | "input_forget" | "size" | "dtype" | "block_size" | "output_dtype" | "align_corners" => T::Int,
+        "alpha" | "beta" | "gamma" | "epsilon" | "momentum" | "value_float" | "lambd" | "bias" | "clip" | "spatial_scale"
+        | "cubic_coeff_a" | "extrapolation_value" | "softcap" | "scale" => T::Float,
+        "mode" | "auto_pad" | "direction" | "equation" | "coordinate_transformation_mode" | "nearest_mode"
+        | "keep_aspect_ratio_policy" | "reduction" | "value_string" | "approximate" | "round_mode" | "padding_mode" => T::String,
+        "perm" | "axes" | "kernel_shape" | "strides" | "pads" | "dilations" | "output_padding" | "output_shape" | "value_ints"
+        | "scan_input_axes" | "scan_output_axes" | "scan_input_directions" | "scan_output_directions" | "shape" | "split"
+        | "starts" | "ends" | "pooled_shape" => T::Ints,
+        "value_floats" | "activation_alpha" | "activation_beta" | "scales" => T::Floats,
+        "activations" | "value_strings" => T::Strings,
+        "value" => T::Tensor,
+        "then_branch" | "else_branch" | "body" => T::Graph,
+        _ => return None,
+    })
+}
+
+/// Attributes an op cannot do without.
+fn required(op: &str) -> &'static [&'static str] {
+    match op {
+        "Cast" => &["to"],
+        "Concat" => &["axis"],
+        "If" => &["then_branch", "else_branch"],
+        "Loop" => &["body"],
+        "Scan" => &["body", "num_scan_inputs"],
+        "LRN" => &["size"],
+        "DepthToSpace" | "SpaceToDepth" => &["blocksize"],
+        "Einsum" => &["equation"],
+        "RandomNormal" | "RandomUniform" => &["shape"],
+        _ => &[],
+    }
+}
+
+fn attributes(n: &NodeProto, opset: i64) -> Result<(), OnnxError> {
+    let err = |reason: String| node_err(n, opset, reason);
+    let default_domain = matches!(n.domain(), "" | "ai.onnx");
+    let mut seen = HashSet::new();
+    for a in &n.attribute {
+        let name = a.name();
+        if !seen.insert(name) {
+            return Err(err(format!("attribute `{name}` is given twice")));
+        }
+        // A declared type whose field is absent is no error: proto3 writers omit zeros.
+        let k = kind(a);
+        if !default_domain {
+            continue;
+        }
+        if let Some(want) = expected(name) {
+            // An empty list declares nothing; a list attribute may hold a single value too.
+            if k != want && k != AttributeType::Undefined {
+                return Err(err(format!("attribute `{name}` must be {want:?}, the model gives {k:?}")));
+            }
+        }
+        let ints = || if k == AttributeType::Int { a.i.into_iter().collect() } else { a.ints.clone() };
+        match name {
+            "group" | "size" | "blocksize" | "num_outputs" | "hidden_size" if a.i.is_some_and(|v| v < 1) => {
+                return Err(err(format!("attribute `{name}` is {}, it must be at least 1", a.i.unwrap_or(0))))
+            }
+            "kernel_shape" | "strides" | "dilations" if ints().iter().any(|&v| v < 1) => {
+                return Err(err(format!("attribute `{name}` is {:?}, every entry must be at least 1", ints())))
+            }
+            "perm" => {
+                let p = ints();
+                let mut seen = HashSet::new();
+                if let Some(v) = p.iter().find(|&&v| v < 0 || !seen.insert(v)) {
+                    return Err(err(format!("attribute `perm` {p:?} is not a permutation ({v} is negative or repeated)")));
+                }
+            }
+            "to" if n.op_type() == "Cast" => {
+                let code = a.i.unwrap_or(0);
+                if i32::try_from(code).ok().and_then(DType::from_onnx_code).is_none() {
+                    return Err(err(format!("attribute `to` is {code}, which is no ONNX data type burnc knows")));
+                }
+            }
+            _ => {}
+        }
+    }
+    if default_domain {
+        for r in required(n.op_type()) {
+            if !seen.contains(r) {
+                return Err(err(format!("attribute `{r}` is required")));
+            }
+        }
+    }
+    Ok(())
+}
