@@ -8,6 +8,7 @@ pub mod ir;
 pub mod memory;
 pub mod passes;
 pub mod schedule;
+pub mod size;
 pub mod tensor;
 pub mod train;
 

@@ -45,9 +45,9 @@ impl Shape {
         self.0.iter().map(Dim::fixed).collect()
     }
 
-    /// Element count when every dim is fixed.
+    /// Element count when every dim is fixed (None too when it overflows).
     pub fn numel(&self) -> Option<usize> {
-        self.as_fixed().map(|d| d.iter().product())
+        self.as_fixed().and_then(|d| crate::size::numel(&d))
     }
 
     /// Element count with symbolic dims at their bounds (for memory planning).
@@ -58,7 +58,18 @@ impl Shape {
                 Dim::Fixed(n) => Some(*n),
                 Dim::Sym { bound, .. } => *bound,
             })
-            .product()
+            .try_fold(1usize, |a, d| a.checked_mul(d?))
+    }
+
+    /// The dims with symbolic ones at their bounds, when every dim is fixed or bounded.
+    pub fn at_bounds(&self) -> Option<Vec<usize>> {
+        self.0
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(n) => Some(*n),
+                Dim::Sym { bound, .. } => *bound,
+            })
+            .collect()
     }
 }
 

@@ -21,6 +21,7 @@ mod einsum;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
+    check_input_sizes(g)?;
     infer_graph(g, &[])
 }
 
@@ -70,7 +71,30 @@ fn infer_graph(g: &mut Graph, outer: &[(String, ValueType)]) -> Result<(), PassE
         for (o, t) in outs.into_iter().zip(tys) {
             let v = g.value_mut(o);
             v.ty = merge(&v.ty, t);
+            check_size(&v.ty).map_err(|r| node_err(&g.nodes[ni], format!("output `{}`: {r}", g.value(o).name)))?;
         }
+    }
+    Ok(())
+}
+
+/// Refuse a value no arena could hold (fixed dims, and symbolic ones at their bounds), so that
+/// every later product over one value's dims fits a `usize` (see `crate::size`).
+fn check_size(ty: &ValueType) -> Result<(), String> {
+    if let ValueType::Tensor(TensorType { dtype, shape: Some(s) }) = ty {
+        let dims: Vec<usize> = s.0.iter().filter_map(|d| match d {
+            Dim::Fixed(n) => Some(*n),
+            Dim::Sym { bound, .. } => *bound,
+        }).collect();
+        crate::size::value_bytes(&dims, *dtype)?;
+    }
+    Ok(())
+}
+
+/// Graph inputs whose declared shape no arena could hold.
+fn check_input_sizes(g: &Graph) -> Result<(), PassError> {
+    for &i in &g.inputs {
+        let v = g.value(i);
+        check_size(&v.ty).map_err(|reason| PassError::Node { node: format!("graph input `{}`", v.name), op: "input".into(), reason })?;
     }
     Ok(())
 }
@@ -694,7 +718,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                     if r.len() != x.len() {
                         return Err(format!("repeats has {} entries for rank {}", r.len(), x.len()));
                     }
-                    Some(x.iter().zip(&r).map(|(d, &k)| if k == 1 { d.clone() } else { map_dim(cx, d, |v| Some(v * k.max(0) as usize)) }).collect())
+                    Some(x.iter().zip(&r).map(|(d, &k)| if k == 1 { d.clone() } else { map_dim(cx, d, |v| Some(v.saturating_mul(k.max(0) as usize))) }).collect())
                 }
                 (Some(x), None) => Some(cx.fresh_dims(x.len())),
                 _ => None,
@@ -777,15 +801,15 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let dims = match cx.shape(0) {
                 Some(x) if x.len() == 4 => {
                     if let Dim::Fixed(c) = x[1] {
-                        if c % (b * b) != 0 {
-                            return Err(format!("channels {c} not divisible by blocksize² {}", b * b));
+                        if c % b.saturating_mul(b) != 0 {
+                            return Err(format!("channels {c} not divisible by blocksize² {}", b.saturating_mul(b)));
                         }
                     }
                     Some(vec![
                         x[0].clone(),
-                        map_dim(cx, &x[1], |c| Some(c / (b * b))),
-                        map_dim(cx, &x[2], |h| Some(h * b)),
-                        map_dim(cx, &x[3], |w| Some(w * b)),
+                        map_dim(cx, &x[1], |c| Some(c / b.saturating_mul(b))),
+                        map_dim(cx, &x[2], |h| Some(h.saturating_mul(b))),
+                        map_dim(cx, &x[3], |w| Some(w.saturating_mul(b))),
                     ])
                 }
                 Some(x) => return Err(format!("expects a rank-4 input, got rank {}", x.len())),
@@ -806,7 +830,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                     }
                     Some(vec![
                         x[0].clone(),
-                        map_dim(cx, &x[1], |c| Some(c * b * b)),
+                        map_dim(cx, &x[1], |c| Some(c.saturating_mul(b).saturating_mul(b))),
                         map_dim(cx, &x[2], |h| Some(h / b)),
                         map_dim(cx, &x[3], |w| Some(w / b)),
                     ])
@@ -953,7 +977,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let Ok(d) = crate::interp::ops::attention::resolve_dims(a, &q, &k, &v, past) else { return Ok(vec![]) };
             let f = |v: &[usize]| Some(v.iter().map(|&x| Dim::Fixed(x)).collect());
             let skv = d.kv_seq();
-            let y = if d.q_3d { vec![d.batch, d.q_seq, d.q_heads * d.v_head_dim] } else { vec![d.batch, d.q_heads, d.q_seq, d.v_head_dim] };
+            let y = if d.q_3d { vec![d.batch, d.q_seq, d.q_heads.saturating_mul(d.v_head_dim)] } else { vec![d.batch, d.q_heads, d.q_seq, d.v_head_dim] };
             vec![
                 t(cx.dtype(0), f(&y)),
                 t(cx.dtype(1), f(&[d.batch, d.kv_heads, skv, d.head_dim])),
@@ -988,7 +1012,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let d = crate::interp::ops::recurrent::linear_attention_dims(a, &q, &k, &v, dec.as_deref(), beta.as_deref())?;
             let f = |v: &[usize]| Some(v.iter().map(|&x| Dim::Fixed(x)).collect());
             let state = if n.inputs.get(3).copied().flatten().is_some() { cx.dtype(3) } else { cx.dtype(0) };
-            vec![t(cx.dtype(0), f(&[d.batch, d.seq, d.q_heads * d.dv])), t(state, f(&[d.batch, d.kv_heads, d.dk, d.dv]))]
+            vec![t(cx.dtype(0), f(&[d.batch, d.seq, d.q_heads.saturating_mul(d.dv)])), t(state, f(&[d.batch, d.kv_heads, d.dk, d.dv]))]
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
         | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
@@ -1054,7 +1078,7 @@ fn spatial(cx: &Cx, xs: &[Dim], k: &[usize], w: &Window, pool: bool) -> R<Vec<Di
     let (s, d, p) = window_params(w, nsp)?;
     (0..nsp)
         .map(|i| {
-            let ek = (k[i].max(1) - 1) * d[i] + 1;
+            let ek = (k[i].max(1) - 1).saturating_mul(d[i]).saturating_add(1);
             let Dim::Fixed(n) = xs[i] else {
                 // A symbolic dim survives a "same"-size stride-1 window.
                 let same = s[i] == 1
@@ -1081,7 +1105,7 @@ fn spatial(cx: &Cx, xs: &[Dim], k: &[usize], w: &Window, pool: bool) -> R<Vec<Di
                     if pool && w.ceil_mode {
                         let mut o = (padded - ek).div_ceil(s[i]) + 1;
                         // The last window must start inside the input or left padding.
-                        if (o - 1) * s[i] >= n + p[i] {
+                        if (o - 1).saturating_mul(s[i]) >= n.saturating_add(p[i]) {
                             o -= 1;
                         }
                         o
@@ -1103,7 +1127,7 @@ fn conv(cx: &Cx, w: &Window, group: usize) -> R<Option<Vec<Dim>>> {
         return Err(format!("input rank {} and weight rank {} do not fit a convolution", x.len(), wt.len()));
     }
     if let (Dim::Fixed(c), Dim::Fixed(cw)) = (&x[1], &wt[1]) {
-        if *c != cw * group {
+        if *c != cw.saturating_mul(group) {
             return Err(format!("input has {c} channels, weight expects {cw} x group {group}"));
         }
     }
@@ -1151,17 +1175,17 @@ fn conv_transpose(cx: &Cx, w: &Window, group: usize, out_pad: &[usize], out_shap
     };
     let (s, d, p) = window_params(w, nsp)?;
     let op = if out_pad.is_empty() { vec![0; nsp] } else { out_pad.to_vec() };
-    let mut out = vec![x[0].clone(), map_dim(cx, &wt[1], |m| Some(m * group))];
+    let mut out = vec![x[0].clone(), map_dim(cx, &wt[1], |m| Some(m.saturating_mul(group)))];
     for i in 0..nsp {
         if !out_shape.is_empty() {
             out.push(Dim::Fixed(out_shape[out_shape.len() - nsp + i]));
             continue;
         }
         out.push(match (&x[2 + i], w.auto_pad) {
-            (Dim::Fixed(n), AutoPad::SameUpper | AutoPad::SameLower) => Dim::Fixed(n * s[i]),
+            (Dim::Fixed(n), AutoPad::SameUpper | AutoPad::SameLower) => Dim::Fixed(n.saturating_mul(s[i])),
             (Dim::Fixed(n), _) => {
                 let pads = if w.auto_pad == AutoPad::Valid { 0 } else { p[i] + p[i + nsp] };
-                let full = s[i] * ((*n).max(1) - 1) + op.get(i).copied().unwrap_or(0) + (k[i].max(1) - 1) * d[i] + 1;
+                let full = crate::size::product([s[i], (*n).max(1) - 1]).saturating_add(op.get(i).copied().unwrap_or(0)).saturating_add((k[i].max(1) - 1).saturating_mul(d[i])).saturating_add(1);
                 if full < pads {
                     return Err(format!("pads {pads} exceed the output size {full}"));
                 }
@@ -1294,7 +1318,7 @@ fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
             let mut in_f = 1usize;
             for dd in x {
                 match dd {
-                    Dim::Fixed(n) => in_f *= n,
+                    Dim::Fixed(n) => in_f = in_f.saturating_mul(*n),
                     s => in_syms.push(s),
                 }
             }
@@ -1302,7 +1326,7 @@ fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
             let mut ok = true;
             for dd in out.iter().flatten() {
                 match dd {
-                    Dim::Fixed(n) => out_f *= n,
+                    Dim::Fixed(n) => out_f = out_f.saturating_mul(*n),
                     s => match in_syms.iter().position(|q| q == &s) {
                         Some(p) if !is_fresh(s) => {
                             in_syms.remove(p);
@@ -1327,7 +1351,8 @@ fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
         let a: Option<Vec<usize>> = x.iter().map(Dim::fixed).collect();
         let b: Option<Vec<usize>> = out.iter().map(|d| d.as_ref().and_then(Dim::fixed)).collect();
         if let (Some(a), Some(b)) = (a, b) {
-            if a.iter().product::<usize>() != b.iter().product::<usize>() {
+            let count = |d: &[usize]| crate::size::numel(d).ok_or_else(|| format!("the shape {d:?} is too large"));
+            if count(&a)? != count(&b)? {
                 return Err(format!("cannot reshape {a:?} into {b:?}"));
             }
         }
