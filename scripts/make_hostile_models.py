@@ -451,7 +451,9 @@ def wrap_pad_reflect_too_wide(root):
     c = Case(root, "wrap_pad_reflect_too_wide")
     m = model([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_reflect", mode="reflect")], [vi("x", [4])], [vi("y", None)], [i64("pads", [100, 0])])
     c.input_pb(0, np.arange(4, dtype=np.float32))
-    c.save(m, "error", contains=["pad_reflect"], cmd="run {model} --input {dir}/input_0.pb", note="reflect pads wider than the axis")
+    # onnxruntime refuses pads wider than the axis; ONNX's reference (np.pad) reflects
+    # periodically, and so does burnc: a defined result, not a hostile one.
+    c.save(m, "compiles", cmd="run {model} --input {dir}/input_0.pb", stdout_contains=["[104]"], note="reflect pads wider than the axis: reflected periodically, as ONNX's reference does")
 
 
 @case

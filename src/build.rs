@@ -38,7 +38,7 @@ fn file_err(p: &Path, e: impl ToString) -> BuildError {
 /// Read a value from `.npy`, or from `.pb` (a TensorProto; SequenceProto/OptionalProto when
 /// `declared` is a sequence/optional).
 pub fn read_value(path: &Path, declared: &ValueType) -> Result<RtValue, BuildError> {
-    let bytes = std::fs::read(path).map_err(|e| file_err(path, e))?;
+    let bytes = read_at_most(path, input_file_limit(declared))?;
     if path.extension().is_some_and(|e| e == "npy") {
         let t = burnc_frontends::npy::parse(&bytes).map_err(|e| file_err(path, e))?;
         return Ok(RtValue::Tensor(t));
@@ -49,6 +49,34 @@ pub fn read_value(path: &Path, declared: &ValueType) -> Result<RtValue, BuildErr
         _ => ValueKindHint::Tensor,
     };
     decode_value(&bytes, hint).map_err(|e| file_err(path, e))
+}
+
+/// The most bytes an input file for a value of type `declared` can take: its elements at the
+/// widest encoding (a varint: 10 bytes) plus room for headers, or 2 GiB when the shape is not
+/// fixed. `--input /dev/zero` ends there instead of filling memory.
+fn input_file_limit(declared: &ValueType) -> u64 {
+    const UNKNOWN: u64 = 1 << 31;
+    match declared {
+        ValueType::Tensor(t) => t
+            .shape
+            .as_ref()
+            .and_then(|s| s.numel())
+            .and_then(|n| (n as u64).checked_mul(10)?.checked_add(1 << 20))
+            .unwrap_or(UNKNOWN),
+        _ => UNKNOWN,
+    }
+}
+
+/// The bytes of `path`, refusing files longer than `limit`.
+fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>, BuildError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| file_err(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(|e| file_err(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(file_err(path, format!("longer than the {limit} bytes the input can take")));
+    }
+    Ok(bytes)
 }
 
 /// Parse `1x3x224x224` (also `1,3,224,224`; empty for a scalar).
@@ -279,25 +307,40 @@ pub fn generate(
     consts: &[(String, PathBuf)],
     weights_file: &str,
 ) -> Result<Generated, BuildError> {
-    generate_with(model, pins, consts, None, weights_file, true)
+    generate_with(model, pins, consts, None, weights_file, &CompileOptions::default())
 }
 
-/// [`generate`], with the initializers replaced from a weights file first; `winograd`:
-/// [`CodegenOptions::winograd`].
+/// What a compile may choose besides the model: Winograd convolutions and the arena limit.
+#[derive(Debug, Clone, Copy)]
+pub struct CompileOptions {
+    /// [`CodegenOptions::winograd`].
+    pub winograd: bool,
+    /// [`CodegenOptions::max_arena`].
+    pub max_arena: usize,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES }
+    }
+}
+
+/// [`generate`], with the initializers replaced from a weights file first.
 pub fn generate_with(
     model: &Path,
     pins: &[(String, Vec<usize>)],
     consts: &[(String, PathBuf)],
     weights: Option<&Weights>,
     weights_file: &str,
-    winograd: bool,
+    options: &CompileOptions,
 ) -> Result<Generated, BuildError> {
     let mut g = load_graph(model, pins, consts, weights)?;
     burnc_compiler::passes::prepare(&mut g)?;
     let opts = CodegenOptions {
         weights_file: weights_file.to_string(),
         source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-        winograd,
+        winograd: options.winograd,
+        max_arena: options.max_arena,
         ..Default::default()
     };
     Ok(codegen::generate(&g, &opts)?)
@@ -439,11 +482,11 @@ pub fn compile_to(
     pins: &[(String, Vec<usize>)],
     consts: &[(String, PathBuf)],
     weights: Option<&Weights>,
-    winograd: bool,
+    options: &CompileOptions,
 ) -> Result<Report, BuildError> {
     let bin = out.with_extension("bin");
     let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
-    let gen = generate_with(model, pins, consts, weights, &bin_name, winograd)?;
+    let gen = generate_with(model, pins, consts, weights, &bin_name, options)?;
     write_generated(out, &bin, gen)
 }
 
@@ -501,6 +544,7 @@ pub struct Build {
     allow_unused_weights: bool,
     train: Option<TrainSpec>,
     winograd: bool,
+    max_arena: usize,
 }
 
 impl Build {
@@ -520,6 +564,7 @@ impl Build {
             allow_unused_weights: false,
             train: None,
             winograd: true,
+            max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES,
         }
     }
 
@@ -590,6 +635,13 @@ impl Build {
         self
     }
 
+    /// The most bytes the model's arena may take (default 1 TiB): a model that needs more is
+    /// refused with the node holding the largest buffer.
+    pub fn max_arena(mut self, bytes: usize) -> Self {
+        self.max_arena = bytes;
+        self
+    }
+
     /// Whether 3×3 convolutions may run by Winograd (default true): faster, but their weights
     /// take 4× the space in the blob ([`CodegenOptions::winograd`]).
     pub fn winograd(mut self, on: bool) -> Self {
@@ -638,7 +690,7 @@ impl Build {
         let pins: Vec<(String, Vec<usize>)> =
             specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), self.winograd),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena }),
             Some(spec) => {
                 let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {

@@ -29,6 +29,10 @@ struct Cli {
     /// weights take a quarter of the space (for flash-limited targets).
     #[arg(long)]
     no_winograd: bool,
+    /// The most bytes the arena may take (default 1 TiB, 1099511627776): a model that needs
+    /// more is refused, naming the node with the largest buffer.
+    #[arg(long, value_name = "BYTES")]
+    max_arena: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -53,7 +57,11 @@ fn main() -> ExitCode {
         Some(Command::Bench(a)) => cli::bench::bench(a),
         Some(Command::Train(a)) => cli::train::train(a),
         None => match cli.model {
-            Some(m) => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train, !cli.no_winograd),
+            Some(m) => {
+                let defaults = burnc::build::CompileOptions::default();
+                let options = burnc::build::CompileOptions { winograd: !cli.no_winograd, max_arena: cli.max_arena.unwrap_or(defaults.max_arena) };
+                cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train, &options)
+            }
             None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench, train); see --help".into())),
         },
     };

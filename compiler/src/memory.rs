@@ -27,11 +27,14 @@ pub struct PlanOptions<'a> {
     /// Whether node `n`'s output 0 may reuse input `i`'s buffer in place. Only asked when input `i`
     /// is a node output whose buffer dies at `n`, is no graph output, and has output 0's size.
     pub can_inplace: &'a dyn Fn(&Graph, NodeId, usize) -> bool,
+    /// The most bytes the arena may take ([`crate::size::DEFAULT_MAX_ARENA_BYTES`] unless the
+    /// user sets `--max-arena`); a plan above it is an error naming the largest buffer.
+    pub max_arena: usize,
 }
 
 impl Default for PlanOptions<'_> {
     fn default() -> Self {
-        PlanOptions { scratch: &|_, _| 0, can_inplace: &|_, _, _| false }
+        PlanOptions { scratch: &|_, _| 0, can_inplace: &|_, _, _| false, max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES }
     }
 }
 
@@ -62,10 +65,13 @@ pub struct MemoryPlan {
 pub enum PlanError {
     #[error("node `{node}`: output `{value}` {reason}; the memory plan needs static tensor shapes (pin symbolic dims)")]
     NotStatic { node: String, value: String, reason: &'static str },
+    #[error("node `{node}`: the arena would need {bytes} bytes, more than the limit of {limit} (--max-arena); its largest buffer is `{value}`, {largest} bytes")]
+    TooLarge { node: String, value: String, bytes: usize, largest: usize, limit: usize },
 }
 
+/// `n` rounded up to [`ALIGN`], saturating (a saturated size is over every limit).
 pub fn align_up(n: usize) -> usize {
-    n.div_ceil(ALIGN) * ALIGN
+    n.div_ceil(ALIGN).saturating_mul(ALIGN)
 }
 
 /// A buffer: one or more values sharing storage (a value, its views, in-place results over it).
@@ -206,13 +212,31 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
         lower_bound = lower_bound.max(live);
     }
 
+    // Above the limit: refuse before packing when even a buffer or the sum of all is
+    // (packed offsets never exceed the sum), and after it when the packed arena is.
+    let total: usize = rects.iter().fold(0usize, |a, r| a.saturating_add(r.size));
+    let too_large = |bytes: usize| {
+        let (k, largest) = rects.iter().enumerate().map(|(k, r)| (k, r.size)).max_by_key(|&(_, s)| s).unwrap_or((0, 0));
+        let (node, value) = rect_owner(g, &buffer_of, &scratch_rect, k);
+        PlanError::TooLarge { node, value, bytes, largest, limit: opts.max_arena }
+    };
+    if rects.iter().any(|r| r.size > opts.max_arena) || total >= usize::MAX / 2 {
+        return Err(too_large(total));
+    }
     let offsets = pack(&rects.iter().map(|r| (r.start, r.end, r.size)).collect::<Vec<_>>());
     let arena_bytes = rects.iter().zip(&offsets).map(|(r, o)| o + r.size).max().unwrap_or(0);
+    if arena_bytes > opts.max_arena {
+        return Err(too_large(arena_bytes));
+    }
 
     let slots = buffer_of.iter().map(|(&v, &b)| (v, Slot { offset: offsets[b], bytes: bytes[&v] })).collect();
     let scratch = scratch_rect.iter().map(|&(n, r, sc)| (n, Slot { offset: offsets[r], bytes: sc })).collect();
-    let total_buffer_bytes = bytes.iter().filter(|(v, _)| !aliases.contains_key(*v)).map(|(_, b)| align_up(*b)).sum::<usize>()
-        + scratch_rect.iter().map(|r| align_up(r.2)).sum::<usize>();
+    let total_buffer_bytes = bytes
+        .iter()
+        .filter(|(v, _)| !aliases.contains_key(*v))
+        .map(|(_, b)| align_up(*b))
+        .chain(scratch_rect.iter().map(|r| align_up(r.2)))
+        .fold(0usize, usize::saturating_add);
 
     let mut weights = HashSet::new();
     for v in uses.iter().flatten().chain(&g.outputs) {
@@ -240,6 +264,23 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
         total_buffer_bytes,
         weights_bytes,
     })
+}
+
+/// The node and value (or "scratch") that rectangle `k` of the plan holds, for errors.
+fn rect_owner(g: &Graph, buffer_of: &HashMap<ValueId, usize>, scratch: &[(NodeId, usize, usize)], k: usize) -> (String, String) {
+    if let Some(&(n, _, _)) = scratch.iter().find(|s| s.1 == k) {
+        return (g.node(n).name.clone(), "scratch".into());
+    }
+    match buffer_of.iter().filter(|(_, &b)| b == k).map(|(&v, _)| v).min_by_key(|v| v.0) {
+        Some(v) => {
+            let node = match g.value(v).kind {
+                ValueKind::Node(n) => g.node(n).name.clone(),
+                _ => String::new(),
+            };
+            (node, g.value(v).name.clone())
+        }
+        None => (String::new(), String::new()),
+    }
 }
 
 /// Offsets for (start, end, size) rectangles (inclusive step intervals, sizes multiples of

@@ -76,7 +76,7 @@ pub fn parse(bytes: &[u8]) -> Result<Tensor, NpyError> {
     if !little && dtype.size() > 1 {
         return Err(NpyError::UnsupportedDtype(descr.to_string()));
     }
-    let n: usize = shape.iter().product();
+    let n = burnc_compiler::size::numel(&shape).ok_or(NpyError::Truncated)?;
     let payload = &bytes[hstart + hlen..];
     let need = n.checked_mul(dtype.size()).ok_or(NpyError::Truncated)?;
     let body = payload.get(..need).ok_or(NpyError::Truncated)?;

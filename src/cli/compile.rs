@@ -4,7 +4,7 @@
 use super::weights::WeightsArgs;
 use super::CliError;
 use super::train::TrainArgs;
-use burnc::build::{compile_bounded_to, compile_to, compile_train_to, has_bounded, parse_dims, parse_pin_dims};
+use burnc::build::{compile_bounded_to, compile_to, compile_train_to, has_bounded, parse_dims, parse_pin_dims, CompileOptions};
 use std::path::{Path, PathBuf};
 
 
@@ -12,7 +12,7 @@ fn split<'a>(spec: &'a str, what: &str) -> Result<(&'a str, &'a str), CliError> 
     spec.split_once('=').ok_or_else(|| CliError::Usage(format!("expected {what}, got `{spec}`")))
 }
 
-pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs, winograd: bool) -> Result<(), CliError> {
+pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs, options: &CompileOptions) -> Result<(), CliError> {
     let out: PathBuf = match output {
         Some(o) => o.to_path_buf(),
         None => PathBuf::from(format!("{}.rs", model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or("model".into()))),
@@ -54,7 +54,7 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
         println!("{}", report.memory_line());
         return Ok(());
     }
-    let report = compile_to(model, &out, &pins, &consts, weights.spec()?.as_ref(), winograd)?;
+    let report = compile_to(model, &out, &pins, &consts, weights.spec()?.as_ref(), options)?;
     println!("{}", report.memory_line());
     Ok(())
 }

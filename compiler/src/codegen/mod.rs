@@ -48,11 +48,22 @@ pub struct CodegenOptions {
     /// Time every node (std only): the module gets `PROFILE_NODES` and `PROFILE_NS`, one
     /// counter per node that `forward` adds its nanoseconds to. For `burnc bench --profile`.
     pub profile: bool,
+    /// The most bytes the arena may take; a model above it is refused with the node that
+    /// needs the largest buffer ([`crate::size::DEFAULT_MAX_ARENA_BYTES`] by default).
+    pub max_arena: usize,
 }
 
 impl Default for CodegenOptions {
     fn default() -> Self {
-        CodegenOptions { weights_file: "model.bin".into(), source_name: "model".into(), nodes_per_fn: 32, fuse: true, winograd: true, profile: false }
+        CodegenOptions {
+            weights_file: "model.bin".into(),
+            source_name: "model".into(),
+            nodes_per_fn: 32,
+            fuse: true,
+            winograd: true,
+            profile: false,
+            max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES,
+        }
     }
 }
 
@@ -67,7 +78,12 @@ pub struct IoDesc {
 
 /// The memory plan generated code would use (the codegen's scratch and in-place rules).
 pub fn plan_memory(g: &Graph) -> Result<memory::MemoryPlan, memory::PlanError> {
-    memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id), can_inplace: &|g, id, i| emit::can_inplace(g, id, i) })
+    plan_memory_within(g, crate::size::DEFAULT_MAX_ARENA_BYTES)
+}
+
+/// [`plan_memory`] with an arena limit of `max_arena` bytes.
+pub fn plan_memory_within(g: &Graph, max_arena: usize) -> Result<memory::MemoryPlan, memory::PlanError> {
+    memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id), can_inplace: &|g, id, i| emit::can_inplace(g, id, i), max_arena })
 }
 
 /// The graph generated code is built from: `g` after the fusion passes (which change
@@ -97,7 +113,7 @@ pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenEr
     };
     // The layout, the plan's scratch sizes and the emitters all ask `emit::nn::winograd_conv`.
     emit::nn::with_winograd(opts.fuse && opts.winograd, || {
-        let plan = plan_memory(g)?;
+        let plan = plan_memory_within(g, opts.max_arena)?;
         module::build(g, &plan, opts)
     })
 }

@@ -606,7 +606,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 }
                 let cat: Vec<Dim> = shapes.iter().map(|s| s[a].clone()).collect();
                 o[a] = if cat.iter().all(|d| d.fixed().is_some()) {
-                    Dim::Fixed(cat.iter().filter_map(Dim::fixed).sum())
+                    Dim::Fixed(cat.iter().filter_map(Dim::fixed).fold(0usize, usize::saturating_add))
                 } else {
                     let nonzero: Vec<&Dim> = cat.iter().filter(|d| **d != Dim::Fixed(0)).collect();
                     if nonzero.len() == 1 { nonzero[0].clone() } else { cx.fresh() }
@@ -743,7 +743,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                         if b != 0 || e != 0 {
                             o[a] = match &x[a] {
                                 Dim::Fixed(d) => {
-                                    let v = *d as i64 + b + e;
+                                    let v = (*d as i64).saturating_add(b).saturating_add(e);
                                     if v < 0 {
                                         return Err(format!("pads {b},{e} make axis {a} negative"));
                                     }
@@ -783,6 +783,14 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Range => {
             let len = match (cx.konst(0), cx.konst(1), cx.konst(2)) {
                 (Some(s), Some(l), Some(d)) => {
+                    let ints = |t: &Tensor| if t.dtype().is_int() { t.to_i64_vec().and_then(|v| v.first().copied()) } else { None };
+                    if let (Some(s), Some(l), Some(d)) = (ints(&s), ints(&l), ints(&d)) {
+                        if d == 0 {
+                            return Err("delta is 0".into());
+                        }
+                        let n = crate::interp::ops::shape::range_len_int(s, l, d);
+                        return Ok(vec![t(cx.dtype(0), Some(vec![Dim::Fixed(usize::try_from(n).unwrap_or(usize::MAX))]))]);
+                    }
                     let (s, l, d) = (s.to_f64_vec(), l.to_f64_vec(), d.to_f64_vec());
                     match (s.first(), l.first(), d.first()) {
                         (Some(s), Some(l), Some(d)) if *d != 0.0 => Dim::Fixed(((l - s) / d).ceil().max(0.0) as usize),

@@ -68,10 +68,16 @@ impl<'a, 'p> Ctx<'a, 'p> {
         self.graph.add_const(name, t)
     }
 
-    /// Lower a subgraph attribute in a scope chained to this one.
-    pub fn subgraph(&self, g: &GraphProto) -> Result<Graph, OnnxError> {
+    /// Lower a subgraph attribute in a scope chained to this one. The values it reads from
+    /// further out become outer values of this graph too, so every graph between a value's
+    /// definition and its reader carries it (codegen binds them level by level).
+    pub fn subgraph(&mut self, g: &GraphProto) -> Result<Graph, OnnxError> {
         let scope = Scope { names: HashMap::new(), parent: Some(&self.scope) };
-        build_graph(g, scope, self.opset, self.model_dir, true)
+        let sub = build_graph(g, scope, self.opset, self.model_dir, true)?;
+        for v in sub.values.iter().filter(|v| matches!(v.kind, ValueKind::Outer)) {
+            self.lookup("<subgraph>", &v.name)?;
+        }
+        Ok(sub)
     }
 }
 

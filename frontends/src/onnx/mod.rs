@@ -53,7 +53,7 @@ pub struct Model {
 /// Load an ONNX file. The file is memory-mapped; parameters keep slices of the map.
 pub fn load(path: &Path) -> Result<Model, OnnxError> {
     let io = |source| OnnxError::Io { path: path.display().to_string(), source };
-    let file = std::fs::File::open(path).map_err(io)?;
+    let file = open_regular(path).map_err(io)?;
     // SAFETY: read-only map; see tensor::read_external.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     load_bytes(Bytes::from_owner(map), path.parent())
@@ -64,4 +64,36 @@ pub fn load_bytes(bytes: Bytes, model_dir: Option<&Path>) -> Result<Model, OnnxE
     use prost::Message;
     let model = proto::ModelProto::decode(bytes)?;
     import_model(&model, model_dir)
+}
+
+/// Open `path` for reading if it is a regular file (after symlinks); a FIFO, socket or device
+/// is refused without blocking (a FIFO's `open` waits for a writer, a device never ends).
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        // Swapped for a FIFO between the check and the open: fail instead of waiting.
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc_o_nonblock());
+    }
+    let file = opts.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok(file)
+}
+
+/// `O_NONBLOCK` (0o4000 on Linux and most Unixes; 0x4 on the BSDs and macOS).
+#[cfg(unix)]
+fn libc_o_nonblock() -> i32 {
+    if cfg!(any(target_os = "macos", target_os = "ios", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd", target_os = "dragonfly")) {
+        0x4
+    } else {
+        0o4000
+    }
 }

@@ -149,7 +149,8 @@ fn read_external(t: &TensorProto, model_dir: Option<&Path>) -> Result<Bytes, Onn
     if !canon.starts_with(&canon_dir) {
         return Err(err(name, format!("external data location `{location}` leaves the model's folder")));
     }
-    let file = std::fs::File::open(&canon).map_err(|e| err(name, format!("external data `{}`: {e}", path.display())))?;
+    // Only regular files: opening a FIFO blocks until someone writes, a device never ends.
+    let file = super::open_regular(&canon).map_err(|e| err(name, format!("external data `{}`: {e}", path.display())))?;
     // SAFETY: the map is read-only; a file changed under us while compiling gives wrong
     // weights, not memory unsafety beyond what every mmap-based loader accepts.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| err(name, format!("mmap {}: {e}", path.display())))?;

@@ -27,6 +27,9 @@ pub fn validate(model: &ModelProto) -> Result<(), OnnxError> {
         }
         Some(_) => {}
     }
+    if model.opset_import.is_empty() {
+        return Err(bad("imports no opset".into()));
+    }
     let mut domains = HashSet::new();
     for o in &model.opset_import {
         let d = match o.domain() {
@@ -53,10 +56,13 @@ pub fn validate(model: &ModelProto) -> Result<(), OnnxError> {
     graph(g, &Scope::default(), opset)
 }
 
-/// Names visible from enclosing graphs.
+/// What enclosing graphs define: `names` a subgraph may read (defined before the node that
+/// holds it), `taken` every name of theirs (a subgraph may not define one again: SSA spans
+/// the nested scopes).
 #[derive(Default)]
 struct Scope<'a> {
     names: HashSet<&'a str>,
+    taken: HashSet<&'a str>,
 }
 
 fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
@@ -71,6 +77,9 @@ fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
         if !inputs.insert(i.name()) {
             return Err(bad(format!("has two inputs named `{}`", i.name())));
         }
+    }
+    for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
+        declared_dims(v).map_err(|r| bad(format!("value `{}`: {r}", v.name())))?;
     }
     let mut inits = HashSet::new();
     for t in &g.initializer {
@@ -97,6 +106,9 @@ fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
                 };
                 return Err(with_reason(node(), reason));
             }
+            if outer.taken.contains(o.as_str()) {
+                return Err(with_reason(node(), format!("writes `{o}`, which an enclosing graph defines (names are unique across nested graphs)")));
+            }
             producer.insert(o, k);
         }
     }
@@ -120,8 +132,9 @@ fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
         // Subgraphs see everything defined so far in this graph and the enclosing ones.
         let subs: Vec<&GraphProto> = n.attribute.iter().flat_map(|a| a.g.iter().chain(&a.graphs)).collect();
         if !subs.is_empty() {
-            let mut scope = Scope { names: outer.names.clone() };
+            let mut scope = Scope { names: outer.names.clone(), taken: outer.taken.clone() };
             scope.names.extend(defined.iter().copied());
+            scope.taken.extend(inputs.iter().chain(&inits).chain(producer.keys()).copied());
             for s in subs {
                 graph(s, &scope, opset)?;
             }
@@ -268,6 +281,22 @@ fn attributes(n: &NodeProto, opset: i64) -> Result<(), OnnxError> {
         for r in required(n.op_type()) {
             if !seen.contains(r) {
                 return Err(err(format!("attribute `{r}` is required")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A declared tensor shape's dims are sizes: never negative.
+fn declared_dims(v: &super::proto::ValueInfoProto) -> Result<(), String> {
+    use super::proto::tensor_shape_proto::dimension::Value;
+    use super::proto::type_proto;
+    if let Some(type_proto::Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        for (i, d) in t.shape.iter().flat_map(|s| &s.dim).enumerate() {
+            if let Some(Value::DimValue(n)) = d.value {
+                if n < 0 {
+                    return Err(format!("dim {i} is declared {n}"));
+                }
             }
         }
     }

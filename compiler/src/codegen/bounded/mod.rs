@@ -169,7 +169,7 @@ fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) 
     let inplace = |g: &Graph, id, i| {
         super::emit::can_inplace(g, id, i) && (!node_is_symbolic(g, info, id) || matches!(g.node(id).op, Op::Unary(_)))
     };
-    Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace })?)
+    Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace, ..PlanOptions::default() })?)
 }
 
 /// The Rust field name of dim `name` in the generated `Dims`.

@@ -324,8 +324,17 @@ fn bind_outer(cx: &Ctx, n: &Node, sub: &Graph, tag: &str, names: &mut HashMap<Va
     Ok(s)
 }
 
+/// Whether `g` reads `v`: a node's input, a graph output, or an outer value of a nested
+/// subgraph with `v`'s name that the subgraph reads (a value read two levels down passes
+/// through every graph between).
 fn is_read(g: &Graph, v: ValueId) -> bool {
-    g.nodes.iter().any(|n| n.inputs.contains(&Some(v))) || g.outputs.contains(&v)
+    if g.nodes.iter().any(|n| n.inputs.contains(&Some(v))) || g.outputs.contains(&v) {
+        return true;
+    }
+    let name = &g.value(v).name;
+    g.nodes.iter().flat_map(|n| crate::schedule::subgraphs(&n.op)).any(|sub| {
+        sub.values.iter().enumerate().any(|(k, sv)| matches!(sv.kind, ValueKind::Outer) && sv.name == *name && is_read(sub, ValueId(k as u32)))
+    })
 }
 
 /// The subgraph's statements, with its weights appended to the enclosing blob.

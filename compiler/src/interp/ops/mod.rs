@@ -21,7 +21,7 @@ pub(crate) mod reduce;
 pub(crate) mod resize;
 pub(crate) mod rnn;
 mod seq;
-mod shape;
+pub(crate) mod shape;
 pub(crate) mod train;
 pub(crate) mod unpool;
 pub(crate) mod signal;

@@ -94,7 +94,8 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
             if reps.len() != x.rank() {
                 return Err(format!("repeats has {} entries for rank {}", reps.len(), x.rank()));
             }
-            let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d * r).collect();
+            let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d.checked_mul(*r)).collect::<Option<_>>().ok_or("repeats make the output too large")?;
+            numel(&out)?;
             let src = strides(&x.shape);
             let idx = index_map(&out, |ix| ix.iter().enumerate().map(|(d, &i)| (i % x.shape[d]) * src[d]).sum())?;
             one(Tensor::new(out, take(&x.data, &idx)))
@@ -358,7 +359,7 @@ fn pad(args: &[Option<RtValue>], mode: PadMode) -> Result<Tensor, String> {
     }
     let mut shape = Vec::with_capacity(r);
     for d in 0..r {
-        let n = x.shape[d] as i64 + before[d] + after[d];
+        let n = (x.shape[d] as i64).saturating_add(before[d]).saturating_add(after[d]);
         if n < 0 {
             return Err(format!("pads make axis {d} negative"));
         }
@@ -425,11 +426,13 @@ fn range(s: &Tensor, l: &Tensor, d: &Tensor) -> Result<Tensor, String> {
         if c == 0 {
             return Err("delta is 0".into());
         }
-        let n = ((b - a) as f64 / c as f64).ceil().max(0.0) as usize;
+        let n = range_len_int(a, b, c);
         if n > 1 << 32 {
             return Err("range too long".into());
         }
-        let vals: Vec<i64> = (0..n as i64).map(|i| a + i * c).collect();
+        let n = n as usize;
+        // Every element lies between `a` and `b`, so it fits an i64; i128 keeps `i * c` exact.
+        let vals: Vec<i64> = (0..n as i128).map(|i| (a as i128 + i * c as i128) as i64).collect();
         super::cast::cast(&Tensor::from_i64s(vec![n], vals), dtype, true)
     }
 }
@@ -468,3 +471,16 @@ fn space_to_depth(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
     Ok(Tensor::new(out, take(&x.data, &idx)))
 }
 
+
+/// Element count of an integer Range: ceil((limit - start) / delta), at least 0, exact for
+/// any i64 bounds (the difference is taken in i128; f64 rounds it near the limits). `delta`
+/// is not 0.
+pub fn range_len_int(start: i64, limit: i64, delta: i64) -> u128 {
+    let (span, step) = (limit as i128 - start as i128, delta as i128);
+    let (span, step) = if step < 0 { (-span, -step) } else { (span, step) };
+    if span <= 0 {
+        0
+    } else {
+        ((span + step - 1) / step) as u128
+    }
+}
