@@ -294,3 +294,17 @@ fn machine_dependent_list_is_complete() {
     let missing: Vec<&String> = found.iter().filter(|c| !listed.contains_key(*c)).collect();
     assert!(missing.is_empty(), "cases with out-of-range float -> integer casts missing from tests/conformance/machine_dependent.tsv: {missing:?}");
 }
+
+/// frontends/src/onnx/arity.rs (ops' input/output counts and attribute types, which the
+/// validation checks every model against) is what scripts/gen_onnx_arity.py writes from the
+/// pinned onnx's schemas.
+#[test]
+fn onnx_schema_tables_are_current() {
+    let _ = data_dir(); // installs the pinned onnx
+    let out = root().join("target/arity_check.rs");
+    let status = Command::new("python3").arg(root().join("scripts/gen_onnx_arity.py")).arg(&out).status().expect("run python3 scripts/gen_onnx_arity.py");
+    assert!(status.success(), "gen_onnx_arity.py failed");
+    let fresh = std::fs::read_to_string(&out).expect("read the regenerated table");
+    let committed = std::fs::read_to_string(root().join("frontends/src/onnx/arity.rs")).expect("read frontends/src/onnx/arity.rs");
+    assert!(fresh == committed, "frontends/src/onnx/arity.rs is stale: run python3 scripts/gen_onnx_arity.py");
+}

@@ -1,4 +1,5 @@
 //! The ONNX frontend: decode a ModelProto with prost, then lower its nodes onto burnc's core ops.
+mod arity;
 mod attrs;
 mod flex;
 mod import;

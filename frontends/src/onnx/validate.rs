@@ -53,7 +53,64 @@ pub fn validate(model: &ModelProto) -> Result<(), OnnxError> {
     }
     let opset = model.opset_import.iter().find(|o| matches!(o.domain(), "" | "ai.onnx")).and_then(|o| o.version).unwrap_or(1);
     let g = model.graph.as_ref().ok_or(OnnxError::NoGraph)?;
-    graph(g, &Scope::default(), opset)
+    let opsets = model.opset_import.iter().map(|o| (if o.domain() == "ai.onnx" { "" } else { o.domain() }, o.version.unwrap_or(0))).collect();
+    let rules = Rules { opset, opsets, schemas: schema_table() };
+    graph(g, &Scope::default(), &rules)
+}
+
+/// What the checks of every graph share: the default opset (for messages), each domain's
+/// opset and the ops' schemas.
+struct Rules<'m> {
+    opset: i64,
+    opsets: HashMap<&'m str, i64>,
+    schemas: HashMap<(&'static str, &'static str), Vec<Schema>>,
+}
+
+/// One version of an op's schema (from onnx's, `super::arity`).
+struct Schema {
+    since: u32,
+    inputs: (u32, u32),
+    outputs: (u32, u32),
+    /// (name, AttributeProto type code, required).
+    attributes: Vec<(&'static str, i32, bool)>,
+}
+
+fn schema_table() -> HashMap<(&'static str, &'static str), Vec<Schema>> {
+    let mut m: HashMap<(&str, &str), Vec<Schema>> = HashMap::new();
+    for &(d, op, since, a, b, c, e) in super::arity::ARITY {
+        m.entry((d, op)).or_default().push(Schema { since, inputs: (a, b), outputs: (c, e), attributes: Vec::new() });
+    }
+    for &(d, op, since, name, ty, required) in super::arity::ATTRIBUTES {
+        if let Some(s) = m.get_mut(&(d, op)).and_then(|v| v.iter_mut().find(|s| s.since == since)) {
+            s.attributes.push((name, ty, required));
+        }
+    }
+    m
+}
+
+impl Rules<'_> {
+    /// The schema a node follows at the model's opset of its domain; None for ops outside
+    /// onnx's domains (lowering refuses those it does not know).
+    fn schema<'s>(&'s self, n: &'s NodeProto) -> Option<&'s Schema> {
+        let domain = if n.domain() == "ai.onnx" { "" } else { n.domain() };
+        let versions = self.schemas.get(&(domain, n.op_type()))?;
+        let opset = self.opsets.get(domain).copied().unwrap_or(1);
+        versions.iter().rev().find(|v| i64::from(v.since) <= opset)
+    }
+}
+
+/// A node with more inputs or outputs than its op's schema allows, or fewer than it requires.
+fn arity(n: &NodeProto, schema: &Schema) -> Result<(), String> {
+    let count = |k: usize, (lo, hi): (u32, u32), what: &str| -> Result<(), String> {
+        let k = u32::try_from(k).unwrap_or(u32::MAX);
+        if k < lo || k > hi {
+            let range = if hi == u32::MAX { format!("at least {lo}") } else if lo == hi { format!("{lo}") } else { format!("{lo} to {hi}") };
+            return Err(format!("has {k} {what}, the op takes {range} (schema of opset {})", schema.since));
+        }
+        Ok(())
+    };
+    count(n.input.len(), schema.inputs, "inputs")?;
+    count(n.output.len(), schema.outputs, "outputs")
 }
 
 /// What enclosing graphs define: `names` a subgraph may read (defined before the node that
@@ -65,7 +122,8 @@ struct Scope<'a> {
     taken: HashSet<&'a str>,
 }
 
-fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
+fn graph(g: &GraphProto, outer: &Scope, rules: &Rules) -> Result<(), OnnxError> {
+    let opset = rules.opset;
     let what = if g.name().is_empty() { "graph".to_string() } else { format!("`{}`", g.name()) };
     let bad = |reason: String| OnnxError::Graph { what: what.clone(), reason };
     // Inputs and initializers (an initializer may also be listed as an input: a default).
@@ -128,7 +186,7 @@ fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
             };
             return Err(node_err(n, opset, reason));
         }
-        attributes(n, opset)?;
+        attributes(n, opset, rules.schema(n))?;
         // Subgraphs see everything defined so far in this graph and the enclosing ones.
         let subs: Vec<&GraphProto> = n.attribute.iter().flat_map(|a| a.g.iter().chain(&a.graphs)).collect();
         if !subs.is_empty() {
@@ -136,7 +194,7 @@ fn graph(g: &GraphProto, outer: &Scope, opset: i64) -> Result<(), OnnxError> {
             scope.names.extend(defined.iter().copied());
             scope.taken.extend(inputs.iter().chain(&inits).chain(producer.keys()).copied());
             for s in subs {
-                graph(s, &scope, opset)?;
+                graph(s, &scope, rules)?;
             }
         }
         defined.extend(n.output.iter().filter(|o| !o.is_empty()).map(String::as_str));
@@ -192,50 +250,11 @@ fn kind(a: &AttributeProto) -> AttributeType {
     }
 }
 
-/// The type of attributes that have one name and one type across the default domain's ops.
-fn expected(name: &str) -> Option<AttributeType> {
-    use AttributeType as T;
-    Some(match name {
-        "axis" | "group" | "to" | "keepdims" | "transA" | "transB" | "ceil_mode" | "count_include_pad" | "storage_order"
-        | "blocksize" | "num_scan_inputs" | "saturate" | "allowzero" | "hidden_size" | "layout" | "largest" | "sorted"
-        | "select_last_index" | "noop_with_empty_axes" | "exclude_outside" | "antialias" | "batch_dims" | "num_outputs"
-        | "exclusive" | "reverse" | "stash_type" | "value_int" | "fmod" | "detect_negative" | "detect_positive" | "upper"
-        | "center_point_box" | "sampling_ratio" | "output_height" | "output_width" | "training_mode" | "is_causal"
-        | "input_forget" | "size" | "dtype" | "block_size" | "output_dtype" | "align_corners" => T::Int,
-        "alpha" | "beta" | "gamma" | "epsilon" | "momentum" | "value_float" | "lambd" | "bias" | "clip" | "spatial_scale"
-        | "cubic_coeff_a" | "extrapolation_value" | "softcap" | "scale" => T::Float,
-        "mode" | "auto_pad" | "direction" | "equation" | "coordinate_transformation_mode" | "nearest_mode"
-        | "keep_aspect_ratio_policy" | "reduction" | "value_string" | "approximate" | "round_mode" | "padding_mode" => T::String,
-        "perm" | "axes" | "kernel_shape" | "strides" | "pads" | "dilations" | "output_padding" | "output_shape" | "value_ints"
-        | "scan_input_axes" | "scan_output_axes" | "scan_input_directions" | "scan_output_directions" | "shape" | "split"
-        | "starts" | "ends" | "pooled_shape" => T::Ints,
-        "value_floats" | "activation_alpha" | "activation_beta" | "scales" => T::Floats,
-        "activations" | "value_strings" => T::Strings,
-        "value" => T::Tensor,
-        "then_branch" | "else_branch" | "body" => T::Graph,
-        _ => return None,
-    })
-}
-
-/// Attributes an op cannot do without.
-fn required(op: &str) -> &'static [&'static str] {
-    match op {
-        "Cast" => &["to"],
-        "Concat" => &["axis"],
-        "If" => &["then_branch", "else_branch"],
-        "Loop" => &["body"],
-        "Scan" => &["body", "num_scan_inputs"],
-        "LRN" => &["size"],
-        "DepthToSpace" | "SpaceToDepth" => &["blocksize"],
-        "Einsum" => &["equation"],
-        "RandomNormal" | "RandomUniform" => &["shape"],
-        _ => &[],
-    }
-}
-
-fn attributes(n: &NodeProto, opset: i64) -> Result<(), OnnxError> {
+fn attributes(n: &NodeProto, opset: i64, schema: Option<&Schema>) -> Result<(), OnnxError> {
     let err = |reason: String| node_err(n, opset, reason);
-    let default_domain = matches!(n.domain(), "" | "ai.onnx");
+    if let Some(schema) = schema {
+        arity(n, schema).map_err(err)?;
+    }
     let mut seen = HashSet::new();
     for a in &n.attribute {
         let name = a.name();
@@ -244,14 +263,15 @@ fn attributes(n: &NodeProto, opset: i64) -> Result<(), OnnxError> {
         }
         // A declared type whose field is absent is no error: proto3 writers omit zeros.
         let k = kind(a);
-        if !default_domain {
-            continue;
-        }
-        if let Some(want) = expected(name) {
-            // An empty list declares nothing; a list attribute may hold a single value too.
+        let want = schema.and_then(|s| s.attributes.iter().find(|x| x.0 == name)).and_then(|x| AttributeType::try_from(x.1).ok());
+        if let Some(want) = want {
+            // An empty list with no declared type says nothing.
             if k != want && k != AttributeType::Undefined {
                 return Err(err(format!("attribute `{name}` must be {want:?}, the model gives {k:?}")));
             }
+        }
+        if !matches!(n.domain(), "" | "ai.onnx") {
+            continue;
         }
         let ints = || if k == AttributeType::Int { a.i.into_iter().collect() } else { a.ints.clone() };
         match name {
@@ -268,7 +288,8 @@ fn attributes(n: &NodeProto, opset: i64) -> Result<(), OnnxError> {
                     return Err(err(format!("attribute `perm` {p:?} is not a permutation ({v} is negative or repeated)")));
                 }
             }
-            "to" if n.op_type() == "Cast" => {
+            // Cast-1 named the type by a string; from opset 6 it is an int.
+            "to" if n.op_type() == "Cast" && k == AttributeType::Int => {
                 let code = a.i.unwrap_or(0);
                 if i32::try_from(code).ok().and_then(DType::from_onnx_code).is_none() {
                     return Err(err(format!("attribute `to` is {code}, which is no ONNX data type burnc knows")));
@@ -277,16 +298,13 @@ fn attributes(n: &NodeProto, opset: i64) -> Result<(), OnnxError> {
             _ => {}
         }
     }
-    if default_domain {
-        for r in required(n.op_type()) {
-            if !seen.contains(r) {
-                return Err(err(format!("attribute `{r}` is required")));
-            }
+    for (name, _, required) in schema.map(|s| s.attributes.as_slice()).unwrap_or_default() {
+        if *required && !seen.contains(name) {
+            return Err(err(format!("attribute `{name}` is required")));
         }
     }
     Ok(())
 }
-
 /// A declared tensor shape's dims are sizes: never negative.
 fn declared_dims(v: &super::proto::ValueInfoProto) -> Result<(), String> {
     use super::proto::tensor_shape_proto::dimension::Value;
