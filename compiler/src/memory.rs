@@ -67,6 +67,8 @@ pub enum PlanError {
     NotStatic { node: String, value: String, reason: &'static str },
     #[error("node `{node}`: the arena would need {bytes} bytes, more than the limit of {limit} (--max-arena); its largest buffer is `{value}`, {largest} bytes")]
     TooLarge { node: String, value: String, bytes: usize, largest: usize, limit: usize },
+    #[error("internal: the memory plan fails its verifier: {0}")]
+    Verify(String),
 }
 
 /// `n` rounded up to [`ALIGN`], saturating (a saturated size is over every limit).
@@ -228,6 +230,10 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
     if arena_bytes > opts.max_arena {
         return Err(too_large(arena_bytes));
     }
+    verify_packing(&rects.iter().map(|r| (r.start, r.end, r.size)).collect::<Vec<_>>(), &offsets, arena_bytes).map_err(|(i, j)| {
+        let owner = |k| rect_owner(g, &buffer_of, &scratch_rect, k);
+        PlanError::Verify(format!("{:?} and {:?} overlap while both are live", owner(i), owner(j)))
+    })?;
 
     let slots = buffer_of.iter().map(|(&v, &b)| (v, Slot { offset: offsets[b], bytes: bytes[&v] })).collect();
     let scratch = scratch_rect.iter().map(|&(n, r, sc)| (n, Slot { offset: offsets[r], bytes: sc })).collect();
@@ -264,6 +270,49 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
         total_buffer_bytes,
         weights_bytes,
     })
+}
+
+/// The plan's verifier: every (start, end, size) rectangle at its offset lies inside the
+/// arena, and no two live at one step share a byte. A sweep over the steps keeps the live
+/// rectangles ordered by offset and checks each new one against its neighbours. Err: the
+/// indices of two rectangles that overlap (or one twice when it leaves the arena).
+pub fn verify_packing(rects: &[(usize, usize, usize)], offsets: &[usize], arena: usize) -> Result<(), (usize, usize)> {
+    use std::cmp::Reverse;
+    use std::collections::{BTreeMap, BinaryHeap};
+    let mut order: Vec<usize> = (0..rects.len()).collect();
+    order.sort_by_key(|&k| rects[k].0);
+    let mut live: BTreeMap<usize, usize> = BTreeMap::new(); // offset -> rectangle
+    let mut ends: BinaryHeap<Reverse<(usize, usize)>> = BinaryHeap::new(); // (end step, offset)
+    for k in order {
+        let (start, end, size) = rects[k];
+        let off = offsets[k];
+        if off.checked_add(size).is_none_or(|e| e > arena) {
+            return Err((k, k));
+        }
+        if size == 0 {
+            continue;
+        }
+        while let Some(&Reverse((e, o))) = ends.peek() {
+            if e >= start {
+                break;
+            }
+            ends.pop();
+            live.remove(&o);
+        }
+        if let Some((&o, &j)) = live.range(..=off).next_back() {
+            if o + rects[j].2 > off {
+                return Err((j, k));
+            }
+        }
+        if let Some((&o, &j)) = live.range(off..).next() {
+            if o < off + size {
+                return Err((j, k));
+            }
+        }
+        live.insert(off, k);
+        ends.push(Reverse((end, off)));
+    }
+    Ok(())
 }
 
 /// The node and value (or "scratch") that rectangle `k` of the plan holds, for errors.
@@ -387,6 +436,21 @@ fn place(rects: &[(usize, usize, usize)], idx: &[usize], best_fit: bool) -> Vec<
 }
 
 #[cfg(test)]
+mod verifier_tests {
+    use super::verify_packing;
+
+    #[test]
+    fn overlaps_and_overruns_are_caught() {
+        // (start, end, size): two buffers live together at steps 1..2.
+        let rects = [(0, 2, 128), (1, 3, 64), (3, 4, 128)];
+        assert_eq!(verify_packing(&rects, &[0, 128, 0], 192), Ok(()), "reuse after the first dies");
+        assert_eq!(verify_packing(&rects, &[0, 64, 0], 192), Err((0, 1)), "live together, bytes shared");
+        assert_eq!(verify_packing(&rects, &[0, 128, 128], 192), Err((2, 2)), "past the arena's end");
+        assert_eq!(verify_packing(&rects, &[0, 128, 64], 256), Err((1, 2)), "step 3 shares bytes with the second");
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::ir::{BinaryOp, DType, Dim, Op, Shape, TensorType, UnaryOp};
@@ -426,7 +490,7 @@ mod tests {
     }
 
     fn inplace_opts() -> PlanOptions<'static> {
-        PlanOptions { scratch: &|_, _| 0, can_inplace: &elementwise }
+        PlanOptions { scratch: &|_, _| 0, can_inplace: &elementwise, ..PlanOptions::default() }
     }
 
     const B: usize = 4032; // 1000 f32 rounded up to ALIGN
@@ -537,7 +601,7 @@ mod tests {
         let c = relu(&mut g, b, 1000);
         g.outputs.push(c);
         let scratch = |_: &Graph, n: NodeId| if n == NodeId(1) { 100 } else { 0 };
-        let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &|_, _, _| false }).unwrap();
+        let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &|_, _, _| false, ..PlanOptions::default() }).unwrap();
         assert_eq!(p.scratch.len(), 1);
         let s = p.scratch[&NodeId(1)];
         assert_eq!(s.bytes, 100);
@@ -658,7 +722,7 @@ mod tests {
             let g = random_graph(&mut rng);
             let seed = trial as u32;
             let scratch = move |_: &Graph, n: NodeId| match (n.0 + seed) % 3 { 0 => ((n.0 * 37 + seed) % 500) as usize, _ => 0 };
-            let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &elementwise }).unwrap();
+            let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &elementwise, ..PlanOptions::default() }).unwrap();
 
             // The order is a topological permutation.
             let mut step = vec![usize::MAX; g.nodes.len()];

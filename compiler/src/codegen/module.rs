@@ -56,11 +56,11 @@ pub(crate) fn outputs_literal(g: &Graph, plan: &MemoryPlan, outputs: &[IoDesc]) 
         let slot = plan.slots.get(&o).ok_or_else(|| CodegenError::Graph { what: format!("output `{}`", d.name), reason: "has no arena slot".into() })?;
         let _ = writeln!(
             s,
-            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is aligned and in bounds.\n        {}: unsafe {{ &*(a.add({}) as *const [{}; {}]) }},",
+            "        // SAFETY: the plan keeps graph outputs live to the end; the slot is aligned.\n        {}: unsafe {{ rt::arena::view_array::<{}, {}>(a, {}) }},",
             d.ident,
-            slot.offset,
             rust_ty(d.dtype).unwrap_or("f32"),
-            d.shape.iter().product::<usize>()
+            d.shape.iter().product::<usize>(),
+            slot.offset
         );
     }
     s.push_str("    }\n");
@@ -206,7 +206,7 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
     }
     let _ = writeln!(src, "{MODEL_STRUCT}");
     let mut fwd = format!(
-        "/// Run the model. Every shape is fixed at compile time, so this cannot fail.\n#[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n",
+        "/// Run the model. Every shape is fixed at compile time, so this cannot fail.\n#[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n",
         input_params.join(", ")
     );
     for (i, _) in parts.iter().enumerate() {
@@ -218,7 +218,7 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
     for (i, body) in parts.iter().enumerate() {
         let _ = writeln!(
             src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], {}) {{\n{body}}}",
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: rt::arena::Region, w: &[u8], {}) {{\n{body}}}",
             part_params.join(", ")
         );
     }

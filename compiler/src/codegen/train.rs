@@ -337,7 +337,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
              if !p.trainable {{ return Err(rt::train::ParamError::Frozen); }}\n\
              if values.len() != p.len {{ return Err(rt::train::ParamError::Length(p.len, values.len())); }}\n\
              // SAFETY: the compiler's layout; the state is 64-byte aligned.\n\
-             let dst = unsafe {{ rt::arena::view_mut::<f32>(self.s.0.as_mut_ptr(), p.offset, p.len) }};\n\
+             let dst = unsafe {{ rt::arena::view_mut::<f32>(rt::arena::Region::of(&mut self.s.0), p.offset, p.len) }};\n\
              dst.copy_from_slice(values);\n\
              Ok(())\n\
          }}\n\
@@ -360,7 +360,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
     let mut fwd = format!(
         "/// Run the model with the current parameters. Every shape is fixed at compile time, so this cannot fail.\n\
          #[allow(clippy::too_many_arguments)]\n\
-         pub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n    // Read only: forward never writes the state.\n    let s = self.s.0.as_ptr() as *mut u8;\n",
+         pub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n    // Read only: forward never writes the state.\n    let s = rt::arena::Region::of_read_only(&self.s.0);\n",
         fsig.join(", ")
     );
     for i in 0..fparts.len() {
@@ -374,19 +374,19 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
         "/// One training step on a batch: forward, loss, backward and the optimizer update of every\n\
          /// trainable parameter in the state. Returns the loss (before the update).\n\
          #[allow(clippy::too_many_arguments)]\n\
-         pub fn train_step(&mut self, arena: &mut TrainArena, {}) -> f32 {{\n    self.step += 1;\n    let lr = [self.lr];\n    let step = [self.step as i64];\n    // Dropout masks: a new key each step (salted per Dropout by the compiler).\n    let dropout_key = [self.step as i64];\n    let a = arena.0.as_mut_ptr();\n    let w = self.w;\n    let s = self.s.0.as_mut_ptr();\n",
+         pub fn train_step(&mut self, arena: &mut TrainArena, {}) -> f32 {{\n    self.step += 1;\n    let lr = [self.lr];\n    let step = [self.step as i64];\n    // Dropout masks: a new key each step (salted per Dropout by the compiler).\n    let dropout_key = [self.step as i64];\n    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n    let s = rt::arena::Region::of(&mut self.s.0);\n",
         data_sig.join(", ")
     );
     for i in 0..tparts.len() {
         let _ = writeln!(ts, "    train_part_{i}(a, w, s, {});", targs.iter().map(|a| if matches!(a.as_str(), "lr" | "step" | "dropout_key") { format!("&{a}") } else { a.clone() }).collect::<Vec<_>>().join(", "));
     }
-    let _ = writeln!(ts, "    // SAFETY: the loss is the train graph's output: live to the end, aligned, in bounds.\n    unsafe {{ *(a.add({loss_slot}) as *const f32) }}\n}}\n}}");
+    let _ = writeln!(ts, "    // SAFETY: the loss is the train graph's output: live to the end, aligned.\n    unsafe {{ rt::arena::view::<f32>(a, {loss_slot}, 1) }}[0]\n}}\n}}");
     src.push_str(&ts);
     for (prefix, parts, sig) in [("part", &fparts, &fpsig), ("train_part", &tparts, &tpsig)] {
         for (i, body) in parts.iter().enumerate() {
             let _ = writeln!(
                 src,
-                "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn {prefix}_{i}(a: *mut u8, w: &[u8], s: *mut u8, {}) {{\n{body}}}",
+                "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn {prefix}_{i}(a: rt::arena::Region, w: &[u8], s: rt::arena::Region, {}) {{\n{body}}}",
                 sig.join(", ")
             );
         }

@@ -354,7 +354,7 @@ fn build(
     for (d, len) in inputs.iter().zip(&in_lens) {
         let _ = writeln!(fwd, "    rt::dims::check_len({}, {}.len(), {len})?;", names::str_lit(&d.name), d.ident);
     }
-    let _ = writeln!(fwd, "    let a = arena.0.as_mut_ptr();\n    let w = self.w;");
+    let _ = writeln!(fwd, "    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;");
     for (i, _) in parts.iter().enumerate() {
         let _ = writeln!(fwd, "    part_{i}(a, w, sz, {});", input_args.join(", "));
     }
@@ -375,7 +375,7 @@ fn build(
     for (i, body) in parts.iter().enumerate() {
         let _ = writeln!(
             src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: *mut u8, w: &[u8], sz: &[usize], {}) {{\n{body}}}",
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: rt::arena::Region, w: &[u8], sz: &[usize], {}) {{\n{body}}}",
             part_params.join(", ")
         );
     }

@@ -187,7 +187,7 @@ fn emit_if(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErro
     let cond = n.inputs.first().copied().flatten().ok_or_else(|| cx.err(n, "missing condition"))?;
     let tag = format!("if{}", id.0);
     let base = match cx.plan.scratch.get(&id) {
-        Some(slot) => format!("unsafe {{ a.add({}) }}", slot.offset),
+        Some(slot) => format!("a.at({})", slot.offset),
         None => "a".into(), // both branches only copy or read: nothing of theirs lives in the arena
     };
     let mut s = format!("let {tag}_base = {base};
@@ -228,7 +228,7 @@ fn emit_loop(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
     let base = format!("{tag}_base");
     let mut names = HashMap::new();
     let mut s = bind_outer(cx, n, &sub.g, &tag, &mut names)?;
-    let _ = writeln!(s, "let {base} = unsafe {{ a.add({scr}) }};");
+    let _ = writeln!(s, "let {base} = a.at({scr});");
     let view_at = |v: ValueId, off: usize, mutable: bool| -> Result<String, CodegenError> {
         let (d, shape) = fixed(&sub.g, v).map_err(e)?;
         let t = rust_ty(d).ok_or_else(|| cx.err(n, format!("dtype {d} is not supported by codegen yet")))?;
@@ -389,7 +389,7 @@ fn emit_scan(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
     let tag = format!("scan{}", id.0);
     let mut names = HashMap::new();
     let mut s = bind_outer(cx, n, &sub.g, &tag, &mut names)?;
-    let _ = writeln!(s, "let {tag}_base = unsafe {{ a.add({scr}) }};");
+    let _ = writeln!(s, "let {tag}_base = a.at({scr});");
     // States live in scratch buffers across iterations.
     let view_at = |v: ValueId, off: usize, mutable: bool| -> Result<String, CodegenError> {
         let (d, shape) = fixed(&sub.g, v).map_err(e)?;
