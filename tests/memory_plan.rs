@@ -35,7 +35,7 @@ fn light_models_pack_within_ten_percent_of_the_lower_bound() {
     };
     let mut models: Vec<_> = entries.flatten().map(|e| e.path().join("model.onnx")).filter(|p| p.exists()).collect();
     models.sort();
-    let opts = PlanOptions { scratch: &im2col_bytes, can_inplace: &elementwise };
+    let opts = PlanOptions { scratch: &im2col_bytes, can_inplace: &elementwise, ..PlanOptions::default() };
     for m in &models {
         let mut g = burnc_frontends::onnx::load(m).unwrap().graph;
         burnc_compiler::passes::prepare(&mut g).unwrap();
