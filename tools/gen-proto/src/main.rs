@@ -1,4 +1,4 @@
-//! Regenerates the committed prost code for onnx.proto (see FACTS.md: committing it keeps
+//! Regenerates the committed prost code for onnx.proto (committing it keeps
 //! protoc and protox out of every build).
 use std::path::PathBuf;
 
