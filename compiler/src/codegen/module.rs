@@ -108,6 +108,19 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize, mut p
     Ok(parts)
 }
 
+/// Parse and pretty-print module source given as pieces of whole items, one piece at a time
+/// (each piece's text is dropped once formatted): the syntax tree of a model with a million
+/// nodes never exists at once. The output is what formatting the concatenation would give.
+pub(crate) fn format_pieces(pieces: Vec<String>) -> Result<String, CodegenError> {
+    let mut out = String::new();
+    for piece in pieces {
+        let file = syn::parse_file(&piece).map_err(|e| CodegenError::Format(e.to_string()))?;
+        drop(piece);
+        out.push_str(&prettyplease::unparse(&file));
+    }
+    Ok(out)
+}
+
 /// The profiling tables of a module built with `CodegenOptions::profile`.
 pub(crate) fn profile_statics(nodes: &[(String, String)]) -> String {
     let n = nodes.len();
@@ -215,15 +228,14 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
     fwd.push_str(&outputs_literal(g, plan, &outputs)?);
     let _ = writeln!(fwd, "}}\n}}");
     src.push_str(&fwd);
-    for (i, body) in parts.iter().enumerate() {
-        let _ = writeln!(
-            src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: rt::arena::Region, w: &[u8], {}) {{\n{body}}}",
+    let mut pieces = vec![src];
+    for (i, body) in parts.into_iter().enumerate() {
+        pieces.push(format!(
+            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: rt::arena::Region, w: &[u8], {}) {{\n{body}}}\n",
             part_params.join(", ")
-        );
+        ));
     }
-    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(e.to_string()))?;
-    let source = format!("{header}{}", prettyplease::unparse(&file));
+    let source = format!("{header}{}", format_pieces(pieces)?);
     Ok(Generated {
         source,
         weights_bytes: wl.blob.len(),

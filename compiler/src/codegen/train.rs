@@ -380,7 +380,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
     for i in 0..tparts.len() {
         let _ = writeln!(ts, "    train_part_{i}(a, w, s, {});", targs.iter().map(|a| if matches!(a.as_str(), "lr" | "step" | "dropout_key") { format!("&{a}") } else { a.clone() }).collect::<Vec<_>>().join(", "));
     }
-    let _ = writeln!(ts, "    // SAFETY: the loss is the train graph's output: live to the end, aligned.\n    unsafe {{ rt::arena::view::<f32>(a, {loss_slot}, 1) }}[0]\n}}\n}}");
+    let _ = writeln!(ts, "    // SAFETY: the loss is the train graph's output: live to the end, aligned.\n    let loss = unsafe {{ rt::arena::view::<f32>(a, {loss_slot}, 1) }};\n    loss[0]\n}}\n}}");
     src.push_str(&ts);
     for (prefix, parts, sig) in [("part", &fparts, &fpsig), ("train_part", &tparts, &tpsig)] {
         for (i, body) in parts.iter().enumerate() {
