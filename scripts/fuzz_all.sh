@@ -3,7 +3,7 @@
 # and prints each target's executions and findings. Needs cargo-fuzz
 # (`cargo install cargo-fuzz --locked`); RUSTC_BOOTSTRAP=1 lets stable take the sanitizer
 # flags. Findings land in fuzz/artifacts/<target>/; a reproducer runs with
-# `cargo fuzz run <target> fuzz/artifacts/<target>/<file>`.
+# `cargo fuzz run -O -a <target> fuzz/artifacts/<target>/<file>` (-a: overflow checks on).
 # Usage: scripts/fuzz_all.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
@@ -12,7 +12,7 @@ shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(onnx_load graph_compile safetensors_load pytorch_load)
 export RUSTC_BOOTSTRAP=1
-cargo fuzz build -O
+cargo fuzz build -O -a
 mkdir -p logs corpus
 seed() {
     case "$1" in
@@ -23,7 +23,7 @@ seed() {
 }
 run() {
     seed "$1"
-    cargo fuzz run -O "$1" "corpus/$1" -- -max_total_time="$secs" -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 >"logs/$1.log" 2>&1 || true
+    cargo fuzz run -O -a "$1" "corpus/$1" -- -max_total_time="$secs" -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 >"logs/$1.log" 2>&1 || true
     local execs crashes
     execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "logs/$1.log" | awk '{print $2}' | tail -1)
     crashes=$(ls "artifacts/$1" 2>/dev/null | wc -l)

@@ -253,6 +253,34 @@ def name_all_outputs(root):
     c.save(model(nodes, [vi("x", [4])], [vi(n, [4]) for n in COLLIDING]), "compiles", note="every colliding name as an output and a node")
 
 
+INJECTIONS = ["x\n#[used] static INJECTED: u8 = 0;\n//", "y */ fn INJECTED() {} /*", "z\"); fn INJECTED() {} //", "q\u202e\u2028INJECTED"]
+
+
+@case
+def name_all_inputs_run(root):
+    # Built and run through the generated code (`run --codegen`): the module must compile,
+    # not only parse, with every colliding name and injection payload as an input.
+    c = Case(root, "name_all_inputs_run")
+    names = COLLIDING + INJECTIONS
+    m = model([helper.make_node("Sum", names, ["y"], name="sum\nlet INJECTED = 1;\n//")], [vi(n, [4]) for n in names], [vi("y", [4])])
+    for i in range(len(names)):
+        c.input_pb(i, np.arange(4, dtype=np.float32))
+    args = " ".join(f"--input {{dir}}/input_{i}.pb" for i in range(len(names)))
+    total = 3 * len(names)
+    c.save(m, "compiles", cmd=f"run {{model}} --codegen {args}", stdout_contains=[f"{total}.000000"], timeout=600,
+           note="generated code built and run: every colliding name and payload as an input")
+
+
+@case
+def name_all_outputs_run(root):
+    c = Case(root, "name_all_outputs_run")
+    names = COLLIDING + INJECTIONS
+    nodes = [helper.make_node("Relu", ["x"], [n], name=n) for n in names]
+    c.input_pb(0, np.array([-1, 0, 1, 2], dtype=np.float32))
+    c.save(model(nodes, [vi("x", [4])], [vi(n, [4]) for n in names]), "compiles", cmd="run {model} --codegen --input {dir}/input_0.pb",
+           stdout_contains=["2.000000"], timeout=600, note="generated code built and run: every colliding name and payload as an output")
+
+
 @case
 def name_all_initializers(root):
     c = Case(root, "name_all_initializers")

@@ -234,7 +234,8 @@ pub fn compile_bounded_to(
 /// Apply `NAME=DIMS` pins (the CLI's `--input`).
 pub fn pin_inputs(graph: &mut Graph, pins: &[String]) -> Result<(), BuildError> {
     for pin in pins {
-        let (name, dims) = pin.split_once('=').ok_or_else(|| BuildError::Invalid(format!("expected NAME=DIMS, got `{pin}`")))?;
+        // The last `=`: dims never hold one, a model's input names may.
+        let (name, dims) = pin.rsplit_once('=').ok_or_else(|| BuildError::Invalid(format!("expected NAME=DIMS, got `{pin}`")))?;
         pin_input(graph, name, &parse_dims(dims)?)?;
     }
     Ok(())

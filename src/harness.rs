@@ -85,9 +85,9 @@ pub fn generate_for_with(g: &Graph, values: &[RtValue], opts: &CodegenOptions) -
                     bake_tensor(&mut g, pos, t.clone());
                 }
                 RtValue::Tensor(t) => {
-                    let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
-                    let pin = format!("{}={}", g.value(id).name, dims.join("x"));
-                    crate::build::pin_inputs(&mut g, &[pin])?;
+                    // By name and dims, not a `NAME=DIMS` string: a model's names may hold `=`.
+                    let name = g.value(id).name.clone();
+                    crate::build::pin_input(&mut g, &name, &t.shape)?;
                     kept.push((InputForm::Tensor, vec![t.clone()]));
                 }
                 RtValue::Sequence(items, _) => kept.push((InputForm::Sequence(items.iter().map(tt).collect()), items.clone())),

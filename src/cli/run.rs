@@ -80,7 +80,9 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
             let bytes = burnc_frontends::onnx::values::encode_value(name, out);
             std::fs::write(&path, bytes).map_err(|e| CliError::File { path: path.display().to_string(), reason: e.to_string() })?;
         }
-        println!("{}", summary(name, out));
+        // Names come from the model: escaped, so one output is one line and a name cannot
+        // send control sequences to the terminal.
+        println!("{}", summary(&burnc_compiler::codegen::names::printable(name), out));
     }
     Ok(())
 }
