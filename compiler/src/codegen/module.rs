@@ -28,16 +28,10 @@ pub(crate) fn part_param(ident: &str) -> String {
     format!("in_{ident}")
 }
 
-/// A block label (`'conv1: { … }`) naming a node in the generated code.
+/// A block label (`'conv1: { … }`) naming a node in the generated code: an identifier made
+/// like every other (labels live in a namespace of their own, `taken` holds the labels).
 pub(crate) fn block_label(name: &str, taken: &mut HashSet<String>) -> String {
-    let base = names::ident(name, &mut HashSet::new());
-    let mut out = base.clone();
-    let mut i = 1;
-    while !taken.insert(out.clone()) {
-        i += 1;
-        out = format!("{base}_{i}");
-    }
-    out
+    names::ident(name, taken)
 }
 
 pub(crate) fn io(g: &Graph, id: crate::ir::ValueId, taken: &mut HashSet<String>) -> Result<IoDesc, CodegenError> {

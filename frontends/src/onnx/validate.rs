@@ -127,27 +127,11 @@ fn graph(g: &GraphProto, outer: &Scope, rules: &Rules) -> Result<(), OnnxError> 
     let what = if g.name().is_empty() { "graph".to_string() } else { format!("`{}`", g.name()) };
     let bad = |reason: String| OnnxError::Graph { what: what.clone(), reason };
     // Inputs and initializers (an initializer may also be listed as an input: a default).
-    let mut inputs = HashSet::new();
-    for i in &g.input {
-        if i.name().is_empty() {
-            return Err(bad("has an input with an empty name".into()));
-        }
-        if !inputs.insert(i.name()) {
-            return Err(bad(format!("has two inputs named `{}`", i.name())));
-        }
-    }
+    let inputs = unique_names(g.input.iter().map(|i| i.name()), "input").map_err(bad)?;
     for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
         declared_dims(v).map_err(|r| bad(format!("value `{}`: {r}", v.name())))?;
     }
-    let mut inits = HashSet::new();
-    for t in &g.initializer {
-        if t.name().is_empty() {
-            return Err(bad("has an initializer with an empty name".into()));
-        }
-        if !inits.insert(t.name()) {
-            return Err(bad(format!("has two initializers named `{}`", t.name())));
-        }
-    }
+    let inits = unique_names(g.initializer.iter().map(|t| t.name()), "initializer").map_err(bad)?;
     // Every value a node writes, with its producer: one producer each, never an input.
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (k, n) in g.node.iter().enumerate() {
@@ -208,6 +192,20 @@ fn graph(g: &GraphProto, outer: &Scope, rules: &Rules) -> Result<(), OnnxError> 
         }
     }
     Ok(())
+}
+
+/// The set of `names` (of graph inputs or initializers: `what`), none empty, none twice.
+fn unique_names<'a>(names: impl Iterator<Item = &'a str>, what: &str) -> Result<HashSet<&'a str>, String> {
+    let mut set = HashSet::new();
+    for n in names {
+        if n.is_empty() {
+            return Err(format!("has an {what} with an empty name"));
+        }
+        if !set.insert(n) {
+            return Err(format!("has two {what}s named `{n}`"));
+        }
+    }
+    Ok(set)
 }
 
 fn node_err(n: &NodeProto, opset: i64, reason: String) -> OnnxError {

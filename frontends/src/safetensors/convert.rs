@@ -74,7 +74,13 @@ pub fn convert(from: DType, to: DType, bytes: &[u8], n: usize) -> Result<Vec<u8>
     let mut out = Vec::with_capacity(n * (to.bits() / 8));
     if is_float(from) {
         for i in 0..n {
-            write_float(to, read_float(from, bytes, i), &mut out);
+            let v = read_float(from, bytes, i);
+            let at = out.len();
+            write_float(to, v, &mut out);
+            // A finite weight that the narrower type cannot hold would become ±inf silently.
+            if v.is_finite() && !read_float(to, &out[at..], 0).is_finite() {
+                return Err(format!("element {i} ({v:e}) is beyond {to}'s range"));
+            }
         }
         return Ok(out);
     }
@@ -104,6 +110,17 @@ mod tests {
         assert_eq!(vals, [1.0, -0.5, 65504.0, f16::from_f32(1e-3).to_f32()]);
         let b = convert(DType::F32, DType::BF16, &src, 4).expect("bf16");
         assert_eq!(&b[..2], &bf16::from_f32(1.0).to_le_bytes());
+    }
+
+    #[test]
+    fn floats_beyond_the_target_range_are_refused() {
+        let src: Vec<u8> = [1.0f64, 1e300].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let e = convert(DType::F64, DType::F32, &src, 2).expect_err("1e300 is no f32");
+        assert!(e.contains("element 1"), "{e}");
+        let src: Vec<u8> = [1e5f32].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(convert(DType::F32, DType::F16, &src, 1).is_err(), "1e5 is beyond f16's 65504");
+        let inf: Vec<u8> = [f64::INFINITY, f64::NAN].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert!(convert(DType::F64, DType::F32, &inf, 2).is_ok(), "infinities and NaN stay what they are");
     }
 
     #[test]
