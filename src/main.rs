@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // One line, whatever a model's names hold: control characters are escaped.
-            eprintln!("error: {}", burnc_compiler::codegen::names::printable(&e.to_string()));
+            eprintln!("error: {}", burnc_compiler::codegen::names::text(&e.to_string()));
             ExitCode::from(1)
         }
     }

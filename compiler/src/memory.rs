@@ -225,12 +225,13 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
     if rects.iter().any(|r| r.size > opts.max_arena) || total >= usize::MAX / 2 {
         return Err(too_large(total));
     }
-    let offsets = pack(&rects.iter().map(|r| (r.start, r.end, r.size)).collect::<Vec<_>>());
+    let spans: Vec<(usize, usize, usize)> = rects.iter().map(|r| (r.start, r.end, r.size)).collect();
+    let offsets = pack(&spans);
     let arena_bytes = rects.iter().zip(&offsets).map(|(r, o)| o + r.size).max().unwrap_or(0);
     if arena_bytes > opts.max_arena {
         return Err(too_large(arena_bytes));
     }
-    verify_packing(&rects.iter().map(|r| (r.start, r.end, r.size)).collect::<Vec<_>>(), &offsets, arena_bytes).map_err(|(i, j)| {
+    verify_packing(&spans, &offsets, arena_bytes).map_err(|(i, j)| {
         let owner = |k| rect_owner(g, &buffer_of, &scratch_rect, k);
         PlanError::Verify(format!("{:?} and {:?} overlap while both are live", owner(i), owner(j)))
     })?;

@@ -82,7 +82,7 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
         }
         // Names come from the model: escaped, so one output is one line and a name cannot
         // send control sequences to the terminal.
-        println!("{}", summary(&burnc_compiler::codegen::names::printable(name), out));
+        println!("{}", summary(&burnc_compiler::codegen::names::text(name), out));
     }
     Ok(())
 }

@@ -72,7 +72,8 @@ pub fn dim_field(name: &str) -> String {
     }
 }
 
-/// `text` as it may appear inside a comment or doc line of generated code: one line, every
+/// `text` as it may appear inside a comment or doc line of generated code, or in an error
+/// message or a terminal line: one line, every
 /// character that could end the line or change how the line reads (control characters,
 /// Unicode line and paragraph separators, bidirectional overrides, which rustc rejects in
 /// comments) written as an escape (`\n`, `\u{202e}`).
@@ -109,12 +110,6 @@ pub fn str_lit(s: &str) -> String {
     }
     out.push('"');
     out
-}
-
-/// Text for an error message or a terminal: like [`text`], so a name cannot move the cursor,
-/// clear the screen or forge a second line.
-pub fn printable(s: &str) -> String {
-    text(s)
 }
 
 #[cfg(test)]

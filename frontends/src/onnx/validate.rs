@@ -136,9 +136,9 @@ fn graph(g: &GraphProto, outer: &Scope, rules: &Rules) -> Result<(), OnnxError> 
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (k, n) in g.node.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
-            let node = || node_err(n, opset, String::new());
+            let node = |reason: String| node_err(n, opset, reason);
             if inputs.contains(o.as_str()) || inits.contains(o.as_str()) {
-                return Err(with_reason(node(), format!("writes `{o}`, which is a graph input or initializer")));
+                return Err(node(format!("writes `{o}`, which is a graph input or initializer")));
             }
             if let Some(&first) = producer.get(o.as_str()) {
                 let reason = if first == k {
@@ -146,10 +146,10 @@ fn graph(g: &GraphProto, outer: &Scope, rules: &Rules) -> Result<(), OnnxError> 
                 } else {
                     format!("writes `{o}`, which node `{}` writes too (a value has one producer)", node_label(&g.node[first]))
                 };
-                return Err(with_reason(node(), reason));
+                return Err(node(reason));
             }
             if outer.taken.contains(o.as_str()) {
-                return Err(with_reason(node(), format!("writes `{o}`, which an enclosing graph defines (names are unique across nested graphs)")));
+                return Err(node(format!("writes `{o}`, which an enclosing graph defines (names are unique across nested graphs)")));
             }
             producer.insert(o, k);
         }
@@ -210,13 +210,6 @@ fn unique_names<'a>(names: impl Iterator<Item = &'a str>, what: &str) -> Result<
 
 fn node_err(n: &NodeProto, opset: i64, reason: String) -> OnnxError {
     OnnxError::Node { node: node_label(n), op: n.op_type().to_string(), opset, reason }
-}
-
-fn with_reason(e: OnnxError, r: String) -> OnnxError {
-    match e {
-        OnnxError::Node { node, op, opset, .. } => OnnxError::Node { node, op, opset, reason: r },
-        e => e,
-    }
 }
 
 /// What an attribute holds: its declared type, or (old files leave `type` unset) the field

@@ -68,7 +68,7 @@ fn input_dims(g: &Graph) -> Result<InputDims, CodegenError> {
         map.push(ex);
     }
     let mut seen = HashSet::new();
-    if let Some((n, _)) = dims.iter().find(|(n, _)| !seen.insert(ident(n))) {
+    if let Some((n, _)) = dims.iter().find(|(n, _)| !seen.insert(dim_field(n))) {
         return Err(graph_err(format!("dim `{n}`"), "has the same field name as another dim once lowercased; rename one"));
     }
     Ok((dims, map))
@@ -172,14 +172,7 @@ fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) 
     Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace, ..PlanOptions::default() })?)
 }
 
-/// The Rust field name of dim `name` in the generated `Dims`.
-pub fn dim_field(name: &str) -> String {
-    names::dim_field(name)
-}
-
-fn ident(name: &str) -> String {
-    names::dim_field(name)
-}
+pub use names::dim_field;
 
 /// The run-time size table: every distinct non-constant dim expression, in a fixed order
 /// (those of the analysed shapes first; an emitter may add more, `forward` computes them all).
@@ -231,8 +224,7 @@ fn build(
     sym_inputs: &HashMap<ValueId, Vec<DimExpr>>,
     opts: &CodegenOptions,
 ) -> Result<(Generated, BoundedInfo), CodegenError> {
-    let mut taken: HashSet<String> = dims.iter().map(|(n, _)| ident(n)).collect();
-    taken.extend(["dims", "arena", "sz"].map(String::from));
+    let mut taken: HashSet<String> = dims.iter().map(|(n, _)| dim_field(n)).collect();
     let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io_desc(g, i, &mut taken)).collect::<Result<_, _>>()?;
     let mut out_taken = HashSet::new();
     let mut outputs: Vec<IoDesc> = Vec::new();
@@ -310,7 +302,7 @@ fn build(
         let _ = writeln!(src, "/// Upper bound of dim `{}`: the arena is sized for it.\npub const {}_MAX: usize = {b};", names::text(n), names::const_ident(n));
     }
     let _ = writeln!(src, "/// Bytes of working memory `forward` needs at the bounds: the size of [`Arena`].\npub const ARENA_BYTES: usize = {};", plan.arena_bytes.max(64));
-    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", opts.weights_file, wl.blob.len());
+    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), wl.blob.len());
     let _ = writeln!(
         src,
         "/// The working memory of [`Model::forward`]: one buffer, sized by the compiler for the bounds.\n\
@@ -318,10 +310,10 @@ fn build(
          impl Arena {{\n    pub const fn new() -> Self {{ Arena([0; ARENA_BYTES]) }}\n}}\n\
          impl Default for Arena {{\n    fn default() -> Self {{ Self::new() }}\n}}"
     );
-    let _ = writeln!(src, "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!(\"{}\"));", opts.weights_file);
+    let _ = writeln!(src, "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));", names::str_lit(&opts.weights_file));
     let _ = writeln!(src, "/// The actual sizes of the bounded dims for one call of [`Model::forward`].\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub struct Dims {{");
     for (n, b) in dims {
-        let _ = writeln!(src, "    /// `{}`, at most {b}.\n    pub {}: usize,", names::text(n), ident(n));
+        let _ = writeln!(src, "    /// `{}`, at most {b}.\n    pub {}: usize,", names::text(n), dim_field(n));
     }
     let _ = writeln!(src, "}}");
     let _ = writeln!(src, "/// The model's outputs, borrowed from the arena, with their run-time shapes.\npub struct Outputs<'a> {{");
@@ -338,10 +330,10 @@ fn build(
         input_params.join(", ")
     );
     for (n, _) in dims {
-        let _ = writeln!(fwd, "    let d_{id} = rt::dims::check({}, dims.{id}, {}_MAX)? as i64;", names::str_lit(n), names::const_ident(n), id = ident(n));
+        let _ = writeln!(fwd, "    let d_{id} = rt::dims::check({}, dims.{id}, {}_MAX)? as i64;", names::str_lit(n), names::const_ident(n), id = dim_field(n));
     }
     // `d_` keeps the dims apart from the inputs' names.
-    let var = |n: &str| format!("d_{}", ident(n));
+    let var = |n: &str| format!("d_{}", dim_field(n));
     // Output shapes and input lengths may name sizes too: render them before the table.
     let out_fields: Vec<(String, String)> = output_shapes.iter().map(|ex| (sizes.numel(ex), ex.iter().map(|e| sizes.dim(e)).collect::<Vec<_>>().join(", "))).collect();
     let in_lens: Vec<String> = input_shapes.iter().map(|ex| sizes.numel(ex)).collect();
