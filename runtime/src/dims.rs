@@ -12,6 +12,8 @@ pub enum DimError {
     TooSmall { size: &'static str, value: i64 },
     /// An input slice's length is not the product of its dims.
     InputLength { input: &'static str, expected: usize, got: usize },
+    /// Two sizes the model needs equal (a MatMul's inner dims, say) differ for these dims.
+    Mismatch { what: &'static str, left: i64, right: i64 },
 }
 
 impl fmt::Display for DimError {
@@ -20,6 +22,7 @@ impl fmt::Display for DimError {
             DimError::OutOfBounds { dim, value, bound } => write!(f, "dim `{dim}` is {value}; it must be in 1..={bound}"),
             DimError::TooSmall { size, value } => write!(f, "derived size `{size}` is {value} for these dims; the inputs are too small"),
             DimError::InputLength { input, expected, got } => write!(f, "input `{input}` has {got} elements, its dims give {expected}"),
+            DimError::Mismatch { what, left, right } => write!(f, "{what} must be equal; these dims give {left} and {right}"),
         }
     }
 }
@@ -51,6 +54,14 @@ pub fn check_len(input: &'static str, got: usize, expected: usize) -> Result<(),
     Ok(())
 }
 
+/// Whether the two sizes of `what` (a constraint the compiler could not prove) are equal.
+pub fn same(what: &'static str, left: i64, right: i64) -> Result<(), DimError> {
+    if left != right {
+        return Err(DimError::Mismatch { what, left, right });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +73,7 @@ mod tests {
         assert!(check("h", 0, 64).is_err());
         assert_eq!(derived("h/2", 0), Err(DimError::TooSmall { size: "h/2", value: 0 }));
         assert!(check_len("x", 11, 12).is_err() && check_len("x", 12, 12).is_ok());
+        assert_eq!(same("inner dims", 6, 6), Ok(()));
+        assert_eq!(same("inner dims", 6, 8), Err(DimError::Mismatch { what: "inner dims", left: 6, right: 8 }));
     }
 }

@@ -17,6 +17,33 @@ use std::collections::HashMap;
 pub struct SymInfo {
     pub shapes: HashMap<ValueId, Vec<DimExpr>>,
     pub ints: HashMap<ValueId, Vec<DimExpr>>,
+    /// Sizes an op needs equal that the analysis cannot prove equal (a MatMul's inner dims
+    /// `c*h*w` and `400`): bounded code checks each at run time and returns a `DimError`.
+    pub constraints: Vec<Constraint>,
+}
+
+/// Two dims that must be equal at run time, and what needs them equal (for the error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Constraint {
+    pub what: String,
+    pub left: DimExpr,
+    pub right: DimExpr,
+}
+
+/// Record that `a` and `b` must be equal for node `n`'s `what`: nothing when they are the same
+/// expression, an error when both are constants that differ, else a run-time [`Constraint`].
+fn require_equal(s: &mut SymInfo, n: &Node, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
+    if a == b {
+        return Ok(());
+    }
+    if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
+        return Err(format!("{what} are {x} and {y}"));
+    }
+    let c = Constraint { what: format!("node `{}` ({}): {what}", n.name, n.op.name()), left: a.clone(), right: b.clone() };
+    if !s.constraints.contains(&c) {
+        s.constraints.push(c);
+    }
+    Ok(())
 }
 
 impl SymInfo {
@@ -62,7 +89,7 @@ pub fn fill_key(value_name: &str) -> String {
 /// Analyse `g` with graph inputs' dims from `inputs` (other inputs keep their static types)
 /// and the Reshape targets recorded before folding.
 pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets) -> Result<SymInfo, PassError> {
-    let mut s = SymInfo { shapes: inputs.clone(), ints: HashMap::new() };
+    let mut s = SymInfo { shapes: inputs.clone(), ints: HashMap::new(), constraints: Vec::new() };
     for (i, v) in g.values.iter().enumerate() {
         if let (crate::ir::ValueKind::Const(_), Some(sh)) = (&v.kind, targets.get(&fill_key(&v.name))) {
             s.shapes.insert(ValueId(i as u32), sh.clone());
@@ -225,7 +252,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 Some(t) => t.clone(),
                 None => ints_of(g, s, input(n, 1)?).ok_or_else(|| unsupported(n))?,
             };
-            broadcast(&xs, &t)?
+            broadcast(s, n, &xs, &t)?
         }
         Op::ConstantOfShape { .. } => match targets.get(&format!("\0cos:{}", n.name)) {
             Some(t) => t.clone(),
@@ -305,6 +332,13 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             if all.iter().any(|a| a.len() != r) {
                 return Err("Concat inputs of different ranks".into());
             }
+            for a in &all[1..] {
+                for (i, (p, q)) in d.iter().zip(a).enumerate() {
+                    if i != ax {
+                        require_equal(s, n, &format!("the inputs' dims {i}"), p, q)?;
+                    }
+                }
+            }
             d[ax] = all.iter().fold(c(0), |acc, a| acc.add(&a[ax]));
             d
         }
@@ -342,7 +376,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                     }
                 }
             }
-            broadcast(&a, &bb)?
+            broadcast(s, n, &a, &bb)?
         }
         Op::Reshape { allowzero } => {
             let xs = x(0)?;
@@ -375,6 +409,11 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 return Err(format!("Conv needs X and W of the same rank, at least 3 (got {} and {})", xs.len(), ws.len()));
             }
             let kernel: Vec<i64> = ws[2..].iter().map(|d| d.as_const().ok_or_else(|| "the kernel size depends on a bounded dim".to_string())).collect::<R<_>>()?;
+            let group = match &n.op {
+                Op::Conv { group, .. } | Op::FusedConv { group, .. } => *group as i64,
+                _ => 1,
+            };
+            require_equal(s, n, "X's channels and W's input channels times group", &xs[1], &ws[1].scale(group))?;
             let mut d = vec![xs[0].clone(), ws[0].clone()];
             d.extend(window_out(window, &kernel, &xs[2..])?);
             d
@@ -406,14 +445,21 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             if a.len() != 2 || b.len() != 2 {
                 return Err("Gemm needs 2-D operands".into());
             }
-            vec![a[if *trans_a { 1 } else { 0 }].clone(), b[if *trans_b { 0 } else { 1 }].clone()]
+            let (ka, kb) = (&a[if *trans_a { 0 } else { 1 }], &b[if *trans_b { 1 } else { 0 }]);
+            require_equal(s, n, "the inner dims of A and B", ka, kb)?;
+            let y = vec![a[if *trans_a { 1 } else { 0 }].clone(), b[if *trans_b { 0 } else { 1 }].clone()];
+            if let Some(cs) = ins.get(2).cloned().flatten() {
+                broadcast_into(s, n, "C and the output", &cs, &y)?;
+            }
+            y
         }
         Op::MatMul => {
             let (a, b) = (x(0)?, x(1)?);
             if a.len() < 2 || b.len() < 2 {
                 return Err(unsupported(n));
             }
-            let mut d = broadcast(&a[..a.len() - 2], &b[..b.len() - 2])?;
+            require_equal(s, n, "the inner dims of A and B", &a[a.len() - 1], &b[b.len() - 2])?;
+            let mut d = broadcast(s, n, &a[..a.len() - 2], &b[..b.len() - 2])?;
             d.push(a[a.len() - 2].clone());
             d.push(b[b.len() - 1].clone());
             d
@@ -423,8 +469,10 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
     Ok(shape)
 }
 
-/// numpy broadcasting: equal dims, or one of them the constant 1.
-fn broadcast(a: &[DimExpr], b: &[DimExpr]) -> R<Vec<DimExpr>> {
+/// numpy broadcasting: equal dims, or one of them the constant 1. Two dims that may differ
+/// (`h` and `w`, or `h` and 64) are required equal at run time: a bounded dim that is 1 at
+/// run time does not broadcast against a larger one (the code is laid out for equal dims).
+fn broadcast(s: &mut SymInfo, n: &Node, a: &[DimExpr], b: &[DimExpr]) -> R<Vec<DimExpr>> {
     let r = a.len().max(b.len());
     let one = c(1);
     (0..r)
@@ -436,10 +484,26 @@ fn broadcast(a: &[DimExpr], b: &[DimExpr]) -> R<Vec<DimExpr>> {
             } else if *da == one {
                 Ok(db.clone())
             } else {
-                Err(format!("dims {da} and {db} may differ: broadcasting them needs pinned dims"))
+                require_equal(s, n, &format!("broadcast dims {da} and {db}"), da, db)?;
+                // The bounded side sizes the output (the constant, when there is one).
+                Ok(if da.as_const().is_some() { da.clone() } else { db.clone() })
             }
         })
         .collect()
+}
+
+/// Unidirectional broadcasting of `from` into `to` (Gemm's C): each dim of `from` is 1 or
+/// equal to `to`'s.
+fn broadcast_into(s: &mut SymInfo, n: &Node, what: &str, from: &[DimExpr], to: &[DimExpr]) -> R<()> {
+    if from.len() > to.len() {
+        return Err(format!("{what}: rank {} does not broadcast to rank {}", from.len(), to.len()));
+    }
+    for (f, t) in from.iter().rev().zip(to.iter().rev()) {
+        if f.as_const() != Some(1) {
+            require_equal(s, n, what, f, t)?;
+        }
+    }
+    Ok(())
 }
 
 fn reshape(xs: &[DimExpr], target: &[DimExpr], allowzero: bool) -> R<Vec<DimExpr>> {
@@ -596,7 +660,7 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
                     let xv = n.inputs.first().copied().flatten();
                     if xv.and_then(|v| g.const_value(v)).is_some_and(|c| c.numel() == 1) {
                         let xs = xv.and_then(|v| info.shapes.get(&v).cloned().or_else(|| g.tensor_type(v)?.shape.as_ref()?.as_fixed().map(|d| d.iter().map(|&e| c(e as i64)).collect())));
-                        if let Some(sh) = xs.and_then(|xs| broadcast(&xs, t).ok()) {
+                        if let Some(sh) = xs.and_then(|xs| broadcast(&mut SymInfo::default(), n, &xs, t).ok()) {
                             out.insert(fill_key(&g.value(o).name), sh);
                         }
                     }

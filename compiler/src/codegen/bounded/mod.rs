@@ -343,6 +343,11 @@ fn build(
         let _ = writeln!(fwd, "    sz[{i}] = rt::dims::derived({}, {})?;", names::str_lit(&e.to_string()), e.to_rust(&var));
     }
     let _ = writeln!(fwd, "    let sz = &sz[..];");
+    // Sizes the ops need equal that the compiler could not prove equal.
+    for c in &info.constraints {
+        let what = format!("{} ({} and {})", c.what, c.left, c.right);
+        let _ = writeln!(fwd, "    rt::dims::same({}, {}, {})?;", names::str_lit(&what), c.left.to_rust(&var), c.right.to_rust(&var));
+    }
     for (d, len) in inputs.iter().zip(&in_lens) {
         let _ = writeln!(fwd, "    rt::dims::check_len({}, {}.len(), {len})?;", names::str_lit(&d.name), d.ident);
     }
