@@ -326,6 +326,14 @@ impl Default for CompileOptions {
     }
 }
 
+impl CompileOptions {
+    /// The code generator's options for these choices, the weights blob named `weights_file`
+    /// and the model `source_name` (for the header comment).
+    pub fn codegen(&self, weights_file: &str, source_name: &str) -> CodegenOptions {
+        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, ..Default::default() }
+    }
+}
+
 /// [`generate`], with the initializers replaced from a weights file first.
 pub fn generate_with(
     model: &Path,
@@ -337,13 +345,7 @@ pub fn generate_with(
 ) -> Result<Generated, BuildError> {
     let mut g = load_graph(model, pins, consts, weights)?;
     burnc_compiler::passes::prepare(&mut g)?;
-    let opts = CodegenOptions {
-        weights_file: weights_file.to_string(),
-        source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-        winograd: options.winograd,
-        max_arena: options.max_arena,
-        ..Default::default()
-    };
+    let opts = options.codegen(weights_file, &model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
     Ok(codegen::generate(&g, &opts)?)
 }
 

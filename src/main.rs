@@ -25,14 +25,8 @@ struct Cli {
     weights: cli::weights::WeightsArgs,
     #[command(flatten)]
     train: cli::train::TrainArgs,
-    /// Keep 3×3 convolutions as GEMMs instead of Winograd F(4×4, 3×3): slower, but their
-    /// weights take a quarter of the space (for flash-limited targets).
-    #[arg(long)]
-    no_winograd: bool,
-    /// The most bytes the arena may take (default 1 TiB, 1099511627776): a model that needs
-    /// more is refused, naming the node with the largest buffer.
-    #[arg(long, value_name = "BYTES")]
-    max_arena: Option<usize>,
+    #[command(flatten)]
+    codegen: cli::codegen_flags::CodegenFlags,
 }
 
 #[derive(Subcommand)]
@@ -58,8 +52,7 @@ fn main() -> ExitCode {
         Some(Command::Train(a)) => cli::train::train(a),
         None => match cli.model {
             Some(m) => {
-                let defaults = burnc::build::CompileOptions::default();
-                let options = burnc::build::CompileOptions { winograd: !cli.no_winograd, max_arena: cli.max_arena.unwrap_or(defaults.max_arena) };
+                let options = cli.codegen.options();
                 cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train, &options)
             }
             None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench, train); see --help".into())),

@@ -141,3 +141,63 @@ fn bench_profile_lists_every_node_and_keeps_median_last() {
     let last = stdout.trim_end().lines().last().unwrap_or_default();
     assert!(last.starts_with("median_ms="), "last line `{last}` in:\n{stdout}");
 }
+
+/// A 3×3 convolution Winograd takes (32 → 32 channels, 28×28: 49 tiles, pads 1) as an ONNX file.
+fn winograd_conv_model(path: &std::path::Path) {
+    use burnc_frontends::onnx::proto::{
+        attribute_proto::AttributeType, tensor_shape_proto::dimension::Value as DimValue, tensor_shape_proto::Dimension, type_proto, AttributeProto,
+        GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+    };
+    use prost::Message;
+    let vi = |name: &str, dims: &[i64]| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto { dim: dims.iter().map(|&d| Dimension { value: Some(DimValue::DimValue(d)), ..Default::default() }).collect() }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let w: Vec<f32> = (0..32 * 32 * 9).map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5).collect();
+    let weight = TensorProto { name: Some("w".into()), dims: vec![32, 32, 3, 3], data_type: Some(1), float_data: w, ..Default::default() };
+    let pads = AttributeProto { name: Some("pads".into()), r#type: Some(AttributeType::Ints as i32), ints: vec![1, 1, 1, 1], ..Default::default() };
+    let conv = NodeProto { op_type: Some("Conv".into()), name: Some("conv".into()), input: vec!["x".into(), "w".into()], output: vec!["y".into()], attribute: vec![pads], ..Default::default() };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
+        graph: Some(GraphProto {
+            name: Some("winograd".into()),
+            node: vec![conv],
+            initializer: vec![weight],
+            input: vec![vi("x", &[1, 32, 28, 28])],
+            output: vec![vi("y", &[1, 32, 28, 28])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    std::fs::write(path, model.encode_to_vec()).expect("write model");
+}
+
+/// The memory line `burnc inspect` prints is the one `burnc MODEL -o` prints, with and without
+/// Winograd (whose transformed weights take 16/9 the bytes and change the scratch).
+#[test]
+fn inspect_reports_the_plan_that_compile_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = dir.path().join("conv.onnx");
+    winograd_conv_model(&model);
+    let memory_line = |out: std::process::Output| -> String {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let s = String::from_utf8_lossy(&out.stdout).into_owned();
+        s.lines().rev().find(|l| l.starts_with("memory: ")).unwrap_or_else(|| panic!("no memory line in:\n{s}")).to_string()
+    };
+    let mut lines = Vec::new();
+    for flags in [&[][..], &["--no-winograd"][..]] {
+        let inspected = memory_line(burnc().arg("inspect").arg(&model).args(flags).output().expect("spawn"));
+        let compiled = memory_line(burnc().arg(&model).arg("-o").arg(dir.path().join("model.rs")).args(flags).output().expect("spawn"));
+        assert_eq!(inspected, compiled, "flags {flags:?}");
+        lines.push(compiled);
+    }
+    assert_ne!(lines[0], lines[1], "Winograd changes the weights blob");
+}

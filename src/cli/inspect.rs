@@ -15,6 +15,9 @@ pub struct InspectArgs {
     pub graph: bool,
     #[command(flatten)]
     pub weights: super::weights::WeightsArgs,
+    /// The choices `burnc MODEL -o` takes, so the plan printed is the one it compiles.
+    #[command(flatten)]
+    pub codegen: super::codegen_flags::CodegenFlags,
 }
 
 pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
@@ -70,10 +73,12 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
     if a.graph {
         print!("{g}");
     }
-    // What generated code fuses, and the memory plan it would use; the last line as
-    // `burnc MODEL -o` prints it.
-    let fused = match burnc_compiler::codegen::optimize(&g) {
-        Ok((f, report)) => {
+    // What generated code fuses, and the memory plan and weights blob of the module
+    // `burnc MODEL -o` writes with the same flags (the memory line as it prints it).
+    let opts = a.codegen.options().codegen("model.bin", "model");
+    match burnc_compiler::codegen::plan(&g, &opts) {
+        Ok(plan) => {
+            let report = &plan.fusion;
             if !report.is_empty() {
                 use burnc_compiler::passes::fuse::Role;
                 println!("fused ({} groups):", report.groups.len());
@@ -90,17 +95,11 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
                     println!("  {}", parts.join(" + "));
                 }
             }
-            f
-        }
-        Err(e) => {
-            println!("fused: unavailable ({e})");
-            g.clone()
-        }
-    };
-    match burnc_compiler::codegen::plan_memory(&fused) {
-        Ok(p) => {
-            println!("memory plan: {} bytes of buffers without reuse, {} nodes", p.total_buffer_bytes, p.order.len());
-            println!("memory: arena_bytes={} lower_bound_bytes={} weights_bytes={}", p.arena_bytes.max(64), p.lower_bound_bytes, p.weights_bytes);
+            println!("memory plan: {} bytes of buffers without reuse, {} nodes", plan.memory.total_buffer_bytes, plan.memory.order.len());
+            match burnc_compiler::codegen::generate_planned(plan, &opts) {
+                Ok(gen) => println!("{}", burnc::build::memory_line(&gen)),
+                Err(e) => println!("memory: unavailable ({e})"),
+            }
         }
         Err(e) => println!("memory: unavailable ({e})"),
     }

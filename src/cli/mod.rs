@@ -1,5 +1,6 @@
 //! Subcommands of the CLI, one module each.
 pub mod bench;
+pub mod codegen_flags;
 pub mod compile;
 pub mod inputs;
 pub mod inspect;

@@ -3,6 +3,7 @@
 //! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
 pub mod bounded;
 pub mod emit;
+mod lowering;
 pub(crate) mod module;
 pub mod names;
 pub mod train;
@@ -13,6 +14,7 @@ use crate::memory::{self, PlanOptions};
 use thiserror::Error;
 
 pub use bounded::{generate_bounded, BoundedInfo};
+pub use lowering::Lowering;
 pub use module::Generated;
 pub use train::{generate_train, TrainGenerated};
 
@@ -76,14 +78,41 @@ pub struct IoDesc {
     pub shape: Vec<usize>,
 }
 
-/// The memory plan generated code would use (the codegen's scratch and in-place rules).
-pub fn plan_memory(g: &Graph) -> Result<memory::MemoryPlan, memory::PlanError> {
-    plan_memory_within(g, crate::size::DEFAULT_MAX_ARENA_BYTES)
+/// The memory plan generated code lowered by `lw` uses for `g` (the codegen's scratch and
+/// in-place rules), refused above `max_arena` bytes.
+pub fn plan_memory(g: &Graph, lw: Lowering, max_arena: usize) -> Result<memory::MemoryPlan, memory::PlanError> {
+    memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id, lw), can_inplace: &|g, id, i| emit::can_inplace(g, id, i), max_arena })
 }
 
-/// [`plan_memory`] with an arena limit of `max_arena` bytes.
-pub fn plan_memory_within(g: &Graph, max_arena: usize) -> Result<memory::MemoryPlan, memory::PlanError> {
-    memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id), can_inplace: &|g, id, i| emit::can_inplace(g, id, i), max_arena })
+/// What a module compiled from a graph with `opts` is made of before its source is written:
+/// the graph after fusion, its memory plan and its weights layout. [`generate`] writes the
+/// module from it; `burnc inspect` reports it.
+pub struct Plan {
+    pub graph: Graph,
+    pub memory: memory::MemoryPlan,
+    pub weights: weights::WeightsLayout,
+    pub lowering: Lowering,
+    /// What the fusion passes fused (empty without `opts.fuse`).
+    pub fusion: crate::passes::fuse::FusionReport,
+}
+
+impl CodegenOptions {
+    /// How this module computes its convolutions.
+    pub fn lowering(&self) -> Lowering {
+        Lowering { prepack: true, winograd: self.fuse && self.winograd }
+    }
+}
+
+/// Fuse (when `opts.fuse`), plan memory and lay out the weights of `g` (static shapes).
+pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<Plan, CodegenError> {
+    let (mut graph, fusion) = if opts.fuse { optimize(g)? } else { (g.clone(), Default::default()) };
+    if let Some(c) = with_output_copies(&graph) {
+        graph = c;
+    }
+    let lowering = opts.lowering();
+    let memory = plan_memory(&graph, lowering, opts.max_arena)?;
+    let weights = weights::layout(&graph, &memory.order, lowering);
+    Ok(Plan { graph, memory, weights, lowering, fusion })
 }
 
 /// The graph generated code is built from: `g` after the fusion passes (which change
@@ -96,26 +125,12 @@ pub fn optimize(g: &Graph) -> Result<(Graph, crate::passes::fuse::FusionReport),
 
 /// Plan memory and generate the module for `g` (which must have static shapes).
 pub fn generate(g: &Graph, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
-    let fused;
-    let g = if opts.fuse {
-        fused = optimize(g)?.0;
-        &fused
-    } else {
-        g
-    };
-    let copied;
-    let g = match with_output_copies(g) {
-        Some(c) => {
-            copied = c;
-            &copied
-        }
-        None => g,
-    };
-    // The layout, the plan's scratch sizes and the emitters all ask `emit::nn::winograd_conv`.
-    emit::nn::with_winograd(opts.fuse && opts.winograd, || {
-        let plan = plan_memory_within(g, opts.max_arena)?;
-        module::build(g, &plan, opts)
-    })
+    generate_planned(plan(g, opts)?, opts)
+}
+
+/// Write the module of a [`plan`] made with the same `opts`.
+pub fn generate_planned(p: Plan, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+    module::build(p, opts)
 }
 
 /// Graph outputs that no node computes (a graph input or a constant)

@@ -2,7 +2,6 @@
 //! formatted with prettyplease.
 use super::emit::{self, rust_ty, Ctx};
 use super::names;
-use super::weights;
 use super::{CodegenError, CodegenOptions, IoDesc};
 use crate::ir::{Graph, ValueKind};
 use crate::memory::MemoryPlan;
@@ -147,7 +146,8 @@ pub fn with_weights(w: &'w [u8]) -> Result<Self, rt::arena::WeightsError> {
     Ok(Model { w })
 }";
 
-pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, CodegenError> {
+    let (g, plan) = (&p.graph, &p.memory);
     let mut taken = HashSet::new();
     let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io(g, i, &mut taken)).collect::<Result<_, _>>()?;
     let mut out_taken = HashSet::new();
@@ -157,13 +157,13 @@ pub fn build(g: &Graph, plan: &MemoryPlan, opts: &CodegenOptions) -> Result<Gene
             return Err(CodegenError::Graph { what: format!("output `{}`", d.name), reason: "is not computed by a node".into() });
         }
     }
-    let wl = weights::layout(g, &plan.order);
     let cx = Ctx {
         g,
         plan,
-        weights: std::cell::RefCell::new(wl),
+        weights: std::cell::RefCell::new(p.weights),
         inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, part_param(&d.ident))).collect::<HashMap<_, _>>(),
         state: HashMap::new(),
+        lowering: p.lowering,
     };
 
     // Node statements, grouped into functions of `nodes_per_fn` nodes.

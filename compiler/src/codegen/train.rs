@@ -9,7 +9,7 @@
 use super::emit::{rust_ty, Ctx};
 use super::module::{emit_parts, io, outputs_literal, part_param};
 use super::names;
-use super::{plan_memory, weights, CodegenError, CodegenOptions, IoDesc};
+use super::{plan_memory, weights, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{Graph, Op};
 use crate::tensor::Tensor;
 use crate::train::TrainGraph;
@@ -63,10 +63,7 @@ fn align(n: usize) -> usize {
 pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tensor)], opts: &CodegenOptions) -> Result<TrainGenerated, CodegenError> {
     // Frozen weights stay in the plain layout: `set_frozen` replaces them at run time, so the
     // compiler must not pack them for the GEMM (nor size scratch as if it had).
-    super::emit::nn::without_prepacking(|| generate_train_inner(forward, tg, frozen, opts))
-}
-
-fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tensor)], opts: &CodegenOptions) -> Result<TrainGenerated, CodegenError> {
+    let lw = Lowering::PLAIN;
     let gerr = |what: &str, reason: String| CodegenError::Graph { what: what.into(), reason };
 
     // State layout: parameters first (so they are one run of bytes), then the moments.
@@ -97,7 +94,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
         }
         None => fg,
     };
-    let fplan = plan_memory(fg)?;
+    let fplan = plan_memory(fg, lw, opts.max_arena)?;
     // Names the generated functions use themselves.
     let mut taken: HashSet<String> = ["lr", "step", "dropout_key", "s", "arena", "entries", "empty"].iter().map(|s| s.to_string()).collect();
     let mut fstate = HashMap::new();
@@ -118,7 +115,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
     }
     let mut out_taken = HashSet::new();
     let outputs: Vec<IoDesc> = fg.outputs.iter().map(|&o| io(fg, o, &mut out_taken)).collect::<Result<_, _>>()?;
-    let fcx = Ctx { g: fg, plan: &fplan, weights: std::cell::RefCell::new(weights::layout(fg, &fplan.order)), inputs: fnames, state: fstate };
+    let fcx = Ctx { g: fg, plan: &fplan, weights: std::cell::RefCell::new(weights::layout(fg, &fplan.order, lw)), inputs: fnames, state: fstate, lowering: lw };
     let fparts = emit_parts(&fcx, &fplan, opts.nodes_per_fn, None)?;
     let fwl = fcx.weights.into_inner();
     let frozen_in_fwd: HashMap<String, usize> = fwl
@@ -137,7 +134,7 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
         }
     }
     tgraph.outputs = vec![loss];
-    let tplan = plan_memory(&tgraph)?;
+    let tplan = plan_memory(&tgraph, lw, opts.max_arena)?;
     let loss_slot = tplan.slots.get(&loss).ok_or_else(|| gerr("train graph", "the loss has no arena slot".into()))?.offset;
     let mut tstate = HashMap::new();
     let mut tnames = HashMap::new();
@@ -175,9 +172,10 @@ fn generate_train_inner(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Ten
     let tcx = Ctx {
         g: &tgraph,
         plan: &tplan,
-        weights: std::cell::RefCell::new(weights::layout_after(fwl.blob, &tgraph, &tplan.order, &frozen_in_fwd)),
+        weights: std::cell::RefCell::new(weights::layout_after(fwl.blob, &tgraph, &tplan.order, &frozen_in_fwd, lw)),
         inputs: tnames,
         state: tstate,
+        lowering: lw,
     };
     let tparts = emit_parts(&tcx, &tplan, opts.nodes_per_fn, None)?;
     let mut wl = tcx.weights.into_inner();

@@ -1,5 +1,6 @@
 //! The weights blob (`model.bin`): every parameter and constant a node reads, little-endian,
 //! each at a 64-byte aligned offset.
+use super::Lowering;
 use crate::ir::{Graph, ValueId, ValueKind};
 use std::collections::HashMap;
 
@@ -17,21 +18,21 @@ pub struct WeightsLayout {
 
 /// Lay out the weights read by `g`'s nodes (in first-use order, so a reader walks the file
 /// front to back).
-pub fn layout(g: &Graph, order: &[crate::ir::NodeId]) -> WeightsLayout {
-    layout_after(Vec::new(), g, order, &HashMap::new())
+pub fn layout(g: &Graph, order: &[crate::ir::NodeId], lw: Lowering) -> WeightsLayout {
+    layout_after(Vec::new(), g, order, &HashMap::new(), lw)
 }
 
 /// [`layout`] appended to an existing blob (a second graph of the same module sharing its
 /// weights file); parameters named in `shared` are already in the blob at that offset.
-pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], shared: &HashMap<String, usize>) -> WeightsLayout {
+pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], shared: &HashMap<String, usize>, lw: Lowering) -> WeightsLayout {
     let mut offsets = HashMap::new();
     let mut packed = HashMap::new();
     for &nid in order {
         let node = g.node(nid);
         for (i, v) in node.inputs.iter().enumerate() {
             let Some(v) = v else { continue };
-            let pre = if i == 1 { super::emit::prepacked_conv(g, node) } else { None };
-            let key = (*v, pre.is_some() && super::emit::nn::winograd_conv(g, node));
+            let pre = if i == 1 { super::emit::prepacked_conv(g, node, lw) } else { None };
+            let key = (*v, pre.is_some() && super::emit::nn::winograd_conv(g, node, lw));
             if (pre.is_some() && packed.contains_key(&key)) || (pre.is_none() && offsets.contains_key(v)) {
                 continue;
             }
@@ -43,7 +44,7 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
             // every call (a weight shared with a plain reader is stored both ways).
             if let (Some((d, win)), Some(bytes)) = (pre, value_bytes(&g.value(*v).kind)) {
                 let w: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-                let wp = super::emit::nn::packed_conv_weights(g, node, &d, &win, &w);
+                let wp = super::emit::nn::packed_conv_weights(g, node, lw, &d, &win, &w);
                 let off = blob.len().div_ceil(ALIGN) * ALIGN;
                 blob.resize(off, 0);
                 blob.extend(wp.iter().flat_map(|x| x.to_le_bytes()));

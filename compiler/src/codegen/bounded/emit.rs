@@ -5,7 +5,7 @@
 //! the dims with --input").
 use super::Sizes;
 use crate::codegen::emit::Ctx;
-use crate::codegen::CodegenError;
+use crate::codegen::{CodegenError, Lowering};
 use crate::interp::ops::elementwise::runtime_unary;
 use crate::interp::ops::nn::geom::resolve;
 use crate::ir::{AutoPad, BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
@@ -32,7 +32,7 @@ pub(super) fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
 /// packed) and the whole im2col buffer (the runtime's tiling picks a tile per size, never more
 /// than all rows); for a direct depthwise conv, its zero-padded plane, which only grows with
 /// the window. `None` for other ops.
-pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId) -> Option<usize> {
+pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId, lw: Lowering) -> Option<usize> {
     let n = g.node(id);
     let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
     let x = fixed(g, n.inputs.first().copied().flatten())?;
@@ -45,7 +45,7 @@ pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId) -> Option<usize> {
     }
     let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
     let kdim = cg * win.kernel_size();
-    let pack = if prepacked_conv(g, n).is_some() { packed::prepacked_scratch_len(kdim) } else { packed::scratch_len(mg, kdim) };
+    let pack = if prepacked_conv(g, n, lw).is_some() { packed::prepacked_scratch_len(kdim) } else { packed::scratch_len(mg, kdim) };
     let col = if win.is_pointwise() { 0 } else { kdim * win.out_size() };
     Some((pack + col) * dt.size())
 }
@@ -228,7 +228,7 @@ impl Bx<'_> {
                     self.sizes.dim(&xs[1]),
                     self.sizes.dim(&ws[0])
                 );
-                let col_bytes = conv_scratch_at_bound(g, id).unwrap_or(0);
+                let col_bytes = conv_scratch_at_bound(g, id, self.cx.lowering).unwrap_or(0);
                 let col = self.cx.scratch(n, id, "f32", col_bytes / 4)?;
                 let ep = match &n.op {
                     Op::FusedConv { act, .. } => format!(

@@ -17,7 +17,7 @@ mod rnn;
 use super::emit::{rust_ty, Ctx};
 use super::module::{block_label, part_param, Generated};
 use super::names;
-use super::{weights, CodegenError, CodegenOptions, IoDesc};
+use super::{weights, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{Dim, DimExpr, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
 use crate::memory::{self, MemoryPlan, PlanOptions};
 use crate::passes::symbolic::{self, SymInfo};
@@ -160,11 +160,11 @@ fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) 
     let _ = bound;
     let scratch = |g: &Graph, id| {
         if node_is_symbolic(g, info, id) {
-            if let Some(b) = emit::conv_scratch_at_bound(g, id) {
+            if let Some(b) = emit::conv_scratch_at_bound(g, id, Lowering::EXACT) {
                 return b;
             }
         }
-        super::emit::scratch_bytes(g, id)
+        super::emit::scratch_bytes(g, id, Lowering::EXACT)
     };
     let inplace = |g: &Graph, id, i| {
         super::emit::can_inplace(g, id, i) && (!node_is_symbolic(g, info, id) || matches!(g.node(id).op, Op::Unary(_)))
@@ -252,9 +252,10 @@ fn build(
     let cx = Ctx {
         g,
         plan,
-        weights: std::cell::RefCell::new(weights::layout(g, &plan.order)),
+        weights: std::cell::RefCell::new(weights::layout(g, &plan.order, Lowering::EXACT)),
         inputs: g.inputs.iter().zip(&inputs).map(|(&v, d)| (v, part_param(&d.ident))).collect(),
         state: HashMap::new(),
+        lowering: Lowering::EXACT,
     };
     let bx = emit::Bx { cx: &cx, info, sizes: &sizes, dims };
 

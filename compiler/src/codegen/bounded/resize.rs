@@ -69,7 +69,7 @@ impl Bx<'_> {
         let xs = self.shape(n, x)?;
         let r = xs.len();
         let scales = crate::passes::symbolic::resize_scales(g, n, at, r).map_err(|e| self.err(n, e))?;
-        let half = crate::codegen::emit::scratch_bytes(g, id) / 16;
+        let half = crate::codegen::emit::scratch_bytes(g, id, self.cx.lowering) / 16;
         let rx = self.read(n, x)?;
         let y = self.write(n, out)?;
         if scales.iter().all(|&k| k == 1) {

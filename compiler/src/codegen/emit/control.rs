@@ -5,7 +5,7 @@
 use super::{emit_node, rust_ty, Ctx};
 use crate::codegen::module::block_label;
 use crate::codegen::weights::{value_bytes, WeightsLayout};
-use crate::codegen::{plan_memory, with_output_copies, CodegenError};
+use crate::codegen::{plan_memory, with_output_copies, CodegenError, Lowering};
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
 use crate::memory::{MemoryPlan, ALIGN};
 use std::collections::{HashMap, HashSet};
@@ -21,9 +21,9 @@ struct Sub {
     plan: MemoryPlan,
 }
 
-fn prepare_sub(body: &Graph) -> Result<Sub, String> {
+fn prepare_sub(body: &Graph, lw: Lowering) -> Result<Sub, String> {
     let g = with_output_copies(body).unwrap_or_else(|| body.clone());
-    let plan = plan_memory(&g).map_err(|e| format!("subgraph: {e}"))?;
+    let plan = plan_memory(&g, lw, crate::size::DEFAULT_MAX_ARENA_BYTES).map_err(|e| format!("subgraph: {e}"))?;
     Ok(Sub { g, plan })
 }
 
@@ -62,7 +62,7 @@ struct ScanPlan {
     scratch: usize,
 }
 
-fn scan_plan(g: &Graph, n: &Node) -> Result<ScanPlan, String> {
+fn scan_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<ScanPlan, String> {
     let Op::Scan { body, num_scan_inputs: m, input_axes, output_axes, input_directions, output_directions } = &n.op else {
         return Err("not a Scan".into());
     };
@@ -70,7 +70,7 @@ fn scan_plan(g: &Graph, n: &Node) -> Result<ScanPlan, String> {
     if body.inputs.len() != n.inputs.len() || body.outputs.len() < n_state {
         return Err("the body's inputs and outputs do not match the node's".into());
     }
-    let sub = prepare_sub(body)?;
+    let sub = prepare_sub(body, lw)?;
     let mut off = align(sub.plan.arena_bytes);
     let mut state_off = Vec::new();
     for i in 0..n_state {
@@ -117,13 +117,13 @@ struct LoopPlan {
     scratch: usize,
 }
 
-fn loop_plan(g: &Graph, n: &Node) -> Result<LoopPlan, String> {
+fn loop_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<LoopPlan, String> {
     let Op::Loop { body } = &n.op else { return Err("not a Loop".into()) };
     let nc = n.inputs.len().checked_sub(2).ok_or("a Loop takes at least two inputs")?;
     if body.inputs.len() != nc + 2 || body.outputs.len() < nc + 1 {
         return Err("the body's inputs and outputs do not match the node's".into());
     }
-    let sub = prepare_sub(body)?;
+    let sub = prepare_sub(body, lw)?;
     let iter_off = align(sub.plan.arena_bytes);
     let cond_off = iter_off + ALIGN;
     let mut off = cond_off + ALIGN;
@@ -144,9 +144,9 @@ fn loop_plan(g: &Graph, n: &Node) -> Result<LoopPlan, String> {
 }
 
 /// Both branches of an If, planned; they share the node's scratch (one runs).
-fn if_plan(g: &Graph, n: &Node) -> Result<(Sub, Sub), String> {
+fn if_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<(Sub, Sub), String> {
     let Op::If { then_branch, else_branch } = &n.op else { return Err("not an If".into()) };
-    let (t, e) = (prepare_sub(then_branch)?, prepare_sub(else_branch)?);
+    let (t, e) = (prepare_sub(then_branch, lw)?, prepare_sub(else_branch, lw)?);
     for (name, b) in [("then", &t), ("else", &e)] {
         if b.g.outputs.len() < n.outputs.len() {
             return Err(format!("the {name} branch returns {} values for {} outputs", b.g.outputs.len(), n.outputs.len()));
@@ -162,12 +162,12 @@ fn if_plan(g: &Graph, n: &Node) -> Result<(Sub, Sub), String> {
     Ok((t, e))
 }
 
-pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
+pub fn scratch_bytes(g: &Graph, id: NodeId, lw: Lowering) -> usize {
     let n = g.node(id);
     match &n.op {
-        Op::If { .. } => if_plan(g, n).map_or(0, |(t, e)| t.plan.arena_bytes.max(e.plan.arena_bytes)),
-        Op::Scan { .. } => scan_plan(g, n).map_or(0, |p| p.scratch),
-        Op::Loop { .. } => loop_plan(g, n).map_or(0, |p| p.scratch),
+        Op::If { .. } => if_plan(g, n, lw).map_or(0, |(t, e)| t.plan.arena_bytes.max(e.plan.arena_bytes)),
+        Op::Scan { .. } => scan_plan(g, n, lw).map_or(0, |p| p.scratch),
+        Op::Loop { .. } => loop_plan(g, n, lw).map_or(0, |p| p.scratch),
         _ => 0,
     }
 }
@@ -183,7 +183,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
 
 /// A real branch on a condition known only at run time.
 fn emit_if(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let (t, e) = if_plan(cx.g, n).map_err(|m| cx.err(n, m))?;
+    let (t, e) = if_plan(cx.g, n, cx.lowering).map_err(|m| cx.err(n, m))?;
     let cond = n.inputs.first().copied().flatten().ok_or_else(|| cx.err(n, "missing condition"))?;
     let tag = format!("if{}", id.0);
     let base = match cx.plan.scratch.get(&id) {
@@ -220,7 +220,7 @@ if ({})[0] != 0 {{
 
 /// A real `while` loop: trip count and condition read at run time unless constant.
 fn emit_loop(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let p = loop_plan(cx.g, n).map_err(|e| cx.err(n, e))?;
+    let p = loop_plan(cx.g, n, cx.lowering).map_err(|e| cx.err(n, e))?;
     let e = |m: String| cx.err(n, m);
     let scr = cx.plan.scratch.get(&id).ok_or_else(|| e("no scratch slot".into()))?.offset;
     let sub = &p.sub;
@@ -351,7 +351,7 @@ fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>) -> Result<Stri
             }
         }
     }
-    let bcx = Ctx { g: &sub.g, plan: &sub.plan, weights: std::cell::RefCell::new(wl), inputs: names, state: Default::default() };
+    let bcx = Ctx { g: &sub.g, plan: &sub.plan, weights: std::cell::RefCell::new(wl), inputs: names, state: Default::default(), lowering: cx.lowering };
     let mut s = String::new();
     let mut labels = HashSet::new();
     let mut res = Ok(());
@@ -382,7 +382,7 @@ fn sub_view(sub: &Sub, v: ValueId, base: &str, mutable: bool) -> Result<String, 
 }
 
 fn emit_scan(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let p = scan_plan(cx.g, n).map_err(|e| cx.err(n, e))?;
+    let p = scan_plan(cx.g, n, cx.lowering).map_err(|e| cx.err(n, e))?;
     let e = |m: String| cx.err(n, m);
     let scr = cx.plan.scratch.get(&id).ok_or_else(|| e("no scratch slot".into()))?.offset;
     let sub = &p.sub;

@@ -38,6 +38,8 @@ pub struct Ctx<'a> {
     /// Graph inputs kept in the caller's state buffer `s` (trainable parameters and optimizer
     /// moments of generated training code): value → byte offset.
     pub state: HashMap<ValueId, usize>,
+    /// How convolutions are computed and their weights stored (the plan and layout's too).
+    pub lowering: super::Lowering,
 }
 
 /// The Rust element type generated code uses for a dtype.
@@ -182,13 +184,13 @@ impl<'a> Ctx<'a> {
 }
 
 /// Scratch bytes a node needs (asked by the memory planner).
-pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
+pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
     // Each op has one emitter family, so at most one of these is non-zero.
-    nn::scratch_bytes(g, id)
+    nn::scratch_bytes(g, id, lw)
         + misc::scratch_bytes(g, id)
         + norm::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
-        + control::scratch_bytes(g, id)
+        + control::scratch_bytes(g, id, lw)
         + resize::scratch_bytes(g, id)
         + extra::scratch_bytes(g, id)
         + rnn::scratch_bytes(g, id)

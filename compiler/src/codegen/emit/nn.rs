@@ -3,7 +3,7 @@
 use super::elementwise::f32_lit;
 use super::wide::{carve, is_half, narrow, widen};
 use super::Ctx;
-use crate::codegen::CodegenError;
+use crate::codegen::{CodegenError, Lowering};
 use crate::interp::ops::nn::geom::resolve;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind};
 use burnc_runtime::kernels::conv::{conv_prepacked_scratch_len, conv_scratch_len, takes_prepacked, ConvDims};
@@ -25,51 +25,16 @@ fn conv_geometry(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
     Some((ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group }, win, d))
 }
 
-thread_local! {
-    /// Whether this thread's codegen may store conv weights packed ([`without_prepacking`]).
-    static PREPACK: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-    /// Whether this thread's codegen may run 3×3 convolutions by Winograd ([`with_winograd`]).
-    static WINOGRAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-type Switch = std::thread::LocalKey<std::cell::Cell<bool>>;
-
-/// Run `f` with the codegen switch `key` set to `on`, restored afterwards (on unwind too).
-fn with_switch<R>(key: &'static Switch, on: bool, f: impl FnOnce() -> R) -> R {
-    struct Restore(&'static Switch, bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            self.0.with(|p| p.set(self.1));
-        }
-    }
-    let _restore = Restore(key, key.with(|p| p.replace(on)));
-    f()
-}
-
-/// Run `f` with compile-time weight packing off (train modules: the caller may replace frozen
-/// weights in the plain layout at run time). The layout, the memory plan's scratch sizes and
-/// the emitters all ask [`prepacked_conv`], so they agree inside `f`.
-pub(crate) fn without_prepacking<R>(f: impl FnOnce() -> R) -> R {
-    with_switch(&PREPACK, false, f)
-}
-
-/// Run `f` with Winograd convolutions allowed (`on`): they change rounding, so only the fused
-/// code `burnc MODEL -o` writes uses them, never the code that must equal the interpreter, and
-/// never bounded-dims code (its convolutions take their sizes at run time).
-pub(crate) fn with_winograd<R>(on: bool, f: impl FnOnce() -> R) -> R {
-    with_switch(&WINOGRAD, on, f)
-}
-
 /// Whether a [`prepacked_conv`] runs as F(4×4, 3×3) Winograd (`runtime::kernels::winograd`):
 /// its weights are stored transformed and packed, and it has its own scratch.
-pub(crate) fn winograd_conv(g: &Graph, n: &Node) -> bool {
-    WINOGRAD.with(|p| p.get()) && prepacked_conv(g, n).is_some_and(|(d, win)| burnc_runtime::kernels::winograd::applies(&d, &win))
+pub(crate) fn winograd_conv(g: &Graph, n: &Node, lw: Lowering) -> bool {
+    lw.winograd && prepacked_conv(g, n, lw).is_some_and(|(d, win)| burnc_runtime::kernels::winograd::applies(&d, &win))
 }
 
 /// Elements of a [`prepacked_conv`]'s stored weights, and the weights in that layout.
-pub(crate) fn packed_conv_weights(g: &Graph, n: &Node, d: &ConvDims, win: &Window3, plain: &[f32]) -> Vec<f32> {
+pub(crate) fn packed_conv_weights(g: &Graph, n: &Node, lw: Lowering, d: &ConvDims, win: &Window3, plain: &[f32]) -> Vec<f32> {
     use burnc_runtime::kernels::{conv, winograd};
-    if winograd_conv(g, n) {
+    if winograd_conv(g, n, lw) {
         let mut wp = vec![0f32; winograd::packed_len(d)];
         winograd::pack_weights(d, plain, &mut wp);
         wp
@@ -82,8 +47,8 @@ pub(crate) fn packed_conv_weights(g: &Graph, n: &Node, d: &ConvDims, win: &Windo
 
 /// The runtime function a [`prepacked_conv`] calls; both take `(x, packed, y, &d, &win,
 /// scratch, &ep)`.
-pub(crate) fn prepacked_fn(g: &Graph, n: &Node) -> &'static str {
-    if winograd_conv(g, n) {
+pub(crate) fn prepacked_fn(g: &Graph, n: &Node, lw: Lowering) -> &'static str {
+    if winograd_conv(g, n, lw) {
         "rt::kernels::winograd::conv_winograd"
     } else {
         "rt::kernels::conv::conv_fused_prepacked"
@@ -93,8 +58,8 @@ pub(crate) fn prepacked_fn(g: &Graph, n: &Node) -> &'static str {
 /// The geometry of a convolution whose weights the weights blob stores packed for the GEMM
 /// (`conv_fused_prepacked`): f32, weights known at compile time (a parameter or constant),
 /// computed as GEMMs (not the direct depthwise loop).
-pub(crate) fn prepacked_conv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)> {
-    if !PREPACK.with(|p| p.get()) {
+pub(crate) fn prepacked_conv(g: &Graph, n: &Node, lw: Lowering) -> Option<(ConvDims, Window3)> {
+    if !lw.prepack {
         return None;
     }
     let (d, win, dt) = conv_geometry(g, n)?;
@@ -109,29 +74,29 @@ pub(crate) fn prepacked_conv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)>
 /// layout placed plain, e.g. shared with another graph) packed now into a table, so the
 /// call always matches the scratch the memory plan gave it ([`scratch_bytes`]).
 pub(crate) fn prepacked_weights(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
-    let Some((d, win)) = prepacked_conv(cx.g, n) else { return Ok(None) };
+    let Some((d, win)) = prepacked_conv(cx.g, n, cx.lowering) else { return Ok(None) };
     let w = cx.input(n, 1)?;
-    if let Some(&(off, len)) = cx.weights.borrow().packed.get(&(w, winograd_conv(cx.g, n))) {
+    if let Some(&(off, len)) = cx.weights.borrow().packed.get(&(w, winograd_conv(cx.g, n, cx.lowering))) {
         return Ok(Some(format!("unsafe {{ rt::arena::weights::<f32>(w, {off}, {len}) }}")));
     }
     let t = cx.konst(w).ok_or_else(|| cx.err(n, "conv weights are not constant"))?;
     let plain: Vec<f32> = t.to_f64_vec().iter().map(|&v| v as f32).collect();
-    Ok(Some(cx.table_f32(&packed_conv_weights(cx.g, n, &d, &win, &plain))))
+    Ok(Some(cx.table_f32(&packed_conv_weights(cx.g, n, cx.lowering, &d, &win, &plain))))
 }
 
 /// Scratch elements of a convolution: what `conv_fused_prepacked` needs when the weights come
 /// packed, else what `conv` / `conv_fused` need.
-fn conv_col_len(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> usize {
-    if winograd_conv(g, n) {
+fn conv_col_len(g: &Graph, n: &Node, lw: Lowering, d: &ConvDims, win: &Window3) -> usize {
+    if winograd_conv(g, n, lw) {
         burnc_runtime::kernels::winograd::scratch_len(d, win)
-    } else if prepacked_conv(g, n).is_some() {
+    } else if prepacked_conv(g, n, lw).is_some() {
         conv_prepacked_scratch_len(d, win)
     } else {
         conv_scratch_len(d, win)
     }
 }
 
-pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
+pub fn scratch_bytes(g: &Graph, id: NodeId, lw: Lowering) -> usize {
     let n = g.node(id);
     if let Op::Softmax { log, .. } = n.op {
         // f16 / bf16 LogSoftmax: the input widened to f32, and the f32 result.
@@ -146,7 +111,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     }
     match conv_geometry(g, n) {
         Some((d, win, dt)) if is_half(dt) => half_conv_parts(g, n, &d, &win).iter().map(|p| p.1).sum::<usize>() * 4,
-        Some((d, win, dt)) => conv_col_len(g, n, &d, &win) * dt.size(),
+        Some((d, win, dt)) => conv_col_len(g, n, lw, &d, &win) * dt.size(),
         None => 0,
     }
 }
@@ -224,7 +189,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 return Err(cx.err(n, format!("Conv on {od} is not supported by codegen yet")));
             }
             let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
-            let col_len = conv_col_len(cx.g, n, &d, &win);
+            let col_len = conv_col_len(cx.g, n, cx.lowering, &d, &win);
             let bias = match n.inputs.get(2).copied().flatten() {
                 Some(b) => format!("Some({})", cx.read(n, b)?),
                 None => "None".into(),
@@ -239,7 +204,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                     d.c_in,
                     d.c_out,
                     window_lit(&win),
-                    prepacked_fn(cx.g, n),
+                    prepacked_fn(cx.g, n, cx.lowering),
                     cx.read(n, cx.input(n, 0)?)?,
                     cx.write(n, out)?,
                     cx.scratch(n, id, t, col_len)?
@@ -264,7 +229,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 return Err(cx.err(n, format!("fused Conv on {od} is not supported by codegen")));
             }
             let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
-            let col_len = conv_col_len(cx.g, n, &d, &win);
+            let col_len = conv_col_len(cx.g, n, cx.lowering, &d, &win);
             let opt = |i: usize| -> Result<String, CodegenError> {
                 Ok(match n.inputs.get(i).copied().flatten() {
                     Some(v) => format!("Some({})", cx.read(n, v)?),
@@ -272,7 +237,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 })
             };
             let (call, w, mm) = match prepacked_weights(cx, n)? {
-                Some(wp) => (prepacked_fn(cx.g, n), wp, String::new()),
+                Some(wp) => (prepacked_fn(cx.g, n, cx.lowering), wp, String::new()),
                 None => ("rt::kernels::conv::conv_fused", cx.read(n, cx.input(n, 1)?)?, format!(", &{gemm_impl}")),
             };
             Ok(Some(format!(
