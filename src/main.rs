@@ -35,8 +35,8 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Print ops, shapes, parameters and FLOPs of a model.
     Inspect(cli::inspect::InspectArgs),
-    /// Time the generated code, built in release for this CPU (single thread for now); the last
-    /// line printed is `median_ms=<value>`.
+    /// Time the generated code, built in release for this CPU (`--threads N` for the pool); the
+    /// last line printed is `median_ms=<value>`.
     Bench(cli::bench::BenchArgs),
     /// Run training steps on one batch (interpreter, or generated code with --codegen), print
     /// each step's loss and optionally save the parameters as safetensors.

@@ -98,3 +98,51 @@ fn light_models_codegen_matches_interpreter() {
         assert_eq!(checked, 18, "expected the 9 light models and their 9 random-weight variants");
     }
 }
+
+/// Elementwise chains in generated code (`Op::Elementwise`, one loop per chain) give the
+/// interpreter's bits on the unfused graph: SiLU, a HardSwish written out with scalar
+/// constants, a chain reading a second full-size input, and an output also read by a chain.
+#[test]
+fn elementwise_chains_in_one_loop_match_the_interpreter_bit_for_bit() {
+    use burnc_compiler::ir::{BinaryOp, DType, Graph, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType};
+    use burnc_compiler::{Data, Tensor};
+    let mut g = Graph::default();
+    let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&[2, 3, 7])) });
+    let x = g.add_value("x", ty.clone(), ValueKind::Input);
+    let y = g.add_value("y", ty, ValueKind::Input);
+    g.inputs = vec![x, y];
+    let node = |g: &mut Graph, name: &str, op: Op, ins: Vec<ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
+    let k = |g: &mut Graph, name: &str, v: f32| g.add_const(name, Tensor::new(vec![], Data::F32(vec![v])));
+    let s = node(&mut g, "sig", Op::Unary(UnaryOp::Sigmoid), vec![x]);
+    let m = node(&mut g, "silu", Op::Binary(BinaryOp::Mul), vec![x, s]);
+    let (three, zero, six) = (k(&mut g, "three", 3.0), k(&mut g, "zero", 0.0), k(&mut g, "six", 6.0));
+    let a = node(&mut g, "plus3", Op::Binary(BinaryOp::Add), vec![m, three]);
+    let c = node(&mut g, "relu6_lo", Op::Binary(BinaryOp::Max), vec![a, zero]);
+    let d = node(&mut g, "relu6_hi", Op::Binary(BinaryOp::Min), vec![c, six]);
+    let e = node(&mut g, "times", Op::Binary(BinaryOp::Mul), vec![m, d]);
+    let h = node(&mut g, "hardswish", Op::Binary(BinaryOp::Div), vec![e, six]);
+    let t = node(&mut g, "tanh_y", Op::Unary(UnaryOp::Tanh), vec![y]);
+    let ex = node(&mut g, "exp", Op::Unary(UnaryOp::Exp), vec![t]);
+    let z = node(&mut g, "diff", Op::Binary(BinaryOp::Sub), vec![ex, h]);
+    let l = node(&mut g, "leaky", Op::Unary(UnaryOp::LeakyRelu { alpha: 0.125 }), vec![z]);
+    let w = node(&mut g, "gate", Op::Binary(BinaryOp::Mul), vec![l, y]);
+    g.outputs = vec![h, t, w];
+    burnc_compiler::passes::prepare(&mut g).expect("prepare");
+    let vals = |seed: usize| -> Vec<f32> { (0..42).map(|i| (((i * 29 + seed * 7) % 31) as f32 - 15.0) / 4.0).collect() };
+    let inputs = vec![RtValue::Tensor(Tensor::new(vec![2, 3, 7], Data::F32(vals(1)))), RtValue::Tensor(Tensor::new(vec![2, 3, 7], Data::F32(vals(2))))];
+    let want = burnc_compiler::interp::run(&g, inputs.clone()).expect("interpreter");
+    // Exact code (no rounding-changing fusion): the chains are still one loop each.
+    let p = burnc::harness::generate_for(&g, &inputs, "chains", false).expect("codegen");
+    assert_eq!(p.gen.source.matches("for j in 0..42").count(), 3, "{}", p.gen.source);
+    assert!(p.gen.source.contains("eval_f32(Unary::Sigmoid, x0[j])"), "{}", p.gen.source);
+    let bin = burnc::harness::build(&p.gen, "elementwise-chains").expect("harness builds");
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("elementwise-chains");
+    let got = burnc::harness::run(&bin, &p, &work).expect("generated code runs");
+    assert_eq!(got.len(), want.len());
+    for (gv, wv) in got.iter().zip(&want) {
+        let (RtValue::Tensor(gt), RtValue::Tensor(wt)) = (gv, wv) else { panic!("tensors") };
+        let bits = |t: &Tensor| t.to_f64_vec().iter().map(|v| (*v as f32).to_bits()).collect::<Vec<_>>();
+        assert_eq!(gt.shape, wt.shape);
+        assert_eq!(bits(gt), bits(wt));
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! `#![no_std]`: every kernel is a plain function over slices with explicit shapes, so it runs
 //! on a microcontroller as well as under the interpreter. `std` only adds speed-ups (SIMD
-//! dispatch in the GEMM crate, later a thread pool).
+//! dispatch, the thread pool of `pool`).
 #![no_std]
 #[cfg(feature = "alloc")]
 extern crate alloc;

@@ -40,8 +40,9 @@ pub struct CodegenOptions {
     pub source_name: String,
     /// Nodes per generated function, so rustc never sees one huge function.
     pub nodes_per_fn: usize,
-    /// Run the fusion passes that change rounding (BatchNorm folded into conv weights …).
-    /// Off, generated code rounds exactly as the interpreter does.
+    /// Run the fusion passes that change rounding (BatchNorm folded into conv weights …) or
+    /// the kernels ops run on (conv epilogues). Off, generated code rounds exactly as the
+    /// interpreter does; elementwise chains are fused either way (same bits).
     pub fuse: bool,
     /// With `fuse`: run 3×3 stride-1 convolutions that pay for it by Winograd F(4×4, 3×3)
     /// (`runtime::kernels::winograd`). About 2× faster on such layers, but their weights are
@@ -105,7 +106,13 @@ impl CodegenOptions {
 
 /// Fuse (when `opts.fuse`), plan memory and lay out the weights of `g` (static shapes).
 pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<Plan, CodegenError> {
-    let (mut graph, fusion) = if opts.fuse { optimize(g)? } else { (g.clone(), Default::default()) };
+    let (mut graph, fusion) = if opts.fuse {
+        optimize(g)?
+    } else {
+        let mut g = g.clone();
+        let report = crate::passes::fuse::fuse_exact(&mut g)?;
+        (g, report)
+    };
     if let Some(c) = with_output_copies(&graph) {
         graph = c;
     }

@@ -5,6 +5,7 @@ mod graph;
 mod ml;
 mod op;
 mod printer;
+pub mod scalar;
 mod shape;
 pub mod verify;
 

@@ -164,6 +164,10 @@ pub enum Op {
     /// A[c])` along axis 1, in that order: a BatchNormalization (a, b as the batch-norm kernel
     /// computes them) with the per-channel Mul/Add and activation after it.
     ScaleShift { act: Act },
+    /// Generated code only (`passes::fuse`): a group of f32 elementwise nodes computed in one
+    /// loop. Each input has the output's shape or one element; the program gives each output
+    /// element from the inputs' elements at the same index.
+    Elementwise(Box<super::scalar::ScalarProgram>),
     /// (X, W, B?) transposed convolution.
     ConvTranspose { window: Window, group: usize, output_padding: Vec<usize>, output_shape: Vec<usize> },
     /// Outputs: Y and, for max pooling, optional Indices.

@@ -44,7 +44,7 @@ impl FusionReport {
     }
 
     /// The group built on node `base`, created if new.
-    fn group(&mut self, base: (String, String)) -> &mut FusedGroup {
+    pub(super) fn group(&mut self, base: (String, String)) -> &mut FusedGroup {
         match self.groups.iter().position(|gr| gr.nodes.first().is_some_and(|n| n.1 == base.1)) {
             Some(i) => &mut self.groups[i],
             None => {
@@ -63,7 +63,7 @@ fn f32s(t: &Tensor) -> Option<Vec<f32>> {
 }
 
 /// The op name and node name of node `i`, as the source spelled the op.
-fn label(g: &Graph, i: usize) -> (String, String) {
+pub(super) fn label(g: &Graph, i: usize) -> (String, String) {
     let n = &g.nodes[i];
     let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| match &n.op {
         Op::BatchNorm { .. } => "BatchNormalization".into(),
@@ -80,6 +80,17 @@ pub fn fuse(g: &mut Graph) -> Result<FusionReport, PassError> {
     scale_shift(g, &mut report);
     compact(g, &mut report)?;
     conv_epilogue(g, &mut report);
+    compact(g, &mut report)?;
+    super::fuse_chain::fuse_chains(g, &mut report);
+    compact(g, &mut report)?;
+    Ok(report)
+}
+
+/// Only the fusions that keep every bit and every op's kernel: elementwise chains into one
+/// loop (`fuse_chain`). Generated code that must round as the interpreter does runs these.
+pub fn fuse_exact(g: &mut Graph) -> Result<FusionReport, PassError> {
+    let mut report = FusionReport::default();
+    super::fuse_chain::fuse_chains(g, &mut report);
     compact(g, &mut report)?;
     Ok(report)
 }
@@ -194,7 +205,7 @@ fn take_output(g: &mut Graph, to: usize, from: usize) {
     g.value_mut(out).kind = ValueKind::Node(NodeId(to as u32));
 }
 
-fn drop_nodes(g: &mut Graph, remove: &[bool]) {
+pub(super) fn drop_nodes(g: &mut Graph, remove: &[bool]) {
     let nodes = std::mem::take(&mut g.nodes);
     g.nodes = nodes.into_iter().zip(remove).filter(|(_, r)| !**r).map(|(n, _)| n).collect();
 }

@@ -402,6 +402,17 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         }
         Op::Conv { window, group } | Op::FusedConv { window, group, .. } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
         Op::ScaleShift { .. } => same(),
+        // Inputs have the output's shape or one element: the output is the largest input.
+        Op::Elementwise(_) => {
+            let mut dims: Option<Vec<Dim>> = Some(vec![]);
+            for i in 0..n.inputs.len() {
+                dims = match (dims, cx.shape(i)) {
+                    (Some(a), Some(b)) => Some(bcast(cx, &a, b)?),
+                    _ => None,
+                };
+            }
+            vec![t(Some(DType::F32), dims)]
+        }
         Op::ConvTranspose { window, group, output_padding, output_shape } => {
             vec![t(cx.dtype(0), conv_transpose(cx, window, *group, output_padding, output_shape)?)]
         }

@@ -4,6 +4,7 @@ pub mod cost;
 pub mod dce;
 pub mod fold;
 pub mod fuse;
+mod fuse_chain;
 pub mod infer;
 pub mod symbolic;
 mod infer_unpool;

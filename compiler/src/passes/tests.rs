@@ -411,3 +411,53 @@ fn fuse_epilogues_keep_the_bits() {
         assert_eq!(bits(g), bits(w));
     }
 }
+
+/// Elementwise chains become one `Elementwise` node each, with the unfused graph's bits: SiLU
+/// (x used twice), a HardSwish written out with scalar constants (its input read by two nodes
+/// of the chain and so an input of the group). A value that is a graph output or read outside
+/// the chain stays a node of its own.
+#[test]
+fn fuse_elementwise_chains_keep_the_bits() {
+    use super::fuse::fuse_exact;
+    use crate::ir::scalar::Operand;
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![f(2), f(3), f(5)]);
+    let y = input(&mut g, "y", DType::F32, vec![f(2), f(3), f(5)]);
+    let k = |g: &mut Graph, name: &str, v: f32| g.add_const(name, Tensor::from_f32s(vec![], vec![v]));
+    let s = node(&mut g, Op::Unary(UnaryOp::Sigmoid), vec![Some(x)]);
+    let m = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(x), Some(s)]);
+    let (three, zero, six) = (k(&mut g, "three", 3.0), k(&mut g, "zero", 0.0), k(&mut g, "six", 6.0));
+    let a = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(m), Some(three)]);
+    let c = node(&mut g, Op::Binary(BinaryOp::Max), vec![Some(a), Some(zero)]);
+    let d = node(&mut g, Op::Binary(BinaryOp::Min), vec![Some(c), Some(six)]);
+    let e = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(m), Some(d)]);
+    let h = node(&mut g, Op::Binary(BinaryOp::Div), vec![Some(e), Some(six)]);
+    // `t` is an output and read by Exp: neither joins the other.
+    let t = node(&mut g, Op::Unary(UnaryOp::Tanh), vec![Some(y)]);
+    let ex = node(&mut g, Op::Unary(UnaryOp::Exp), vec![Some(t)]);
+    let z = node(&mut g, Op::Binary(BinaryOp::Sub), vec![Some(ex), Some(h)]);
+    g.outputs = vec![h, t, z];
+    infer(&mut g).unwrap();
+    let inputs = [rand(&[2, 3, 5], 21), rand(&[2, 3, 5], 22)];
+    let want = run(&g, &inputs);
+    let mut fused = g.clone();
+    let report = fuse_exact(&mut fused).unwrap();
+    let ops: Vec<String> = fused.nodes.iter().map(|n| n.op.name()).collect();
+    assert_eq!(ops, ["Elementwise", "Elementwise", "Tanh", "Elementwise"], "{ops:?}");
+    let programs: Vec<&crate::ir::scalar::ScalarProgram> = fused.nodes.iter().filter_map(|n| if let Op::Elementwise(p) = &n.op { Some(&**p) } else { None }).collect();
+    // SiLU reads x twice as one input; the HardSwish reads m and three constants.
+    assert_eq!(programs[0].steps.len(), 2);
+    assert_eq!(programs[0].steps[1].args, [Operand::Input(0), Operand::Step(0)]);
+    assert_eq!(programs[1].steps.len(), 5);
+    assert_eq!(programs[1].steps[0].args, [Operand::Input(0), Operand::Const(3.0)]);
+    assert_eq!(fused.nodes[1].inputs.len(), 1);
+    assert_eq!(report.groups.len(), 3, "{report:?}");
+    let got = run(&fused, &inputs);
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        let (RtValue::Tensor(g), RtValue::Tensor(w)) = (g, w) else { panic!("tensors") };
+        assert_eq!(g.shape, w.shape);
+        let bits = |t: &Tensor| t.to_f64_vec().iter().map(|v| (*v as f32).to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(g), bits(w));
+    }
+}

@@ -179,10 +179,23 @@ impl Bx<'_> {
                 }
                 Ok(Some(format!("{}.copy_from_slice({});", self.write(n, out)?, self.read(n, self.input(n, 0)?)?)))
             }
+            Op::Elementwise(p) => {
+                // Inputs of one element at the bounds have one at every size (dims of bound 1).
+                let oshape = self.shape(n, out)?;
+                let len = self.sizes.numel(&oshape);
+                let mut inputs = Vec::new();
+                for &v in n.inputs.iter().flatten() {
+                    let one = g.tensor_type(v).and_then(|t| t.shape.as_ref()?.numel()) == Some(1);
+                    let r = self.read(n, v)?;
+                    inputs.push(if one { crate::codegen::emit::ProgramInput::One(r) } else { crate::codegen::emit::ProgramInput::Full(r) });
+                }
+                let y = self.write(n, out)?;
+                Ok(Some(crate::codegen::emit::program_loop(p, &len, &inputs, &y, self.cx.plan.inplace.get(&id).copied())))
+            }
             Op::Unary(u) => {
                 f32_only("a unary op")?;
                 let r = runtime_unary(*u).ok_or_else(|| self.unsupported(n))?;
-                let r = crate::codegen::emit::float_args(&format!("rt::kernels::unary::Unary::{r:?}"));
+                let r = crate::codegen::emit::unary_lit(r);
                 let y = self.write(n, out)?;
                 if self.cx.plan.inplace.contains_key(&id) {
                     return Ok(Some(format!("rt::kernels::unary::map_f32_inplace({r}, {y});")));

@@ -1,8 +1,8 @@
 //! Generated code with bounded dims (`--input x=1x3x{h<=64}x{w<=64}`): one module whose arena
 //! is sized for the bounds and whose `forward` takes the actual dims at run time.
 //!
-//! The road: shape subgraphs feeding Reshape targets are rewritten size-independent
-//! (`passes::symbolic::relax_reshapes`); the graph is pinned at the bounds and goes through
+//! The road: the symbolic targets of Reshapes that shape subgraphs compute are recorded by
+//! node name (`passes::symbolic::reshape_targets`); the graph is pinned at the bounds and goes through
 //! the usual passes, fusion and memory plan (so offsets stay constants and every buffer has
 //! its size at the bound); the symbolic analysis then gives every value's dims as expressions
 //! of the named dims, checked against the static shapes at the bound. Nodes whose shapes do
@@ -101,6 +101,8 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     crate::passes::prepare(&mut g)?;
     if opts.fuse {
         g = super::optimize(&g)?.0;
+    } else {
+        crate::passes::fuse::fuse_exact(&mut g)?;
     }
     if let Some(c) = super::with_output_copies(&g) {
         g = c;

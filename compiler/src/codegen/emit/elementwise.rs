@@ -2,7 +2,9 @@
 use super::{rust_ty, Ctx};
 use crate::codegen::CodegenError;
 use crate::interp::ops::elementwise::runtime_unary;
+use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
 use crate::ir::{BinaryOp, DType, Graph, Node, NodeId, Op, UnaryOp};
+use burnc_runtime::kernels::unary::Unary;
 
 fn shape_of(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
     let t = g.tensor_type(v?)?;
@@ -86,6 +88,8 @@ pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
     }
     match &n.op {
         Op::Unary(u) => i == 0 && *u != UnaryOp::Identity && matches!(out.0, DType::F32 | DType::F64) && runtime_unary(*u).is_some(),
+        // Each element of the input is read before the same element of the output is written.
+        Op::Elementwise(_) => out.0 == DType::F32 && i < n.inputs.len(),
         Op::Binary(b) => {
             let other = shape_of(g, n.inputs.get(1 - i.min(1)).copied().flatten());
             i <= 1
@@ -118,7 +122,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let y = cx.write(n, out)?;
             if let (Some(r), DType::F32 | DType::F64) = (runtime_unary(*u), od) {
                 let f = if od == DType::F32 { "f32" } else { "f64" };
-                let r = float_args(&format!("rt::kernels::unary::Unary::{r:?}"));
+                let r = unary_lit(r);
                 if inplace.is_some() {
                     return Ok(Some(format!("rt::kernels::unary::map_{f}_inplace({r}, {y});")));
                 }
@@ -143,7 +147,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round if int => "v".into(),
                 // f16/bf16: through f32, as the interpreter does.
                 _ if half && runtime_unary(*u).is_some() => {
-                    let r = float_args(&format!("rt::kernels::unary::Unary::{:?}", runtime_unary(*u).unwrap()));
+                    let r = runtime_unary(*u).map(unary_lit).ok_or_else(|| cx.err(n, "no runtime function"))?;
                     format!("<{xt} as rt::FloatElem>::from_f32(rt::kernels::unary::eval_f32({r}, rt::FloatElem::to_f32(v)))")
                 }
                 _ => return Err(cx.err(n, format!("{u:?} on {xd} is not supported by codegen yet"))),
@@ -239,6 +243,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let _ = (ra, rb, y);
             broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
         }
+        Op::Elementwise(p) => emit_program(cx, id, n, p).map(Some),
         Op::Cast { to, saturate } => cast(cx, n, out, *to, *saturate).map(Some),
         Op::CastLike { saturate } => {
             let (to, _) = cx.ty(n, cx.input(n, 1)?)?;
@@ -297,13 +302,118 @@ fn cast(cx: &Ctx, n: &Node, out: crate::ir::ValueId, to: DType, saturate: bool) 
     Ok(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {conv}; }}", cx.read(n, x)?))
 }
 
-/// `Debug` prints `LeakyRelu(0.01)`; generated code wants typed float literals
-/// (`0.01_f32`), and constants for non-finite values.
-pub fn float_args(s: &str) -> String {
-    let Some(open) = s.find('(') else { return s.to_string() };
-    let close = s.rfind(')').unwrap_or(s.len());
-    let args: Vec<String> = s[open + 1..close].split(',').map(|a| f32_lit(a.trim().parse::<f32>().unwrap_or(0.0))).collect();
-    format!("{}({})", &s[..open], args.join(", "))
+/// The runtime's `Unary` value `u` as a Rust expression, parameters as typed literals.
+pub fn unary_lit(u: Unary) -> String {
+    use Unary::*;
+    let (name, args): (&str, Vec<f32>) = match u {
+        Abs => ("Abs", vec![]),
+        Neg => ("Neg", vec![]),
+        Exp => ("Exp", vec![]),
+        Log => ("Log", vec![]),
+        Sqrt => ("Sqrt", vec![]),
+        Reciprocal => ("Reciprocal", vec![]),
+        Floor => ("Floor", vec![]),
+        Ceil => ("Ceil", vec![]),
+        Round => ("Round", vec![]),
+        Sign => ("Sign", vec![]),
+        Sin => ("Sin", vec![]),
+        Cos => ("Cos", vec![]),
+        Tan => ("Tan", vec![]),
+        Asin => ("Asin", vec![]),
+        Acos => ("Acos", vec![]),
+        Atan => ("Atan", vec![]),
+        Sinh => ("Sinh", vec![]),
+        Cosh => ("Cosh", vec![]),
+        Asinh => ("Asinh", vec![]),
+        Acosh => ("Acosh", vec![]),
+        Atanh => ("Atanh", vec![]),
+        Erf => ("Erf", vec![]),
+        Relu => ("Relu", vec![]),
+        Sigmoid => ("Sigmoid", vec![]),
+        Tanh => ("Tanh", vec![]),
+        Softplus => ("Softplus", vec![]),
+        Softsign => ("Softsign", vec![]),
+        LeakyRelu(a) => ("LeakyRelu", vec![a]),
+        Elu(a) => ("Elu", vec![a]),
+        Selu(a, g) => ("Selu", vec![a, g]),
+        Celu(a) => ("Celu", vec![a]),
+        HardSigmoid(a, b) => ("HardSigmoid", vec![a, b]),
+        HardSwish => ("HardSwish", vec![]),
+        ThresholdedRelu(a) => ("ThresholdedRelu", vec![a]),
+        Gelu => ("Gelu", vec![]),
+        GeluTanh => ("GeluTanh", vec![]),
+        Mish => ("Mish", vec![]),
+    };
+    if args.is_empty() {
+        format!("rt::kernels::unary::Unary::{name}")
+    } else {
+        format!("rt::kernels::unary::Unary::{name}({})", args.into_iter().map(f32_lit).collect::<Vec<_>>().join(", "))
+    }
+}
+
+/// How a fused elementwise group reads one of its inputs.
+pub(crate) enum ProgramInput {
+    /// A slice of the output's length (the read expression).
+    Full(String),
+    /// One element, the same for every output element.
+    One(String),
+}
+
+/// One loop computing a fused elementwise group (`Op::Elementwise`): `len` elements (a `usize`
+/// expression) into `y`; with `inplace = Some(i)`, input `i` is the output buffer itself.
+pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput], y: &str, inplace: Option<usize>) -> String {
+    let mut s = String::new();
+    if p.steps.iter().any(|st| matches!(st.op, ScalarOp::Unary(_))) {
+        s.push_str("use rt::kernels::unary::{eval_f32, Unary};\n");
+    }
+    s.push_str(&format!("let y = &mut ({y})[..{len}];\n"));
+    for (k, inp) in inputs.iter().enumerate() {
+        match inp {
+            _ if inplace == Some(k) => {}
+            ProgramInput::Full(r) => s.push_str(&format!("let x{k} = &({r})[..{len}];\n")),
+            ProgramInput::One(r) => s.push_str(&format!("let x{k} = ({r})[0];\n")),
+        }
+    }
+    s.push_str(&format!("for j in 0..{len} {{\n"));
+    let operand = |a: &Operand| match *a {
+        Operand::Input(k) if inplace == Some(k) => "y[j]".to_string(),
+        Operand::Input(k) => match inputs.get(k) {
+            Some(ProgramInput::Full(_)) => format!("x{k}[j]"),
+            _ => format!("x{k}"),
+        },
+        Operand::Step(i) => format!("t{i}"),
+        Operand::Const(c) => f32_lit(c),
+    };
+    for (i, st) in p.steps.iter().enumerate() {
+        let a: Vec<String> = st.args.iter().map(operand).collect();
+        let e = match st.op {
+            ScalarOp::Unary(u) => format!("eval_f32({}, {})", unary_lit(u).replace("rt::kernels::unary::", ""), a[0]),
+            ScalarOp::Binary(Arith::Add) => format!("{} + {}", a[0], a[1]),
+            ScalarOp::Binary(Arith::Sub) => format!("{} - {}", a[0], a[1]),
+            ScalarOp::Binary(Arith::Mul) => format!("{} * {}", a[0], a[1]),
+            ScalarOp::Binary(Arith::Div) => format!("{} / {}", a[0], a[1]),
+            ScalarOp::Binary(Arith::Max) => format!("rt::Elem::max_of({}, {})", a[0], a[1]),
+            ScalarOp::Binary(Arith::Min) => format!("rt::Elem::min_of({}, {})", a[0], a[1]),
+        };
+        s.push_str(&format!("    let t{i} = {e}; // {}\n", crate::codegen::names::text(&st.node)));
+    }
+    s.push_str(&format!("    y[j] = t{};\n}}", p.steps.len().saturating_sub(1)));
+    s
+}
+
+/// A fused elementwise group, shapes fixed.
+fn emit_program(cx: &Ctx, id: NodeId, n: &Node, p: &ScalarProgram) -> Result<String, CodegenError> {
+    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
+    let (_, oshape) = cx.ty(n, out)?;
+    let len: usize = oshape.iter().product();
+    let mut inputs = Vec::new();
+    for i in 0..n.inputs.len() {
+        let v = cx.input(n, i)?;
+        let (_, s) = cx.ty(n, v)?;
+        let r = cx.read(n, v)?;
+        inputs.push(if s.iter().product::<usize>() == len { ProgramInput::Full(r) } else { ProgramInput::One(r) });
+    }
+    Ok(program_loop(p, &len.to_string(), &inputs, &cx.write(n, out)?, cx.plan.inplace.get(&id).copied()))
 }
 
 /// A Rust expression for an f32 value.

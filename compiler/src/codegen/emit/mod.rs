@@ -21,7 +21,8 @@ mod signal;
 mod train;
 mod wide;
 
-pub use elementwise::{f32_lit, float_args};
+pub use elementwise::{f32_lit, unary_lit};
+pub(crate) use elementwise::{program_loop, ProgramInput};
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
@@ -208,7 +209,7 @@ pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
 pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
     let n = cx.g.node(id);
     match &n.op {
-        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::CastLike { .. } | Op::Where => elementwise::emit(cx, id, n),
+        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::CastLike { .. } | Op::Where | Op::Elementwise(_) => elementwise::emit(cx, id, n),
         Op::Reduce { .. } | Op::ArgReduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::emit(cx, id, n),

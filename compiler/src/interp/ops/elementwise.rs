@@ -353,3 +353,30 @@ fn where_(c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor, String> {
     let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool);
     Ok(Tensor::new(shape, data))
 }
+
+/// A fused elementwise group (`Op::Elementwise`): f32 inputs of the output's shape or of one
+/// element, the program applied per element.
+pub fn eval_program(p: &crate::ir::scalar::ScalarProgram, args: &[Option<RtValue>]) -> OpResult {
+    p.check(args.len())?;
+    let mut ins: Vec<(&[f32], &[usize])> = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        match a {
+            Some(RtValue::Tensor(Tensor { data: Data::F32(v), shape })) => ins.push((v, shape)),
+            _ => return Err(format!("input #{i} of a fused elementwise group is not an f32 tensor")),
+        }
+    }
+    let (len, shape) = ins.iter().map(|(v, s)| (v.len(), *s)).max_by_key(|(l, _)| *l).unwrap_or((1, &[]));
+    if let Some((i, (v, _))) = ins.iter().enumerate().find(|(_, (v, _))| v.len() != len && v.len() != 1) {
+        return Err(format!("input #{i} has {} elements; a fused elementwise group takes {len} or 1", v.len()));
+    }
+    let mut x = vec![0f32; ins.len()];
+    let out: Vec<f32> = (0..len)
+        .map(|j| {
+            for (k, (v, _)) in ins.iter().enumerate() {
+                x[k] = if v.len() == 1 { v[0] } else { v[j] };
+            }
+            p.eval_f32(&x)
+        })
+        .collect();
+    Ok(vec![RtValue::Tensor(Tensor::new(shape.to_vec(), Data::F32(out)))])
+}

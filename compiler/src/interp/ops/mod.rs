@@ -45,6 +45,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } | Op::Det => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
+        Op::Elementwise(p) => elementwise::eval_program(p, &args),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
         | Op::InstanceNorm { .. }

@@ -1,0 +1,162 @@
+//! Elementwise chains as scalar programs: what one output element of a fused group of
+//! elementwise nodes is, as a list of steps over the group's inputs (`Op::Elementwise`). The
+//! interpreter evaluates a program per element; code generation prints it as the body of one
+//! loop. Each step is an op whose scalar function is defined once (`runtime::kernels::unary`,
+//! `runtime::Elem`), so a fused group gives the unfused nodes' bits.
+use super::{BinaryOp, UnaryOp};
+use burnc_runtime::kernels::unary::{eval_f32, Unary};
+use burnc_runtime::Elem;
+
+/// What a step reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Operand {
+    /// Input `i` of the node, at this element (or its one element, for a one-element input).
+    Input(usize),
+    /// The result of an earlier step.
+    Step(usize),
+    /// A one-element f32 constant, written into the code as a literal.
+    Const(f32),
+}
+
+/// One step's function.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScalarOp {
+    /// A float function of the runtime's (`Unary`), as `map_f32` applies it.
+    Unary(Unary),
+    Binary(Arith),
+}
+
+/// The binary functions a step can apply (f32, as `runtime::Elem` defines them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Max,
+    Min,
+}
+
+impl ScalarOp {
+    /// The step for a unary node, when it has a scalar f32 function.
+    pub fn unary(u: UnaryOp) -> Option<ScalarOp> {
+        crate::interp::ops::elementwise::runtime_unary(u).map(ScalarOp::Unary)
+    }
+
+    /// The step for a binary node, when it is plain f32 arithmetic.
+    pub fn binary(b: BinaryOp) -> Option<ScalarOp> {
+        Some(ScalarOp::Binary(match b {
+            BinaryOp::Add => Arith::Add,
+            BinaryOp::Sub => Arith::Sub,
+            BinaryOp::Mul => Arith::Mul,
+            BinaryOp::Div => Arith::Div,
+            BinaryOp::Max => Arith::Max,
+            BinaryOp::Min => Arith::Min,
+            _ => return None,
+        }))
+    }
+
+    pub fn arity(&self) -> usize {
+        match self {
+            ScalarOp::Unary(_) => 1,
+            ScalarOp::Binary(_) => 2,
+        }
+    }
+
+    /// The function on f32 values, as the unfused kernels compute it.
+    pub fn eval_f32(&self, args: &[f32]) -> f32 {
+        match *self {
+            ScalarOp::Unary(u) => eval_f32(u, args[0]),
+            ScalarOp::Binary(b) => {
+                let (p, q) = (args[0], args[1]);
+                match b {
+                    Arith::Add => p.add(q),
+                    Arith::Sub => p.sub(q),
+                    Arith::Mul => p.mul(q),
+                    Arith::Div => p.div(q),
+                    Arith::Max => p.max_of(q),
+                    Arith::Min => p.min_of(q),
+                }
+            }
+        }
+    }
+}
+
+/// One step: `op(args…)`, and the node it came from (for comments and reports).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub op: ScalarOp,
+    pub args: Vec<Operand>,
+    pub node: String,
+}
+
+/// A fused elementwise group: steps in order, the last one's result is the output element.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScalarProgram {
+    pub steps: Vec<Step>,
+}
+
+impl ScalarProgram {
+    /// The output element for the group's input elements `inputs`.
+    pub fn eval_f32(&self, inputs: &[f32]) -> f32 {
+        let mut vals: Vec<f32> = Vec::with_capacity(self.steps.len());
+        for s in &self.steps {
+            let args: Vec<f32> = s
+                .args
+                .iter()
+                .map(|a| match *a {
+                    Operand::Input(i) => inputs[i],
+                    Operand::Step(j) => vals[j],
+                    Operand::Const(c) => c,
+                })
+                .collect();
+            vals.push(s.op.eval_f32(&args));
+        }
+        vals.last().copied().unwrap_or(f32::NAN)
+    }
+
+    /// Whether the program is well formed for `inputs` inputs: each step has its op's arity
+    /// and reads only inputs that exist and earlier steps.
+    pub fn check(&self, inputs: usize) -> Result<(), String> {
+        if self.steps.is_empty() {
+            return Err("an elementwise program needs a step".into());
+        }
+        for (k, s) in self.steps.iter().enumerate() {
+            if s.args.len() != s.op.arity() {
+                return Err(format!("step {k} has {} operands for {:?}", s.args.len(), s.op));
+            }
+            for a in &s.args {
+                match *a {
+                    Operand::Input(i) if i >= inputs => return Err(format!("step {k} reads input {i} of {inputs}")),
+                    Operand::Step(j) if j >= k => return Err(format!("step {k} reads step {j}, not an earlier one")),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn silu_program_gives_the_unfused_bits() {
+        // x · sigmoid(x), as Sigmoid then Mul.
+        let p = ScalarProgram {
+            steps: vec![
+                Step { op: ScalarOp::Unary(Unary::Sigmoid), args: vec![Operand::Input(0)], node: "sig".into() },
+                Step { op: ScalarOp::Binary(Arith::Mul), args: vec![Operand::Input(0), Operand::Step(0)], node: "mul".into() },
+            ],
+        };
+        p.check(1).expect("well formed");
+        for x in [-3.5f32, -0.0, 0.0, 1e-3, 2.25, 40.0, f32::NAN] {
+            let want = x * eval_f32(Unary::Sigmoid, x);
+            assert_eq!(p.eval_f32(&[x]).to_bits(), want.to_bits(), "{x}");
+        }
+        assert!(p.check(0).is_err());
+        let bad = ScalarProgram { steps: vec![Step { op: ScalarOp::Binary(Arith::Add), args: vec![Operand::Step(0), Operand::Const(1.0)], node: "a".into() }] };
+        assert!(bad.check(1).is_err());
+    }
+}
