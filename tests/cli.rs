@@ -201,3 +201,22 @@ fn inspect_reports_the_plan_that_compile_writes() {
     }
     assert_ne!(lines[0], lines[1], "Winograd changes the weights blob");
 }
+
+/// `burnc inspect MODEL --svg FILE` draws the plan `-o` compiles: one box per buffer and
+/// scratch area, the peak marked.
+#[test]
+fn inspect_draws_the_memory_plan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let svg = dir.path().join("plan.svg");
+    let out = burnc().arg("inspect").arg(root().join("examples/mnist/mnist_cnn.onnx")).arg("--svg").arg(&svg).output().expect("spawn");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"), "{text}");
+    let boxes = text.matches(r#"class="buffer""#).count();
+    assert!(boxes >= 5, "one box per buffer: {boxes}\n{text}");
+    assert!(text.contains(r#"class="peak""#) && text.contains("peak "), "{text}");
+    // The header names the arena the memory line prints.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let arena = stdout.lines().find_map(|l| l.strip_prefix("memory: arena_bytes=")).and_then(|r| r.split_whitespace().next()).expect("memory line");
+    assert!(text.contains(&format!("({arena} bytes)")), "{arena}\n{text}");
+}

@@ -6,6 +6,7 @@ pub mod float8;
 pub mod interp;
 pub mod ir;
 pub mod memory;
+pub mod memory_svg;
 pub mod passes;
 pub mod schedule;
 pub mod size;

@@ -59,6 +59,22 @@ pub struct MemoryPlan {
     pub total_buffer_bytes: usize,
     /// Sum of the Param/Const bytes the nodes use.
     pub weights_bytes: usize,
+    /// Every placed buffer and scratch area with the steps it is live over, for pictures
+    /// (`memory_svg`) and reports.
+    pub blocks: Vec<Block>,
+}
+
+/// One rectangle of the plan: `bytes` at `offset`, live from step `start` to `end` (inclusive,
+/// indices into `order`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub start: usize,
+    pub end: usize,
+    pub offset: usize,
+    pub bytes: usize,
+    /// The value it holds first (later values share it in place or as aliases), or
+    /// `scratch of NODE`.
+    pub what: String,
 }
 
 #[derive(Debug, Error)]
@@ -236,6 +252,27 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
         PlanError::Verify(format!("{:?} and {:?} overlap while both are live", owner(i), owner(j)))
     })?;
 
+    let mut first_value: Vec<Option<ValueId>> = vec![None; buffers.len()];
+    for &n in &order {
+        for &o in &g.node(n).outputs {
+            if let Some(&b) = buffer_of.get(&o) {
+                first_value[b].get_or_insert(o);
+            }
+        }
+    }
+    let mut blocks: Vec<Block> = rects
+        .iter()
+        .zip(&offsets)
+        .enumerate()
+        .map(|(k, (r, &offset))| {
+            let what = match first_value.get(k).copied().flatten() {
+                Some(v) => g.value(v).name.clone(),
+                None => scratch_rect.iter().find(|s| s.1 == k).map(|s| format!("scratch of {}", g.node(s.0).name)).unwrap_or_default(),
+            };
+            Block { start: r.start, end: r.end, offset, bytes: r.size, what }
+        })
+        .collect();
+    blocks.retain(|b| b.bytes > 0);
     let slots = buffer_of.iter().map(|(&v, &b)| (v, Slot { offset: offsets[b], bytes: bytes[&v] })).collect();
     let scratch = scratch_rect.iter().map(|&(n, r, sc)| (n, Slot { offset: offsets[r], bytes: sc })).collect();
     let total_buffer_bytes = bytes
@@ -270,6 +307,7 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
         lower_bound_bytes: lower_bound as usize,
         total_buffer_bytes,
         weights_bytes,
+        blocks,
     })
 }
 

@@ -13,6 +13,10 @@ pub struct InspectArgs {
     /// Also print the graph, one node a line.
     #[arg(long)]
     pub graph: bool,
+    /// Write a picture of the memory plan (buffers over the schedule at their arena offsets,
+    /// the peak marked) as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
     #[command(flatten)]
     pub weights: super::weights::WeightsArgs,
     /// The choices `burnc MODEL -o` takes, so the plan printed is the one it compiles.
@@ -96,6 +100,12 @@ pub fn inspect(a: InspectArgs) -> Result<(), CliError> {
                 }
             }
             println!("memory plan: {} bytes of buffers without reuse, {} nodes", plan.memory.total_buffer_bytes, plan.memory.order.len());
+            if let Some(path) = &a.svg {
+                let title = a.model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                let svg = burnc_compiler::memory_svg::render(&plan.graph, &plan.memory, &title);
+                std::fs::write(path, svg).map_err(|e| CliError::File { path: path.display().to_string(), reason: e.to_string() })?;
+                println!("memory plan picture: {}", path.display());
+            }
             match burnc_compiler::codegen::generate_planned(plan, &opts) {
                 Ok(gen) => println!("{}", burnc::build::memory_line(&gen)),
                 Err(e) => println!("memory: unavailable ({e})"),

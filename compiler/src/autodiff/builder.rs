@@ -220,11 +220,4 @@ pub fn const_ints(g: &Graph, v: Option<ValueId>) -> Option<Vec<i64>> {
 }
 
 /// Normalise a possibly negative axis against `rank`.
-pub fn norm_axis(axis: i64, rank: usize) -> R<usize> {
-    let a = if axis < 0 { axis + rank as i64 } else { axis };
-    if (0..rank as i64).contains(&a) {
-        Ok(a as usize)
-    } else {
-        Err(format!("axis {axis} is out of range for rank {rank}"))
-    }
-}
+pub use crate::ir::axis::norm_axis;

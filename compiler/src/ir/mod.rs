@@ -1,4 +1,5 @@
 //! burnc's intermediate representation: one graph type for every frontend.
+pub mod axis;
 mod dimexpr;
 mod dtype;
 mod graph;

@@ -1,51 +1,164 @@
-//! Cost model: FLOPs per node from static shapes.
-use crate::ir::{Graph, Op};
+//! Cost model: FLOPs per node from static shapes. Every op is listed (no catch-all), so a new
+//! op must say what it costs. Data movement costs 0 FLOPs; ops whose cost depends on values or
+//! on subgraphs run an unknown number of times are unknown (`None`).
+use crate::ir::{Graph, Node, Op};
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Flops {
     pub total: u64,
-    /// Nodes whose shapes are not static, so their cost is unknown.
+    /// Nodes whose shapes are not static or whose cost depends on values, so unknown.
     pub unknown: usize,
 }
 
-fn out_numel(g: &Graph, n: &crate::ir::Node) -> Option<u64> {
+fn out_numel(g: &Graph, n: &Node) -> Option<u64> {
     let o = *n.outputs.first()?;
     g.tensor_type(o)?.shape.as_ref()?.numel().map(|x| x as u64)
 }
 
-fn in_shape(g: &Graph, n: &crate::ir::Node, i: usize) -> Option<Vec<usize>> {
+fn in_shape(g: &Graph, n: &Node, i: usize) -> Option<Vec<usize>> {
     let v = (*n.inputs.get(i)?)?;
     g.tensor_type(v)?.shape.as_ref()?.as_fixed()
 }
 
+fn in_numel(g: &Graph, n: &Node, i: usize) -> Option<u64> {
+    Some(prod(&in_shape(g, n, i)?))
+}
+
+/// The product of `xs`, saturating (a hostile model's sizes must not wrap).
+fn mul(xs: &[u64]) -> u64 {
+    xs.iter().fold(1u64, |a, &b| a.saturating_mul(b))
+}
+
+/// The product of dims `d`, saturating.
+fn prod(d: &[usize]) -> u64 {
+    mul(&d.iter().map(|&x| x as u64).collect::<Vec<_>>())
+}
+
+/// 2 FLOPs per multiply-add of a convolution whose weights are input `w`: each output takes
+/// W's `C/group × kernel`.
+fn conv_flops(g: &Graph, n: &Node, w: usize, out: u64) -> Option<u64> {
+    Some(mul(&[2, out, prod(in_shape(g, n, w)?.get(1..)?)]))
+}
+
 /// Multiply-adds count as 2 FLOPs.
-pub fn node_flops(g: &Graph, n: &crate::ir::Node) -> Option<u64> {
-    let out = out_numel(g, n)?;
+pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
+    let out = out_numel(g, n);
     Some(match &n.op {
-        Op::MatMul => {
-            let a = in_shape(g, n, 0)?;
-            2 * out * *a.last()? as u64
-        }
+        // ---- elementwise: one FLOP per output element and step
+        Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast { .. } | Op::CastLike { .. } | Op::Shrink { .. } | Op::Dropout { .. } => out?,
+        Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
+        Op::BitCast { .. } => 0,
+        Op::Swish { .. } => mul(&[4, out?]),
+        Op::SwiGlu { .. } => mul(&[5, out?]),
+        Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
+        Op::DynamicQuantizeLinear => mul(&[4, in_numel(g, n, 0)?]),
+
+        // ---- linear algebra and convolutions
+        Op::MatMul | Op::MatMulInteger | Op::QLinearMatMul => mul(&[2, out?, *in_shape(g, n, 0)?.last()? as u64]),
         Op::Gemm { trans_a, .. } => {
             let a = in_shape(g, n, 0)?;
-            let k = if *trans_a { a[0] } else { *a.get(1)? };
-            2 * out * k as u64
+            let k = if *trans_a { *a.first()? } else { *a.get(1)? };
+            mul(&[2, out?, k as u64])
         }
-        Op::Conv { group, .. } | Op::FusedConv { group, .. } => {
-            let w = in_shape(g, n, 1)?;
-            let per_out: usize = w[1..].iter().product();
-            let _ = group;
-            2 * out * per_out as u64
-        }
-        Op::ConvTranspose { .. } => {
+        Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } => conv_flops(g, n, 1, out?)?,
+        // QLinearConv's weights are input 3.
+        Op::QLinearConv { .. } => conv_flops(g, n, 3, out?)?,
+        // Bilinear sampling of each offset position on top of the convolution.
+        Op::DeformConv { .. } => conv_flops(g, n, 1, out?)?.saturating_add(mul(&[8, out?])),
+        Op::ConvTranspose { .. } => mul(&[2, in_numel(g, n, 0)?, prod(in_shape(g, n, 1)?.get(1..)?)]),
+        Op::Einsum { .. } => return None,
+        // LU decomposition of each trailing n×n matrix.
+        Op::Det => {
             let x = in_shape(g, n, 0)?;
-            let w = in_shape(g, n, 1)?;
-            let per_in: usize = w[1..].iter().product();
-            2 * x.iter().product::<usize>() as u64 * per_in as u64
+            let k = *x.last()? as u64;
+            mul(&[in_numel(g, n, 0)? / mul(&[k, k]).max(1), mul(&[2, k, k, k]) / 3])
         }
-        Op::Pool { window, .. } => out * window.kernel_shape.iter().product::<usize>() as u64,
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Shape { .. } => 0,
-        _ => out,
+        // 2 FLOPs per weight per step for the input and recurrent GEMMs.
+        // (X is [seq, batch, ·] or, batch first, [batch, seq, ·]: the same product.)
+        Op::Rnn(_) => {
+            let x = in_shape(g, n, 0)?;
+            mul(&[2, prod(x.get(..2)?), in_numel(g, n, 1)?.saturating_add(in_numel(g, n, 2)?)])
+        }
+        // Q·Kᵀ and P·V: 4 FLOPs per query element per key position.
+        Op::Attention(_) => {
+            let k = in_shape(g, n, 1)?;
+            mul(&[4, in_numel(g, n, 0)?, *k.get(k.len().checked_sub(2)?)? as u64])
+        }
+        Op::LinearAttention(_) => return None,
+        Op::CausalConv { .. } => mul(&[2, out?, *in_shape(g, n, 1)?.last()? as u64]),
+
+        // ---- windows, normalizations, softmax
+        Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
+        Op::GlobalPool { .. } | Op::Reduce { .. } | Op::ArgReduce { .. } | Op::TopK { .. } | Op::NllLoss { .. } => in_numel(g, n, 0)?,
+        Op::Lrn { size, .. } => mul(&[2, out?, *size as u64]),
+        Op::Softmax { .. } => mul(&[3, out?]),
+        Op::Hardmax { .. } | Op::CumSum { .. } | Op::CumProd { .. } => out?,
+        // Statistics, then normalize and scale.
+        Op::InstanceNorm { .. }
+        | Op::LayerNorm { .. }
+        | Op::GroupNorm { .. }
+        | Op::RmsNorm { .. }
+        | Op::MeanVarianceNorm { .. }
+        | Op::LpNorm { .. }
+        | Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
+        Op::RotaryEmbedding { .. } => mul(&[3, out?]),
+        Op::Resize(_) | Op::GridSample { .. } | Op::RoiAlign { .. } => mul(&[8, out?]),
+        Op::AffineGrid { .. } => mul(&[3, out?]),
+        Op::Col2Im { .. } => in_numel(g, n, 0)?,
+        Op::Dft { .. } | Op::Stft { .. } => {
+            let x = in_shape(g, n, 0)?;
+            mul(&[8, out?, *x.get(x.len().checked_sub(2)?)? as u64])
+        }
+        Op::Window { .. } | Op::MelWeightMatrix { .. } => mul(&[4, out?]),
+        Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
+
+        // ---- data movement
+        Op::Reshape { .. }
+        | Op::Flatten { .. }
+        | Op::Squeeze { .. }
+        | Op::Unsqueeze { .. }
+        | Op::Transpose { .. }
+        | Op::Concat { .. }
+        | Op::Split { .. }
+        | Op::Slice
+        | Op::Gather { .. }
+        | Op::GatherElements { .. }
+        | Op::GatherNd { .. }
+        | Op::ScatterElements { .. }
+        | Op::ScatterNd { .. }
+        | Op::Expand
+        | Op::Tile
+        | Op::Pad { .. }
+        | Op::Shape { .. }
+        | Op::Size
+        | Op::ConstantOfShape { .. }
+        | Op::Range
+        | Op::NonZero
+        | Op::Trilu { .. }
+        | Op::DepthToSpace { .. }
+        | Op::SpaceToDepth { .. }
+        | Op::OneHot { .. }
+        | Op::EyeLike { .. }
+        | Op::Compress { .. }
+        | Op::ReverseSequence { .. }
+        | Op::CenterCropPad { .. }
+        | Op::MaxUnpool { .. }
+        | Op::TensorScatter { .. }
+        | Op::Unique { .. }
+        | Op::Seq(_) => 0,
+
+        // ---- cost depends on values, trees or how often a subgraph runs
+        Op::NonMaxSuppression { .. } | Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => {
+            return None
+        }
+        // One branch runs: the dearer one.
+        Op::If { then_branch, else_branch } => {
+            let (t, e) = (graph_flops(then_branch), graph_flops(else_branch));
+            if t.unknown + e.unknown > 0 {
+                return None;
+            }
+            t.total.max(e.total)
+        }
     })
 }
 
@@ -53,9 +166,31 @@ pub fn graph_flops(g: &Graph) -> Flops {
     let mut f = Flops::default();
     for n in &g.nodes {
         match node_flops(g, n) {
-            Some(x) => f.total += x,
+            Some(x) => f.total = f.total.saturating_add(x),
             None => f.unknown += 1,
         }
     }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{DType, Shape, TensorType, ValueKind, ValueType};
+
+    #[test]
+    fn matmul_counts_multiply_adds_movement_is_free_loops_are_unknown() {
+        let mut g = Graph::default();
+        let ty = |d: &[usize]| ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(d)) });
+        let a = g.add_value("a", ty(&[2, 3]), ValueKind::Input);
+        let b = g.add_value("b", ty(&[3, 4]), ValueKind::Input);
+        let (_, y) = g.add_node("mm", Op::MatMul, vec![Some(a), Some(b)], &["y".to_string()]);
+        g.value_mut(y[0]).ty = ty(&[2, 4]);
+        let (_, t) = g.add_node("tr", Op::Transpose { perm: None }, vec![Some(y[0])], &["t".to_string()]);
+        g.value_mut(t[0]).ty = ty(&[4, 2]);
+        let (_, l) = g.add_node("loop", Op::Loop { body: Box::default() }, vec![], &["l".to_string()]);
+        g.value_mut(l[0]).ty = ty(&[1]);
+        let f = graph_flops(&g);
+        assert_eq!((f.total, f.unknown), (2 * 8 * 3, 1));
+    }
 }

@@ -261,14 +261,7 @@ fn t(dtype: Option<DType>, dims: Option<Vec<Dim>>) -> ValueType {
     }
 }
 
-fn norm_axis(axis: i64, rank: usize) -> R<usize> {
-    let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
-    if a < 0 || a >= r {
-        return Err(format!("axis {axis} is out of range for rank {rank}"));
-    }
-    Ok(a as usize)
-}
+use crate::ir::axis::norm_axis;
 
 /// numpy broadcast of two dims.
 fn bcast_dim(cx: &Cx, a: &Dim, b: &Dim) -> R<Dim> {
@@ -1037,8 +1030,21 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
-        // Unknown to inference (sequences, loops, einsum, ops added later): leave as is.
-        _ => vec![],
+        // No rule yet: the outputs keep the types the model declares (value_info), and a pass
+        // that needs a shape refuses the value. Listed, so a new op has to choose.
+        Op::BitCast { .. }
+        | Op::CenterCropPad { .. }
+        | Op::Seq(_)
+        | Op::SequenceMap { .. }
+        | Op::QuantizeLinear { .. }
+        | Op::DequantizeLinear { .. }
+        | Op::DynamicQuantizeLinear
+        | Op::MatMulInteger
+        | Op::QLinearMatMul
+        | Op::ConvInteger { .. }
+        | Op::QLinearConv { .. }
+        | Op::Shrink { .. }
+        | Op::Det => vec![],
     })
 }
 

@@ -79,12 +79,12 @@ pub(super) fn infer(cx: &Cx, op: &Op) -> R<Vec<ValueType>> {
             let x = cx.shape(0);
             let inverse = match (axis, x) {
                 (None, Some(x)) => Some(x.iter().map(Dim::fixed).collect::<Option<Vec<_>>>().map_or_else(|| cx.fresh(), |v| Dim::Fixed(v.iter().product()))),
-                (Some(a), Some(x)) => crate::interp::ops::util::norm_axis(*a, x.len()).ok().map(|a| x[a].clone()),
+                (Some(a), Some(x)) => crate::interp::ops::util::norm_axis_or_scalar(*a, x.len()).ok().map(|a| x[a].clone()),
                 _ => None,
             };
             let y = match (axis, x) {
                 (None, _) => Some(vec![cx.fresh()]),
-                (Some(a), Some(x)) => crate::interp::ops::util::norm_axis(*a, x.len()).ok().map(|a| {
+                (Some(a), Some(x)) => crate::interp::ops::util::norm_axis_or_scalar(*a, x.len()).ok().map(|a| {
                     let mut s = x.to_vec();
                     s[a] = cx.fresh();
                     s

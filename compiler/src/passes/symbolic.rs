@@ -68,13 +68,7 @@ fn prod(d: &[DimExpr]) -> DimExpr {
     d.iter().fold(c(1), |a, b| a.mul(b))
 }
 
-fn norm_axis(a: i64, r: usize) -> R<usize> {
-    let x = if a < 0 { a + r as i64 } else { a };
-    if x < 0 || x >= r as i64 {
-        return Err(format!("axis {a} is out of range for rank {r}"));
-    }
-    Ok(x as usize)
-}
+use crate::ir::axis::norm_axis;
 
 /// Symbolic Reshape targets by node name, and ConstantOfShape shapes by node name (`cos:NAME`)
 /// and by output value name (`fill:NAME`: folding turns the node into a constant of the bound's shape, whose

@@ -38,14 +38,7 @@ fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
     (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product())
 }
 
-fn norm_axis(a: i64, rank: usize) -> Result<usize, String> {
-    let r = rank as i64;
-    let x = if a < 0 { a + r } else { a };
-    if x < 0 || x >= r {
-        return Err(format!("axis {a} is out of range for rank {rank}"));
-    }
-    Ok(x as usize)
-}
+use crate::ir::axis::norm_axis;
 
 /// Everything about a Scan that decides its code and its scratch.
 struct ScanPlan {

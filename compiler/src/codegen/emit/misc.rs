@@ -3,7 +3,7 @@
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::conv::conv_transpose_geometry;
-use crate::interp::ops::util::norm_axis;
+use crate::interp::ops::util::norm_axis_or_scalar;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
 use burnc_runtime::kernels::conv::{conv_transpose_scratch_len, ConvDims};
 use burnc_runtime::kernels::window::Window3;
@@ -33,7 +33,7 @@ fn conv_transpose_geom(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)
 fn top_k_geom(g: &Graph, n: &Node) -> Option<(usize, usize, usize, usize, usize)> {
     let Op::TopK { axis, .. } = &n.op else { return None };
     let (_, x) = fixed(g, n.inputs.first().copied().flatten())?;
-    let ax = norm_axis(*axis, x.len()).ok()?;
+    let ax = norm_axis_or_scalar(*axis, x.len()).ok()?;
     let k = *const_ints(g, n.inputs.get(1).copied().flatten())?.first()?;
     let k = usize::try_from(k).ok()?;
     Some((x[..ax].iter().product(), x[ax], x[ax + 1..].iter().product(), k, ax))
@@ -88,7 +88,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let axis = const_ints(cx.g, n.inputs.get(1).copied().flatten())
                 .and_then(|v| v.first().copied())
                 .ok_or_else(|| cx.err(n, "axis must be a constant for codegen"))?;
-            let ax = norm_axis(axis, xs.len()).map_err(|e| cx.err(n, e))?;
+            let ax = norm_axis_or_scalar(axis, xs.len()).map_err(|e| cx.err(n, e))?;
             let (outer, len, inner): (usize, usize, usize) = (xs[..ax].iter().product(), xs[ax], xs[ax + 1..].iter().product());
             let f = if matches!(n.op, Op::CumSum { .. }) { "cumsum" } else { "cumprod" };
             Ok(Some(format!(
@@ -140,7 +140,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             // The depth is the output's extent along `axis` (static, whether or not the depth
             // input is a constant).
             let (_, os) = cx.ty(n, out)?;
-            let ax = norm_axis(*axis, is.len() + 1).map_err(|e| cx.err(n, e))?;
+            let ax = norm_axis_or_scalar(*axis, is.len() + 1).map_err(|e| cx.err(n, e))?;
             let depth = *os.get(ax).ok_or_else(|| cx.err(n, "output rank does not fit"))?;
             let outer: usize = is[..ax].iter().product();
             let inner: usize = is[ax..].iter().product();

@@ -5,7 +5,7 @@ use super::elementwise::f32_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::attention as attn;
-use crate::interp::ops::util::{norm_axes, norm_axis};
+use crate::interp::ops::util::{norm_axes, norm_axis_or_scalar as norm_axis};
 use crate::ir::{DType, Graph, LossReduction, Node, NodeId, Op, ValueId};
 
 fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {

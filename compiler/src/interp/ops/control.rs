@@ -1,7 +1,7 @@
 //! Control flow: If, Loop and Scan. Bodies run as subgraphs in a frame chained to the caller's,
 //! so their `Outer` values resolve by name (at any nesting depth).
 use super::shape::{concat, slice_axis};
-use super::util::norm_axis;
+use super::util::norm_axis_or_scalar;
 use super::OpResult;
 use crate::interp::{run_in, Frame, RtValue};
 use crate::ir::{Graph, Op, ValueType};
@@ -183,7 +183,7 @@ fn run_scan(body: &Graph, args: &[Option<RtValue>], n_outputs: usize, frame: &Fr
             Some(v) => v.as_tensor()?,
             None => return Err(format!("missing scan input #{j}")),
         };
-        let axis = norm_axis(a.input_axes.get(j).copied().unwrap_or(0), t.rank())?;
+        let axis = norm_axis_or_scalar(a.input_axes.get(j).copied().unwrap_or(0), t.rank())?;
         if t.rank() == 0 {
             return Err(format!("scan input #{j} is a scalar"));
         }
@@ -232,7 +232,7 @@ fn run_scan(body: &Graph, args: &[Option<RtValue>], n_outputs: usize, frame: &Fr
         } else {
             let rank = items[0].rank() + 1;
             let ax = a.output_axes.get(j).copied().unwrap_or(0);
-            let ax = norm_axis(ax, rank)?;
+            let ax = norm_axis_or_scalar(ax, rank)?;
             stack(&items, ax)?
         };
         result.push(RtValue::Tensor(t));

@@ -2,7 +2,7 @@
 //! CenterCropPad. Arithmetic is done in f64 (i64 for integer CumProd) and cast back to the
 //! input's type.
 use super::shape::{index_map, take_or};
-use super::util::{arg, ints_arg, norm_axis, opt_arg, strides};
+use super::util::{arg, ints_arg, norm_axis_or_scalar, opt_arg, strides};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, Op};
@@ -69,7 +69,7 @@ fn cumprod(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tens
     if x.rank() == 0 {
         return Err("CumProd needs an input of rank >= 1".into());
     }
-    let ax = norm_axis(axis, x.rank())?;
+    let ax = norm_axis_or_scalar(axis, x.rank())?;
     let (outer, len, inner): (usize, usize, usize) =
         (x.shape[..ax].iter().product(), x.shape[ax], x.shape[ax + 1..].iter().product());
     macro_rules! go {
@@ -185,7 +185,7 @@ fn center_crop_pad(args: &[Option<RtValue>], axes: Option<&[i64]>) -> OpResult {
     let shape = ints_arg(args, 1)?;
     let rank = x.rank();
     let axes: Vec<usize> = match axes {
-        Some(a) => a.iter().map(|&a| norm_axis(a, rank)).collect::<Result<_, _>>()?,
+        Some(a) => a.iter().map(|&a| norm_axis_or_scalar(a, rank)).collect::<Result<_, _>>()?,
         None => (0..rank).collect(),
     };
     if shape.len() != axes.len() {

@@ -1,7 +1,7 @@
 //! GridSample, AffineGrid and TensorScatter: geometry resolved here (shared with inference
 //! and codegen), math in `burnc_runtime::kernels::{grid, cache}`.
 use super::signal::floats;
-use super::util::{arg, ints_arg, norm_axis, opt_arg};
+use super::util::{arg, ints_arg, norm_axis_or_scalar, opt_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
@@ -40,7 +40,7 @@ pub fn affine_dims(ts: &[usize], size: &[i64]) -> Result<(usize, Vec<usize>, Vec
 /// TensorScatter geometry: cache and update agree but on `axis` (not the batch axis), where the
 /// update is no longer than the cache.
 pub fn cache_dims(cs: &[usize], us: &[usize], axis: i64) -> Result<CacheDims, String> {
-    let ax = norm_axis(axis, cs.len())?;
+    let ax = norm_axis_or_scalar(axis, cs.len())?;
     if ax == 0 || us.len() != cs.len() || (0..cs.len()).any(|i| if i == ax { us[i] > cs[i] } else { us[i] != cs[i] }) {
         return Err(format!("TensorScatter update {us:?} does not fit cache {cs:?} on axis {axis}"));
     }

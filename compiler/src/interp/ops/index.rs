@@ -3,7 +3,7 @@
 //! source index per output element and one generic [`take`]; scatters go through the runtime's
 //! `scatter` kernel. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
-use super::util::{arg, norm_axis, numel, one, opt_arg, strides};
+use super::util::{arg, norm_axis_or_scalar, numel, one, opt_arg, strides};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, Op, ScatterReduction};
@@ -71,7 +71,7 @@ fn gather(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
     if data.rank() == 0 {
         return Err("Gather needs data of rank >= 1".into());
     }
-    let ax = norm_axis(axis, data.rank())?;
+    let ax = norm_axis_or_scalar(axis, data.rank())?;
     let iv = wrap_all(&indices(ind, "indices")?, data.shape[ax], "Gather")?;
     let mut shape = data.shape[..ax].to_vec();
     shape.extend_from_slice(&ind.shape);
@@ -101,7 +101,7 @@ fn element_targets(ds: &[usize], ind: &Tensor, axis: i64, what: &str) -> Result<
     if ind.rank() != r || r == 0 {
         return Err(format!("{what}: indices rank {} differs from data rank {r}", ind.rank()));
     }
-    let ax = norm_axis(axis, r)?;
+    let ax = norm_axis_or_scalar(axis, r)?;
     for d in 0..r {
         if d != ax && ind.shape[d] > ds[d] {
             return Err(format!("{what}: indices shape {:?} exceeds data shape {:?} off axis {ax}", ind.shape, ds));
@@ -270,7 +270,7 @@ fn compress(x: &Tensor, cond: &Tensor, axis: Option<i64>) -> Result<Tensor, Stri
     }
     let flat;
     let (src, ax) = match axis {
-        Some(a) => (x, norm_axis(a, x.rank())?),
+        Some(a) => (x, norm_axis_or_scalar(a, x.rank())?),
         None => {
             flat = Tensor::new(vec![x.numel()], x.data.clone());
             (&flat, 0)
@@ -303,7 +303,7 @@ fn one_hot(ind: &Tensor, depth: &Tensor, values: &Tensor, axis: i64) -> Result<T
     let depth = d as usize;
     let iv = ind.to_i64_vec().ok_or("indices must be numeric")?;
     let r = ind.rank() + 1;
-    let ax = norm_axis(axis, r)?;
+    let ax = norm_axis_or_scalar(axis, r)?;
     let mut shape = ind.shape.clone();
     shape.insert(ax, depth);
     let ist = strides(&ind.shape);
@@ -346,7 +346,7 @@ fn reverse_sequence(x: &Tensor, lens: &Tensor, batch_axis: i64, time_axis: i64) 
     if x.rank() < 2 {
         return Err(format!("ReverseSequence needs an input of rank >= 2, got {:?}", x.shape));
     }
-    let (ba, ta) = (norm_axis(batch_axis, x.rank())?, norm_axis(time_axis, x.rank())?);
+    let (ba, ta) = (norm_axis_or_scalar(batch_axis, x.rank())?, norm_axis_or_scalar(time_axis, x.rank())?);
     if ba == ta || ba > 1 || ta > 1 {
         return Err(format!("batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 in some order"));
     }

@@ -1,6 +1,6 @@
 //! Loss ops (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) and RMSNormalization,
 //! computed in f64 and returned in the input's type.
-use super::util::{arg, broadcast_shapes, broadcast_strides, norm_axis, opt_arg};
+use super::util::{arg, broadcast_shapes, broadcast_strides, norm_axis_or_scalar, opt_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, LossReduction, Op};
@@ -76,7 +76,7 @@ fn rms_norm(args: &[Option<RtValue>], axis: i64, eps: f32) -> OpResult {
     if x.rank() == 0 {
         return Err("input must have rank >= 1".into());
     }
-    let ax = norm_axis(axis, x.rank())?;
+    let ax = norm_axis_or_scalar(axis, x.rank())?;
     let inner: usize = x.shape[ax..].iter().product();
     let outer: usize = x.shape[..ax].iter().product();
     let to = rms_scale_shape(&x.shape, ax, &scale.shape)?;

@@ -3,7 +3,7 @@
 //! done in integers (i32 / i64), never through floats; floats only for scales.
 use super::cast::cast;
 use super::qint;
-use super::util::{arg, norm_axis, one, opt_arg};
+use super::util::{arg, norm_axis_or_scalar, one, opt_arg};
 use super::OpResult;
 use crate::float8;
 use crate::interp::RtValue;
@@ -61,7 +61,7 @@ pub fn qparam(x: &[usize], p: &[usize], axis: i64, block: usize) -> Result<QPara
     if pn == 1 && p.len() <= 1 {
         return Ok(QParam::TENSOR);
     }
-    let a = norm_axis(axis, x.len())?;
+    let a = norm_axis_or_scalar(axis, x.len())?;
     let inner: usize = x[a + 1..].iter().product();
     if block == 0 {
         if p.len() != 1 || p[0] != x[a] {

@@ -2,7 +2,7 @@
 //! done by `burnc_runtime::kernels::reduce` over an `[outer, red, inner]` view of the input;
 //! reduced axes that are not adjacent are first moved to the end by a transpose.
 use super::shape::transpose;
-use super::util::{arg, int_vec_or_attr, ints_arg, norm_axes, norm_axis, numel, one};
+use super::util::{arg, int_vec_or_attr, ints_arg, norm_axes, norm_axis_or_scalar, numel, one};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{Op, ReduceOp};
@@ -120,7 +120,7 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axes: Option<&[i64]>, keepdims: bool, no
 }
 
 fn arg_reduce(x: &Tensor, max: bool, axis: i64, keepdims: bool, last: bool) -> Result<Tensor, String> {
-    let ax = norm_axis(axis, x.rank())?;
+    let ax = norm_axis_or_scalar(axis, x.rank())?;
     let axes = if x.rank() == 0 { vec![] } else { vec![ax] };
     let shape = out_shape(&x.shape, &axes, keepdims);
     let (_, outer, red, inner) = view(x, &axes)?;
@@ -150,7 +150,7 @@ fn cumsum(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tenso
     if x.rank() == 0 {
         return Err("CumSum needs an input of rank >= 1".into());
     }
-    let ax = norm_axis(axis, x.rank())?;
+    let ax = norm_axis_or_scalar(axis, x.rank())?;
     let (outer, len, inner) = around(&x.shape, ax);
     macro_rules! go {
         ($($variant:ident),*) => {
@@ -172,7 +172,7 @@ fn top_k(x: &Tensor, kk: i64, axis: i64, largest: bool) -> Result<(Tensor, Tenso
     if x.rank() == 0 {
         return Err("TopK needs an input of rank >= 1".into());
     }
-    let ax = norm_axis(axis, x.rank())?;
+    let ax = norm_axis_or_scalar(axis, x.rank())?;
     let (outer, len, inner) = around(&x.shape, ax);
     let kk = usize::try_from(kk).map_err(|_| format!("K = {kk} is negative"))?;
     if kk > len {

@@ -1,6 +1,6 @@
 //! Sequences and optionals: interpreter-level values (`RtValue::Sequence` / `RtValue::Optional`).
 use super::shape::{concat, slice_axis};
-use super::util::{arg, norm_axis, one};
+use super::util::{arg, norm_axis_or_scalar, one};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{Op, SeqOp};
@@ -59,7 +59,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let refs: Vec<&Tensor>;
             let stacked: Vec<Tensor>;
             let ax = if *new_axis {
-                let ax = norm_axis(*axis, first.rank() + 1)?;
+                let ax = norm_axis_or_scalar(*axis, first.rank() + 1)?;
                 stacked = items
                     .iter()
                     .map(|t| {
@@ -72,7 +72,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
                 ax
             } else {
                 refs = items.iter().collect();
-                norm_axis(*axis, first.rank())?
+                norm_axis_or_scalar(*axis, first.rank())?
             };
             one(concat(&refs, ax as i64)?)
         }
@@ -81,7 +81,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             if x.rank() == 0 {
                 return Err("SplitToSequence needs a tensor of rank >= 1".into());
             }
-            let ax = norm_axis(*axis, x.rank())?;
+            let ax = norm_axis_or_scalar(*axis, x.rank())?;
             let dim = x.shape[ax];
             let split = match args.get(1) {
                 Some(Some(v)) => Some(v.as_tensor()?),

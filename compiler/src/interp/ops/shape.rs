@@ -1,6 +1,6 @@
 //! Shape and data-movement ops. Most are written as "which source element lands where"
 //! (a flat index per output element) and then one generic gather, so every dtype works.
-use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis, numel, one, opt_arg, opt_ints_arg, strides, ints_arg};
+use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis_or_scalar, numel, one, opt_arg, opt_ints_arg, strides, ints_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{Op, PadMode};
@@ -60,7 +60,7 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
         }
         Op::Split { axis, split, num_outputs } => {
             let x = arg(args, 0)?;
-            let ax = norm_axis(*axis, x.rank())?;
+            let ax = norm_axis_or_scalar(*axis, x.rank())?;
             let dim = x.shape[ax];
             let sizes: Vec<usize> = match int_vec_or_attr(split, args, 1)? {
                 Some(s) => s.iter().map(|&v| usize::try_from(v).map_err(|_| format!("negative split {v}"))).collect::<Result<_, _>>()?,
@@ -236,7 +236,7 @@ pub fn transpose(x: &Tensor, perm: &[usize]) -> Result<Tensor, String> {
 pub fn concat(parts: &[&Tensor], axis: i64) -> Result<Tensor, String> {
     let first = parts.first().ok_or("Concat needs at least one input")?;
     let rank = first.rank();
-    let ax = norm_axis(axis, rank)?;
+    let ax = norm_axis_or_scalar(axis, rank)?;
     let mut shape = first.shape.clone();
     shape[ax] = 0;
     for p in parts {

@@ -1,6 +1,6 @@
 //! DFT, STFT, the Hann/Hamming/Blackman windows and MelWeightMatrix: geometry resolved here
 //! (shared with inference and codegen), math in `burnc_runtime::kernels::spectral`.
-use super::util::{arg, norm_axis, opt_arg};
+use super::util::{arg, norm_axis_or_scalar, opt_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, Op, WindowKind};
@@ -41,7 +41,7 @@ pub fn dft_dims(xs: &[usize], dft_length: Option<i64>, axis: Option<i64>, invers
     if rank < 2 || !(1..=2).contains(&c_in) {
         return Err(format!("DFT input must end in a dim of 1 or 2, got {xs:?}"));
     }
-    let ax = norm_axis(axis.unwrap_or(-2), rank)?;
+    let ax = norm_axis_or_scalar(axis.unwrap_or(-2), rank)?;
     if ax == rank - 1 {
         return Err("DFT axis cannot be the last (real/imaginary) dim".into());
     }

@@ -1,7 +1,7 @@
 //! Unique (numpy's `unique` with indices, inverse and counts). Its output shapes depend on the
 //! values, so it lives in the interpreter only: generated code sees it folded when the input
 //! is a constant.
-use super::util::{arg, norm_axis};
+use super::util::{arg, norm_axis_or_scalar};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::tensor::{Data, Tensor};
@@ -74,7 +74,7 @@ pub fn eval(axis: Option<i64>, sorted: bool, args: &[Option<RtValue>]) -> OpResu
     let x = arg(args, 0)?;
     let (outer, len, inner, ax) = match axis {
         Some(a) => {
-            let ax = norm_axis(a, x.rank())?;
+            let ax = norm_axis_or_scalar(a, x.rank())?;
             if x.rank() == 0 {
                 return Err("Unique with an axis needs an input of rank >= 1".into());
             }

@@ -30,21 +30,14 @@ pub fn opt_ints_arg(args: &[Option<RtValue>], i: usize) -> Result<Option<Vec<i64
     }
 }
 
-/// Normalise a possibly negative axis against `rank`.
-pub fn norm_axis(axis: i64, rank: usize) -> Result<usize, String> {
-    let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
-    if a < 0 || a >= r.max(1) && !(r == 0 && a == 0) {
-        return Err(format!("axis {axis} is out of range for rank {rank}"));
-    }
-    Ok(a as usize)
-}
+/// The interpreter's axis rule (a scalar takes axis 0).
+pub use crate::ir::axis::norm_axis_or_scalar;
 
 /// Normalise a list of axes; duplicates are an error.
 pub fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
     let mut out = Vec::with_capacity(axes.len());
     for &a in axes {
-        let n = norm_axis(a, rank)?;
+        let n = norm_axis_or_scalar(a, rank)?;
         if out.contains(&n) {
             return Err(format!("axis {a} repeated"));
         }

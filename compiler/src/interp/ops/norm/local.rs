@@ -1,6 +1,6 @@
 //! LRN (across channels) and Lp normalization (along one axis).
 use super::float::{by_precision, Work};
-use crate::interp::ops::util::norm_axis;
+use crate::interp::ops::util::norm_axis_or_scalar;
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::norm as k;
 
@@ -30,7 +30,7 @@ pub fn lp_norm(x: &Tensor, axis: i64, p: i64) -> Result<Tensor, String> {
     if x.rank() == 0 {
         return Err("LpNormalization needs an input of rank >= 1".into());
     }
-    let a = norm_axis(axis, x.rank())?;
+    let a = norm_axis_or_scalar(axis, x.rank())?;
     let outer: usize = x.shape[..a].iter().product();
     let inner: usize = x.shape[a + 1..].iter().product();
     let n = x.shape[a];

@@ -1,7 +1,7 @@
 //! Softmax / LogSoftmax / Hardmax over one axis (or, with `coerce_2d`, over the flattened
 //! trailing dims from `axis`, the opset < 13 semantics).
 use super::float::{by_precision, Work};
-use crate::interp::ops::util::norm_axis;
+use crate::interp::ops::util::norm_axis_or_scalar;
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::softmax as k;
 
@@ -10,7 +10,7 @@ fn split(shape: &[usize], axis: i64, coerce_2d: bool) -> Result<(usize, usize, u
     if shape.is_empty() {
         return Err("softmax-like ops need an input of rank >= 1".into());
     }
-    let a = norm_axis(axis, shape.len())?;
+    let a = norm_axis_or_scalar(axis, shape.len())?;
     let outer = shape[..a].iter().product();
     if coerce_2d {
         Ok((outer, shape[a..].iter().product(), 1))

@@ -1,7 +1,7 @@
 //! Normalizations by mean and variance: BatchNormalization (inference), Instance-, Layer- and
 //! MeanVarianceNormalization.
 use super::float::{by_precision, channel_param, Work};
-use crate::interp::ops::util::{broadcast_shapes, broadcast_strides, norm_axes, norm_axis};
+use crate::interp::ops::util::{broadcast_shapes, broadcast_strides, norm_axes, norm_axis_or_scalar};
 use crate::ir::DType;
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::{norm as k, permute::permute};
@@ -97,7 +97,7 @@ pub fn layer_norm(x: &Tensor, scale: &Tensor, bias: Option<&Tensor>, axis: i64, 
     if x.rank() == 0 {
         return Err("LayerNormalization needs an input of rank >= 1".into());
     }
-    let a = norm_axis(axis, x.rank())?;
+    let a = norm_axis_or_scalar(axis, x.rank())?;
     fn go<R: Work>(x: &Tensor, scale: &Tensor, bias: Option<&Tensor>, a: usize, eps: f64) -> Result<(Tensor, Tensor, Tensor), String> {
         let inner_shape = &x.shape[a..];
         let outer: usize = x.shape[..a].iter().product();
