@@ -8,9 +8,21 @@ use crate::ir::scalar::{Operand, ScalarOp, ScalarProgram, Step};
 use crate::ir::{DType, Graph, NodeId, Op, ValueId, ValueKind};
 use std::collections::HashMap;
 
-/// The scalar step of node `i` when it can join a chain over shape `shape`: f32 in and out, a
-/// function with a scalar program step, every input of the output's shape or one element.
-fn step_of(g: &Graph, i: usize) -> Option<(ScalarOp, Vec<usize>)> {
+/// How a chain node's input lines up with its output.
+fn fits(s: &[usize], shape: &[usize]) -> Option<Option<usize>> {
+    let n: usize = s.iter().product();
+    if s == shape || n == 1 {
+        return Some(None);
+    }
+    // A suffix of the output's dims (leading 1s aside): it repeats with period `n`.
+    let dims: Vec<usize> = s.iter().copied().skip_while(|&d| d == 1).collect();
+    (dims.len() < shape.len() && shape.ends_with(&dims)).then_some(Some(n))
+}
+
+/// The scalar step of node `i` when it can join a chain: f32 in and out, a function with a
+/// scalar program step, every input of the output's shape, one element, or the output's last
+/// dims (a bias, repeating with a period). Returns the step, the output shape and the period.
+fn step_of(g: &Graph, i: usize) -> Option<(ScalarOp, Vec<usize>, Option<usize>)> {
     let n = &g.nodes[i];
     let op = match &n.op {
         Op::Unary(u) => ScalarOp::unary(*u)?,
@@ -25,19 +37,24 @@ fn step_of(g: &Graph, i: usize) -> Option<(ScalarOp, Vec<usize>)> {
     if out.dtype != DType::F32 || shape.iter().product::<usize>() < 2 {
         return None;
     }
+    let mut period = None;
     for v in &n.inputs {
         let t = g.tensor_type((*v)?)?;
-        let s = t.shape.as_ref()?.as_fixed()?;
-        if t.dtype != DType::F32 || (s != shape && s.iter().product::<usize>() != 1) {
+        if t.dtype != DType::F32 {
             return None;
         }
+        if let Some(p) = fits(&t.shape.as_ref()?.as_fixed()?, &shape)? {
+            if period.replace(p).is_some_and(|q| q != p) {
+                return None;
+            }
+        }
     }
-    Some((op, shape))
+    Some((op, shape, period))
 }
 
 /// Fuse every chain of two or more elementwise nodes; returns how many groups were made.
 pub fn fuse_chains(g: &mut Graph, report: &mut FusionReport) -> usize {
-    let steps: Vec<Option<(ScalarOp, Vec<usize>)>> = (0..g.nodes.len()).map(|i| step_of(g, i)).collect();
+    let steps: Vec<Option<(ScalarOp, Vec<usize>, Option<usize>)>> = (0..g.nodes.len()).map(|i| step_of(g, i)).collect();
     let mut readers: HashMap<ValueId, Vec<usize>> = HashMap::new();
     for (i, n) in g.nodes.iter().enumerate() {
         for v in n.inputs.iter().flatten() {
@@ -46,16 +63,25 @@ pub fn fuse_chains(g: &mut Graph, report: &mut FusionReport) -> usize {
     }
     // A producer joins its consumer's group when the consumer is the only node that reads its
     // output (once or more) and the output is not a graph output; then only the group's last
-    // node has an output anyone else reads. Groups are keyed by that last node.
+    // node has an output anyone else reads. Groups are keyed by that last node; the inputs
+    // that repeat (biases) of one group share one period, so its loop is rows of that period.
     let mut group_of: Vec<usize> = (0..g.nodes.len()).collect();
+    let mut period_of: Vec<Option<usize>> = steps.iter().map(|s| s.as_ref().and_then(|s| s.2)).collect();
     for i in (0..g.nodes.len()).rev() {
-        let Some((_, shape)) = &steps[i] else { continue };
+        let Some((_, shape, _)) = &steps[i] else { continue };
         for v in g.nodes[i].inputs.iter().flatten() {
             let ValueKind::Node(NodeId(p)) = g.value(*v).kind else { continue };
             let p = p as usize;
             let only_here = readers.get(v).is_some_and(|r| r.iter().all(|&c| c == i)) && !g.outputs.contains(v);
-            if only_here && steps[p].as_ref().is_some_and(|(_, s)| s == shape) {
-                group_of[p] = group_of[i];
+            let root = group_of[i];
+            let Some((_, ps, pp)) = &steps[p] else { continue };
+            let period_fits = match (period_of[root], pp) {
+                (Some(a), Some(b)) => a == *b,
+                _ => true,
+            };
+            if only_here && ps == shape && period_fits {
+                group_of[p] = root;
+                period_of[root] = period_of[root].or(*pp);
             }
         }
     }
@@ -77,7 +103,7 @@ pub fn fuse_chains(g: &mut Graph, report: &mut FusionReport) -> usize {
         let mut step_at: HashMap<ValueId, usize> = HashMap::new();
         for &i in nodes {
             let n = &g.nodes[i];
-            let (op, _) = steps[i].clone().expect("members have steps");
+            let (op, _, _) = steps[i].clone().expect("members have steps");
             let args = n
                 .inputs
                 .iter()

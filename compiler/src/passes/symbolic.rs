@@ -177,20 +177,13 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             x(0)?
         }
         Op::Unary(_) | Op::Softmax { .. } | Op::LayerNorm { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } => x(0)?,
-        // Inputs of one element, or the output's shape: those must agree.
+        // Inputs of the output's shape, one element or its last dims: numpy broadcasting.
         Op::Elementwise(_) => {
-            let all: Vec<Vec<DimExpr>> = (0..n.inputs.len()).map(&x).collect::<R<_>>()?;
-            let full: Vec<&Vec<DimExpr>> = all.iter().filter(|d| d.iter().any(|e| e.as_const() != Some(1))).collect();
-            let Some(first) = full.first().map(|d| (*d).clone()) else { return Ok(all.into_iter().max_by_key(|d| d.len()).unwrap_or_default()) };
-            for other in &full[1..] {
-                if other.len() != first.len() {
-                    return Err("fused elementwise inputs of different ranks".into());
-                }
-                for (i, (p, q)) in first.iter().zip(other.iter()).enumerate() {
-                    require_equal(s, n, &format!("the inputs' dims {i}"), p, q)?;
-                }
+            let mut d = Vec::new();
+            for i in 0..n.inputs.len() {
+                d = broadcast(s, n, &d, &x(i)?)?;
             }
-            first
+            d
         }
         Op::Gather { axis } if !s.ints.contains_key(&input(n, 0)?) => {
             // Data movement with constant indices: X's dims around the indices' shape.

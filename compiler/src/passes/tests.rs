@@ -435,7 +435,10 @@ fn fuse_elementwise_chains_keep_the_bits() {
     // `t` is an output and read by Exp: neither joins the other.
     let t = node(&mut g, Op::Unary(UnaryOp::Tanh), vec![Some(y)]);
     let ex = node(&mut g, Op::Unary(UnaryOp::Exp), vec![Some(t)]);
-    let z = node(&mut g, Op::Binary(BinaryOp::Sub), vec![Some(ex), Some(h)]);
+    let z0 = node(&mut g, Op::Binary(BinaryOp::Sub), vec![Some(ex), Some(h)]);
+    // A bias of the last dim repeats along the output: it joins the chain.
+    let bias = g.add_const("bias", rand(&[5], 23));
+    let z = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(bias), Some(z0)]);
     g.outputs = vec![h, t, z];
     infer(&mut g).unwrap();
     let inputs = [rand(&[2, 3, 5], 21), rand(&[2, 3, 5], 22)];

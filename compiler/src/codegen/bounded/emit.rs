@@ -183,11 +183,17 @@ impl Bx<'_> {
                 // Inputs of one element at the bounds have one at every size (dims of bound 1).
                 let oshape = self.shape(n, out)?;
                 let len = self.sizes.numel(&oshape);
+                use crate::codegen::emit::ProgramInput;
+                let at_bound = |v: ValueId| g.tensor_type(v).and_then(|t| t.shape.as_ref()?.numel());
+                let out_at_bound = at_bound(out);
                 let mut inputs = Vec::new();
                 for &v in n.inputs.iter().flatten() {
-                    let one = g.tensor_type(v).and_then(|t| t.shape.as_ref()?.numel()) == Some(1);
                     let r = self.read(n, v)?;
-                    inputs.push(if one { crate::codegen::emit::ProgramInput::One(r) } else { crate::codegen::emit::ProgramInput::Full(r) });
+                    inputs.push(match at_bound(v) {
+                        Some(1) => ProgramInput::One(r),
+                        k if k == out_at_bound => ProgramInput::Full(r),
+                        _ => ProgramInput::Cycle(r, self.sizes.numel(&self.shape(n, v)?)),
+                    });
                 }
                 let y = self.write(n, out)?;
                 Ok(Some(crate::codegen::emit::program_loop(p, &len, &inputs, &y, self.cx.plan.inplace.get(&id).copied())))

@@ -357,28 +357,51 @@ pub(crate) enum ProgramInput {
     Full(String),
     /// One element, the same for every output element.
     One(String),
+    /// A slice of `period` elements repeating along the output (a bias of the output's last
+    /// dims: `[C]` against `[N, S, C]`); `period` is a `usize` expression.
+    Cycle(String, String),
 }
 
 /// One loop computing a fused elementwise group (`Op::Elementwise`): `len` elements (a `usize`
 /// expression) into `y`; with `inplace = Some(i)`, input `i` is the output buffer itself.
+/// Inputs that repeat (`Cycle`) make it two loops, rows of the period and elements in a row,
+/// so no element computes an index modulo (all cycling inputs share one period, which
+/// `passes::fuse_chain` guarantees).
 pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput], y: &str, inplace: Option<usize>) -> String {
     let mut s = String::new();
     if p.steps.iter().any(|st| matches!(st.op, ScalarOp::Unary(_))) {
         s.push_str("use rt::kernels::unary::{eval_f32, Unary};\n");
     }
+    let period = inputs.iter().find_map(|i| if let ProgramInput::Cycle(_, p) = i { Some(p.clone()) } else { None });
     s.push_str(&format!("let y = &mut ({y})[..{len}];\n"));
     for (k, inp) in inputs.iter().enumerate() {
         match inp {
             _ if inplace == Some(k) => {}
             ProgramInput::Full(r) => s.push_str(&format!("let x{k} = &({r})[..{len}];\n")),
             ProgramInput::One(r) => s.push_str(&format!("let x{k} = ({r})[0];\n")),
+            ProgramInput::Cycle(r, p) => s.push_str(&format!("let x{k} = &({r})[..{p}];\n")),
         }
     }
-    s.push_str(&format!("for j in 0..{len} {{\n"));
+    // With a period: rows of `p` elements, each full input and the output cut to the row, so
+    // every index is below a slice's known length.
+    let (open, close, at) = match &period {
+        Some(p) => {
+            let mut o = format!("for row in (0..{len}).step_by({p}) {{\nlet y = &mut y[row..][..{p}];\n");
+            for (k, inp) in inputs.iter().enumerate() {
+                if let (ProgramInput::Full(_), false) = (inp, inplace == Some(k)) {
+                    o.push_str(&format!("let x{k} = &x{k}[row..][..{p}];\n"));
+                }
+            }
+            o.push_str(&format!("for i in 0..{p} {{\n"));
+            (o, "}\n}", "i")
+        }
+        None => (format!("for j in 0..{len} {{\n"), "}", "j"),
+    };
+    s.push_str(&open);
     let operand = |a: &Operand| match *a {
-        Operand::Input(k) if inplace == Some(k) => "y[j]".to_string(),
+        Operand::Input(k) if inplace == Some(k) => format!("y[{at}]"),
         Operand::Input(k) => match inputs.get(k) {
-            Some(ProgramInput::Full(_)) => format!("x{k}[j]"),
+            Some(ProgramInput::Full(_) | ProgramInput::Cycle(..)) => format!("x{k}[{at}]"),
             _ => format!("x{k}"),
         },
         Operand::Step(i) => format!("t{i}"),
@@ -395,9 +418,9 @@ pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput]
             ScalarOp::Binary(Arith::Max) => format!("rt::Elem::max_of({}, {})", a[0], a[1]),
             ScalarOp::Binary(Arith::Min) => format!("rt::Elem::min_of({}, {})", a[0], a[1]),
         };
-        s.push_str(&format!("    let t{i} = {e}; // {}\n", crate::codegen::names::text(&st.node)));
+        s.push_str(&format!("    let t{i} = {e};\n"));
     }
-    s.push_str(&format!("    y[j] = t{};\n}}", p.steps.len().saturating_sub(1)));
+    s.push_str(&format!("    y[{at}] = t{};\n{close}", p.steps.len().saturating_sub(1)));
     s
 }
 
@@ -411,7 +434,11 @@ fn emit_program(cx: &Ctx, id: NodeId, n: &Node, p: &ScalarProgram) -> Result<Str
         let v = cx.input(n, i)?;
         let (_, s) = cx.ty(n, v)?;
         let r = cx.read(n, v)?;
-        inputs.push(if s.iter().product::<usize>() == len { ProgramInput::Full(r) } else { ProgramInput::One(r) });
+        inputs.push(match s.iter().product::<usize>() {
+            n if n == len => ProgramInput::Full(r),
+            1 => ProgramInput::One(r),
+            n => ProgramInput::Cycle(r, n.to_string()),
+        });
     }
     Ok(program_loop(p, &len.to_string(), &inputs, &cx.write(n, out)?, cx.plan.inplace.get(&id).copied()))
 }

@@ -354,8 +354,8 @@ fn where_(c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor, String> {
     Ok(Tensor::new(shape, data))
 }
 
-/// A fused elementwise group (`Op::Elementwise`): f32 inputs of the output's shape or of one
-/// element, the program applied per element.
+/// A fused elementwise group (`Op::Elementwise`): f32 inputs of the output's shape, of one
+/// element, or of the output's last dims (repeating), the program applied per element.
 pub fn eval_program(p: &crate::ir::scalar::ScalarProgram, args: &[Option<RtValue>]) -> OpResult {
     p.check(args.len())?;
     let mut ins: Vec<(&[f32], &[usize])> = Vec::with_capacity(args.len());
@@ -366,14 +366,17 @@ pub fn eval_program(p: &crate::ir::scalar::ScalarProgram, args: &[Option<RtValue
         }
     }
     let (len, shape) = ins.iter().map(|(v, s)| (v.len(), *s)).max_by_key(|(l, _)| *l).unwrap_or((1, &[]));
-    if let Some((i, (v, _))) = ins.iter().enumerate().find(|(_, (v, _))| v.len() != len && v.len() != 1) {
-        return Err(format!("input #{i} has {} elements; a fused elementwise group takes {len} or 1", v.len()));
+    for (i, (v, s)) in ins.iter().enumerate() {
+        let dims: Vec<usize> = s.iter().copied().skip_while(|&d| d == 1).collect();
+        if v.len() != len && v.len() != 1 && !shape.ends_with(&dims) {
+            return Err(format!("input #{i} has shape {s:?}, which neither is the output's {shape:?}, one element, nor its last dims"));
+        }
     }
     let mut x = vec![0f32; ins.len()];
     let out: Vec<f32> = (0..len)
         .map(|j| {
             for (k, (v, _)) in ins.iter().enumerate() {
-                x[k] = if v.len() == 1 { v[0] } else { v[j] };
+                x[k] = v[j % v.len().max(1)];
             }
             p.eval_f32(&x)
         })
