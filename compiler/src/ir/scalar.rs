@@ -18,6 +18,14 @@ pub enum Operand {
     Const(f32),
 }
 
+/// Whether an input of shape `s` repeats along an output of shape `out`: leading 1s aside, its
+/// dims are the output's last ones (a bias `[C]` against `[N, S, C]`), so output element `j`
+/// reads its element `j % numel(s)`.
+pub fn repeats_along(s: &[usize], out: &[usize]) -> bool {
+    let dims: Vec<usize> = s.iter().copied().skip_while(|&d| d == 1).collect();
+    dims.len() < out.len() && out.ends_with(&dims)
+}
+
 /// One step's function.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ScalarOp {
@@ -99,18 +107,23 @@ pub struct ScalarProgram {
 impl ScalarProgram {
     /// The output element for the group's input elements `inputs`.
     pub fn eval_f32(&self, inputs: &[f32]) -> f32 {
-        let mut vals: Vec<f32> = Vec::with_capacity(self.steps.len());
+        self.eval_f32_in(inputs, &mut Vec::with_capacity(self.steps.len()))
+    }
+
+    /// [`ScalarProgram::eval_f32`] with the steps' results kept in `vals` (cleared first), so
+    /// a caller looping over elements allocates once.
+    pub fn eval_f32_in(&self, inputs: &[f32], vals: &mut Vec<f32>) -> f32 {
+        vals.clear();
         for s in &self.steps {
-            let args: Vec<f32> = s
-                .args
-                .iter()
-                .map(|a| match *a {
+            let mut args = [0f32; 2];
+            for (slot, a) in args.iter_mut().zip(&s.args) {
+                *slot = match *a {
                     Operand::Input(i) => inputs[i],
                     Operand::Step(j) => vals[j],
                     Operand::Const(c) => c,
-                })
-                .collect();
-            vals.push(s.op.eval_f32(&args));
+                };
+            }
+            vals.push(s.op.eval_f32(&args[..s.args.len().min(2)]));
         }
         vals.last().copied().unwrap_or(f32::NAN)
     }

@@ -105,7 +105,7 @@ fn compact(g: &mut Graph, report: &mut FusionReport) -> Result<(), PassError> {
 }
 
 /// Node indices reading each value.
-fn consumers(g: &Graph) -> HashMap<ValueId, Vec<usize>> {
+pub(super) fn consumers(g: &Graph) -> HashMap<ValueId, Vec<usize>> {
     let mut m: HashMap<ValueId, Vec<usize>> = HashMap::new();
     for (i, n) in g.nodes.iter().enumerate() {
         for v in n.inputs.iter().flatten() {

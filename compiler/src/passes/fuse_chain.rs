@@ -14,9 +14,8 @@ fn fits(s: &[usize], shape: &[usize]) -> Option<Option<usize>> {
     if s == shape || n == 1 {
         return Some(None);
     }
-    // A suffix of the output's dims (leading 1s aside): it repeats with period `n`.
-    let dims: Vec<usize> = s.iter().copied().skip_while(|&d| d == 1).collect();
-    (dims.len() < shape.len() && shape.ends_with(&dims)).then_some(Some(n))
+    // The output's last dims: it repeats with period `n`.
+    crate::ir::scalar::repeats_along(s, shape).then_some(Some(n))
 }
 
 /// The scalar step of node `i` when it can join a chain: f32 in and out, a function with a
@@ -55,12 +54,7 @@ fn step_of(g: &Graph, i: usize) -> Option<(ScalarOp, Vec<usize>, Option<usize>)>
 /// Fuse every chain of two or more elementwise nodes; returns how many groups were made.
 pub fn fuse_chains(g: &mut Graph, report: &mut FusionReport) -> usize {
     let steps: Vec<Option<(ScalarOp, Vec<usize>, Option<usize>)>> = (0..g.nodes.len()).map(|i| step_of(g, i)).collect();
-    let mut readers: HashMap<ValueId, Vec<usize>> = HashMap::new();
-    for (i, n) in g.nodes.iter().enumerate() {
-        for v in n.inputs.iter().flatten() {
-            readers.entry(*v).or_default().push(i);
-        }
-    }
+    let readers = super::fuse::consumers(g);
     // A producer joins its consumer's group when the consumer is the only node that reads its
     // output (once or more) and the output is not a graph output; then only the group's last
     // node has an output anyone else reads. Groups are keyed by that last node; the inputs

@@ -184,16 +184,11 @@ impl Bx<'_> {
                 let oshape = self.shape(n, out)?;
                 let len = self.sizes.numel(&oshape);
                 use crate::codegen::emit::ProgramInput;
-                let at_bound = |v: ValueId| g.tensor_type(v).and_then(|t| t.shape.as_ref()?.numel());
-                let out_at_bound = at_bound(out);
+                let at_bound = |v: ValueId| g.tensor_type(v).and_then(|t| t.shape.as_ref()?.numel()).unwrap_or(0);
                 let mut inputs = Vec::new();
                 for &v in n.inputs.iter().flatten() {
-                    let r = self.read(n, v)?;
-                    inputs.push(match at_bound(v) {
-                        Some(1) => ProgramInput::One(r),
-                        k if k == out_at_bound => ProgramInput::Full(r),
-                        _ => ProgramInput::Cycle(r, self.sizes.numel(&self.shape(n, v)?)),
-                    });
+                    let period = self.sizes.numel(&self.shape(n, v)?);
+                    inputs.push(ProgramInput::of(self.read(n, v)?, at_bound(v), at_bound(out), || period));
                 }
                 let y = self.write(n, out)?;
                 Ok(Some(crate::codegen::emit::program_loop(p, &len, &inputs, &y, self.cx.plan.inplace.get(&id).copied())))

@@ -362,6 +362,18 @@ pub(crate) enum ProgramInput {
     Cycle(String, String),
 }
 
+impl ProgramInput {
+    /// Input read by `r` with `numel` elements, for an output of `out` elements: the whole
+    /// output, one element, or a repeating slice of `period()` (a `usize` expression).
+    pub(crate) fn of(r: String, numel: usize, out: usize, period: impl FnOnce() -> String) -> ProgramInput {
+        match numel {
+            1 => ProgramInput::One(r),
+            n if n == out => ProgramInput::Full(r),
+            _ => ProgramInput::Cycle(r, period()),
+        }
+    }
+}
+
 /// One loop computing a fused elementwise group (`Op::Elementwise`): `len` elements (a `usize`
 /// expression) into `y`; with `inplace = Some(i)`, input `i` is the output buffer itself.
 /// Inputs that repeat (`Cycle`) make it two loops, rows of the period and elements in a row,
@@ -434,11 +446,8 @@ fn emit_program(cx: &Ctx, id: NodeId, n: &Node, p: &ScalarProgram) -> Result<Str
         let v = cx.input(n, i)?;
         let (_, s) = cx.ty(n, v)?;
         let r = cx.read(n, v)?;
-        inputs.push(match s.iter().product::<usize>() {
-            n if n == len => ProgramInput::Full(r),
-            1 => ProgramInput::One(r),
-            n => ProgramInput::Cycle(r, n.to_string()),
-        });
+        let n: usize = s.iter().product();
+        inputs.push(ProgramInput::of(r, n, len, || n.to_string()));
     }
     Ok(program_loop(p, &len.to_string(), &inputs, &cx.write(n, out)?, cx.plan.inplace.get(&id).copied()))
 }

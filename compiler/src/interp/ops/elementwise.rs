@@ -367,18 +367,17 @@ pub fn eval_program(p: &crate::ir::scalar::ScalarProgram, args: &[Option<RtValue
     }
     let (len, shape) = ins.iter().map(|(v, s)| (v.len(), *s)).max_by_key(|(l, _)| *l).unwrap_or((1, &[]));
     for (i, (v, s)) in ins.iter().enumerate() {
-        let dims: Vec<usize> = s.iter().copied().skip_while(|&d| d == 1).collect();
-        if v.len() != len && v.len() != 1 && !shape.ends_with(&dims) {
+        if v.len() != len && v.len() != 1 && !crate::ir::scalar::repeats_along(s, shape) {
             return Err(format!("input #{i} has shape {s:?}, which neither is the output's {shape:?}, one element, nor its last dims"));
         }
     }
-    let mut x = vec![0f32; ins.len()];
+    let (mut x, mut vals) = (vec![0f32; ins.len()], Vec::with_capacity(p.steps.len()));
     let out: Vec<f32> = (0..len)
         .map(|j| {
             for (k, (v, _)) in ins.iter().enumerate() {
                 x[k] = v[j % v.len().max(1)];
             }
-            p.eval_f32(&x)
+            p.eval_f32_in(&x, &mut vals)
         })
         .collect();
     Ok(vec![RtValue::Tensor(Tensor::new(shape.to_vec(), Data::F32(out)))])
