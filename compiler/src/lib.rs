@@ -7,6 +7,7 @@ pub mod interp;
 pub mod ir;
 pub mod memory;
 pub mod memory_svg;
+pub mod ops;
 pub mod passes;
 pub mod schedule;
 pub mod size;

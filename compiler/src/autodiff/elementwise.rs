@@ -36,44 +36,8 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
             let dx = if b.dtype(dy)? == to { dy } else { b.node(Op::Cast { to, saturate: false }, &[dy])? };
             Ok(vec![Some(dx), None])
         }
-        // y = x·s(a·x): dy/dx = s + a·x·s·(1 - s).
-        Op::Swish { alpha } => {
-            let x = input(n, 0)?;
-            let d = swish_grad(b, x, *alpha)?;
-            Ok(vec![Some(b.mul(dy, d)?)])
-        }
-        // y = A·s(a·A)·B: dA = dy·B·swish'(A), dB = dy·swish(A).
-        Op::SwiGlu { alpha } => {
-            let (a, c) = (input(n, 0)?, input(n, 1)?);
-            let da = if want(0) {
-                let d = swish_grad(b, a, *alpha)?;
-                let t = b.mul(dy, c)?;
-                Some(b.mul(t, d)?)
-            } else {
-                None
-            };
-            let dc = if want(1) {
-                let sw = b.node(Op::Swish { alpha: *alpha }, &[a])?;
-                Some(b.mul(dy, sw)?)
-            } else {
-                None
-            };
-            Ok(vec![da, dc])
-        }
         other => Err(format!("no gradient rule for {}", other.name())),
     }
-}
-
-fn swish_grad(b: &mut B<'_>, x: ValueId, alpha: f32) -> R<ValueId> {
-    let dt = b.dtype(x)?;
-    let a = b.scalar(alpha as f64, dt)?;
-    let ax = b.mul(x, a)?;
-    let s = b.un(UnaryOp::Sigmoid, ax)?;
-    let one = b.scalar(1.0, dt)?;
-    let oms = b.sub(one, s)?;
-    let t = b.mul(ax, oms)?;
-    let t = b.add(one, t)?;
-    b.mul(s, t)
 }
 
 fn unary(b: &mut B<'_>, n: &Node, u: UnaryOp, dy: ValueId) -> R<ValueId> {

@@ -6,12 +6,12 @@
 //! several times are summed. The result is an ordinary graph, so the interpreter, the passes
 //! (folding turns the shape plumbing into constants) and codegen run it with no new kernels.
 //!
-//! Rules live per op family: `elementwise` (unary, binary, Where, Cast, Swish), `linalg`,
+//! Rules live per op family: `elementwise` (unary, binary, Where, Cast), `linalg`,
 //! `shape` (reshapes, transpose, concat, split, slice, gather, pad, expand, tile), `reduce`
 //! (reductions, softmax), `nn` (conv, pooling), `norm` (batch/layer/RMS/group/instance
 //! normalization), `loss` (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) and `dropout`
 //! (which also switches a graph's Dropouts to training mode: [`enable_dropout`]).
-mod builder;
+pub(crate) mod builder;
 mod dropout;
 mod elementwise;
 mod linalg;
@@ -21,7 +21,7 @@ mod norm;
 mod reduce;
 mod shape;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::ir::{Graph, Node, Op, ValueId};
 use crate::passes::{infer, PassError};
@@ -126,7 +126,8 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::Concat { .. }
         | Op::Slice
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
-        Op::Where | Op::Cast { .. } | Op::CastLike { .. } | Op::Swish { .. } | Op::SwiGlu { .. } => elementwise::rule(b, n, dys, need),
+        Op::Where | Op::Cast { .. } | Op::CastLike { .. } => elementwise::rule(b, n, dys, need),
+        Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Split { .. }
         | Op::Expand
         | Op::Tile
@@ -150,7 +151,7 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
 
 /// The first output's gradient, which single-output rules start from; a gradient on another
 /// output (LayerNorm's Mean, say) is refused rather than dropped.
-fn dy0(dys: &[Option<ValueId>]) -> R<ValueId> {
+pub(crate) fn dy0(dys: &[Option<ValueId>]) -> R<ValueId> {
     if let Some(k) = dys.iter().skip(1).position(Option::is_some) {
         return Err(format!("gradients through output {} are not supported (only through output 0)", k + 1));
     }

@@ -137,6 +137,10 @@ pub enum ScatterReduction {
 
 #[derive(Debug, Clone)]
 pub enum Op {
+    /// An op defined in one place, `crate::ops` (its shape rule, evaluation, emission, cost
+    /// and gradient are methods of its type).
+    Def(crate::ops::OpRef),
+
     // ---- elementwise
     Unary(UnaryOp),
     /// Two inputs, numpy broadcasting. Comparison and logic ops produce bool.
@@ -217,10 +221,6 @@ pub enum Op {
     /// by 1 / (1 - ratio); `key` is an integer scalar, new each step, so the same key gives
     /// the same mask (the gradient recomputes it instead of storing it).
     Dropout { ratio: f32, training: bool },
-    /// Swish: x * sigmoid(alpha * x).
-    Swish { alpha: f32 },
-    /// SwiGLU (A, B): A * sigmoid(alpha * A) * B (same shapes).
-    SwiGlu { alpha: f32 },
     /// CenterCropPad (X, shape) over `axes` (all when `None`).
     CenterCropPad { axes: Option<Vec<i64>> },
 
@@ -463,6 +463,7 @@ impl Op {
                 PoolKind::Lp { .. } => "LpPool".into(),
             },
             Op::Resize(_) => "Resize".into(),
+            Op::Def(d) => d.name().into(),
             Op::Attention(_) => "Attention".into(),
             Op::Rnn(a) => match a.cell {
                 burnc_runtime::kernels::rnn::Cell::Rnn => "RNN".into(),

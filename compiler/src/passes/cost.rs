@@ -44,12 +44,15 @@ fn conv_flops(g: &Graph, n: &Node, w: usize, out: u64) -> Option<u64> {
 pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
     let out = out_numel(g, n);
     Some(match &n.op {
+        Op::Def(d) => {
+            let ins: Vec<Option<Vec<usize>>> = (0..n.inputs.len()).map(|i| in_shape(g, n, i)).collect();
+            let outs: Vec<Option<Vec<usize>>> = n.outputs.iter().map(|&o| g.tensor_type(o)?.shape.as_ref()?.as_fixed()).collect();
+            return d.flops(&ins, &outs);
+        }
         // ---- elementwise: one FLOP per output element and step
         Op::Unary(_) | Op::Binary(_) | Op::Where | Op::Cast { .. } | Op::CastLike { .. } | Op::Shrink { .. } | Op::Dropout { .. } => out?,
         Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
         Op::BitCast { .. } => 0,
-        Op::Swish { .. } => mul(&[4, out?]),
-        Op::SwiGlu { .. } => mul(&[5, out?]),
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
         Op::DynamicQuantizeLinear => mul(&[4, in_numel(g, n, 0)?]),
 

@@ -346,12 +346,52 @@ fn is_bool_op(b: BinaryOp) -> bool {
     )
 }
 
+/// Output types of an op defined in `crate::ops`, from its shape rule: fixed dims are
+/// constants, named dims variables, and an output dim that is an expression of them a named
+/// dim spelled as that expression (bounded by it at the inputs' bounds). Until every input's
+/// type and rank are known, the outputs stay unknown.
+fn def_types(cx: &Cx, d: &crate::ops::OpRef) -> R<Vec<ValueType>> {
+    use crate::ir::DimExpr;
+    let mut bounds: std::collections::HashMap<String, Option<usize>> = std::collections::HashMap::new();
+    let mut args = Vec::with_capacity(cx.n.inputs.len());
+    for i in 0..cx.n.inputs.len() {
+        if !cx.has(i) {
+            args.push(None);
+            continue;
+        }
+        let (Some(dtype), Some(shape)) = (cx.dtype(i), cx.shape(i)) else { return Ok(vec![]) };
+        let dims = shape
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(n) => DimExpr::constant(*n as i64),
+                Dim::Sym { name, bound } => {
+                    bounds.insert(name.clone(), *bound);
+                    DimExpr::var(name)
+                }
+            })
+            .collect();
+        // Operands that decide shapes are small; weights are not copied for the rule.
+        let value = cx.konst(i).filter(|t| t.numel() <= 1 << 16);
+        args.push(Some(crate::ops::Arg { dtype, dims, value }));
+    }
+    let outs = d.shapes(&mut crate::ops::ShapeCx::new(args))?;
+    let bound = |name: &str| bounds.get(name).copied().flatten().map(|b| b as i64);
+    let dim = |e: &DimExpr| -> R<Dim> {
+        Ok(match e.as_const() {
+            Some(c) => Dim::Fixed(usize::try_from(c).map_err(|_| format!("an output dim would be {c}"))?),
+            None => Dim::Sym { name: e.to_string(), bound: e.eval(&bound).map(|b| b.max(0) as usize) },
+        })
+    };
+    outs.iter().map(|o| Ok(ValueType::Tensor(TensorType { dtype: o.dtype, shape: Some(Shape(o.dims.iter().map(dim).collect::<R<_>>()?)) }))).collect()
+}
+
 /// Output types of one node, in output order (fewer than the outputs means the rest unknown).
 pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
     let cx = Cx { g, n, fresh: std::cell::Cell::new(0) };
     let cx = &cx;
     let same = || vec![t(cx.dtype(0), cx.shape(0).map(|s| s.to_vec()))];
     Ok(match &n.op {
+        Op::Def(d) => def_types(cx, d)?,
         Op::Unary(u) => {
             let dt = match u {
                 UnaryOp::IsNaN | UnaryOp::IsInf { .. } => Some(DType::Bool),
@@ -443,7 +483,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::MeanVarianceNorm { .. } => same(),
         Op::Softmax { .. } | Op::Hardmax { .. } | Op::CumSum { .. } | Op::Trilu { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
-        Op::CumProd { .. } | Op::Swish { .. } | Op::SwiGlu { .. } | Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
+        Op::CumProd { .. } | Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
         Op::LayerNorm { axis, .. } => {
             let stat = match cx.shape(0) {
                 Some(x) => {

@@ -176,6 +176,27 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
+        Op::Def(d) => {
+            // The op's own shape rule; the equalities it needs become run-time checks.
+            let mut args = Vec::with_capacity(n.inputs.len());
+            for (i, v) in n.inputs.iter().enumerate() {
+                let Some(v) = *v else {
+                    args.push(None);
+                    continue;
+                };
+                let dtype = g.tensor_type(v).map(|t| t.dtype).ok_or_else(|| format!("input #{i} has no type"))?;
+                args.push(Some(crate::ops::Arg { dtype, dims: x(i)?, value: g.const_value(v).filter(|t| t.numel() <= 1 << 16) }));
+            }
+            let mut cx = crate::ops::ShapeCx::new(args);
+            let outs = d.shapes(&mut cx)?;
+            for e in &cx.equal {
+                require_equal(s, n, &e.what, &e.left, &e.right)?;
+            }
+            for (&o, t) in n.outputs.iter().zip(&outs).skip(1) {
+                s.shapes.insert(o, t.dims.clone());
+            }
+            outs.into_iter().next().ok_or("the op gives no output")?.dims
+        }
         Op::Unary(_) | Op::Softmax { .. } | Op::LayerNorm { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } => x(0)?,
         // Inputs of the output's shape, one element or its last dims: numpy broadcasting.
         Op::Elementwise(_) => {

@@ -8,6 +8,7 @@ use burnc_compiler::ir::{
     ValueId, Window, WindowKind,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
+use burnc_compiler::ops::{activation, OpRef};
 use burnc_compiler::Tensor;
 
 struct N<'n> {
@@ -401,8 +402,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             select_last_index: a.i_or("select_last_index", 0) != 0,
         }),
         "CumProd" => Some(Op::CumProd { exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }),
-        "Swish" => Some(Op::Swish { alpha: a.f_or("alpha", 1.0) }),
-        "SwiGLU" => Some(Op::SwiGlu { alpha: a.f_or("alpha", 1.0) }),
+        "Swish" => Some(Op::Def(OpRef::new(activation::Swish { alpha: a.f_or("alpha", 1.0) }))),
+        "SwiGLU" => Some(Op::Def(OpRef::new(activation::SwiGlu { alpha: a.f_or("alpha", 1.0) }))),
         "GroupNormalization" => Some(Op::GroupNorm {
             num_groups: a.i("num_groups").ok_or_else(|| n.err("missing attribute `num_groups`"))?.max(0) as usize,
             epsilon: a.f_or("epsilon", 1e-5),

@@ -151,6 +151,12 @@ impl Check {
     }
 }
 
+/// Check `op`'s gradient rule on f64 inputs of `shapes` drawn from [lo, hi] (for rules defined
+/// outside this module, in `crate::ops`).
+pub(crate) fn check_op(op: Op, shapes: &[&[usize]], lo: f64, hi: f64) -> Result<(), String> {
+    Check { shapes: shapes.iter().map(|s| s.to_vec()).collect(), lo, hi, seed: 7, h: 1e-5, grid: 0.0 }.run(|g, x| node(g, op.clone(), x))
+}
+
 fn node(g: &mut Graph, op: Op, inputs: &[ValueId]) -> ValueId {
     let name = format!("n{}", g.nodes.len());
     g.add_node(name.clone(), op, inputs.iter().map(|&v| Some(v)).collect(), &[format!("{name}_out")]).1[0]

@@ -64,7 +64,7 @@ impl Bx<'_> {
         self.err(n, format!("`{op}` does not support bounded dims yet; pin them with --input"))
     }
 
-    pub(super) fn shape(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
+    pub(crate) fn shape(&self, n: &Node, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
         if let Some(s) = self.info.shapes.get(&v) {
             return Ok(s.clone());
         }
@@ -82,7 +82,7 @@ impl Bx<'_> {
     }
 
     /// `&[T]` over value `v` with its run-time length.
-    pub(super) fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+    pub(crate) fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
         let g = self.cx.g;
         match &g.value(v).kind {
             ValueKind::Node(_) => {
@@ -98,7 +98,7 @@ impl Bx<'_> {
     }
 
     /// `&mut [T]` over node output `v` with its run-time length.
-    pub(super) fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+    pub(crate) fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
         let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.cx.g.value(v).name)))?;
         Ok(format!("unsafe {{ rt::arena::view_mut::<{}>(a, {}, {}) }}", self.cx.elem(n, v)?, slot.offset, self.numel(n, v)?))
     }
@@ -173,6 +173,7 @@ impl Bx<'_> {
             Ok(())
         };
         match &n.op {
+            Op::Def(d) => Ok(Some(d.emit(&crate::ops::EmitCx::bounded(self, id))?)),
             Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
                 if self.cx.plan.aliases.contains_key(&out) {
                     return Ok(None);

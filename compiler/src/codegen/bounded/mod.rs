@@ -10,7 +10,7 @@
 //! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
 //! runtime kernels.
 mod data;
-mod emit;
+pub(crate) mod emit;
 mod resize;
 mod rnn;
 
@@ -157,7 +157,8 @@ fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
 
 /// The memory plan at the bounds. Symbolic convolutions get the whole im2col buffer at the
 /// bound as scratch (the runtime's tiling picks a tile per size, and a smaller size can ask
-/// for a larger tile); in place is kept to unary ops, whose output is the same shape.
+/// for a larger tile); in place is kept to unary ops and to ops of `crate::ops` that allow it, whose output has
+/// the input's shape.
 fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) -> Result<MemoryPlan, CodegenError> {
     let _ = bound;
     let scratch = |g: &Graph, id| {
@@ -169,7 +170,7 @@ fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) 
         super::emit::scratch_bytes(g, id, Lowering::EXACT)
     };
     let inplace = |g: &Graph, id, i| {
-        super::emit::can_inplace(g, id, i) && (!node_is_symbolic(g, info, id) || matches!(g.node(id).op, Op::Unary(_)))
+        super::emit::can_inplace(g, id, i) && (!node_is_symbolic(g, info, id) || matches!(g.node(id).op, Op::Unary(_) | Op::Def(_)))
     };
     Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace, ..PlanOptions::default() })?)
 }

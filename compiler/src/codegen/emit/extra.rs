@@ -1,4 +1,4 @@
-//! Swish, SwiGLU, RotaryEmbedding, Einsum, Det and BitCast: calls into the
+//! RotaryEmbedding, Einsum, Det and BitCast: calls into the
 //! runtime kernels the interpreter uses, with the geometry the interpreter resolves (from
 //! static shapes) written out.
 use super::Ctx;
@@ -7,13 +7,6 @@ use crate::interp::ops::extra::rotary_geometry;
 use crate::interp::ops::linalg::{det_size, einsum_plan};
 use crate::ir::{DType, Graph, Node, NodeId, Op};
 use burnc_runtime::kernels::einsum::{MAX_INPUTS, MAX_LABELS};
-
-fn f64_lit(v: f64) -> String {
-    if v.is_infinite() || v.is_nan() {
-        return format!("{v:?}").replace("inf", "f64::INFINITY").replace("NaN", "f64::NAN");
-    }
-    format!("{v:?}_f64")
-}
 
 /// Det eliminates on an f64 copy of one matrix.
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
@@ -33,16 +26,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let float = xd.is_float() && !xd.is_small();
     let y = cx.write(n, out)?;
     match &n.op {
-        Op::Swish { alpha } if float => {
-            Ok(Some(format!("rt::kernels::extra::swish_map({}, {}, {y});", cx.read(n, x)?, f64_lit(*alpha as f64))))
-        }
-        Op::SwiGlu { alpha } if float => {
-            let b = cx.input(n, 1)?;
-            if cx.ty(n, b)? != (xd, xs) {
-                return Err(cx.err(n, "SwiGLU needs inputs of one shape and type"));
-            }
-            Ok(Some(format!("rt::kernels::extra::swiglu_map({}, {}, {}, {y});", cx.read(n, x)?, cx.read(n, b)?, f64_lit(*alpha as f64))))
-        }
         Op::RotaryEmbedding { interleaved, rotary_embedding_dim, num_heads } if float => {
             let (c, s) = (cx.input(n, 1)?, cx.input(n, 2)?);
             let (cd, cs) = cx.ty(n, c)?;

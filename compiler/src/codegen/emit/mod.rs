@@ -186,6 +186,9 @@ impl<'a> Ctx<'a> {
 
 /// Scratch bytes a node needs (asked by the memory planner).
 pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
+    if let Op::Def(d) = &g.node(id).op {
+        return d.scratch_bytes(&fixed_inputs(g, id));
+    }
     // Each op has one emitter family, so at most one of these is non-zero.
     nn::scratch_bytes(g, id, lw)
         + misc::scratch_bytes(g, id)
@@ -202,13 +205,27 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
 pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
+    let n = g.node(id);
+    if let Op::Def(d) = &n.op {
+        // The op says whether its loop allows it; the buffers must match in any case.
+        let ty = |v: Option<ValueId>| g.tensor_type(v?).map(|t| (t.dtype, t.shape.as_ref().and_then(|s| s.as_fixed())));
+        let (out, this) = (ty(n.outputs.first().copied()), ty(n.inputs.get(i).copied().flatten()));
+        return out.is_some() && out == this && out.is_some_and(|(_, s)| s.is_some()) && d.in_place(i);
+    }
     elementwise::can_inplace(g, id, i)
+}
+
+/// The static dtype and shape of each input of node `id` (for the rules of `crate::ops`).
+fn fixed_inputs(g: &Graph, id: NodeId) -> Vec<Option<(DType, Vec<usize>)>> {
+    let n = g.node(id);
+    n.inputs.iter().map(|v| g.tensor_type((*v)?).and_then(|t| Some((t.dtype, t.shape.as_ref()?.as_fixed()?)))).collect()
 }
 
 /// Statements for one node (`None`: nothing to do, e.g. a reshape that aliases its input).
 pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
     let n = cx.g.node(id);
     match &n.op {
+        Op::Def(d) => d.emit(&crate::ops::EmitCx::fixed(cx, id)).map(Some),
         Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::CastLike { .. } | Op::Where | Op::Elementwise(_) => elementwise::emit(cx, id, n),
         Op::Reduce { .. } | Op::ArgReduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
@@ -230,7 +247,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
         Op::Resize(_) => resize::emit(cx, id, n),
-        Op::Swish { .. } | Op::SwiGlu { .. } | Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
+        Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }

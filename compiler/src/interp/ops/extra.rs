@@ -1,4 +1,4 @@
-//! Newer ONNX ops: CumProd, Swish, SwiGLU, GroupNormalization, RotaryEmbedding and
+//! Newer ONNX ops: CumProd, GroupNormalization, RotaryEmbedding and
 //! CenterCropPad. Arithmetic is done in f64 (i64 for integer CumProd) and cast back to the
 //! input's type.
 use super::shape::{index_map, take_or};
@@ -7,7 +7,7 @@ use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, Op};
 use crate::tensor::{Data, Tensor};
-use burnc_runtime::kernels::extra::{swish, Rotary};
+use burnc_runtime::kernels::extra::Rotary;
 
 fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Result<Tensor, String> {
     super::cast::cast(&Tensor::new(shape, Data::F64(v)), dtype, true)
@@ -33,28 +33,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
                 return Err(format!("axis must hold one element, got {}", axis.len()));
             };
             one_t(cumprod(x, axis, *exclusive, *reverse)?)
-        }
-        Op::Swish { alpha } => {
-            let x = arg(args, 0)?;
-            let a = *alpha as f64;
-            let v = float_in(x, "Swish")?.into_iter().map(|v| swish(v, a)).collect();
-            one_t(back(x.dtype(), x.shape.clone(), v)?)
-        }
-        Op::SwiGlu { alpha } => {
-            let (x, y) = (arg(args, 0)?, arg(args, 1)?);
-            if x.shape != y.shape || x.dtype() != y.dtype() {
-                return Err(format!(
-                    "SwiGLU needs inputs of one shape and type, got {:?} {} and {:?} {}",
-                    x.shape,
-                    x.dtype(),
-                    y.shape,
-                    y.dtype()
-                ));
-            }
-            let a = *alpha as f64;
-            let yv = float_in(y, "SwiGLU")?;
-            let v = float_in(x, "SwiGLU")?.into_iter().zip(yv).map(|(v, w)| swish(v, a) * w).collect();
-            one_t(back(x.dtype(), x.shape.clone(), v)?)
         }
         Op::GroupNorm { num_groups, epsilon, per_channel } => group_norm(args, *num_groups, *epsilon as f64, *per_channel),
         Op::RotaryEmbedding { interleaved, rotary_embedding_dim, num_heads } => {
@@ -247,8 +225,6 @@ mod tests {
         assert!(eval(&op, &[x.clone(), c.clone(), c.clone(), i(vec![1, 2], vec![0, 7])]).is_err());
         assert!(eval(&op, &[x.clone(), c.clone(), c.clone(), i(vec![1, 2], vec![0, 2])]).is_ok());
         assert!(eval(&op, &[x, c.clone(), c, None]).is_err());
-        let op = Op::SwiGlu { alpha: 1.0 };
-        assert!(eval(&op, &[t(vec![2], vec![0.0; 2]), t(vec![1], vec![0.0])]).is_err());
         let op = Op::CenterCropPad { axes: Some(vec![5]) };
         assert!(eval(&op, &[t(vec![2], vec![0.0; 2]), i(vec![1], vec![1])]).is_err());
     }

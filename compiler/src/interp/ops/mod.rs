@@ -36,6 +36,10 @@ pub type OpResult = Result<Vec<RtValue>, String>;
 
 pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Frame<'_>) -> OpResult {
     match op {
+        Op::Def(d) => {
+            let ins = args.iter().map(|a| a.as_ref().map(RtValue::as_tensor).transpose()).collect::<Result<Vec<_>, _>>()?;
+            Ok(d.eval(&ins)?.into_iter().map(RtValue::Tensor).collect())
+        }
         // Identity passes sequences and optionals through unchanged.
         Op::Unary(crate::ir::UnaryOp::Identity) if matches!(args.first(), Some(Some(v)) if !matches!(v, RtValue::Tensor(_))) => {
             Ok(vec![args.into_iter().next().flatten().ok_or("missing input #0")?])
@@ -87,8 +91,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::QLinearConv { .. }
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
         Op::CumProd { .. }
-        | Op::Swish { .. }
-        | Op::SwiGlu { .. }
         | Op::GroupNorm { .. }
         | Op::RotaryEmbedding { .. }
         | Op::CenterCropPad { .. } => extra::eval(op, &args),

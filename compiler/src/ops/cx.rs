@@ -1,0 +1,224 @@
+//! What an op's rules see: its inputs' types and dims ([`ShapeCx`]), the node in generated code
+//! ([`EmitCx`], fixed or bounded dims behind one interface) and the gradient builder
+//! ([`GradCx`]).
+use super::R;
+use crate::autodiff::builder::B;
+use crate::codegen::bounded::emit::Bx;
+use crate::codegen::emit::{rust_ty, Ctx};
+use crate::codegen::CodegenError;
+use crate::ir::{DType, DimExpr, Node, NodeId, ValueId};
+use crate::tensor::Tensor;
+
+/// One input as shape rules see it: dtype, dims, and the value when it is a constant.
+#[derive(Debug, Clone)]
+pub struct Arg {
+    pub dtype: DType,
+    pub dims: Vec<DimExpr>,
+    pub value: Option<Tensor>,
+}
+
+/// One output's type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutType {
+    pub dtype: DType,
+    pub dims: Vec<DimExpr>,
+}
+
+/// A dim equality a rule declared that the dims alone do not decide: a run-time check under
+/// bounded dims.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Equal {
+    pub what: String,
+    pub left: DimExpr,
+    pub right: DimExpr,
+}
+
+/// The inputs of one node for its shape rule.
+pub struct ShapeCx {
+    args: Vec<Option<Arg>>,
+    pub(crate) equal: Vec<Equal>,
+}
+
+impl ShapeCx {
+    pub fn new(args: Vec<Option<Arg>>) -> ShapeCx {
+        ShapeCx { args, equal: Vec::new() }
+    }
+
+    /// Input `i`, which the op requires.
+    pub fn arg(&self, i: usize) -> R<&Arg> {
+        self.opt(i).ok_or_else(|| format!("input #{i} is missing"))
+    }
+
+    /// Optional input `i`.
+    pub fn opt(&self, i: usize) -> Option<&Arg> {
+        self.args.get(i).and_then(Option::as_ref)
+    }
+
+    /// Declare that `a` and `b` must be equal (`what` names them in the error or check).
+    pub fn equal(&mut self, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
+        if a == b {
+            return Ok(());
+        }
+        if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
+            return Err(format!("{what} are {x} and {y}"));
+        }
+        let e = Equal { what: what.to_string(), left: a.clone(), right: b.clone() };
+        if !self.equal.contains(&e) {
+            self.equal.push(e);
+        }
+        Ok(())
+    }
+
+    /// Inputs `i` and `j` must have one dtype and shape.
+    pub fn same_type(&mut self, i: usize, j: usize) -> R<()> {
+        let (a, b) = (self.arg(i)?.clone(), self.arg(j)?.clone());
+        if a.dtype != b.dtype {
+            return Err(format!("inputs #{i} and #{j} are {} and {}", a.dtype, b.dtype));
+        }
+        if a.dims.len() != b.dims.len() {
+            return Err(format!("inputs #{i} and #{j} have ranks {} and {}", a.dims.len(), b.dims.len()));
+        }
+        for (k, (x, y)) in a.dims.iter().zip(&b.dims).enumerate() {
+            self.equal(&format!("dims {k} of inputs #{i} and #{j}"), x, y)?;
+        }
+        Ok(())
+    }
+}
+
+/// One node in generated code. With fixed shapes every size is a literal; with bounded dims
+/// sizes that depend on a named dim come from the run-time size table `sz`, and views have
+/// their run-time lengths.
+pub struct EmitCx<'a> {
+    cx: &'a Ctx<'a>,
+    bounded: Option<&'a Bx<'a>>,
+    id: NodeId,
+    n: &'a Node,
+}
+
+impl<'a> EmitCx<'a> {
+    pub(crate) fn fixed(cx: &'a Ctx<'a>, id: NodeId) -> EmitCx<'a> {
+        EmitCx { cx, bounded: None, id, n: cx.g.node(id) }
+    }
+
+    pub(crate) fn bounded(bx: &'a Bx<'a>, id: NodeId) -> EmitCx<'a> {
+        EmitCx { cx: bx.cx, bounded: Some(bx), id, n: bx.cx.g.node(id) }
+    }
+
+    pub fn node(&self) -> &Node {
+        self.n
+    }
+
+    pub fn err(&self, reason: impl Into<String>) -> CodegenError {
+        self.cx.err(self.n, reason)
+    }
+
+    pub fn input(&self, i: usize) -> Result<ValueId, CodegenError> {
+        self.cx.input(self.n, i)
+    }
+
+    pub fn opt_input(&self, i: usize) -> Option<ValueId> {
+        self.n.inputs.get(i).copied().flatten()
+    }
+
+    pub fn output(&self, k: usize) -> Result<ValueId, CodegenError> {
+        self.n.outputs.get(k).copied().ok_or_else(|| self.err(format!("missing output #{k}")))
+    }
+
+    pub fn dtype(&self, v: ValueId) -> Result<DType, CodegenError> {
+        Ok(self.cx.ty(self.n, v)?.0)
+    }
+
+    /// The Rust element type of `v`.
+    pub fn elem(&self, v: ValueId) -> Result<&'static str, CodegenError> {
+        let d = self.dtype(v)?;
+        rust_ty(d).ok_or_else(|| self.err(format!("dtype {d} is not supported by codegen yet")))
+    }
+
+    /// `v`'s dims: constants, or expressions of the named dims.
+    pub fn dims(&self, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
+        match self.bounded {
+            Some(bx) => bx.shape(self.n, v),
+            None => Ok(self.cx.ty(self.n, v)?.1.iter().map(|&d| DimExpr::constant(d as i64)).collect()),
+        }
+    }
+
+    /// A `usize` expression for dim `d`.
+    pub fn size(&self, d: &DimExpr) -> Result<String, CodegenError> {
+        match (self.bounded, d.as_const()) {
+            (_, Some(c)) => Ok(format!("{}usize", c.max(0))),
+            (Some(bx), None) => Ok(bx.sizes.dim(d)),
+            (None, None) => Err(self.err(format!("dim {d} is not fixed"))),
+        }
+    }
+
+    /// A `usize` expression for the element count of `v`.
+    pub fn numel(&self, v: ValueId) -> Result<String, CodegenError> {
+        let dims = self.dims(v)?;
+        let prod = dims.iter().fold(DimExpr::constant(1), |a, d| a.mul(d));
+        self.size(&prod)
+    }
+
+    /// `&[T]` over `v`.
+    pub fn read(&self, v: ValueId) -> Result<String, CodegenError> {
+        match self.bounded {
+            Some(bx) => bx.read(self.n, v),
+            None => self.cx.read(self.n, v),
+        }
+    }
+
+    /// `&mut [T]` over node output `v`.
+    pub fn write(&self, v: ValueId) -> Result<String, CodegenError> {
+        match self.bounded {
+            Some(bx) => bx.write(self.n, v),
+            None => self.cx.write(self.n, v),
+        }
+    }
+
+    /// The input whose buffer the memory plan gave output 0 (the op computes in place).
+    pub fn in_place_input(&self) -> Option<usize> {
+        self.cx.plan.inplace.get(&self.id).copied()
+    }
+}
+
+/// An `f64` literal for generated code (infinities and NaN by name).
+pub fn f64_lit(v: f64) -> String {
+    if v.is_nan() {
+        return "f64::NAN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "f64::INFINITY".into() } else { "f64::NEG_INFINITY".into() };
+    }
+    format!("{v:?}_f64")
+}
+
+/// The gradient rule's view of one forward node.
+pub struct GradCx<'a, 'g> {
+    pub b: &'a mut B<'g>,
+    pub n: &'a Node,
+    dys: &'a [Option<ValueId>],
+    need: &'a [bool],
+}
+
+impl<'a, 'g> GradCx<'a, 'g> {
+    pub(crate) fn new(b: &'a mut B<'g>, n: &'a Node, dys: &'a [Option<ValueId>], need: &'a [bool]) -> Self {
+        GradCx { b, n, dys, need }
+    }
+
+    pub fn input(&self, i: usize) -> R<ValueId> {
+        self.n.inputs.get(i).copied().flatten().ok_or_else(|| format!("input {i} is missing"))
+    }
+
+    pub fn output(&self, k: usize) -> R<ValueId> {
+        self.n.outputs.get(k).copied().ok_or_else(|| format!("output {k} is missing"))
+    }
+
+    /// Output 0's gradient (a gradient on another output is refused, not dropped).
+    pub fn dy(&self) -> R<ValueId> {
+        crate::autodiff::dy0(self.dys)
+    }
+
+    /// Whether input `i`'s gradient is needed.
+    pub fn wants(&self, i: usize) -> bool {
+        self.need.get(i).copied().unwrap_or(false)
+    }
+}

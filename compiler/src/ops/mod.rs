@@ -1,0 +1,90 @@
+//! Ops defined in one place: each op is a type implementing [`OpDef`], whose methods are every
+//! rule the compiler needs of it — output types and dims (one shape rule, over symbolic dim
+//! expressions, so it serves fixed shapes, inference's named dims and bounded dims alike), the
+//! interpreter's evaluation, generated code (one emitter for fixed and bounded dims), scratch
+//! space, in-place behaviour, cost and the gradient. None has a default, so an op that forgets
+//! one does not compile.
+//!
+//! The IR holds such an op as [`crate::ir::Op::Def`]; every pass has one arm for it that calls
+//! the method. A new op is a type in a family file here (e.g. `activation.rs`), its kernel in
+//! burnc-runtime, and its lowering in a frontend: three files. Ops still written as other `Op`
+//! variants move here family by family (docs/DECISIONS.md, "One definition per op").
+pub mod activation;
+mod cx;
+
+pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
+
+use crate::codegen::CodegenError;
+use crate::ir::{DType, DimExpr};
+use crate::tensor::Tensor;
+use std::fmt;
+use std::sync::Arc;
+
+/// Result of a rule: the reason on failure (the caller names the node and op).
+pub type R<T> = Result<T, String>;
+
+/// Everything the compiler knows of one op.
+pub trait OpDef: fmt::Debug + Send + Sync {
+    /// The op's name in messages, printed graphs and op counts.
+    fn name(&self) -> &'static str;
+
+    /// Output dtypes and dims from the inputs' (and the values of constant inputs, for
+    /// operands that decide shapes). Dims are expressions: constants for fixed shapes,
+    /// named dims and expressions of them otherwise. Dims that must agree are declared with
+    /// [`ShapeCx::equal`]: constants that differ are an error, others become checks.
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>>;
+
+    /// The interpreter: the outputs for the inputs (`None` for an absent optional input).
+    fn eval(&self, inputs: &[Option<&Tensor>]) -> R<Vec<Tensor>>;
+
+    /// Generated code for one node. Sizes come from [`EmitCx::size`], which writes a literal
+    /// for a fixed dim and reads the run-time size table for a bounded one, so one emitter
+    /// serves both.
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError>;
+
+    /// Scratch bytes the emitted code needs, at the given input shapes (for bounded dims, the
+    /// shapes at the bounds: the need may not grow as a dim shrinks).
+    fn scratch_bytes(&self, inputs: &[Option<(DType, Vec<usize>)>]) -> usize;
+
+    /// Whether output 0 may be written over input `i` (same shape and type, each element read
+    /// before the same element is written).
+    fn in_place(&self, i: usize) -> bool;
+
+    /// FLOPs at static shapes (multiply-adds count 2); `None` when they depend on values.
+    fn flops(&self, inputs: &[Option<Vec<usize>>], outputs: &[Option<Vec<usize>>]) -> Option<u64>;
+
+    /// The input gradients from the output gradients, built from ops (one entry per input,
+    /// `None` where not needed). An op without one says so in its error.
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<crate::ir::ValueId>>>;
+}
+
+/// A shared handle to an op definition, as the IR stores it.
+#[derive(Clone)]
+pub struct OpRef(pub Arc<dyn OpDef>);
+
+impl OpRef {
+    pub fn new(op: impl OpDef + 'static) -> OpRef {
+        OpRef(Arc::new(op))
+    }
+}
+
+impl std::ops::Deref for OpRef {
+    type Target = dyn OpDef;
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for OpRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// `d` as a constant, or why a rule needs it to be one.
+pub fn fixed(d: &DimExpr, what: &str) -> R<usize> {
+    d.as_const().map(|c| c.max(0) as usize).ok_or_else(|| format!("{what} must be a fixed size, got {d}"))
+}
+
+#[cfg(test)]
+pub(crate) mod testing;
