@@ -13,6 +13,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod bounded;
 pub mod cache_limit;
 
 #[derive(Debug, Error)]
@@ -48,7 +49,7 @@ pub fn runtime_path() -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("runtime"))
 }
 
-fn io_err(p: &Path, e: std::io::Error) -> HarnessError {
+fn io_err(p: &Path, e: impl std::fmt::Display) -> HarnessError {
     HarnessError::File { path: p.display().to_string(), reason: e.to_string() }
 }
 
@@ -117,7 +118,7 @@ pub fn generate_for_with(g: &Graph, values: &[RtValue], opts: &CodegenOptions) -
 /// compiler must know at compile time because it decides shapes (Resize's roi / scales,
 /// Range's bounds, Loop's trip count, Unique's input, NonMaxSuppression's inputs), so a float
 /// input there is baked like an integer one.
-fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
+pub(crate) fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bool {
     use burnc_compiler::ir::{Op, ValueKind};
     let mut stack: Vec<burnc_compiler::ir::ValueId> = Vec::new();
     for n in &g.nodes {

@@ -220,3 +220,23 @@ fn inspect_draws_the_memory_plan() {
     let arena = stdout.lines().find_map(|l| l.strip_prefix("memory: arena_bytes=")).and_then(|r| r.split_whitespace().next()).expect("memory line");
     assert!(text.contains(&format!("({arena} bytes)")), "{arena}\n{text}");
 }
+
+/// `run --codegen --bound 2`: every input dim bounded by twice its size, compiled once and run
+/// at the input's size, prints what the interpreter prints.
+#[test]
+fn run_with_bounded_dims_prints_what_the_interpreter_prints() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = root().join("tests/models/snapshots/pools.onnx");
+    let x: Vec<f32> = (0..3 * 8 * 8).map(|i| ((i * 37 % 101) as f32) / 50.0 - 1.0).collect();
+    let input = dir.path().join("x.npy");
+    let t = burnc_compiler::Tensor::new(vec![1, 3, 8, 8], burnc_compiler::Data::F32(x));
+    std::fs::write(&input, burnc_frontends::npy::write(&t).expect("npy")).expect("write input");
+    let run = |extra: &[&str]| {
+        let out = burnc().arg("run").arg(&model).arg("--input").arg(&input).args(extra).output().expect("spawn burnc");
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let interp = run(&[]);
+    assert!(interp.starts_with("y: f32 [1, 3]"), "{interp}");
+    assert_eq!(run(&["--codegen", "--bound", "2"]), interp);
+}

@@ -11,10 +11,9 @@ use burnc::harness::Prepared;
 use burnc_compiler::codegen::{emit::rust_ty, Generated};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::{Data, Tensor};
-use burnc_frontends::onnx::values::decode_value;
-use common::{close, close_in_range, data_dir, hint, machine_dependent, numbered, root, InRangeOnly};
+use common::{batch, close, close_in_range, data_dir, machine_dependent, root, InRangeOnly};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 const BATCH: usize = 200;
@@ -28,7 +27,7 @@ struct Compiled {
 }
 
 fn module_runner(i: usize, gen: &Generated) -> String {
-    let mut s = format!("fn run_{i}(dir: &Path) {{\n");
+    let mut s = format!("fn run_{i}(dir: &Path, _: &[String]) {{\n");
     let mut args = Vec::new();
     for (k, d) in gen.inputs.iter().enumerate() {
         let t = rust_ty(d.dtype).unwrap_or("f32");
@@ -42,93 +41,6 @@ fn module_runner(i: usize, gen: &Generated) -> String {
         s += &format!("    write(&dir.join(\"out_{k}.bin\"), &out.{}[..]);\n", d.ident);
     }
     s + "}\n"
-}
-
-const PRELUDE: &str = r#"#![allow(clippy::all, dead_code, unused_labels)]
-use burnc_runtime as rt;
-use std::path::Path;
-fn read<T: Copy + Default, const N: usize>(p: &Path) -> Box<[T; N]> {
-    let bytes = std::fs::read(p).expect("read input");
-    assert_eq!(bytes.len(), N * std::mem::size_of::<T>(), "input size");
-    let mut v = vec![T::default(); N];
-    // SAFETY: plain numbers, exact length checked above.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) };
-    v.into_boxed_slice().try_into().ok().expect("length")
-}
-fn write<T: Copy>(p: &Path, v: &[T]) {
-    // SAFETY: plain numbers viewed as bytes.
-    let b = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
-    std::fs::write(p, b).expect("write output");
-}
-"#;
-
-/// Write and build one batch crate; modules that do not compile are dropped (and reported)
-/// and the batch is rebuilt without them. Returns the binary and the failures.
-fn build_batch(dir: &Path, target: &Path, items: &[&Compiled], first: usize) -> (Option<PathBuf>, Vec<(usize, String)>) {
-    let name = format!("burnc-conformance-batch-{first}");
-    let mut alive: Vec<usize> = (0..items.len()).collect();
-    let mut failed = Vec::new();
-    std::fs::create_dir_all(dir.join("src")).expect("mkdir batch");
-    let runtime = root().join("runtime");
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"std\"] }}\n\n[profile.dev]\ndebug = false\n\n[workspace]\n",
-            runtime.display().to_string()
-        ),
-    )
-    .expect("write Cargo.toml");
-    for (j, c) in items.iter().enumerate() {
-        let i = first + j;
-        let src = c.p.gen.source.replace("include_bytes!(\"model.bin\")", &format!("include_bytes!(\"m{i}.bin\")"));
-        std::fs::write(dir.join(format!("src/m{i}.rs")), src).expect("write module");
-        std::fs::write(dir.join(format!("src/m{i}.bin")), &c.p.gen.weights).expect("write weights");
-    }
-    for _attempt in 0..4 {
-        let mut main = String::from(PRELUDE);
-        for &j in &alive {
-            main += &format!("mod m{0} {{ include!(\"m{0}.rs\"); }}\n", first + j);
-            main += &module_runner(first + j, &items[j].p.gen);
-        }
-        main += "fn main() {\n    let mut a = std::env::args().skip(1);\n    let i: usize = a.next().and_then(|s| s.parse().ok()).expect(\"index\");\n    let dir = std::path::PathBuf::from(a.next().expect(\"dir\"));\n    match i {\n";
-        for &j in &alive {
-            main += &format!("        {0} => run_{0}(&dir),\n", first + j);
-        }
-        main += "        _ => panic!(\"no such case\"),\n    }\n}\n";
-        std::fs::write(dir.join("src/main.rs"), main).expect("write main");
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--quiet", "--message-format=short", "--manifest-path"])
-            .arg(dir.join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(target)
-            .output()
-            .expect("run cargo");
-        if out.status.success() {
-            return (Some(target.join("debug").join(&name)), failed);
-        }
-        // Drop the modules the errors point at and try again.
-        let err = String::from_utf8_lossy(&out.stderr);
-        let mut bad = BTreeSet::new();
-        for line in err.lines().filter(|l| l.contains("error")) {
-            if let Some(p) = line.find("src/m") {
-                let digits: String = line[p + 5..].chars().take_while(|c| c.is_ascii_digit()).collect();
-                if let Ok(i) = digits.parse::<usize>() {
-                    bad.insert(i);
-                }
-            }
-        }
-        if bad.is_empty() {
-            let first_err = err.lines().find(|l| l.contains("error")).unwrap_or("build failed").to_string();
-            failed.extend(alive.iter().map(|&j| (first + j, format!("batch build failed: {first_err}"))));
-            return (None, failed);
-        }
-        for &i in &bad {
-            let msg = err.lines().find(|l| l.contains(&format!("src/m{i}.rs")) && l.contains("error")).unwrap_or("").to_string();
-            failed.push((i, format!("generated code does not compile: {msg}")));
-        }
-        alive.retain(|j| !bad.contains(&(first + j)));
-    }
-    (None, failed)
 }
 
 /// Ok(elements not compared because the spec leaves them undefined).
@@ -181,19 +93,8 @@ fn node_suite_through_generated_code() {
     for case in &cases {
         let dir = data.join("node").join(case);
         let result = (|| -> Result<Compiled, String> {
-            let model = burnc_frontends::onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
+            let common::NodeCase { model, inputs, expected } = common::node_case(&dir)?;
             let g = &model.graph;
-            let set = dir.join("test_data_set_0");
-            let mut inputs = Vec::new();
-            for (p, &id) in numbered(&set, "input_").iter().zip(&g.inputs) {
-                let b = std::fs::read(p).map_err(|e| e.to_string())?;
-                inputs.push(decode_value(&b, hint(&g.value(id).ty)).map_err(|e| e.to_string())?);
-            }
-            let mut expected = Vec::new();
-            for (p, &id) in numbered(&set, "output_").iter().zip(&g.outputs) {
-                let b = std::fs::read(p).map_err(|e| e.to_string())?;
-                expected.push(decode_value(&b, hint(&g.value(id).ty)).map_err(|e| e.to_string())?);
-            }
             let undefined = match rules.get(case) {
                 Some(u) => Some((u.clone(), inputs.get(u.input).cloned().ok_or_else(|| format!("in-range rule: no input {}", u.input))?)),
                 None => None,
@@ -213,8 +114,12 @@ fn node_suite_through_generated_code() {
     let mut first = 0;
     let (mut skipped_cases, mut skipped_elems) = (0usize, 0usize);
     for chunk in chunks {
-        let items: Vec<&Compiled> = chunk.iter().collect();
-        let (bin, failed) = build_batch(&base.join(format!("batch{first}")), &target, &items, first);
+        let items: Vec<batch::Module> = chunk
+            .iter()
+            .enumerate()
+            .map(|(j, c)| batch::Module { source: &c.p.gen.source, weights: &c.p.gen.weights, runner: module_runner(first + j, &c.p.gen) })
+            .collect();
+        let (bin, failed) = batch::build_batch(&base.join(format!("batch{first}")), &target, &items, first);
         for (i, why) in &failed {
             report.push((compiled[*i].case.clone(), false, why.clone()));
         }

@@ -23,6 +23,10 @@ pub struct RunArgs {
     /// interpreter does, so the two can be compared bit for bit.
     #[arg(long, requires = "codegen")]
     pub fuse: bool,
+    /// With --codegen: declare every dim of every input a named dim bounded by F × its size,
+    /// compile once at the bounds and run at the inputs' sizes (the bounded-dims path).
+    #[arg(long, value_name = "F", requires = "codegen")]
+    pub bound: Option<usize>,
     #[command(flatten)]
     pub weights: super::weights::WeightsArgs,
 }
@@ -57,7 +61,23 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
     for (i, s) in slots.into_iter().enumerate() {
         values.push(s.ok_or_else(|| CliError::Usage(format!("missing input `{}`", g.value(g.inputs[i]).name)))?);
     }
-    let outputs = if a.codegen {
+    let outputs = if let (true, Some(factor)) = (a.codegen, a.bound) {
+        use burnc::harness::bounded::{build_bounded, generate_bounded_for, run_bounded};
+        let opts = burnc_compiler::codegen::CodegenOptions {
+            weights_file: "model.bin".into(),
+            source_name: a.model.display().to_string(),
+            fuse: a.fuse,
+            ..Default::default()
+        };
+        let weights = a.weights.weights.as_ref().map(|w| format!(" weights={}", w.canonicalize().unwrap_or(w.clone()).display())).unwrap_or_default();
+        let key = format!("{} bound={factor}{}{weights}", a.model.canonicalize().unwrap_or(a.model.clone()).display(), if a.fuse { " (fused)" } else { "" });
+        let prepared = generate_bounded_for(g, &values, factor, &opts)?;
+        let bin = build_bounded(&prepared, &key)?;
+        let work = burnc::harness::cache_dir().join("runs").join(format!("{}", std::process::id()));
+        let outs = run_bounded(&bin, &prepared, &work);
+        let _ = std::fs::remove_dir_all(&work);
+        outs?
+    } else if a.codegen {
         // Other weights make another program: key the build cache on them too.
         let weights = a.weights.weights.as_ref().map(|w| format!(" weights={}", w.canonicalize().unwrap_or(w.clone()).display())).unwrap_or_default();
         let key = format!("{}{}{weights}", a.model.canonicalize().unwrap_or(a.model.clone()).display(), if a.fuse { " (fused)" } else { "" });

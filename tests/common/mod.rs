@@ -7,6 +7,8 @@ use burnc_frontends::onnx::values::ValueKindHint;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod batch;
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -178,4 +180,30 @@ pub fn close_in_range(got: &RtValue, want: &RtValue, input: &RtValue) -> Result<
         }
     }
     Ok(skipped)
+}
+
+/// A node case of the conformance data: its model, first test set's inputs and expected
+/// outputs, decoded by the model's declared types.
+pub struct NodeCase {
+    pub model: burnc_frontends::onnx::Model,
+    pub inputs: Vec<RtValue>,
+    pub expected: Vec<RtValue>,
+}
+
+pub fn node_case(dir: &Path) -> Result<NodeCase, String> {
+    use burnc_frontends::onnx::values::decode_value;
+    let model = burnc_frontends::onnx::load(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let g = &model.graph;
+    let set = dir.join("test_data_set_0");
+    let mut inputs = Vec::new();
+    for (p, &id) in numbered(&set, "input_").iter().zip(&g.inputs) {
+        let b = std::fs::read(p).map_err(|e| e.to_string())?;
+        inputs.push(decode_value(&b, hint(&g.value(id).ty)).map_err(|e| e.to_string())?);
+    }
+    let mut expected = Vec::new();
+    for (p, &id) in numbered(&set, "output_").iter().zip(&g.outputs) {
+        let b = std::fs::read(p).map_err(|e| e.to_string())?;
+        expected.push(decode_value(&b, hint(&g.value(id).ty)).map_err(|e| e.to_string())?);
+    }
+    Ok(NodeCase { model, inputs, expected })
 }

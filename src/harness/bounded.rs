@@ -1,0 +1,108 @@
+//! `burnc run --codegen --bound F`: every dim of every graph input becomes a named dim bounded
+//! by F × its size, the model is compiled once at the bounds (`codegen::generate_bounded`), and
+//! the module runs at the inputs' own sizes, which it takes at run time. This runs any model
+//! through the bounded-dims path, as the conformance ratchet does with the node suite.
+use super::{build_crate, compile_time_only, exec, io_err, HarnessError, Profile};
+use crate::build::bake_tensor;
+use burnc_compiler::codegen::{self, BoundedInfo, CodegenOptions, Generated};
+use burnc_compiler::interp::RtValue;
+use burnc_compiler::ir::{DType, Dim, Graph, Shape, TensorType, ValueType};
+use burnc_compiler::{Data, Tensor};
+use std::path::{Path, PathBuf};
+
+/// A bounded module with the feeds and the run-time dims of one run.
+pub struct BoundedPrepared {
+    pub gen: Generated,
+    pub info: BoundedInfo,
+    pub feeds: Vec<Tensor>,
+    /// The value of each named dim of `info.dims` for these feeds.
+    pub dims: Vec<usize>,
+}
+
+/// The name of dim `k` of graph input `pos` (no model name reaches it).
+fn dim_name(pos: usize, k: usize) -> String {
+    format!("in{pos}_{k}")
+}
+
+/// Generate a bounded module for `values`: each dim of each tensor input is bounded by
+/// `factor` × its size (a size 0 stays 0). As with pinned shapes, integer inputs (and float
+/// ones that decide shapes) are baked in as constants when the dims alone leave shapes
+/// depending on values.
+pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: &CodegenOptions) -> Result<BoundedPrepared, HarnessError> {
+    if factor == 0 {
+        return Err(HarnessError::Msg("--bound must be at least 1".into()));
+    }
+    let attempt = |bake_ints: bool| -> Result<BoundedPrepared, HarnessError> {
+        let mut g = g.clone();
+        let mut feeds = Vec::new();
+        let mut known: Vec<(String, usize)> = Vec::new();
+        for (pos, v) in values.iter().enumerate().rev() {
+            let id = *g.inputs.get(pos).ok_or_else(|| HarnessError::Msg(format!("the model has no input #{pos}")))?;
+            let RtValue::Tensor(t) = v else {
+                return Err(HarnessError::Msg("bounded dims: sequence and optional inputs are not supported".into()));
+            };
+            if bake_ints && (t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id)) {
+                bake_tensor(&mut g, pos, t.clone());
+                continue;
+            }
+            let mut dims = Vec::with_capacity(t.rank());
+            for (k, &n) in t.shape.iter().enumerate() {
+                if n == 0 {
+                    dims.push(Dim::Fixed(0));
+                    continue;
+                }
+                let bound = n.checked_mul(factor).ok_or_else(|| HarnessError::Msg(format!("input #{pos} dim {k}: {n} × {factor} overflows")))?;
+                dims.push(Dim::Sym { name: dim_name(pos, k), bound: Some(bound) });
+                known.push((dim_name(pos, k), n));
+            }
+            g.value_mut(id).ty = ValueType::Tensor(TensorType { dtype: t.dtype(), shape: Some(Shape(dims)) });
+            feeds.push(t.clone());
+        }
+        feeds.reverse();
+        let (gen, info) = codegen::generate_bounded(&g, opts)?;
+        let dims = info
+            .dims
+            .iter()
+            .map(|(name, _)| known.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| HarnessError::Msg("internal: a bounded dim of the module is no input dim".into()))?;
+        Ok(BoundedPrepared { gen, info, feeds, dims })
+    };
+    match attempt(false) {
+        Ok(r) => Ok(r),
+        Err(first) => attempt(true).map_err(|_| first),
+    }
+}
+
+/// Build the bounded module's harness (`bounded_main_rs`) in the cache.
+pub fn build_bounded(p: &BoundedPrepared, key: &str) -> Result<PathBuf, HarnessError> {
+    let main = super::bounded_main_rs(&p.gen, &p.info);
+    let files: [(&str, &[u8]); 3] = [("src/model.rs", p.gen.source.as_bytes()), ("src/model.bin", &p.gen.weights), ("src/main.rs", main.as_bytes())];
+    build_crate(&format!("bounded {key}"), &files, Profile::Run)
+}
+
+/// Run a built bounded harness on the prepared feeds at their dims; the outputs have the
+/// shapes `forward` reports.
+pub fn run_bounded(bin: &Path, p: &BoundedPrepared, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
+    std::fs::create_dir_all(work).map_err(|e| io_err(work, e))?;
+    for (k, t) in p.feeds.iter().enumerate() {
+        let path = work.join(format!("in_{k}.bin"));
+        std::fs::write(&path, t.data.to_le_bytes()).map_err(|e| io_err(&path, e))?;
+    }
+    let mut args: Vec<String> = vec![work.display().to_string()];
+    args.extend(p.dims.iter().map(|d| d.to_string()));
+    exec(bin, &args)?;
+    let mut outs = Vec::with_capacity(p.gen.outputs.len());
+    for (i, d) in p.gen.outputs.iter().enumerate() {
+        let (bin_path, shape_path) = (work.join(format!("out_{i}.bin")), work.join(format!("out_{i}.shape")));
+        let bytes = std::fs::read(&bin_path).map_err(|e| io_err(&bin_path, e))?;
+        let shape_text = std::fs::read_to_string(&shape_path).map_err(|e| io_err(&shape_path, e))?;
+        let shape = shape_text.split_whitespace().map(|s| s.parse::<usize>()).collect::<Result<Vec<_>, _>>().map_err(|e| io_err(&shape_path, e))?;
+        let data = Data::from_le_bytes(d.dtype, &bytes).ok_or_else(|| HarnessError::Msg(format!("output {i} has a bad size")))?;
+        if data.len() != shape.iter().product::<usize>() {
+            return Err(HarnessError::Msg(format!("output {i}: {} elements for shape {shape:?}", data.len())));
+        }
+        outs.push(RtValue::Tensor(Tensor::new(shape, data)));
+    }
+    Ok(outs)
+}

@@ -1,0 +1,109 @@
+//! Many generated modules built into one binary (one cargo build per batch instead of one per
+//! model), for the conformance runs through generated code. Each module `m<i>` comes with a
+//! runner `fn run_<i>(dir: &Path, args: &[String])` written by the caller; the binary runs
+//! `BIN <i> DIR ARGS…`.
+use super::root;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One module of a batch: its source (reading its weights as `include_bytes!("model.bin")`),
+/// weights, and runner function.
+pub struct Module<'a> {
+    pub source: &'a str,
+    pub weights: &'a [u8],
+    pub runner: String,
+}
+
+pub const PRELUDE: &str = r#"#![allow(clippy::all, dead_code, unused_labels)]
+use burnc_runtime as rt;
+use std::path::Path;
+fn read<T: Copy + Default, const N: usize>(p: &Path) -> Box<[T; N]> {
+    let bytes = std::fs::read(p).expect("read input");
+    assert_eq!(bytes.len(), N * std::mem::size_of::<T>(), "input size");
+    let mut v = vec![T::default(); N];
+    // SAFETY: plain numbers, exact length checked above.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, bytes.len()) };
+    v.into_boxed_slice().try_into().ok().expect("length")
+}
+fn write<T: Copy>(p: &Path, v: &[T]) {
+    // SAFETY: plain numbers viewed as bytes.
+    let b = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
+    std::fs::write(p, b).expect("write output");
+}
+"#;
+
+/// Write and build one batch crate; modules that do not compile are dropped (and reported)
+/// and the batch is rebuilt without them. Returns the binary and the failures.
+pub fn build_batch(dir: &Path, target: &Path, items: &[Module], first: usize) -> (Option<PathBuf>, Vec<(usize, String)>) {
+    build_batch_with(dir, target, items, first, "")
+}
+
+/// [`build_batch`] with more items (helper functions the runners call) after the prelude.
+pub fn build_batch_with(dir: &Path, target: &Path, items: &[Module], first: usize, helpers: &str) -> (Option<PathBuf>, Vec<(usize, String)>) {
+    let name = format!("burnc-conformance-batch-{first}");
+    let mut alive: Vec<usize> = (0..items.len()).collect();
+    let mut failed = Vec::new();
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir batch");
+    let runtime = root().join("runtime");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"std\"] }}\n\n[profile.dev]\ndebug = false\n\n[workspace]\n",
+            runtime.display().to_string()
+        ),
+    )
+    .expect("write Cargo.toml");
+    for (j, c) in items.iter().enumerate() {
+        let i = first + j;
+        let src = c.source.replace("include_bytes!(\"model.bin\")", &format!("include_bytes!(\"m{i}.bin\")"));
+        std::fs::write(dir.join(format!("src/m{i}.rs")), src).expect("write module");
+        std::fs::write(dir.join(format!("src/m{i}.bin")), c.weights).expect("write weights");
+    }
+    for _attempt in 0..4 {
+        let mut main = String::from(PRELUDE) + helpers;
+        for &j in &alive {
+            main += &format!("mod m{0} {{ include!(\"m{0}.rs\"); }}\n", first + j);
+            main += &items[j].runner;
+        }
+        main += "fn main() {\n    let mut a = std::env::args().skip(1);\n    let i: usize = a.next().and_then(|s| s.parse().ok()).expect(\"index\");\n    let dir = std::path::PathBuf::from(a.next().expect(\"dir\"));\n    let rest: Vec<String> = a.collect();\n    match i {\n";
+        for &j in &alive {
+            main += &format!("        {0} => run_{0}(&dir, &rest),\n", first + j);
+        }
+        main += "        _ => panic!(\"no such case\"),\n    }\n}\n";
+        std::fs::write(dir.join("src/main.rs"), main).expect("write main");
+        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--quiet", "--message-format=short", "--manifest-path"])
+            .arg(dir.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(target)
+            .output()
+            .expect("run cargo");
+        if out.status.success() {
+            return (Some(target.join("debug").join(&name)), failed);
+        }
+        // Drop the modules the errors point at and try again.
+        let err = String::from_utf8_lossy(&out.stderr);
+        let mut bad = BTreeSet::new();
+        for line in err.lines().filter(|l| l.contains("error")) {
+            if let Some(p) = line.find("src/m") {
+                let digits: String = line[p + 5..].chars().take_while(|c| c.is_ascii_digit()).collect();
+                if let Ok(i) = digits.parse::<usize>() {
+                    bad.insert(i);
+                }
+            }
+        }
+        if bad.is_empty() {
+            let first_err = err.lines().find(|l| l.contains("error")).unwrap_or("build failed").to_string();
+            failed.extend(alive.iter().map(|&j| (first + j, format!("batch build failed: {first_err}"))));
+            return (None, failed);
+        }
+        for &i in &bad {
+            let msg = err.lines().find(|l| l.contains(&format!("src/m{i}.rs")) && l.contains("error")).unwrap_or("").to_string();
+            failed.push((i, format!("generated code does not compile: {msg}")));
+        }
+        alive.retain(|j| !bad.contains(&(first + j)));
+    }
+    (None, failed)
+}
+
