@@ -169,6 +169,20 @@ fn swish_grad(b: &mut B<'_>, x: ValueId, alpha: f32) -> R<ValueId> {
     b.mul(s, t)
 }
 
+/// Inputs spanning both tails and zero (values in [-6, 6)), one batch of rows.
+fn ramp(shape: &[usize], seed: usize) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v = (0..n).map(|i| ((i * 37 + seed * 11) % 97) as f32 / 97.0 * 12.0 - 6.0).collect();
+    Tensor::new(shape.to_vec(), crate::tensor::Data::F32(v))
+}
+
+pub fn examples() -> Vec<super::Example> {
+    vec![
+        super::Example { op: OpRef::new(Swish { alpha: 1.7 }), inputs: vec![ramp(&[2, 3, 5], 0)] },
+        super::Example { op: OpRef::new(SwiGlu { alpha: 0.8 }), inputs: vec![ramp(&[3, 4], 0), ramp(&[3, 4], 1)] },
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

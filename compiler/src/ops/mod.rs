@@ -81,6 +81,19 @@ impl fmt::Debug for OpRef {
     }
 }
 
+/// An op and inputs to run it on. `tests/op_defs.rs` runs every example through the
+/// interpreter, generated code with fixed shapes and bounded-dims code, so an op listed here
+/// is checked end to end without a test of its own.
+pub struct Example {
+    pub op: OpRef,
+    pub inputs: Vec<Tensor>,
+}
+
+/// Every family's examples.
+pub fn examples() -> Vec<Example> {
+    activation::examples()
+}
+
 /// `d` as a constant, or why a rule needs it to be one.
 pub fn fixed(d: &DimExpr, what: &str) -> R<usize> {
     d.as_const().map(|c| c.max(0) as usize).ok_or_else(|| format!("{what} must be a fixed size, got {d}"))
