@@ -1,4 +1,4 @@
-//! Activations with parameters of their own: Swish and SwiGLU. Their scalar functions are the
+//! Activations of their own: Swish, SwiGLU and BiasSplitGelu. Their scalar functions are the
 //! runtime's (`kernels::extra`), computed in f64 and rounded to the element type, by the
 //! interpreter and generated code alike.
 use super::cx::f64_lit;
@@ -8,7 +8,7 @@ use crate::codegen::CodegenError;
 use crate::ir::{DType, Op, UnaryOp, ValueId};
 use crate::map_float_data;
 use crate::tensor::Tensor;
-use burnc_runtime::kernels::extra::{swiglu_map, swish_map};
+use burnc_runtime::kernels::extra::{bias_split_gelu, swiglu_map, swish_map};
 
 /// A float input (f16, bf16, f32 or f64) shaped as it is.
 fn float_arg<'a>(cx: &'a ShapeCx, i: usize, op: &str) -> R<&'a Arg> {
@@ -156,6 +156,117 @@ impl OpDef for SwiGlu {
     }
 }
 
+/// onnxruntime's BiasSplitGelu (`com.microsoft`, as its transformer optimizer writes for
+/// diffusion models): `(X, bias)` with X `[…, 2h]` and bias `[2h]`; `t = X + bias` split in half
+/// along the last axis gives `t_left · gelu(t_right)`, `[…, h]` (gelu with erf).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BiasSplitGelu;
+
+impl OpDef for BiasSplitGelu {
+    fn name(&self) -> &'static str {
+        "BiasSplitGelu"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = float_arg(cx, 0, "BiasSplitGelu")?.clone();
+        let bias = cx.arg(1)?.clone();
+        let (Some(d), [bd]) = (x.dims.last(), bias.dims.as_slice()) else {
+            return Err(format!("BiasSplitGelu needs X of rank >= 1 and a 1-D bias, got ranks {} and {}", x.dims.len(), bias.dims.len()));
+        };
+        if bias.dtype != x.dtype {
+            return Err(format!("X is {} and bias {}", x.dtype, bias.dtype));
+        }
+        cx.equal("X's last dim and the bias length", d, bd)?;
+        let h = d.floor_div(2);
+        cx.equal("X's last dim and twice its half (it must be even)", d, &h.scale(2))?;
+        let mut dims = x.dims.clone();
+        *dims.last_mut().ok_or("rank 0")? = h;
+        Ok(vec![OutType { dtype: x.dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let (x, bias) = (input(ins, 0)?, input(ins, 1)?);
+        let d = bias.numel();
+        if bias.rank() != 1 || x.shape.last() != Some(&d) || d % 2 != 0 {
+            return Err(format!("BiasSplitGelu needs X [..., 2h] and bias [2h], got {:?} and {:?}", x.shape, bias.shape));
+        }
+        let mut shape = x.shape.clone();
+        if let Some(l) = shape.last_mut() {
+            *l = d / 2;
+        }
+        let n = shape.iter().product();
+        macro_rules! go {
+            ($($variant:ident),*) => {
+                match (&x.data, &bias.data) {
+                    $((crate::tensor::Data::$variant(p), crate::tensor::Data::$variant(q)) => {
+                        let mut y = vec![Default::default(); n];
+                        bias_split_gelu(p, q, &mut y);
+                        crate::tensor::Data::$variant(y)
+                    })*
+                    _ => return Err(format!("BiasSplitGelu is not defined on {} and {}", x.dtype(), bias.dtype())),
+                }
+            };
+        }
+        Ok(vec![Tensor::new(shape, go!(F32, F64, F16, BF16))])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, bias, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
+        Ok(format!("rt::kernels::extra::bias_split_gelu({}, {}, {});", cx.read(x)?, cx.read(bias)?, cx.write(y)?))
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    // The output is half as large as X.
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    // Two bias adds, the erf (counted as one) and four multiplies or adds per output element.
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(numel(outs.first()?)?.saturating_mul(7))
+    }
+
+    // y = a·gelu(b): dA = dy·gelu(b), dB = dy·a·(Φ(b) + b·φ(b)); dX is both halves side by side
+    // and dbias their sum over the rows.
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let (x, bias, dy) = (cx.input(0)?, cx.input(1)?, cx.dy()?);
+        let b = &mut *cx.b;
+        let dt = b.dtype(x)?;
+        let d = *b.fixed_dims(bias)?.first().ok_or("bias has rank 0")? as i64;
+        let t = b.add(x, bias)?;
+        let half = |b: &mut B<'_>, from: i64| -> R<ValueId> {
+            let (s, e, ax) = (b.ints(&[from]), b.ints(&[from + d / 2]), b.ints(&[-1]));
+            b.node(Op::Slice, &[t, s, e, ax])
+        };
+        let (left, right) = (half(b, 0)?, half(b, d / 2)?);
+        let k = |b: &mut B<'_>, v: f64| b.scalar(v, dt);
+        let (r2, half_c, one) = (k(b, std::f64::consts::FRAC_1_SQRT_2)?, k(b, 0.5)?, k(b, 1.0)?);
+        let scaled = b.mul(right, r2)?;
+        let erf = b.un(UnaryOp::Erf, scaled)?;
+        let cdf = b.add(one, erf)?;
+        let cdf = b.mul(cdf, half_c)?;
+        let gelu = b.mul(right, cdf)?;
+        let sq = b.mul(right, right)?;
+        let sq = b.mul(sq, half_c)?;
+        let neg = b.neg(sq)?;
+        let pdf = b.un(UnaryOp::Exp, neg)?;
+        let inv = k(b, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
+        let pdf = b.mul(pdf, inv)?;
+        let rp = b.mul(right, pdf)?;
+        let dgelu = b.add(cdf, rp)?;
+        let da = b.mul(dy, gelu)?;
+        let db = b.mul(dy, left)?;
+        let db = b.mul(db, dgelu)?;
+        let dx = b.node(Op::Concat { axis: -1 }, &[da, db])?;
+        let want = (cx.wants(0), cx.wants(1));
+        let dbias = if want.1 { Some(cx.b.sum_to(dx, bias)?) } else { None };
+        Ok(vec![want.0.then_some(dx), dbias])
+    }
+}
+
 /// swish'(x) = s · (1 + a·x·(1 − s)), s = sigmoid(a·x).
 fn swish_grad(b: &mut B<'_>, x: ValueId, alpha: f32) -> R<ValueId> {
     let dt = b.dtype(x)?;
@@ -180,6 +291,7 @@ pub fn examples() -> Vec<super::Example> {
     vec![
         super::Example { op: OpRef::new(Swish { alpha: 1.7 }), inputs: vec![ramp(&[2, 3, 5], 0)] },
         super::Example { op: OpRef::new(SwiGlu { alpha: 0.8 }), inputs: vec![ramp(&[3, 4], 0), ramp(&[3, 4], 1)] },
+        super::Example { op: OpRef::new(BiasSplitGelu), inputs: vec![ramp(&[2, 3, 8], 0), ramp(&[8], 1)] },
     ]
 }
 
@@ -199,7 +311,41 @@ mod tests {
     }
 
     #[test]
-    fn swish_and_swiglu_gradients_match_finite_differences() {
+    fn bias_split_gelu_follows_its_formula() {
+        let x: Vec<f32> = (0..12).map(|i| i as f32 * 0.7 - 4.0).collect();
+        let bias = [0.5f32, -1.0, 0.25, 2.0];
+        let gelu = |v: f64| 0.5 * v * (1.0 + erf_f64(v / std::f64::consts::SQRT_2));
+        let xt = Tensor::new(vec![3, 4], crate::tensor::Data::F32(x.clone()));
+        let bt = Tensor::new(vec![4], crate::tensor::Data::F32(bias.to_vec()));
+        let y = BiasSplitGelu.eval(&[Some(&xt), Some(&bt)]).expect("eval");
+        assert_eq!(y[0].shape, vec![3, 2]);
+        for (i, got) in y[0].to_f64_vec().into_iter().enumerate() {
+            let (r, j) = (i / 2, i % 2);
+            let a = x[r * 4 + j] as f64 + bias[j] as f64;
+            let b = x[r * 4 + 2 + j] as f64 + bias[2 + j] as f64;
+            let want = a * gelu(b);
+            assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "{i}: {got} vs {want}");
+        }
+        // The shape rule: half the last dim, and a bias of another length or an odd one refused.
+        let arg = |d: &[i64]| Some(Arg { dtype: DType::F32, dims: d.iter().map(|&v| crate::ir::DimExpr::constant(v)).collect(), value: None });
+        let out = BiasSplitGelu.shapes(&mut ShapeCx::new(vec![arg(&[3, 4]), arg(&[4])])).expect("shapes");
+        assert_eq!(out[0].dims, vec![crate::ir::DimExpr::constant(3), crate::ir::DimExpr::constant(2)]);
+        assert!(BiasSplitGelu.shapes(&mut ShapeCx::new(vec![arg(&[3, 4]), arg(&[6])])).is_err());
+        assert!(BiasSplitGelu.shapes(&mut ShapeCx::new(vec![arg(&[3, 5]), arg(&[5])])).is_err());
+        // A bounded last dim: its evenness becomes a run-time check.
+        let sym = Some(Arg { dtype: DType::F32, dims: vec![crate::ir::DimExpr::var("d")], value: None });
+        let mut cx = ShapeCx::new(vec![sym.clone(), sym]);
+        BiasSplitGelu.shapes(&mut cx).expect("shapes");
+        assert_eq!(cx.equal.len(), 1);
+    }
+
+    fn erf_f64(x: f64) -> f64 {
+        burnc_runtime::math::erf(x)
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        check_gradient(Op::Def(OpRef::new(BiasSplitGelu)), &[&[2, 3, 6], &[6]], -2.0, 2.0);
         check_gradient(Op::Def(OpRef::new(Swish { alpha: 1.7 })), &[&[3, 4]], -3.0, 3.0);
         check_gradient(Op::Def(OpRef::new(SwiGlu { alpha: 0.8 })), &[&[3, 4], &[3, 4]], -3.0, 3.0);
     }

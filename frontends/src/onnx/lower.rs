@@ -84,7 +84,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     if domain == "ai.onnx.ml" {
         return super::ml::lower(ctx, node, ctx.opset);
     }
-    if !matches!(domain, "" | "ai.onnx") {
+    if !matches!(domain, "" | "ai.onnx" | "com.microsoft") {
         return Err(OnnxError::UnsupportedOp {
             node: n.label.clone(),
             op: node.op_type().into(),
@@ -99,6 +99,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let a = n.attrs();
     let op_type = node.op_type();
     let opset = ctx.opset;
+    // onnxruntime's contrib ops, apart: some share a name with a standard op of other semantics.
+    if domain == "com.microsoft" {
+        let op = match op_type {
+            "BiasSplitGelu" => Op::Def(OpRef::new(activation::BiasSplitGelu)),
+            _ => return Err(OnnxError::UnsupportedOp { node: n.label.clone(), op: op_type.into(), domain: domain.into(), opset }),
+        };
+        return emit(ctx, &n, op, inputs);
+    }
 
     // Ops that lower to something other than one core node.
     match op_type {

@@ -1,6 +1,6 @@
 //! Newer ONNX activations and RotaryEmbedding: arithmetic in f64, rounded once to the
 //! element type (the interpreter calls these too, so both give the same bits).
-use crate::math::exp;
+use crate::math::{erf, exp};
 use crate::Elem;
 
 /// Swish: `x * sigmoid(alpha * x)`, written as `x / (1 + exp(-alpha * x))`.
@@ -12,6 +12,23 @@ pub fn swish(x: f64, alpha: f64) -> f64 {
 pub fn swish_map<T: Elem>(x: &[T], alpha: f64, y: &mut [T]) {
     for (o, &v) in y.iter_mut().zip(x) {
         *o = T::from_f64(swish(v.to_f64(), alpha));
+    }
+}
+
+/// BiasSplitGelu (onnxruntime's contrib op): each row of `x` (`bias.len()` = 2h values) plus
+/// `bias`, split in half, gives `h` values `left · gelu(right)`, gelu(v) = v/2 · (1 + erf(v/√2)).
+pub fn bias_split_gelu<T: Elem>(x: &[T], bias: &[T], y: &mut [T]) {
+    let h = bias.len() / 2;
+    if h == 0 {
+        return;
+    }
+    let (bl, br) = bias.split_at(h);
+    for (row, out) in x.chunks_exact(2 * h).zip(y.chunks_exact_mut(h)) {
+        let (xl, xr) = row.split_at(h);
+        for ((((o, &l), &r), &bl), &br) in out.iter_mut().zip(xl).zip(xr).zip(bl).zip(br) {
+            let (a, b) = (l.to_f64() + bl.to_f64(), r.to_f64() + br.to_f64());
+            *o = T::from_f64(a * 0.5 * b * (1.0 + erf(b * core::f64::consts::FRAC_1_SQRT_2)));
+        }
     }
 }
 
