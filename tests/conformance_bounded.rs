@@ -12,7 +12,6 @@ use burnc_compiler::codegen::{bounded::dim_field, emit::rust_ty, CodegenOptions}
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::{Data, Tensor};
 use common::{batch, close, close_in_range, data_dir, machine_dependent, root, InRangeOnly};
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
@@ -104,14 +103,7 @@ fn run_one(bin: &Path, index: usize, c: &Compiled, work: &Path) -> Result<usize,
 #[test]
 fn node_suite_through_bounded_code() {
     let data = data_dir();
-    let listed = std::fs::read_to_string(root().join("tests/conformance/passlist.txt")).unwrap_or_default();
-    let filter = std::env::var("BURNC_CONFORMANCE_FILTER").ok();
-    let cases: Vec<String> = listed
-        .lines()
-        .filter_map(|l| l.strip_prefix("node/"))
-        .filter(|c| filter.as_deref().is_none_or(|f| c.contains(f)))
-        .map(str::to_string)
-        .collect();
+    let cases = batch::passlisted_node_cases();
     let rules = machine_dependent();
     let mut report: Vec<(String, bool, String)> = Vec::new();
     let mut compiled: Vec<Compiled> = Vec::new();
@@ -158,31 +150,8 @@ fn node_suite_through_bounded_code() {
         }
         first += chunk.len();
     }
-    report.sort();
-    let passing: BTreeSet<String> = report.iter().filter(|r| r.1).map(|r| r.0.clone()).collect();
-    let mut tsv = String::from("case\tstatus\treason\n");
-    for (c, ok, why) in &report {
-        tsv += &format!("{c}\t{}\t{}\n", if *ok { "pass" } else { "fail" }, why.replace(['\t', '\n'], " "));
-    }
-    std::fs::create_dir_all(root().join("target/conformance")).expect("mkdir");
-    std::fs::write(root().join("target/conformance/bounded_report.tsv"), tsv).expect("write report");
-    println!("conformance bounded (--bound {FACTOR}): {}/{} interpreter-passing node cases pass through bounded code", passing.len(), cases.len());
-    let crashes: Vec<_> = report.iter().filter(|r| r.2.starts_with("CRASH")).collect();
-    for c in &crashes {
-        println!("crash: {}: {}", c.0, c.2);
-    }
-    let list_path = root().join("tests/conformance/bounded_passlist.txt");
-    if std::env::var("BURNC_UPDATE_PASSLIST").is_ok() {
-        std::fs::write(&list_path, passing.iter().map(|c| format!("node/{c}\n")).collect::<String>()).expect("write passlist");
-    }
-    let ran: BTreeSet<&String> = cases.iter().collect();
-    let regressions: Vec<String> = std::fs::read_to_string(&list_path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.strip_prefix("node/"))
-        .filter(|c| ran.contains(&c.to_string()) && !passing.contains(*c))
-        .map(|c| format!("{c}: {}", report.iter().find(|r| r.0 == c).map(|r| r.2.clone()).unwrap_or_default()))
-        .collect();
-    assert!(crashes.is_empty(), "{} cases crashed in bounded code", crashes.len());
-    assert!(regressions.is_empty(), "{} bounded pass-listed cases fail now:\n{}", regressions.len(), regressions.join("\n"));
+    let total = cases.len();
+    batch::finish(report, &cases, "bounded_report.tsv", "bounded_passlist.txt", "bounded", |n| {
+        format!("conformance bounded (--bound {FACTOR}): {n}/{total} interpreter-passing node cases pass through bounded code")
+    });
 }

@@ -12,7 +12,6 @@ use burnc_compiler::codegen::{emit::rust_ty, Generated};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::{Data, Tensor};
 use common::{batch, close, close_in_range, data_dir, machine_dependent, root, InRangeOnly};
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
@@ -79,14 +78,7 @@ fn run_one(bin: &Path, index: usize, c: &Compiled, work: &Path) -> Result<usize,
 #[test]
 fn node_suite_through_generated_code() {
     let data = data_dir();
-    let listed = std::fs::read_to_string(root().join("tests/conformance/passlist.txt")).unwrap_or_default();
-    let filter = std::env::var("BURNC_CONFORMANCE_FILTER").ok();
-    let cases: Vec<String> = listed
-        .lines()
-        .filter_map(|l| l.strip_prefix("node/"))
-        .filter(|c| filter.as_deref().is_none_or(|f| c.contains(f)))
-        .map(str::to_string)
-        .collect();
+    let cases = batch::passlisted_node_cases();
     let rules = machine_dependent();
     let mut report: Vec<(String, bool, String)> = Vec::new();
     let mut compiled: Vec<Compiled> = Vec::new();
@@ -142,33 +134,10 @@ fn node_suite_through_generated_code() {
         }
         first += chunk.len();
     }
-    report.sort();
-    let passing: BTreeSet<String> = report.iter().filter(|r| r.1).map(|r| r.0.clone()).collect();
-    let mut tsv = String::from("case\tstatus\treason\n");
-    for (c, ok, why) in &report {
-        tsv += &format!("{c}\t{}\t{}\n", if *ok { "pass" } else { "fail" }, why.replace(['\t', '\n'], " "));
-    }
-    std::fs::create_dir_all(root().join("target/conformance")).expect("mkdir");
-    std::fs::write(root().join("target/conformance/codegen_report.tsv"), tsv).expect("write report");
-    println!("conformance codegen: {}/{} interpreter-passing node cases pass through generated code", passing.len(), cases.len());
-    println!("machine-dependent references (tests/conformance/machine_dependent.tsv): {} cases had undefined elements, {} elements not compared", skipped_cases, skipped_elems);
-    let crashes: Vec<_> = report.iter().filter(|r| r.2.starts_with("CRASH")).collect();
-    for c in &crashes {
-        println!("crash: {}: {}", c.0, c.2);
-    }
-    let list_path = root().join("tests/conformance/codegen_passlist.txt");
-    if std::env::var("BURNC_UPDATE_PASSLIST").is_ok() {
-        std::fs::write(&list_path, passing.iter().map(|c| format!("node/{c}\n")).collect::<String>()).expect("write passlist");
-    }
-    let ran: BTreeSet<&String> = cases.iter().collect();
-    let regressions: Vec<String> = std::fs::read_to_string(&list_path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.strip_prefix("node/"))
-        .filter(|c| ran.contains(&c.to_string()) && !passing.contains(*c))
-        .map(|c| format!("{c}: {}", report.iter().find(|r| r.0 == c).map(|r| r.2.clone()).unwrap_or_default()))
-        .collect();
-    assert!(crashes.is_empty(), "{} cases crashed in generated code", crashes.len());
-    assert!(regressions.is_empty(), "{} codegen pass-listed cases fail now:\n{}", regressions.len(), regressions.join("\n"));
+    println!("machine-dependent references (tests/conformance/machine_dependent.tsv): {skipped_cases} cases had undefined elements, {skipped_elems} elements not compared");
+    let total = cases.len();
+    batch::finish(report, &cases, "codegen_report.tsv", "codegen_passlist.txt", "codegen", |n| {
+        format!("conformance codegen: {n}/{total} interpreter-passing node cases pass through generated code")
+    });
 }
 

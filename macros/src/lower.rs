@@ -650,7 +650,7 @@ impl<'a> Lower<'a> {
             "to_f32" | "to_i64" => {
                 nargs(0, &format!("x.{name}()"))?;
                 let to = if name == "to_f32" { DType::F32 } else { DType::I64 };
-                self.node(span, "cast", Op::Cast { to, saturate: false }, vec![Some(x.id)], x.shape.clone(), to)
+                self.node(span, "cast", burnc_compiler::ops::cast::op(to, false), vec![Some(x.id)], x.shape.clone(), to)
             }
             "softmax" | "log_softmax" => {
                 nargs(1, &format!("x.{name}(dim)"))?;

@@ -1,5 +1,5 @@
 //! `burnc run --codegen --bound F`: every dim of every graph input becomes a named dim bounded
-//! by F × its size, the model is compiled once at the bounds (`codegen::generate_bounded`), and
+//! by F × its size (sizes 0 and 1 stay fixed: a bounded 1 would not broadcast), the model is compiled once at the bounds (`codegen::generate_bounded`), and
 //! the module runs at the inputs' own sizes, which it takes at run time. This runs any model
 //! through the bounded-dims path, as the conformance ratchet does with the node suite.
 use super::{build_crate, compile_time_only, exec, io_err, HarnessError, Profile};
@@ -25,7 +25,9 @@ fn dim_name(pos: usize, k: usize) -> String {
 }
 
 /// Generate a bounded module for `values`: each dim of each tensor input is bounded by
-/// `factor` × its size (a size 0 stays 0). As with pinned shapes, integer inputs (and float
+/// `factor` × its size. Sizes 0 and 1 stay fixed: bounded code lays a broadcast out for equal
+/// dims (a bounded dim that is 1 at run time is refused against a larger one), so a 1 that
+/// broadcasts must stay a 1. As with pinned shapes, integer inputs (and float
 /// ones that decide shapes) are baked in as constants when the dims alone leave shapes
 /// depending on values.
 pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: &CodegenOptions) -> Result<BoundedPrepared, HarnessError> {
@@ -47,8 +49,8 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
             }
             let mut dims = Vec::with_capacity(t.rank());
             for (k, &n) in t.shape.iter().enumerate() {
-                if n == 0 {
-                    dims.push(Dim::Fixed(0));
+                if n <= 1 {
+                    dims.push(Dim::Fixed(n));
                     continue;
                 }
                 let bound = n.checked_mul(factor).ok_or_else(|| HarnessError::Msg(format!("input #{pos} dim {k}: {n} × {factor} overflows")))?;

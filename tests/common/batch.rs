@@ -107,3 +107,48 @@ pub fn build_batch_with(dir: &Path, target: &Path, items: &[Module], first: usiz
     (None, failed)
 }
 
+
+/// The node cases on the interpreter's pass-list, filtered by `BURNC_CONFORMANCE_FILTER`.
+pub fn passlisted_node_cases() -> Vec<String> {
+    let listed = std::fs::read_to_string(root().join("tests/conformance/passlist.txt")).unwrap_or_default();
+    let filter = std::env::var("BURNC_CONFORMANCE_FILTER").ok();
+    listed
+        .lines()
+        .filter_map(|l| l.strip_prefix("node/"))
+        .filter(|c| filter.as_deref().is_none_or(|f| c.contains(f)))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Write `report` (case, passed, reason) to target/conformance/`report_name`, rewrite the
+/// ratchet `tests/conformance/list_name` under `BURNC_UPDATE_PASSLIST`, and fail on a crash or on
+/// a listed case of `cases` that does not pass; `summary` (of the passing count) is printed first.
+pub fn finish(mut report: Vec<(String, bool, String)>, cases: &[String], report_name: &str, list_name: &str, what: &str, summary: impl FnOnce(usize) -> String) {
+    report.sort();
+    let passing: BTreeSet<String> = report.iter().filter(|r| r.1).map(|r| r.0.clone()).collect();
+    println!("{}", summary(passing.len()));
+    let mut tsv = String::from("case\tstatus\treason\n");
+    for (c, ok, why) in &report {
+        tsv += &format!("{c}\t{}\t{}\n", if *ok { "pass" } else { "fail" }, why.replace(['\t', '\n'], " "));
+    }
+    std::fs::create_dir_all(root().join("target/conformance")).expect("mkdir");
+    std::fs::write(root().join("target/conformance").join(report_name), tsv).expect("write report");
+    let crashes: Vec<_> = report.iter().filter(|r| r.2.starts_with("CRASH")).collect();
+    for c in &crashes {
+        println!("crash: {}: {}", c.0, c.2);
+    }
+    let list_path = root().join("tests/conformance").join(list_name);
+    if std::env::var("BURNC_UPDATE_PASSLIST").is_ok() {
+        std::fs::write(&list_path, passing.iter().map(|c| format!("node/{c}\n")).collect::<String>()).expect("write passlist");
+    }
+    let ran: BTreeSet<&String> = cases.iter().collect();
+    let regressions: Vec<String> = std::fs::read_to_string(&list_path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("node/"))
+        .filter(|c| ran.contains(&c.to_string()) && !passing.contains(*c))
+        .map(|c| format!("{c}: {}", report.iter().find(|r| r.0 == c).map(|r| r.2.clone()).unwrap_or_default()))
+        .collect();
+    assert!(crashes.is_empty(), "{} cases crashed in {what}", crashes.len());
+    assert!(regressions.is_empty(), "{} {what} pass-listed cases fail now:\n{}", regressions.len(), regressions.join("\n"));
+}

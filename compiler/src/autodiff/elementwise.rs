@@ -9,33 +9,9 @@ use crate::ir::{BinaryOp, Node, Op, UnaryOp, ValueId};
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let dy = dy0(dys)?;
-    let want = |i: usize| need.get(i).copied().unwrap_or(false);
     match &n.op {
         Op::Unary(u) => Ok(vec![Some(unary(b, n, *u, dy)?)]),
         Op::Binary(op) => binary(b, n, *op, dy, need),
-        Op::Where => {
-            let c = input(n, 0)?;
-            let zero = b.scalar(0.0, b.dtype(dy)?)?;
-            let dx = if want(1) {
-                let t = b.node(Op::Where, &[c, dy, zero])?;
-                Some(b.sum_to(t, input(n, 1)?)?)
-            } else {
-                None
-            };
-            let dz = if want(2) {
-                let t = b.node(Op::Where, &[c, zero, dy])?;
-                Some(b.sum_to(t, input(n, 2)?)?)
-            } else {
-                None
-            };
-            Ok(vec![None, dx, dz])
-        }
-        // Between float types the gradient is cast back; other inputs need none.
-        Op::Cast { .. } | Op::CastLike { .. } => {
-            let to = b.dtype(input(n, 0)?)?;
-            let dx = if b.dtype(dy)? == to { dy } else { b.node(Op::Cast { to, saturate: false }, &[dy])? };
-            Ok(vec![Some(dx), None])
-        }
         other => Err(format!("no gradient rule for {}", other.name())),
     }
 }
@@ -180,7 +156,7 @@ fn unary(b: &mut B<'_>, n: &Node, u: UnaryOp, dy: ValueId) -> R<ValueId> {
             let hi = b.bin(BinaryOp::Less, t, one)?;
             let inside = b.bin(BinaryOp::And, lo, hi)?;
             let g = b.mul(dy, a)?;
-            return b.node(Op::Where, &[inside, g, zero]);
+            return b.node(crate::ops::select::op(), &[inside, g, zero]);
         }
         // y = x·clamp(x/6 + 1/2, 0, 1): 0 below -3, 1 above 3, x/3 + 1/2 between.
         U::HardSwish => {
@@ -190,9 +166,9 @@ fn unary(b: &mut B<'_>, n: &Node, u: UnaryOp, dy: ValueId) -> R<ValueId> {
             let (m3, p3) = (k(b, -3.0)?, k(b, 3.0)?);
             let (zero, one) = (k(b, 0.0)?, k(b, 1.0)?);
             let above = b.bin(BinaryOp::Greater, x, p3)?;
-            let d = b.node(Op::Where, &[above, one, mid])?;
+            let d = b.node(crate::ops::select::op(), &[above, one, mid])?;
             let below = b.bin(BinaryOp::Less, x, m3)?;
-            b.node(Op::Where, &[below, zero, d])?
+            b.node(crate::ops::select::op(), &[below, zero, d])?
         }
         // Φ(x) + x·φ(x), or for the tanh form with t = tanh(c(x + 0.044715x³)):
         // ½(1 + t) + ½x(1 - t²)·c(1 + 3·0.044715x²).
@@ -264,7 +240,7 @@ fn select(b: &mut B<'_>, cmp: BinaryOp, x: ValueId, c: f64, then: ValueId, other
         Some(v) => v,
         None => b.scalar(0.0, dt)?,
     };
-    b.node(Op::Where, &[cond, then, other])
+    b.node(crate::ops::select::op(), &[cond, then, other])
 }
 
 fn binary(b: &mut B<'_>, n: &Node, op: BinaryOp, dy: ValueId, need: &[bool]) -> R<Vec<Option<ValueId>>> {
@@ -298,7 +274,7 @@ fn binary(b: &mut B<'_>, n: &Node, op: BinaryOp, dy: ValueId, need: &[bool]) -> 
             let dt = b.dtype(a)?;
             let y = output(n, 0)?;
             let ga = if want(0) {
-                let cf = if b.dtype(c)? == dt { c } else { b.node(Op::Cast { to: dt, saturate: false }, &[c])? };
+                let cf = if b.dtype(c)? == dt { c } else { b.node(crate::ops::cast::op(dt, false), &[c])? };
                 let one = b.scalar(1.0, dt)?;
                 let cm1 = b.sub(cf, one)?;
                 let p = b.bin(BinaryOp::Pow, a, cm1)?;
@@ -311,7 +287,7 @@ fn binary(b: &mut B<'_>, n: &Node, op: BinaryOp, dy: ValueId, need: &[bool]) -> 
                 let zero = b.scalar(0.0, dt)?;
                 let pos = b.bin(BinaryOp::Greater, a, zero)?;
                 let one = b.scalar(1.0, dt)?;
-                let safe = b.node(Op::Where, &[pos, a, one])?;
+                let safe = b.node(crate::ops::select::op(), &[pos, a, one])?;
                 let l = b.un(UnaryOp::Log, safe)?;
                 let t = b.mul(y, l)?;
                 Some(b.mul(dy, t)?)
@@ -327,8 +303,8 @@ fn binary(b: &mut B<'_>, n: &Node, op: BinaryOp, dy: ValueId, need: &[bool]) -> 
             let cmp = if op == BinaryOp::Max { BinaryOp::GreaterOrEqual } else { BinaryOp::LessOrEqual };
             let first = b.bin(cmp, a, c)?;
             let zero = b.scalar(0.0, b.dtype(dy)?)?;
-            let ga = if want(0) { Some(b.node(Op::Where, &[first, dy, zero])?) } else { None };
-            let gc = if want(1) { Some(b.node(Op::Where, &[first, zero, dy])?) } else { None };
+            let ga = if want(0) { Some(b.node(crate::ops::select::op(), &[first, dy, zero])?) } else { None };
+            let gc = if want(1) { Some(b.node(crate::ops::select::op(), &[first, zero, dy])?) } else { None };
             (ga, gc)
         }
         // y = x where x >= 0, else slope·x: dx = dy or dy·slope, dslope = dy·x where x < 0.
@@ -343,13 +319,13 @@ fn binary(b: &mut B<'_>, n: &Node, op: BinaryOp, dy: ValueId, need: &[bool]) -> 
             let neg = b.bin(BinaryOp::Less, a, zero)?;
             let ga = if want(0) {
                 let t = b.mul(dy, slope)?;
-                Some(b.node(Op::Where, &[neg, t, dy])?)
+                Some(b.node(crate::ops::select::op(), &[neg, t, dy])?)
             } else {
                 None
             };
             let gc = if want(1) {
                 let t = b.mul(dy, a)?;
-                let t = b.node(Op::Where, &[neg, t, zero])?;
+                let t = b.node(crate::ops::select::op(), &[neg, t, zero])?;
                 if legacy {
                     let axes: Vec<i64> = (0..xd.len() as i64).filter(|&i| i != 1).collect();
                     return Ok(vec![ga, Some(b.reduce_sum(t, axes, false)?)]);

@@ -36,15 +36,15 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
     }
 
     // Targets as i64, ignored ones replaced by class 0 (their weight is zeroed via `valid`).
-    let t64 = if b.dtype(t)? == DType::I64 { t } else { b.node(Op::Cast { to: DType::I64, saturate: false }, &[t])? };
+    let t64 = if b.dtype(t)? == DType::I64 { t } else { b.node(crate::ops::cast::op(DType::I64, false), &[t])? };
     let (t_safe, valid) = match ignore_index {
         Some(ig) => {
             let igv = b.konst(Tensor::scalar_i64(ig));
             let is_ig = b.bin(BinaryOp::Equal, t64, igv)?;
             let zero = b.konst(Tensor::scalar_i64(0));
-            let safe = b.node(Op::Where, &[is_ig, zero, t64])?;
+            let safe = b.node(crate::ops::select::op(), &[is_ig, zero, t64])?;
             let keep = b.node(Op::Unary(UnaryOp::Not), &[is_ig])?;
-            (safe, Some(b.node(Op::Cast { to: dt, saturate: false }, &[keep])?))
+            (safe, Some(b.node(crate::ops::cast::op(dt, false), &[keep])?))
         }
         None => (t64, None),
     };
@@ -63,7 +63,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
     let classes = b.konst(Tensor::from_i64s(cshape, (0..c as i64).collect()));
     let tu = b.node(Op::Unsqueeze { axes: Some(vec![1]) }, &[t_safe])?;
     let eq = b.bin(BinaryOp::Equal, tu, classes)?;
-    let onehot = b.node(Op::Cast { to: dt, saturate: false }, &[eq])?;
+    let onehot = b.node(crate::ops::cast::op(dt, false), &[eq])?;
     // x as log-probabilities.
     let logp = if softmax {
         match n.outputs.get(1) {
@@ -79,7 +79,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
             Some(cf) => b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[cf])?,
             None => {
                 let s = b.node(Op::Size, &[t])?;
-                b.node(Op::Cast { to: dt, saturate: false }, &[s])?
+                b.node(crate::ops::cast::op(dt, false), &[s])?
             }
         })
     } else {

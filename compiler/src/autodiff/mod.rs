@@ -126,7 +126,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::Concat { .. }
         | Op::Slice
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
-        Op::Where | Op::Cast { .. } | Op::CastLike { .. } => elementwise::rule(b, n, dys, need),
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Split { .. }
         | Op::Expand

@@ -187,10 +187,10 @@ fn global_pool(b: &mut B<'_>, kind: PoolKind, x: ValueId, dy: ValueId) -> R<Valu
         PoolKind::Max => {
             let v3 = b.ints(&[xd[0] as i64, xd[1] as i64, plane as i64]);
             let x3 = b.node(Op::Reshape { allowzero: false }, &[x, v3])?;
-            let am = b.node(Op::ArgReduce { max: true, axis: 2, keepdims: true, select_last_index: false }, &[x3])?;
+            let am = b.node(crate::ops::reduce::ArgReduce { max: true, axis: 2, keepdims: true, select_last_index: false }.op(), &[x3])?;
             let pos = b.konst(crate::tensor::Tensor::from_i64s(vec![plane], (0..plane as i64).collect()));
             let eq = b.bin(crate::ir::BinaryOp::Equal, pos, am)?;
-            let m = b.node(Op::Cast { to: dt, saturate: false }, &[eq])?;
+            let m = b.node(crate::ops::cast::op(dt, false), &[eq])?;
             let v31 = b.ints(&[xd[0] as i64, xd[1] as i64, 1]);
             let dy3 = b.node(Op::Reshape { allowzero: false }, &[dy, v31])?;
             let d = b.mul(m, dy3)?;

@@ -73,8 +73,8 @@ fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, y: ValueId, dy: ValueId, axes
                     // Unknown reduced dims: count = size(x) / size(y) at run time.
                     let sx = b.node(Op::Size, &[x])?;
                     let sy = b.node(Op::Size, &[dy])?;
-                    let sx = b.node(Op::Cast { to: dt, saturate: false }, &[sx])?;
-                    let sy = b.node(Op::Cast { to: dt, saturate: false }, &[sy])?;
+                    let sx = b.node(crate::ops::cast::op(dt, false), &[sx])?;
+                    let sy = b.node(crate::ops::cast::op(dt, false), &[sy])?;
                     b.div(sy, sx)?
                 }
             };
@@ -116,7 +116,7 @@ fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, y: ValueId, dy: ValueId, axes
         // Shared evenly among the elements equal to the extreme, as PyTorch's amax/amin do.
         ReduceOp::Max | ReduceOp::Min => {
             let eq = b.bin(BinaryOp::Equal, x, yk)?;
-            let m = b.node(Op::Cast { to: dt, saturate: false }, &[eq])?;
+            let m = b.node(crate::ops::cast::op(dt, false), &[eq])?;
             let cnt = b.reduce_sum(m, axes, true)?;
             b.div(m, cnt)?
         }

@@ -145,11 +145,6 @@ pub enum Op {
     Unary(UnaryOp),
     /// Two inputs, numpy broadcasting. Comparison and logic ops produce bool.
     Binary(BinaryOp),
-    /// (cond, x, y), broadcasting.
-    Where,
-    Cast { to: DType, saturate: bool },
-    /// Cast to the dtype of the second input.
-    CastLike { saturate: bool },
     /// Reinterpret the bits as another type of the same width.
     BitCast { to: DType },
 
@@ -235,7 +230,6 @@ pub enum Op {
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
-    ArgReduce { max: bool, axis: i64, keepdims: bool, select_last_index: bool },
     CumSum { exclusive: bool, reverse: bool },
     /// (x, axis): running product along axis.
     CumProd { exclusive: bool, reverse: bool },

@@ -78,6 +78,10 @@ impl OpDef for Swish {
         let d = swish_grad(cx.b, x, self.alpha)?;
         Ok(vec![Some(cx.b.mul(dy, d)?)])
     }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// `A · sigmoid(alpha · A) · B` over two inputs of one shape (ONNX SwiGLU, opset 24).
@@ -154,6 +158,10 @@ impl OpDef for SwiGlu {
         };
         Ok(vec![da, dc])
     }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// onnxruntime's BiasSplitGelu (`com.microsoft`, as its transformer optimizer writes for
@@ -170,8 +178,9 @@ impl OpDef for BiasSplitGelu {
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = float_arg(cx, 0, "BiasSplitGelu")?.clone();
         let bias = cx.arg(1)?.clone();
-        let (Some(d), [bd]) = (x.dims.last(), bias.dims.as_slice()) else {
-            return Err(format!("BiasSplitGelu needs X of rank >= 1 and a 1-D bias, got ranks {} and {}", x.dims.len(), bias.dims.len()));
+        let (xd, bdims) = (x.dims()?, bias.dims()?);
+        let (Some(d), [bd]) = (xd.last(), bdims) else {
+            return Err(format!("BiasSplitGelu needs X of rank >= 1 and a 1-D bias, got ranks {} and {}", xd.len(), bdims.len()));
         };
         if bias.dtype != x.dtype {
             return Err(format!("X is {} and bias {}", x.dtype, bias.dtype));
@@ -179,9 +188,9 @@ impl OpDef for BiasSplitGelu {
         cx.equal("X's last dim and the bias length", d, bd)?;
         let h = d.floor_div(2);
         cx.equal("X's last dim and twice its half (it must be even)", d, &h.scale(2))?;
-        let mut dims = x.dims.clone();
+        let mut dims = xd.to_vec();
         *dims.last_mut().ok_or("rank 0")? = h;
-        Ok(vec![OutType { dtype: x.dtype, dims }])
+        Ok(vec![OutType { dtype: x.dtype, dims: Some(dims) }])
     }
 
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
@@ -265,6 +274,10 @@ impl OpDef for BiasSplitGelu {
         let dbias = if want.1 { Some(cx.b.sum_to(dx, bias)?) } else { None };
         Ok(vec![want.0.then_some(dx), dbias])
     }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// swish'(x) = s · (1 + a·x·(1 − s)), s = sigmoid(a·x).
@@ -327,13 +340,13 @@ mod tests {
             assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "{i}: {got} vs {want}");
         }
         // The shape rule: half the last dim, and a bias of another length or an odd one refused.
-        let arg = |d: &[i64]| Some(Arg { dtype: DType::F32, dims: d.iter().map(|&v| crate::ir::DimExpr::constant(v)).collect(), value: None });
+        let arg = |d: &[i64]| Some(Arg { dtype: DType::F32, dims: Some(d.iter().map(|&v| crate::ir::DimExpr::constant(v)).collect()), value: None });
         let out = BiasSplitGelu.shapes(&mut ShapeCx::new(vec![arg(&[3, 4]), arg(&[4])])).expect("shapes");
-        assert_eq!(out[0].dims, vec![crate::ir::DimExpr::constant(3), crate::ir::DimExpr::constant(2)]);
+        assert_eq!(out[0].dims, Some(vec![crate::ir::DimExpr::constant(3), crate::ir::DimExpr::constant(2)]));
         assert!(BiasSplitGelu.shapes(&mut ShapeCx::new(vec![arg(&[3, 4]), arg(&[6])])).is_err());
         assert!(BiasSplitGelu.shapes(&mut ShapeCx::new(vec![arg(&[3, 5]), arg(&[5])])).is_err());
         // A bounded last dim: its evenness becomes a run-time check.
-        let sym = Some(Arg { dtype: DType::F32, dims: vec![crate::ir::DimExpr::var("d")], value: None });
+        let sym = Some(Arg { dtype: DType::F32, dims: Some(vec![crate::ir::DimExpr::var("d")]), value: None });
         let mut cx = ShapeCx::new(vec![sym.clone(), sym]);
         BiasSplitGelu.shapes(&mut cx).expect("shapes");
         assert_eq!(cx.equal.len(), 1);

@@ -9,19 +9,27 @@ use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Node, NodeId, ValueId};
 use crate::tensor::Tensor;
 
-/// One input as shape rules see it: dtype, dims, and the value when it is a constant.
+/// One input as shape rules see it: dtype, dims (`None` while inference does not know the
+/// rank yet), and the value when it is a small constant.
 #[derive(Debug, Clone)]
 pub struct Arg {
     pub dtype: DType,
-    pub dims: Vec<DimExpr>,
+    pub dims: Option<Vec<DimExpr>>,
     pub value: Option<Tensor>,
 }
 
-/// One output's type.
+impl Arg {
+    /// The dims, which the rule needs.
+    pub fn dims(&self) -> R<&[DimExpr]> {
+        self.dims.as_deref().ok_or_else(|| "the rank of an input is not known".to_string())
+    }
+}
+
+/// One output's type (`dims` `None`: rank not known yet).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutType {
     pub dtype: DType,
-    pub dims: Vec<DimExpr>,
+    pub dims: Option<Vec<DimExpr>>,
 }
 
 /// A dim equality a rule declared that the dims alone do not decide: a run-time check under
@@ -69,16 +77,38 @@ impl ShapeCx {
         Ok(())
     }
 
+    /// numpy broadcasting of two shapes. Dims that are neither equal nor a constant 1 must be
+    /// equal ([`ShapeCx::equal`]); the output takes the constant one where there is one.
+    pub fn broadcast(&mut self, a: &[DimExpr], b: &[DimExpr]) -> R<Vec<DimExpr>> {
+        let r = a.len().max(b.len());
+        let one = DimExpr::constant(1);
+        let mut out = Vec::with_capacity(r);
+        for i in 0..r {
+            let da = if i + a.len() >= r { &a[i + a.len() - r] } else { &one };
+            let db = if i + b.len() >= r { &b[i + b.len() - r] } else { &one };
+            out.push(if da == db || *db == one {
+                da.clone()
+            } else if *da == one {
+                db.clone()
+            } else {
+                self.equal(&format!("broadcast dims {da} and {db}"), da, db)?;
+                if da.as_const().is_some() { da.clone() } else { db.clone() }
+            });
+        }
+        Ok(out)
+    }
+
     /// Inputs `i` and `j` must have one dtype and shape.
     pub fn same_type(&mut self, i: usize, j: usize) -> R<()> {
         let (a, b) = (self.arg(i)?.clone(), self.arg(j)?.clone());
         if a.dtype != b.dtype {
             return Err(format!("inputs #{i} and #{j} are {} and {}", a.dtype, b.dtype));
         }
-        if a.dims.len() != b.dims.len() {
-            return Err(format!("inputs #{i} and #{j} have ranks {} and {}", a.dims.len(), b.dims.len()));
+        let (Some(ad), Some(bd)) = (&a.dims, &b.dims) else { return Ok(()) };
+        if ad.len() != bd.len() {
+            return Err(format!("inputs #{i} and #{j} have ranks {} and {}", ad.len(), bd.len()));
         }
-        for (k, (x, y)) in a.dims.iter().zip(&b.dims).enumerate() {
+        for (k, (x, y)) in ad.iter().zip(bd).enumerate() {
             self.equal(&format!("dims {k} of inputs #{i} and #{j}"), x, y)?;
         }
         Ok(())
@@ -142,10 +172,11 @@ impl<'a> EmitCx<'a> {
         }
     }
 
-    /// A `usize` expression for dim `d`.
+    /// A `usize` expression for dim `d` (a constant as a plain literal, as hand-written code
+    /// passes it to a `usize` parameter).
     pub fn size(&self, d: &DimExpr) -> Result<String, CodegenError> {
         match (self.bounded, d.as_const()) {
-            (_, Some(c)) => Ok(format!("{}usize", c.max(0))),
+            (_, Some(c)) => Ok(c.max(0).to_string()),
             (Some(bx), None) => Ok(bx.sizes.dim(d)),
             (None, None) => Err(self.err(format!("dim {d} is not fixed"))),
         }
@@ -172,6 +203,32 @@ impl<'a> EmitCx<'a> {
             Some(bx) => bx.write(self.n, v),
             None => self.cx.write(self.n, v),
         }
+    }
+
+    /// Strides (as `usize` expressions) reading an input of dims `shape` at each index of an
+    /// output of dims `out` under numpy broadcasting: 0 along the input's dims of 1 (and the
+    /// dims it lacks), as the interpreter's strides.
+    pub fn broadcast_strides(&self, shape: &[DimExpr], out: &[DimExpr]) -> Result<Vec<String>, CodegenError> {
+        let r = out.len();
+        let one = DimExpr::constant(1);
+        let mut st = vec!["0".to_string(); r];
+        let mut acc = DimExpr::constant(1);
+        for i in (0..r).rev() {
+            let j = (i + shape.len()).checked_sub(r);
+            let d = j.map(|j| &shape[j]).unwrap_or(&one);
+            if *d != one {
+                st[i] = self.size(&acc)?;
+            }
+            if j.is_some() {
+                acc = acc.mul(d);
+            }
+        }
+        Ok(st)
+    }
+
+    /// A `[usize; N]` expression of `dims`.
+    pub fn sizes(&self, dims: &[DimExpr]) -> Result<String, CodegenError> {
+        Ok(format!("[{}]", dims.iter().map(|d| self.size(d)).collect::<Result<Vec<_>, _>>()?.join(", ")))
     }
 
     /// The input whose buffer the memory plan gave output 0 (the op computes in place).

@@ -10,7 +10,10 @@
 //! burnc-runtime, and its lowering in a frontend: three files. Ops still written as other `Op`
 //! variants move here family by family (docs/DECISIONS.md, "One definition per op").
 pub mod activation;
+pub mod cast;
 mod cx;
+pub mod reduce;
+pub mod select;
 
 pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
 
@@ -56,6 +59,10 @@ pub trait OpDef: fmt::Debug + Send + Sync {
     /// The input gradients from the output gradients, built from ops (one entry per input,
     /// `None` where not needed). An op without one says so in its error.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<crate::ir::ValueId>>>;
+
+    /// For shape computations (`Shape → Cast → Concat → Reshape`): the input whose integer
+    /// values output 0 repeats unchanged, if any, so named dims flow through the op.
+    fn forwards_values(&self) -> Option<usize>;
 }
 
 /// A shared handle to an op definition, as the IR stores it.
@@ -91,7 +98,11 @@ pub struct Example {
 
 /// Every family's examples.
 pub fn examples() -> Vec<Example> {
-    activation::examples()
+    let mut v = activation::examples();
+    v.extend(cast::examples());
+    v.extend(select::examples());
+    v.extend(reduce::examples());
+    v
 }
 
 /// `d` as a constant, or why a rule needs it to be one.

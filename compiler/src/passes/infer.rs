@@ -359,22 +359,30 @@ fn def_types(cx: &Cx, d: &crate::ops::OpRef) -> R<Vec<ValueType>> {
             args.push(None);
             continue;
         }
-        let (Some(dtype), Some(shape)) = (cx.dtype(i), cx.shape(i)) else { return Ok(vec![]) };
-        let dims = shape
-            .iter()
-            .map(|d| match d {
-                Dim::Fixed(n) => DimExpr::constant(*n as i64),
-                Dim::Sym { name, bound } => {
-                    bounds.insert(name.clone(), *bound);
-                    DimExpr::var(name)
-                }
-            })
-            .collect();
+        let Some(dtype) = cx.dtype(i) else { return Ok(vec![]) };
+        let dims = cx.shape(i).map(|shape| {
+            shape
+                .iter()
+                .map(|d| match d {
+                    Dim::Fixed(n) => DimExpr::constant(*n as i64),
+                    Dim::Sym { name, bound } => {
+                        bounds.insert(name.clone(), *bound);
+                        DimExpr::var(name)
+                    }
+                })
+                .collect()
+        });
         // Operands that decide shapes are small; weights are not copied for the rule.
         let value = cx.konst(i).filter(|t| t.numel() <= 1 << 16);
         args.push(Some(crate::ops::Arg { dtype, dims, value }));
     }
-    let outs = d.shapes(&mut crate::ops::ShapeCx::new(args))?;
+    let rank_unknown = args.iter().flatten().any(|a| a.dims.is_none());
+    let outs = match d.shapes(&mut crate::ops::ShapeCx::new(args)) {
+        Ok(o) => o,
+        // The rule needs a rank not known yet: a later round of inference decides.
+        Err(_) if rank_unknown => return Ok(vec![]),
+        Err(e) => return Err(e),
+    };
     let bound = |name: &str| bounds.get(name).copied().flatten().map(|b| b as i64);
     let dim = |e: &DimExpr| -> R<Dim> {
         Ok(match e.as_const() {
@@ -382,7 +390,12 @@ fn def_types(cx: &Cx, d: &crate::ops::OpRef) -> R<Vec<ValueType>> {
             None => Dim::Sym { name: e.to_string(), bound: e.eval(&bound).map(|b| b.max(0) as usize) },
         })
     };
-    outs.iter().map(|o| Ok(ValueType::Tensor(TensorType { dtype: o.dtype, shape: Some(Shape(o.dims.iter().map(dim).collect::<R<_>>()?)) }))).collect()
+    outs.iter()
+        .map(|o| {
+            let shape = o.dims.as_ref().map(|ds| ds.iter().map(dim).collect::<R<Vec<Dim>>>()).transpose()?;
+            Ok(ValueType::Tensor(TensorType { dtype: o.dtype, shape: shape.map(Shape) }))
+        })
+        .collect()
 }
 
 /// Output types of one node, in output order (fewer than the outputs means the rest unknown).
@@ -409,15 +422,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(dt, dims)]
         }
-        Op::Where => {
-            let dims = match (cx.shape(0), cx.shape(1), cx.shape(2)) {
-                (Some(a), Some(b), Some(c)) => Some(bcast(cx, &bcast(cx, a, b)?, c)?),
-                _ => None,
-            };
-            vec![t(cx.dtype(1).or(cx.dtype(2)), dims)]
-        }
-        Op::Cast { to, .. } => vec![t(Some(*to), cx.shape(0).map(|s| s.to_vec()))],
-        Op::CastLike { .. } => vec![t(cx.dtype(1), cx.shape(0).map(|s| s.to_vec()))],
         Op::MatMul => vec![t(cx.dtype(0), matmul(cx)?)],
         Op::Einsum { equation } => einsum::infer(cx, equation)?,
         Op::Gemm { trans_a, trans_b, .. } => {
@@ -520,13 +524,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 _ => None,
             };
             vec![t(cx.dtype(0), dims)]
-        }
-        Op::ArgReduce { axis, keepdims, .. } => {
-            let dims = match cx.shape(0) {
-                Some(x) => Some(reduce_dims(x, &[norm_axis(*axis, x.len())?], *keepdims)),
-                None => None,
-            };
-            vec![t(Some(DType::I64), dims)]
         }
         Op::TopK { axis, .. } => {
             let dims = match cx.shape(0) {
@@ -1311,7 +1308,10 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Reshape { .. } | Op::Flatten { .. } | Op::Unary(UnaryOp::Identity) => {
             sym_ints(g, input(0)?, depth + 1)
         }
-        Op::Cast { to, .. } if to.is_int() => sym_ints(g, input(0)?, depth + 1),
+        // An op that repeats an input's values into an integer output (a Cast to int).
+        Op::Def(d) if g.tensor_type(v).is_some_and(|t| t.dtype.is_int()) && d.forwards_values().is_some() => {
+            sym_ints(g, input(d.forwards_values()?)?, depth + 1)
+        }
         Op::Concat { .. } => {
             let mut out = vec![];
             for i in n.inputs.iter().flatten() {

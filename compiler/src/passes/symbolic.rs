@@ -170,13 +170,16 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             s.ints.insert(out, v);
             vec![c(len as i64)]
         }
-        Op::Unary(UnaryOp::Identity) | Op::Cast { .. } | Op::Dropout { training: false, .. } => {
+        Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
             if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
                 s.ints.insert(out, i);
             }
             x(0)?
         }
         Op::Def(d) => {
+            if let Some(i) = d.forwards_values().and_then(|i| n.inputs.get(i).copied().flatten()).and_then(|v| s.ints.get(&v).cloned()) {
+                s.ints.insert(out, i);
+            }
             // The op's own shape rule; the equalities it needs become run-time checks.
             let mut args = Vec::with_capacity(n.inputs.len());
             for (i, v) in n.inputs.iter().enumerate() {
@@ -185,17 +188,19 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                     continue;
                 };
                 let dtype = g.tensor_type(v).map(|t| t.dtype).ok_or_else(|| format!("input #{i} has no type"))?;
-                args.push(Some(crate::ops::Arg { dtype, dims: x(i)?, value: g.const_value(v).filter(|t| t.numel() <= 1 << 16) }));
+                args.push(Some(crate::ops::Arg { dtype, dims: Some(x(i)?), value: g.const_value(v).filter(|t| t.numel() <= 1 << 16) }));
             }
             let mut cx = crate::ops::ShapeCx::new(args);
             let outs = d.shapes(&mut cx)?;
             for e in &cx.equal {
                 require_equal(s, n, &e.what, &e.left, &e.right)?;
             }
-            for (&o, t) in n.outputs.iter().zip(&outs).skip(1) {
-                s.shapes.insert(o, t.dims.clone());
+            let mut dims = outs.into_iter().map(|t| t.dims.ok_or("the op gives an output of unknown rank"));
+            let first = dims.next().ok_or("the op gives no output")??;
+            for (&o, d) in n.outputs.iter().skip(1).zip(dims) {
+                s.shapes.insert(o, d?);
             }
-            outs.into_iter().next().ok_or("the op gives no output")?.dims
+            first
         }
         Op::Unary(_) | Op::Softmax { .. } | Op::LayerNorm { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } => x(0)?,
         // Inputs of the output's shape, one element or its last dims: numpy broadcasting.

@@ -58,7 +58,7 @@ fn a_dim_value_feeding_arithmetic_is_refused_naming_the_node() {
     let mut g = Graph::default();
     let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
     let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
-    let f = node(&mut g, Op::Cast { to: DType::F32, saturate: true }, vec![Some(sh)]);
+    let f = node(&mut g, crate::ops::cast::op(DType::F32, true), vec![Some(sh)]);
     let y = node(&mut g, Op::Unary(UnaryOp::Sqrt), vec![Some(f)]);
     g.outputs = vec![y];
     crate::passes::infer::infer(&mut g).expect("infer");

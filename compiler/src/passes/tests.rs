@@ -90,7 +90,7 @@ fn broadcasting_and_comparisons() {
     let b = input(&mut g, "b", DType::F32, vec![f(3), f(1)]);
     let s = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(a), Some(b)]);
     let lt = node(&mut g, Op::Binary(BinaryOp::Less), vec![Some(s), Some(a)]);
-    let wh = node(&mut g, Op::Where, vec![Some(lt), Some(s), Some(a)]);
+    let wh = node(&mut g, crate::ops::select::op(), vec![Some(lt), Some(s), Some(a)]);
     g.outputs = vec![wh];
     infer(&mut g).unwrap();
     assert_eq!(shape_of(&g, s), Shape(vec![sym("B"), f(3), f(4)]));

@@ -114,20 +114,20 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         Some(s) => ctx.constant(&b.label, Tensor::from_f32s(vec![1], vec![s.sqrt()])),
         None => {
             let e = b.shape(ctx, q, 3, 4);
-            let e = b.add(ctx, Op::Cast { to: DType::F64, saturate: true }, &[e], None);
+            let e = b.add(ctx, burnc_compiler::ops::cast::op(DType::F64, true), &[e], None);
             let e = b.add(ctx, Op::Unary(UnaryOp::Sqrt), &[e], None);
             let e = b.add(ctx, Op::Unary(UnaryOp::Reciprocal), &[e], None);
-            let e = b.add(ctx, Op::Cast { to: DType::F32, saturate: true }, &[e], None);
+            let e = b.add(ctx, burnc_compiler::ops::cast::op(DType::F32, true), &[e], None);
             b.add(ctx, Op::Unary(UnaryOp::Sqrt), &[e], None)
         }
     };
-    let s = b.add(ctx, Op::CastLike { saturate: true }, &[s32, q], None);
+    let s = b.add(ctx, burnc_compiler::ops::cast::like(true), &[s32, q], None);
     let (ka, va) = (b.repeat_heads(ctx, k, q), b.repeat_heads(ctx, v, q));
     let qs = b.add(ctx, Op::Binary(BinaryOp::Mul), &[q, s], None);
     let ks = b.add(ctx, Op::Binary(BinaryOp::Mul), &[ka, s], None);
     let kt = b.add(ctx, Op::Transpose { perm: Some(vec![0, 1, 3, 2]) }, &[ks], None);
     let scores = b.add(ctx, Op::MatMul, &[qs, kt], None);
-    let cast = Op::Cast { to: work, saturate: true };
+    let cast = burnc_compiler::ops::cast::op(work, true);
     let mut scores = b.add(ctx, cast.clone(), &[scores], None);
     if let Some(g) = a.g("score_mod") {
         let y = b.splice(ctx, g, scores, "score_mod")?;
@@ -140,7 +140,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     }
     let vw = b.add(ctx, cast, &[va], None);
     let y = b.add(ctx, Op::MatMul, &[probs, vw], None);
-    let y = b.add(ctx, Op::CastLike { saturate: true }, &[y, v], Some(&out_name));
+    let y = b.add(ctx, burnc_compiler::ops::cast::like(true), &[y, v], Some(&out_name));
     ctx.bind(&out_name, y);
     Ok(())
 }

@@ -136,7 +136,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 // Divide by the count, as a scalar of the input's dtype (CastLike at run time).
                 let count = ctx.constant(&out_name, Tensor::from_f32s(vec![], vec![ins.len() as f32]));
                 let cname = ctx.fresh(&out_name);
-                let (_, c) = ctx.graph.add_node(n.label.clone(), Op::CastLike { saturate: true }, vec![Some(count), Some(acc)], &[cname]);
+                let (_, c) = ctx.graph.add_node(n.label.clone(), burnc_compiler::ops::cast::like(true), vec![Some(count), Some(acc)], &[cname]);
                 let (_, outs) = ctx.graph.add_node(n.label.clone(), Op::Binary(BinaryOp::Div), vec![Some(acc), Some(c[0])], &[out_name.clone()]);
                 set_source(ctx, &n);
                 acc = outs[0];
@@ -154,7 +154,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 let cast = |ctx: &mut Ctx, v: Option<ValueId>| {
                     v.map(|v| {
                         let name = ctx.fresh(&out_name);
-                        ctx.graph.add_node(n.label.clone(), Op::CastLike { saturate: true }, vec![Some(v), Some(x)], &[name]).1[0]
+                        ctx.graph.add_node(n.label.clone(), burnc_compiler::ops::cast::like(true), vec![Some(v), Some(x)], &[name]).1[0]
                     })
                 };
                 (cast(ctx, lo), cast(ctx, hi))
@@ -276,17 +276,17 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "BitwiseOr" => binary(BinaryOp::BitOr),
         "BitwiseXor" => binary(BinaryOp::BitXor),
         "PRelu" => binary(BinaryOp::PRelu),
-        "Where" => Some(Op::Where),
+        "Where" => Some(burnc_compiler::ops::select::op()),
         "Cast" => {
             let to = dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))?;
             let round_mode = a.s_or("round_mode", "up");
             if round_mode != "up" && to == DType::F8E8M0 {
                 return Err(n.err(format!("round_mode `{round_mode}` is not supported (only \"up\")")));
             }
-            Some(Op::Cast { to, saturate: a.i_or("saturate", 1) != 0 })
+            Some(burnc_compiler::ops::cast::op(to, a.i_or("saturate", 1) != 0))
         }
         "BitCast" => Some(Op::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }),
-        "CastLike" => Some(Op::CastLike { saturate: a.i_or("saturate", 1) != 0 }),
+        "CastLike" => Some(burnc_compiler::ops::cast::like(a.i_or("saturate", 1) != 0)),
         "MatMul" => Some(Op::MatMul),
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => Some(Op::NllLoss {
             softmax: op_type == "SoftmaxCrossEntropyLoss",
@@ -403,12 +403,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 noop_with_empty_axes: a.i_or("noop_with_empty_axes", 0) != 0,
             })
         }
-        "ArgMax" | "ArgMin" => Some(Op::ArgReduce {
-            max: op_type == "ArgMax",
-            axis: a.i_or("axis", 0),
-            keepdims: a.i_or("keepdims", 1) != 0,
-            select_last_index: a.i_or("select_last_index", 0) != 0,
-        }),
+        "ArgMax" | "ArgMin" => Some(
+            burnc_compiler::ops::reduce::ArgReduce {
+                max: op_type == "ArgMax",
+                axis: a.i_or("axis", 0),
+                keepdims: a.i_or("keepdims", 1) != 0,
+                select_last_index: a.i_or("select_last_index", 0) != 0,
+            }
+            .op(),
+        ),
         "CumProd" => Some(Op::CumProd { exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }),
         "Swish" => Some(Op::Def(OpRef::new(activation::Swish { alpha: a.f_or("alpha", 1.0) }))),
         "SwiGLU" => Some(Op::Def(OpRef::new(activation::SwiGlu { alpha: a.f_or("alpha", 1.0) }))),

@@ -48,9 +48,9 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, opset: i64) -> Result<(), OnnxErro
             // (X > threshold) in X's type.
             let x = l.input(ctx, 0)?;
             let thr = ctx.constant(&l.label, Tensor::from_f32s(vec![], vec![a.f_or("threshold", 0.0)]));
-            let thr = l.add(ctx, Op::CastLike { saturate: true }, &[Some(thr), Some(x)], false)?;
+            let thr = l.add(ctx, burnc_compiler::ops::cast::like(true), &[Some(thr), Some(x)], false)?;
             let gt = l.add(ctx, Op::Binary(BinaryOp::Greater), &[Some(x), Some(thr)], false)?;
-            l.add(ctx, Op::CastLike { saturate: true }, &[Some(gt), Some(x)], true)?;
+            l.add(ctx, burnc_compiler::ops::cast::like(true), &[Some(gt), Some(x)], true)?;
             Ok(())
         }
         "ArrayFeatureExtractor" => {

@@ -43,7 +43,7 @@ impl L<'_> {
     /// A scalar attribute value as a constant of `like`'s dtype.
     fn scalar(&self, ctx: &mut Ctx, v: f64, like: ValueId) -> ValueId {
         let c = ctx.constant(&self.label, Tensor::from_f32s(vec![], vec![v as f32]));
-        self.add(ctx, Op::CastLike { saturate: false }, &[c, like], None)
+        self.add(ctx, burnc_compiler::ops::cast::like(false), &[c, like], None)
     }
 }
 
@@ -108,8 +108,8 @@ fn optimizer(ctx: &mut Ctx, l: &L) -> Result<(), OnnxError> {
     let (r, t) = (ins[0], ins[1]);
     let x0 = ins[2];
     // Shared scalars, in X's dtype: the learning rate, the step as a number, whether T > 0.
-    let rate = l.add(ctx, Op::CastLike { saturate: false }, &[r, x0], None);
-    let step = l.add(ctx, Op::CastLike { saturate: false }, &[t, x0], None);
+    let rate = l.add(ctx, burnc_compiler::ops::cast::like(false), &[r, x0], None);
+    let step = l.add(ctx, burnc_compiler::ops::cast::like(false), &[t, x0], None);
     let zero_i = ctx.constant(&l.label, Tensor::scalar_i64(0));
     let started = l.bin(ctx, BinaryOp::Greater, t, zero_i);
     let norm = a.f_or("norm_coefficient", 0.0) as f64;
@@ -145,7 +145,7 @@ fn optimizer(ctx: &mut Ctx, l: &L) -> Result<(), OnnxError> {
             let beta = l.scalar(ctx, a.f("beta").ok_or_else(|| l.err("missing attribute `beta`"))? as f64, x0);
             let one = l.scalar(ctx, 1.0, x0);
             // The first step takes the gradient unscaled.
-            let beta_adj = l.add(ctx, Op::Where, &[started, beta, one], None);
+            let beta_adj = l.add(ctx, burnc_compiler::ops::select::op(), &[started, beta, one], None);
             for i in 0..n {
                 let (x, g, v) = (ins[2 + i], ins[2 + n + i], ins[2 + 2 * n + i]);
                 let gr = regularized(ctx, l, norm, x, g);
@@ -180,7 +180,7 @@ fn optimizer(ctx: &mut Ctx, l: &L) -> Result<(), OnnxError> {
             let sq = l.add(ctx, Op::Unary(UnaryOp::Sqrt), &[one_m_bt], None);
             let corr = l.bin(ctx, BinaryOp::Mul, rate, sq);
             let corr = l.bin(ctx, BinaryOp::Div, corr, one_m_at);
-            let lr = l.add(ctx, Op::Where, &[started, corr, rate], None);
+            let lr = l.add(ctx, burnc_compiler::ops::select::op(), &[started, corr, rate], None);
             for i in 0..n {
                 let (x, g, v, h) = (ins[2 + i], ins[2 + n + i], ins[2 + 2 * n + i], ins[2 + 3 * n + i]);
                 let gr = regularized(ctx, l, norm, x, g);

@@ -64,16 +64,16 @@ fn pow_max_min_prelu() {
 fn where_and_cast() {
     check(&[&[2, 3], &[3]], |g, x| {
         let c = g.add_const("cond", Tensor::new(vec![2, 3], Data::Bool(vec![true, false, true, false, false, true])));
-        node(g, Op::Where, &[c, x[0], x[1]])
+        node(g, crate::ops::select::op(), &[c, x[0], x[1]])
     });
     // Through f32 and back: linear, so a large step keeps f32 rounding out of the difference.
     Check { shapes: vec![vec![2, 3]], lo: -1.0, hi: 1.0, seed: 5, h: 0.125, grid: 0.0 }
         .run(|g, x| {
-            let f = node(g, Op::Cast { to: DType::F32, saturate: false }, &[x[0]]);
+            let f = node(g, crate::ops::cast::op(DType::F32, false), &[x[0]]);
             let two = g.add_const("two", Tensor::new(vec![], Data::F32(vec![2.0])));
             let f = node(g, Op::Binary(BinaryOp::Mul), &[f, two]);
             let like = f64c(g, 0.0);
-            node(g, Op::CastLike { saturate: false }, &[f, like])
+            node(g, crate::ops::cast::like(false), &[f, like])
         })
         .expect("gradients agree");
 }

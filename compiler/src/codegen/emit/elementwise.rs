@@ -1,5 +1,5 @@
-//! Unary, binary and Cast: loops over runtime scalar functions, in place where the plan says.
-use super::{rust_ty, Ctx};
+//! Unary and binary ops: loops over runtime scalar functions, in place where the plan says.
+use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::elementwise::runtime_unary;
 use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
@@ -174,25 +174,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             };
             broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
         }
-        Op::Where => {
-            let (c, x, yv) = (cx.input(n, 0)?, cx.input(n, 1)?, cx.input(n, 2)?);
-            let (_, cs) = cx.ty(n, c)?;
-            let (_, xs) = cx.ty(n, x)?;
-            let (_, ys) = cx.ty(n, yv)?;
-            let st = |s: &[usize]| crate::interp::ops::util::broadcast_strides(s, &oshape);
-            if oshape.is_empty() {
-                // The write target is an `unsafe { … }` block: parenthesised, so it is indexed
-                // rather than parsed as a statement of its own.
-                return Ok(Some(format!(
-                    "let (c, x, z) = ({}, {}, {}); ({})[0] = if c[0] != 0 {{ x[0] }} else {{ z[0] }};",
-                    cx.read(n, c)?, cx.read(n, x)?, cx.read(n, yv)?, cx.write(n, out)?
-                )));
-            }
-            Ok(Some(format!(
-                "rt::kernels::broadcast::ternary({}, &{:?}, {}, &{:?}, {}, &{:?}, {}, &{oshape:?}, |c: u8, p, q| if c != 0 {{ p }} else {{ q }});",
-                cx.read(n, c)?, st(&cs), cx.read(n, x)?, st(&xs), cx.read(n, yv)?, st(&ys), cx.write(n, out)?
-            )))
-        }
         Op::Binary(b) => {
             let f = binary_fn(*b, ot).ok_or_else(|| cx.err(n, format!("{b:?} is not supported by codegen yet")))?;
             if matches!(b, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor | BinaryOp::BitShiftLeft | BinaryOp::BitShiftRight)
@@ -244,62 +225,8 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
         }
         Op::Elementwise(p) => emit_program(cx, id, n, p).map(Some),
-        Op::Cast { to, saturate } => cast(cx, n, out, *to, *saturate).map(Some),
-        Op::CastLike { saturate } => {
-            let (to, _) = cx.ty(n, cx.input(n, 1)?)?;
-            cast(cx, n, out, to, *saturate).map(Some)
-        }
         _ => Err(cx.err(n, "not an elementwise op")),
     }
-}
-
-/// Cast input 0 to `to` (interp/ops/cast.rs: floats through f64, ints through i64/u64,
-/// anything to bool as `!= 0`).
-fn cast(cx: &Ctx, n: &Node, out: crate::ir::ValueId, to: DType, saturate: bool) -> Result<String, CodegenError> {
-    use crate::float8::small_of;
-    let x = cx.input(n, 0)?;
-    let (xd, _) = cx.ty(n, x)?;
-    let xt = cx.elem(n, x)?;
-    let tt = rust_ty(to).ok_or_else(|| cx.err(n, format!("cast to {to} is not supported by codegen yet")))?;
-    let y = cx.write(n, out)?;
-    // Small types (float8/float4/2-4 bit ints) are raw bits; the runtime's `small` module
-    // converts them with the interpreter's rules.
-    let decoded = |xs: burnc_runtime::small::Small| format!("rt::small::small_to_f64(rt::small::Small::{xs:?}, v)");
-    let conv = if xd == to {
-        "v".to_string()
-    } else if let Some(ts) = small_of(to) {
-        let src_int = xd.is_int() || xd == DType::Bool;
-        if to.is_int() && src_int {
-            let i = match small_of(xd) {
-                Some(xs) => format!("({}) as i64", decoded(xs)),
-                None => "rt::Elem::to_i64(v)".into(),
-            };
-            format!("rt::small::small_from_i64(rt::small::Small::{ts:?}, {i})")
-        } else {
-            let f = match small_of(xd) {
-                Some(xs) => decoded(xs),
-                None if xd.is_float() => "rt::Elem::to_f64(v)".into(),
-                None => format!("(if v < <{xt} as rt::Elem>::zero() {{ rt::Elem::to_i64(v) as f64 }} else {{ rt::Elem::to_u64(v) as f64 }})"),
-            };
-            let f = if to.is_int() { f } else { format!("(({f}) as f32 as f64)") };
-            format!("rt::small::small_from_f64(rt::small::Small::{ts:?}, {f}, {saturate})")
-        }
-    } else if let Some(xs) = small_of(xd) {
-        if to == DType::Bool {
-            format!("(({}) as f32 != 0.0) as u8", decoded(xs))
-        } else {
-            format!("<{tt} as rt::Elem>::from_f64(({}) as f32 as f64)", decoded(xs))
-        }
-    } else if to == DType::Bool {
-        format!("(v != <{xt} as rt::Elem>::zero()) as u8")
-    } else if xd.is_float() {
-        format!("<{tt} as rt::Elem>::from_f64(rt::Elem::to_f64(v))")
-    } else if to.is_float() {
-        format!("if v < <{xt} as rt::Elem>::zero() {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_i64(v) as f64) }} else {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_u64(v) as f64) }}")
-    } else {
-        format!("<{tt} as rt::Elem>::from_i64(rt::Elem::to_i64(v))")
-    };
-    Ok(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {conv}; }}", cx.read(n, x)?))
 }
 
 /// The runtime's `Unary` value `u` as a Rust expression, parameters as typed literals.

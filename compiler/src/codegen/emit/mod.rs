@@ -226,8 +226,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
     let n = cx.g.node(id);
     match &n.op {
         Op::Def(d) => d.emit(&crate::ops::EmitCx::fixed(cx, id)).map(Some),
-        Op::Unary(_) | Op::Binary(_) | Op::Cast { .. } | Op::CastLike { .. } | Op::Where | Op::Elementwise(_) => elementwise::emit(cx, id, n),
-        Op::Reduce { .. } | Op::ArgReduce { .. } => nn::emit_reduce(cx, id, n),
+        Op::Unary(_) | Op::Binary(_) | Op::Elementwise(_) => elementwise::emit(cx, id, n),
+        Op::Reduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::emit(cx, id, n),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }

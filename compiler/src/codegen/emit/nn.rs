@@ -579,15 +579,6 @@ pub fn emit_reduce(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, Cod
             }
             Ok(Some(format!("{pre}rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {outer}, {red}, {inner}, {y});")))
         }
-        Op::ArgReduce { max, axis, select_last_index, .. } => {
-            let a = norm(*axis)?;
-            let (outer, red, inner) = (xs[..a].iter().product::<usize>(), xs[a], xs[a + 1..].iter().product::<usize>());
-            Ok(Some(format!(
-                "rt::kernels::reduce::arg_reduce({}, {outer}, {red}, {inner}, {max}, {select_last_index}, {});",
-                cx.read(n, x)?,
-                cx.write(n, out)?
-            )))
-        }
         _ => Err(cx.err(n, "not a reduction")),
     }
 }

@@ -1,4 +1,5 @@
-//! Cast and CastLike between every dtype, float8 included.
+//! Conversions between every dtype, float8 included (`cast`, which `ops::cast` calls), and
+//! BitCast.
 use super::util::{arg, one};
 use super::OpResult;
 use crate::float8;
@@ -11,8 +12,6 @@ use half::{bf16, f16};
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
     let x = arg(args, 0)?;
     match op {
-        Op::Cast { to, saturate } => one(cast(x, *to, *saturate)?),
-        Op::CastLike { saturate } => one(cast(x, arg(args, 1)?.dtype(), *saturate)?),
         Op::BitCast { to } => {
             if to.bits() != x.dtype().bits() {
                 return Err(format!("BitCast needs equal widths, {} has {} bits and {to} {}", x.dtype(), x.dtype().bits(), to.bits()));

@@ -1,4 +1,4 @@
-//! Unary, binary (broadcasting) and Where.
+//! Unary and binary (broadcasting) ops.
 use super::util::{arg, broadcast_shapes, broadcast_strides, numel, one};
 use super::OpResult;
 use crate::interp::RtValue;
@@ -11,7 +11,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
     match op {
         Op::Unary(u) => one(unary(*u, arg(args, 0)?)?),
         Op::Binary(b) => one(binary(*b, arg(args, 0)?, arg(args, 1)?)?),
-        Op::Where => one(where_(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?)?),
         _ => Err(format!("{} is not elementwise", op.name())),
     }
 }
@@ -326,32 +325,6 @@ fn pow(a: &Tensor, b: &Tensor) -> Result<Tensor, String> {
         };
     }
     Ok(pow_all!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64))
-}
-
-fn where_(c: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor, String> {
-    let Data::Bool(cv) = &c.data else { return Err(format!("condition must be bool, got {}", c.dtype())) };
-    if x.dtype() != y.dtype() {
-        return Err(format!("X and Y must have one type, got {} and {}", x.dtype(), y.dtype()));
-    }
-    let shape = broadcast_shapes(&broadcast_shapes(&c.shape, &x.shape)?, &y.shape)?;
-    let n = numel(&shape)?;
-    let (sc, sx, sy) = (broadcast_strides(&c.shape, &shape), broadcast_strides(&x.shape, &shape), broadcast_strides(&y.shape, &shape));
-    macro_rules! go {
-        ($($variant:ident),*) => {
-            match (&x.data, &y.data) {
-                $((Data::$variant(a), Data::$variant(b)) => {
-                    let mut out = vec![Default::default(); n];
-                    if n > 0 {
-                        broadcast::ternary(cv, &sc, a, &sx, b, &sy, &mut out, &shape, |c, p, q| if c { p } else { q });
-                    }
-                    Data::$variant(out)
-                })*
-                _ => return Err(format!("Where is not defined on {}", x.dtype())),
-            }
-        };
-    }
-    let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool);
-    Ok(Tensor::new(shape, data))
 }
 
 /// A fused elementwise group (`Op::Elementwise`): f32 inputs of the output's shape, of one

@@ -1,7 +1,7 @@
 //! Interpreter semantics of each core op, grouped by family. Each family module exposes
 //! `eval(op, args, n_outputs) -> OpResult`; kernels come from burnc-runtime.
 pub(crate) mod attention;
-mod cast;
+pub(crate) mod cast;
 mod control;
 pub(crate) mod detect;
 mod dropout;
@@ -44,8 +44,8 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Unary(crate::ir::UnaryOp::Identity) if matches!(args.first(), Some(Some(v)) if !matches!(v, RtValue::Tensor(_))) => {
             Ok(vec![args.into_iter().next().flatten().ok_or("missing input #0")?])
         }
-        Op::Unary(_) | Op::Binary(_) | Op::Where => elementwise::eval(op, &args, n_outputs),
-        Op::Cast { .. } | Op::CastLike { .. } | Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
+        Op::Unary(_) | Op::Binary(_) => elementwise::eval(op, &args, n_outputs),
+        Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } | Op::Det => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
@@ -59,7 +59,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::MeanVarianceNorm { .. }
         | Op::Softmax { .. }
         | Op::Hardmax { .. } => norm::eval(op, &args, n_outputs),
-        Op::Reduce { .. } | Op::ArgReduce { .. } | Op::CumSum { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
+        Op::Reduce { .. } | Op::CumSum { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. }
         | Op::GatherElements { .. }
         | Op::GatherNd { .. }

@@ -16,9 +16,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let axes = int_vec_or_attr(axes, args, 1)?;
             one(reduce(x, *op, axes.as_deref(), *keepdims, *noop_with_empty_axes)?)
         }
-        Op::ArgReduce { max, axis, keepdims, select_last_index } => {
-            one(arg_reduce(arg(args, 0)?, *max, *axis, *keepdims, *select_last_index)?)
-        }
         Op::CumSum { exclusive, reverse } => {
             let x = arg(args, 0)?;
             let axis = ints_arg(args, 1)?;
@@ -119,7 +116,7 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axes: Option<&[i64]>, keepdims: bool, no
     Ok(Tensor::new(shape, data))
 }
 
-fn arg_reduce(x: &Tensor, max: bool, axis: i64, keepdims: bool, last: bool) -> Result<Tensor, String> {
+pub(crate) fn arg_reduce(x: &Tensor, max: bool, axis: i64, keepdims: bool, last: bool) -> Result<Tensor, String> {
     let ax = norm_axis_or_scalar(axis, x.rank())?;
     let axes = if x.rank() == 0 { vec![] } else { vec![ax] };
     let shape = out_shape(&x.shape, &axes, keepdims);

@@ -1,0 +1,175 @@
+//! Cast and CastLike between every dtype (float8, float4 and 2/4-bit ints as raw bits): floats
+//! through f64, ints through i64/u64, anything to bool as `!= 0`, float to int truncating and
+//! saturating (docs/DECISIONS.md, "Float to integer casts"). The interpreter's conversion is
+//! `interp::ops::cast::cast`; generated code writes the same rules per element.
+use super::{EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::emit::rust_ty;
+use crate::codegen::CodegenError;
+use crate::float8::small_of;
+use crate::interp::ops::cast::cast;
+use crate::ir::{DType, Op, ValueId};
+use crate::tensor::Tensor;
+
+fn input<'a>(ins: &[Option<&'a Tensor>], i: usize) -> R<&'a Tensor> {
+    ins.get(i).copied().flatten().ok_or_else(|| format!("input #{i} is missing"))
+}
+
+fn numel(shape: &Option<Vec<usize>>) -> Option<u64> {
+    shape.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
+}
+
+/// The IR node of a Cast to `to`.
+pub fn op(to: DType, saturate: bool) -> Op {
+    Op::Def(OpRef::new(Cast { to: Some(to), saturate }))
+}
+
+/// The IR node of a CastLike (to the dtype of its second input).
+pub fn like(saturate: bool) -> Op {
+    Op::Def(OpRef::new(Cast { to: None, saturate }))
+}
+
+/// Cast to `to`, or with `to` `None` CastLike: to the dtype of input 1, whose values are not
+/// read. `saturate`: float8 targets clamp to their finite range (ONNX's attribute); other
+/// targets ignore it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cast {
+    pub to: Option<DType>,
+    pub saturate: bool,
+}
+
+impl OpDef for Cast {
+    fn name(&self) -> &'static str {
+        if self.to.is_some() {
+            "Cast"
+        } else {
+            "CastLike"
+        }
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let dtype = match self.to {
+            Some(t) => t,
+            None => cx.arg(1)?.dtype,
+        };
+        Ok(vec![OutType { dtype, dims: cx.arg(0)?.dims.clone() }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let to = match self.to {
+            Some(t) => t,
+            None => input(ins, 1)?.dtype(),
+        };
+        Ok(vec![cast(input(ins, 0)?, to, self.saturate)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let to = match self.to {
+            Some(t) => t,
+            None => cx.dtype(cx.input(1)?)?,
+        };
+        emit_cast(cx, to, self.saturate)
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(outs.first()?)
+    }
+
+    // Between float types the gradient is cast back; input 1 of CastLike needs none.
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let (x, dy) = (cx.input(0)?, cx.dy()?);
+        let to = cx.b.dtype(x)?;
+        let dx = if cx.b.dtype(dy)? == to { dy } else { cx.b.node(op(to, false), &[dy])? };
+        Ok(vec![Some(dx), None])
+    }
+
+    // A shape cast to an integer type keeps its dims (Shape → Cast → Concat → Reshape);
+    // CastLike's target is not known here, so it passes nothing (as before it moved).
+    fn forwards_values(&self) -> Option<usize> {
+        self.to.map(|_| 0)
+    }
+}
+
+/// A loop converting input 0 to `to` element by element, with the interpreter's rules.
+fn emit_cast(cx: &EmitCx, to: DType, saturate: bool) -> Result<String, CodegenError> {
+    let (x, out) = (cx.input(0)?, cx.output(0)?);
+    let xd = cx.dtype(x)?;
+    let xt = cx.elem(x)?;
+    let tt = rust_ty(to).ok_or_else(|| cx.err(format!("cast to {to} is not supported by codegen yet")))?;
+    // Small types (float8/float4/2-4 bit ints) are raw bits; the runtime's `small` module
+    // converts them with the interpreter's rules.
+    let decoded = |xs: burnc_runtime::small::Small| format!("rt::small::small_to_f64(rt::small::Small::{xs:?}, v)");
+    let conv = if xd == to {
+        "v".to_string()
+    } else if let Some(ts) = small_of(to) {
+        let src_int = xd.is_int() || xd == DType::Bool;
+        if to.is_int() && src_int {
+            let i = match small_of(xd) {
+                Some(xs) => format!("({}) as i64", decoded(xs)),
+                None => "rt::Elem::to_i64(v)".into(),
+            };
+            format!("rt::small::small_from_i64(rt::small::Small::{ts:?}, {i})")
+        } else {
+            let f = match small_of(xd) {
+                Some(xs) => decoded(xs),
+                None if xd.is_float() => "rt::Elem::to_f64(v)".into(),
+                None => format!("(if v < <{xt} as rt::Elem>::zero() {{ rt::Elem::to_i64(v) as f64 }} else {{ rt::Elem::to_u64(v) as f64 }})"),
+            };
+            let f = if to.is_int() { f } else { format!("(({f}) as f32 as f64)") };
+            format!("rt::small::small_from_f64(rt::small::Small::{ts:?}, {f}, {saturate})")
+        }
+    } else if let Some(xs) = small_of(xd) {
+        if to == DType::Bool {
+            format!("(({}) as f32 != 0.0) as u8", decoded(xs))
+        } else {
+            format!("<{tt} as rt::Elem>::from_f64(({}) as f32 as f64)", decoded(xs))
+        }
+    } else if to == DType::Bool {
+        format!("(v != <{xt} as rt::Elem>::zero()) as u8")
+    } else if xd.is_float() {
+        format!("<{tt} as rt::Elem>::from_f64(rt::Elem::to_f64(v))")
+    } else if to.is_float() {
+        format!("if v < <{xt} as rt::Elem>::zero() {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_i64(v) as f64) }} else {{ <{tt} as rt::Elem>::from_f64(rt::Elem::to_u64(v) as f64) }}")
+    } else {
+        format!("<{tt} as rt::Elem>::from_i64(rt::Elem::to_i64(v))")
+    };
+    Ok(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = {conv}; }}", cx.write(out)?, cx.read(x)?))
+}
+
+fn ramp(shape: &[usize], dtype: DType) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|i| ((i * 29) % 41) as f32 * 0.75 - 15.0).collect();
+    cast(&Tensor::from_f32s(shape.to_vec(), v), dtype, true).unwrap_or_else(|_| Tensor::zeros(dtype, shape.to_vec()))
+}
+
+pub fn examples() -> Vec<super::Example> {
+    let mut v = Vec::new();
+    for (from, to) in [(DType::F32, DType::I32), (DType::F32, DType::F16), (DType::I64, DType::F32), (DType::F32, DType::Bool), (DType::F32, DType::U8)] {
+        v.push(super::Example { op: OpRef::new(Cast { to: Some(to), saturate: true }), inputs: vec![ramp(&[2, 3, 4], from)] });
+    }
+    v.push(super::Example { op: OpRef::new(Cast { to: None, saturate: true }), inputs: vec![ramp(&[3, 5], DType::F32), ramp(&[1], DType::F64)] });
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cast_shapes_and_values() {
+        let x = Tensor::from_f32s(vec![2, 2], vec![-1.7, 0.0, 2.5, 300.0]);
+        let y = Cast { to: Some(DType::I8), saturate: true }.eval(&[Some(&x)]).expect("eval");
+        // Truncated toward zero, saturated.
+        assert_eq!(y[0].to_i64_vec(), Some(vec![-1, 0, 2, 127]));
+        let like = Tensor::from_i64s(vec![1], vec![0]);
+        let z = Cast { to: None, saturate: true }.eval(&[Some(&x), Some(&like)]).expect("eval");
+        assert_eq!((z[0].dtype(), z[0].to_i64_vec()), (DType::I64, Some(vec![-1, 0, 2, 300])));
+    }
+}

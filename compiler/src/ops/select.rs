@@ -1,0 +1,158 @@
+//! Where: `(cond, x, y)` → `x` where `cond` is true, else `y`, the three broadcast together
+//! (numpy rules). One strided kernel (`runtime::kernels::broadcast::ternary`) for the
+//! interpreter and generated code, every dtype.
+use super::{EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::CodegenError;
+use crate::interp::ops::util::{broadcast_shapes, broadcast_strides, numel};
+use crate::ir::{DType, Op, ValueId};
+use crate::tensor::{Data, Tensor};
+use burnc_runtime::kernels::broadcast;
+
+/// The IR node of a Where.
+pub fn op() -> Op {
+    Op::Def(OpRef::new(Where))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Where;
+
+fn input<'a>(ins: &[Option<&'a Tensor>], i: usize) -> R<&'a Tensor> {
+    ins.get(i).copied().flatten().ok_or_else(|| format!("input #{i} is missing"))
+}
+
+impl OpDef for Where {
+    fn name(&self) -> &'static str {
+        "Where"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let (c, x, y) = (cx.arg(0)?.clone(), cx.arg(1)?.clone(), cx.arg(2)?.clone());
+        if c.dtype != DType::Bool {
+            return Err(format!("condition must be bool, got {}", c.dtype));
+        }
+        if x.dtype != y.dtype {
+            return Err(format!("X and Y must have one type, got {} and {}", x.dtype, y.dtype));
+        }
+        let dims = match (&c.dims, &x.dims, &y.dims) {
+            (Some(a), Some(b), Some(d)) => {
+                let ab = cx.broadcast(a, b)?;
+                Some(cx.broadcast(&ab, d)?)
+            }
+            _ => None,
+        };
+        Ok(vec![OutType { dtype: x.dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let (c, x, y) = (input(ins, 0)?, input(ins, 1)?, input(ins, 2)?);
+        let Data::Bool(cv) = &c.data else { return Err(format!("condition must be bool, got {}", c.dtype())) };
+        if x.dtype() != y.dtype() {
+            return Err(format!("X and Y must have one type, got {} and {}", x.dtype(), y.dtype()));
+        }
+        let shape = broadcast_shapes(&broadcast_shapes(&c.shape, &x.shape)?, &y.shape)?;
+        let n = numel(&shape)?;
+        let (sc, sx, sy) = (broadcast_strides(&c.shape, &shape), broadcast_strides(&x.shape, &shape), broadcast_strides(&y.shape, &shape));
+        macro_rules! go {
+            ($($variant:ident),*) => {
+                match (&x.data, &y.data) {
+                    $((Data::$variant(a), Data::$variant(b)) => {
+                        let mut out = vec![Default::default(); n];
+                        if n > 0 {
+                            broadcast::ternary(cv, &sc, a, &sx, b, &sy, &mut out, &shape, |c, p, q| if c { p } else { q });
+                        }
+                        Data::$variant(out)
+                    })*
+                    _ => return Err(format!("Where is not defined on {}", x.dtype())),
+                }
+            };
+        }
+        let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool);
+        Ok(vec![Tensor::new(shape, data)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (c, x, y, out) = (cx.input(0)?, cx.input(1)?, cx.input(2)?, cx.output(0)?);
+        let os = cx.dims(out)?;
+        let (rc, rx, ry, w) = (cx.read(c)?, cx.read(x)?, cx.read(y)?, cx.write(out)?);
+        if os.is_empty() {
+            // The write target is an `unsafe { … }` block: parenthesised, so it is indexed
+            // rather than parsed as a statement of its own.
+            return Ok(format!("let (c, x, z) = ({rc}, {rx}, {ry}); ({w})[0] = if c[0] != 0 {{ x[0] }} else {{ z[0] }};"));
+        }
+        let st = |v: ValueId| -> Result<String, CodegenError> { Ok(format!("[{}]", cx.broadcast_strides(&cx.dims(v)?, &os)?.join(", "))) };
+        Ok(format!(
+            "rt::kernels::broadcast::ternary({rc}, &{}, {rx}, &{}, {ry}, &{}, {w}, &{}, |c: u8, p, q| if c != 0 {{ p }} else {{ q }});",
+            st(c)?,
+            st(x)?,
+            st(y)?,
+            cx.sizes(&os)?
+        ))
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        outs.first()?.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
+    }
+
+    // The gradient goes to the side each element took, summed back to that side's shape.
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let (c, dy) = (cx.input(0)?, cx.dy()?);
+        let zero = cx.b.scalar(0.0, cx.b.dtype(dy)?)?;
+        let dx = side(cx, 1, [c, dy, zero])?;
+        let dz = side(cx, 2, [c, zero, dy])?;
+        Ok(vec![None, dx, dz])
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Input `i`'s gradient: `Where(picks)` summed back to its shape, when needed.
+fn side(cx: &mut GradCx, i: usize, picks: [ValueId; 3]) -> R<Option<ValueId>> {
+    if !cx.wants(i) {
+        return Ok(None);
+    }
+    let t = cx.b.node(op(), &picks)?;
+    let like = cx.input(i)?;
+    Ok(Some(cx.b.sum_to(t, like)?))
+}
+
+pub fn examples() -> Vec<super::Example> {
+    let c = Tensor::new(vec![3, 1], Data::Bool(vec![true, false, true]));
+    let x = Tensor::from_f32s(vec![3, 4], (0..12).map(|i| i as f32 - 5.5).collect());
+    let y = Tensor::from_f32s(vec![4], vec![10.0, 20.0, 30.0, 40.0]);
+    let yi = Tensor::from_i64s(vec![1, 4], vec![7, -8, 9, -10]);
+    let xi = Tensor::from_i64s(vec![3, 4], (0..12).collect());
+    vec![
+        super::Example { op: OpRef::new(Where), inputs: vec![c.clone(), x, y] },
+        super::Example { op: OpRef::new(Where), inputs: vec![c, xi, yi] },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::Arg;
+
+    #[test]
+    fn where_broadcasts_its_three_inputs() {
+        let ex = &examples()[0];
+        let ins: Vec<Option<&Tensor>> = ex.inputs.iter().map(Some).collect();
+        let y = Where.eval(&ins).expect("eval");
+        assert_eq!(y[0].shape, vec![3, 4]);
+        assert_eq!(y[0].to_f64_vec()[..8], [-5.5, -4.5, -3.5, -2.5, 10.0, 20.0, 30.0, 40.0]);
+        let arg = |d: DType, s: &[i64]| Some(Arg { dtype: d, dims: Some(s.iter().map(|&v| crate::ir::DimExpr::constant(v)).collect()), value: None });
+        let out = Where.shapes(&mut ShapeCx::new(vec![arg(DType::Bool, &[3, 1]), arg(DType::F32, &[3, 4]), arg(DType::F32, &[4])])).expect("shapes");
+        assert_eq!(out[0].dims.as_ref().map(|d| d.len()), Some(2));
+        assert!(Where.shapes(&mut ShapeCx::new(vec![arg(DType::Bool, &[3]), arg(DType::F32, &[4]), arg(DType::F32, &[4])])).is_err());
+        assert!(Where.shapes(&mut ShapeCx::new(vec![arg(DType::F32, &[4]), arg(DType::F32, &[4]), arg(DType::F32, &[4])])).is_err());
+    }
+}
