@@ -1,8 +1,11 @@
 //! Every op of `burnc_compiler::ops` on its examples (`ops::examples`): the interpreter, generated
-//! code with the shapes pinned, and bounded-dims code (each input dim bounded by twice its size,
-//! run at the example's size) must give the same outputs. They call the same kernels, so the
-//! comparison is to 1e-6 relative.
-use burnc::harness::bounded::{build_bounded, generate_bounded_for, run_bounded};
+//! code with the shapes pinned, and bounded-dims code (each input dim bounded by twice its size)
+//! must give the same outputs. They call the same kernels, so the comparison is to 1e-6
+//! relative. The bounded module runs at the example's size and, along the first input's first
+//! dim, at every size from 1 to its bound (inputs sharing that dim resized with it): equal to
+//! the interpreter, or refused by both.
+use burnc::harness::bounded::{build_bounded, generate_bounded_for, run_bounded, run_bounded_on};
+use burnc_compiler::Tensor;
 use burnc_compiler::codegen::CodegenOptions;
 use burnc_compiler::interp::{self, RtValue};
 use burnc_compiler::ir::{Graph, Op, Shape, TensorType, ValueKind, ValueType};
@@ -25,6 +28,24 @@ fn graph(ex: &burnc_compiler::ops::Example) -> Graph {
     let (_, outs) = g.add_node(ex.op.name(), Op::Def(ex.op.clone()), ins, &["y".into()]);
     g.outputs = outs;
     g
+}
+
+/// `t` with its first dim made `size`: rows repeated cyclically (or cut).
+fn resized(t: &Tensor, size: usize) -> Tensor {
+    let rows = t.shape[0];
+    let row: usize = t.shape[1..].iter().product();
+    let idx: Vec<usize> = (0..size * row).map(|i| (i / row) % rows * row + i % row).collect();
+    let mut shape = t.shape.clone();
+    shape[0] = size;
+    let data = burnc_compiler::tensor::Data::from_le_bytes(t.dtype(), &gather_bytes(t, &idx)).expect("same dtype");
+    Tensor::new(shape, data)
+}
+
+/// The little-endian bytes of `t`'s elements at `idx`.
+fn gather_bytes(t: &Tensor, idx: &[usize]) -> Vec<u8> {
+    let bytes = t.data.to_le_bytes();
+    let w = bytes.len() / t.numel().max(1);
+    idx.iter().flat_map(|&i| bytes[i * w..(i + 1) * w].to_vec()).collect()
 }
 
 #[test]
@@ -54,7 +75,31 @@ fn every_op_definition_agrees_in_all_three_paths() {
         for (g, w) in got.iter().zip(&want) {
             common::close(g, w, 1e-6, 0.0).unwrap_or_else(|e| panic!("{name}, bounded dims: {e}"));
         }
-        println!("{name}: interpreter, fixed and bounded code agree on {:?}", ex.inputs.iter().map(|t| t.shape.clone()).collect::<Vec<_>>());
+        // Every size of the first input's first dim up to its bound.
+        let Some(&n0) = ex.inputs[0].shape.first().filter(|&&n| n > 1) else { continue };
+        let (mut agreed, mut refused) = (0, 0);
+        for size in 1..=2 * n0 {
+            let values: Vec<RtValue> = ex.inputs.iter().map(|t| RtValue::Tensor(if t.shape.first() == Some(&n0) { resized(t, size) } else { t.clone() })).collect();
+            let want = interp::run(&g, values.clone());
+            let (feeds, dims) = bounded.refeed(&values).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got = run_bounded_on(&bin, &bounded, &feeds, &dims, &work.join(format!("size{size}")));
+            match (want, got) {
+                (Ok(w), Ok(g)) => {
+                    for (g, w) in g.iter().zip(&w) {
+                        common::close(g, w, 1e-6, 0.0).unwrap_or_else(|e| panic!("{name}, bounded at first dim {size}: {e}"));
+                    }
+                    agreed += 1;
+                }
+                (Err(_), Err(_)) => refused += 1,
+                (Ok(_), Err(e)) => panic!("{name}, first dim {size}: the interpreter runs, bounded code fails: {e}"),
+                (Err(e), Ok(_)) => panic!("{name}, first dim {size}: bounded code runs, the interpreter refuses: {e}"),
+            }
+        }
+        println!(
+            "{name}: interpreter, fixed and bounded code agree on {:?}; bounded at first dim 1..={}: {agreed} equal, {refused} refused by both",
+            ex.inputs.iter().map(|t| t.shape.clone()).collect::<Vec<_>>(),
+            2 * n0
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -17,6 +17,32 @@ pub struct BoundedPrepared {
     pub feeds: Vec<Tensor>,
     /// The value of each named dim of `info.dims` for these feeds.
     pub dims: Vec<usize>,
+    /// The graph input each feed is (inputs baked in as constants have none).
+    pub positions: Vec<usize>,
+}
+
+impl BoundedPrepared {
+    /// Feeds and dims for other input values of the same module (other sizes within the
+    /// bounds; baked inputs must keep their values, which is the caller's business).
+    pub fn refeed(&self, values: &[RtValue]) -> Result<(Vec<Tensor>, Vec<usize>), HarnessError> {
+        let mut feeds = Vec::with_capacity(self.positions.len());
+        let mut known: Vec<(String, usize)> = Vec::new();
+        for &pos in &self.positions {
+            let Some(RtValue::Tensor(t)) = values.get(pos) else {
+                return Err(HarnessError::Msg(format!("input #{pos} must be a tensor")));
+            };
+            known.extend(t.shape.iter().enumerate().map(|(k, &n)| (dim_name(pos, k), n)));
+            feeds.push(t.clone());
+        }
+        let dims = self
+            .info
+            .dims
+            .iter()
+            .map(|(name, _)| known.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| HarnessError::Msg("the inputs lack a dim the module takes".into()))?;
+        Ok((feeds, dims))
+    }
 }
 
 /// The name of dim `k` of graph input `pos` (no model name reaches it).
@@ -37,6 +63,7 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
     let attempt = |bake_ints: bool| -> Result<BoundedPrepared, HarnessError> {
         let mut g = g.clone();
         let mut feeds = Vec::new();
+        let mut positions = Vec::new();
         let mut known: Vec<(String, usize)> = Vec::new();
         for (pos, v) in values.iter().enumerate().rev() {
             let id = *g.inputs.get(pos).ok_or_else(|| HarnessError::Msg(format!("the model has no input #{pos}")))?;
@@ -59,8 +86,10 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
             }
             g.value_mut(id).ty = ValueType::Tensor(TensorType { dtype: t.dtype(), shape: Some(Shape(dims)) });
             feeds.push(t.clone());
+            positions.push(pos);
         }
         feeds.reverse();
+        positions.reverse();
         let (gen, info) = codegen::generate_bounded(&g, opts)?;
         let dims = info
             .dims
@@ -68,7 +97,7 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
             .map(|(name, _)| known.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| HarnessError::Msg("internal: a bounded dim of the module is no input dim".into()))?;
-        Ok(BoundedPrepared { gen, info, feeds, dims })
+        Ok(BoundedPrepared { gen, info, feeds, dims, positions })
     };
     match attempt(false) {
         Ok(r) => Ok(r),
@@ -86,13 +115,18 @@ pub fn build_bounded(p: &BoundedPrepared, key: &str) -> Result<PathBuf, HarnessE
 /// Run a built bounded harness on the prepared feeds at their dims; the outputs have the
 /// shapes `forward` reports.
 pub fn run_bounded(bin: &Path, p: &BoundedPrepared, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
+    run_bounded_on(bin, p, &p.feeds, &p.dims, work)
+}
+
+/// [`run_bounded`] on other feeds and dims ([`BoundedPrepared::refeed`]).
+pub fn run_bounded_on(bin: &Path, p: &BoundedPrepared, feeds: &[Tensor], dims: &[usize], work: &Path) -> Result<Vec<RtValue>, HarnessError> {
     std::fs::create_dir_all(work).map_err(|e| io_err(work, e))?;
-    for (k, t) in p.feeds.iter().enumerate() {
+    for (k, t) in feeds.iter().enumerate() {
         let path = work.join(format!("in_{k}.bin"));
         std::fs::write(&path, t.data.to_le_bytes()).map_err(|e| io_err(&path, e))?;
     }
     let mut args: Vec<String> = vec![work.display().to_string()];
-    args.extend(p.dims.iter().map(|d| d.to_string()));
+    args.extend(dims.iter().map(|d| d.to_string()));
     exec(bin, &args)?;
     let mut outs = Vec::with_capacity(p.gen.outputs.len());
     for (i, d) in p.gen.outputs.iter().enumerate() {

@@ -231,6 +231,11 @@ impl<'a> EmitCx<'a> {
         Ok(format!("[{}]", dims.iter().map(|d| self.size(d)).collect::<Result<Vec<_>, _>>()?.join(", ")))
     }
 
+    /// Whether the memory plan made `v` a view of another buffer (nothing to compute).
+    pub fn is_alias(&self, v: ValueId) -> bool {
+        self.cx.plan.aliases.contains_key(&v)
+    }
+
     /// The input whose buffer the memory plan gave output 0 (the op computes in place).
     pub fn in_place_input(&self) -> Option<usize> {
         self.cx.plan.inplace.get(&self.id).copied()

@@ -6,9 +6,8 @@
 use super::Sizes;
 use crate::codegen::emit::Ctx;
 use crate::codegen::{CodegenError, Lowering};
-use crate::interp::ops::elementwise::runtime_unary;
 use crate::interp::ops::nn::geom::resolve;
-use crate::ir::{AutoPad, BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
+use crate::ir::{AutoPad, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
 use crate::passes::symbolic::SymInfo;
 use crate::codegen::emit::nn::{act_lit, prepacked_conv, prepacked_weights};
 use burnc_runtime::kernels::conv::{conv_scratch_len, is_direct_depthwise, ConvDims};
@@ -194,40 +193,8 @@ impl Bx<'_> {
                 let y = self.write(n, out)?;
                 Ok(Some(crate::codegen::emit::program_loop(p, &len, &inputs, &y, self.cx.plan.inplace.get(&id).copied())))
             }
-            Op::Unary(u) => {
-                f32_only("a unary op")?;
-                let r = runtime_unary(*u).ok_or_else(|| self.unsupported(n))?;
-                let r = crate::codegen::emit::unary_lit(r);
-                let y = self.write(n, out)?;
-                if self.cx.plan.inplace.contains_key(&id) {
-                    return Ok(Some(format!("rt::kernels::unary::map_f32_inplace({r}, {y});")));
-                }
-                Ok(Some(format!("rt::kernels::unary::map_f32({r}, {}, {y});", self.read(n, self.input(n, 0)?)?)))
-            }
-            Op::Binary(b) => {
-                f32_only("a binary op")?;
-                let f = match b {
-                    BinaryOp::Add => "|p: f32, q: f32| p + q",
-                    BinaryOp::Sub => "|p: f32, q: f32| p - q",
-                    BinaryOp::Mul => "|p: f32, q: f32| p * q",
-                    BinaryOp::Div => "|p: f32, q: f32| p / q",
-                    _ => return Err(self.unsupported(n)),
-                };
-                let (a, bv) = (self.input(n, 0)?, self.input(n, 1)?);
-                let (os, as_, bs) = (self.shape(n, out)?, self.shape(n, a)?, self.shape(n, bv)?);
-                let (ra, rb, y) = (self.read(n, a)?, self.read(n, bv)?, self.write(n, out)?);
-                if as_ == os && bs == os {
-                    return Ok(Some(format!("let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}")));
-                }
-                let (sa, sb) = (self.bcast_strides(&as_, &os), self.bcast_strides(&bs, &os));
-                let oshape: Vec<String> = os.iter().map(|d| self.sizes.dim(d)).collect();
-                Ok(Some(format!(
-                    "rt::kernels::broadcast::binary({ra}, &[{}], {rb}, &[{}], {y}, &[{}], {f});",
-                    sa.join(", "),
-                    sb.join(", "),
-                    oshape.join(", ")
-                )))
-            }
+            // The static emitter, with run-time sizes.
+            Op::Unary(_) | Op::Binary(_) => crate::codegen::emit::emit_unary_binary(&crate::ops::EmitCx::bounded(self, id)),
             Op::Conv { group, .. } | Op::FusedConv { group, .. } => {
                 f32_only("Conv")?;
                 let (x, wv) = (self.input(n, 0)?, self.input(n, 1)?);

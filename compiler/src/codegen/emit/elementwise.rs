@@ -1,9 +1,10 @@
 //! Unary and binary ops: loops over runtime scalar functions, in place where the plan says.
 use super::Ctx;
+use crate::ops::EmitCx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::elementwise::runtime_unary;
 use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
-use crate::ir::{BinaryOp, DType, Graph, Node, NodeId, Op, UnaryOp};
+use crate::ir::{BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, UnaryOp, ValueId};
 use burnc_runtime::kernels::unary::Unary;
 
 fn shape_of(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
@@ -52,30 +53,23 @@ fn binary_fn(op: BinaryOp, t: &str) -> Option<String> {
     })
 }
 
-/// `y = f(a, b)` with numpy broadcasting, through the runtime's strided kernel.
-#[allow(clippy::too_many_arguments)]
-fn broadcast_call(
-    cx: &Ctx,
-    n: &Node,
-    out: crate::ir::ValueId,
-    oshape: &[usize],
-    a: crate::ir::ValueId,
-    ashape: &[usize],
-    b: crate::ir::ValueId,
-    bshape: &[usize],
-    f: &str,
-) -> Result<String, CodegenError> {
-    let (ra, rb, y) = (cx.read(n, a)?, cx.read(n, b)?, cx.write(n, out)?);
-    let len: usize = oshape.iter().product();
-    if ashape == oshape && bshape == oshape {
+/// `y = f(a, b)` with numpy broadcasting, through the runtime's strided kernel (strides and
+/// shape as literals, or run-time sizes under bounded dims).
+fn broadcast_call(cx: &EmitCx, out: ValueId, a: ValueId, b: ValueId, f: &str) -> Result<String, CodegenError> {
+    let (os, as_, bs) = (cx.dims(out)?, cx.dims(a)?, cx.dims(b)?);
+    let (ra, rb, y) = (cx.read(a)?, cx.read(b)?, cx.write(out)?);
+    if as_ == os && bs == os {
         return Ok(format!("let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}"));
     }
-    if oshape.is_empty() || len == 0 {
+    if os.is_empty() || numel(&os).as_const() == Some(0) {
         return Ok(format!("let f = {f}; for o in {y}.iter_mut() {{ *o = f({ra}[0], {rb}[0]); }}"));
     }
-    let sa = crate::interp::ops::util::broadcast_strides(ashape, oshape);
-    let sb = crate::interp::ops::util::broadcast_strides(bshape, oshape);
-    Ok(format!("rt::kernels::broadcast::binary({ra}, &{sa:?}, {rb}, &{sb:?}, {y}, &{oshape:?}, {f});"))
+    let (sa, sb) = (cx.broadcast_strides(&as_, &os)?, cx.broadcast_strides(&bs, &os)?);
+    Ok(format!("rt::kernels::broadcast::binary({ra}, &[{}], {rb}, &[{}], {y}, &{}, {f});", sa.join(", "), sb.join(", "), cx.sizes(&os)?))
+}
+
+fn numel(dims: &[DimExpr]) -> DimExpr {
+    dims.iter().fold(DimExpr::constant(1), |a, d| a.mul(d))
 }
 
 pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
@@ -100,36 +94,38 @@ pub fn can_inplace(g: &Graph, id: NodeId, i: usize) -> bool {
     }
 }
 
-pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let (od, oshape) = cx.ty(n, out)?;
-    let ot = cx.elem(n, out)?;
-    let inplace = cx.plan.inplace.get(&id).copied();
+/// Unary and binary nodes, with fixed shapes or bounded dims alike ([`EmitCx`]).
+pub fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
+    let n = cx.node();
+    let out = cx.output(0)?;
+    let od = cx.dtype(out)?;
+    let ot = cx.elem(out)?;
+    let inplace = cx.in_place_input();
     match &n.op {
         Op::Unary(UnaryOp::Identity) => {
-            if cx.plan.aliases.contains_key(&out) {
+            if cx.is_alias(out) {
                 return Ok(None);
             }
-            let x = cx.read(n, cx.input(n, 0)?)?;
-            Ok(Some(format!("{}.copy_from_slice({x});", cx.write(n, out)?)))
+            let x = cx.read(cx.input(0)?)?;
+            Ok(Some(format!("{}.copy_from_slice({x});", cx.write(out)?)))
         }
         Op::Unary(UnaryOp::Not) => {
-            let x = cx.input(n, 0)?;
-            Ok(Some(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = v ^ 1; }}", cx.write(n, out)?, cx.read(n, x)?)))
+            let x = cx.input(0)?;
+            Ok(Some(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = v ^ 1; }}", cx.write(out)?, cx.read(x)?)))
         }
         Op::Unary(u) => {
-            let x = cx.input(n, 0)?;
-            let y = cx.write(n, out)?;
+            let x = cx.input(0)?;
+            let y = cx.write(out)?;
             if let (Some(r), DType::F32 | DType::F64) = (runtime_unary(*u), od) {
                 let f = if od == DType::F32 { "f32" } else { "f64" };
                 let r = unary_lit(r);
                 if inplace.is_some() {
                     return Ok(Some(format!("rt::kernels::unary::map_{f}_inplace({r}, {y});")));
                 }
-                return Ok(Some(format!("rt::kernels::unary::map_{f}({r}, {}, {y});", cx.read(n, x)?)));
+                return Ok(Some(format!("rt::kernels::unary::map_{f}({r}, {}, {y});", cx.read(x)?)));
             }
-            let (xd, _) = cx.ty(n, x)?;
-            let xt = cx.elem(n, x)?;
+            let xd = cx.dtype(x)?;
+            let xt = cx.elem(x)?;
             let half = matches!(xd, DType::F16 | DType::BF16);
             let int = xd.is_int();
             let f: String = match u {
@@ -147,21 +143,20 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round if int => "v".into(),
                 // f16/bf16: through f32, as the interpreter does.
                 _ if half && runtime_unary(*u).is_some() => {
-                    let r = runtime_unary(*u).map(unary_lit).ok_or_else(|| cx.err(n, "no runtime function"))?;
+                    let r = runtime_unary(*u).map(unary_lit).ok_or_else(|| cx.err("no runtime function"))?;
                     format!("<{xt} as rt::FloatElem>::from_f32(rt::kernels::unary::eval_f32({r}, rt::FloatElem::to_f32(v)))")
                 }
-                _ => return Err(cx.err(n, format!("{u:?} on {xd} is not supported by codegen yet"))),
+                _ => return Err(cx.err(format!("{u:?} on {xd} is not supported by codegen yet"))),
             };
-            Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {f}; }}", cx.read(n, x)?)))
+            Ok(Some(format!("for (o, &v) in {y}.iter_mut().zip({}) {{ *o = {f}; }}", cx.read(x)?)))
         }
         Op::Binary(b) if matches!(b, BinaryOp::Equal | BinaryOp::Less | BinaryOp::LessOrEqual | BinaryOp::Greater | BinaryOp::GreaterOrEqual | BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) => {
-            let (a, bb) = (cx.input(n, 0)?, cx.input(n, 1)?);
-            let (ad, ashape) = cx.ty(n, a)?;
-            let (bd, bshape) = cx.ty(n, bb)?;
+            let (a, bb) = (cx.input(0)?, cx.input(1)?);
+            let (ad, bd) = (cx.dtype(a)?, cx.dtype(bb)?);
             if ad != bd {
-                return Err(cx.err(n, "mixed element types"));
+                return Err(cx.err("mixed element types"));
             }
-            let at = cx.elem(n, a)?;
+            let at = cx.elem(a)?;
             let f = match b {
                 BinaryOp::Equal => format!("|p: {at}, q: {at}| (p == q) as u8"),
                 BinaryOp::Less => format!("|p: {at}, q: {at}| (p < q) as u8"),
@@ -172,60 +167,44 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 BinaryOp::Or => "|p: u8, q: u8| p | q".into(),
                 _ => "|p: u8, q: u8| p ^ q".into(),
             };
-            broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
+            broadcast_call(cx, out, a, bb, &f).map(Some)
         }
         Op::Binary(b) => {
-            let f = binary_fn(*b, ot).ok_or_else(|| cx.err(n, format!("{b:?} is not supported by codegen yet")))?;
+            let f = binary_fn(*b, ot).ok_or_else(|| cx.err(format!("{b:?} is not supported by codegen yet")))?;
             if matches!(b, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor | BinaryOp::BitShiftLeft | BinaryOp::BitShiftRight)
                 && od.is_float()
             {
-                return Err(cx.err(n, "bit ops on floats"));
+                return Err(cx.err("bit ops on floats"));
             }
             if matches!(b, BinaryOp::BitShiftLeft | BinaryOp::BitShiftRight | BinaryOp::Mod { .. }) && od == DType::Bool {
-                return Err(cx.err(n, format!("{b:?} on bool")));
+                return Err(cx.err(format!("{b:?} on bool")));
             }
-            let (a, bb) = (cx.input(n, 0)?, cx.input(n, 1)?);
-            let (ad, ashape) = cx.ty(n, a)?;
-            let (bd, bshape) = cx.ty(n, bb)?;
+            let (a, bb) = (cx.input(0)?, cx.input(1)?);
+            let (ad, bd) = (cx.dtype(a)?, cx.dtype(bb)?);
             if *b == BinaryOp::Pow && ad == od && bd != od {
                 // The exponent goes through f64, as in the interpreter.
-                let bt = cx.elem(n, bb)?;
+                let bt = cx.elem(bb)?;
                 let f = format!(
                     "|p: {ot}, q: {bt}| <{ot} as rt::Elem>::from_f64(rt::math::pow(rt::Elem::to_f64(p), rt::Elem::to_f64(q)))"
                 );
-                return broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some);
+                return broadcast_call(cx, out, a, bb, &f).map(Some);
             }
             if ad != od || bd != od {
-                return Err(cx.err(n, "mixed element types"));
+                return Err(cx.err("mixed element types"));
             }
-            let y = cx.write(n, out)?;
-            let len: usize = oshape.iter().product();
-            let blen: usize = bshape.iter().product();
-            let alen: usize = ashape.iter().product();
             if let Some(i) = inplace {
+                let y = cx.write(out)?;
                 let other = if i == 0 { bb } else { a };
-                let olen = if i == 0 { blen } else { alen };
-                let q = if olen == 1 { "q[0]" } else { "q[j]" };
+                let q = if numel(&cx.dims(other)?).as_const() == Some(1) { "q[0]" } else { "q[j]" };
                 let call = if i == 0 { format!("f(*o, {q})") } else { format!("f({q}, *o)") };
                 return Ok(Some(format!(
                     "let f = {f}; let q = {}; for (j, o) in {y}.iter_mut().enumerate() {{ *o = {call}; }}",
-                    cx.read(n, other)?
+                    cx.read(other)?
                 )));
             }
-            let (ra, rb) = (cx.read(n, a)?, cx.read(n, bb)?);
-            if ashape == oshape && bshape == oshape {
-                return Ok(Some(format!(
-                    "let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}"
-                )));
-            }
-            if oshape.is_empty() || len == 0 {
-                return Ok(Some(format!("let f = {f}; for o in {y}.iter_mut() {{ *o = f({ra}[0], {rb}[0]); }}")));
-            }
-            let _ = (ra, rb, y);
-            broadcast_call(cx, n, out, &oshape, a, &ashape, bb, &bshape, &f).map(Some)
+            broadcast_call(cx, out, a, bb, &f).map(Some)
         }
-        Op::Elementwise(p) => emit_program(cx, id, n, p).map(Some),
-        _ => Err(cx.err(n, "not an elementwise op")),
+        _ => Err(cx.err("not a unary or binary op")),
     }
 }
 
@@ -364,7 +343,7 @@ pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput]
 }
 
 /// A fused elementwise group, shapes fixed.
-fn emit_program(cx: &Ctx, id: NodeId, n: &Node, p: &ScalarProgram) -> Result<String, CodegenError> {
+pub(crate) fn emit_program(cx: &Ctx, id: NodeId, n: &Node, p: &ScalarProgram) -> Result<String, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
     let (_, oshape) = cx.ty(n, out)?;
     let len: usize = oshape.iter().product();

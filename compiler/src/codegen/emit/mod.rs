@@ -22,7 +22,7 @@ mod train;
 mod wide;
 
 pub use elementwise::{f32_lit, unary_lit};
-pub(crate) use elementwise::{program_loop, ProgramInput};
+pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInput};
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
@@ -226,7 +226,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
     let n = cx.g.node(id);
     match &n.op {
         Op::Def(d) => d.emit(&crate::ops::EmitCx::fixed(cx, id)).map(Some),
-        Op::Unary(_) | Op::Binary(_) | Op::Elementwise(_) => elementwise::emit(cx, id, n),
+        Op::Unary(_) | Op::Binary(_) => elementwise::emit(&crate::ops::EmitCx::fixed(cx, id)),
+        Op::Elementwise(p) => elementwise::emit_program(cx, id, n, p).map(Some),
         Op::Reduce { .. } => nn::emit_reduce(cx, id, n),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::emit(cx, id, n),
