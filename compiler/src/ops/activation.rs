@@ -1,8 +1,8 @@
 //! Activations of their own: Swish, SwiGLU and BiasSplitGelu. Their scalar functions are the
 //! runtime's (`kernels::extra`), computed in f64 and rounded to the element type, by the
 //! interpreter and generated code alike.
-use super::cx::f64_lit;
-use super::{Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::emit::f64_lit;
+use super::{input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Op, UnaryOp, ValueId};
@@ -17,14 +17,6 @@ fn float_arg<'a>(cx: &'a ShapeCx, i: usize, op: &str) -> R<&'a Arg> {
         return Err(format!("{op} is not defined on {}", a.dtype));
     }
     Ok(a)
-}
-
-fn input<'a>(ins: &[Option<&'a Tensor>], i: usize) -> R<&'a Tensor> {
-    ins.get(i).copied().flatten().ok_or_else(|| format!("input #{i} is missing"))
-}
-
-fn numel(shape: &Option<Vec<usize>>) -> Option<u64> {
-    shape.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
 }
 
 /// `x · sigmoid(alpha · x)` (ONNX Swish, opset 24).

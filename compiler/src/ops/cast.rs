@@ -2,21 +2,13 @@
 //! through f64, ints through i64/u64, anything to bool as `!= 0`, float to int truncating and
 //! saturating (docs/DECISIONS.md, "Float to integer casts"). The interpreter's conversion is
 //! `interp::ops::cast::cast`; generated code writes the same rules per element.
-use super::{EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::rust_ty;
 use crate::codegen::CodegenError;
 use crate::float8::small_of;
 use crate::interp::ops::cast::cast;
 use crate::ir::{DType, Op, ValueId};
 use crate::tensor::Tensor;
-
-fn input<'a>(ins: &[Option<&'a Tensor>], i: usize) -> R<&'a Tensor> {
-    ins.get(i).copied().flatten().ok_or_else(|| format!("input #{i} is missing"))
-}
-
-fn numel(shape: &Option<Vec<usize>>) -> Option<u64> {
-    shape.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
-}
 
 /// The IR node of a Cast to `to`.
 pub fn op(to: DType, saturate: bool) -> Op {

@@ -242,17 +242,6 @@ impl<'a> EmitCx<'a> {
     }
 }
 
-/// An `f64` literal for generated code (infinities and NaN by name).
-pub fn f64_lit(v: f64) -> String {
-    if v.is_nan() {
-        return "f64::NAN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "f64::INFINITY".into() } else { "f64::NEG_INFINITY".into() };
-    }
-    format!("{v:?}_f64")
-}
-
 /// The gradient rule's view of one forward node.
 pub struct GradCx<'a, 'g> {
     pub b: &'a mut B<'g>,

@@ -18,7 +18,7 @@ pub mod select;
 pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
 
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr};
+use crate::ir::DType;
 use crate::tensor::Tensor;
 use std::fmt;
 use std::sync::Arc;
@@ -105,9 +105,14 @@ pub fn examples() -> Vec<Example> {
     v
 }
 
-/// `d` as a constant, or why a rule needs it to be one.
-pub fn fixed(d: &DimExpr, what: &str) -> R<usize> {
-    d.as_const().map(|c| c.max(0) as usize).ok_or_else(|| format!("{what} must be a fixed size, got {d}"))
+/// Input `i` of an evaluation, which the op requires.
+pub(crate) fn input<'a>(ins: &[Option<&'a Tensor>], i: usize) -> R<&'a Tensor> {
+    ins.get(i).copied().flatten().ok_or_else(|| format!("input #{i} is missing"))
+}
+
+/// The element count of a static shape (for `flops`), saturating.
+pub(crate) fn numel(shape: &Option<Vec<usize>>) -> Option<u64> {
+    shape.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
 }
 
 #[cfg(test)]

@@ -60,7 +60,7 @@ impl OpDef for ArgReduce {
     }
 
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
-        let x = ins.first().copied().flatten().ok_or("input #0 is missing")?;
+        let x = super::input(ins, 0)?;
         Ok(vec![crate::interp::ops::reduce::arg_reduce(x, self.max, self.axis, self.keepdims, self.select_last_index)?])
     }
 
@@ -93,7 +93,7 @@ impl OpDef for ArgReduce {
 
     // One comparison per input element.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        ins.first()?.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
+        super::numel(ins.first()?)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {

@@ -1,9 +1,9 @@
 //! Where: `(cond, x, y)` → `x` where `cond` is true, else `y`, the three broadcast together
 //! (numpy rules). One strided kernel (`runtime::kernels::broadcast::ternary`) for the
 //! interpreter and generated code, every dtype.
-use super::{EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::interp::ops::util::{broadcast_shapes, broadcast_strides, numel};
+use crate::interp::ops::util::{broadcast_shapes, broadcast_strides};
 use crate::ir::{DType, Op, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::broadcast;
@@ -15,10 +15,6 @@ pub fn op() -> Op {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Where;
-
-fn input<'a>(ins: &[Option<&'a Tensor>], i: usize) -> R<&'a Tensor> {
-    ins.get(i).copied().flatten().ok_or_else(|| format!("input #{i} is missing"))
-}
 
 impl OpDef for Where {
     fn name(&self) -> &'static str {
@@ -50,7 +46,7 @@ impl OpDef for Where {
             return Err(format!("X and Y must have one type, got {} and {}", x.dtype(), y.dtype()));
         }
         let shape = broadcast_shapes(&broadcast_shapes(&c.shape, &x.shape)?, &y.shape)?;
-        let n = numel(&shape)?;
+        let n = crate::interp::ops::util::numel(&shape)?;
         let (sc, sx, sy) = (broadcast_strides(&c.shape, &shape), broadcast_strides(&x.shape, &shape), broadcast_strides(&y.shape, &shape));
         macro_rules! go {
             ($($variant:ident),*) => {
@@ -98,7 +94,7 @@ impl OpDef for Where {
     }
 
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        outs.first()?.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))
+        numel(outs.first()?)
     }
 
     // The gradient goes to the side each element took, summed back to that side's shape.

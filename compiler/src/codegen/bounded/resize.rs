@@ -3,6 +3,7 @@
 //! together in the weights blob; generated code picks a length's tables at run time through an
 //! offset table. The tables grow with bound² per resized axis (fine for the bounds of small
 //! images; computing taps at run time is the way past it).
+use crate::codegen::emit::f64_lit;
 use super::emit::Bx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::resize::plan;
@@ -11,14 +12,6 @@ use std::collections::BTreeSet;
 
 /// At most this many assignments of a resized axis's named dims are enumerated.
 const MAX_ASSIGNMENTS: usize = 1 << 16;
-
-fn f64_lit(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:?}_f64")
-    } else {
-        format!("{v:?}").replace("inf", "f64::INFINITY").replace("NaN", "f64::NAN")
-    }
-}
 
 impl Bx<'_> {
     /// Every value `e` takes with each of its named dims in `1..=bound`.

@@ -358,6 +358,17 @@ pub(crate) fn emit_program(cx: &Ctx, id: NodeId, n: &Node, p: &ScalarProgram) ->
     Ok(program_loop(p, &len.to_string(), &inputs, &cx.write(n, out)?, cx.plan.inplace.get(&id).copied()))
 }
 
+/// A Rust expression for an f64 value (infinities and NaN by name).
+pub fn f64_lit(v: f64) -> String {
+    if v.is_nan() {
+        "f64::NAN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "f64::INFINITY".into() } else { "f64::NEG_INFINITY".into() }
+    } else {
+        format!("{v:?}_f64")
+    }
+}
+
 /// A Rust expression for an f32 value.
 pub fn f32_lit(v: f32) -> String {
     if v.is_nan() {

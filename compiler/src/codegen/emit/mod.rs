@@ -21,7 +21,7 @@ mod signal;
 mod train;
 mod wide;
 
-pub use elementwise::{f32_lit, unary_lit};
+pub use elementwise::{f32_lit, f64_lit, unary_lit};
 pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInput};
 use super::weights::WeightsLayout;
 use super::CodegenError;

@@ -1,5 +1,6 @@
 //! Convolution, pooling, GEMM/MatMul, normalization and softmax: calls into the runtime's
 //! kernels with geometry resolved at compile time (the same resolution the interpreter uses).
+use crate::codegen::emit::f64_lit;
 use super::elementwise::f32_lit;
 use super::wide::{carve, is_half, narrow, widen};
 use super::Ctx;
@@ -168,10 +169,6 @@ pub(crate) fn act_lit(a: crate::ir::Act) -> String {
         Act::LeakyRelu(alpha) => format!("rt::kernels::conv::Act::LeakyRelu({})", f32_lit(alpha)),
         Act::Clip(lo, hi) => format!("rt::kernels::conv::Act::Clip({}, {})", f32_lit(lo), f32_lit(hi)),
     }
-}
-
-fn f64_lit(v: f64) -> String {
-    format!("{v:?}_f64")
 }
 
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {

@@ -1,6 +1,7 @@
 //! Normalizations (Layer-, Instance-, MeanVariance-, Lp-, RMS-, GroupNormalization), Hardmax,
 //! Attention and the NLL / softmax cross-entropy losses: calls into the runtime kernels the
 //! interpreter uses, with every size resolved at compile time.
+use crate::codegen::emit::f64_lit;
 use super::elementwise::f32_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
@@ -11,13 +12,6 @@ use crate::ir::{DType, Graph, LossReduction, Node, NodeId, Op, ValueId};
 fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
     let t = g.tensor_type(v?)?;
     Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
-}
-
-fn f64_lit(v: f64) -> String {
-    if v.is_infinite() || v.is_nan() {
-        return format!("{v:?}").replace("inf", "f64::INFINITY").replace("NaN", "f64::NAN");
-    }
-    format!("{v:?}_f64")
 }
 
 /// MeanVarianceNormalization's permutation (kept axes, then reduced), when one is needed.

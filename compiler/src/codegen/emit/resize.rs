@@ -2,17 +2,11 @@
 //! compile time and stored in the weights blob; generated code widens X to f64 in scratch,
 //! runs the runtime's `resample_axis` once per resized axis (ping-ponging between two scratch
 //! halves) and narrows into Y, exactly as the interpreter does.
+use crate::codegen::emit::f64_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::resize::{plan, AxisStep};
 use crate::ir::{Graph, Node, NodeId, Op};
-
-fn f64_lit(v: f64) -> String {
-    if v.is_infinite() || v.is_nan() {
-        return format!("{v:?}").replace("inf", "f64::INFINITY").replace("NaN", "f64::NAN");
-    }
-    format!("{v:?}_f64")
-}
 
 type Plan = (Vec<AxisStep>, Vec<usize>);
 
