@@ -3,7 +3,7 @@
 with the expected outputs (rtol 1e-3, atol 1e-5). The CI gate is the Rust harness in
 tests/conformance.rs; this is for working on one op.
 
-usage: scripts/check_cases.py REGEX [--burnc PATH] [--data DIR] [--suite node] [-v]
+usage: scripts/check_cases.py REGEX [--codegen | --bound F] [--burnc PATH] [--data DIR] [--suite node] [-v]
 """
 import argparse, glob, os, re, subprocess, sys, tempfile
 import numpy as np
@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--data", default="conformance-data"); ap.add_argument("--suite", default="node")
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--codegen", action="store_true", help="run through generated code (burnc run --codegen)")
+    ap.add_argument("--bound", help="generated code with bounded dims (burnc run --codegen --bound F)")
     a = ap.parse_args()
     cases = sorted(d for d in glob.glob(f"{a.data}/{a.suite}/*") if re.search(a.regex, os.path.basename(d)))
     npass = 0
@@ -47,9 +48,9 @@ def main():
         for ds in sorted(glob.glob(f"{case}/test_data_set_*")):
             ins = sorted(glob.glob(f"{ds}/input_*.pb"), key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0]))
             with tempfile.TemporaryDirectory() as out:
-                cmd = [a.burnc, "run"] + (["--codegen"] if a.codegen else []) + [f"{case}/model.onnx"] + sum([["--input", p] for p in ins], []) + ["-o", out]
+                cmd = [a.burnc, "run"] + (["--codegen"] if a.codegen or a.bound else []) + (["--bound", a.bound] if a.bound else []) + [f"{case}/model.onnx"] + sum([["--input", p] for p in ins], []) + ["-o", out]
                 try:
-                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600 if a.codegen else 60)
+                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600 if a.codegen or a.bound else 60)
                 except subprocess.TimeoutExpired:
                     ok, why = False, "timeout"; break
                 if r.returncode != 0:

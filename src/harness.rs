@@ -425,6 +425,7 @@ pub fn bounded_main_rs(gen: &Generated, info: &burnc_compiler::codegen::BoundedI
         r#"//! Harness generated for a bounded-dims module.
 #![allow(clippy::all)]
 mod model;
+use burnc_runtime as rt;
 use std::path::Path;
 
 fn read_vec<T: Copy + Default>(p: &Path) -> Vec<T> {{

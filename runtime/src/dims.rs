@@ -14,6 +14,10 @@ pub enum DimError {
     InputLength { input: &'static str, expected: usize, got: usize },
     /// Two sizes the model needs equal (a MatMul's inner dims, say) differ for these dims.
     Mismatch { what: &'static str, left: i64, right: i64 },
+    /// A size the model needs at most another (a mask's length and the keys) exceeds it.
+    Exceeds { what: &'static str, left: i64, right: i64 },
+    /// A size the model needs a multiple of another (heads into groups) is not.
+    NotMultiple { what: &'static str, left: i64, right: i64 },
 }
 
 impl fmt::Display for DimError {
@@ -23,6 +27,8 @@ impl fmt::Display for DimError {
             DimError::TooSmall { size, value } => write!(f, "derived size `{size}` is {value} for these dims; the inputs are too small"),
             DimError::InputLength { input, expected, got } => write!(f, "input `{input}` has {got} elements, its dims give {expected}"),
             DimError::Mismatch { what, left, right } => write!(f, "{what} must be equal; these dims give {left} and {right}"),
+            DimError::Exceeds { what, left, right } => write!(f, "{what}: the first may not exceed the second; these dims give {left} and {right}"),
+            DimError::NotMultiple { what, left, right } => write!(f, "{what}: the second must be a multiple of the first; these dims give {left} and {right}"),
         }
     }
 }
@@ -62,6 +68,22 @@ pub fn same(what: &'static str, left: i64, right: i64) -> Result<(), DimError> {
     Ok(())
 }
 
+/// Whether `left <= right` for `what`.
+pub fn at_most(what: &'static str, left: i64, right: i64) -> Result<(), DimError> {
+    if left > right {
+        return Err(DimError::Exceeds { what, left, right });
+    }
+    Ok(())
+}
+
+/// Whether `right` is a multiple of `left` for `what`.
+pub fn divides(what: &'static str, left: i64, right: i64) -> Result<(), DimError> {
+    if left == 0 || right % left != 0 {
+        return Err(DimError::NotMultiple { what, left, right });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +97,7 @@ mod tests {
         assert!(check_len("x", 11, 12).is_err() && check_len("x", 12, 12).is_ok());
         assert_eq!(same("inner dims", 6, 6), Ok(()));
         assert_eq!(same("inner dims", 6, 8), Err(DimError::Mismatch { what: "inner dims", left: 6, right: 8 }));
+        assert!(at_most("mask", 3, 4).is_ok() && at_most("mask", 5, 4).is_err());
+        assert!(divides("heads", 3, 9).is_ok() && divides("heads", 2, 9).is_err() && divides("heads", 0, 0).is_err());
     }
 }

@@ -134,6 +134,22 @@ impl DimExpr {
         Some(e)
     }
 
+    /// `floor(self / d)` for a monomial `d` (a positive coefficient times named dims): the
+    /// exact quotient when there is one, else the quotient by `d`'s named dims floor-divided
+    /// by its coefficient. `None` when a term lacks one of `d`'s dims.
+    pub fn div_floor(&self, d: &DimExpr) -> Option<DimExpr> {
+        if let Some(q) = self.exact_div(d) {
+            return Some(q);
+        }
+        let (da, &dc) = d.terms.iter().next().filter(|_| d.terms.len() == 1)?;
+        if dc <= 0 {
+            return None;
+        }
+        let mut dims = DimExpr::default();
+        dims.add_term(da.clone(), 1);
+        Some(self.exact_div(&dims)?.floor_div(dc))
+    }
+
     /// Whether the value never decreases when a named dim grows (for dims ≥ 1): every
     /// non-constant term has a positive coefficient and its floor-divisions are of such
     /// expressions. Then the value at the bounds is the largest, which is what lets the memory
@@ -235,6 +251,52 @@ impl fmt::Display for DimExpr {
             }
         }
         Ok(())
+    }
+}
+
+/// How two sizes must relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rel {
+    /// `left == right`.
+    Equal,
+    /// `left <= right`.
+    AtMost,
+    /// `right` is a multiple of `left`.
+    Divides,
+}
+
+/// A relation between two sizes that an op needs and the dims alone do not decide: bounded
+/// code checks it at run time and returns a `DimError`. `what` names the sizes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Constraint {
+    pub what: String,
+    pub rel: Rel,
+    pub left: DimExpr,
+    pub right: DimExpr,
+}
+
+impl Constraint {
+    /// Whether it holds, when both sides are constants (or the same expression).
+    pub fn holds(&self) -> Option<bool> {
+        if self.left == self.right && self.rel != Rel::Divides {
+            return Some(true);
+        }
+        let (l, r) = (self.left.as_const()?, self.right.as_const()?);
+        Some(match self.rel {
+            Rel::Equal => l == r,
+            Rel::AtMost => l <= r,
+            Rel::Divides => l != 0 && r % l == 0,
+        })
+    }
+
+    /// The error when it does not hold at constant sizes.
+    pub fn failure(&self) -> String {
+        let (l, r) = (&self.left, &self.right);
+        match self.rel {
+            Rel::Equal => format!("{} are {l} and {r}", self.what),
+            Rel::AtMost => format!("{}: {l} is more than {r}", self.what),
+            Rel::Divides => format!("{}: {r} is not a multiple of {l}", self.what),
+        }
     }
 }
 

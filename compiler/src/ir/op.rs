@@ -188,9 +188,6 @@ pub enum Op {
     Softmax { axis: i64, log: bool, coerce_2d: bool },
     Hardmax { axis: i64, coerce_2d: bool },
 
-    /// ONNX Attention (opset 23+): (Q, K, V, attn_mask?, past_key?, past_value?,
-    /// nonpad_kv_seqlen?) → (Y, present_key, present_value, qk_matmul_output).
-    Attention(Box<AttentionAttrs>),
     /// CausalConvWithState (opset 27): (input, weight, bias?, past_state?) → (output,
     /// present_state); a depthwise causal 1-D conv carrying the last k - 1 inputs, then
     /// x·sigmoid(x) when `silu`.
@@ -383,18 +380,6 @@ pub enum LossReduction {
     Mean,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct AttentionAttrs {
-    pub is_causal: bool,
-    pub q_num_heads: Option<usize>,
-    pub kv_num_heads: Option<usize>,
-    pub qk_matmul_output_mode: i64,
-    pub scale: Option<f32>,
-    pub softcap: f32,
-    pub left_window_size: i64,
-    pub right_window_size: i64,
-}
-
 /// Attributes of the recurrent ops; the cell, direction and activations are the runtime
 /// kernel's own types, so codegen writes them out as they are.
 #[derive(Debug, Clone, PartialEq)]
@@ -458,7 +443,6 @@ impl Op {
             },
             Op::Resize(_) => "Resize".into(),
             Op::Def(d) => d.name().into(),
-            Op::Attention(_) => "Attention".into(),
             Op::Rnn(a) => match a.cell {
                 burnc_runtime::kernels::rnn::Cell::Rnn => "RNN".into(),
                 burnc_runtime::kernels::rnn::Cell::Gru { .. } => "GRU".into(),

@@ -341,7 +341,7 @@ mod tests {
         let sym = Some(Arg { dtype: DType::F32, dims: Some(vec![crate::ir::DimExpr::var("d")]), value: None });
         let mut cx = ShapeCx::new(vec![sym.clone(), sym]);
         BiasSplitGelu.shapes(&mut cx).expect("shapes");
-        assert_eq!(cx.equal.len(), 1);
+        assert_eq!(cx.checks.len(), 1);
     }
 
     fn erf_f64(x: f64) -> f64 {

@@ -6,7 +6,7 @@ use crate::autodiff::builder::B;
 use crate::codegen::bounded::emit::Bx;
 use crate::codegen::emit::{rust_ty, Ctx};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Node, NodeId, ValueId};
+use crate::ir::{Constraint, DType, DimExpr, Node, NodeId, Rel, ValueId};
 use crate::tensor::Tensor;
 
 /// One input as shape rules see it: dtype, dims (`None` while inference does not know the
@@ -32,24 +32,17 @@ pub struct OutType {
     pub dims: Option<Vec<DimExpr>>,
 }
 
-/// A dim equality a rule declared that the dims alone do not decide: a run-time check under
-/// bounded dims.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Equal {
-    pub what: String,
-    pub left: DimExpr,
-    pub right: DimExpr,
-}
-
 /// The inputs of one node for its shape rule.
 pub struct ShapeCx {
     args: Vec<Option<Arg>>,
-    pub(crate) equal: Vec<Equal>,
+    /// The relations between dims the rule declared that the dims alone do not decide
+    /// (run-time checks under bounded dims).
+    pub(crate) checks: Vec<Constraint>,
 }
 
 impl ShapeCx {
     pub fn new(args: Vec<Option<Arg>>) -> ShapeCx {
-        ShapeCx { args, equal: Vec::new() }
+        ShapeCx { args, checks: Vec::new() }
     }
 
     /// Input `i`, which the op requires.
@@ -62,19 +55,54 @@ impl ShapeCx {
         self.args.get(i).and_then(Option::as_ref)
     }
 
+    /// The inputs at fixed shapes (an evaluation's tensors, a scratch size at the bounds).
+    pub fn of_shapes<'t>(inputs: impl IntoIterator<Item = Option<(DType, &'t [usize])>>) -> ShapeCx {
+        let arg = |(dtype, s): (DType, &[usize])| Arg { dtype, dims: Some(s.iter().map(|&d| DimExpr::constant(d as i64)).collect()), value: None };
+        ShapeCx::new(inputs.into_iter().map(|i| i.map(arg)).collect())
+    }
+
     /// Declare that `a` and `b` must be equal (`what` names them in the error or check).
     pub fn equal(&mut self, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
-        if a == b {
-            return Ok(());
+        self.check(what, Rel::Equal, a, b)
+    }
+
+    /// Declare that `a` may not exceed `b`.
+    pub fn at_most(&mut self, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
+        self.check(what, Rel::AtMost, a, b)
+    }
+
+    /// Declare that `b` must be a multiple of `a`.
+    pub fn divides(&mut self, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
+        self.check(what, Rel::Divides, a, b)
+    }
+
+    /// `floor(x / k)` for a positive constant `k`, declaring that `k` divides `x`.
+    pub fn divide(&mut self, what: &str, x: &DimExpr, k: i64) -> R<DimExpr> {
+        if k < 1 {
+            return Err(format!("{what}: cannot divide by {k}"));
         }
-        if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
-            return Err(format!("{what} are {x} and {y}"));
+        let kk = DimExpr::constant(k);
+        match x.exact_div(&kk) {
+            Some(q) => Ok(q),
+            None => {
+                self.divides(what, &kk, x)?;
+                Ok(x.floor_div(k))
+            }
         }
-        let e = Equal { what: what.to_string(), left: a.clone(), right: b.clone() };
-        if !self.equal.contains(&e) {
-            self.equal.push(e);
+    }
+
+    fn check(&mut self, what: &str, rel: Rel, a: &DimExpr, b: &DimExpr) -> R<()> {
+        let c = Constraint { what: what.to_string(), rel, left: a.clone(), right: b.clone() };
+        match c.holds() {
+            Some(true) => Ok(()),
+            Some(false) => Err(c.failure()),
+            None => {
+                if !self.checks.contains(&c) {
+                    self.checks.push(c);
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 
     /// numpy broadcasting of two shapes. Dims that are neither equal nor a constant 1 must be
@@ -229,6 +257,46 @@ impl<'a> EmitCx<'a> {
     /// A `[usize; N]` expression of `dims`.
     pub fn sizes(&self, dims: &[DimExpr]) -> Result<String, CodegenError> {
         Ok(format!("[{}]", dims.iter().map(|d| self.size(d)).collect::<Result<Vec<_>, _>>()?.join(", ")))
+    }
+
+    /// Output `k` when something reads it (the memory plan gave it a slot), else `None`: an
+    /// optional output nobody uses is not computed.
+    pub fn used_output(&self, k: usize) -> Option<ValueId> {
+        let v = *self.n.outputs.get(k)?;
+        self.cx.plan.slots.contains_key(&v).then_some(v)
+    }
+
+    /// The node's scratch space as `&mut [elem]`: all of it, as [`OpDef::scratch_bytes`] sized
+    /// it at the bounds (`&mut []` when it asked for none).
+    ///
+    /// [`OpDef::scratch_bytes`]: super::OpDef::scratch_bytes
+    pub fn scratch(&self, elem: &str) -> Result<String, CodegenError> {
+        let size = match elem {
+            "u8" | "i8" | "bool" => 1,
+            "u16" | "i16" | "f16" | "bf16" => 2,
+            "u32" | "i32" | "f32" => 4,
+            "u64" | "i64" | "f64" | "usize" => 8,
+            _ => return Err(self.err(format!("scratch of {elem}"))),
+        };
+        match self.cx.plan.scratch.get(&self.id) {
+            Some(slot) if slot.bytes >= size => {
+                Ok(format!("unsafe {{ rt::arena::view_mut::<{elem}>(a, {}, {}) }}", slot.offset, slot.bytes / size))
+            }
+            _ => Ok("&mut []".into()),
+        }
+    }
+
+    /// The node's inputs for the op's shape rule (their dtypes and dims; values are not needed
+    /// again, and the run-time checks its relations need are already in place).
+    pub fn shape_cx(&self) -> Result<ShapeCx, CodegenError> {
+        let mut args = Vec::with_capacity(self.n.inputs.len());
+        for v in &self.n.inputs {
+            args.push(match *v {
+                None => None,
+                Some(v) => Some(Arg { dtype: self.dtype(v)?, dims: Some(self.dims(v)?), value: None }),
+            });
+        }
+        Ok(ShapeCx::new(args))
     }
 
     /// Whether the memory plan made `v` a view of another buffer (nothing to compute).

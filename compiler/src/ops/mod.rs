@@ -10,6 +10,7 @@
 //! burnc-runtime, and its lowering in a frontend: three files. Ops still written as other `Op`
 //! variants move here family by family (docs/DECISIONS.md, "One definition per op").
 pub mod activation;
+pub mod attention;
 pub mod cast;
 mod cx;
 pub mod reduce;
@@ -102,6 +103,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(cast::examples());
     v.extend(select::examples());
     v.extend(reduce::examples());
+    v.extend(attention::examples());
     v
 }
 

@@ -82,11 +82,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
             let x = in_shape(g, n, 0)?;
             mul(&[2, prod(x.get(..2)?), in_numel(g, n, 1)?.saturating_add(in_numel(g, n, 2)?)])
         }
-        // Q·Kᵀ and P·V: 4 FLOPs per query element per key position.
-        Op::Attention(_) => {
-            let k = in_shape(g, n, 1)?;
-            mul(&[4, in_numel(g, n, 0)?, *k.get(k.len().checked_sub(2)?)? as u64])
-        }
         Op::LinearAttention(_) => return None,
         Op::CausalConv { .. } => mul(&[2, out?, *in_shape(g, n, 1)?.last()? as u64]),
 

@@ -1012,28 +1012,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), loss), t(cx.dtype(0), cx.shape(0).map(|s| s.to_vec()))]
         }
-        Op::Attention(a) => {
-            // Output shapes when the inputs' are static (optional outputs need them too).
-            let fixed = |i: usize| -> Option<Vec<usize>> {
-                cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
-            };
-            let (Some(q), Some(k), Some(v)) = (fixed(0), fixed(1), fixed(2)) else { return Ok(vec![]) };
-            let (pk, pv) = (fixed(4), fixed(5));
-            let past = match (&pk, &pv) {
-                (Some(x), Some(y)) => Some((&x[..], &y[..])),
-                _ => None,
-            };
-            let Ok(d) = crate::interp::ops::attention::resolve_dims(a, &q, &k, &v, past) else { return Ok(vec![]) };
-            let f = |v: &[usize]| Some(v.iter().map(|&x| Dim::Fixed(x)).collect());
-            let skv = d.kv_seq();
-            let y = if d.q_3d { vec![d.batch, d.q_seq, d.q_heads.saturating_mul(d.v_head_dim)] } else { vec![d.batch, d.q_heads, d.q_seq, d.v_head_dim] };
-            vec![
-                t(cx.dtype(0), f(&y)),
-                t(cx.dtype(1), f(&[d.batch, d.kv_heads, skv, d.head_dim])),
-                t(cx.dtype(2), f(&[d.batch, d.kv_heads, skv, d.v_head_dim])),
-                t(cx.dtype(0), f(&[d.batch, d.q_heads, d.q_seq, skv])),
-            ]
-        }
         Op::Rnn(_) | Op::Col2Im { .. } | Op::MaxUnpool { .. } => {
             let fixed = |i: usize| -> Option<Vec<usize>> {
                 cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()

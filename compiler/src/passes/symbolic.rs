@@ -8,7 +8,7 @@
 //! at the bound's sizes, and the analysis of the folded graph takes the recorded target instead.
 use super::infer::node_err;
 use super::PassError;
-use crate::ir::{AutoPad, BinaryOp, DimExpr, Graph, Node, Op, PoolKind, UnaryOp, ValueId, Window};
+use crate::ir::{AutoPad, BinaryOp, Constraint, DimExpr, Graph, Node, Op, PoolKind, Rel, UnaryOp, ValueId, Window};
 use std::collections::HashMap;
 
 /// What the analysis knows: each tensor's dims, and the contents of 1-D / scalar integer
@@ -22,28 +22,26 @@ pub struct SymInfo {
     pub constraints: Vec<Constraint>,
 }
 
-/// Two dims that must be equal at run time, and what needs them equal (for the error).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Constraint {
-    pub what: String,
-    pub left: DimExpr,
-    pub right: DimExpr,
-}
-
 /// Record that `a` and `b` must be equal for node `n`'s `what`: nothing when they are the same
 /// expression, an error when both are constants that differ, else a run-time [`Constraint`].
 fn require_equal(s: &mut SymInfo, n: &Node, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
-    if a == b {
-        return Ok(());
+    require(s, n, Constraint { what: what.to_string(), rel: Rel::Equal, left: a.clone(), right: b.clone() })
+}
+
+/// Record constraint `c` of node `n`: nothing when it holds, an error when it fails at
+/// constant sizes, else a run-time check (its `what` prefixed with the node).
+fn require(s: &mut SymInfo, n: &Node, c: Constraint) -> R<()> {
+    match c.holds() {
+        Some(true) => Ok(()),
+        Some(false) => Err(c.failure()),
+        None => {
+            let c = Constraint { what: format!("node `{}` ({}): {}", n.name, n.op.name(), c.what), ..c };
+            if !s.constraints.contains(&c) {
+                s.constraints.push(c);
+            }
+            Ok(())
+        }
     }
-    if let (Some(x), Some(y)) = (a.as_const(), b.as_const()) {
-        return Err(format!("{what} are {x} and {y}"));
-    }
-    let c = Constraint { what: format!("node `{}` ({}): {what}", n.name, n.op.name()), left: a.clone(), right: b.clone() };
-    if !s.constraints.contains(&c) {
-        s.constraints.push(c);
-    }
-    Ok(())
 }
 
 impl SymInfo {
@@ -192,8 +190,8 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             let mut cx = crate::ops::ShapeCx::new(args);
             let outs = d.shapes(&mut cx)?;
-            for e in &cx.equal {
-                require_equal(s, n, &e.what, &e.left, &e.right)?;
+            for c in cx.checks {
+                require(s, n, c)?;
             }
             let mut dims = outs.into_iter().map(|t| t.dims.ok_or("the op gives an output of unknown rank"));
             let first = dims.next().ok_or("the op gives no output")??;
@@ -416,7 +414,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
                 s.ints.insert(out, i);
             }
-            reshape(&xs, &target, *allowzero)?
+            reshape(s, n, &xs, &target, *allowzero)?
         }
         Op::Flatten { axis } => {
             let xs = x(0)?;
@@ -534,7 +532,7 @@ fn broadcast_into(s: &mut SymInfo, n: &Node, what: &str, from: &[DimExpr], to: &
     Ok(())
 }
 
-fn reshape(xs: &[DimExpr], target: &[DimExpr], allowzero: bool) -> R<Vec<DimExpr>> {
+fn reshape(s: &mut SymInfo, n: &Node, xs: &[DimExpr], target: &[DimExpr], allowzero: bool) -> R<Vec<DimExpr>> {
     let mut out = Vec::with_capacity(target.len());
     let mut infer_at = None;
     for (i, t) in target.iter().enumerate() {
@@ -553,7 +551,10 @@ fn reshape(xs: &[DimExpr], target: &[DimExpr], allowzero: bool) -> R<Vec<DimExpr
     }
     if let Some(i) = infer_at {
         let known = prod(&out);
-        out[i] = prod(xs).exact_div(&known).ok_or_else(|| format!("cannot divide {} by {known} for Reshape's -1", prod(xs)))?;
+        let total = prod(xs);
+        out[i] = total.div_floor(&known).ok_or_else(|| format!("cannot divide {total} by {known} for Reshape's -1"))?;
+        // A quotient rounded down holds only where the division is exact: checked at run time.
+        require_equal(s, n, "the input's size and the target's", &total, &prod(&out))?;
     }
     Ok(out)
 }

@@ -299,7 +299,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             ignore_index: a.i("ignore_index"),
         }),
         "RMSNormalization" => Some(Op::RmsNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
-        "Attention" => Some(Op::Attention(Box::new(burnc_compiler::ir::AttentionAttrs {
+        "Attention" => Some(burnc_compiler::ops::attention::Attention {
             is_causal: a.i_or("is_causal", 0) != 0,
             q_num_heads: a.i("q_num_heads").map(|v| v.max(0) as usize),
             kv_num_heads: a.i("kv_num_heads").map(|v| v.max(0) as usize),
@@ -308,7 +308,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             softcap: a.f_or("softcap", 0.0),
             left_window_size: a.i_or("left_window_size", -1),
             right_window_size: a.i_or("right_window_size", -1),
-        }))),
+        }
+        .op()),
         "CausalConvWithState" => Some(Op::CausalConv {
             silu: match a.s_or("activation", "none").as_str() {
                 "none" => false,

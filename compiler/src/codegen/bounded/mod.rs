@@ -350,7 +350,12 @@ fn build(
     // Sizes the ops need equal that the compiler could not prove equal.
     for c in &info.constraints {
         let what = format!("{} ({} and {})", c.what, c.left, c.right);
-        let _ = writeln!(fwd, "    rt::dims::same({}, {}, {})?;", names::str_lit(&what), c.left.to_rust(&var), c.right.to_rust(&var));
+        let check = match c.rel {
+            crate::ir::Rel::Equal => "same",
+            crate::ir::Rel::AtMost => "at_most",
+            crate::ir::Rel::Divides => "divides",
+        };
+        let _ = writeln!(fwd, "    rt::dims::{check}({}, {}, {})?;", names::str_lit(&what), c.left.to_rust(&var), c.right.to_rust(&var));
     }
     for (d, len) in inputs.iter().zip(&in_lens) {
         let _ = writeln!(fwd, "    rt::dims::check_len({}, {}.len(), {len})?;", names::str_lit(&d.name), d.ident);

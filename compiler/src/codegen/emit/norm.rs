@@ -1,11 +1,10 @@
-//! Normalizations (Layer-, Instance-, MeanVariance-, Lp-, RMS-, GroupNormalization), Hardmax,
-//! Attention and the NLL / softmax cross-entropy losses: calls into the runtime kernels the
+//! Normalizations (Layer-, Instance-, MeanVariance-, Lp-, RMS-, GroupNormalization), Hardmax
+//! and the NLL / softmax cross-entropy losses: calls into the runtime kernels the
 //! interpreter uses, with every size resolved at compile time.
 use crate::codegen::emit::f64_lit;
 use super::elementwise::f32_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::interp::ops::attention as attn;
 use crate::interp::ops::util::{norm_axes, norm_axis_or_scalar as norm_axis};
 use crate::ir::{DType, Graph, LossReduction, Node, NodeId, Op, ValueId};
 
@@ -28,18 +27,6 @@ fn is_identity(p: &[usize]) -> bool {
     p.iter().enumerate().all(|(i, &d)| i == d)
 }
 
-fn attention_dims(g: &Graph, n: &Node) -> Option<burnc_runtime::kernels::attention::Dims> {
-    let Op::Attention(a) = &n.op else { return None };
-    let sh = |i: usize| fixed(g, n.inputs.get(i).copied().flatten()).map(|t| t.1);
-    let (q, k, v) = (sh(0)?, sh(1)?, sh(2)?);
-    let (pk, pv) = (sh(4), sh(5));
-    let past = match (&pk, &pv) {
-        (Some(a), Some(b)) => Some((&a[..], &b[..])),
-        _ => None,
-    };
-    attn::resolve_dims(a, &q, &k, &v, past).ok()
-}
-
 /// Whether output `i` of `n` exists and is used (or is a graph output).
 fn wanted(cx: &Ctx, n: &Node, i: usize) -> Option<ValueId> {
     let v = *n.outputs.get(i)?;
@@ -56,7 +43,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
                 _ => 0,
             }
         }
-        Op::Attention(_) => attention_dims(g, n).map_or(0, |d| burnc_runtime::kernels::attention::scratch_len(d.kv_seq()) * 8),
         Op::LayerNorm { axis, .. } => {
             // Statistics of another type than X go through scratch in X's type.
             let Some((d, xs)) = fixed(g, n.inputs.first().copied().flatten()) else { return 0 };
@@ -80,9 +66,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let t = cx.elem(n, x)?;
     let float = matches!(xd, DType::F32 | DType::F64);
     let name = n.op.name();
-    // Attention works in f64 whatever the storage type, rounding as the interpreter does.
-    let half_ok = matches!(n.op, Op::Attention(_)) && matches!(xd, DType::F16 | DType::BF16);
-    if !float && !half_ok && !matches!(n.op, Op::Hardmax { .. }) {
+    if !float && !matches!(n.op, Op::Hardmax { .. }) {
         return Err(cx.err(n, format!("{name} on {xd} is not supported by codegen yet")));
     }
     let numel = |v: ValueId| -> Result<usize, CodegenError> { Ok(cx.ty(n, v)?.1.iter().product()) };
@@ -283,89 +267,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             Ok(Some(format!(
                 "let _ = rt::kernels::loss::nll_loss({rx}, {}, {weight}, {nb}, {c}, {d}, {softmax}, {ignore_index:?}, rt::kernels::loss::Reduction::{red}, {y}, {log_prob});",
                 cx.read(n, target)?
-            )))
-        }
-        Op::Attention(a) => {
-            let d = attention_dims(cx.g, n).ok_or_else(|| cx.err(n, "attention shapes are not static or do not fit"))?;
-            for i in 1..3 {
-                if cx.ty(n, cx.input(n, i)?)?.0 != xd {
-                    return Err(cx.err(n, "K/V of another type than Q"));
-                }
-            }
-            let opt = |i: usize| -> Result<String, CodegenError> {
-                Ok(match n.inputs.get(i).copied().flatten() {
-                    Some(v) => format!("Some({})", cx.read(n, v)?),
-                    None => "None".into(),
-                })
-            };
-            let mask = match n.inputs.get(3).copied().flatten() {
-                None => "rt::kernels::attention::Mask::None".to_string(),
-                Some(m) => {
-                    let (md, msh) = cx.ty(n, m)?;
-                    let dims = attn::mask_dims(&msh, &d).map_err(|e| cx.err(n, e))?;
-                    match md {
-                        DType::Bool => format!("rt::kernels::attention::Mask::Bool({}, {dims:?})", cx.read(n, m)?),
-                        _ if md == xd => format!("rt::kernels::attention::Mask::Add({}, {dims:?})", cx.read(n, m)?),
-                        _ => return Err(cx.err(n, format!("attn_mask of type {md}"))),
-                    }
-                }
-            };
-            let nonpad = match n.inputs.get(6).copied().flatten() {
-                None => "None".to_string(),
-                Some(v) => {
-                    if cx.ty(n, v)?.0 != DType::I64 {
-                        return Err(cx.err(n, "nonpad_kv_seqlen must be int64"));
-                    }
-                    if numel(v)? < d.batch {
-                        return Err(cx.err(n, "nonpad_kv_seqlen is shorter than the batch"));
-                    }
-                    format!("Some({})", cx.read(n, v)?)
-                }
-            };
-            let outp = |i: usize| -> Result<String, CodegenError> {
-                Ok(match wanted(cx, n, i) {
-                    Some(v) => format!("Some({})", cx.write(n, v)?),
-                    None => "None".into(),
-                })
-            };
-            let p = attn::params(a, &d, xd);
-            let round = match xd {
-                DType::F32 => "round_f32",
-                DType::F16 => "round_f16",
-                DType::BF16 => "round_bf16",
-                _ => "round_none",
-            };
-            Ok(Some(format!(
-                "let d = rt::kernels::attention::Dims {{ batch: {}, q_heads: {}, kv_heads: {}, q_seq: {}, past_seq: {}, cur_seq: {}, head_dim: {}, v_head_dim: {}, q_3d: {}, kv_3d: {} }};\n\
-                 let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{round}, steps: rt::kernels::attention::Steps::{:?} }};\n\
-                 let inp = rt::kernels::attention::Inputs {{ q: {rx}, k: {}, v: {}, mask: {mask}, past_k: {}, past_v: {}, nonpad: {nonpad} }};\n\
-                 let outp = rt::kernels::attention::Outputs {{ y: {y}, present_k: {}, present_v: {}, qk: {} }};\n\
-                 rt::kernels::attention::attention(&d, &p, &inp, outp, {});",
-                d.batch,
-                d.q_heads,
-                d.kv_heads,
-                d.q_seq,
-                d.past_seq,
-                d.cur_seq,
-                d.head_dim,
-                d.v_head_dim,
-                d.q_3d,
-                d.kv_3d,
-                p.is_causal,
-                f64_lit(p.scale),
-                f64_lit(p.softcap),
-                p.left_window,
-                p.right_window,
-                p.qk_mode,
-                p.steps,
-                cx.read(n, cx.input(n, 1)?)?,
-                cx.read(n, cx.input(n, 2)?)?,
-                opt(4)?,
-                opt(5)?,
-                outp(1)?,
-                outp(2)?,
-                outp(3)?,
-                cx.scratch(n, id, "f64", burnc_runtime::kernels::attention::scratch_len(d.kv_seq()))?
             )))
         }
         _ => Err(cx.err(n, "not a normalization op")),

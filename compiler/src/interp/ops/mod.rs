@@ -1,6 +1,5 @@
 //! Interpreter semantics of each core op, grouped by family. Each family module exposes
 //! `eval(op, args, n_outputs) -> OpResult`; kernels come from burnc-runtime.
-pub(crate) mod attention;
 pub(crate) mod cast;
 mod control;
 pub(crate) mod detect;
@@ -72,7 +71,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
-        Op::Attention(a) => attention::eval(a, &args),
         Op::Rnn(a) => rnn::eval(a, &args, n_outputs),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
         Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
