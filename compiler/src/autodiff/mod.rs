@@ -15,7 +15,6 @@ pub(crate) mod builder;
 mod dropout;
 mod elementwise;
 mod linalg;
-mod loss;
 mod nn;
 mod norm;
 mod reduce;
@@ -142,7 +141,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::RmsNorm { .. }
         | Op::GroupNorm { .. }
         | Op::InstanceNorm { .. } => norm::rule(b, n, dys, need),
-        Op::NllLoss { .. } => loss::rule(b, n, dys, need),
         Op::Dropout { .. } => dropout::rule(b, n, dys, need),
         other => Err(format!("no gradient rule for {}", other.name())),
     }

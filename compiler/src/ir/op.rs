@@ -199,7 +199,6 @@ pub enum Op {
     /// NegativeLogLikelihoodLoss (input, target, weight?); with `softmax`, the input are
     /// scores and LogSoftmax over axis 1 comes first (SoftmaxCrossEntropyLoss, whose second
     /// output is the log-probabilities).
-    NllLoss { softmax: bool, reduction: LossReduction, ignore_index: Option<i64> },
     /// RMSNormalization (X, scale): X / sqrt(mean(X², axes [axis, rank)) + eps) * scale.
     RmsNorm { axis: i64, epsilon: f32 },
     /// GroupNormalization (X, scale, bias); `per_channel` is the opset >= 21 semantics

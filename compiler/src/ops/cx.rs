@@ -336,6 +336,11 @@ impl<'a, 'g> GradCx<'a, 'g> {
         crate::autodiff::dy0(self.dys)
     }
 
+    /// Output `k`'s gradient, if it has one.
+    pub fn dy_at(&self, k: usize) -> Option<ValueId> {
+        self.dys.get(k).copied().flatten()
+    }
+
     /// Whether input `i`'s gradient is needed.
     pub fn wants(&self, i: usize) -> bool {
         self.need.get(i).copied().unwrap_or(false)

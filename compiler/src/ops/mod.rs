@@ -11,6 +11,7 @@
 //! variants move here family by family (docs/DECISIONS.md, "One definition per op").
 pub mod activation;
 pub mod attention;
+pub mod loss;
 pub mod cast;
 mod cx;
 pub mod reduce;
@@ -104,6 +105,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(select::examples());
     v.extend(reduce::examples());
     v.extend(attention::examples());
+    v.extend(loss::examples());
     v
 }
 

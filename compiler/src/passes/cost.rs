@@ -87,7 +87,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
 
         // ---- windows, normalizations, softmax
         Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
-        Op::GlobalPool { .. } | Op::Reduce { .. } | Op::TopK { .. } | Op::NllLoss { .. } => in_numel(g, n, 0)?,
+        Op::GlobalPool { .. } | Op::Reduce { .. } | Op::TopK { .. } => in_numel(g, n, 0)?,
         Op::Lrn { size, .. } => mul(&[2, out?, *size as u64]),
         Op::Softmax { .. } => mul(&[3, out?]),
         Op::Hardmax { .. } | Op::CumSum { .. } | Op::CumProd { .. } => out?,

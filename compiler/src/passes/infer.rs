@@ -7,7 +7,7 @@
 //! that are not known at all get fresh names `?v<value>.<k>`, deterministic so that running the
 //! pass again changes nothing.
 use super::PassError;
-use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, LossReduction, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
 use crate::tensor::Tensor;
 
 #[path = "infer_signal.rs"]
@@ -1000,17 +1000,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::ParamUpdate { rule } => {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
-        }
-        // Loss per sample ([N, d…]: x without the class axis) or reduced to a scalar; then
-        // SoftmaxCrossEntropyLoss's log-probabilities, shaped like x.
-        Op::NllLoss { reduction, .. } => {
-            let loss = match (reduction, cx.shape(0)) {
-                (LossReduction::None, Some(x)) if x.len() >= 2 => Some([&x[..1], &x[2..]].concat()),
-                (LossReduction::None, Some(x)) => return Err(format!("input must have rank >= 2, got {}", x.len())),
-                (LossReduction::None, None) => None,
-                _ => Some(vec![]),
-            };
-            vec![t(cx.dtype(0), loss), t(cx.dtype(0), cx.shape(0).map(|s| s.to_vec()))]
         }
         Op::Rnn(_) | Op::Col2Im { .. } | Op::MaxUnpool { .. } => {
             let fixed = |i: usize| -> Option<Vec<usize>> {

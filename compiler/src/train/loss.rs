@@ -59,7 +59,7 @@ pub fn append(g: &mut Graph, pred: ValueId, loss: Loss) -> Result<(ValueId, Valu
         Loss::CrossEntropy => node(
             g,
             &base,
-            Op::NllLoss { softmax: true, reduction: crate::ir::LossReduction::Mean, ignore_index: None },
+            crate::ops::loss::NllLoss { softmax: true, reduction: crate::ir::LossReduction::Mean, ignore_index: None }.op(),
             &[pred, target],
         )?,
         Loss::Mse => {

@@ -288,7 +288,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "BitCast" => Some(Op::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }),
         "CastLike" => Some(burnc_compiler::ops::cast::like(a.i_or("saturate", 1) != 0)),
         "MatMul" => Some(Op::MatMul),
-        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => Some(Op::NllLoss {
+        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => Some(burnc_compiler::ops::loss::NllLoss {
             softmax: op_type == "SoftmaxCrossEntropyLoss",
             reduction: match a.s_or("reduction", "mean").as_str() {
                 "none" => burnc_compiler::ir::LossReduction::None,
@@ -297,7 +297,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 r => return Err(n.err(format!("unknown reduction `{r}`"))),
             },
             ignore_index: a.i("ignore_index"),
-        }),
+        }
+        .op()),
         "RMSNormalization" => Some(Op::RmsNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
         "Attention" => Some(burnc_compiler::ops::attention::Attention {
             is_causal: a.i_or("is_causal", 0) != 0,

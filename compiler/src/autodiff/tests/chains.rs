@@ -39,7 +39,7 @@ fn cnn_with_batch_statistics_and_cross_entropy() {
         let f = node(g, Op::Flatten { axis: 1 }, &[p]);
         let logits = node(g, Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, &[f, x[6], x[7]]);
         let t = g.add_const("target", Tensor::from_i64s(vec![2], vec![3, 1]));
-        let op = Op::NllLoss { softmax: true, reduction: LossReduction::Mean, ignore_index: None };
+        let op = crate::ops::loss::NllLoss { softmax: true, reduction: LossReduction::Mean, ignore_index: None }.op();
         node_n(g, op, vec![Some(logits), Some(t), None], 1)[0]
     });
 }

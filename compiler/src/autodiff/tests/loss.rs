@@ -17,7 +17,7 @@ fn nll(softmax: bool, reduction: LossReduction, ignore_index: Option<i64>, weigh
             let h = f64c(g, 0.5);
             node(g, Op::Binary(BinaryOp::Add), &[sq, h])
         });
-        let op = Op::NllLoss { softmax, reduction, ignore_index };
+        let op = crate::ops::loss::NllLoss { softmax, reduction, ignore_index }.op();
         node_n(g, op, vec![Some(x[0]), Some(tv), w], 1)[0]
     }
 }
@@ -53,7 +53,7 @@ fn softmax_cross_entropy_with_log_prob_output() {
     for reduction in REDUCTIONS {
         check(&[&[4, 3]], |g, x| {
             let tv = g.add_const("target", Tensor::from_i64s(vec![4], vec![2, 0, 1, 1]));
-            let op = Op::NllLoss { softmax: true, reduction, ignore_index: Some(0) };
+            let op = crate::ops::loss::NllLoss { softmax: true, reduction, ignore_index: Some(0) }.op();
             let o = node_n(g, op, vec![Some(x[0]), Some(tv), None], 2);
             let r = g.add_const("w", Tensor::new(vec![4, 3], Data::F64((0..12).map(|i| (i as f64 * 0.37).sin()).collect())));
             let lp = node(g, Op::Binary(BinaryOp::Mul), &[o[1], r]);
@@ -65,7 +65,7 @@ fn softmax_cross_entropy_with_log_prob_output() {
     // Only the log-probabilities used.
     check(&[&[4, 3]], |g, x| {
         let tv = g.add_const("target", Tensor::from_i64s(vec![4], vec![2, 0, 1, 1]));
-        let op = Op::NllLoss { softmax: true, reduction: LossReduction::Mean, ignore_index: None };
+        let op = crate::ops::loss::NllLoss { softmax: true, reduction: LossReduction::Mean, ignore_index: None }.op();
         node_n(g, op, vec![Some(x[0]), Some(tv), None], 2)[1]
     });
 }

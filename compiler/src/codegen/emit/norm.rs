@@ -1,12 +1,11 @@
-//! Normalizations (Layer-, Instance-, MeanVariance-, Lp-, RMS-, GroupNormalization), Hardmax
-//! and the NLL / softmax cross-entropy losses: calls into the runtime kernels the
+//! Normalizations (Layer-, Instance-, MeanVariance-, Lp-, RMS-, GroupNormalization) and Hardmax: calls into the runtime kernels the
 //! interpreter uses, with every size resolved at compile time.
 use crate::codegen::emit::f64_lit;
 use super::elementwise::f32_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::util::{norm_axes, norm_axis_or_scalar as norm_axis};
-use crate::ir::{DType, Graph, LossReduction, Node, NodeId, Op, ValueId};
+use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
 
 fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
     let t = g.tensor_type(v?)?;
@@ -239,34 +238,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 cx.read(n, sc)?,
                 cx.read(n, b)?,
                 f64_lit(*epsilon as f64)
-            )))
-        }
-        Op::NllLoss { softmax, reduction, ignore_index } => {
-            let target = cx.input(n, 1)?;
-            let (td, _) = cx.ty(n, target)?;
-            if !matches!(td, DType::I32 | DType::I64) {
-                return Err(cx.err(n, format!("target of type {td}")));
-            }
-            if xs.len() < 2 {
-                return Err(cx.err(n, "input rank < 2"));
-            }
-            let (nb, c, d) = (xs[0], xs[1], xs[2..].iter().product::<usize>());
-            let weight = match n.inputs.get(2).copied().flatten() {
-                Some(w) => format!("Some({})", cx.read(n, w)?),
-                None => "None".into(),
-            };
-            let red = match reduction {
-                LossReduction::None => "None",
-                LossReduction::Sum => "Sum",
-                LossReduction::Mean => "Mean",
-            };
-            let log_prob = match wanted(cx, n, 1) {
-                Some(v) if *softmax => format!("Some({})", cx.write(n, v)?),
-                _ => "None".into(),
-            };
-            Ok(Some(format!(
-                "let _ = rt::kernels::loss::nll_loss({rx}, {}, {weight}, {nb}, {c}, {d}, {softmax}, {ignore_index:?}, rt::kernels::loss::Reduction::{red}, {y}, {log_prob});",
-                cx.read(n, target)?
             )))
         }
         _ => Err(cx.err(n, "not a normalization op")),

@@ -1,9 +1,8 @@
-//! Loss ops (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) and RMSNormalization,
-//! computed in f64 and returned in the input's type.
-use super::util::{arg, broadcast_shapes, broadcast_strides, norm_axis_or_scalar, opt_arg};
+//! RMSNormalization, computed in f64 and returned in the input's type.
+use super::util::{arg, broadcast_shapes, broadcast_strides, norm_axis_or_scalar};
 use super::OpResult;
 use crate::interp::RtValue;
-use crate::ir::{DType, LossReduction, Op};
+use crate::ir::{DType, Op};
 use crate::tensor::{Data, Tensor};
 
 fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Result<Tensor, String> {
@@ -12,49 +11,9 @@ fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Result<Tensor, String> 
 
 pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     match op {
-        Op::NllLoss { softmax, reduction, ignore_index } => nll(args, *softmax, *reduction, *ignore_index),
         Op::RmsNorm { axis, epsilon } => rms_norm(args, *axis, *epsilon),
         _ => Err(format!("{} is not a loss op", op.name())),
     }
-}
-
-fn nll(args: &[Option<RtValue>], softmax: bool, reduction: LossReduction, ignore: Option<i64>) -> OpResult {
-    use burnc_runtime::kernels::loss as k;
-    let x = arg(args, 0)?;
-    let target = arg(args, 1)?;
-    let weight = opt_arg(args, 2)?.map(|w| w.to_f64_vec());
-    if x.rank() < 2 {
-        return Err(format!("input must have rank >= 2, got {:?}", x.shape));
-    }
-    let (n, c) = (x.shape[0], x.shape[1]);
-    let d: usize = x.shape[2..].iter().product();
-    let mut want_t = vec![n];
-    want_t.extend_from_slice(&x.shape[2..]);
-    if target.shape != want_t {
-        return Err(format!("target shape {:?} must be {want_t:?}", target.shape));
-    }
-    let t = target.to_i64_vec().ok_or("target must be integers")?;
-    if let Some(w) = &weight {
-        if w.len() != c {
-            return Err(format!("weight has {} entries for {c} classes", w.len()));
-        }
-    }
-    let xv = x.to_f64_vec();
-    let red = match reduction {
-        LossReduction::None => k::Reduction::None,
-        LossReduction::Sum => k::Reduction::Sum,
-        LossReduction::Mean => k::Reduction::Mean,
-    };
-    let mut loss = vec![0.0f64; if red == k::Reduction::None { n * d } else { 1 }];
-    let mut log_prob = if softmax { vec![0.0f64; xv.len()] } else { vec![] };
-    k::nll_loss(&xv, &t, weight.as_deref(), n, c, d, softmax, ignore, red, &mut loss, softmax.then_some(&mut log_prob[..]))
-        .map_err(|tv| format!("target {tv} is out of range for {c} classes"))?;
-    let out_shape = if red == k::Reduction::None { want_t } else { vec![] };
-    let mut outs = vec![RtValue::Tensor(back(x.dtype(), out_shape, loss)?)];
-    if softmax {
-        outs.push(RtValue::Tensor(back(x.dtype(), x.shape.clone(), log_prob)?));
-    }
-    Ok(outs)
 }
 
 /// `scale` flattened to the normalised dims `[axis, rank)` when it broadcasts to them, else to

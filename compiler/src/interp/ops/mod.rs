@@ -75,7 +75,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
         Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
         Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
-        Op::NllLoss { .. } | Op::RmsNorm { .. } => loss::eval(op, &args),
+        Op::RmsNorm { .. } => loss::eval(op, &args),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
