@@ -3,7 +3,7 @@
 //! must give the same outputs. They call the same kernels, so the comparison is to 1e-6
 //! relative. The bounded module runs at the example's size and, along the first input's first
 //! dim, at every size from 1 to its bound (inputs sharing that dim resized with it): equal to
-//! the interpreter, or refused by both.
+//! the interpreter, or refused by both. Inputs an example lists in `consts` are constants.
 use burnc::harness::bounded::{build_bounded, generate_bounded_for, run_bounded, run_bounded_on};
 use burnc_compiler::Tensor;
 use burnc_compiler::codegen::CodegenOptions;
@@ -19,6 +19,9 @@ fn graph(ex: &burnc_compiler::ops::Example) -> Graph {
         .iter()
         .enumerate()
         .map(|(i, t)| {
+            if ex.consts.contains(&i) {
+                return Some(g.add_const(format!("c{i}"), t.clone()));
+            }
             let ty = ValueType::Tensor(TensorType { dtype: t.dtype(), shape: Some(Shape::fixed(&t.shape)) });
             let v = g.add_value(format!("x{i}"), ty, ValueKind::Input);
             g.inputs.push(v);
@@ -56,7 +59,8 @@ fn every_op_definition_agrees_in_all_three_paths() {
     for ex in &examples {
         let name = ex.op.name();
         let g = graph(ex);
-        let values: Vec<RtValue> = ex.inputs.iter().cloned().map(RtValue::Tensor).collect();
+        let fed = |i: &usize| !ex.consts.contains(i);
+        let values: Vec<RtValue> = ex.inputs.iter().enumerate().filter(|(i, _)| fed(i)).map(|(_, t)| RtValue::Tensor(t.clone())).collect();
         let want = interp::run(&g, values.clone()).unwrap_or_else(|e| panic!("{name}: interpreter: {e}"));
 
         let fixed = burnc::harness::generate_for(&g, &values, name, false).unwrap_or_else(|e| panic!("{name}: codegen: {e}"));
@@ -79,7 +83,13 @@ fn every_op_definition_agrees_in_all_three_paths() {
         let Some(&n0) = ex.inputs[0].shape.first().filter(|&&n| n > 1) else { continue };
         let (mut agreed, mut refused) = (0, 0);
         for size in 1..=2 * n0 {
-            let values: Vec<RtValue> = ex.inputs.iter().map(|t| RtValue::Tensor(if t.shape.first() == Some(&n0) { resized(t, size) } else { t.clone() })).collect();
+            let values: Vec<RtValue> = ex
+                .inputs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| fed(i))
+                .map(|(_, t)| RtValue::Tensor(if t.shape.first() == Some(&n0) { resized(t, size) } else { t.clone() }))
+                .collect();
             let want = interp::run(&g, values.clone());
             let (feeds, dims) = bounded.refeed(&values).unwrap_or_else(|e| panic!("{name}: {e}"));
             let got = run_bounded_on(&bin, &bounded, &feeds, &dims, &work.join(format!("size{size}")));

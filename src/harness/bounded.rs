@@ -55,12 +55,13 @@ fn dim_name(pos: usize, k: usize) -> String {
 /// dims (a bounded dim that is 1 at run time is refused against a larger one), so a 1 that
 /// broadcasts must stay a 1. As with pinned shapes, integer inputs (and float
 /// ones that decide shapes) are baked in as constants when the dims alone leave shapes
-/// depending on values.
+/// depending on values: first the small 1-D and scalar ones (axes, counts, targets of a
+/// shape), then all.
 pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: &CodegenOptions) -> Result<BoundedPrepared, HarnessError> {
     if factor == 0 {
         return Err(HarnessError::Msg("--bound must be at least 1".into()));
     }
-    let attempt = |bake_ints: bool| -> Result<BoundedPrepared, HarnessError> {
+    let attempt = |bake: Bake| -> Result<BoundedPrepared, HarnessError> {
         let mut g = g.clone();
         let mut feeds = Vec::new();
         let mut positions = Vec::new();
@@ -70,7 +71,9 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
             let RtValue::Tensor(t) = v else {
                 return Err(HarnessError::Msg("bounded dims: sequence and optional inputs are not supported".into()));
             };
-            if bake_ints && (t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id)) {
+            let operand = t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id);
+            let small = t.rank() <= 1 && t.numel() <= 16;
+            if operand && (bake == Bake::All || (bake == Bake::Small && small)) {
                 bake_tensor(&mut g, pos, t.clone());
                 continue;
             }
@@ -99,10 +102,15 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
             .ok_or_else(|| HarnessError::Msg("internal: a bounded dim of the module is no input dim".into()))?;
         Ok(BoundedPrepared { gen, info, feeds, dims, positions })
     };
-    match attempt(false) {
-        Ok(r) => Ok(r),
-        Err(first) => attempt(true).map_err(|_| first),
-    }
+    attempt(Bake::None).or_else(|first| attempt(Bake::Small).or_else(|_| attempt(Bake::All)).map_err(|_| first))
+}
+
+/// Which integer inputs [`generate_bounded_for`] bakes in as constants.
+#[derive(Clone, Copy, PartialEq)]
+enum Bake {
+    None,
+    Small,
+    All,
 }
 
 /// Build the bounded module's harness (`bounded_main_rs`) in the cache.

@@ -16,7 +16,7 @@ mod dropout;
 mod elementwise;
 mod linalg;
 mod nn;
-mod norm;
+pub(crate) mod norm;
 mod reduce;
 mod shape;
 #[cfg(test)]
@@ -138,7 +138,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
         | Op::LayerNorm { .. }
-        | Op::RmsNorm { .. }
         | Op::GroupNorm { .. }
         | Op::InstanceNorm { .. } => norm::rule(b, n, dys, need),
         Op::Dropout { .. } => dropout::rule(b, n, dys, need),

@@ -57,30 +57,37 @@ impl Stats {
     }
 }
 
+/// LayerNormalization (`centred`) and RMSNormalization over the axes from `axis`: X's, the
+/// scale's and the bias's gradients (scale and bias broadcast numpy-style against X).
+pub(crate) fn scale_norm(b: &mut B<'_>, n: &Node, dy: ValueId, need: &[bool], axis: i64, epsilon: f32, centred: bool) -> R<Vec<Option<ValueId>>> {
+    let want = |i: usize| need.get(i).copied().unwrap_or(false);
+    let x = input(n, 0)?;
+    let r = b.rank(x)?;
+    let mut out = vec![None; n.inputs.len()];
+    let ax = norm_axis(axis, r)?;
+    let st = stats(b, x, (ax as i64..r as i64).collect(), epsilon, centred)?;
+    let scale = input(n, 1)?;
+    if want(0) {
+        let dxhat = b.mul(dy, scale)?;
+        out[0] = Some(st.dx(b, dxhat)?);
+    }
+    if want(1) {
+        let t = b.mul(dy, st.xhat)?;
+        out[1] = Some(b.sum_to(t, scale)?);
+    }
+    if let Some(bias) = n.inputs.get(2).copied().flatten().filter(|_| want(2)) {
+        out[2] = Some(b.sum_to(dy, bias)?);
+    }
+    Ok(out)
+}
+
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let want = |i: usize| need.get(i).copied().unwrap_or(false);
     let x = input(n, 0)?;
     let r = b.rank(x)?;
     let mut out = vec![None; n.inputs.len()];
     match &n.op {
-        Op::LayerNorm { axis, epsilon } | Op::RmsNorm { axis, epsilon } => {
-            let dy = dy0(dys)?;
-            let ax = norm_axis(*axis, r)?;
-            let st = stats(b, x, (ax as i64..r as i64).collect(), *epsilon, matches!(n.op, Op::LayerNorm { .. }))?;
-            // Scale (and bias) broadcast numpy-style against x (right-aligned).
-            let scale = input(n, 1)?;
-            if want(0) {
-                let dxhat = b.mul(dy, scale)?;
-                out[0] = Some(st.dx(b, dxhat)?);
-            }
-            if want(1) {
-                let t = b.mul(dy, st.xhat)?;
-                out[1] = Some(b.sum_to(t, scale)?);
-            }
-            if let Some(bias) = n.inputs.get(2).copied().flatten().filter(|_| want(2)) {
-                out[2] = Some(b.sum_to(dy, bias)?);
-            }
-        }
+        Op::LayerNorm { axis, epsilon } => return scale_norm(b, n, dy0(dys)?, need, *axis, *epsilon, true),
         Op::InstanceNorm { epsilon } | Op::BatchNormTraining { epsilon, .. } => {
             let Some(dy) = dys.first().copied().flatten() else { return Ok(out) };
             if r < 2 {

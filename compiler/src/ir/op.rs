@@ -181,12 +181,10 @@ pub enum Op {
     /// (X, scale, B?) normalised over axes [axis, rank). Outputs: Y, Mean?, InvStdDev?.
     LayerNorm { axis: i64, epsilon: f32 },
     Lrn { size: usize, alpha: f32, beta: f32, bias: f32 },
-    LpNorm { axis: i64, p: i64 },
     MeanVarianceNorm { axes: Vec<i64> },
-    /// Softmax / LogSoftmax / Hardmax over `axis`; `coerce_2d` is the opset < 13 semantics
+    /// Softmax / LogSoftmax over `axis`; `coerce_2d` is the opset < 13 semantics
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
-    Hardmax { axis: i64, coerce_2d: bool },
 
     /// CausalConvWithState (opset 27): (input, weight, bias?, past_state?) → (output,
     /// present_state); a depthwise causal 1-D conv carrying the last k - 1 inputs, then
@@ -196,11 +194,6 @@ pub enum Op {
     /// present_state).
     LinearAttention(Box<LinearAttentionAttrs>),
 
-    /// NegativeLogLikelihoodLoss (input, target, weight?); with `softmax`, the input are
-    /// scores and LogSoftmax over axis 1 comes first (SoftmaxCrossEntropyLoss, whose second
-    /// output is the log-probabilities).
-    /// RMSNormalization (X, scale): X / sqrt(mean(X², axes [axis, rank)) + eps) * scale.
-    RmsNorm { axis: i64, epsilon: f32 },
     /// GroupNormalization (X, scale, bias); `per_channel` is the opset >= 21 semantics
     /// (scale/bias of C entries), else one per group.
     GroupNorm { num_groups: usize, epsilon: f32, per_channel: bool },
@@ -226,9 +219,6 @@ pub enum Op {
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
-    CumSum { exclusive: bool, reverse: bool },
-    /// (x, axis): running product along axis.
-    CumProd { exclusive: bool, reverse: bool },
     TopK { axis: i64, largest: bool, sorted: bool },
 
     // ---- shape and data movement
@@ -257,7 +247,6 @@ pub enum Op {
     ConstantOfShape { value: Tensor },
     Range,
     NonZero,
-    Trilu { upper: bool },
     DepthToSpace { blocksize: usize, crd: bool },
     /// `crd`: channels ordered (C, block row, block col), opset 25's mode=CRD; else DCR.
     SpaceToDepth { blocksize: usize, crd: bool },

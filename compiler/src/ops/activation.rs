@@ -294,9 +294,9 @@ fn ramp(shape: &[usize], seed: usize) -> Tensor {
 
 pub fn examples() -> Vec<super::Example> {
     vec![
-        super::Example { op: OpRef::new(Swish { alpha: 1.7 }), inputs: vec![ramp(&[2, 3, 5], 0)] },
-        super::Example { op: OpRef::new(SwiGlu { alpha: 0.8 }), inputs: vec![ramp(&[3, 4], 0), ramp(&[3, 4], 1)] },
-        super::Example { op: OpRef::new(BiasSplitGelu), inputs: vec![ramp(&[2, 3, 8], 0), ramp(&[8], 1)] },
+        super::Example { consts: vec![], op: OpRef::new(Swish { alpha: 1.7 }), inputs: vec![ramp(&[2, 3, 5], 0)] },
+        super::Example { consts: vec![], op: OpRef::new(SwiGlu { alpha: 0.8 }), inputs: vec![ramp(&[3, 4], 0), ramp(&[3, 4], 1)] },
+        super::Example { consts: vec![], op: OpRef::new(BiasSplitGelu), inputs: vec![ramp(&[2, 3, 8], 0), ramp(&[8], 1)] },
     ]
 }
 

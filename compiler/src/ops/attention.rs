@@ -398,9 +398,9 @@ pub fn examples() -> Vec<super::Example> {
     let mask = Tensor::from_f32s(vec![3, 4], (0..12).map(|i| if i % 5 == 0 { -1.0 } else { 0.0 }).collect());
     vec![
         // 4-D with an additive mask broadcast over batch and heads.
-        super::Example { op: OpRef::new(plain), inputs: vec![f(vec![2, 2, 3, 4], 3), f(vec![2, 2, 4, 4], 5), f(vec![2, 2, 4, 3], 7), mask] },
+        super::Example { consts: vec![], op: OpRef::new(plain), inputs: vec![f(vec![2, 2, 3, 4], 3), f(vec![2, 2, 4, 4], 5), f(vec![2, 2, 4, 3], 7), mask] },
         // 3-D, causal, grouped-query (two Q heads per KV head).
-        super::Example { op: OpRef::new(three_d), inputs: vec![f(vec![1, 3, 8], 3), f(vec![1, 3, 4], 5), f(vec![1, 3, 4], 7)] },
+        super::Example { consts: vec![], op: OpRef::new(three_d), inputs: vec![f(vec![1, 3, 8], 3), f(vec![1, 3, 4], 5), f(vec![1, 3, 4], 7)] },
     ]
 }
 

@@ -144,9 +144,9 @@ fn ramp(shape: &[usize], dtype: DType) -> Tensor {
 pub fn examples() -> Vec<super::Example> {
     let mut v = Vec::new();
     for (from, to) in [(DType::F32, DType::I32), (DType::F32, DType::F16), (DType::I64, DType::F32), (DType::F32, DType::Bool), (DType::F32, DType::U8)] {
-        v.push(super::Example { op: OpRef::new(Cast { to: Some(to), saturate: true }), inputs: vec![ramp(&[2, 3, 4], from)] });
+        v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: Some(to), saturate: true }), inputs: vec![ramp(&[2, 3, 4], from)] });
     }
-    v.push(super::Example { op: OpRef::new(Cast { to: None, saturate: true }), inputs: vec![ramp(&[3, 5], DType::F32), ramp(&[1], DType::F64)] });
+    v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: None, saturate: true }), inputs: vec![ramp(&[3, 5], DType::F32), ramp(&[1], DType::F64)] });
     v
 }
 

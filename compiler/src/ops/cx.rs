@@ -299,6 +299,11 @@ impl<'a> EmitCx<'a> {
         Ok(ShapeCx::new(args))
     }
 
+    /// The integers of constant input `i` (an axis or a count given as a tensor).
+    pub fn const_ints(&self, i: usize) -> Option<Vec<i64>> {
+        self.cx.g.const_value(self.opt_input(i)?)?.to_i64_vec()
+    }
+
     /// Whether the memory plan made `v` a view of another buffer (nothing to compute).
     pub fn is_alias(&self, v: ValueId) -> bool {
         self.cx.plan.aliases.contains_key(&v)

@@ -174,8 +174,8 @@ pub fn examples() -> Vec<super::Example> {
     let w = Tensor::from_f32s(vec![4], vec![1.0, 0.5, 2.0, 1.5]);
     let op = |softmax, reduction| OpRef::new(NllLoss { softmax, reduction, ignore_index: Some(-1) });
     vec![
-        super::Example { op: op(true, LossReduction::Mean), inputs: vec![x.clone(), t.clone(), w] },
-        super::Example { op: op(false, LossReduction::None), inputs: vec![x, t] },
+        super::Example { consts: vec![], op: op(true, LossReduction::Mean), inputs: vec![x.clone(), t.clone(), w] },
+        super::Example { consts: vec![], op: op(false, LossReduction::None), inputs: vec![x, t] },
     ]
 }
 

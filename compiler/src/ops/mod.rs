@@ -11,7 +11,9 @@
 //! variants move here family by family (docs/DECISIONS.md, "One definition per op").
 pub mod activation;
 pub mod attention;
+pub mod cumulative;
 pub mod loss;
+pub mod norm;
 pub mod cast;
 mod cx;
 pub mod reduce;
@@ -94,6 +96,8 @@ impl fmt::Debug for OpRef {
 /// interpreter, generated code with fixed shapes and bounded-dims code, so an op listed here
 /// is checked end to end without a test of its own.
 pub struct Example {
+    /// The inputs given as constants (an axis, a count): the others are graph inputs.
+    pub consts: Vec<usize>,
     pub op: OpRef,
     pub inputs: Vec<Tensor>,
 }
@@ -106,12 +110,24 @@ pub fn examples() -> Vec<Example> {
     v.extend(reduce::examples());
     v.extend(attention::examples());
     v.extend(loss::examples());
+    v.extend(norm::examples());
+    v.extend(cumulative::examples());
     v
 }
 
 /// Input `i` of an evaluation, which the op requires.
 pub(crate) fn input<'a>(ins: &[Option<&'a Tensor>], i: usize) -> R<&'a Tensor> {
     ins.get(i).copied().flatten().ok_or_else(|| format!("input #{i} is missing"))
+}
+
+/// The product of dims (an element count).
+pub(crate) fn product(dims: &[crate::ir::DimExpr]) -> crate::ir::DimExpr {
+    dims.iter().fold(crate::ir::DimExpr::constant(1), |a, d| a.mul(d))
+}
+
+/// `[outer, len, inner]` around axis `a` of `dims`: the products before it, it, and after it.
+pub(crate) fn around(dims: &[crate::ir::DimExpr], a: usize) -> [crate::ir::DimExpr; 3] {
+    [product(&dims[..a]), dims[a].clone(), product(&dims[a + 1..])]
 }
 
 /// The element count of a static shape (for `flops`), saturating.

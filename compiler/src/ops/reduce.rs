@@ -1,6 +1,6 @@
 //! ArgMax and ArgMin: the index of the largest (smallest) element along one axis, as i64, by
 //! the runtime's `kernels::reduce::arg_reduce` over the `[outer, len, inner]` view around it.
-use super::{EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr, Op, ValueId};
@@ -27,10 +27,6 @@ impl ArgReduce {
         }
         norm_axis(self.axis, rank).map(Some)
     }
-}
-
-fn product(dims: &[DimExpr]) -> DimExpr {
-    dims.iter().fold(DimExpr::constant(1), |a, d| a.mul(d))
 }
 
 impl OpDef for ArgReduce {
@@ -69,7 +65,7 @@ impl OpDef for ArgReduce {
         let xs = cx.dims(x)?;
         let (outer, red, inner) = match self.axis_of(xs.len()).map_err(|e| cx.err(e))? {
             None => (DimExpr::constant(1), DimExpr::constant(1), DimExpr::constant(1)),
-            Some(a) => (product(&xs[..a]), xs[a].clone(), product(&xs[a + 1..])),
+            Some(a) => around(&xs, a).into(),
         };
         Ok(format!(
             "rt::kernels::reduce::arg_reduce({}, {}, {}, {}, {}, {}, {});",
@@ -109,8 +105,8 @@ pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 3, 4], (0..24).map(|i| ((i * 7) % 11) as f32).collect());
     let a = |max, axis, keepdims, select_last_index| OpRef::new(ArgReduce { max, axis, keepdims, select_last_index });
     vec![
-        super::Example { op: a(true, 1, true, false), inputs: vec![x.clone()] },
-        super::Example { op: a(false, -1, false, true), inputs: vec![x] },
+        super::Example { consts: vec![], op: a(true, 1, true, false), inputs: vec![x.clone()] },
+        super::Example { consts: vec![], op: a(false, -1, false, true), inputs: vec![x] },
     ]
 }
 

@@ -1,10 +1,11 @@
-//! Where: `(cond, x, y)` → `x` where `cond` is true, else `y`, the three broadcast together
-//! (numpy rules). One strided kernel (`runtime::kernels::broadcast::ternary`) for the
-//! interpreter and generated code, every dtype.
+//! Selection by condition or position. Where: `(cond, x, y)` → `x` where `cond` is true,
+//! else `y`, the three broadcast together (numpy rules), by one strided kernel
+//! (`runtime::kernels::broadcast::ternary`) for the interpreter and generated code, every
+//! dtype. Trilu: the upper or lower triangle of the last two dims, zero elsewhere.
 use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::util::{broadcast_shapes, broadcast_strides};
-use crate::ir::{DType, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::broadcast;
 
@@ -121,6 +122,95 @@ fn side(cx: &mut GradCx, i: usize, picks: [ValueId; 3]) -> R<Option<ValueId>> {
     Ok(Some(cx.b.sum_to(t, like)?))
 }
 
+/// Trilu `(x, k?)`: keeps `x[…, i, j]` where `j - i >= k` (`upper`) or `j - i <= k`, the
+/// diagonal offset `k` a constant input (0 when absent).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trilu {
+    pub upper: bool,
+}
+
+impl Trilu {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    fn k(v: Option<Vec<i64>>, given: bool) -> R<i64> {
+        match (v.as_deref(), given) {
+            (_, false) => Ok(0),
+            (Some([k]), true) => Ok(*k),
+            (Some(v), true) => Err(format!("k must hold one element, got {}", v.len())),
+            (None, true) => Err("k must be a constant".into()),
+        }
+    }
+
+    /// `[batch, rows, cols]` of an input of rank ≥ 2.
+    fn view(xs: &[DimExpr]) -> R<[DimExpr; 3]> {
+        let r = xs.len();
+        if r < 2 {
+            return Err(format!("Trilu needs an input of rank >= 2, got rank {r}"));
+        }
+        Ok([super::product(&xs[..r - 2]), xs[r - 2].clone(), xs[r - 1].clone()])
+    }
+}
+
+impl OpDef for Trilu {
+    fn name(&self) -> &'static str {
+        "Trilu"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?.clone();
+        if let Some(xs) = &x.dims {
+            Self::view(xs)?;
+        }
+        Ok(vec![OutType { dtype: x.dtype, dims: x.dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let k = ins.get(1).copied().flatten();
+        let k = Self::k(k.and_then(|t| t.to_i64_vec()), k.is_some())?;
+        Ok(vec![crate::interp::ops::index::trilu(input(ins, 0)?, k, self.upper)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let x = cx.input(0)?;
+        let k = Self::k(cx.const_ints(1), cx.opt_input(1).is_some()).map_err(|e| cx.err(e))?;
+        let [b, r, c] = Self::view(&cx.dims(x)?).map_err(|e| cx.err(e))?;
+        let (b, r, c) = (cx.size(&b)?, cx.size(&r)?, cx.size(&c)?);
+        let keep = if self.upper { format!("d >= {k}") } else { format!("d <= {k}") };
+        Ok(format!(
+            "let (x, y) = ({}, {});\n\
+             for b in 0..{b} {{ for i in 0..{r} {{ for j in 0..{c} {{\n\
+             let at = (b * {r} + i) * {c} + j;\n\
+             let d = j as i64 - i as i64;\n\
+             y[at] = if {keep} {{ x[at] }} else {{ Default::default() }};\n\
+             }} }} }}",
+            cx.read(x)?,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(0)
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("Trilu has no gradient yet".into())
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let c = Tensor::new(vec![3, 1], Data::Bool(vec![true, false, true]));
     let x = Tensor::from_f32s(vec![3, 4], (0..12).map(|i| i as f32 - 5.5).collect());
@@ -128,8 +218,10 @@ pub fn examples() -> Vec<super::Example> {
     let yi = Tensor::from_i64s(vec![1, 4], vec![7, -8, 9, -10]);
     let xi = Tensor::from_i64s(vec![3, 4], (0..12).collect());
     vec![
-        super::Example { op: OpRef::new(Where), inputs: vec![c.clone(), x, y] },
-        super::Example { op: OpRef::new(Where), inputs: vec![c, xi, yi] },
+        super::Example { consts: vec![], op: OpRef::new(Where), inputs: vec![c.clone(), x.clone(), y] },
+        super::Example { consts: vec![], op: OpRef::new(Where), inputs: vec![c, xi.clone(), yi] },
+        super::Example { consts: vec![1], op: OpRef::new(Trilu { upper: true }), inputs: vec![x.clone(), Tensor::from_i64s(vec![], vec![-1])] },
+        super::Example { consts: vec![], op: OpRef::new(Trilu { upper: false }), inputs: vec![Tensor::from_i64s(vec![2, 2, 3], (0..12).collect())] },
     ]
 }
 

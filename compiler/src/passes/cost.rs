@@ -90,14 +90,11 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::GlobalPool { .. } | Op::Reduce { .. } | Op::TopK { .. } => in_numel(g, n, 0)?,
         Op::Lrn { size, .. } => mul(&[2, out?, *size as u64]),
         Op::Softmax { .. } => mul(&[3, out?]),
-        Op::Hardmax { .. } | Op::CumSum { .. } | Op::CumProd { .. } => out?,
         // Statistics, then normalize and scale.
         Op::InstanceNorm { .. }
         | Op::LayerNorm { .. }
         | Op::GroupNorm { .. }
-        | Op::RmsNorm { .. }
         | Op::MeanVarianceNorm { .. }
-        | Op::LpNorm { .. }
         | Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
         Op::RotaryEmbedding { .. } => mul(&[3, out?]),
         Op::Resize(_) | Op::GridSample { .. } | Op::RoiAlign { .. } => mul(&[8, out?]),
@@ -132,7 +129,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::ConstantOfShape { .. }
         | Op::Range
         | Op::NonZero
-        | Op::Trilu { .. }
         | Op::DepthToSpace { .. }
         | Op::SpaceToDepth { .. }
         | Op::OneHot { .. }

@@ -484,10 +484,10 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
         }
-        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::MeanVarianceNorm { .. } => same(),
-        Op::Softmax { .. } | Op::Hardmax { .. } | Op::CumSum { .. } | Op::Trilu { .. } | Op::ReverseSequence { .. } => same(),
+        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::MeanVarianceNorm { .. } => same(),
+        Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
-        Op::CumProd { .. } | Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
+        Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
         Op::LayerNorm { axis, .. } => {
             let stat = match cx.shape(0) {
                 Some(x) => {
@@ -996,7 +996,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 })
                 .collect()
         }
-        Op::RmsNorm { .. } => same(),
         Op::ParamUpdate { rule } => {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()

@@ -299,7 +299,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             ignore_index: a.i("ignore_index"),
         }
         .op()),
-        "RMSNormalization" => Some(Op::RmsNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
+        "RMSNormalization" => Some(burnc_compiler::ops::norm::RmsNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }.op()),
         "Attention" => Some(burnc_compiler::ops::attention::Attention {
             is_causal: a.i_or("is_causal", 0) != 0,
             q_num_heads: a.i("q_num_heads").map(|v| v.max(0) as usize),
@@ -376,14 +376,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             beta: a.f_or("beta", 0.75),
             bias: a.f_or("bias", 1.0),
         }),
-        "LpNormalization" => Some(Op::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }),
+        "LpNormalization" => Some(burnc_compiler::ops::norm::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }.op()),
         "MeanVarianceNormalization" => Some(Op::MeanVarianceNorm { axes: a.ints("axes").unwrap_or(vec![0, 2, 3]) }),
         "Softmax" | "LogSoftmax" => Some(Op::Softmax {
             axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }),
             log: op_type == "LogSoftmax",
             coerce_2d: opset < 13,
         }),
-        "Hardmax" => Some(Op::Hardmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), coerce_2d: opset < 13 }),
+        "Hardmax" => Some(burnc_compiler::ops::norm::Hardmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), coerce_2d: opset < 13 }.op()),
         "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" | "ReduceSumSquare" => {
             let rop = match op_type {
@@ -414,7 +414,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             .op(),
         ),
-        "CumProd" => Some(Op::CumProd { exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }),
+        "CumProd" => Some(burnc_compiler::ops::cumulative::Cumulative { product: true, exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }.op()),
         "Swish" => Some(Op::Def(OpRef::new(activation::Swish { alpha: a.f_or("alpha", 1.0) }))),
         "SwiGLU" => Some(Op::Def(OpRef::new(activation::SwiGlu { alpha: a.f_or("alpha", 1.0) }))),
         "GroupNormalization" => Some(Op::GroupNorm {
@@ -428,7 +428,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             num_heads: a.i_or("num_heads", 0).max(0) as usize,
         }),
         "CenterCropPad" => Some(Op::CenterCropPad { axes: a.ints("axes") }),
-        "CumSum" => Some(Op::CumSum { exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }),
+        "CumSum" => Some(burnc_compiler::ops::cumulative::Cumulative { product: false, exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }.op()),
         "TopK" => {
             if opset < 10 {
                 // k was an attribute: make it the input it became.
@@ -513,7 +513,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "Range" => Some(Op::Range),
         "NonZero" => Some(Op::NonZero),
-        "Trilu" => Some(Op::Trilu { upper: a.i_or("upper", 1) != 0 }),
+        "Trilu" => Some(burnc_compiler::ops::select::Trilu { upper: a.i_or("upper", 1) != 0 }.op()),
         "DepthToSpace" => Some(Op::DepthToSpace {
             blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
             crd: a.s_or("mode", "DCR") == "CRD",

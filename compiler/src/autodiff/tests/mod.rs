@@ -360,7 +360,7 @@ fn unrelated_input_gets_zeros_and_unsupported_ops_are_named() {
     let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&[3])) });
     let a = g.add_value("a", ty, ValueKind::Input);
     g.inputs = vec![a];
-    let y = node(&mut g, Op::Hardmax { axis: 0, coerce_2d: false }, &[a]);
+    let y = node(&mut g, crate::ops::norm::Hardmax { axis: 0, coerce_2d: false }.op(), &[a]);
     let err = gradients(&mut g, y, None, &[a]).expect_err("Hardmax has no rule").to_string();
     assert!(err.contains("Hardmax"), "{err}");
 }

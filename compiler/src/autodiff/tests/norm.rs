@@ -45,7 +45,7 @@ fn layer_norm_and_rms_norm() {
     // exact in f32 (about 22 significant bits), so the check stays at 1e-4.
     let rms = |shapes: &[&[usize]], axis: i64| {
         Check { shapes: shapes.iter().map(|s| s.to_vec()).collect(), lo: -1.0, hi: 1.0, seed: 7, h: 1.0 / 256.0, grid: 1.0 / 16.0 }
-            .run(|g, x| node(g, Op::RmsNorm { axis, epsilon: 1.0 / 65536.0 }, x))
+            .run(|g, x| node(g, crate::ops::norm::RmsNorm { axis, epsilon: 1.0 / 65536.0 }.op(), x))
             .expect("gradients agree");
     };
     rms(&[&[2, 3, 4], &[4]], -1);

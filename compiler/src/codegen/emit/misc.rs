@@ -1,4 +1,4 @@
-//! Trilu, CumSum/CumProd, TopK, OneHot, Shrink and ConvTranspose: loops with literal
+//! TopK, OneHot, Shrink and ConvTranspose: loops with literal
 //! geometry, or calls into the runtime kernels the interpreter uses.
 use super::Ctx;
 use crate::codegen::CodegenError;
@@ -60,43 +60,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
     match &n.op {
-        Op::Trilu { upper } => {
-            let x = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, x)?;
-            if xs.len() < 2 {
-                return Err(cx.err(n, "Trilu needs rank >= 2"));
-            }
-            let k = match n.inputs.get(1).copied().flatten() {
-                Some(kv) => *const_ints(cx.g, Some(kv)).and_then(|v| v.first().copied()).as_ref().ok_or_else(|| cx.err(n, "k must be a constant for codegen"))?,
-                None => 0,
-            };
-            let (r, c) = (xs[xs.len() - 2], xs[xs.len() - 1]);
-            let b: usize = xs[..xs.len() - 2].iter().product();
-            let keep = if *upper { format!("d >= {k}") } else { format!("d <= {k}") };
-            Ok(Some(format!(
-                "let (x, y) = ({}, {});\nfor b in 0..{b}usize {{ for i in 0..{r}usize {{ for j in 0..{c}usize {{ let at = (b * {r} + i) * {c} + j; let d = j as i64 - i as i64; y[at] = if {keep} {{ x[at] }} else {{ Default::default() }}; }} }} }}",
-                cx.read(n, x)?,
-                cx.write(n, out)?
-            )))
-        }
-        Op::CumSum { exclusive, reverse } | Op::CumProd { exclusive, reverse } => {
-            let x = cx.input(n, 0)?;
-            let (xd, xs) = cx.ty(n, x)?;
-            if xd == DType::Bool || xs.is_empty() {
-                return Err(cx.err(n, format!("{} on {xd} of rank {}", n.op.name(), xs.len())));
-            }
-            let axis = const_ints(cx.g, n.inputs.get(1).copied().flatten())
-                .and_then(|v| v.first().copied())
-                .ok_or_else(|| cx.err(n, "axis must be a constant for codegen"))?;
-            let ax = norm_axis_or_scalar(axis, xs.len()).map_err(|e| cx.err(n, e))?;
-            let (outer, len, inner): (usize, usize, usize) = (xs[..ax].iter().product(), xs[ax], xs[ax + 1..].iter().product());
-            let f = if matches!(n.op, Op::CumSum { .. }) { "cumsum" } else { "cumprod" };
-            Ok(Some(format!(
-                "rt::kernels::reduce::{f}({}, {outer}, {len}, {inner}, {exclusive}, {reverse}, {});",
-                cx.read(n, x)?,
-                cx.write(n, out)?
-            )))
-        }
         Op::TopK { largest, .. } => {
             let x = cx.input(n, 0)?;
             let (xd, _) = cx.ty(n, x)?;

@@ -233,10 +233,10 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::emit(cx, id, n),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
-        Op::Trilu { .. } | Op::CumSum { .. } | Op::CumProd { .. } | Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }
+        Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
-        Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. } | Op::LpNorm { .. } | Op::Hardmax { .. }
-        | Op::RmsNorm { .. } | Op::GroupNorm { .. } | Op::BatchNormTraining { .. } => {
+        Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. }
+        | Op::GroupNorm { .. } | Op::BatchNormTraining { .. } => {
             norm::emit(cx, id, n)
         }
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),

@@ -1,7 +1,6 @@
-//! Normalizations (Layer-, Instance-, MeanVariance-, Lp-, RMS-, GroupNormalization) and Hardmax: calls into the runtime kernels the
+//! Normalizations (Layer-, Instance-, MeanVariance-, GroupNormalization): calls into the runtime kernels the
 //! interpreter uses, with every size resolved at compile time.
 use crate::codegen::emit::f64_lit;
-use super::elementwise::f32_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::util::{norm_axes, norm_axis_or_scalar as norm_axis};
@@ -65,7 +64,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let t = cx.elem(n, x)?;
     let float = matches!(xd, DType::F32 | DType::F64);
     let name = n.op.name();
-    if !float && !matches!(n.op, Op::Hardmax { .. }) {
+    if !float {
         return Err(cx.err(n, format!("{name} on {xd} is not supported by codegen yet")));
     }
     let numel = |v: ValueId| -> Result<usize, CodegenError> { Ok(cx.ty(n, v)?.1.iter().product()) };
@@ -186,39 +185,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                  rt::kernels::norm::mean_var_norm(xp, yp, {outer}, {inner});\n\
                  rt::kernels::permute::permute(yp, &{pshape:?}, &{inv:?}, {y});",
                 cx.scratch(n, id, t, 2 * len)?
-            )))
-        }
-        Op::LpNorm { axis, p } => {
-            if *p != 1 && *p != 2 {
-                return Err(cx.err(n, format!("LpNormalization with p = {p}")));
-            }
-            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
-            let (outer, nn, inner): (usize, usize, usize) = (xs[..a].iter().product(), xs[a], xs[a + 1..].iter().product());
-            Ok(Some(format!("rt::kernels::norm::lp_norm({rx}, {y}, {outer}, {nn}, {inner}, {p});")))
-        }
-        Op::Hardmax { axis, coerce_2d } => {
-            if xs.is_empty() || xd == DType::Bool {
-                return Err(cx.err(n, "Hardmax needs a numeric input of rank >= 1"));
-            }
-            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
-            let outer: usize = xs[..a].iter().product();
-            let (nn, inner): (usize, usize) = if *coerce_2d { (xs[a..].iter().product(), 1) } else { (xs[a], xs[a + 1..].iter().product()) };
-            Ok(Some(format!("rt::kernels::softmax::hardmax({rx}, {outer}, {nn}, {inner}, {y});")))
-        }
-        Op::RmsNorm { axis, epsilon } => {
-            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
-            let outer: usize = xs[..a].iter().product();
-            let inner: usize = xs[a..].iter().product();
-            let scale = cx.input(n, 1)?;
-            let (_, ss) = cx.ty(n, scale)?;
-            let to = crate::interp::ops::loss::rms_scale_shape(&xs, a, &ss).map_err(|e| cx.err(n, e))?;
-            if to.iter().product::<usize>() != ss.iter().product::<usize>() {
-                return Err(cx.err(n, "a broadcast scale is not supported by codegen yet"));
-            }
-            Ok(Some(format!(
-                "rt::kernels::norm::rms_norm({rx}, {y}, {outer}, {inner}, {}, {});",
-                cx.read(n, scale)?,
-                f32_lit(*epsilon)
             )))
         }
         Op::GroupNorm { num_groups, epsilon, per_channel } => {

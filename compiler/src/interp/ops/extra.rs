@@ -1,5 +1,5 @@
-//! Newer ONNX ops: CumProd, GroupNormalization, RotaryEmbedding and
-//! CenterCropPad. Arithmetic is done in f64 (i64 for integer CumProd) and cast back to the
+//! Newer ONNX ops: GroupNormalization, RotaryEmbedding and
+//! CenterCropPad. Arithmetic is done in f64 and cast back to the
 //! input's type.
 use super::shape::{index_map, take_or};
 use super::util::{arg, ints_arg, norm_axis_or_scalar, opt_arg, strides};
@@ -26,14 +26,6 @@ fn float_in(t: &Tensor, op: &str) -> Result<Vec<f64>, String> {
 
 pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     match op {
-        Op::CumProd { exclusive, reverse } => {
-            let x = arg(args, 0)?;
-            let axis = ints_arg(args, 1)?;
-            let &[axis] = axis.as_slice() else {
-                return Err(format!("axis must hold one element, got {}", axis.len()));
-            };
-            one_t(cumprod(x, axis, *exclusive, *reverse)?)
-        }
         Op::GroupNorm { num_groups, epsilon, per_channel } => group_norm(args, *num_groups, *epsilon as f64, *per_channel),
         Op::RotaryEmbedding { interleaved, rotary_embedding_dim, num_heads } => {
             rotary(args, *interleaved, *rotary_embedding_dim, *num_heads)
@@ -41,29 +33,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
         Op::CenterCropPad { axes } => center_crop_pad(args, axes.as_deref()),
         _ => Err(format!("{} is not handled by the extra ops", op.name())),
     }
-}
-
-fn cumprod(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tensor, String> {
-    if x.rank() == 0 {
-        return Err("CumProd needs an input of rank >= 1".into());
-    }
-    let ax = norm_axis_or_scalar(axis, x.rank())?;
-    let (outer, len, inner): (usize, usize, usize) =
-        (x.shape[..ax].iter().product(), x.shape[ax], x.shape[ax + 1..].iter().product());
-    macro_rules! go {
-        ($($variant:ident),*) => {
-            match &x.data {
-                $(Data::$variant(v) => {
-                    let mut out = vec![Default::default(); v.len()];
-                    burnc_runtime::kernels::reduce::cumprod(v, outer, len, inner, exclusive, reverse, &mut out);
-                    Data::$variant(out)
-                })*
-                d => return Err(format!("CumProd is not defined on {}", d.dtype())),
-            }
-        };
-    }
-    let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64);
-    Ok(Tensor::new(x.shape.clone(), data))
 }
 
 fn group_norm(args: &[Option<RtValue>], groups: usize, eps: f64, per_channel: bool) -> OpResult {
@@ -205,14 +174,6 @@ mod tests {
     }
     fn i(shape: Vec<usize>, v: Vec<i64>) -> Option<RtValue> {
         Some(RtValue::Tensor(Tensor::from_i64s(shape, v)))
-    }
-
-    #[test]
-    fn cumprod_exclusive_reverse() {
-        let x = Tensor::from_i64s(vec![4], vec![1, 2, 3, 4]);
-        assert_eq!(cumprod(&x, 0, false, false).unwrap().to_i64_vec().unwrap(), vec![1, 2, 6, 24]);
-        assert_eq!(cumprod(&x, 0, true, true).unwrap().to_i64_vec().unwrap(), vec![24, 12, 4, 1]);
-        assert!(cumprod(&x, 1, false, false).is_err());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! source index per output element and one generic [`take`]; scatters go through the runtime's
 //! `scatter` kernel. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
-use super::util::{arg, norm_axis_or_scalar, numel, one, opt_arg, strides};
+use super::util::{arg, norm_axis_or_scalar, numel, one, strides};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, Op, ScatterReduction};
@@ -22,13 +22,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
         Op::NonZero => one(nonzero(arg(args, 0)?)?),
         Op::Compress { axis } => one(compress(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::OneHot { axis } => one(one_hot(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *axis)?),
-        Op::Trilu { upper } => {
-            let k = match opt_arg(args, 1)? {
-                Some(t) => scalar_int(t, "k")?,
-                None => 0,
-            };
-            one(trilu(arg(args, 0)?, k, *upper)?)
-        }
         Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
         Op::ReverseSequence { batch_axis, time_axis } => {
             one(reverse_sequence(arg(args, 0)?, arg(args, 1)?, *batch_axis, *time_axis)?)
@@ -44,14 +37,6 @@ fn indices(t: &Tensor, what: &str) -> Result<Vec<i64>, String> {
         return Err(format!("{what} must be an integer tensor, got {}", t.dtype()));
     }
     t.to_i64_vec().ok_or_else(|| format!("{what} must be an integer tensor"))
-}
-
-fn scalar_int(t: &Tensor, what: &str) -> Result<i64, String> {
-    let v = t.to_i64_vec().ok_or_else(|| format!("{what} must be an integer"))?;
-    match v.as_slice() {
-        [x] => Ok(*x),
-        _ => Err(format!("{what} must hold one element, got {}", v.len())),
-    }
 }
 
 /// Wrap a possibly negative index into `[0, n)`; out of range is an error.
@@ -318,7 +303,7 @@ fn one_hot(ind: &Tensor, depth: &Tensor, values: &Tensor, axis: i64) -> Result<T
     Ok(Tensor::new(shape, take(&values.data, &idx)))
 }
 
-fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
+pub(crate) fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
     let r = x.rank();
     if r < 2 {
         return Err(format!("Trilu needs an input of rank >= 2, got {:?}", x.shape));

@@ -1,19 +1,11 @@
-//! RMSNormalization, computed in f64 and returned in the input's type.
-use super::util::{arg, broadcast_shapes, broadcast_strides, norm_axis_or_scalar};
-use super::OpResult;
-use crate::interp::RtValue;
-use crate::ir::{DType, Op};
+//! RMSNormalization's evaluation (ops::norm::RmsNorm), computed in f64 and returned in the
+//! input's type.
+use super::util::{broadcast_shapes, broadcast_strides, norm_axis_or_scalar};
+use crate::ir::DType;
 use crate::tensor::{Data, Tensor};
 
 fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> Result<Tensor, String> {
     super::cast::cast(&Tensor::new(shape, Data::F64(v)), dtype, true)
-}
-
-pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
-    match op {
-        Op::RmsNorm { axis, epsilon } => rms_norm(args, *axis, *epsilon),
-        _ => Err(format!("{} is not a loss op", op.name())),
-    }
 }
 
 /// `scale` flattened to the normalised dims `[axis, rank)` when it broadcasts to them, else to
@@ -29,9 +21,7 @@ pub(crate) fn rms_scale_shape(x: &[usize], ax: usize, scale: &[usize]) -> Result
     Ok(x.to_vec())
 }
 
-fn rms_norm(args: &[Option<RtValue>], axis: i64, eps: f32) -> OpResult {
-    let x = arg(args, 0)?;
-    let scale = arg(args, 1)?;
+pub(crate) fn rms_norm(x: &Tensor, scale: &Tensor, axis: i64, eps: f32) -> Result<Tensor, String> {
     if x.rank() == 0 {
         return Err("input must have rank >= 1".into());
     }
@@ -62,5 +52,5 @@ fn rms_norm(args: &[Option<RtValue>], axis: i64, eps: f32) -> OpResult {
     let xv = x.to_f64_vec();
     let mut y = vec![0.0; xv.len()];
     burnc_runtime::kernels::norm::rms_norm(&xv, &mut y, outer, inner, &sv, eps);
-    Ok(vec![RtValue::Tensor(back(x.dtype(), x.shape.clone(), y)?)])
+    back(x.dtype(), x.shape.clone(), y)
 }

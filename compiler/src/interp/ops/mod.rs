@@ -54,11 +54,9 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::InstanceNorm { .. }
         | Op::LayerNorm { .. }
         | Op::Lrn { .. }
-        | Op::LpNorm { .. }
         | Op::MeanVarianceNorm { .. }
-        | Op::Softmax { .. }
-        | Op::Hardmax { .. } => norm::eval(op, &args, n_outputs),
-        Op::Reduce { .. } | Op::CumSum { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
+        | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
+        Op::Reduce { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. }
         | Op::GatherElements { .. }
         | Op::GatherNd { .. }
@@ -67,7 +65,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::NonZero
         | Op::Compress { .. }
         | Op::OneHot { .. }
-        | Op::Trilu { .. }
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
@@ -75,7 +72,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
         Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
         Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
-        Op::RmsNorm { .. } => loss::eval(op, &args),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
@@ -88,8 +84,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
-        Op::CumProd { .. }
-        | Op::GroupNorm { .. }
+        Op::GroupNorm { .. }
         | Op::RotaryEmbedding { .. }
         | Op::CenterCropPad { .. } => extra::eval(op, &args),
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),

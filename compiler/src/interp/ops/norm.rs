@@ -1,8 +1,8 @@
 //! Interpreter semantics: normalizations and softmax. Float math runs in f32 (f32, f16,
 //! bf16 inputs) or f64; the kernels live in burnc-runtime (`kernels::{norm, softmax}`).
 pub(crate) mod float;
-mod local;
-mod softmax;
+pub(crate) mod local;
+pub(crate) mod softmax;
 mod stats;
 
 use super::util::{arg, one, opt_arg};
@@ -14,7 +14,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
     let x = arg(args, 0)?;
     match op {
         Op::Softmax { axis, log, coerce_2d } => one(softmax::softmax(x, *axis, *log, *coerce_2d)?),
-        Op::Hardmax { axis, coerce_2d } => one(softmax::hardmax(x, *axis, *coerce_2d)?),
         Op::BatchNorm { epsilon } => {
             let (scale, bias, mean, var) = (arg(args, 1)?, arg(args, 2)?, arg(args, 3)?, arg(args, 4)?);
             let y = stats::batch_norm(x, scale, bias, mean, var, *epsilon as f64)?;
@@ -38,7 +37,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
         }
         Op::MeanVarianceNorm { axes } => one(stats::mean_var_norm(x, axes)?),
         Op::Lrn { size, alpha, beta, bias } => one(local::lrn(x, *size, *alpha as f64, *beta as f64, *bias as f64)?),
-        Op::LpNorm { axis, p } => one(local::lp_norm(x, *axis, *p)?),
         _ => Err(format!("{} is not a normalization op", op.name())),
     }
 }

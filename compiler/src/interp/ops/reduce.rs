@@ -1,4 +1,4 @@
-//! Interpreter semantics: reduce family (Reduce*, ArgMax/ArgMin, CumSum, TopK). The work is
+//! Interpreter semantics: reduce family (Reduce*, TopK). The work is
 //! done by `burnc_runtime::kernels::reduce` over an `[outer, red, inner]` view of the input;
 //! reduced axes that are not adjacent are first moved to the end by a transpose.
 use super::shape::transpose;
@@ -15,14 +15,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let x = arg(args, 0)?;
             let axes = int_vec_or_attr(axes, args, 1)?;
             one(reduce(x, *op, axes.as_deref(), *keepdims, *noop_with_empty_axes)?)
-        }
-        Op::CumSum { exclusive, reverse } => {
-            let x = arg(args, 0)?;
-            let axis = ints_arg(args, 1)?;
-            let &[axis] = axis.as_slice() else {
-                return Err(format!("axis must hold one element, got {}", axis.len()));
-            };
-            one(cumsum(x, axis, *exclusive, *reverse)?)
         }
         Op::TopK { axis, largest, sorted: _ } => {
             let x = arg(args, 0)?;
@@ -143,28 +135,6 @@ fn around(shape: &[usize], ax: usize) -> (usize, usize, usize) {
     (shape[..ax].iter().product(), shape[ax], shape[ax + 1..].iter().product())
 }
 
-fn cumsum(x: &Tensor, axis: i64, exclusive: bool, reverse: bool) -> Result<Tensor, String> {
-    if x.rank() == 0 {
-        return Err("CumSum needs an input of rank >= 1".into());
-    }
-    let ax = norm_axis_or_scalar(axis, x.rank())?;
-    let (outer, len, inner) = around(&x.shape, ax);
-    macro_rules! go {
-        ($($variant:ident),*) => {
-            match &x.data {
-                $(Data::$variant(v) => {
-                    let mut out = vec![Default::default(); v.len()];
-                    k::cumsum(v, outer, len, inner, exclusive, reverse, &mut out);
-                    Data::$variant(out)
-                })*
-                d => return Err(format!("CumSum is not defined on {}", d.dtype())),
-            }
-        };
-    }
-    let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64);
-    Ok(Tensor::new(x.shape.clone(), data))
-}
-
 fn top_k(x: &Tensor, kk: i64, axis: i64, largest: bool) -> Result<(Tensor, Tensor), String> {
     if x.rank() == 0 {
         return Err("TopK needs an input of rank >= 1".into());
@@ -228,7 +198,6 @@ mod tests {
         let x = t(&[2], &[1., 2.]);
         assert!(reduce(&x, ReduceOp::Sum, Some(&[3]), true, false).is_err());
         assert!(top_k(&x, 3, 0, true).is_err());
-        assert!(cumsum(&x, -2, false, false).is_err());
     }
 
     #[test]
