@@ -18,7 +18,7 @@ mod linalg;
 mod nn;
 pub(crate) mod norm;
 mod reduce;
-mod shape;
+pub(crate) mod shape;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -129,7 +129,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Split { .. }
         | Op::Expand
         | Op::Tile
-        | Op::Pad { .. }
         | Op::GatherElements { .. }
         | Op::DepthToSpace { .. }
         | Op::SpaceToDepth { .. } => shape::rule(b, n, dys, need),

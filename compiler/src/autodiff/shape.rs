@@ -51,21 +51,24 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
             out[0] = Some(b.sum_to(dy, x)?);
             Ok(out)
         }
-        // Any mode through the index table (reflect/edge/wrap pick some elements twice); the
-        // constant pad value gets what the padding took: Σdy - Σdx.
-        Op::Pad { mode } => {
-            let dx = scatter_back(b, n, x, dy, true)?;
-            if let (Some(cv), true, PadMode::Constant) = (n.inputs.get(2).copied().flatten(), need.get(2) == Some(&true), mode) {
-                let all = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dy])?;
-                let inner = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dx])?;
-                let d = b.sub(all, inner)?;
-                out[2] = Some(b.reshape_like(d, cv)?);
-            }
-            out[0] = Some(dx);
-            Ok(out)
-        }
         other => Err(format!("no gradient rule for {}", other.name())),
     }
+}
+
+/// Pad's gradient, any mode, through the index table (reflect/edge/wrap pick some elements
+/// twice); the constant pad value gets what the padding took: Σdy - Σdx.
+pub(crate) fn pad(b: &mut B<'_>, n: &Node, dy: ValueId, need: &[bool], mode: PadMode) -> R<Vec<Option<ValueId>>> {
+    let x = input(n, 0)?;
+    let mut out = vec![None; n.inputs.len()];
+    let dx = scatter_back(b, n, x, dy, true)?;
+    if let (Some(cv), true, PadMode::Constant) = (n.inputs.get(2).copied().flatten(), need.get(2) == Some(&true), mode) {
+        let all = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dy])?;
+        let inner = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dx])?;
+        let d = b.sub(all, inner)?;
+        out[2] = Some(b.reshape_like(d, cv)?);
+    }
+    out[0] = Some(dx);
+    Ok(out)
 }
 
 fn concat(b: &mut B<'_>, n: &Node, axis: i64, dy: ValueId, need: &[bool]) -> R<Vec<Option<ValueId>>> {

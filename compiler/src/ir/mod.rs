@@ -12,7 +12,7 @@ pub mod verify;
 
 pub use dtype::{onnx_code_name, DType};
 pub use graph::{Graph, Node, NodeId, Param, TensorType, Value, ValueId, ValueKind, ValueType};
-pub use op::{Act, AutoPad, LinearAttentionAttrs, LossReduction, BinaryOp, Op, PadMode, PoolKind, ReduceOp, ResizeAttrs, RnnAttrs, ScatterReduction, SeqOp, UnaryOp, Window, WindowKind};
+pub use op::{Act, AutoPad, LinearAttentionAttrs, LossReduction, BinaryOp, Op, PoolKind, ReduceOp, ResizeAttrs, RnnAttrs, ScatterReduction, SeqOp, UnaryOp, Window, WindowKind};
 pub use burnc_runtime::kernels::rnn::{Act as RnnAct, Cell as RnnCell, Direction as RnnDirection};
 pub use ml::{TfIdfAttrs, TreeEnsembleAttrs};
 /// The ML kernels' mode and layout constants, for frontends building their tables.
@@ -21,3 +21,4 @@ pub use shape::{Dim, Shape};
 pub use dimexpr::{Atom, Constraint, DimExpr, Rel};
 /// GridSample's modes are the runtime kernel's own.
 pub use burnc_runtime::kernels::grid::{GridMode, GridPadding};
+pub use burnc_runtime::kernels::pad::PadMode;

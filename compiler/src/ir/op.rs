@@ -241,7 +241,6 @@ pub enum Op {
     Expand,
     Tile,
     /// (data, pads, constant_value?, axes?).
-    Pad { mode: PadMode },
     Shape { start: i64, end: Option<i64> },
     Size,
     ConstantOfShape { value: Tensor },
@@ -292,7 +291,6 @@ pub enum Op {
     /// (num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz).
     MelWeightMatrix { dtype: DType },
     /// (X, grid) → X sampled at the grid's normalized coordinates.
-    GridSample { mode: super::GridMode, padding: super::GridPadding, align_corners: bool },
     /// (theta, size) → sampling grid [N, (D,) H, W, 2 | 3].
     AffineGrid { align_corners: bool },
     /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
@@ -351,14 +349,6 @@ pub enum SeqOp {
     OptionalMake,
     OptionalHasElement,
     OptionalGetElement,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PadMode {
-    Constant,
-    Reflect,
-    Edge,
-    Wrap,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -299,9 +299,14 @@ impl<'a> EmitCx<'a> {
         Ok(ShapeCx::new(args))
     }
 
+    /// The value of `v` when it is a constant.
+    pub fn konst(&self, v: ValueId) -> Option<Tensor> {
+        self.cx.g.const_value(v)
+    }
+
     /// The integers of constant input `i` (an axis or a count given as a tensor).
     pub fn const_ints(&self, i: usize) -> Option<Vec<i64>> {
-        self.cx.g.const_value(self.opt_input(i)?)?.to_i64_vec()
+        self.konst(self.opt_input(i)?)?.to_i64_vec()
     }
 
     /// Whether the memory plan made `v` a view of another buffer (nothing to compute).

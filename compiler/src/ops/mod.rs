@@ -12,7 +12,9 @@
 pub mod activation;
 pub mod attention;
 pub mod cumulative;
+pub mod grid;
 pub mod loss;
+pub mod pad;
 pub mod norm;
 pub mod cast;
 mod cx;
@@ -112,6 +114,8 @@ pub fn examples() -> Vec<Example> {
     v.extend(loss::examples());
     v.extend(norm::examples());
     v.extend(cumulative::examples());
+    v.extend(grid::examples());
+    v.extend(pad::examples());
     v
 }
 

@@ -97,7 +97,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::MeanVarianceNorm { .. }
         | Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
         Op::RotaryEmbedding { .. } => mul(&[3, out?]),
-        Op::Resize(_) | Op::GridSample { .. } | Op::RoiAlign { .. } => mul(&[8, out?]),
+        Op::Resize(_) | Op::RoiAlign { .. } => mul(&[8, out?]),
         Op::AffineGrid { .. } => mul(&[3, out?]),
         Op::Col2Im { .. } => in_numel(g, n, 0)?,
         Op::Dft { .. } | Op::Stft { .. } => {
@@ -123,7 +123,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::ScatterNd { .. }
         | Op::Expand
         | Op::Tile
-        | Op::Pad { .. }
         | Op::Shape { .. }
         | Op::Size
         | Op::ConstantOfShape { .. }

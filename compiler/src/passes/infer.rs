@@ -766,41 +766,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::Pad { .. } => {
-            let dims = match (cx.shape(0), cx.ints(1)) {
-                (Some(x), Some(p)) => {
-                    let r = x.len();
-                    let axes: Vec<usize> = match if cx.has(3) { cx.ints(3).map(Some) } else { Some(None) } {
-                        Some(Some(a)) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
-                        Some(None) => (0..r).collect(),
-                        None => return Ok(vec![t(cx.dtype(0), Some(cx.fresh_dims(r)))]),
-                    };
-                    if p.len() != 2 * axes.len() {
-                        return Err(format!("pads has {} entries for {} axes", p.len(), axes.len()));
-                    }
-                    let mut o = x.to_vec();
-                    for (i, &a) in axes.iter().enumerate() {
-                        let (b, e) = (p[i], p[i + axes.len()]);
-                        if b != 0 || e != 0 {
-                            o[a] = match &x[a] {
-                                Dim::Fixed(d) => {
-                                    let v = (*d as i64).saturating_add(b).saturating_add(e);
-                                    if v < 0 {
-                                        return Err(format!("pads {b},{e} make axis {a} negative"));
-                                    }
-                                    Dim::Fixed(v as usize)
-                                }
-                                _ => cx.fresh(),
-                            };
-                        }
-                    }
-                    Some(o)
-                }
-                (Some(x), None) => Some(cx.fresh_dims(x.len())),
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Shape { start, end } => {
             let len = cx.shape(0).map(|x| {
                 let r = x.len() as i64;
@@ -1029,7 +994,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let state = if n.inputs.get(3).copied().flatten().is_some() { cx.dtype(3) } else { cx.dtype(0) };
             vec![t(cx.dtype(0), f(&[d.batch, d.seq, d.q_heads.saturating_mul(d.dv)])), t(state, f(&[d.batch, d.kv_heads, d.dk, d.dv]))]
         }
-        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
+        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
         | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,

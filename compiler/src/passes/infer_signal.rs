@@ -54,18 +54,6 @@ pub(super) fn infer(cx: &Cx, op: &Op) -> R<Vec<ValueType>> {
             };
             vec![t(Some(*dtype), shape)]
         }
-        Op::GridSample { .. } => {
-            let shape = match (fixed(cx, 0), fixed(cx, 1)) {
-                (Some(xs), Some(gs)) => dims(grid::grid_dims(&xs, &gs)?.1),
-                _ => match (cx.shape(0), cx.shape(1)) {
-                    (Some(x), Some(g)) if x.len() >= 2 && g.len() >= 2 => {
-                        Some(x[..2].iter().chain(&g[1..g.len() - 1]).cloned().collect())
-                    }
-                    _ => None,
-                },
-            };
-            vec![t(cx.dtype(0), shape)]
-        }
         Op::AffineGrid { .. } => {
             let shape = match (fixed(cx, 0), cx.ints(1)) {
                 (Some(ts), Some(size)) => dims(grid::affine_dims(&ts, &size)?.2),

@@ -191,7 +191,7 @@ fn shape_ops_with_constant_operands() {
     let (st, en, ax) = (ints(&mut g, vec![1, 0]), ints(&mut g, vec![-1, 100]), ints(&mut g, vec![2, 1]));
     let sl = node(&mut g, Op::Slice, vec![Some(x), Some(st), Some(en), Some(ax)]);
     let pads = ints(&mut g, vec![0, 0, 1, 2, 0, 0, 3, 4]);
-    let pd = node(&mut g, Op::Pad { mode: crate::ir::PadMode::Constant }, vec![Some(x), Some(pads)]);
+    let pd = node(&mut g, crate::ops::pad::Pad { mode: crate::ir::PadMode::Constant }.op(), vec![Some(x), Some(pads)]);
     let un = node(&mut g, Op::Unsqueeze { axes: Some(vec![0, -1]) }, vec![Some(x)]);
     let tr = node(&mut g, Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![Some(x)]);
     let ct = node(&mut g, Op::Concat { axis: 1 }, vec![Some(x), Some(x)]);

@@ -497,7 +497,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 inputs.push(Some(pv));
                 inputs.push(Some(value));
             }
-            Some(Op::Pad { mode })
+            Some(burnc_compiler::ops::pad::Pad { mode }.op())
         }
         "Shape" => Some(Op::Shape { start: a.i_or("start", 0), end: a.i("end") }),
         "Size" => Some(Op::Size),
@@ -654,7 +654,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32),
         }),
         "MelWeightMatrix" => Some(Op::MelWeightMatrix { dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32) }),
-        "GridSample" => Some(Op::GridSample {
+        "GridSample" => Some(burnc_compiler::ops::grid::GridSample {
             mode: match a.s_or("mode", if opset < 20 { "bilinear" } else { "linear" }).as_str() {
                 "nearest" => GridMode::Nearest,
                 "linear" | "bilinear" => GridMode::Linear,
@@ -668,7 +668,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 m => return Err(n.err(format!("unknown padding_mode `{m}`"))),
             },
             align_corners: a.i_or("align_corners", 0) != 0,
-        }),
+        }
+        .op()),
         "AffineGrid" => Some(Op::AffineGrid { align_corners: a.i_or("align_corners", 0) != 0 }),
         "Unique" => Some(Op::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }),
         "NonMaxSuppression" => Some(Op::NonMaxSuppression { center_point_box: a.i_or("center_point_box", 0) != 0 }),

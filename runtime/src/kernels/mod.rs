@@ -21,6 +21,7 @@ pub mod loss;
 pub mod ml;
 pub mod norm;
 pub mod packed;
+pub mod pad;
 pub mod permute;
 pub mod quant;
 pub mod pool;

@@ -31,12 +31,12 @@ fn expand_tile_pad() {
     // Constant pad, the pad value an input too; negative pads crop.
     check(&[&[3, 4], &[]], |g, x| {
         let p = ints(g, &[1, -1, 2, 2]);
-        node(g, Op::Pad { mode: PadMode::Constant }, &[x[0], p, x[1]])
+        node(g, crate::ops::pad::Pad { mode: PadMode::Constant }.op(), &[x[0], p, x[1]])
     });
     for mode in [PadMode::Reflect, PadMode::Edge, PadMode::Wrap] {
         check(&[&[3, 4]], |g, x| {
             let p = ints(g, &[1, 2, 2, 1]);
-            node(g, Op::Pad { mode }, &[x[0], p])
+            node(g, crate::ops::pad::Pad { mode }.op(), &[x[0], p])
         });
     }
 }

@@ -87,8 +87,10 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     symbolic::check_no_dim_values(&g, &inputs_of(&g))?;
     let targets = symbolic::reshape_targets(&g, &inputs_of(&g))?;
 
-    // Pin every named dim at its bound: the graph the plan and the static emitters see.
-    let bound = |n: &str| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64);
+    // Pin every named dim at its bound (or at the one value an op allows it, below): the
+    // graph the plan and the static emitters see.
+    let forced = forced_dims(&g, &inputs_of(&g), &targets, &dims)?;
+    let bound = |n: &str| forced.get(n).copied().or_else(|| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64));
     let ins = inputs_of(&g);
     for &i in &g.inputs.clone() {
         let ex = ins.get(&i).ok_or_else(|| graph_err(format!("input `{}`", g.value(i).name), "lost its dims"))?;
@@ -132,6 +134,30 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     }
     let plan = plan_bounded(&g, &info, &bound)?;
     build(&g, &plan, &info, &dims, &sym_inputs, opts)
+}
+
+/// Named dims an op allows only one value (a grid's last dim must be its spatial rank, a past
+/// key's heads K's): pinned at that value rather than at the bound, where the graph would not
+/// be valid; `forward` still checks the value (the constraint stays). Found by the bounded
+/// analysis of the unpinned graph; when that analysis stops at an op, nothing is forced and the
+/// pinned graph reports what it must.
+fn forced_dims(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &symbolic::Targets, dims: &[(String, usize)]) -> Result<HashMap<String, i64>, CodegenError> {
+    let Ok(info) = symbolic::analyze(g, inputs, targets) else { return Ok(HashMap::new()) };
+    let mut forced = HashMap::new();
+    for c in info.constraints.iter().filter(|c| c.rel == crate::ir::Rel::Equal) {
+        let pair = match (c.left.as_const(), c.right.as_const()) {
+            (None, Some(k)) => Some((&c.left, k)),
+            (Some(k), None) => Some((&c.right, k)),
+            _ => None,
+        };
+        let Some((e, k)) = pair else { continue };
+        let Some((name, b)) = dims.iter().find(|(n, _)| *e == DimExpr::var(n)) else { continue };
+        if k < 1 || k > *b as i64 {
+            return Err(graph_err(format!("dim `{name}`"), format!("must be {k} ({}), outside 1..={b}", c.what)));
+        }
+        forced.insert(name.clone(), k);
+    }
+    Ok(forced)
 }
 
 /// Give every node a unique, non-empty name: Reshape targets are recorded by node name.

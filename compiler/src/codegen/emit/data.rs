@@ -4,7 +4,7 @@ use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::{Frame, RtValue};
 use crate::ir::{DType, Node, NodeId, Op};
-use crate::tensor::{Data, Tensor};
+use crate::tensor::Tensor;
 
 pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
@@ -81,7 +81,7 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => vec![0],
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
         Op::Slice | Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::Expand | Op::Tile => vec![0],
-        Op::Pad { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::Split { .. } => vec![0],
+        Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::Split { .. } => vec![0],
         Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),
         Op::ScatterElements { reduction: crate::ir::ScatterReduction::None, .. }
@@ -129,18 +129,15 @@ const FILL: u32 = u32::MAX;
 
 /// Emit a pure data-movement op as a gather through a compile-time index table: the
 /// interpreter runs the op once on "iota" inputs (each element holds its own index, from 1), so the
-/// outputs say where every element comes from. One rule for Slice, Gather, Pad, Tile, …,
+/// outputs say where every element comes from. One rule for Slice, Gather, Tile, …,
 /// with exactly the interpreter's semantics.
 pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let data = data_inputs(&n.op, n.inputs.len()).ok_or_else(|| cx.err(n, "not a data-movement op"))?;
     let mut args = Vec::with_capacity(n.inputs.len());
     let mut bases = Vec::new();
-    // Indices start at 1: 0 is what ops fill with (CenterCropPad's padding, Pad without a
-    // value), so it, like Pad's -1 sentinel, marks a fill.
+    // Indices start at 1: 0 is what ops fill with (CenterCropPad's padding), so it marks a
+    // fill.
     let mut base = 1i64;
-    let mut pad_fill = None;
-    // A pad value known only at run time is read from its input.
-    let mut pad_read = None;
     for (i, inp) in n.inputs.iter().enumerate() {
         let Some(v) = inp else {
             args.push(None);
@@ -152,13 +149,6 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             bases.push((i, *v, base));
             args.push(Some(RtValue::Tensor(Tensor::from_i64s(shape, (base..base + len as i64).collect()))));
             base += len as i64;
-        } else if matches!(n.op, Op::Pad { .. }) && i == 2 {
-            // The pad value becomes a sentinel index; its real value is filled in below.
-            pad_fill = cx.konst(*v);
-            if pad_fill.is_none() && cx.ty(n, *v)?.1.iter().product::<usize>() == 1 {
-                pad_read = Some(cx.read(n, *v)?);
-            }
-            args.push(Some(RtValue::Tensor(Tensor::new(vec![], Data::I64(vec![-1])))));
         } else {
             let c = cx.konst(*v).ok_or_else(|| cx.err(n, format!("input #{i} must be a constant for codegen (pin it with --const)")))?;
             args.push(Some(RtValue::Tensor(c)));
@@ -199,14 +189,11 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             }
             table.push(((which as u32) << 28) | local);
         }
-        let fill = match (&pad_fill, &pad_read) {
-            (Some(t), _) => scalar_lit(t, ty).ok_or_else(|| cx.err(n, "unsupported pad value"))?,
-            (None, Some(_)) => "pv[0]".into(),
-            (None, None) => match cx.ty(n, o)?.0 {
-                DType::F32 => "0.0_f32".into(),
-                DType::F64 => "0.0_f64".into(),
-                _ => format!("<{ty} as Default>::default()"),
-            },
+        // What the op fills with (CenterCropPad's padding) is zero.
+        let fill = match cx.ty(n, o)?.0 {
+            DType::F32 => "0.0_f32".into(),
+            DType::F64 => "0.0_f64".into(),
+            _ => format!("<{ty} as Default>::default()"),
         };
         let tab = cx.table(&table);
         let pick = if srcs.len() == 1 {
@@ -215,10 +202,7 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             let arms: Vec<String> = (0..srcs.len()).map(|j| format!("{j} => s{j}[(i & 0x0fff_ffff) as usize]")).collect();
             format!("match i >> 28 {{ {}, _ => {fill} }}", arms.join(", "))
         };
-        let mut binds: Vec<String> = srcs.iter().enumerate().map(|(j, e)| format!("let s{j} = {e};")).collect();
-        if let Some(r) = &pad_read {
-            binds.push(format!("let pv = {r};"));
-        }
+        let binds: Vec<String> = srcs.iter().enumerate().map(|(j, e)| format!("let s{j} = {e};")).collect();
         s += &format!(
             "{{ {} let y = {y}; for (o, &i) in y.iter_mut().zip({tab}) {{ *o = if i == u32::MAX {{ {fill} }} else {{ {pick} }}; }} }}\n",
             binds.join(" ")

@@ -1,7 +1,7 @@
 //! One emitter per core op family: each turns a node into Rust statements that call the
 //! runtime's kernels with every shape and offset written out as literals.
 mod control;
-mod data;
+pub(crate) mod data;
 mod detect;
 mod dropout;
 mod elementwise;
@@ -251,7 +251,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
-        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::GridSample { .. }
+        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
         | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),

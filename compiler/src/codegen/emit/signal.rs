@@ -1,4 +1,4 @@
-//! DFT, STFT, windows, MelWeightMatrix, GridSample, AffineGrid and TensorScatter: calls into
+//! DFT, STFT, windows, MelWeightMatrix, AffineGrid and TensorScatter: calls into
 //! the runtime kernels the interpreter uses, with the geometry the interpreter resolves
 //! (`interp::ops::{signal, grid}`). Unique has data-dependent shapes: only a constant input,
 //! folded before codegen, gets through.
@@ -96,16 +96,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 scalar(2)?,
                 scalar(3)?,
                 scalar(4)?
-            )
-        }
-        Op::GridSample { mode, padding, align_corners } => {
-            let (x, g) = (cx.input(n, 0)?, cx.input(n, 1)?);
-            let ((_, xs), (_, gs)) = (cx.ty(n, x)?, cx.ty(n, g)?);
-            let (d, _) = grid::grid_dims(&xs, &gs).map_err(|e| cx.err(n, e))?;
-            format!(
-                "rt::kernels::grid::grid_sample({}, {}, &rt::kernels::grid::{d:?}, rt::kernels::grid::GridMode::{mode:?}, rt::kernels::grid::GridPadding::{padding:?}, {align_corners}, {y});",
-                cx.read(n, x)?,
-                cx.read(n, g)?
             )
         }
         Op::AffineGrid { align_corners } => {

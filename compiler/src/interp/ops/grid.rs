@@ -49,19 +49,6 @@ pub fn cache_dims(cs: &[usize], us: &[usize], axis: i64) -> Result<CacheDims, St
 
 pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     let t = match op {
-        Op::GridSample { mode, padding, align_corners } => {
-            let (x, g) = (arg(args, 0)?, arg(args, 1)?);
-            let (d, shape) = grid_dims(&x.shape, &g.shape)?;
-            let n: usize = shape.iter().product();
-            let data = match (&x.data, &g.data) {
-                (Data::F32(xv), Data::F32(gv)) => Data::F32(run_grid(xv, gv, &d, *mode, *padding, *align_corners, n)),
-                (Data::F64(xv), Data::F64(gv)) => Data::F64(run_grid(xv, gv, &d, *mode, *padding, *align_corners, n)),
-                (Data::F16(xv), Data::F16(gv)) => Data::F16(run_grid(xv, gv, &d, *mode, *padding, *align_corners, n)),
-                (Data::BF16(xv), Data::BF16(gv)) => Data::BF16(run_grid(xv, gv, &d, *mode, *padding, *align_corners, n)),
-                _ => return Err(format!("GridSample needs X and grid of one float type, got {} and {}", x.dtype(), g.dtype())),
-            };
-            Tensor::new(shape, data)
-        }
         Op::AffineGrid { align_corners } => {
             let theta = arg(args, 0)?;
             let (n, sp, shape) = affine_dims(&theta.shape, &ints_arg(args, 1)?)?;
@@ -112,8 +99,3 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     Ok(vec![RtValue::Tensor(t)])
 }
 
-fn run_grid<T: burnc_runtime::FloatElem>(x: &[T], g: &[T], d: &GridDims, mode: grid::GridMode, pad: grid::GridPadding, align: bool, n: usize) -> Vec<T> {
-    let mut y = vec![T::zero(); n];
-    grid::grid_sample(x, g, d, mode, pad, align, &mut y);
-    y
-}

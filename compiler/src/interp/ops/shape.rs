@@ -1,9 +1,9 @@
 //! Shape and data-movement ops. Most are written as "which source element lands where"
 //! (a flat index per output element) and then one generic gather, so every dtype works.
-use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis_or_scalar, numel, one, opt_arg, opt_ints_arg, strides, ints_arg};
+use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis_or_scalar, numel, one, opt_ints_arg, strides, ints_arg};
 use super::OpResult;
 use crate::interp::RtValue;
-use crate::ir::{Op, PadMode};
+use crate::ir::Op;
 use crate::tensor::{Data, Tensor};
 
 pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
@@ -100,7 +100,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
             let idx = index_map(&out, |ix| ix.iter().enumerate().map(|(d, &i)| (i % x.shape[d]) * src[d]).sum())?;
             one(Tensor::new(out, take(&x.data, &idx)))
         }
-        Op::Pad { mode } => one(pad(args, *mode)?),
         Op::Shape { start, end } => {
             let x = arg(args, 0)?;
             let r = x.rank() as i64;
@@ -340,68 +339,6 @@ pub fn broadcast_to(x: &Tensor, out: &[usize]) -> Result<Tensor, String> {
     Ok(Tensor::new(out.to_vec(), take(&x.data, &idx)))
 }
 
-fn pad(args: &[Option<RtValue>], mode: PadMode) -> Result<Tensor, String> {
-    let x = arg(args, 0)?;
-    let pads = ints_arg(args, 1)?;
-    let r = x.rank();
-    let axes = match opt_ints_arg(args, 3)? {
-        Some(a) => norm_axes(&a, r)?,
-        None => (0..r).collect(),
-    };
-    if pads.len() != 2 * axes.len() {
-        return Err(format!("pads has {} entries for {} axes", pads.len(), axes.len()));
-    }
-    let mut before = vec![0i64; r];
-    let mut after = vec![0i64; r];
-    for (i, &ax) in axes.iter().enumerate() {
-        before[ax] = pads[i];
-        after[ax] = pads[i + axes.len()];
-    }
-    let mut shape = Vec::with_capacity(r);
-    for d in 0..r {
-        let n = (x.shape[d] as i64).saturating_add(before[d]).saturating_add(after[d]);
-        if n < 0 {
-            return Err(format!("pads make axis {d} negative"));
-        }
-        shape.push(n as usize);
-    }
-    let st = strides(&x.shape);
-    if mode != PadMode::Constant && x.shape.iter().zip(&shape).any(|(&d, &o)| d == 0 && o > 0) {
-        return Err("cannot reflect/edge/wrap-pad an empty axis".into());
-    }
-    let idx = index_map(&shape, |ix| {
-        let mut off = 0usize;
-        for d in 0..r {
-            let n = x.shape[d] as i64;
-            let mut i = ix[d] as i64 - before[d];
-            if i < 0 || i >= n {
-                match mode {
-                    PadMode::Constant => return None,
-                    PadMode::Edge => i = i.clamp(0, n - 1),
-                    PadMode::Wrap => i = i.rem_euclid(n),
-                    PadMode::Reflect => {
-                        if n == 1 {
-                            i = 0;
-                        } else {
-                            let period = 2 * (n - 1);
-                            i = i.rem_euclid(period);
-                            if i >= n {
-                                i = period - i;
-                            }
-                        }
-                    }
-                }
-            }
-            off += i as usize * st[d];
-        }
-        Some(off)
-    })?;
-    let fill = match opt_arg(args, 2)? {
-        Some(v) if v.numel() > 0 => super::cast::cast(v, x.dtype(), true)?.data,
-        _ => Data::zeros(x.dtype(), 1),
-    };
-    Ok(Tensor::new(shape, take_or(&x.data, &idx, &fill)?))
-}
 
 fn range(s: &Tensor, l: &Tensor, d: &Tensor) -> Result<Tensor, String> {
     if s.dtype() != l.dtype() || s.dtype() != d.dtype() {

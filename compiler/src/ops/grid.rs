@@ -1,0 +1,137 @@
+//! GridSample: X `[N, C, spatial…]` (1 to 3 spatial dims) sampled at the grid's normalized
+//! coordinates `[N, out spatial…, k]`, by the runtime kernel `kernels::grid::grid_sample`.
+use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::CodegenError;
+use crate::ir::{DType, DimExpr, GridMode, GridPadding, Op, ValueId};
+use crate::tensor::{Data, Tensor};
+use burnc_runtime::kernels::grid as k;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GridSample {
+    pub mode: GridMode,
+    pub padding: GridPadding,
+    pub align_corners: bool,
+}
+
+/// The kernel's sizes as dim expressions (unused spatial slots 1).
+struct Geometry {
+    n: DimExpr,
+    c: DimExpr,
+    nsp: usize,
+    input: [DimExpr; 3],
+    output: [DimExpr; 3],
+}
+
+impl GridSample {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    fn geometry(cx: &mut ShapeCx) -> R<Geometry> {
+        let (xs, gs) = (cx.arg(0)?.dims()?.to_vec(), cx.arg(1)?.dims()?.to_vec());
+        let nsp = xs.len().saturating_sub(2);
+        if !(1..=3).contains(&nsp) || gs.len() != xs.len() {
+            return Err(format!("GridSample needs X [N, C, 1 to 3 spatial dims] and grid [N, spatial…, {nsp}], got ranks {} and {}", xs.len(), gs.len()));
+        }
+        cx.equal("the grid's last dim and X's spatial rank", &gs[gs.len() - 1], &DimExpr::constant(nsp as i64))?;
+        cx.equal("the batches of X and the grid", &xs[0], &gs[0])?;
+        let one = || DimExpr::constant(1);
+        let (mut input, mut output) = ([one(), one(), one()], [one(), one(), one()]);
+        input[..nsp].clone_from_slice(&xs[2..]);
+        output[..nsp].clone_from_slice(&gs[1..gs.len() - 1]);
+        Ok(Geometry { n: xs[0].clone(), c: xs[1].clone(), nsp, input, output })
+    }
+}
+
+impl OpDef for GridSample {
+    fn name(&self) -> &'static str {
+        "GridSample"
+    }
+
+    // [N, C, the grid's spatial dims].
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let (x, g) = (cx.arg(0)?.clone(), cx.arg(1)?.clone());
+        if !x.dtype.is_float() || x.dtype != g.dtype {
+            return Err(format!("GridSample needs X and grid of one float type, got {} and {}", x.dtype, g.dtype));
+        }
+        let dims = match (&x.dims, &g.dims) {
+            (Some(_), Some(_)) => {
+                let d = Self::geometry(cx)?;
+                let mut out = vec![d.n, d.c];
+                out.extend(d.output[..d.nsp].iter().cloned());
+                Some(out)
+            }
+            _ => None,
+        };
+        Ok(vec![OutType { dtype: x.dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let (x, g) = (input(ins, 0)?, input(ins, 1)?);
+        let (d, shape) = crate::interp::ops::grid::grid_dims(&x.shape, &g.shape)?;
+        let len: usize = shape.iter().product();
+        fn run<T: burnc_runtime::FloatElem>(x: &[T], g: &[T], d: &k::GridDims, op: &GridSample, len: usize) -> Vec<T> {
+            let mut y = vec![T::zero(); len];
+            k::grid_sample(x, g, d, op.mode, op.padding, op.align_corners, &mut y);
+            y
+        }
+        let data = match (&x.data, &g.data) {
+            (Data::F32(xv), Data::F32(gv)) => Data::F32(run(xv, gv, &d, self, len)),
+            (Data::F64(xv), Data::F64(gv)) => Data::F64(run(xv, gv, &d, self, len)),
+            (Data::F16(xv), Data::F16(gv)) => Data::F16(run(xv, gv, &d, self, len)),
+            (Data::BF16(xv), Data::BF16(gv)) => Data::BF16(run(xv, gv, &d, self, len)),
+            _ => return Err(format!("GridSample needs X and grid of one float type, got {} and {}", x.dtype(), g.dtype())),
+        };
+        Ok(vec![Tensor::new(shape, data)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, g) = (cx.input(0)?, cx.input(1)?);
+        let d = Self::geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
+        Ok(format!(
+            "rt::kernels::grid::grid_sample({}, {}, &rt::kernels::grid::GridDims {{ n: {}, c: {}, nsp: {}, input: {}, output: {} }}, rt::kernels::grid::GridMode::{:?}, rt::kernels::grid::GridPadding::{:?}, {}, {});",
+            cx.read(x)?,
+            cx.read(g)?,
+            cx.size(&d.n)?,
+            cx.size(&d.c)?,
+            d.nsp,
+            cx.sizes(&d.input)?,
+            cx.sizes(&d.output)?,
+            self.mode,
+            self.padding,
+            self.align_corners,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    // About eight operations per output element (bilinear: four taps, two weights each).
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(outs.first()?)?.checked_mul(8)
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("GridSample has no gradient yet".into())
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
+}
+
+pub fn examples() -> Vec<super::Example> {
+    let x = Tensor::from_f32s(vec![2, 2, 3, 4], (0..48).map(|i| ((i * 5) % 9) as f32 - 4.0).collect());
+    let grid = Tensor::from_f32s(vec![2, 2, 3, 2], (0..24).map(|i| ((i * 7) % 11) as f32 / 5.0 - 1.1).collect());
+    let op = |mode, padding, align_corners| OpRef::new(GridSample { mode, padding, align_corners });
+    vec![
+        super::Example { consts: vec![], op: op(GridMode::Linear, GridPadding::Zeros, false), inputs: vec![x.clone(), grid.clone()] },
+        super::Example { consts: vec![], op: op(GridMode::Nearest, GridPadding::Reflection, true), inputs: vec![x, grid] },
+    ]
+}

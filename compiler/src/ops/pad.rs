@@ -1,0 +1,194 @@
+//! Pad `(data, pads, constant_value?, axes?)`: each listed axis (all by default) grows by its
+//! leading and trailing pad (a negative pad crops), filled by the mode. `pads` and `axes` are
+//! constants; the fill may be computed. One runtime kernel, `kernels::pad::pad`, for the
+//! interpreter and generated code, every dtype.
+use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::emit::data::scalar_lit;
+use crate::codegen::CodegenError;
+use crate::interp::ops::cast::cast;
+use crate::ir::axis::norm_axis;
+use crate::ir::{DType, DimExpr, Op, PadMode, ValueId};
+use crate::tensor::{Data, Tensor};
+use burnc_runtime::kernels::pad::pad;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pad {
+    pub mode: PadMode,
+}
+
+impl Pad {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    /// The leading and trailing pad of every dim of a rank-`r` input, from the pads and axes.
+    fn per_dim(pads: &[i64], axes: Option<&[i64]>, r: usize) -> R<(Vec<i64>, Vec<i64>)> {
+        let axes: Vec<usize> = match axes {
+            Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
+            None => (0..r).collect(),
+        };
+        if pads.len() != 2 * axes.len() {
+            return Err(format!("pads has {} entries for {} axes", pads.len(), axes.len()));
+        }
+        let (mut before, mut after) = (vec![0i64; r], vec![0i64; r]);
+        for (i, &a) in axes.iter().enumerate() {
+            if before[a] != 0 || after[a] != 0 {
+                return Err(format!("axis {a} is listed twice"));
+            }
+            before[a] = pads[i];
+            after[a] = pads[i + axes.len()];
+        }
+        Ok((before, after))
+    }
+
+    /// The output dims: each input dim plus its pads (a constant below 0 is an error).
+    fn out_dims(xs: &[DimExpr], before: &[i64], after: &[i64]) -> R<Vec<DimExpr>> {
+        xs.iter()
+            .zip(before.iter().zip(after))
+            .enumerate()
+            .map(|(d, (x, (&b, &e)))| {
+                let o = x.add(&DimExpr::constant(b.saturating_add(e)));
+                match o.as_const() {
+                    Some(v) if v < 0 => Err(format!("pads {b}, {e} make axis {d} negative")),
+                    _ => Ok(o),
+                }
+            })
+            .collect()
+    }
+}
+
+fn ints(t: Option<&Tensor>) -> Option<Vec<i64>> {
+    t?.to_i64_vec()
+}
+
+impl OpDef for Pad {
+    fn name(&self) -> &'static str {
+        "Pad"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?.clone();
+        let pads = ints(cx.arg(1)?.value.as_ref());
+        let axes = match cx.opt(3) {
+            None => Some(None),
+            Some(a) => ints(a.value.as_ref()).map(Some),
+        };
+        // Pads or axes computed at run time: the output dims depend on values.
+        let dims = match (&x.dims, pads, axes) {
+            (Some(xs), Some(p), Some(a)) => {
+                let (b, e) = Self::per_dim(&p, a.as_deref(), xs.len())?;
+                Some(Self::out_dims(xs, &b, &e)?)
+            }
+            _ => None,
+        };
+        Ok(vec![OutType { dtype: x.dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let pads = ints(Some(input(ins, 1)?)).ok_or("pads must be integers")?;
+        let axes = match ins.get(3).copied().flatten() {
+            Some(a) => Some(a.to_i64_vec().ok_or("axes must be integers")?),
+            None => None,
+        };
+        let (before, after) = Self::per_dim(&pads, axes.as_deref(), x.rank())?;
+        let cdims: Vec<DimExpr> = x.shape.iter().map(|&d| DimExpr::constant(d as i64)).collect();
+        let shape: Vec<usize> = Self::out_dims(&cdims, &before, &after)?.iter().map(|d| d.as_const().unwrap_or(0) as usize).collect();
+        if self.mode != PadMode::Constant && x.shape.iter().zip(&shape).any(|(&d, &o)| d == 0 && o > 0) {
+            return Err("cannot reflect, edge- or wrap-pad an empty axis".into());
+        }
+        let fill = match ins.get(2).copied().flatten() {
+            Some(v) if v.numel() > 0 => cast(v, x.dtype(), true)?,
+            _ => Tensor::new(vec![1], Data::zeros(x.dtype(), 1)),
+        };
+        // On the elements' bytes, so every dtype takes the one kernel.
+        let (xb, fb) = (x.data.to_le_bytes(), fill.data.to_le_bytes());
+        let len: usize = shape.iter().product();
+        let w = xb.len().checked_div(x.numel()).unwrap_or(fb.len() / fill.numel().max(1));
+        fn run<const W: usize>(xb: &[u8], fb: &[u8], x: &[usize], before: &[i64], mode: PadMode, out: &[usize], len: usize) -> Vec<u8> {
+            let xs: Vec<[u8; W]> = xb.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect();
+            let fill: [u8; W] = fb.get(..W).and_then(|c| c.try_into().ok()).unwrap_or([0; W]);
+            let mut y = vec![[0u8; W]; len];
+            pad(&xs, x, before, mode, fill, out, &mut y);
+            y.concat()
+        }
+        let bytes = match w {
+            1 => run::<1>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
+            2 => run::<2>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
+            4 => run::<4>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
+            8 => run::<8>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
+            16 => run::<16>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
+            _ => return Err(format!("Pad on {} is not supported", x.dtype())),
+        };
+        let data = Data::from_le_bytes(x.dtype(), &bytes).ok_or_else(|| format!("Pad on {} is not supported", x.dtype()))?;
+        Ok(vec![Tensor::new(shape, data)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let x = cx.input(0)?;
+        let ty = cx.elem(x)?;
+        let xs = cx.dims(x)?;
+        let pads = cx.const_ints(1).ok_or_else(|| cx.err("pads must be a constant for codegen"))?;
+        let axes = match cx.opt_input(3) {
+            Some(_) => Some(cx.const_ints(3).ok_or_else(|| cx.err("axes must be a constant for codegen"))?),
+            None => None,
+        };
+        let (before, after) = Self::per_dim(&pads, axes.as_deref(), xs.len()).map_err(|e| cx.err(e))?;
+        let out = Self::out_dims(&xs, &before, &after).map_err(|e| cx.err(e))?;
+        let fill = match cx.opt_input(2) {
+            None => "Default::default()".to_string(),
+            Some(v) => match cx.konst(v) {
+                Some(t) if t.numel() == 0 => "Default::default()".to_string(),
+                Some(t) => {
+                    let t = cast(&t, cx.dtype(x)?, true).map_err(|e| cx.err(e))?;
+                    scalar_lit(&t, ty).ok_or_else(|| cx.err(format!("a pad value of {}", t.dtype())))?
+                }
+                None if cx.dtype(v)? == cx.dtype(x)? => format!("({}).first().copied().unwrap_or_default()", cx.read(v)?),
+                None => return Err(cx.err("a computed pad value of another type than the data")),
+            },
+        };
+        Ok(format!(
+            "rt::kernels::pad::pad({}, &{}, &{before:?}, rt::kernels::pad::PadMode::{:?}, {fill}, &{}, {});",
+            cx.read(x)?,
+            cx.sizes(&xs)?,
+            self.mode,
+            cx.sizes(&out)?,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(0)
+    }
+
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let dy = cx.dy()?;
+        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
+        crate::autodiff::shape::pad(cx.b, cx.n, dy, &need, self.mode)
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
+}
+
+pub fn examples() -> Vec<super::Example> {
+    let x = Tensor::from_f32s(vec![3, 4], (0..12).map(|i| i as f32 - 5.0).collect());
+    let xi = Tensor::from_i64s(vec![3, 2, 2], (0..12).collect());
+    let p = |v: Vec<i64>| Tensor::from_i64s(vec![v.len()], v);
+    let op = |mode| OpRef::new(Pad { mode });
+    vec![
+        super::Example { consts: vec![1, 2], op: op(PadMode::Constant), inputs: vec![x.clone(), p(vec![1, 2, 0, 1]), Tensor::from_f32s(vec![], vec![2.5])] },
+        super::Example { consts: vec![1], op: op(PadMode::Reflect), inputs: vec![x.clone(), p(vec![2, 1, 2, 3])] },
+        super::Example { consts: vec![1], op: op(PadMode::Edge), inputs: vec![xi.clone(), p(vec![0, 1, -1, 0, 2, 1])] },
+        super::Example { consts: vec![1, 2, 3], op: op(PadMode::Wrap), inputs: vec![xi, p(vec![1, 2]), Tensor::new(vec![0], Data::F32(vec![])), p(vec![-1])] },
+    ]
+}
