@@ -724,7 +724,7 @@ mod tests {
                 3 => pool.push((reshape(&mut g, x, e), e)),
                 _ => {
                     let e2 = sizes[rng.below(6)];
-                    let op = Op::Split { axis: 0, split: None, num_outputs: Some(2) };
+                    let op = crate::ops::split::Split { axis: 0, sizes: None, outputs: 2 }.op();
                     let first = node(&mut g, op, &[x], &[e2, e2]);
                     pool.push((first, e2));
                     pool.push((ValueId(first.0 + 1), e2));

@@ -126,8 +126,7 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::Slice
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
-        Op::Split { .. }
-        | Op::Expand
+        Op::Expand
         | Op::Tile
         | Op::GatherElements { .. }
         | Op::DepthToSpace { .. }

@@ -13,17 +13,6 @@ use crate::tensor::Tensor;
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let x = input(n, 0)?;
-    if let Op::Split { axis, .. } = n.op {
-        // The parts concatenated back; a part nobody used contributes zeros.
-        let mut parts = Vec::with_capacity(n.outputs.len());
-        for k in 0..n.outputs.len() {
-            parts.push(dy_or_zeros(b, n, dys, k)?);
-        }
-        let dx = if parts.len() == 1 { parts[0] } else { b.node(Op::Concat { axis }, &parts)? };
-        let mut out = vec![None; n.inputs.len()];
-        out[0] = Some(dx);
-        return Ok(out);
-    }
     let dy = dy0(dys)?;
     let mut out = vec![None; n.inputs.len()];
     match &n.op {
@@ -71,6 +60,19 @@ pub(crate) fn pad(b: &mut B<'_>, n: &Node, dy: ValueId, need: &[bool], mode: Pad
     Ok(out)
 }
 
+/// Split's gradient: the parts' gradients concatenated back along `axis`; a part nobody used
+/// contributes zeros.
+pub(crate) fn split(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], axis: i64) -> R<Vec<Option<ValueId>>> {
+    let mut parts = Vec::with_capacity(n.outputs.len());
+    for k in 0..n.outputs.len() {
+        parts.push(dy_or_zeros(b, n, dys, k)?);
+    }
+    let dx = if parts.len() == 1 { parts[0] } else { b.node(Op::Concat { axis }, &parts)? };
+    let mut out = vec![None; n.inputs.len()];
+    out[0] = Some(dx);
+    Ok(out)
+}
+
 fn concat(b: &mut B<'_>, n: &Node, axis: i64, dy: ValueId, need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let ins: Vec<ValueId> = n.inputs.iter().flatten().copied().collect();
     if ins.len() != n.inputs.len() {
@@ -86,7 +88,7 @@ fn concat(b: &mut B<'_>, n: &Node, axis: i64, dy: ValueId, need: &[bool]) -> R<V
         });
     }
     let split = if sizes.len() == 1 { sizes[0] } else { b.node(Op::Concat { axis: 0 }, &sizes)? };
-    let parts = b.node_n(Op::Split { axis: ax as i64, split: None, num_outputs: None }, vec![Some(dy), Some(split)], ins.len())?;
+    let parts = b.node_n(crate::ops::split::Split { axis: ax as i64, sizes: None, outputs: ins.len() }.op(), vec![Some(dy), Some(split)], ins.len())?;
     Ok(parts.into_iter().zip(need).map(|(p, &w)| w.then_some(p)).collect())
 }
 

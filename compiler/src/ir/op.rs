@@ -229,8 +229,6 @@ pub enum Op {
     Unsqueeze { axes: Option<Vec<i64>> },
     Transpose { perm: Option<Vec<usize>> },
     Concat { axis: i64 },
-    /// Sizes from attribute `split`, input 1, or `num_outputs` equal parts.
-    Split { axis: i64, split: Option<Vec<i64>>, num_outputs: Option<usize> },
     /// (data, starts, ends, axes?, steps?).
     Slice,
     Gather { axis: i64 },

@@ -61,6 +61,17 @@ impl ShapeCx {
         ShapeCx::new(inputs.into_iter().map(|i| i.map(arg)).collect())
     }
 
+    /// The inputs of an evaluation, with the values of small ones (the operands that decide
+    /// shapes).
+    pub fn of_tensors(ins: &[Option<&Tensor>]) -> ShapeCx {
+        let arg = |t: &Tensor| Arg {
+            dtype: t.dtype(),
+            dims: Some(t.shape.iter().map(|&d| DimExpr::constant(d as i64)).collect()),
+            value: (t.numel() <= 1 << 16).then(|| t.clone()),
+        };
+        ShapeCx::new(ins.iter().map(|t| t.map(arg)).collect())
+    }
+
     /// Declare that `a` and `b` must be equal (`what` names them in the error or check).
     pub fn equal(&mut self, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
         self.check(what, Rel::Equal, a, b)
@@ -286,14 +297,14 @@ impl<'a> EmitCx<'a> {
         }
     }
 
-    /// The node's inputs for the op's shape rule (their dtypes and dims; values are not needed
-    /// again, and the run-time checks its relations need are already in place).
+    /// The node's inputs for the op's shape rule: dtypes, dims and the values of small
+    /// constants (the run-time checks its relations need are already in place).
     pub fn shape_cx(&self) -> Result<ShapeCx, CodegenError> {
         let mut args = Vec::with_capacity(self.n.inputs.len());
         for v in &self.n.inputs {
             args.push(match *v {
                 None => None,
-                Some(v) => Some(Arg { dtype: self.dtype(v)?, dims: Some(self.dims(v)?), value: None }),
+                Some(v) => Some(Arg { dtype: self.dtype(v)?, dims: Some(self.dims(v)?), value: self.konst(v).filter(|t| t.numel() <= 1 << 16) }),
             });
         }
         Ok(ShapeCx::new(args))
@@ -324,7 +335,8 @@ impl<'a> EmitCx<'a> {
 pub struct GradCx<'a, 'g> {
     pub b: &'a mut B<'g>,
     pub n: &'a Node,
-    dys: &'a [Option<ValueId>],
+    /// Each output's gradient (`None`: not needed).
+    pub dys: &'a [Option<ValueId>],
     need: &'a [bool],
 }
 

@@ -20,6 +20,7 @@ pub mod cast;
 mod cx;
 pub mod reduce;
 pub mod select;
+pub mod split;
 
 pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
 
@@ -116,6 +117,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(cumulative::examples());
     v.extend(grid::examples());
     v.extend(pad::examples());
+    v.extend(split::examples());
     v
 }
 

@@ -114,7 +114,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Unsqueeze { .. }
         | Op::Transpose { .. }
         | Op::Concat { .. }
-        | Op::Split { .. }
         | Op::Slice
         | Op::Gather { .. }
         | Op::GatherElements { .. }

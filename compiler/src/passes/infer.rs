@@ -659,46 +659,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(dt, dims)]
         }
-        Op::Split { axis, split, num_outputs } => {
-            let k = n.outputs.len();
-            let dt = cx.dtype(0);
-            match cx.shape(0) {
-                Some(x) => {
-                    let a = norm_axis(*axis, x.len())?;
-                    let sizes: Option<Vec<Dim>> = match split.clone().or_else(|| if cx.has(1) { cx.ints(1) } else { None }) {
-                        Some(s) => {
-                            if s.len() != k {
-                                return Err(format!("split has {} sizes for {k} outputs", s.len()));
-                            }
-                            let s: Vec<usize> = s.iter().map(|&v| usize::try_from(v).map_err(|_| format!("negative split {v}"))).collect::<R<_>>()?;
-                            if let Dim::Fixed(d) = x[a] {
-                                if s.iter().sum::<usize>() != d {
-                                    return Err(format!("split sizes {s:?} do not sum to {d}"));
-                                }
-                            }
-                            Some(s.into_iter().map(Dim::Fixed).collect())
-                        }
-                        None if cx.has(1) => None,
-                        None => match x[a] {
-                            Dim::Fixed(d) => {
-                                let parts = num_outputs.unwrap_or(k).max(1);
-                                let chunk = d.div_ceil(parts);
-                                Some((0..k).map(|i| Dim::Fixed(chunk.min(d.saturating_sub(i * chunk)))).collect())
-                            }
-                            _ => None,
-                        },
-                    };
-                    (0..k)
-                        .map(|i| {
-                            let mut o = x.to_vec();
-                            o[a] = sizes.as_ref().map(|s| s[i].clone()).unwrap_or_else(|| cx.fresh());
-                            t(dt, Some(o))
-                        })
-                        .collect()
-                }
-                None => vec![t(dt, None); k],
-            }
-        }
         Op::Slice => vec![t(cx.dtype(0), slice(cx)?)],
         Op::Gather { axis } => {
             let dims = match (cx.shape(0), cx.shape(1)) {

@@ -195,7 +195,7 @@ fn shape_ops_with_constant_operands() {
     let un = node(&mut g, Op::Unsqueeze { axes: Some(vec![0, -1]) }, vec![Some(x)]);
     let tr = node(&mut g, Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![Some(x)]);
     let ct = node(&mut g, Op::Concat { axis: 1 }, vec![Some(x), Some(x)]);
-    let sp = g.add_node("split", Op::Split { axis: 3, split: None, num_outputs: Some(3) }, vec![Some(x)], &["a".into(), "b".into(), "c".into()]).1;
+    let sp = g.add_node("split", crate::ops::split::Split { axis: 3, sizes: None, outputs: 3 }.op(), vec![Some(x)], &["a".into(), "b".into(), "c".into()]).1;
     let idx = g.add_const("idx", Tensor::from_i64s(vec![2, 2], vec![0, 1, 2, 3]));
     let ga = node(&mut g, Op::Gather { axis: 2 }, vec![Some(x), Some(idx)]);
     let k = ints(&mut g, vec![3]);

@@ -303,7 +303,7 @@ impl Unroll<'_> {
                 }
             }
         };
-        let parts = self.add(n.name.clone(), Op::Split { axis, split: Some(sizes.clone()), num_outputs: None }, vec![Some(x)], sizes.len());
+        let parts = self.add(n.name.clone(), crate::ops::split::Split { axis, sizes: Some(sizes.clone()), outputs: sizes.len() }.op(), vec![Some(x)], sizes.len());
         let items = if split.is_none() && !keepdims {
             parts.iter().map(|&p| self.add(format!("{}_squeeze", n.name), Op::Squeeze { axes: Some(vec![axis]) }, vec![Some(p)], 1)[0]).collect()
         } else {

@@ -453,11 +453,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Unsqueeze" => Some(Op::Unsqueeze { axes: a.ints("axes") }),
         "Transpose" => Some(Op::Transpose { perm: usize_vec(&n, "perm", a.ints("perm")).map(|p| (!p.is_empty()).then_some(p))? }),
         "Concat" => Some(Op::Concat { axis: a.i("axis").ok_or_else(|| n.err("missing attribute `axis`"))? }),
-        "Split" => Some(Op::Split {
-            axis: a.i_or("axis", 0),
-            split: a.ints("split"),
-            num_outputs: a.i("num_outputs").map(|v| v.max(0) as usize).or(Some(node.output.len())),
-        }),
+        "Split" => Some(
+            burnc_compiler::ops::split::Split {
+                axis: a.i_or("axis", 0),
+                sizes: a.ints("split"),
+                outputs: a.i("num_outputs").map(|v| v.max(0) as usize).unwrap_or(node.output.len()),
+            }
+            .op(),
+        ),
         "Slice" => {
             if opset < 10 {
                 let starts = a.ints("starts").ok_or_else(|| n.err("missing attribute `starts`"))?;

@@ -1,4 +1,4 @@
-//! One input's part of a Concat: `outer` runs of `chunk` elements, each copied into a row of
+//! One input's part of a Concat (and one output's of a Split, its inverse): `outer` runs of `chunk` elements, each copied into a row of
 //! `row` elements at offset `start`. Large copies split over the pool (DenseNet concatenates
 //! hundreds of KiB per layer; a copy that stays in a core's L2 goes about twice as fast on two
 //! cores).
@@ -65,3 +65,13 @@ mod tests {
         }
     }
 }
+
+/// The inverse of [`concat_part`], one part of a Split: `y[o·chunk .. (o + 1)·chunk] =
+/// x[o·row + start .. o·row + start + chunk]` for `o < outer`.
+pub fn split_part<T: Copy>(x: &[T], y: &mut [T], outer: usize, row: usize, start: usize, chunk: usize) {
+    assert!(start + chunk <= row && y.len() >= outer * chunk && (outer == 0 || x.len() >= (outer - 1) * row + start + chunk), "split_part: slices too short");
+    for o in 0..outer {
+        y[o * chunk..(o + 1) * chunk].copy_from_slice(&x[o * row + start..o * row + start + chunk]);
+    }
+}
+

@@ -7,12 +7,12 @@ fn split() {
     // Parts used with different weights, one part unused (it gets zeros).
     check(&[&[4, 6]], |g, x| {
         let s = ints(g, &[1, 3, 2]);
-        let p = node_n(g, Op::Split { axis: 1, split: None, num_outputs: None }, vec![Some(x[0]), Some(s)], 3);
+        let p = node_n(g, crate::ops::split::Split { axis: 1, sizes: None, outputs: 3 }.op(), vec![Some(x[0]), Some(s)], 3);
         let t = node(g, Op::Unary(UnaryOp::Tanh), &[p[2]]);
         node(g, Op::Concat { axis: 1 }, &[t, p[0]])
     });
     check(&[&[6, 2]], |g, x| {
-        let p = node_n(g, Op::Split { axis: 0, split: None, num_outputs: Some(3) }, vec![Some(x[0])], 3);
+        let p = node_n(g, crate::ops::split::Split { axis: 0, sizes: None, outputs: 3 }.op(), vec![Some(x[0])], 3);
         let a = node(g, Op::Binary(BinaryOp::Mul), &[p[0], p[1]]);
         node(g, Op::Binary(BinaryOp::Add), &[a, p[2]])
     });

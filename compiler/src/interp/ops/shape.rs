@@ -6,7 +6,7 @@ use crate::interp::RtValue;
 use crate::ir::Op;
 use crate::tensor::{Data, Tensor};
 
-pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
+pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Reshape { allowzero } => one(reshape(arg(args, 0)?, &ints_arg(args, 1)?, *allowzero)?),
         Op::Flatten { axis } => {
@@ -57,29 +57,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
         Op::Concat { axis } => {
             let parts: Vec<&Tensor> = args.iter().flatten().map(|v| v.as_tensor()).collect::<Result<_, _>>()?;
             one(concat(&parts, *axis)?)
-        }
-        Op::Split { axis, split, num_outputs } => {
-            let x = arg(args, 0)?;
-            let ax = norm_axis_or_scalar(*axis, x.rank())?;
-            let dim = x.shape[ax];
-            let sizes: Vec<usize> = match int_vec_or_attr(split, args, 1)? {
-                Some(s) => s.iter().map(|&v| usize::try_from(v).map_err(|_| format!("negative split {v}"))).collect::<Result<_, _>>()?,
-                None => {
-                    let k = num_outputs.unwrap_or(n_outputs).max(1);
-                    let chunk = dim.div_ceil(k);
-                    (0..k).map(|i| chunk.min(dim.saturating_sub(i * chunk))).collect()
-                }
-            };
-            if sizes.iter().sum::<usize>() != dim {
-                return Err(format!("split sizes {sizes:?} do not sum to dim {dim}"));
-            }
-            let mut outs = Vec::new();
-            let mut start = 0;
-            for s in sizes {
-                outs.push(RtValue::Tensor(slice_axis(x, ax, start, s)?));
-                start += s;
-            }
-            Ok(outs)
         }
         Op::Slice => one(slice(args)?),
         Op::Expand => {
