@@ -128,7 +128,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Expand
         | Op::Tile
-        | Op::GatherElements { .. }
         | Op::DepthToSpace { .. }
         | Op::SpaceToDepth { .. } => shape::rule(b, n, dys, need),
         Op::Reduce { .. } | Op::Softmax { .. } => reduce::rule(b, n, dys, need),

@@ -31,7 +31,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
         }
         Op::Concat { axis } => concat(b, n, *axis, dy, need),
         // Only the data input is differentiable; starts, indices, repeats are integers.
-        Op::Slice | Op::Gather { .. } | Op::GatherElements { .. } | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => {
+        Op::Slice | Op::Gather { .. } | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => {
             out[0] = Some(scatter_back(b, n, x, dy, false)?);
             Ok(out)
         }
@@ -70,6 +70,14 @@ pub(crate) fn split(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], axis: i64)
     let dx = if parts.len() == 1 { parts[0] } else { b.node(Op::Concat { axis }, &parts)? };
     let mut out = vec![None; n.inputs.len()];
     out[0] = Some(dx);
+    Ok(out)
+}
+
+/// The gradient of an op that picks elements of input 0 (its other inputs are indices):
+/// dY scattered back.
+pub(crate) fn picked(b: &mut B<'_>, n: &Node, dy: ValueId) -> R<Vec<Option<ValueId>>> {
+    let mut out = vec![None; n.inputs.len()];
+    out[0] = Some(scatter_back(b, n, input(n, 0)?, dy, false)?);
     Ok(out)
 }
 

@@ -232,7 +232,6 @@ pub enum Op {
     /// (data, starts, ends, axes?, steps?).
     Slice,
     Gather { axis: i64 },
-    GatherElements { axis: i64 },
     GatherNd { batch_dims: i64 },
     ScatterElements { axis: i64, reduction: ScatterReduction },
     ScatterNd { reduction: ScatterReduction },

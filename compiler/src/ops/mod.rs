@@ -12,6 +12,7 @@
 pub mod activation;
 pub mod attention;
 pub mod cumulative;
+pub mod gather;
 pub mod grid;
 pub mod loss;
 pub mod pad;
@@ -118,6 +119,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(grid::examples());
     v.extend(pad::examples());
     v.extend(split::examples());
+    v.extend(gather::examples());
     v
 }
 

@@ -116,7 +116,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Concat { .. }
         | Op::Slice
         | Op::Gather { .. }
-        | Op::GatherElements { .. }
         | Op::GatherNd { .. }
         | Op::ScatterElements { .. }
         | Op::ScatterNd { .. }

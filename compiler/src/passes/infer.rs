@@ -679,7 +679,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::GatherElements { .. } => vec![t(cx.dtype(0), cx.shape(1).map(|s| s.to_vec()))],
         Op::GatherNd { batch_dims } => {
             let dims = match (cx.shape(0), cx.shape(1)) {
                 (Some(d), Some(i)) if !i.is_empty() => match i.last() {

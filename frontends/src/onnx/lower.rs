@@ -478,7 +478,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             Some(Op::Slice)
         }
         "Gather" => Some(Op::Gather { axis: a.i_or("axis", 0) }),
-        "GatherElements" => Some(Op::GatherElements { axis: a.i_or("axis", 0) }),
+        "GatherElements" => Some(burnc_compiler::ops::gather::GatherElements { axis: a.i_or("axis", 0) }.op()),
         "GatherND" => Some(Op::GatherNd { batch_dims: a.i_or("batch_dims", 0) }),
         "ScatterElements" | "Scatter" => Some(Op::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }),
         "ScatterND" => Some(Op::ScatterNd { reduction: reduction(&n)? }),

@@ -11,6 +11,7 @@ pub mod dropout;
 pub mod detect;
 pub mod einsum;
 pub mod extra;
+pub mod gather;
 pub mod gemm;
 pub mod grid;
 pub mod im2col;

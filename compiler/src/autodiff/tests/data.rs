@@ -45,7 +45,7 @@ fn expand_tile_pad() {
 fn gather_elements_depth_space() {
     check(&[&[3, 4]], |g, x| {
         let i = g.add_const("idx", Tensor::from_i64s(vec![2, 4], vec![0, 2, 1, 0, 2, 2, 0, -1]));
-        node(g, Op::GatherElements { axis: 0 }, &[x[0], i])
+        node(g, crate::ops::gather::GatherElements { axis: 0 }.op(), &[x[0], i])
     });
     for crd in [false, true] {
         check(&[&[1, 8, 2, 3]], |g, x| node(g, Op::DepthToSpace { blocksize: 2, crd }, &[x[0]]));

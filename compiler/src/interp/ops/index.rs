@@ -13,7 +13,6 @@ use burnc_runtime::kernels::scatter::{scatter, ScatterMode};
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Gather { axis } => one(gather(arg(args, 0)?, arg(args, 1)?, *axis)?),
-        Op::GatherElements { axis } => one(gather_elements(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::GatherNd { batch_dims } => one(gather_nd(arg(args, 0)?, arg(args, 1)?, *batch_dims)?),
         Op::ScatterElements { axis, reduction } => {
             one(scatter_elements(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *axis, *reduction)?)
@@ -101,10 +100,6 @@ fn element_targets(ds: &[usize], ind: &Tensor, axis: i64, what: &str) -> Result<
     })
 }
 
-fn gather_elements(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
-    let idx = element_targets(&data.shape, ind, axis, "GatherElements")?;
-    Ok(Tensor::new(ind.shape.clone(), take(&data.data, &idx)))
-}
 
 /// Resolve GatherND/ScatterND index tuples (last dim of `ind`) against `data`, with the first
 /// `b` dims shared as batch dims. Returns the flat data offset of each tuple's slice, the

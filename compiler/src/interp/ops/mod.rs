@@ -58,7 +58,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. }
-        | Op::GatherElements { .. }
         | Op::GatherNd { .. }
         | Op::ScatterElements { .. }
         | Op::ScatterNd { .. }

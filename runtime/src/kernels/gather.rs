@@ -1,0 +1,52 @@
+//! GatherElements: `out[i…] = x[i…]` with the coordinate along `axis` replaced by the index
+//! at the same position, for dims given at run time. An index outside the axis (after adding
+//! the axis length to a negative one) reads `zero`: generated code does not fail.
+use crate::Elem;
+
+/// `out` has `idx`'s dims; `idx`'s dims are at most `x`'s off the axis.
+pub fn gather_elements<T: Copy, I: Elem>(x: &[T], x_dims: &[usize], idx: &[I], idx_dims: &[usize], axis: usize, zero: T, out: &mut [T]) {
+    let r = x_dims.len();
+    assert!(idx_dims.len() == r && axis < r, "gather_elements: ranks or axis");
+    assert!((0..r).all(|d| d == axis || idx_dims[d] <= x_dims[d]), "gather_elements: indices exceed the data off the axis");
+    let n: usize = idx_dims.iter().product();
+    assert!(x.len() >= x_dims.iter().product::<usize>() && idx.len() >= n && out.len() >= n, "gather_elements: slices too short");
+    if n > 0 {
+        walk(x, x_dims, idx, idx_dims, axis, zero, out, 0, 0, 0);
+    }
+}
+
+/// Dim `d` onwards: `xo` the data offset without the axis coordinate, `o` the output offset.
+#[allow(clippy::too_many_arguments)]
+fn walk<T: Copy, I: Elem>(x: &[T], xd: &[usize], idx: &[I], id: &[usize], axis: usize, zero: T, out: &mut [T], d: usize, xo: usize, o: usize) {
+    let (xs, os): (usize, usize) = (xd[d + 1..].iter().product(), id[d + 1..].iter().product());
+    let last = d + 1 == xd.len();
+    for j in 0..id[d] {
+        let xj = if d == axis { xo } else { xo + j * xs };
+        let oj = o + j * os;
+        if !last {
+            walk(x, xd, idx, id, axis, zero, out, d + 1, xj, oj);
+            continue;
+        }
+        let len = xd[axis] as i64;
+        let v = idx[oj].to_i64();
+        let v = if v < 0 { v + len } else { v };
+        let step: usize = xd[axis + 1..].iter().product();
+        out[oj] = if (0..len).contains(&v) { x[xj + v as usize * step] } else { zero };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn along_each_axis_and_out_of_range() {
+        let x = [1, 2, 3, 4, 5, 6]; // [[1, 2, 3], [4, 5, 6]]
+        let mut y = [0; 4];
+        gather_elements(&x, &[2, 3], &[2i64, 0, -1, 1], &[2, 2], 1, 0, &mut y);
+        assert_eq!(y, [3, 1, 6, 5]);
+        let mut y = [0; 3];
+        gather_elements(&x, &[2, 3], &[1i32, 0, 5], &[1, 3], 0, 0, &mut y);
+        assert_eq!(y, [4, 2, 0]);
+    }
+}
