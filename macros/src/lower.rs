@@ -996,7 +996,7 @@ impl<'a> Lower<'a> {
                 if x.shape.last() != Some(&d) {
                     return Err(wrong(format!("expects a last dim of {d}")));
                 }
-                self.node(span, &name, Op::LayerNorm { axis: -1, epsilon: eps }, vec![Some(x.id), p("weight"), p("bias")], x.shape.clone(), x.dtype)
+                self.node(span, &name, burnc_compiler::ops::norm::LayerNorm { axis: -1, epsilon: eps }.op(), vec![Some(x.id), p("weight"), p("bias")], x.shape.clone(), x.dtype)
             }
             Kind::Embedding { d, .. } => {
                 if !matches!(x.dtype, DType::I64 | DType::I32) {

@@ -134,7 +134,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::rule(b, n, dys, need),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
-        | Op::LayerNorm { .. }
         | Op::GroupNorm { .. }
         | Op::InstanceNorm { .. } => norm::rule(b, n, dys, need),
         Op::Dropout { .. } => dropout::rule(b, n, dys, need),

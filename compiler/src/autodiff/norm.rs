@@ -87,7 +87,6 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
     let r = b.rank(x)?;
     let mut out = vec![None; n.inputs.len()];
     match &n.op {
-        Op::LayerNorm { axis, epsilon } => return scale_norm(b, n, dy0(dys)?, need, *axis, *epsilon, true),
         Op::InstanceNorm { epsilon } | Op::BatchNormTraining { epsilon, .. } => {
             let Some(dy) = dys.first().copied().flatten() else { return Ok(out) };
             if r < 2 {

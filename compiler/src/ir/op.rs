@@ -178,8 +178,6 @@ pub enum Op {
     /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
     BatchNormTraining { epsilon: f32, momentum: f32 },
     InstanceNorm { epsilon: f32 },
-    /// (X, scale, B?) normalised over axes [axis, rank). Outputs: Y, Mean?, InvStdDev?.
-    LayerNorm { axis: i64, epsilon: f32 },
     Lrn { size: usize, alpha: f32, beta: f32, bias: f32 },
     MeanVarianceNorm { axes: Vec<i64> },
     /// Softmax / LogSoftmax over `axis`; `coerce_2d` is the opset < 13 semantics

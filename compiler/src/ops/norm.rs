@@ -1,6 +1,6 @@
 //! Normalizations along the trailing axes or one axis that keep the input's shape:
-//! RMSNormalization, LpNormalization and Hardmax. Each is a runtime kernel over the
-//! `[outer, len, inner]` view around its axis.
+//! LayerNormalization, RMSNormalization, LpNormalization and Hardmax. Each is a runtime kernel
+//! over the `[outer, len, inner]` view around its axis.
 use super::{around, input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
@@ -17,6 +17,156 @@ fn x_dims(cx: &ShapeCx) -> R<Option<Vec<DimExpr>>> {
 fn like_x(cx: &ShapeCx) -> R<Vec<OutType>> {
     let x = cx.arg(0)?;
     Ok(vec![OutType { dtype: x.dtype, dims: x.dims.clone() }])
+}
+
+/// LayerNormalization `(X, scale, B?)` over the axes from `axis`: `(x - mean) / sqrt(var + ε)
+/// · scale + B`, and optionally the statistics Mean and InvStdDev (f32, X's dims with the
+/// normalized ones 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerNorm {
+    pub axis: i64,
+    pub epsilon: f32,
+}
+
+impl LayerNorm {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+/// The element count of the dims of X (`xs`) a scale or bias of dims `ss` covers, right-aligned
+/// past its leading 1s, when it covers them unbroadcast (each dim X's, or 1 where X's is 1:
+/// the shape rule made the others checks); `None` for a broadcast one.
+fn covered(xs: &[DimExpr], ss: &[DimExpr]) -> Option<DimExpr> {
+    let one = DimExpr::constant(1);
+    let cover = ss.len() - ss.iter().take_while(|d| **d == one).count();
+    let tail = &xs[xs.len().checked_sub(cover)?..];
+    ss[ss.len() - cover..].iter().zip(tail).all(|(s, x)| *s != one || *x == one).then(|| product(tail))
+}
+
+/// Scale and bias must cover the normalized dims exactly: the kernel takes `inner` values.
+fn covers_inner(cx: &EmitCx, v: ValueId, inner: &DimExpr) -> Result<bool, CodegenError> {
+    let (xs, ss) = (cx.dims(cx.input(0)?)?, cx.dims(v)?);
+    Ok(covered(&xs, &ss).as_ref() == Some(inner))
+}
+
+impl OpDef for LayerNorm {
+    fn name(&self) -> &'static str {
+        "LayerNormalization"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?.clone();
+        let stat = match &x.dims {
+            Some(xs) => {
+                let a = norm_axis(self.axis, xs.len())?;
+                for i in 1..3 {
+                    if let Some(ds) = cx.opt(i).and_then(|p| p.dims.clone()) {
+                        if cx.broadcast(xs, &ds)?.len() != xs.len() {
+                            return Err(format!("input #{i} of rank {} does not broadcast to X of rank {}", ds.len(), xs.len()));
+                        }
+                    }
+                }
+                Some(xs.iter().enumerate().map(|(i, d)| if i < a { d.clone() } else { DimExpr::constant(1) }).collect())
+            }
+            None => None,
+        };
+        Ok(vec![
+            OutType { dtype: x.dtype, dims: x.dims.clone() },
+            OutType { dtype: DType::F32, dims: stat.clone() },
+            OutType { dtype: DType::F32, dims: stat },
+        ])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let bias = ins.get(2).copied().flatten();
+        let (y, mean, inv) = crate::interp::ops::norm::stats::layer_norm(input(ins, 0)?, input(ins, 1)?, bias, self.axis, self.epsilon as f64)?;
+        Ok(vec![y, mean, inv])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let x = cx.input(0)?;
+        let xd = cx.dtype(x)?;
+        if !matches!(xd, DType::F32 | DType::F64) {
+            return Err(cx.err(format!("LayerNormalization on {xd} is not supported by codegen yet")));
+        }
+        let xs = cx.dims(x)?;
+        let a = norm_axis(self.axis, xs.len()).map_err(|e| cx.err(e))?;
+        let (outer, inner) = (product(&xs[..a]), product(&xs[a..]));
+        let scale = cx.input(1)?;
+        if !covers_inner(cx, scale, &inner)? {
+            return Err(cx.err("a broadcast Scale is not supported by codegen yet"));
+        }
+        let bias = match cx.opt_input(2) {
+            Some(b) if !covers_inner(cx, b, &inner)? => return Err(cx.err("a broadcast B is not supported by codegen yet")),
+            Some(b) => format!("Some({})", cx.read(b)?),
+            None => "None".into(),
+        };
+        // Statistics wanted in another type than X's go through scratch in X's type.
+        let stats: Vec<Option<(ValueId, bool)>> =
+            (1..3).map(|k| cx.used_output(k).map(|v| cx.dtype(v).map(|d| (v, d != xd))).transpose()).collect::<Result<_, _>>()?;
+        let (t, n) = (cx.elem(x)?, cx.size(&outer)?);
+        let mut s = String::new();
+        if stats.iter().flatten().any(|st| st.1) {
+            s += &format!("let st = {};\nlet (sm, si) = st.split_at_mut({n});\n", cx.scratch(t)?);
+        }
+        let arg = |k: usize| -> Result<String, CodegenError> {
+            Ok(match stats[k] {
+                None => "None".to_string(),
+                Some((_, true)) => format!("Some(&mut {}[..{n}])", if k == 0 { "sm" } else { "si" }),
+                Some((v, false)) => format!("Some({})", cx.write(v)?),
+            })
+        };
+        s += &format!(
+            "rt::kernels::norm::layer_norm({}, {}, {n}, {}, {}, {bias}, {}, {}, {});\n",
+            cx.read(x)?,
+            cx.write(cx.output(0)?)?,
+            cx.size(&inner)?,
+            cx.read(scale)?,
+            crate::codegen::emit::f64_lit(self.epsilon as f64),
+            arg(0)?,
+            arg(1)?
+        );
+        for (k, st) in stats.iter().enumerate() {
+            if let Some((v, true)) = st {
+                let ot = cx.elem(*v)?;
+                if !matches!(ot, "f32" | "f64") {
+                    return Err(cx.err(format!("LayerNormalization statistics in {ot} are not supported by codegen yet")));
+                }
+                s += &format!("for (o, i) in {}.iter_mut().zip({}.iter()) {{ *o = *i as {ot}; }}\n", cx.write(*v)?, if k == 0 { "sm" } else { "si" });
+            }
+        }
+        Ok(s)
+    }
+
+    // Statistics in f32 of an f64 X go through scratch: two per normalized row.
+    fn scratch_bytes(&self, ins: &[Option<(DType, Vec<usize>)>]) -> usize {
+        match ins.first() {
+            Some(Some((DType::F64, xs))) => match norm_axis(self.axis, xs.len()) {
+                Ok(a) => 2 * xs[..a].iter().product::<usize>() * 8,
+                Err(_) => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(ins.first()?)?.checked_mul(5)
+    }
+
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let dy = cx.dy()?;
+        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
+        crate::autodiff::norm::scale_norm(cx.b, cx.n, dy, &need, self.axis, self.epsilon, true)
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// RMSNormalization: `x / sqrt(mean(x², axes [axis, rank)) + ε) · scale`, scale broadcast
@@ -62,15 +212,10 @@ impl OpDef for RmsNorm {
         }
         let (xs, ss) = (cx.dims(x)?, cx.dims(scale)?);
         let a = norm_axis(self.axis, xs.len()).map_err(|e| cx.err(e))?;
-        // The kernel takes the scale over the normalized dims or over all of X, unbroadcast:
-        // past its leading 1s, each scale dim is X's (right-aligned) or 1 where X's is 1.
-        let one = DimExpr::constant(1);
-        let lead = ss.iter().take_while(|d| **d == one).count();
-        let cover = ss.len() - lead;
-        let unbroadcast = cover <= xs.len() && ss[lead..].iter().zip(&xs[xs.len() - cover..]).all(|(s, x)| *s != one || *x == one);
-        let len = product(&xs[xs.len() - cover.min(xs.len())..]);
-        if !unbroadcast || (len != product(&xs[a..]) && len != product(&xs)) {
-            return Err(cx.err("a broadcast scale is not supported by codegen yet"));
+        // The kernel takes the scale over the normalized dims or over all of X.
+        match covered(&xs, &ss) {
+            Some(len) if len == product(&xs[a..]) || len == product(&xs) => {}
+            _ => return Err(cx.err("a broadcast scale is not supported by codegen yet")),
         }
         Ok(format!(
             "rt::kernels::norm::rms_norm({}, {}, {}, {}, {}, {});",
@@ -258,7 +403,10 @@ impl OpDef for Hardmax {
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 3, 4], (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect());
     let scale = Tensor::from_f32s(vec![4], vec![1.0, 0.5, -1.5, 2.0]);
+    let bias = Tensor::from_f32s(vec![4], vec![0.25, -0.5, 0.0, 1.0]);
     vec![
+        super::Example { consts: vec![], op: OpRef::new(LayerNorm { axis: -1, epsilon: 1e-5 }), inputs: vec![x.clone(), scale.clone(), bias] },
+        super::Example { consts: vec![], op: OpRef::new(LayerNorm { axis: 1, epsilon: 1e-3 }), inputs: vec![x.clone(), Tensor::from_f32s(vec![3, 4], (0..12).map(|i| 1.0 + i as f32 / 8.0).collect())] },
         super::Example { consts: vec![], op: OpRef::new(RmsNorm { axis: -1, epsilon: 1e-5 }), inputs: vec![x.clone(), scale] },
         super::Example { consts: vec![], op: OpRef::new(LpNorm { axis: 1, p: 2 }), inputs: vec![x.clone()] },
         super::Example { consts: vec![], op: OpRef::new(Hardmax { axis: 1, coerce_2d: false }), inputs: vec![x] },

@@ -92,7 +92,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
         Op::InstanceNorm { .. }
-        | Op::LayerNorm { .. }
         | Op::GroupNorm { .. }
         | Op::MeanVarianceNorm { .. }
         | Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),

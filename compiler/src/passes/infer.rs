@@ -488,19 +488,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
         Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
-        Op::LayerNorm { axis, .. } => {
-            let stat = match cx.shape(0) {
-                Some(x) => {
-                    let a = norm_axis(*axis, x.len())?;
-                    Some(x.iter().enumerate().map(|(i, d)| if i < a { d.clone() } else { Dim::Fixed(1) }).collect())
-                }
-                None => None,
-            };
-            let mut v = same();
-            v.push(t(cx.dtype(0).map(|_| DType::F32), stat.clone()));
-            v.push(t(cx.dtype(0).map(|_| DType::F32), stat));
-            v
-        }
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),

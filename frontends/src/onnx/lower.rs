@@ -369,7 +369,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
         }
         "InstanceNormalization" => Some(Op::InstanceNorm { epsilon: a.f_or("epsilon", 1e-5) }),
-        "LayerNormalization" => Some(Op::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }),
+        "LayerNormalization" => Some(burnc_compiler::ops::norm::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }.op()),
         "LRN" => Some(Op::Lrn {
             size: a.i("size").ok_or_else(|| n.err("missing attribute `size`"))?.max(1) as usize,
             alpha: a.f_or("alpha", 1e-4),

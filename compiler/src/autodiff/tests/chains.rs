@@ -6,7 +6,7 @@ use super::*;
 fn transformer_encoder_block() {
     // x [2, 3, 4]; Wq Wk Wv [4, 4]; LayerNorm scale, bias [4]; W1 [4, 8]; W2 [8, 4].
     check(&[&[2, 3, 4], &[4, 4], &[4, 4], &[4, 4], &[4], &[4], &[4, 8], &[8, 4]], |g, x| {
-        let h = node(g, Op::LayerNorm { axis: -1, epsilon: 1e-5 }, &[x[0], x[4], x[5]]);
+        let h = node(g, crate::ops::norm::LayerNorm { axis: -1, epsilon: 1e-5 }.op(), &[x[0], x[4], x[5]]);
         let q = node(g, Op::MatMul, &[h, x[1]]);
         let k = node(g, Op::MatMul, &[h, x[2]]);
         let v = node(g, Op::MatMul, &[h, x[3]]);

@@ -34,10 +34,10 @@ fn batch_norm_training() {
 
 #[test]
 fn layer_norm_and_rms_norm() {
-    check(&[&[2, 3, 5], &[5], &[5]], |g, x| node(g, Op::LayerNorm { axis: -1, epsilon: 1e-5 }, x));
-    check(&[&[2, 3, 4], &[3, 4], &[4]], |g, x| node(g, Op::LayerNorm { axis: 1, epsilon: 1e-3 }, x));
+    check(&[&[2, 3, 5], &[5], &[5]], |g, x| node(g, crate::ops::norm::LayerNorm { axis: -1, epsilon: 1e-5 }.op(), x));
+    check(&[&[2, 3, 4], &[3, 4], &[4]], |g, x| node(g, crate::ops::norm::LayerNorm { axis: 1, epsilon: 1e-3 }.op(), x));
     check(&[&[4, 6], &[6]], |g, x| {
-        let op = Op::LayerNorm { axis: 1, epsilon: 1e-5 };
+        let op = crate::ops::norm::LayerNorm { axis: 1, epsilon: 1e-5 }.op();
         node_n(g, op, vec![Some(x[0]), Some(x[1]), None], 1)[0]
     });
     // The forward rounds mean(x²) + eps to f32, which finite differences would see. Inputs on

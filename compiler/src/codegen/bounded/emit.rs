@@ -406,34 +406,6 @@ impl Bx<'_> {
                     *epsilon as f64
                 )))
             }
-            Op::LayerNorm { axis, epsilon } => {
-                f32_only("LayerNormalization")?;
-                if n.outputs.iter().skip(1).any(|v| self.cx.plan.slots.contains_key(v)) {
-                    return Err(self.err(n, "LayerNormalization's mean / inv_std outputs with bounded dims are not supported yet"));
-                }
-                let x = self.input(n, 0)?;
-                let xs = self.shape(n, x)?;
-                let r = xs.len() as i64;
-                let a = if *axis < 0 { axis + r } else { *axis };
-                if a < 0 || a >= r {
-                    return Err(self.err(n, format!("axis {axis} out of range")));
-                }
-                let a = a as usize;
-                let scale = self.input(n, 1)?;
-                if self.shape(n, scale)?.iter().fold(DimExpr::constant(1), |p, d| p.mul(d)) != xs[a..].iter().fold(DimExpr::constant(1), |p, d| p.mul(d)) {
-                    return Err(self.err(n, "a broadcast Scale with bounded dims is not supported yet"));
-                }
-                Ok(Some(format!(
-                    "rt::kernels::norm::layer_norm({}, {}, {}, {}, {}, {}, {:?}_f64, None, None);",
-                    self.read(n, x)?,
-                    self.write(n, out)?,
-                    self.sizes.numel(&xs[..a]),
-                    self.sizes.numel(&xs[a..]),
-                    self.read(n, scale)?,
-                    self.opt_read(n, 2)?,
-                    *epsilon as f64
-                )))
-            }
             Op::Transpose { .. } => self.transpose(n, out, od),
             Op::Gather { .. } => self.gather(n, out),
             Op::Reduce { op, axes, noop_with_empty_axes, .. } => {

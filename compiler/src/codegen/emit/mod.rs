@@ -235,7 +235,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
         Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
-        Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. }
+        Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. }
         | Op::GroupNorm { .. } | Op::BatchNormTraining { .. } => {
             norm::emit(cx, id, n)
         }

@@ -1,9 +1,9 @@
-//! Normalizations (Layer-, Instance-, MeanVariance-, GroupNormalization): calls into the runtime kernels the
+//! Normalizations (Instance-, MeanVariance-, GroupNormalization, BatchNormalization training): calls into the runtime kernels the
 //! interpreter uses, with every size resolved at compile time.
 use crate::codegen::emit::f64_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::interp::ops::util::{norm_axes, norm_axis_or_scalar as norm_axis};
+use crate::interp::ops::util::norm_axes;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
 
 fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
@@ -25,12 +25,6 @@ fn is_identity(p: &[usize]) -> bool {
     p.iter().enumerate().all(|(i, &d)| i == d)
 }
 
-/// Whether output `i` of `n` exists and is used (or is a graph output).
-fn wanted(cx: &Ctx, n: &Node, i: usize) -> Option<ValueId> {
-    let v = *n.outputs.get(i)?;
-    cx.plan.slots.contains_key(&v).then_some(v)
-}
-
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     let n = g.node(id);
     match &n.op {
@@ -39,18 +33,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
             match mvn_perm(&xs, axes) {
                 Some((p, _)) if !is_identity(&p) => 2 * xs.iter().product::<usize>() * d.size(),
                 _ => 0,
-            }
-        }
-        Op::LayerNorm { axis, .. } => {
-            // Statistics of another type than X go through scratch in X's type.
-            let Some((d, xs)) = fixed(g, n.inputs.first().copied().flatten()) else { return 0 };
-            let Ok(a) = norm_axis(*axis, xs.len()) else { return 0 };
-            let outer: usize = xs[..a].iter().product();
-            let other = (1..3).any(|i| n.outputs.get(i).and_then(|&v| g.tensor_type(v)).is_some_and(|t| t.dtype != d));
-            if other {
-                2 * outer * d.size()
-            } else {
-                0
             }
         }
         _ => 0,
@@ -98,59 +80,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 f64_lit(*epsilon as f64),
                 f64_lit(*momentum as f64)
             )))
-        }
-        Op::LayerNorm { axis, epsilon } => {
-            let a = norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
-            let outer: usize = xs[..a].iter().product();
-            let inner: usize = xs[a..].iter().product();
-            let scale = cx.input(n, 1)?;
-            if numel(scale)? != inner {
-                return Err(cx.err(n, "a broadcast Scale is not supported by codegen yet"));
-            }
-            let bias = match n.inputs.get(2).copied().flatten() {
-                Some(b) if numel(b)? != inner => return Err(cx.err(n, "a broadcast B is not supported by codegen yet")),
-                Some(b) => format!("Some({})", cx.read(n, b)?),
-                None => "None".into(),
-            };
-            let stats: Vec<Option<(ValueId, bool)>> = (1..3)
-                .map(|i| -> Result<_, CodegenError> {
-                    Ok(match wanted(cx, n, i) {
-                        Some(v) => Some((v, cx.ty(n, v)?.0 != xd)),
-                        None => None,
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            let cast = stats.iter().flatten().any(|s| s.1);
-            let mut s = String::new();
-            if cast {
-                s += &format!("let st = {};\nlet (sm, si) = st.split_at_mut({outer});\n", cx.scratch(n, id, t, 2 * outer)?);
-            }
-            let arg = |k: usize| match stats[k] {
-                None => Ok("None".to_string()),
-                Some((_, true)) => Ok(format!("Some(&mut {}[..])", if k == 0 { "sm" } else { "si" })),
-                Some((v, false)) => cx.write(n, v).map(|w| format!("Some({w})")),
-            };
-            s += &format!(
-                "rt::kernels::norm::layer_norm({rx}, {y}, {outer}, {inner}, {}, {bias}, {}, {}, {});\n",
-                cx.read(n, scale)?,
-                f64_lit(*epsilon as f64),
-                arg(0)?,
-                arg(1)?
-            );
-            for (k, st) in stats.iter().enumerate() {
-                if let Some((v, true)) = st {
-                    let ot = cx.elem(n, *v)?;
-                    if !matches!(ot, "f32" | "f64") {
-                        return Err(cx.err(n, format!("LayerNormalization statistics in {ot} are not supported by codegen yet")));
-                    }
-                    s += &format!(
-                        "for (o, i) in {}.iter_mut().zip({}.iter()) {{ *o = *i as {ot}; }}\n",
-                        cx.write(n, *v)?,
-                        if k == 0 { "sm" } else { "si" }
-                    );
-                }
-            }
-            Ok(Some(s))
         }
         Op::InstanceNorm { epsilon } => {
             if xs.len() < 2 {

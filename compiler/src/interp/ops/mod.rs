@@ -52,7 +52,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
         | Op::InstanceNorm { .. }
-        | Op::LayerNorm { .. }
         | Op::Lrn { .. }
         | Op::MeanVarianceNorm { .. }
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),

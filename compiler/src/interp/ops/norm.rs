@@ -3,9 +3,9 @@
 pub(crate) mod float;
 pub(crate) mod local;
 pub(crate) mod softmax;
-mod stats;
+pub(crate) mod stats;
 
-use super::util::{arg, one, opt_arg};
+use super::util::{arg, one};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
@@ -31,10 +31,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
             Ok([y, m, v].into_iter().take(n_outputs.max(1)).map(RtValue::Tensor).collect())
         }
         Op::InstanceNorm { epsilon } => one(stats::instance_norm(x, arg(args, 1)?, arg(args, 2)?, *epsilon as f64)?),
-        Op::LayerNorm { axis, epsilon } => {
-            let (y, mean, inv) = stats::layer_norm(x, arg(args, 1)?, opt_arg(args, 2)?, *axis, *epsilon as f64)?;
-            Ok([y, mean, inv].into_iter().take(n_outputs.max(1)).map(RtValue::Tensor).collect())
-        }
         Op::MeanVarianceNorm { axes } => one(stats::mean_var_norm(x, axes)?),
         Op::Lrn { size, alpha, beta, bias } => one(local::lrn(x, *size, *alpha as f64, *beta as f64, *bias as f64)?),
         _ => Err(format!("{} is not a normalization op", op.name())),
