@@ -35,6 +35,9 @@ pub struct OutType {
 /// The inputs of one node for its shape rule.
 pub struct ShapeCx {
     args: Vec<Option<Arg>>,
+    /// The contents of 1-D integer inputs that shape computations give as dim expressions
+    /// (`Concat(Shape(x)[2:], [1])`), by input: bounded dims' pads or split sizes.
+    ints: Vec<Option<Vec<DimExpr>>>,
     /// The relations between dims the rule declared that the dims alone do not decide
     /// (run-time checks under bounded dims).
     pub(crate) checks: Vec<Constraint>,
@@ -42,12 +45,30 @@ pub struct ShapeCx {
 
 impl ShapeCx {
     pub fn new(args: Vec<Option<Arg>>) -> ShapeCx {
-        ShapeCx { args, checks: Vec::new() }
+        ShapeCx { args, ints: Vec::new(), checks: Vec::new() }
     }
 
     /// Input `i`, which the op requires.
     pub fn arg(&self, i: usize) -> R<&Arg> {
         self.opt(i).ok_or_else(|| format!("input #{i} is missing"))
+    }
+
+    /// Input `i`'s integer contents as dim expressions: what a shape computation gave, or a
+    /// constant's values; `None` when neither is known.
+    pub fn ints(&self, i: usize) -> Option<Vec<DimExpr>> {
+        if let Some(Some(v)) = self.ints.get(i) {
+            return Some(v.clone());
+        }
+        let t = self.opt(i)?.value.as_ref()?;
+        Some(t.to_i64_vec()?.into_iter().map(DimExpr::constant).collect())
+    }
+
+    /// Record input `i`'s contents as dim expressions (see [`ShapeCx::ints`]).
+    pub(crate) fn set_ints(&mut self, i: usize, v: Vec<DimExpr>) {
+        if self.ints.len() <= i {
+            self.ints.resize(i + 1, None);
+        }
+        self.ints[i] = Some(v);
     }
 
     /// Optional input `i`.
@@ -307,7 +328,15 @@ impl<'a> EmitCx<'a> {
                 Some(v) => Some(Arg { dtype: self.dtype(v)?, dims: Some(self.dims(v)?), value: self.konst(v).filter(|t| t.numel() <= 1 << 16) }),
             });
         }
-        Ok(ShapeCx::new(args))
+        let mut cx = ShapeCx::new(args);
+        if let Some(bx) = self.bounded {
+            for (i, v) in self.n.inputs.iter().enumerate() {
+                if let Some(ints) = v.and_then(|v| bx.info.ints.get(&v)) {
+                    cx.set_ints(i, ints.clone());
+                }
+            }
+        }
+        Ok(cx)
     }
 
     /// The value of `v` when it is a constant.

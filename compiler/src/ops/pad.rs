@@ -21,8 +21,9 @@ impl Pad {
         Op::Def(OpRef::new(self))
     }
 
-    /// The leading and trailing pad of every dim of a rank-`r` input, from the pads and axes.
-    fn per_dim(pads: &[i64], axes: Option<&[i64]>, r: usize) -> R<(Vec<i64>, Vec<i64>)> {
+    /// The leading and trailing pad of every dim of a rank-`r` input, from the pads (constants
+    /// or, computed from bounded dims, expressions) and axes.
+    fn per_dim(pads: &[DimExpr], axes: Option<&[i64]>, r: usize) -> R<(Vec<DimExpr>, Vec<DimExpr>)> {
         let axes: Vec<usize> = match axes {
             Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
             None => (0..r).collect(),
@@ -30,24 +31,26 @@ impl Pad {
         if pads.len() != 2 * axes.len() {
             return Err(format!("pads has {} entries for {} axes", pads.len(), axes.len()));
         }
-        let (mut before, mut after) = (vec![0i64; r], vec![0i64; r]);
+        let zero = DimExpr::constant(0);
+        let (mut before, mut after) = (vec![zero.clone(); r], vec![zero.clone(); r]);
+        let mut seen = vec![false; r];
         for (i, &a) in axes.iter().enumerate() {
-            if before[a] != 0 || after[a] != 0 {
+            if std::mem::replace(&mut seen[a], true) {
                 return Err(format!("axis {a} is listed twice"));
             }
-            before[a] = pads[i];
-            after[a] = pads[i + axes.len()];
+            before[a] = pads[i].clone();
+            after[a] = pads[i + axes.len()].clone();
         }
         Ok((before, after))
     }
 
     /// The output dims: each input dim plus its pads (a constant below 0 is an error).
-    fn out_dims(xs: &[DimExpr], before: &[i64], after: &[i64]) -> R<Vec<DimExpr>> {
+    fn out_dims(xs: &[DimExpr], before: &[DimExpr], after: &[DimExpr]) -> R<Vec<DimExpr>> {
         xs.iter()
             .zip(before.iter().zip(after))
             .enumerate()
-            .map(|(d, (x, (&b, &e)))| {
-                let o = x.add(&DimExpr::constant(b.saturating_add(e)));
+            .map(|(d, (x, (b, e)))| {
+                let o = x.add(b).add(e);
                 match o.as_const() {
                     Some(v) if v < 0 => Err(format!("pads {b}, {e} make axis {d} negative")),
                     _ => Ok(o),
@@ -57,10 +60,6 @@ impl Pad {
     }
 }
 
-fn ints(t: Option<&Tensor>) -> Option<Vec<i64>> {
-    t?.to_i64_vec()
-}
-
 impl OpDef for Pad {
     fn name(&self) -> &'static str {
         "Pad"
@@ -68,10 +67,10 @@ impl OpDef for Pad {
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
-        let pads = ints(cx.arg(1)?.value.as_ref());
+        let pads = cx.ints(1);
         let axes = match cx.opt(3) {
             None => Some(None),
-            Some(a) => ints(a.value.as_ref()).map(Some),
+            Some(a) => a.value.as_ref().and_then(|t| t.to_i64_vec()).map(Some),
         };
         // Pads or axes computed at run time: the output dims depend on values.
         let dims = match (&x.dims, pads, axes) {
@@ -86,7 +85,7 @@ impl OpDef for Pad {
 
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
         let x = input(ins, 0)?;
-        let pads = ints(Some(input(ins, 1)?)).ok_or("pads must be integers")?;
+        let pads: Vec<DimExpr> = input(ins, 1)?.to_i64_vec().ok_or("pads must be integers")?.into_iter().map(DimExpr::constant).collect();
         let axes = match ins.get(3).copied().flatten() {
             Some(a) => Some(a.to_i64_vec().ok_or("axes must be integers")?),
             None => None,
@@ -94,6 +93,7 @@ impl OpDef for Pad {
         let (before, after) = Self::per_dim(&pads, axes.as_deref(), x.rank())?;
         let cdims: Vec<DimExpr> = x.shape.iter().map(|&d| DimExpr::constant(d as i64)).collect();
         let shape: Vec<usize> = Self::out_dims(&cdims, &before, &after)?.iter().map(|d| d.as_const().unwrap_or(0) as usize).collect();
+        let before: Vec<i64> = before.iter().map(|d| d.as_const().unwrap_or(0)).collect();
         if self.mode != PadMode::Constant && x.shape.iter().zip(&shape).any(|(&d, &o)| d == 0 && o > 0) {
             return Err("cannot reflect, edge- or wrap-pad an empty axis".into());
         }
@@ -128,7 +128,8 @@ impl OpDef for Pad {
         let x = cx.input(0)?;
         let ty = cx.elem(x)?;
         let xs = cx.dims(x)?;
-        let pads = cx.const_ints(1).ok_or_else(|| cx.err("pads must be a constant for codegen"))?;
+        let scx = cx.shape_cx()?;
+        let pads = scx.ints(1).ok_or_else(|| cx.err("pads must be a constant for codegen"))?;
         let axes = match cx.opt_input(3) {
             Some(_) => Some(cx.const_ints(3).ok_or_else(|| cx.err("axes must be a constant for codegen"))?),
             None => None,
@@ -147,8 +148,17 @@ impl OpDef for Pad {
                 None => return Err(cx.err("a computed pad value of another type than the data")),
             },
         };
+        // Leading pads as i64 (a constant may be negative: a crop).
+        let lead = before
+            .iter()
+            .map(|b| match b.as_const() {
+                Some(c) => Ok(c.to_string()),
+                None => cx.size(b).map(|s| format!("{s} as i64")),
+            })
+            .collect::<Result<Vec<_>, _>>()?
+            .join(", ");
         Ok(format!(
-            "rt::kernels::pad::pad({}, &{}, &{before:?}, rt::kernels::pad::PadMode::{:?}, {fill}, &{}, {});",
+            "rt::kernels::pad::pad({}, &{}, &[{lead}], rt::kernels::pad::PadMode::{:?}, {fill}, &{}, {});",
             cx.read(x)?,
             cx.sizes(&xs)?,
             self.mode,
@@ -191,4 +201,26 @@ pub fn examples() -> Vec<super::Example> {
         super::Example { consts: vec![1], op: op(PadMode::Edge), inputs: vec![xi.clone(), p(vec![0, 1, -1, 0, 2, 1])] },
         super::Example { consts: vec![1, 2, 3], op: op(PadMode::Wrap), inputs: vec![xi, p(vec![1, 2]), Tensor::new(vec![0], Data::F32(vec![])), p(vec![-1])] },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::Arg;
+
+    #[test]
+    fn pads_computed_from_a_bounded_dim() {
+        // Pad [s] by (0, 8 - s): a shape computation's pads, as the bounded analysis gives them.
+        let s = DimExpr::var("s");
+        let x = Some(Arg { dtype: DType::F32, dims: Some(vec![s.clone()]), value: None });
+        let p = Some(Arg { dtype: DType::I64, dims: Some(vec![DimExpr::constant(2)]), value: None });
+        let mut cx = ShapeCx::new(vec![x, p]);
+        cx.set_ints(1, vec![DimExpr::constant(0), DimExpr::constant(8).sub(&s)]);
+        let out = Pad { mode: PadMode::Constant }.shapes(&mut cx).expect("shapes");
+        assert_eq!(out[0].dims, Some(vec![DimExpr::constant(8)]));
+        // Without the computed values the output dims are unknown, not guessed.
+        let x = Some(Arg { dtype: DType::F32, dims: Some(vec![s]), value: None });
+        let p = Some(Arg { dtype: DType::I64, dims: Some(vec![DimExpr::constant(2)]), value: None });
+        assert_eq!(Pad { mode: PadMode::Constant }.shapes(&mut ShapeCx::new(vec![x, p])).expect("shapes")[0].dims, None);
+    }
 }

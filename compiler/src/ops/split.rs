@@ -29,10 +29,10 @@ impl Split {
         let xs = cx.arg(0)?.dims()?.to_vec();
         let a = norm_axis(self.axis, xs.len())?;
         let d = xs[a].clone();
-        let given = match (&self.sizes, cx.opt(1)) {
-            (Some(s), _) => Some(s.clone()),
-            (None, Some(s)) => match &s.value {
-                Some(t) => Some(t.to_i64_vec().ok_or("split must be integers")?),
+        let given: Option<Vec<DimExpr>> = match (&self.sizes, cx.opt(1)) {
+            (Some(s), _) => Some(s.iter().map(|&v| DimExpr::constant(v)).collect()),
+            (None, Some(_)) => match cx.ints(1) {
+                Some(v) => Some(v),
                 None => return Ok(None),
             },
             (None, None) => None,
@@ -43,10 +43,10 @@ impl Split {
                 if s.len() != k {
                     return Err(format!("split has {} sizes for {k} outputs", s.len()));
                 }
-                if let Some(v) = s.iter().find(|&&v| v < 0) {
+                if let Some(v) = s.iter().find(|v| v.as_const().is_some_and(|c| c < 0)) {
                     return Err(format!("negative split {v}"));
                 }
-                let sizes: Vec<DimExpr> = s.iter().map(|&v| DimExpr::constant(v)).collect();
+                let sizes = s;
                 cx.equal("the split sizes' sum and the dim", &sizes.iter().fold(DimExpr::constant(0), |a, b| a.add(b)), &d)?;
                 sizes
             }

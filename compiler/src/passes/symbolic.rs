@@ -189,6 +189,11 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 args.push(Some(crate::ops::Arg { dtype, dims: Some(x(i)?), value: g.const_value(v).filter(|t| t.numel() <= 1 << 16) }));
             }
             let mut cx = crate::ops::ShapeCx::new(args);
+            for (i, v) in n.inputs.iter().enumerate() {
+                if let Some(ints) = v.and_then(|v| s.ints.get(&v)) {
+                    cx.set_ints(i, ints.clone());
+                }
+            }
             let outs = d.shapes(&mut cx)?;
             for c in cx.checks {
                 require(s, n, c)?;
