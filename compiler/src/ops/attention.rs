@@ -347,7 +347,7 @@ impl OpDef for Attention {
             out(1)?,
             out(2)?,
             out(3)?,
-            cx.scratch("f64")?
+            cx.scratch(DType::F64)?
         ))
     }
 

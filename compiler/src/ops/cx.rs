@@ -298,18 +298,13 @@ impl<'a> EmitCx<'a> {
         self.cx.plan.slots.contains_key(&v).then_some(v)
     }
 
-    /// The node's scratch space as `&mut [elem]`: all of it, as [`OpDef::scratch_bytes`] sized
-    /// it at the bounds (`&mut []` when it asked for none).
+    /// The node's scratch space as `&mut [T]` of dtype `d`: all of it, as
+    /// [`OpDef::scratch_bytes`] sized it at the bounds (`&mut []` when it asked for none).
     ///
     /// [`OpDef::scratch_bytes`]: super::OpDef::scratch_bytes
-    pub fn scratch(&self, elem: &str) -> Result<String, CodegenError> {
-        let size = match elem {
-            "u8" | "i8" | "bool" => 1,
-            "u16" | "i16" | "f16" | "bf16" => 2,
-            "u32" | "i32" | "f32" => 4,
-            "u64" | "i64" | "f64" | "usize" => 8,
-            _ => return Err(self.err(format!("scratch of {elem}"))),
-        };
+    pub fn scratch(&self, d: DType) -> Result<String, CodegenError> {
+        let elem = rust_ty(d).ok_or_else(|| self.err(format!("scratch of {d}")))?;
+        let size = d.size().max(1);
         match self.cx.plan.scratch.get(&self.id) {
             Some(slot) if slot.bytes >= size => {
                 Ok(format!("unsafe {{ rt::arena::view_mut::<{elem}>(a, {}, {}) }}", slot.offset, slot.bytes / size))

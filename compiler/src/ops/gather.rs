@@ -2,7 +2,7 @@
 //! data's at the same position with the coordinate along `axis` taken from the index. One
 //! runtime kernel, `kernels::gather::gather_elements`, for the interpreter and generated code;
 //! the interpreter refuses an index out of range, generated code reads a zero for it.
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, Op, ValueId};
@@ -57,25 +57,8 @@ impl OpDef for GatherElements {
         if let Some(v) = iv.iter().find(|&&v| v < -len || v >= len) {
             return Err(format!("index {v} is out of range for an axis of {len}"));
         }
-        // On the elements' bytes, so every dtype takes the one kernel.
-        let xb = x.data.to_le_bytes();
-        let w = xb.len().checked_div(x.numel()).unwrap_or(1);
-        fn run<const W: usize>(xb: &[u8], xs: &[usize], iv: &[i64], is: &[usize], a: usize) -> Vec<u8> {
-            let x: Vec<[u8; W]> = xb.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect();
-            let mut y = vec![[0u8; W]; iv.len()];
-            gather_elements(&x, xs, iv, is, a, [0; W], &mut y);
-            y.concat()
-        }
-        let bytes = match w {
-            1 => run::<1>(&xb, &x.shape, &iv, &ind.shape, a),
-            2 => run::<2>(&xb, &x.shape, &iv, &ind.shape, a),
-            4 => run::<4>(&xb, &x.shape, &iv, &ind.shape, a),
-            8 => run::<8>(&xb, &x.shape, &iv, &ind.shape, a),
-            16 => run::<16>(&xb, &x.shape, &iv, &ind.shape, a),
-            _ => return Err(format!("GatherElements on {} is not supported", x.dtype())),
-        };
-        let data = Data::from_le_bytes(x.dtype(), &bytes).ok_or_else(|| format!("GatherElements on {} is not supported", x.dtype()))?;
-        Ok(vec![Tensor::new(ind.shape.clone(), data)])
+        let k = GatherBytes { dims: &x.shape, idx: &iv, idx_dims: &ind.shape, axis: a };
+        Ok(vec![move_bytes("GatherElements", x, None, ind.shape.clone(), &k)?])
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
@@ -111,6 +94,22 @@ impl OpDef for GatherElements {
 
     fn forwards_values(&self) -> Option<usize> {
         None
+    }
+}
+
+/// The kernel on raw elements (see [`move_bytes`]).
+struct GatherBytes<'a> {
+    dims: &'a [usize],
+    idx: &'a [i64],
+    idx_dims: &'a [usize],
+    axis: usize,
+}
+
+impl MoveBytes for GatherBytes<'_> {
+    fn run<const W: usize>(&self, x: &[[u8; W]], zero: [u8; W]) -> Vec<[u8; W]> {
+        let mut y = vec![zero; self.idx.len()];
+        gather_elements(x, self.dims, self.idx, self.idx_dims, self.axis, zero, &mut y);
+        y
     }
 }
 

@@ -138,6 +138,35 @@ pub(crate) fn around(dims: &[crate::ir::DimExpr], a: usize) -> [crate::ir::DimEx
     [product(&dims[..a]), dims[a].clone(), product(&dims[a + 1..])]
 }
 
+/// A data-movement kernel run on elements as raw `W`-byte values, so one generic kernel serves
+/// every dtype in the interpreter. `fill` is one element's bytes (zeros when absent).
+pub(crate) trait MoveBytes {
+    fn run<const W: usize>(&self, x: &[[u8; W]], fill: [u8; W]) -> Vec<[u8; W]>;
+}
+
+/// `k` over `x`'s elements, the result a tensor of `x`'s dtype and `shape`.
+pub(crate) fn move_bytes(name: &str, x: &Tensor, fill: Option<&Tensor>, shape: Vec<usize>, k: &impl MoveBytes) -> R<Tensor> {
+    fn go<const W: usize>(xb: &[u8], fb: &[u8], k: &impl MoveBytes) -> Vec<u8> {
+        let x: Vec<[u8; W]> = xb.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect();
+        let fill: [u8; W] = fb.get(..W).and_then(|c| c.try_into().ok()).unwrap_or([0; W]);
+        k.run(&x, fill).concat()
+    }
+    let unsupported = || format!("{name} on {} is not supported", x.dtype());
+    let xb = x.data.to_le_bytes();
+    let fb = fill.map(|f| f.data.to_le_bytes()).unwrap_or_default();
+    // Bytes per element as stored (an empty tensor: the dtype's).
+    let w = xb.len().checked_div(x.numel()).unwrap_or(x.dtype().size());
+    let bytes = match w {
+        1 => go::<1>(&xb, &fb, k),
+        2 => go::<2>(&xb, &fb, k),
+        4 => go::<4>(&xb, &fb, k),
+        8 => go::<8>(&xb, &fb, k),
+        16 => go::<16>(&xb, &fb, k),
+        _ => return Err(unsupported()),
+    };
+    Ok(Tensor::new(shape, crate::tensor::Data::from_le_bytes(x.dtype(), &bytes).ok_or_else(unsupported)?))
+}
+
 /// The element count of a static shape (for `flops`), saturating.
 pub(crate) fn numel(shape: &Option<Vec<usize>>) -> Option<u64> {
     shape.as_ref().map(|s| s.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64)))

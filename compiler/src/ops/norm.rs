@@ -105,10 +105,10 @@ impl OpDef for LayerNorm {
         // Statistics wanted in another type than X's go through scratch in X's type.
         let stats: Vec<Option<(ValueId, bool)>> =
             (1..3).map(|k| cx.used_output(k).map(|v| cx.dtype(v).map(|d| (v, d != xd))).transpose()).collect::<Result<_, _>>()?;
-        let (t, n) = (cx.elem(x)?, cx.size(&outer)?);
+        let n = cx.size(&outer)?;
         let mut s = String::new();
         if stats.iter().flatten().any(|st| st.1) {
-            s += &format!("let st = {};\nlet (sm, si) = st.split_at_mut({n});\n", cx.scratch(t)?);
+            s += &format!("let st = {};\nlet (sm, si) = st.split_at_mut({n});\n", cx.scratch(xd)?);
         }
         let arg = |k: usize| -> Result<String, CodegenError> {
             Ok(match stats[k] {

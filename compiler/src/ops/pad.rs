@@ -2,7 +2,7 @@
 //! leading and trailing pad (a negative pad crops), filled by the mode. `pads` and `axes` are
 //! constants; the fill may be computed. One runtime kernel, `kernels::pad::pad`, for the
 //! interpreter and generated code, every dtype.
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::data::scalar_lit;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
@@ -98,30 +98,11 @@ impl OpDef for Pad {
             return Err("cannot reflect, edge- or wrap-pad an empty axis".into());
         }
         let fill = match ins.get(2).copied().flatten() {
-            Some(v) if v.numel() > 0 => cast(v, x.dtype(), true)?,
-            _ => Tensor::new(vec![1], Data::zeros(x.dtype(), 1)),
+            Some(v) if v.numel() > 0 => Some(cast(v, x.dtype(), true)?),
+            _ => None,
         };
-        // On the elements' bytes, so every dtype takes the one kernel.
-        let (xb, fb) = (x.data.to_le_bytes(), fill.data.to_le_bytes());
-        let len: usize = shape.iter().product();
-        let w = xb.len().checked_div(x.numel()).unwrap_or(fb.len() / fill.numel().max(1));
-        fn run<const W: usize>(xb: &[u8], fb: &[u8], x: &[usize], before: &[i64], mode: PadMode, out: &[usize], len: usize) -> Vec<u8> {
-            let xs: Vec<[u8; W]> = xb.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect();
-            let fill: [u8; W] = fb.get(..W).and_then(|c| c.try_into().ok()).unwrap_or([0; W]);
-            let mut y = vec![[0u8; W]; len];
-            pad(&xs, x, before, mode, fill, out, &mut y);
-            y.concat()
-        }
-        let bytes = match w {
-            1 => run::<1>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
-            2 => run::<2>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
-            4 => run::<4>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
-            8 => run::<8>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
-            16 => run::<16>(&xb, &fb, &x.shape, &before, self.mode, &shape, len),
-            _ => return Err(format!("Pad on {} is not supported", x.dtype())),
-        };
-        let data = Data::from_le_bytes(x.dtype(), &bytes).ok_or_else(|| format!("Pad on {} is not supported", x.dtype()))?;
-        Ok(vec![Tensor::new(shape, data)])
+        let k = PadBytes { dims: &x.shape, before: &before, mode: self.mode, out: &shape };
+        Ok(vec![move_bytes("Pad", x, fill.as_ref(), shape.clone(), &k)?])
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
@@ -187,6 +168,22 @@ impl OpDef for Pad {
 
     fn forwards_values(&self) -> Option<usize> {
         None
+    }
+}
+
+/// The kernel on raw elements (see [`move_bytes`]).
+struct PadBytes<'a> {
+    dims: &'a [usize],
+    before: &'a [i64],
+    mode: PadMode,
+    out: &'a [usize],
+}
+
+impl MoveBytes for PadBytes<'_> {
+    fn run<const W: usize>(&self, x: &[[u8; W]], fill: [u8; W]) -> Vec<[u8; W]> {
+        let mut y = vec![fill; self.out.iter().product()];
+        pad(x, self.dims, self.before, self.mode, fill, self.out, &mut y);
+        y
     }
 }
 

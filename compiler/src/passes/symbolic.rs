@@ -671,8 +671,9 @@ pub fn resize_scales(g: &Graph, n: &Node, at: &crate::ir::ResizeAttrs, rank: usi
 }
 
 /// The symbolic target of every Reshape whose target a shape subgraph computes from named
-/// dims, by node name (see the module doc). Node names must be unique.
-pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<Targets, PassError> {
+/// dims, by node name (see the module doc), and the analysis of the unpinned graph they come
+/// from (its constraints say which dims an op allows one value). Node names must be unique.
+pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(Targets, SymInfo), PassError> {
     let info = analyze(g, inputs, &Targets::new())?;
     let mut out = Targets::new();
     for n in &g.nodes {
@@ -705,7 +706,7 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
             }
         }
     }
-    Ok(out)
+    Ok((out, info))
 }
 
 /// Values computed from named dims may only feed shape computations and Reshape targets:

@@ -44,7 +44,7 @@ fn cnn() -> (Graph, HashMap<ValueId, Vec<DimExpr>>, ValueId, ValueId) {
 fn conv_pool_and_a_shape_subgraph_reshape_stay_symbolic() {
     let (mut g, ins, p, r) = cnn();
     crate::passes::infer::infer(&mut g).expect("infer");
-    let targets = reshape_targets(&g, &ins).expect("targets");
+    let (targets, _) = reshape_targets(&g, &ins).expect("targets");
     assert_eq!(targets.get("n4"), Some(&vec![v("n"), k(-1)]));
     let info = analyze(&g, &ins, &targets).expect("analysis");
     assert_eq!(info.shapes[&p], vec![v("n"), k(4), v("h").floor_div(2), v("w").floor_div(2)]);

@@ -85,11 +85,11 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     // Constant subexpressions fold now (shape subgraphs on named dims stay).
     crate::passes::prepare(&mut g)?;
     symbolic::check_no_dim_values(&g, &inputs_of(&g))?;
-    let targets = symbolic::reshape_targets(&g, &inputs_of(&g))?;
+    let (targets, unpinned) = symbolic::reshape_targets(&g, &inputs_of(&g))?;
 
     // Pin every named dim at its bound (or at the one value an op allows it, below): the
     // graph the plan and the static emitters see.
-    let forced = forced_dims(&g, &inputs_of(&g), &targets, &dims)?;
+    let forced = forced_dims(&unpinned, &dims)?;
     let bound = |n: &str| forced.get(n).copied().or_else(|| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64));
     let ins = inputs_of(&g);
     for &i in &g.inputs.clone() {
@@ -138,11 +138,9 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
 
 /// Named dims an op allows only one value (a grid's last dim must be its spatial rank, a past
 /// key's heads K's): pinned at that value rather than at the bound, where the graph would not
-/// be valid; `forward` still checks the value (the constraint stays). Found by the bounded
-/// analysis of the unpinned graph; when that analysis stops at an op, nothing is forced and the
-/// pinned graph reports what it must.
-fn forced_dims(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &symbolic::Targets, dims: &[(String, usize)]) -> Result<HashMap<String, i64>, CodegenError> {
-    let Ok(info) = symbolic::analyze(g, inputs, targets) else { return Ok(HashMap::new()) };
+/// be valid; `forward` still checks the value (the constraint stays). Found in the bounded
+/// analysis of the unpinned graph.
+fn forced_dims(info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<String, i64>, CodegenError> {
     let mut forced = HashMap::new();
     for c in info.constraints.iter().filter(|c| c.rel == crate::ir::Rel::Equal) {
         let pair = match (c.left.as_const(), c.right.as_const()) {
