@@ -407,12 +407,13 @@ fn load_weights() -> Weights {
 /// [`DimError`]: burnc_runtime::dims::DimError
 pub fn bounded_main_rs(gen: &Generated, info: &burnc_compiler::codegen::BoundedInfo) -> String {
     let mut reads = String::new();
-    let mut args = Vec::new();
+    let mut args = vec!["&mut arena".to_string()];
     for (i, d) in gen.inputs.iter().enumerate() {
         let t = rust_ty(d.dtype).unwrap_or("f32");
         reads += &format!("    let in_{i}: Vec<{t}> = read_vec(&dir.join(\"in_{i}.bin\"));\n");
         args.push(format!("&in_{i}"));
     }
+    args.push("dims".into());
     let dims: Vec<String> = info.dims.iter().map(|(n, _)| format!("{}: num()", burnc_compiler::codegen::bounded::dim_field(n))).collect();
     let mut writes = String::new();
     for (i, d) in gen.outputs.iter().enumerate() {
@@ -449,14 +450,14 @@ fn main() {{
         let mut times: Vec<f64> = (0..n.max(1))
             .map(|_| {{
                 let t = std::time::Instant::now();
-                let _ = std::hint::black_box(m.forward(&mut arena, {args}, dims).is_ok());
+                let _ = std::hint::black_box(m.forward({args}).is_ok());
                 t.elapsed().as_secs_f64() * 1e3
             }})
             .collect();
         times.sort_by(|a, b| a.total_cmp(b));
         println!("median_ms={{:.4}}", times[times.len() / 2]);
     }}
-    let out = match m.forward(&mut arena, {args}, dims) {{
+    let out = match m.forward({args}) {{
         Ok(o) => o,
         Err(e) => {{
             eprintln!("error: {{e}}");

@@ -30,16 +30,17 @@ struct Compiled {
 fn module_runner(i: usize, p: &BoundedPrepared) -> String {
     let mut s = format!("fn run_{i}(dir: &Path, dims: &[String]) {{\n");
     s += "    let d = |k: usize| -> usize { dims[k].parse().expect(\"a dim\") };\n";
-    let mut args = Vec::new();
+    let mut args = vec!["&mut arena".to_string()];
     for (k, d) in p.gen.inputs.iter().enumerate() {
         let t = rust_ty(d.dtype).unwrap_or("f32");
         s += &format!("    let in_{k}: Vec<{t}> = read_vec(&dir.join(\"in_{k}.bin\"));\n");
         args.push(format!("&in_{k}"));
     }
+    args.push("dims".into());
     let fields: Vec<String> = p.info.dims.iter().enumerate().map(|(k, (n, _))| format!("{}: d({k})", dim_field(n))).collect();
     s += &format!("    let dims = m{i}::Dims {{ {} }};\n", fields.join(", "));
     s += &format!("    let mut arena: Box<m{i}::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};\n");
-    s += &format!("    let out = match m{i}::Model::new().forward(&mut arena, {}, dims) {{\n", args.join(", "));
+    s += &format!("    let out = match m{i}::Model::new().forward({}) {{\n", args.join(", "));
     s += "        Ok(o) => o,\n        Err(e) => { eprintln!(\"error: {e}\"); std::process::exit(2) }\n    };\n";
     for (k, d) in p.gen.outputs.iter().enumerate() {
         s += &format!("    write(&dir.join(\"out_{k}.bin\"), &out.{0}[..]);\n    write_shape(&dir.join(\"out_{k}.shape\"), &out.{0}_shape);\n", d.ident);

@@ -354,8 +354,8 @@ fn build(
     let mut fwd = format!(
         "/// Run the model at `dims` (each within its bound). Errors when a dim is out of bounds, a\n\
          /// derived size is below 1, or an input's length does not match its dims.\n\
-         #[allow(clippy::too_many_arguments, unused_parens)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}, dims: Dims) -> Result<Outputs<'a>, DimError> {{\n",
-        input_params.join(", ")
+         #[allow(clippy::too_many_arguments, unused_parens)]\npub fn forward<'a>(&self, {}) -> Result<Outputs<'a>, DimError> {{\n",
+        ["arena: &'a mut Arena".to_string()].into_iter().chain(input_params.iter().cloned()).chain(["dims: Dims".to_string()]).collect::<Vec<_>>().join(", ")
     );
     for (n, _) in dims {
         let _ = writeln!(fwd, "    let d_{id} = rt::dims::check({}, dims.{id}, {}_MAX)? as i64;", names::str_lit(n), names::const_ident(n), id = dim_field(n));
