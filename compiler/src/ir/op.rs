@@ -206,9 +206,6 @@ pub enum Op {
     /// CenterCropPad (X, shape) over `axes` (all when `None`).
     CenterCropPad { axes: Option<Vec<i64>> },
 
-    /// RNN / GRU / LSTM: (X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?) →
-    /// (Y?, Y_h?, Y_c?); initial_c and P only for LSTM.
-    Rnn(Box<RnnAttrs>),
     /// Col2Im (input, image_shape, block_shape): the adjoint of im2col, overlaps summed.
     Col2Im { dilations: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
     /// MaxUnpool (X, I, output_shape?): X's values at the flat positions I, zeros elsewhere.
@@ -416,11 +413,6 @@ impl Op {
             },
             Op::Resize(_) => "Resize".into(),
             Op::Def(d) => d.name().into(),
-            Op::Rnn(a) => match a.cell {
-                burnc_runtime::kernels::rnn::Cell::Rnn => "RNN".into(),
-                burnc_runtime::kernels::rnn::Cell::Gru { .. } => "GRU".into(),
-                burnc_runtime::kernels::rnn::Cell::Lstm { .. } => "LSTM".into(),
-            },
             other => format!("{other:?}").split([' ', '{', '(']).next().unwrap_or("?").to_string(),
         }
     }

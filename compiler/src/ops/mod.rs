@@ -19,6 +19,7 @@ pub mod pad;
 pub mod norm;
 pub mod cast;
 mod cx;
+pub mod recurrent;
 pub mod reduce;
 pub mod select;
 pub mod split;
@@ -120,6 +121,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(pad::examples());
     v.extend(split::examples());
     v.extend(gather::examples());
+    v.extend(recurrent::examples());
     v
 }
 

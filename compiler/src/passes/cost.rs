@@ -76,12 +76,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
             let k = *x.last()? as u64;
             mul(&[in_numel(g, n, 0)? / mul(&[k, k]).max(1), mul(&[2, k, k, k]) / 3])
         }
-        // 2 FLOPs per weight per step for the input and recurrent GEMMs.
-        // (X is [seq, batch, ·] or, batch first, [batch, seq, ·]: the same product.)
-        Op::Rnn(_) => {
-            let x = in_shape(g, n, 0)?;
-            mul(&[2, prod(x.get(..2)?), in_numel(g, n, 1)?.saturating_add(in_numel(g, n, 2)?)])
-        }
         Op::LinearAttention(_) => return None,
         Op::CausalConv { .. } => mul(&[2, out?, *in_shape(g, n, 1)?.last()? as u64]),
 

@@ -911,13 +911,13 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Rnn(_) | Op::Col2Im { .. } | Op::MaxUnpool { .. } => {
+        Op::Col2Im { .. } | Op::MaxUnpool { .. } => {
             let fixed = |i: usize| -> Option<Vec<usize>> {
                 cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
             };
             let f = |v: Vec<usize>| Some(v.into_iter().map(Dim::Fixed).collect());
             let ints = |i: usize| if cx.has(i) { cx.ints(i).map(Some) } else { Some(None) };
-            super::infer_unpool::infer(&n.op, n.inputs.len(), &fixed, &ints)?.into_iter().map(|s| t(cx.dtype(0), s.and_then(f))).collect()
+            super::infer_unpool::infer(&n.op, &fixed, &ints)?.into_iter().map(|s| t(cx.dtype(0), s.and_then(f))).collect()
         }
         Op::CausalConv { .. } => {
             let fixed = |i: usize| -> Option<Vec<usize>> {

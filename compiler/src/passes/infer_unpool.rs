@@ -1,23 +1,15 @@
-//! Output shapes of RNN/GRU/LSTM, Col2Im and MaxUnpool, from the interpreter's own geometry.
-use crate::interp::ops::{rnn, unpool};
+//! Output shapes of Col2Im and MaxUnpool, from the interpreter's own geometry.
+use crate::interp::ops::unpool;
 use crate::ir::Op;
 
 /// One entry per output (`None`: shape unknown). `fixed(i)` is input i's static shape,
 /// `ints(i)` its constant content (`Some(None)`: input absent; `None`: not constant).
 pub fn infer(
     op: &Op,
-    n_inputs: usize,
     fixed: &dyn Fn(usize) -> Option<Vec<usize>>,
     ints: &dyn Fn(usize) -> Option<Option<Vec<i64>>>,
 ) -> Result<Vec<Option<Vec<usize>>>, String> {
     Ok(match op {
-        Op::Rnn(a) => {
-            let (Some(x), Some(w), Some(r)) = (fixed(0), fixed(1), fixed(2)) else { return Ok(vec![None, None, None]) };
-            let opt: Vec<Option<Vec<usize>>> = (3..n_inputs).map(fixed).collect();
-            let opt: Vec<Option<&[usize]>> = opt.iter().map(|s| s.as_deref()).collect();
-            let d = rnn::resolve_dims(a, &x, &w, &r, &opt)?;
-            rnn::output_shapes(&d).into_iter().map(Some).collect()
-        }
         Op::Col2Im { .. } => {
             let (Some(x), Some(Some(image)), Some(Some(block))) = (fixed(0), ints(1), ints(2)) else { return Ok(vec![None]) };
             vec![Some(unpool::col2im_geom(op, &x, &image, &block)?.3)]

@@ -289,23 +289,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             Some(t) => t.clone(),
             None => ints_of(g, s, input(n, 0)?).ok_or_else(|| unsupported(n))?,
         },
-        Op::Rnn(a) => {
-            let xs = x(0)?;
-            if xs.len() != 3 {
-                return Err(format!("X must have rank 3, got {}", xs.len()));
-            }
-            let (seq, batch) = if a.batch_first { (xs[1].clone(), xs[0].clone()) } else { (xs[0].clone(), xs[1].clone()) };
-            let hidden = match a.hidden_size {
-                Some(h) => c(h as i64),
-                None => x(2)?.last().cloned().ok_or("R must have rank 3")?,
-            };
-            let dirs = c(a.direction.count() as i64);
-            let state = if a.batch_first { vec![batch.clone(), dirs.clone(), hidden.clone()] } else { vec![dirs.clone(), batch.clone(), hidden.clone()] };
-            for &o in n.outputs.iter().skip(1) {
-                s.shapes.insert(o, state.clone());
-            }
-            if a.batch_first { vec![batch, seq, dirs, hidden] } else { vec![seq, dirs, batch, hidden] }
-        }
         Op::Resize(at) => {
             let xs = x(0)?;
             let scales = resize_scales(g, n, at, xs.len())?;

@@ -608,7 +608,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "QLinearConv" => Some(Op::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
         "Shrink" => Some(Op::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }),
         "Det" => Some(Op::Det),
-        "RNN" | "GRU" | "LSTM" => Some(Op::Rnn(Box::new(super::rnn::rnn_attrs(op_type, &a).map_err(|e| n.err(e))?))),
+        "RNN" | "GRU" | "LSTM" => Some(burnc_compiler::ops::recurrent::Recurrent::op(super::rnn::rnn_attrs(op_type, &a).map_err(|e| n.err(e))?)),
         "Col2Im" => Some(Op::Col2Im {
             dilations: usize_vec(&n, "dilations", a.ints("dilations"))?,
             pads: usize_vec(&n, "pads", a.ints("pads"))?,

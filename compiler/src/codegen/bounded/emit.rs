@@ -445,7 +445,6 @@ impl Bx<'_> {
                 let v = value.to_f64_vec().first().copied().unwrap_or(0.0) as f32;
                 Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
             }
-            Op::Rnn(_) => self.rnn(id, n),
             Op::Concat { .. } => self.concat(n, out),
             Op::Expand => self.expand(n, out, od),
             _ => Err(self.unsupported(n)),

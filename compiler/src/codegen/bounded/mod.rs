@@ -12,7 +12,6 @@
 mod data;
 pub(crate) mod emit;
 mod resize;
-mod rnn;
 
 use super::emit::{rust_ty, Ctx};
 use super::module::{block_label, part_param, Generated};

@@ -18,7 +18,6 @@ pub(crate) mod quant;
 pub(crate) mod recurrent;
 pub(crate) mod reduce;
 pub(crate) mod resize;
-pub(crate) mod rnn;
 mod seq;
 pub(crate) mod shape;
 pub(crate) mod train;
@@ -66,7 +65,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
-        Op::Rnn(a) => rnn::eval(a, &args, n_outputs),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
         Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
         Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
