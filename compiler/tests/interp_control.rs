@@ -159,7 +159,7 @@ fn einsum_forms() {
 
 #[test]
 fn quantize_saturates_and_rounds_half_to_even() {
-    let g = single(Op::QuantizeLinear { axis: 1, block_size: 0, output_dtype: None, saturate: true }, 3, 1);
+    let g = single(burnc_compiler::ops::quant::Quantize { axis: 1, block_size: 0, output_dtype: None, saturate: true }.op(), 3, 1);
     let zp = RtValue::Tensor(Tensor::new(vec![], Data::U8(vec![128])));
     let res = run(&g, vec![f32s(&[5], &[1.0, 3.0, -254.0, 1000.0, -1000.0]), f32s(&[], &[2.0]), zp]).unwrap();
     assert_eq!(tensor(&res[0]), &Tensor::new(vec![5], Data::U8(vec![128, 130, 1, 255, 0])));

@@ -251,14 +251,7 @@ pub enum Op {
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),
 
-    // ---- quantization (integer arithmetic for the integer ops) and small extras
-    /// (x, y_scale, y_zero_point?): per-tensor, per-axis (1-D scale) or blocked (`block_size` > 0).
-    /// Output type: the zero point's, else `output_dtype`, else u8.
-    QuantizeLinear { axis: i64, block_size: usize, output_dtype: Option<DType>, saturate: bool },
-    /// (x, x_scale, x_zero_point?) → (x - zp) * scale, of the scale's type unless `output_dtype`.
-    DequantizeLinear { axis: i64, block_size: usize, output_dtype: Option<DType> },
-    /// x (f32) → (y: u8, y_scale: f32, y_zero_point: u8).
-    DynamicQuantizeLinear,
+    // ---- integer products (integer arithmetic) and small extras
     /// (A, B, a_zero_point?, b_zero_point?) → i32 product of the shifted integers.
     MatMulInteger,
     /// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp).

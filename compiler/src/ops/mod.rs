@@ -19,6 +19,7 @@ pub mod pad;
 pub mod norm;
 pub mod cast;
 mod cx;
+pub mod quant;
 pub mod recurrent;
 pub mod reduce;
 pub mod select;
@@ -122,6 +123,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(split::examples());
     v.extend(gather::examples());
     v.extend(recurrent::examples());
+    v.extend(quant::examples());
     v
 }
 

@@ -53,8 +53,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Unary(_) | Op::Binary(_) | Op::Shrink { .. } | Op::Dropout { .. } => out?,
         Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
         Op::BitCast { .. } => 0,
-        Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
-        Op::DynamicQuantizeLinear => mul(&[4, in_numel(g, n, 0)?]),
+        Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
 
         // ---- linear algebra and convolutions
         Op::MatMul | Op::MatMulInteger | Op::QLinearMatMul => mul(&[2, out?, *in_shape(g, n, 0)?.last()? as u64]),

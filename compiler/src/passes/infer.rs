@@ -950,9 +950,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         | Op::CenterCropPad { .. }
         | Op::Seq(_)
         | Op::SequenceMap { .. }
-        | Op::QuantizeLinear { .. }
-        | Op::DequantizeLinear { .. }
-        | Op::DynamicQuantizeLinear
         | Op::MatMulInteger
         | Op::QLinearMatMul
         | Op::ConvInteger { .. }

@@ -584,7 +584,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 output_directions: a.ints("scan_output_directions").unwrap_or_default(),
             })
         }
-        "QuantizeLinear" => Some(Op::QuantizeLinear {
+        "QuantizeLinear" => Some(burnc_compiler::ops::quant::Quantize {
             axis: a.i_or("axis", 1),
             block_size: usize::try_from(a.i_or("block_size", 0)).map_err(|_| n.err("negative block_size"))?,
             output_dtype: match a.i_or("output_dtype", 0) {
@@ -592,16 +592,18 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 _ => dtype_attr(&n, "output_dtype")?,
             },
             saturate: a.i_or("saturate", 1) != 0,
-        }),
-        "DequantizeLinear" => Some(Op::DequantizeLinear {
+        }
+        .op()),
+        "DequantizeLinear" => Some(burnc_compiler::ops::quant::Dequantize {
             axis: a.i_or("axis", 1),
             block_size: usize::try_from(a.i_or("block_size", 0)).map_err(|_| n.err("negative block_size"))?,
             output_dtype: match a.i_or("output_dtype", 0) {
                 0 => None,
                 _ => dtype_attr(&n, "output_dtype")?,
             },
-        }),
-        "DynamicQuantizeLinear" => Some(Op::DynamicQuantizeLinear),
+        }
+        .op()),
+        "DynamicQuantizeLinear" => Some(burnc_compiler::ops::quant::DynamicQuantize::op()),
         "MatMulInteger" => Some(Op::MatMulInteger),
         "QLinearMatMul" => Some(Op::QLinearMatMul),
         "ConvInteger" => Some(Op::ConvInteger { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),

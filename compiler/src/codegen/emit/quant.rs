@@ -1,12 +1,10 @@
-//! Quantization (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear) and integer products
-//! (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv): calls into
+//! Integer products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv): calls into
 //! burnc_runtime::kernels::quant with the geometry and checks the interpreter uses.
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::qint::{self, QConv};
-use crate::interp::ops::quant::{is_small_quant, qparam};
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
-use burnc_runtime::kernels::quant::QParam;
+use crate::ops::quant::is_qint;
 
 const K: &str = "rt::kernels::quant";
 
@@ -25,19 +23,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
         Op::QLinearMatMul => fixed(g, n.outputs.first().copied()).map_or(0, |(_, s)| s.iter().product::<usize>() * 4),
         _ => 0,
     }
-}
-
-fn is_qint(d: DType) -> bool {
-    matches!(d, DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::I32 | DType::U32)
-}
-
-fn qparam_lit(p: QParam) -> String {
-    format!("{K}::QParam {{ d: {}, inner: {}, block: {} }}", p.d, p.inner, p.block)
-}
-
-fn small_lit(cx: &Ctx, n: &Node, d: DType) -> Result<String, CodegenError> {
-    let s = crate::float8::small_of(d).ok_or_else(|| cx.err(n, format!("{d} is not a small type")))?;
-    Ok(format!("rt::small::Small::{s:?}"))
 }
 
 fn conv_lit(g: &QConv) -> String {
@@ -79,69 +64,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let (od, _) = cx.ty(n, out)?;
     let e = |m: String| cx.err(n, m);
     match &n.op {
-        Op::QuantizeLinear { axis, block_size, saturate, .. } => {
-            let ((xd, xs), rx) = req(cx, n, 0)?;
-            let ((sdt, ss), rs) = req(cx, n, 1)?;
-            let (z, rz) = opt(cx, n, 2)?;
-            if !xd.is_float() || !sdt.is_float() {
-                return Err(e(format!("QuantizeLinear needs float x and scale, got {xd} and {sdt}")));
-            }
-            if let Some((zd, zs)) = &z {
-                let one = |s: &[usize]| s.iter().product::<usize>() == 1;
-                if *zd != od || (*zs != ss && !(one(zs) && one(&ss))) {
-                    return Err(e(format!("zero point {zd} {zs:?} does not fit scale {ss:?} / output {od}")));
-                }
-            }
-            let p = qparam_lit(qparam(&xs, &ss, *axis, *block_size).map_err(e)?);
-            let wide = xd == DType::F64;
-            let y = cx.write(n, out)?;
-            if is_small_quant(od) {
-                let sm = small_lit(cx, n, od)?;
-                Ok(Some(format!("{K}::quantize_small({rx}, {rs}, {rz}, {p}, {wide}, {sm}, {saturate}, {y});")))
-            } else if is_qint(od) {
-                Ok(Some(format!("{K}::quantize({rx}, {rs}, {rz}, {p}, {wide}, {y});")))
-            } else {
-                Err(e(format!("QuantizeLinear to {od} is not supported by codegen yet")))
-            }
-        }
-        Op::DequantizeLinear { axis, block_size, .. } => {
-            let ((xd, xs), rx) = req(cx, n, 0)?;
-            let ((sdt, ss), rs) = req(cx, n, 1)?;
-            let (z, rz) = opt(cx, n, 2)?;
-            if !sdt.is_float() || !od.is_float() {
-                return Err(e(format!("DequantizeLinear needs a float scale and output, got {sdt} and {od}")));
-            }
-            if let Some((zd, _)) = &z {
-                if *zd != xd {
-                    return Err(e(format!("zero point type {zd} differs from input type {xd}")));
-                }
-            }
-            let p = qparam_lit(qparam(&xs, &ss, *axis, *block_size).map_err(e)?);
-            let wide = sdt == DType::F64 || od == DType::F64;
-            let y = cx.write(n, out)?;
-            if is_small_quant(xd) {
-                let sm = small_lit(cx, n, xd)?;
-                Ok(Some(format!("{K}::dequantize_small({rx}, {sm}, {rs}, {rz}, {p}, {wide}, {y});")))
-            } else if is_qint(xd) {
-                Ok(Some(format!("{K}::dequantize({rx}, {rs}, {rz}, {p}, {wide}, {y});")))
-            } else {
-                Err(e(format!("DequantizeLinear of {xd} is not supported by codegen yet")))
-            }
-        }
-        Op::DynamicQuantizeLinear => {
-            let ((xd, _), rx) = req(cx, n, 0)?;
-            if xd != DType::F32 {
-                return Err(e(format!("DynamicQuantizeLinear needs f32 input, got {xd}")));
-            }
-            let mut s = format!("let (s, z) = {K}::dynamic_quantize({rx}, {});\n", cx.write(n, out)?);
-            for (i, v) in ["s", "z"].iter().enumerate() {
-                if let Some(&o) = n.outputs.get(i + 1).filter(|o| cx.plan.slots.contains_key(o)) {
-                    // Bound first: `unsafe { … }[0]` would parse as a block, then an array.
-                    s += &format!("let o = {};\no[0] = {v};\n", cx.write(n, o)?);
-                }
-            }
-            Ok(Some(s))
-        }
         Op::MatMulInteger => {
             let ((a, ra), (b, rb)) = (req(cx, n, 0)?, req(cx, n, 1)?);
             let ((az, raz), (bz, rbz)) = (opt(cx, n, 2)?, opt(cx, n, 3)?);

@@ -72,10 +72,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
-        Op::QuantizeLinear { .. }
-        | Op::DequantizeLinear { .. }
-        | Op::DynamicQuantizeLinear
-        | Op::MatMulInteger
+        Op::MatMulInteger
         | Op::QLinearMatMul
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
