@@ -8,7 +8,7 @@
 //! at the bound's sizes, and the analysis of the folded graph takes the recorded target instead.
 use super::infer::node_err;
 use super::PassError;
-use crate::ir::{AutoPad, BinaryOp, Constraint, DimExpr, Graph, Node, Op, PoolKind, Rel, UnaryOp, ValueId, Window};
+use crate::ir::{AutoPad, BinaryOp, Constraint, DimExpr, Graph, Node, Op, Rel, UnaryOp, ValueId, Window};
 use std::collections::HashMap;
 
 /// What the analysis knows: each tensor's dims, and the contents of 1-D / scalar integer
@@ -432,10 +432,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             d.extend(window_out(window, &kernel, &xs[2..])?);
             d
         }
-        Op::Pool { window, kind, .. } => {
-            if !matches!(kind, PoolKind::Max | PoolKind::Avg { .. }) {
-                return Err(unsupported(n));
-            }
+        Op::Pool { window, .. } => {
             let xs = x(0)?;
             if xs.len() < 3 {
                 return Err(format!("pooling needs rank at least 3, got {}", xs.len()));

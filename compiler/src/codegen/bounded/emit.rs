@@ -241,7 +241,9 @@ impl Bx<'_> {
                 )))
             }
             Op::Pool { kind, window, storage_order } => {
-                f32_only("pooling")?;
+                if !od.is_float() && !matches!(kind, PoolKind::Max) {
+                    return Err(self.err(n, format!("{kind:?} pooling on {od} is not supported by codegen yet")));
+                }
                 if n.outputs.get(1).is_some_and(|iv| self.cx.plan.slots.contains_key(iv)) {
                     return Err(self.err(n, "MaxPool's indices with bounded dims are not supported yet; pin them with --input"));
                 }
@@ -258,24 +260,25 @@ impl Bx<'_> {
                     PoolKind::Avg { count_include_pad } => {
                         format!("let win = {win}; rt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
                     }
-                    _ => return Err(self.unsupported(n)),
+                    PoolKind::Lp { p } => format!("let win = {win}; rt::kernels::pool::lp_pool({rx}, {planes}, &win, {y}, {});", crate::codegen::emit::f64_lit(*p as f64)),
                 }))
             }
             Op::GlobalPool { kind } => {
                 f32_only("GlobalPool")?;
                 let x = self.input(n, 0)?;
                 let xs = self.shape(n, x)?;
-                let code = match kind {
-                    PoolKind::Max => 0,
-                    PoolKind::Avg { .. } => 1,
-                    _ => return Err(self.unsupported(n)),
+                let (code, p) = match kind {
+                    PoolKind::Max => (0, 0.0),
+                    PoolKind::Avg { .. } => (1, 0.0),
+                    PoolKind::Lp { p } => (2, *p as f64),
                 };
                 Ok(Some(format!(
-                    "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, 0.0_f64);",
+                    "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, {});",
                     self.read(n, x)?,
                     self.sizes.numel(&xs[..2]),
                     self.sizes.numel(&xs[2..]),
-                    self.write(n, out)?
+                    self.write(n, out)?,
+                    crate::codegen::emit::f64_lit(p)
                 )))
             }
             Op::Gemm { alpha, beta, trans_a, trans_b } => {
@@ -409,8 +412,10 @@ impl Bx<'_> {
             Op::Transpose { .. } => self.transpose(n, out, od),
             Op::Gather { .. } => self.gather(n, out),
             Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
-                f32_only("a reduction")?;
                 let x = self.input(n, 0)?;
+                if self.cx.ty(n, x)?.0 == DType::Bool {
+                    return Err(self.err(n, "reductions over bool are not supported by codegen yet"));
+                }
                 let xs = self.shape(n, x)?;
                 let axes: Vec<i64> = match axes {
                     Some(a) => a.clone(),
