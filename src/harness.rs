@@ -123,7 +123,7 @@ pub(crate) fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bo
     let mut stack: Vec<burnc_compiler::ir::ValueId> = Vec::new();
     for n in &g.nodes {
         for (i, inp) in n.inputs.iter().enumerate() {
-            let decides_shape = match n.op {
+            let decides_shape = match &n.op {
                 Op::Resize(_) => i >= 1,
                 Op::Range => true,
                 Op::Loop { .. } => i == 0,
@@ -131,6 +131,7 @@ pub(crate) fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bo
                 Op::Unique { .. } => i == 0,
                 // NonMaxSuppression's row count depends on every one of its inputs.
                 Op::NonMaxSuppression { .. } => true,
+                Op::Def(d) => d.decides_shapes(i),
                 _ => false,
             };
             if decides_shape {

@@ -241,7 +241,6 @@ pub enum Op {
     DepthToSpace { blocksize: usize, crd: bool },
     /// `crd`: channels ordered (C, block row, block col), opset 25's mode=CRD; else DCR.
     SpaceToDepth { blocksize: usize, crd: bool },
-    OneHot { axis: i64 },
     EyeLike { dtype: Option<DType>, k: i64 },
     Compress { axis: Option<i64> },
     ReverseSequence { batch_axis: i64, time_axis: i64 },

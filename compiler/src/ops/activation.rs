@@ -71,6 +71,10 @@ impl OpDef for Swish {
         Ok(vec![Some(cx.b.mul(dy, d)?)])
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }
@@ -149,6 +153,10 @@ impl OpDef for SwiGlu {
             None
         };
         Ok(vec![da, dc])
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
     }
 
     fn forwards_values(&self) -> Option<usize> {
@@ -265,6 +273,10 @@ impl OpDef for BiasSplitGelu {
         let want = (cx.wants(0), cx.wants(1));
         let dbias = if want.1 { Some(cx.b.sum_to(dx, bias)?) } else { None };
         Ok(vec![want.0.then_some(dx), dbias])
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
     }
 
     fn forwards_values(&self) -> Option<usize> {

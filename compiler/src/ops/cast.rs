@@ -84,6 +84,10 @@ impl OpDef for Cast {
 
     // A shape cast to an integer type keeps its dims (Shape → Cast → Concat → Reshape);
     // CastLike's target is not known here, so it passes nothing (as before it moved).
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         self.to.map(|_| 0)
     }

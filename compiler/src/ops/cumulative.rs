@@ -116,6 +116,10 @@ impl OpDef for Cumulative {
         Err(format!("{} has no gradient yet", self.name()))
     }
 
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 1
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }

@@ -92,6 +92,10 @@ impl OpDef for GatherElements {
         crate::autodiff::shape::picked(cx.b, cx.n, dy)
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }

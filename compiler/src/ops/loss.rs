@@ -163,6 +163,10 @@ impl OpDef for NllLoss {
         gradient(self, cx)
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }

@@ -15,6 +15,7 @@ pub mod cumulative;
 pub mod gather;
 pub mod grid;
 pub mod loss;
+pub mod one_hot;
 pub mod pad;
 pub mod norm;
 pub mod cast;
@@ -70,6 +71,11 @@ pub trait OpDef: fmt::Debug + Send + Sync {
     /// `None` where not needed). An op without one says so in its error.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<crate::ir::ValueId>>>;
 
+    /// Whether input `i`'s values (not only its dims) decide the outputs' shapes or layout (a
+    /// count, an axis, pads): such an input must be a constant, or a shape value, for code
+    /// generation; tools that pin a model's inputs bake it in.
+    fn decides_shapes(&self, i: usize) -> bool;
+
     /// For shape computations (`Shape → Cast → Concat → Reshape`): the input whose integer
     /// values output 0 repeats unchanged, if any, so named dims flow through the op.
     fn forwards_values(&self) -> Option<usize>;
@@ -124,6 +130,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(gather::examples());
     v.extend(recurrent::examples());
     v.extend(quant::examples());
+    v.extend(one_hot::examples());
     v
 }
 

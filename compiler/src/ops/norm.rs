@@ -164,6 +164,10 @@ impl OpDef for LayerNorm {
         crate::autodiff::norm::scale_norm(cx.b, cx.n, dy, &need, self.axis, self.epsilon, true)
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }
@@ -247,6 +251,10 @@ impl OpDef for RmsNorm {
         crate::autodiff::norm::scale_norm(cx.b, cx.n, dy, &need, self.axis, self.epsilon, false)
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }
@@ -317,6 +325,10 @@ impl OpDef for LpNorm {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("LpNormalization has no gradient yet".into())
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
     }
 
     fn forwards_values(&self) -> Option<usize> {
@@ -393,6 +405,10 @@ impl OpDef for Hardmax {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("Hardmax has no gradient: its output is piecewise constant".into())
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
     }
 
     fn forwards_values(&self) -> Option<usize> {

@@ -166,6 +166,10 @@ impl OpDef for Pad {
         crate::autodiff::shape::pad(cx.b, cx.n, dy, &need, self.mode)
     }
 
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 1 || i == 3
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }

@@ -203,6 +203,10 @@ impl OpDef for Quantize {
         Err("QuantizeLinear has no gradient".into())
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }
@@ -301,6 +305,10 @@ impl OpDef for Dequantize {
         Err("DequantizeLinear has no gradient".into())
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }
@@ -368,6 +376,10 @@ impl OpDef for DynamicQuantize {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("DynamicQuantizeLinear has no gradient".into())
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
     }
 
     fn forwards_values(&self) -> Option<usize> {

@@ -263,6 +263,10 @@ impl OpDef for Recurrent {
         Err(format!("{} has no gradient yet", self.name()))
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }

@@ -96,6 +96,10 @@ impl OpDef for ArgReduce {
         Err(format!("{} has no gradient: its output is an index", self.name()))
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }

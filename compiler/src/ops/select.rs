@@ -107,6 +107,10 @@ impl OpDef for Where {
         Ok(vec![None, dx, dz])
     }
 
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }
@@ -204,6 +208,10 @@ impl OpDef for Trilu {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("Trilu has no gradient yet".into())
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
     }
 
     fn forwards_values(&self) -> Option<usize> {

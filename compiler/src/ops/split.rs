@@ -144,6 +144,10 @@ impl OpDef for Split {
         crate::autodiff::shape::split(cx.b, cx.n, cx.dys, self.axis)
     }
 
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 1
+    }
+
     fn forwards_values(&self) -> Option<usize> {
         None
     }

@@ -120,7 +120,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::NonZero
         | Op::DepthToSpace { .. }
         | Op::SpaceToDepth { .. }
-        | Op::OneHot { .. }
         | Op::EyeLike { .. }
         | Op::Compress { .. }
         | Op::ReverseSequence { .. }

@@ -800,23 +800,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::OneHot { axis } => {
-            let dims = match cx.shape(0) {
-                Some(i) => {
-                    let r = i.len() + 1;
-                    let a = norm_axis(*axis, r)?;
-                    let depth = match cx.konst(1).map(|d| d.to_f64_vec()) {
-                        Some(d) if d.len() == 1 && d[0] >= 0.0 => Dim::Fixed(d[0] as usize),
-                        _ => cx.fresh(),
-                    };
-                    let mut o = i.to_vec();
-                    o.insert(a, depth);
-                    Some(o)
-                }
-                None => None,
-            };
-            vec![t(cx.dtype(2), dims)]
-        }
         Op::Compress { axis } => {
             let dims = match (cx.shape(0), axis) {
                 (Some(x), Some(a)) => {

@@ -525,7 +525,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
             crd: a.s_or("mode", "DCR") == "CRD",
         }),
-        "OneHot" => Some(Op::OneHot { axis: a.i_or("axis", -1) }),
+        "OneHot" => Some(burnc_compiler::ops::one_hot::OneHot { axis: a.i_or("axis", -1) }.op()),
         "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
         "Compress" => Some(Op::Compress { axis: a.i("axis") }),
         "ReverseSequence" => Some(Op::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }),

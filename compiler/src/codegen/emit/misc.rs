@@ -1,4 +1,4 @@
-//! TopK, OneHot, Shrink and ConvTranspose: loops with literal
+//! TopK, Shrink and ConvTranspose: loops with literal
 //! geometry, or calls into the runtime kernels the interpreter uses.
 use super::Ctx;
 use crate::codegen::CodegenError;
@@ -94,25 +94,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 "let s = {}; rt::kernels::reduce::top_k({}, {outer}, {len}, {inner}, {k}, {largest}, s, {vals}, {idx});",
                 sc(0, "usize", len)?,
                 cx.read(n, x)?
-            )))
-        }
-        Op::OneHot { axis } => {
-            let (ind, depth, values) = (cx.input(n, 0)?, cx.input(n, 1)?, cx.input(n, 2)?);
-            let (_, is) = cx.ty(n, ind)?;
-            let _ = depth;
-            // The depth is the output's extent along `axis` (static, whether or not the depth
-            // input is a constant).
-            let (_, os) = cx.ty(n, out)?;
-            let ax = norm_axis_or_scalar(*axis, is.len() + 1).map_err(|e| cx.err(n, e))?;
-            let depth = *os.get(ax).ok_or_else(|| cx.err(n, "output rank does not fit"))?;
-            let outer: usize = is[..ax].iter().product();
-            let inner: usize = is[ax..].iter().product();
-            Ok(Some(format!(
-                "let (ind, vals, y) = ({}, {}, {});\nfor o in 0..{outer}usize {{ for i in 0..{inner}usize {{ let v = rt::Elem::to_i64(ind[o * {inner} + i]); let v = if v < 0 {{ v + {depth} }} else {{ v }}; \
-                 for d in 0..{depth}usize {{ y[(o * {depth} + d) * {inner} + i] = if v == d as i64 {{ vals[1] }} else {{ vals[0] }}; }} }} }}",
-                cx.read(n, ind)?,
-                cx.read(n, values)?,
-                cx.write(n, out)?
             )))
         }
         Op::Shrink { lambd, bias } => {

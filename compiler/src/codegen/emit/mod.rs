@@ -231,7 +231,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::emit(cx, id, n),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
-        Op::TopK { .. } | Op::OneHot { .. } | Op::Shrink { .. }
+        Op::TopK { .. } | Op::Shrink { .. }
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. }
         | Op::GroupNorm { .. } | Op::BatchNormTraining { .. } => {

@@ -1,4 +1,4 @@
-//! Interpreter semantics: index family (Gather*, Scatter*, NonZero, Compress, OneHot, Trilu,
+//! Interpreter semantics: index family (Gather*, Scatter*, NonZero, Compress, Trilu,
 //! EyeLike, ReverseSequence; Resize lives in `resize.rs`). Gathers are written as a flat
 //! source index per output element and one generic [`take`]; scatters go through the runtime's
 //! `scatter` kernel. Index tensors are validated: out-of-range is an error, negatives wrap.
@@ -20,7 +20,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
         Op::ScatterNd { reduction } => one(scatter_nd(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *reduction)?),
         Op::NonZero => one(nonzero(arg(args, 0)?)?),
         Op::Compress { axis } => one(compress(arg(args, 0)?, arg(args, 1)?, *axis)?),
-        Op::OneHot { axis } => one(one_hot(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *axis)?),
         Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
         Op::ReverseSequence { batch_axis, time_axis } => {
             one(reverse_sequence(arg(args, 0)?, arg(args, 1)?, *batch_axis, *time_axis)?)
@@ -271,33 +270,6 @@ fn compress(x: &Tensor, cond: &Tensor, axis: Option<i64>) -> Result<Tensor, Stri
     Ok(Tensor::new(shape, take(&src.data, &idx)))
 }
 
-fn one_hot(ind: &Tensor, depth: &Tensor, values: &Tensor, axis: i64) -> Result<Tensor, String> {
-    if values.numel() != 2 {
-        return Err(format!("values must hold [off, on], got {} elements", values.numel()));
-    }
-    let dv = depth.to_f64_vec();
-    let &[d] = dv.as_slice() else { return Err(format!("depth must hold one element, got {}", dv.len())) };
-    if d.is_nan() || d < 1.0 || d > (1u64 << 32) as f64 {
-        return Err(format!("depth {d} must be a positive number"));
-    }
-    let depth = d as usize;
-    let iv = ind.to_i64_vec().ok_or("indices must be numeric")?;
-    let r = ind.rank() + 1;
-    let ax = norm_axis_or_scalar(axis, r)?;
-    let mut shape = ind.shape.clone();
-    shape.insert(ax, depth);
-    let ist = strides(&ind.shape);
-    // Index 1 of `values` where the position matches, 0 elsewhere; out-of-range indices
-    // give an all-off row (ONNX).
-    let idx = index_map(&shape, |ix| {
-        let flat: usize = (0..r).filter(|&k| k != ax).zip(&ist).map(|(k, s)| ix[k] * s).sum();
-        let v = iv[flat];
-        let v = if v < 0 { v + depth as i64 } else { v };
-        usize::from(v == ix[ax] as i64)
-    })?;
-    Ok(Tensor::new(shape, take(&values.data, &idx)))
-}
-
 pub(crate) fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
     let r = x.rank();
     if r < 2 {
@@ -389,11 +361,9 @@ mod tests {
     }
 
     #[test]
-    fn nonzero_and_onehot() {
+    fn nonzero() {
         let x = f(&[2, 2], &[1., 0., 1., 1.]);
-        assert_eq!(nonzero(&x).unwrap(), i(&[2, 3], &[0, 1, 1, 0, 0, 1]));
-        let y = one_hot(&i(&[2], &[1, -1]), &i(&[], &[3]), &f(&[2], &[0., 5.]), -1).unwrap();
-        assert_eq!(y, f(&[2, 3], &[0., 5., 0., 0., 0., 5.]));
+        assert_eq!(super::nonzero(&x).unwrap(), i(&[2, 3], &[0, 1, 1, 0, 0, 1]));
     }
 
     #[test]

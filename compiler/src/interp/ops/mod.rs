@@ -61,7 +61,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ScatterNd { .. }
         | Op::NonZero
         | Op::Compress { .. }
-        | Op::OneHot { .. }
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
