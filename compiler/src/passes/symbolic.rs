@@ -657,6 +657,18 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
     let info = analyze(g, inputs, &Targets::new())?;
     let mut out = Targets::new();
     for n in &g.nodes {
+        // Data movement of a fill is the same fill at its own shape (a zero initial state
+        // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
+        let moves = matches!(
+            n.op,
+            Op::Slice | Op::Reshape { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Flatten { .. } | Op::Unary(UnaryOp::Identity)
+        );
+        let from_fill = n.inputs.first().copied().flatten().is_some_and(|v| out.contains_key(&fill_key(&g.value(v).name)));
+        if let (true, true, Some(&o)) = (moves, from_fill, n.outputs.first()) {
+            if let Some(sh) = info.shapes.get(&o).filter(|sh| sh.iter().any(|d| d.as_const().is_none())) {
+                out.insert(fill_key(&g.value(o).name), sh.clone());
+            }
+        }
         let at = match n.op {
             Op::Reshape { .. } | Op::Expand => 1,
             Op::ConstantOfShape { .. } => 0,
