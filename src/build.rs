@@ -311,18 +311,30 @@ pub fn generate(
     generate_with(model, pins, consts, None, weights_file, &CompileOptions::default())
 }
 
-/// What a compile may choose besides the model: Winograd convolutions and the arena limit.
+/// Where the generated module runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Target {
+    /// Plain Rust over burnc-runtime's kernels (no_std).
+    #[default]
+    Cpu,
+    /// CUDA kernels compiled to PTX now, run through `burnc_runtime::cuda` (feature `cuda`).
+    Cuda,
+}
+
+/// What a compile may choose besides the model: the target, Winograd convolutions and the
+/// arena limit.
 #[derive(Debug, Clone, Copy)]
 pub struct CompileOptions {
     /// [`CodegenOptions::winograd`].
     pub winograd: bool,
     /// [`CodegenOptions::max_arena`].
     pub max_arena: usize,
+    pub target: Target,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES }
+        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu }
     }
 }
 
@@ -489,8 +501,37 @@ pub fn compile_to(
 ) -> Result<Report, BuildError> {
     let bin = out.with_extension("bin");
     let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
+    if options.target == Target::Cuda {
+        return compile_cuda_to(model, out, pins, consts, weights, options);
+    }
     let gen = generate_with(model, pins, consts, weights, &bin_name, options)?;
     write_generated(out, &bin, gen)
+}
+
+/// [`compile_to`] for the CUDA target: `x.rs`, its weights `x.bin`, the kernels' PTX `x.ptx`
+/// (embedded by the module) and their CUDA C `x.cu` (for reading) beside it.
+fn compile_cuda_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], consts: &[(String, PathBuf)], weights: Option<&Weights>, options: &CompileOptions) -> Result<Report, BuildError> {
+    let file = |ext: &str| out.with_extension(ext);
+    let name = |p: &Path| p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let (bin, ptx, cu) = (file("bin"), file("ptx"), file("cu"));
+    let mut g = load_graph(model, pins, consts, weights)?;
+    burnc_compiler::passes::prepare(&mut g)?;
+    let opts = options.codegen(&name(&bin), &name(model));
+    let gen = codegen::cuda::generate(&g, &opts, &name(&ptx))?;
+    write_if_changed(&cu, gen.cuda_source.as_bytes())?;
+    write_if_changed(&ptx, gen.ptx.as_bytes())?;
+    write_if_changed(out, gen.source.as_bytes())?;
+    write_if_changed(&bin, &gen.weights)?;
+    Ok(Report {
+        source: out.to_path_buf(),
+        weights: bin,
+        arena_bytes: gen.arena_bytes,
+        lower_bound_bytes: gen.arena_bytes,
+        weights_bytes: gen.weights_bytes,
+        inputs: gen.inputs,
+        outputs: gen.outputs,
+        train: None,
+    })
 }
 
 /// Compile a graph built in code (a build script that constructs the IR itself instead of
@@ -548,6 +589,7 @@ pub struct Build {
     train: Option<TrainSpec>,
     winograd: bool,
     max_arena: usize,
+    target: Target,
 }
 
 impl Build {
@@ -568,6 +610,7 @@ impl Build {
             train: None,
             winograd: true,
             max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES,
+            target: Target::Cpu,
         }
     }
 
@@ -645,6 +688,13 @@ impl Build {
         self
     }
 
+    /// Where the module runs ([`Target::Cpu`] by default). With [`Target::Cuda`] the module
+    /// needs burnc-runtime's `cuda` feature, and `x.ptx` and `x.cu` are written beside it.
+    pub fn target(mut self, target: Target) -> Self {
+        self.target = target;
+        self
+    }
+
     /// Whether 3×3 convolutions may run by Winograd (default true): faster, but their weights
     /// take 4× the space in the blob ([`CodegenOptions::winograd`]).
     pub fn winograd(mut self, on: bool) -> Self {
@@ -693,7 +743,7 @@ impl Build {
         let pins: Vec<(String, Vec<usize>)> =
             specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena }),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target }),
             Some(spec) => {
                 let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {

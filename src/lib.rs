@@ -23,7 +23,7 @@ pub use burnc_runtime::include_model;
 pub mod build;
 pub mod harness;
 
-pub use build::{Build, BuildError, Report, TrainReport};
+pub use build::{Build, BuildError, Report, Target, TrainReport};
 /// Training options for [`Build::train`].
 pub use burnc_compiler::train::{Loss, TrainSpec};
 /// Optimizer rules for [`TrainSpec`].

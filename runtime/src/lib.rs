@@ -10,6 +10,8 @@ extern crate alloc;
 extern crate std;
 
 pub mod arena;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod dims;
 pub mod elem;
 pub mod kernels;

@@ -12,11 +12,26 @@ pub struct CodegenFlags {
     /// more is refused, naming the node with the largest buffer.
     #[arg(long, value_name = "BYTES")]
     pub max_arena: Option<usize>,
+    /// Where the module runs: `cpu` (plain Rust, no_std) or `cuda` (NVIDIA GPUs: kernels
+    /// compiled to PTX now, embedded in the module; the binary links no CUDA library).
+    #[arg(long, value_name = "TARGET", default_value = "cpu")]
+    pub target: TargetArg,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TargetArg {
+    #[default]
+    Cpu,
+    Cuda,
 }
 
 impl CodegenFlags {
     pub fn options(&self) -> CompileOptions {
         let defaults = CompileOptions::default();
-        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena) }
+        let target = match self.target {
+            TargetArg::Cpu => burnc::build::Target::Cpu,
+            TargetArg::Cuda => burnc::build::Target::Cuda,
+        };
+        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target }
     }
 }

@@ -2,6 +2,7 @@
 //! module of plain Rust that calls burnc-runtime's kernels, plus a weights blob. Shapes,
 //! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
 pub mod bounded;
+pub mod cuda;
 pub mod emit;
 mod lowering;
 pub(crate) mod module;

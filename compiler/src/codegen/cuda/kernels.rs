@@ -1,0 +1,624 @@
+//! One node's CUDA kernels. Every kernel takes the two base pointers of the module's device
+//! buffers, `A` (arena: activations, then inputs) and `W` (weights), and nothing else: each
+//! tensor's byte offset and every shape are literals, as in the CPU modules.
+use super::scalar::{self, c_type};
+use crate::codegen::CodegenError;
+use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
+use crate::memory::MemoryPlan;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Threads per block of the elementwise-style kernels.
+const BLOCK: u32 = 256;
+/// Most blocks of a grid-stride kernel: enough to fill an H200 (132 SMs × 16), and the loop
+/// covers the rest.
+const MAX_BLOCKS: usize = 132 * 16;
+/// The tile edge of the matrix-product kernel.
+const TILE: usize = 16;
+
+/// A kernel: its C source, name and launch shape.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub name: String,
+    pub source: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+}
+
+/// Where a node's operands live.
+pub struct Cx<'a> {
+    pub g: &'a Graph,
+    pub plan: &'a MemoryPlan,
+    /// Weights blob offsets.
+    pub weights: &'a HashMap<ValueId, usize>,
+    /// Arena offsets of the graph inputs (after the planned activations).
+    pub inputs: &'a HashMap<ValueId, usize>,
+}
+
+type R<T> = Result<T, CodegenError>;
+
+impl Cx<'_> {
+    fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+        CodegenError::Unsupported { node: n.name.clone(), op: n.op.name(), reason: reason.into() }
+    }
+
+    fn ty(&self, n: &Node, v: ValueId) -> R<(DType, Vec<usize>)> {
+        let t = self.g.tensor_type(v).ok_or_else(|| self.err(n, format!("`{}` is not a tensor", self.g.value(v).name)))?;
+        let s = t.shape.as_ref().and_then(|s| s.as_fixed()).ok_or_else(|| self.err(n, format!("`{}` has no static shape", self.g.value(v).name)))?;
+        Ok((t.dtype, s))
+    }
+
+    fn input(&self, n: &Node, i: usize) -> R<ValueId> {
+        n.inputs.get(i).copied().flatten().ok_or_else(|| self.err(n, format!("missing input #{i}")))
+    }
+
+    fn output(&self, n: &Node, i: usize) -> R<ValueId> {
+        n.outputs.get(i).copied().ok_or_else(|| self.err(n, format!("missing output #{i}")))
+    }
+
+    fn c(&self, n: &Node, d: DType) -> R<&'static str> {
+        c_type(d).ok_or_else(|| self.err(n, format!("{d} is not supported by the CUDA target yet")))
+    }
+
+    /// A C pointer expression to value `v`'s first element.
+    fn ptr(&self, n: &Node, v: ValueId) -> R<String> {
+        let (d, _) = self.ty(n, v)?;
+        let t = self.c(n, d)?;
+        match &self.g.value(v).kind {
+            ValueKind::Param(_) | ValueKind::Const(_) => {
+                let off = self.weights.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?;
+                Ok(format!("((const {t}*)(W + {off}))"))
+            }
+            ValueKind::Input => {
+                let off = self.inputs.get(&v).ok_or_else(|| self.err(n, "input has no device slot"))?;
+                Ok(format!("(({t}*)(A + {off}))"))
+            }
+            ValueKind::Node(_) => {
+                let slot = self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("`{}` has no arena slot", self.g.value(v).name)))?;
+                Ok(format!("(({t}*)(A + {}))", slot.offset))
+            }
+            ValueKind::Outer => Err(self.err(n, "values of an enclosing graph are not supported by the CUDA target")),
+        }
+    }
+}
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// The C expression of the flat index into an input of shape `ins` broadcast (numpy rules) to
+/// `out`, at flat output index `i`.
+fn broadcast_index(ins: &[usize], out: &[usize], i: &str) -> String {
+    // Leading ones past the output's rank say nothing.
+    let ins = &ins[ins.len().saturating_sub(out.len()).min(ins.iter().take_while(|&&d| d == 1).count())..];
+    let n: usize = ins.iter().product();
+    if ins == out || n == out.iter().product::<usize>() && ins.iter().filter(|&&d| d != 1).eq(out.iter().filter(|&&d| d != 1)) {
+        return i.to_string();
+    }
+    if n == 1 {
+        return "0".into();
+    }
+    let (os, off) = (strides(out), out.len() - ins.len());
+    let is = strides(ins);
+    let mut terms = Vec::new();
+    for (k, &d) in ins.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let od = off + k;
+        let coord = if od == 0 { format!("({i} / {})", os[od]) } else { format!("(({i} / {}) % {})", os[od], out[od]) };
+        terms.push(if is[k] == 1 { coord } else { format!("{coord} * {}", is[k]) });
+    }
+    if terms.is_empty() {
+        "0".into()
+    } else {
+        terms.join(" + ")
+    }
+}
+
+/// The index type of a kernel whose tensors have at most `elems` elements.
+fn ix(elems: usize) -> &'static str {
+    if elems < i32::MAX as usize {
+        "int"
+    } else {
+        "long long"
+    }
+}
+
+fn blocks(n: usize, per: usize) -> u32 {
+    n.div_ceil(per).clamp(1, MAX_BLOCKS) as u32
+}
+
+/// A kernel running `body` once per flat index `i < n` (a grid-stride loop), after `decls`.
+fn pointwise(name: &str, n: usize, elems: usize, decls: &str, body: &str) -> Kernel {
+    let t = ix(elems.max(n));
+    let source = format!(
+        "extern \"C\" __global__ void {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n{decls}\
+         for ({t} i = ({t})blockIdx.x * blockDim.x + threadIdx.x; i < ({t}){n}; i += ({t})gridDim.x * blockDim.x) {{\n{body}\n}}\n}}\n"
+    );
+    Kernel { name: name.to_string(), source, grid: [blocks(n, BLOCK as usize), 1, 1], block: [BLOCK, 1, 1] }
+}
+
+/// The kernels of node `id`, named `name…`; empty when the node needs none (a view whose output
+/// shares its input's slot).
+pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
+    let n = cx.g.node(id);
+    if n.outputs.is_empty() {
+        return Ok(vec![]);
+    }
+    let out = cx.output(n, 0)?;
+    let (od, oshape) = cx.ty(n, out)?;
+    let on: usize = oshape.iter().product();
+    if on == 0 {
+        return Ok(vec![]);
+    }
+    let y = cx.ptr(n, out)?;
+    let ot = cx.c(n, od)?;
+    let one = |body: String, decls: String| Ok(vec![pointwise(name, on, on, &decls, &body)]);
+    match &n.op {
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(crate::ir::UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
+            if cx.plan.aliases.contains_key(&out) {
+                return Ok(vec![]);
+            }
+            let x = cx.ptr(n, cx.input(n, 0)?)?;
+            one(format!("{y}[i] = {x}[i];"), String::new())
+        }
+        Op::Unary(u) => {
+            let xv = cx.input(n, 0)?;
+            let (xd, _) = cx.ty(n, xv)?;
+            let x = cx.ptr(n, xv)?;
+            let e = scalar::unary(*u, &format!("{x}[i]"), xd).ok_or_else(|| cx.err(n, format!("{u:?} on {xd} is not supported by the CUDA target")))?;
+            one(format!("{y}[i] = {e};"), String::new())
+        }
+        Op::Binary(b) => {
+            let (av, bv) = (cx.input(n, 0)?, cx.input(n, 1)?);
+            let ((ad, ashape), (_, bshape)) = (cx.ty(n, av)?, cx.ty(n, bv)?);
+            let (a, bp) = (cx.ptr(n, av)?, cx.ptr(n, bv)?);
+            let ai = broadcast_index(&ashape, &oshape, "i");
+            let bi = broadcast_index(&bshape, &oshape, "i");
+            let e = scalar::binary(*b, &format!("{a}[{ai}]"), &format!("{bp}[{bi}]"), ad).ok_or_else(|| cx.err(n, format!("{b:?} on {ad} is not supported by the CUDA target")))?;
+            if scalar::binary_out(*b, ad) != od {
+                return Err(cx.err(n, "output type does not match the op's"));
+            }
+            one(format!("{y}[i] = {e};"), String::new())
+        }
+        Op::Elementwise(p) => {
+            let mut ins = Vec::new();
+            for (k, v) in n.inputs.iter().enumerate() {
+                let v = v.ok_or_else(|| cx.err(n, format!("missing input #{k}")))?;
+                let (_, s) = cx.ty(n, v)?;
+                let len: usize = s.iter().product();
+                let at = if len == on {
+                    "i".to_string()
+                } else if len == 1 {
+                    "0".to_string()
+                } else {
+                    format!("i % {len}")
+                };
+                ins.push(format!("{}[{at}]", cx.ptr(n, v)?));
+            }
+            let (body, last) = scalar::program(p, &ins).ok_or_else(|| cx.err(n, "elementwise program has a step the CUDA target cannot print"))?;
+            one(format!("{body}{y}[i] = {last};"), String::new())
+        }
+        Op::Transpose { perm } => {
+            let xv = cx.input(n, 0)?;
+            let (_, xs) = cx.ty(n, xv)?;
+            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
+            let (os, is) = (strides(&oshape), strides(&xs));
+            let terms: Vec<String> = (0..oshape.len()).filter(|&k| oshape[k] != 1).map(|k| format!("((i / {}) % {}) * {}", os[k], oshape[k], is[perm[k]])).collect();
+            let src = if terms.is_empty() { "0".into() } else { terms.join(" + ") };
+            one(format!("{y}[i] = {}[{src}];", cx.ptr(n, xv)?), String::new())
+        }
+        Op::Concat { axis } => {
+            let axis = crate::ir::axis::norm_axis(*axis, oshape.len()).map_err(|e| cx.err(n, e))?;
+            let inner: usize = oshape[axis + 1..].iter().product();
+            let len = oshape[axis];
+            let mut body = format!("int c = (i / {inner}) % {len}; long long o = i / {};\n", inner * len);
+            let mut start = 0;
+            for v in n.inputs.iter().flatten() {
+                let (_, s) = cx.ty(n, *v)?;
+                let k = s[axis];
+                if k == 0 {
+                    continue;
+                }
+                let _ = writeln!(body, "if (c < {}) {{ {y}[i] = {}[(o * {k} + (c - {start})) * {inner} + i % {inner}]; return_continue; }}", start + k, cx.ptr(n, *v)?);
+                start += k;
+            }
+            // `continue` inside the grid-stride loop.
+            one(body.replace("return_continue", "continue"), String::new())
+        }
+        Op::MatMul => matmul(cx, n, name, MatMulKind::MatMul),
+        Op::Gemm { alpha, beta, trans_a, trans_b } => matmul(cx, n, name, MatMulKind::Gemm { alpha: *alpha, beta: *beta, trans_a: *trans_a, trans_b: *trans_b }),
+        Op::Conv { window, group } => {
+            if !matches!(od, DType::F32 | DType::F64) {
+                return Err(cx.err(n, format!("Conv on {od} is not supported by the CUDA target")));
+            }
+            let (xv, wv) = (cx.input(n, 0)?, cx.input(n, 1)?);
+            let ((_, xs), (_, ws)) = (cx.ty(n, xv)?, cx.ty(n, wv)?);
+            if xs.len() < 3 || ws.len() != xs.len() {
+                return Err(cx.err(n, "convolution input and weights need the same rank, at least 3"));
+            }
+            let win = crate::interp::ops::nn::geom::resolve(window, &ws[2..], &xs[2..]).map_err(|e| cx.err(n, e))?;
+            let (c_out, cg) = (ws[0], ws[1]);
+            let mg = c_out / group.max(&1);
+            let bias = match n.inputs.get(2).copied().flatten() {
+                Some(b) => format!("{}[m]", cx.ptr(n, b)?),
+                None => "0".into(),
+            };
+            let [_, ih, iw] = win.input;
+            let [od_, oh, ow] = win.output;
+            let [kd, kh, kw] = win.kernel;
+            let [sd, sh, sw] = win.strides;
+            let [dd, dh, dw] = win.dilations;
+            let [pd, ph, pw] = win.pads_begin;
+            let id_ = win.input[0];
+            let spatial_in = id_ * ih * iw;
+            let body = format!(
+                "int ox = i % {ow}; int oy = (i / {ow}) % {oh}; int oz = (i / {}) % {od_}; int m = (i / {}) % {c_out}; int b = i / {};\n\
+                 int g = m / {mg};\n\
+                 {ot} acc = {bias};\n\
+                 const {ot}* xb = {x} + ((long long)b * {} + (long long)g * {cg}) * {spatial_in};\n\
+                 const {ot}* wm = {w} + (long long)m * {};\n\
+                 for (int c = 0; c < {cg}; ++c) {{\n\
+                   for (int kz = 0; kz < {kd}; ++kz) {{ int z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id_}) continue;\n\
+                   for (int ky = 0; ky < {kh}; ++ky) {{ int yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) continue;\n\
+                   for (int kx = 0; kx < {kw}; ++kx) {{ int xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) continue;\n\
+                     acc += xb[(c * {id_} + z) * {} + yy * {iw} + xx] * wm[((c * {kd} + kz) * {kh} + ky) * {kw} + kx];\n\
+                   }} }} }}\n\
+                 }}\n\
+                 {y}[i] = acc;",
+                oh * ow,
+                od_ * oh * ow,
+                c_out * od_ * oh * ow,
+                xs[1],
+                cg * kd * kh * kw,
+                ih * iw,
+                x = cx.ptr(n, xv)?,
+                w = cx.ptr(n, wv)?,
+            );
+            one(body, String::new())
+        }
+        Op::Pool { kind, window, .. } => {
+            if n.outputs.len() > 1 {
+                return Err(cx.err(n, "MaxPool indices are not supported by the CUDA target yet"));
+            }
+            if !matches!(od, DType::F32 | DType::F64) {
+                return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
+            }
+            let xv = cx.input(n, 0)?;
+            let (_, xs) = cx.ty(n, xv)?;
+            let kernel = if window.kernel_shape.is_empty() { xs[2..].to_vec() } else { window.kernel_shape.clone() };
+            let win = crate::interp::ops::nn::geom::resolve(window, &kernel, &xs[2..]).map_err(|e| cx.err(n, e))?;
+            let [id_, ih, iw] = win.input;
+            let [od_, oh, ow] = win.output;
+            let [kd, kh, kw] = win.kernel;
+            let [sd, sh, sw] = win.strides;
+            let [dd, dh, dw] = win.dilations;
+            let [pd, ph, pw] = win.pads_begin;
+            let [ed, eh, ew] = win.pads_end;
+            let (init, acc, fin) = match kind {
+                PoolKind::Max => (format!("{ot} acc = -(1.0 / 0.0); int cnt = 0;"), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
+                PoolKind::Avg { count_include_pad } => {
+                    let _ = count_include_pad;
+                    (format!("{ot} acc = 0; int cnt = 0;"), "acc += v;".to_string(), format!("acc / ({ot})den"))
+                }
+                PoolKind::Lp { p } => (format!("{ot} acc = 0; int cnt = 0;"), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
+            };
+            // The averaging divisor: windows clipped to the padded input when pads count, else
+            // to the input itself.
+            let den = match kind {
+                PoolKind::Avg { count_include_pad: true } => format!(
+                    "int den = (min(oz * {sd} + ({kd} - 1) * {dd} - {pd}, {id_} + {ed} - 1) - (oz * {sd} - {pd})) / {dd} + 1;\n\
+                     den *= (min(oy * {sh} + ({kh} - 1) * {dh} - {ph}, {ih} + {eh} - 1) - (oy * {sh} - {ph})) / {dh} + 1;\n\
+                     den *= (min(ox * {sw} + ({kw} - 1) * {dw} - {pw}, {iw} + {ew} - 1) - (ox * {sw} - {pw})) / {dw} + 1;"
+                ),
+                _ => "int den = cnt;".into(),
+            };
+            let body = format!(
+                "int ox = i % {ow}; int oy = (i / {ow}) % {oh}; int oz = (i / {}) % {od_}; long long p = i / {};\n\
+                 const {ot}* xp = {x} + p * {};\n\
+                 {init}\n\
+                 for (int kz = 0; kz < {kd}; ++kz) {{ int z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id_}) continue;\n\
+                 for (int ky = 0; ky < {kh}; ++ky) {{ int yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) continue;\n\
+                 for (int kx = 0; kx < {kw}; ++kx) {{ int xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) continue;\n\
+                   {ot} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;\n\
+                 }} }} }}\n\
+                 {den}\n\
+                 {y}[i] = {fin};",
+                oh * ow,
+                od_ * oh * ow,
+                id_ * ih * iw,
+                x = cx.ptr(n, xv)?,
+            );
+            one(body, String::new())
+        }
+        Op::GlobalPool { kind } => {
+            let xv = cx.input(n, 0)?;
+            let (_, xs) = cx.ty(n, xv)?;
+            let len: usize = xs[2..].iter().product();
+            let (init, step, fin) = match kind {
+                PoolKind::Max => ("-(1.0 / 0.0)".to_string(), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
+                PoolKind::Avg { .. } => ("0".into(), "acc += v;".into(), format!("acc / ({ot}){len}")),
+                PoolKind::Lp { p } => ("0".into(), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
+            };
+            if !matches!(od, DType::F32 | DType::F64) {
+                return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
+            }
+            one(format!("const {ot}* xp = {} + (long long)i * {len};\n{ot} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {ot} v = xp[k]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?), String::new())
+        }
+        Op::BatchNorm { epsilon } => {
+            let c = oshape.get(1).copied().unwrap_or(1);
+            let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+            let p = |k| cx.ptr(n, cx.input(n, k)?);
+            let eps = format!("({ot}){}", scalar::f32_lit(*epsilon));
+            let sqrt = if od == DType::F32 { "sqrtf" } else { "sqrt" };
+            one(
+                format!(
+                    "int c = (i / {inner}) % {c};\n{y}[i] = ({x}[i] - {mean}[c]) / {sqrt}({var}[c] + {eps}) * {scale}[c] + {bias}[c];",
+                    x = p(0)?,
+                    scale = p(1)?,
+                    bias = p(2)?,
+                    mean = p(3)?,
+                    var = p(4)?
+                ),
+                String::new(),
+            )
+        }
+        Op::Softmax { axis, log, coerce_2d } => {
+            let rank = oshape.len();
+            let a = crate::ir::axis::norm_axis_or_scalar(*axis, rank).map_err(|e| cx.err(n, e))?;
+            let (outer, len, inner) = if *coerce_2d {
+                (oshape[..a].iter().product::<usize>(), oshape[a..].iter().product::<usize>(), 1)
+            } else if rank == 0 {
+                (1, 1, 1)
+            } else {
+                (oshape[..a].iter().product::<usize>(), oshape[a], oshape[a + 1..].iter().product::<usize>())
+            };
+            let x = cx.ptr(n, cx.input(n, 0)?)?;
+            let (exp, logf) = if od == DType::F32 { ("expf", "logf") } else { ("exp", "log") };
+            let fin = if *log { format!("{y}[base + k * {inner}] = xr[k * {inner}] - m - {logf}(s);") } else { format!("{y}[base + k * {inner}] = {exp}(xr[k * {inner}] - m) / s;") };
+            let rows = outer * inner;
+            let body = format!(
+                "long long base = (i / {inner}) * {} + i % {inner};\nconst {ot}* xr = {x} + base;\n\
+                 {ot} m = -(1.0 / 0.0);\nfor (int k = 0; k < {len}; ++k) {{ {ot} v = xr[k * {inner}]; if (v > m) m = v; }}\n\
+                 {ot} s = 0;\nfor (int k = 0; k < {len}; ++k) s += {exp}(xr[k * {inner}] - m);\n\
+                 for (int k = 0; k < {len}; ++k) {{ {fin} }}",
+                len * inner
+            );
+            Ok(vec![pointwise(name, rows, on, "", &body)])
+        }
+        Op::Lrn { size, alpha, beta, bias } => {
+            let c = oshape.get(1).copied().unwrap_or(1);
+            let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+            let x = cx.ptr(n, cx.input(n, 0)?)?;
+            let (lo, hi) = ((size.max(&1) - 1) / 2, (size.max(&1) - 1).div_ceil(2));
+            let body = format!(
+                "int c = (i / {inner}) % {c};\n{ot} s = 0;\n\
+                 for (int k = max(0, c - {lo}); k <= min({}, c + {hi}); ++k) {{ {ot} v = {x}[i + (k - c) * {inner}]; s += v * v; }}\n\
+                 {y}[i] = {x}[i] / ({ot})pow((double){} + (double){} / {size}.0 * (double)s, (double){});",
+                c - 1,
+                scalar::f32_lit(*bias),
+                scalar::f32_lit(*alpha),
+                scalar::f32_lit(*beta)
+            );
+            one(body, String::new())
+        }
+        Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
+            let xv = cx.input(n, 0)?;
+            let (xd, xs) = cx.ty(n, xv)?;
+            let rank = xs.len();
+            let axes: Vec<i64> = match axes {
+                Some(a) => a.clone(),
+                None => match n.inputs.get(1).copied().flatten() {
+                    Some(v) => crate::autodiff::builder::const_ints(cx.g, Some(v)).ok_or_else(|| cx.err(n, "reduction axes are not constant"))?,
+                    None => vec![],
+                },
+            };
+            let mut red = vec![false; rank];
+            if axes.is_empty() {
+                if !*noop_with_empty_axes {
+                    red = vec![true; rank];
+                }
+            } else {
+                for a in axes {
+                    red[crate::ir::axis::norm_axis(a, rank).map_err(|e| cx.err(n, e))?] = true;
+                }
+            }
+            if !matches!(xd, DType::F32 | DType::F64) || xd != od {
+                return Err(cx.err(n, format!("reductions on {xd} are not supported by the CUDA target yet")));
+            }
+            reduce(cx, n, name, *op, &xs, &red, &cx.ptr(n, xv)?, &y, ot, on)
+        }
+        Op::Gather { axis } => {
+            let (xv, iv) = (cx.input(n, 0)?, cx.input(n, 1)?);
+            let ((_, xs), (idd, is)) = (cx.ty(n, xv)?, cx.ty(n, iv)?);
+            let a = crate::ir::axis::norm_axis(*axis, xs.len()).map_err(|e| cx.err(n, e))?;
+            let inner: usize = xs[a + 1..].iter().product();
+            let ni: usize = is.iter().product();
+            let len = xs[a];
+            if !matches!(idd, DType::I64 | DType::I32) {
+                return Err(cx.err(n, "Gather indices must be int32 or int64"));
+            }
+            // An index out of range reads element 0 rather than memory outside the tensor
+            // (the interpreter refuses such an index; a device kernel cannot stop).
+            let body = format!(
+                "long long r = i % {inner}; long long j = (i / {inner}) % {ni}; long long o = i / {};\n\
+                 long long k = (long long){ip}[j]; if (k < 0) k += {len}; if (k < 0 || k >= {len}) k = 0;\n\
+                 {y}[i] = {x}[(o * {len} + k) * {inner} + r];",
+                inner * ni,
+                ip = cx.ptr(n, iv)?,
+                x = cx.ptr(n, xv)?
+            );
+            one(body, String::new())
+        }
+        Op::Def(d) => Err(cx.err(n, format!("{} is not supported by the CUDA target yet", d.name()))),
+        _ => Err(cx.err(n, "not supported by the CUDA target yet")),
+    }
+}
+
+enum MatMulKind {
+    MatMul,
+    Gemm { alpha: f32, beta: f32, trans_a: bool, trans_b: bool },
+}
+
+/// MatMul (batched, broadcasting) and Gemm as one tiled kernel: a block computes a TILE×TILE
+/// tile of one batch's output, staging TILE-wide slices of both operands in shared memory.
+fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
+    let (av, bv) = (cx.input(n, 0)?, cx.input(n, 1)?);
+    let ((ad, ash), (_, bsh)) = (cx.ty(n, av)?, cx.ty(n, bv)?);
+    let out = cx.output(n, 0)?;
+    let (od, osh) = cx.ty(n, out)?;
+    if !matches!(ad, DType::F32 | DType::F64) || ad != od {
+        return Err(cx.err(n, format!("matrix products on {ad} are not supported by the CUDA target yet")));
+    }
+    let t = cx.c(n, od)?;
+    // Operand views: (rows, cols, row stride, col stride) of one batch, plus batch offsets.
+    let (m, k, nn, sa, sb, batch_a, batch_b, batches, epilogue) = match &kind {
+        MatMulKind::Gemm { alpha, beta, trans_a, trans_b } => {
+            let (m, k) = if *trans_a { (ash[1], ash[0]) } else { (ash[0], ash[1]) };
+            let nn = if *trans_b { bsh[0] } else { bsh[1] };
+            let sa = if *trans_a { (1, ash[1]) } else { (ash[1], 1) };
+            let sb = if *trans_b { (1, bsh[1]) } else { (bsh[1], 1) };
+            let mut ep = format!("({t}){} * acc", scalar::f32_lit(*alpha));
+            if let Some(cv) = n.inputs.get(2).copied().flatten() {
+                let (_, cs) = cx.ty(n, cv)?;
+                let ci = broadcast_index(&cs, &[m, nn], "(row * N + col)");
+                ep = format!("{ep} + ({t}){} * {}[{ci}]", scalar::f32_lit(*beta), cx.ptr(n, cv)?);
+            }
+            (m, k, nn, sa, sb, "0".to_string(), "0".to_string(), 1, ep)
+        }
+        MatMulKind::MatMul => {
+            // 1-D operands are promoted: [k] as [1, k] on the left, [k, 1] on the right.
+            let a2: Vec<usize> = if ash.len() == 1 { vec![1, ash[0]] } else { ash.clone() };
+            let b2: Vec<usize> = if bsh.len() == 1 { vec![bsh[0], 1] } else { bsh.clone() };
+            let (m, k, nn) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 1]);
+            let (abat, bbat) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
+            let rank = abat.len().max(bbat.len());
+            let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, rank - s.len()).chain(s.iter().copied()).collect() };
+            let (pa, pb) = (pad(abat), pad(bbat));
+            let obat: Vec<usize> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
+            let batches: usize = obat.iter().product();
+            let bi = |p: &[usize], mat: usize| -> String {
+                let idx = broadcast_index(p, &obat, "z");
+                if idx == "0" {
+                    "0".into()
+                } else {
+                    format!("({idx}) * {mat}")
+                }
+            };
+            (m, k, nn, (k, 1), (nn, 1), bi(&pa, m * k), bi(&pb, k * nn), batches, "acc".to_string())
+        }
+    };
+    if osh.iter().product::<usize>() != batches * m * nn {
+        return Err(cx.err(n, "output shape does not match the product's"));
+    }
+    let (a, b, y) = (cx.ptr(n, av)?, cx.ptr(n, bv)?, cx.ptr(n, out)?);
+    let source = format!(
+        "extern \"C\" __global__ void {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
+         const int M = {m}, N = {nn}, K = {k};\n\
+         __shared__ {t} As[{TILE}][{TILE} + 1];\n__shared__ {t} Bs[{TILE}][{TILE} + 1];\n\
+         long long z = blockIdx.z;\n\
+         const {t}* a = {a} + {batch_a};\nconst {t}* b = {b} + {batch_b};\n{t}* y = {y} + z * {};\n\
+         int tx = threadIdx.x, ty = threadIdx.y;\n\
+         int row = blockIdx.y * {TILE} + ty, col = blockIdx.x * {TILE} + tx;\n\
+         {t} acc = 0;\n\
+         for (int k0 = 0; k0 < K; k0 += {TILE}) {{\n\
+           int ka = k0 + tx, kb = k0 + ty;\n\
+           As[ty][tx] = (row < M && ka < K) ? a[(long long)row * {} + (long long)ka * {}] : ({t})0;\n\
+           Bs[ty][tx] = (kb < K && col < N) ? b[(long long)kb * {} + (long long)col * {}] : ({t})0;\n\
+           __syncthreads();\n\
+           #pragma unroll\n\
+           for (int kk = 0; kk < {TILE}; ++kk) acc += As[ty][kk] * Bs[kk][tx];\n\
+           __syncthreads();\n\
+         }}\n\
+         if (row < M && col < N) y[(long long)row * N + col] = {epilogue};\n}}\n",
+        m * nn,
+        sa.0,
+        sa.1,
+        sb.0,
+        sb.1,
+    );
+    if batches > 65535 {
+        return Err(cx.err(n, format!("{batches} matrix products in one node: more than one grid holds")));
+    }
+    Ok(vec![Kernel { name: name.to_string(), source, grid: [nn.div_ceil(TILE).max(1) as u32, m.div_ceil(TILE).max(1) as u32, batches.max(1) as u32], block: [TILE as u32, TILE as u32, 1] }])
+}
+
+/// A reduction over the axes marked in `red`: one thread per output element walks its
+/// reduced elements.
+#[allow(clippy::too_many_arguments)]
+fn reduce(cx: &Cx, n: &Node, name: &str, op: ReduceOp, xs: &[usize], red: &[bool], x: &str, y: &str, t: &str, on: usize) -> R<Vec<Kernel>> {
+    let st = strides(xs);
+    // Output element i → base offset over the kept dims; reduced element r → offset over the
+    // reduced dims.
+    let kept: Vec<usize> = (0..xs.len()).filter(|&a| !red[a]).collect();
+    let rdims: Vec<usize> = (0..xs.len()).filter(|&a| red[a]).collect();
+    let rcount: usize = rdims.iter().map(|&a| xs[a]).product();
+    let offset = |dims: &[usize], v: &str| -> String {
+        let mut terms = Vec::new();
+        let mut inner = 1;
+        for &a in dims.iter().rev() {
+            if xs[a] != 1 {
+                terms.push(format!("(({v} / {inner}) % {}) * {}", xs[a], st[a]));
+            }
+            inner *= xs[a];
+        }
+        if terms.is_empty() {
+            "0".into()
+        } else {
+            terms.join(" + ")
+        }
+    };
+    let (init, step, fin) = {
+        let (exp, log, sqrt) = if t == "float" { ("expf", "logf", "sqrtf") } else { ("exp", "log", "sqrt") };
+        match op {
+            ReduceOp::Sum => ("0".to_string(), "acc += v;".to_string(), "acc".to_string()),
+            ReduceOp::Mean => ("0".into(), "acc += v;".into(), format!("acc / ({t}){rcount}")),
+            ReduceOp::Max => ("-(1.0 / 0.0)".into(), "if (v > acc || v != v) acc = v;".into(), "acc".into()),
+            ReduceOp::Min => ("(1.0 / 0.0)".into(), "if (v < acc || v != v) acc = v;".into(), "acc".into()),
+            ReduceOp::Prod => ("1".into(), "acc *= v;".into(), "acc".into()),
+            ReduceOp::L1 => ("0".into(), "acc += v < 0 ? -v : v;".into(), "acc".into()),
+            ReduceOp::L2 => ("0".into(), "acc += v * v;".into(), format!("{sqrt}(acc)")),
+            ReduceOp::SumSquare => ("0".into(), "acc += v * v;".into(), "acc".into()),
+            ReduceOp::LogSum => ("0".into(), "acc += v;".into(), format!("{log}(acc)")),
+            ReduceOp::LogSumExp => ("0".into(), format!("acc += {exp}(v);"), format!("{log}(acc)")),
+        }
+    };
+    if rcount == 0 {
+        return Err(cx.err(n, "reduction over an empty axis is not supported by the CUDA target"));
+    }
+    let body = format!(
+        "long long base = {};\n{t} acc = {init};\nfor (long long r = 0; r < {rcount}; ++r) {{ {t} v = {x}[base + {}]; {step} }}\n{y}[i] = {fin};",
+        offset(&kept, "i"),
+        offset(&rdims, "r")
+    );
+    Ok(vec![pointwise(name, on, xs.iter().product(), "", &body)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_indices_follow_numpy() {
+        assert_eq!(broadcast_index(&[2, 3], &[2, 3], "i"), "i");
+        assert_eq!(broadcast_index(&[1], &[2, 3], "i"), "0");
+        // A bias along the last dim.
+        assert_eq!(broadcast_index(&[3], &[2, 3], "i"), "((i / 1) % 3)");
+        // A per-row value [2, 1] against [2, 3].
+        assert_eq!(broadcast_index(&[2, 1], &[2, 3], "i"), "(i / 3)");
+        // Same elements, leading ones.
+        assert_eq!(broadcast_index(&[1, 6], &[6], "i"), "i");
+    }
+
+    #[test]
+    fn index_type_widens_past_i32() {
+        assert_eq!(ix(1000), "int");
+        assert_eq!(ix(1 << 31), "long long");
+    }
+}

@@ -1,0 +1,297 @@
+//! Scalar functions as CUDA C expressions: element types, literals, the unary and binary ops
+//! and fused elementwise programs, each printed from the op's meaning (`ir::UnaryOp`,
+//! `ir::BinaryOp`, `ir::scalar`), with the interpreter's semantics (NaN propagates through
+//! Max/Min and Relu, Round is half to even, Mod follows the divisor's sign).
+use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
+use crate::ir::{BinaryOp, DType, UnaryOp};
+use burnc_runtime::kernels::unary::Unary;
+
+/// The C type of an element of `d` in device memory (bool as one byte, 0 or 1).
+pub fn c_type(d: DType) -> Option<&'static str> {
+    Some(match d {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I8 => "signed char",
+        DType::I16 => "short",
+        DType::I32 => "int",
+        DType::I64 => "long long",
+        DType::U8 | DType::Bool => "unsigned char",
+        DType::U16 => "unsigned short",
+        DType::U32 => "unsigned int",
+        DType::U64 => "unsigned long long",
+        _ => return None,
+    })
+}
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64)
+}
+
+/// An f32 constant as a C expression with exactly its bits.
+pub fn f32_lit(x: f32) -> String {
+    if x.is_finite() {
+        // `{:e}` prints the shortest text that reads back as the same f32.
+        format!("{x:e}f")
+    } else {
+        format!("__int_as_float({:#010x})", x.to_bits())
+    }
+}
+
+/// A constant of type `d` (from an f32 attribute) as a C expression.
+fn lit(x: f32, d: DType) -> String {
+    match d {
+        DType::F32 => f32_lit(x),
+        DType::F64 => format!("(double){}", f32_lit(x)),
+        _ => format!("({}){}", c_type(d).unwrap_or("float"), f32_lit(x)),
+    }
+}
+
+/// A math function name for `d`: `expf` for f32, `exp` for f64.
+fn f(name: &str, d: DType) -> String {
+    if d == DType::F32 {
+        format!("{name}f")
+    } else {
+        name.to_string()
+    }
+}
+
+/// `u(x)` for an element `x` of type `d`, or `None` where the op has no meaning on `d`.
+pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
+    let fl = is_float(d);
+    let one = |v: f32| lit(v, d);
+    let call = |name: &str| format!("{}({x})", f(name, d));
+    // Where softplus is x to the type's precision (the CPU kernels' limits).
+    let soft_lim = if d == DType::F32 { 20.0 } else { 40.0 };
+    Some(match u {
+        UnaryOp::Identity => x.to_string(),
+        UnaryOp::Neg if d != DType::Bool => format!("(-{x})"),
+        UnaryOp::Abs if fl => call("fabs"),
+        UnaryOp::Abs if d != DType::Bool => format!("({x} < 0 ? -{x} : {x})"),
+        UnaryOp::Sign if d != DType::Bool => {
+            if fl {
+                format!("({x} > 0 ? {} : ({x} < 0 ? {} : {x}))", one(1.0), one(-1.0))
+            } else {
+                format!("(({x} > 0) - ({x} < 0))")
+            }
+        }
+        UnaryOp::Not if d == DType::Bool => format!("(unsigned char)!{x}"),
+        UnaryOp::BitwiseNot if !fl && d != DType::Bool => format!("({})~{x}", c_type(d)?),
+        UnaryOp::IsNaN if fl => format!("(unsigned char)({x} != {x})"),
+        UnaryOp::IsInf { detect_negative, detect_positive } if fl => {
+            let pos = if detect_positive { format!("{x} == (1.0 / 0.0)") } else { "0".into() };
+            let neg = if detect_negative { format!("{x} == -(1.0 / 0.0)") } else { "0".into() };
+            format!("(unsigned char)({pos} || {neg})")
+        }
+        _ if !fl => return None,
+        UnaryOp::Exp => call("exp"),
+        UnaryOp::Log => call("log"),
+        UnaryOp::Sqrt => call("sqrt"),
+        UnaryOp::Reciprocal => format!("({} / {x})", one(1.0)),
+        UnaryOp::Floor => call("floor"),
+        UnaryOp::Ceil => call("ceil"),
+        UnaryOp::Round => call("rint"),
+        UnaryOp::Sin => call("sin"),
+        UnaryOp::Cos => call("cos"),
+        UnaryOp::Tan => call("tan"),
+        UnaryOp::Asin => call("asin"),
+        UnaryOp::Acos => call("acos"),
+        UnaryOp::Atan => call("atan"),
+        UnaryOp::Sinh => call("sinh"),
+        UnaryOp::Cosh => call("cosh"),
+        UnaryOp::Asinh => call("asinh"),
+        UnaryOp::Acosh => call("acosh"),
+        UnaryOp::Atanh => call("atanh"),
+        UnaryOp::Erf => call("erf"),
+        UnaryOp::Tanh => call("tanh"),
+        UnaryOp::Relu => format!("({x} > 0 ? {x} : {})", one(0.0)),
+        // One exp of -|x|: never overflows (as the CPU kernel computes it).
+        UnaryOp::Sigmoid => format!("({x} >= 0 ? {one} / ({one} + {exp}(-{x})) : {exp}({x}) / ({one} + {exp}({x})))", one = one(1.0), exp = f("exp", d)),
+        UnaryOp::Softplus => format!("({x} > {} ? {x} : {}({}({x})))", one(soft_lim), f("log1p", d), f("exp", d)),
+        UnaryOp::Softsign => format!("({x} / ({} + {}({x})))", one(1.0), f("fabs", d)),
+        UnaryOp::LeakyRelu { alpha } => format!("({x} < 0 ? {} * {x} : {x})", lit(alpha, d)),
+        UnaryOp::Elu { alpha } => format!("({x} < 0 ? {} * ({}({x}) - {}) : {x})", lit(alpha, d), f("exp", d), one(1.0)),
+        UnaryOp::Selu { alpha, gamma } => format!("({} * ({x} <= 0 ? {} * ({}({x}) - {}) : {x}))", lit(gamma, d), lit(alpha, d), f("exp", d), one(1.0)),
+        UnaryOp::Celu { alpha } => format!(
+            "({}({x}, {}) + {}({}, {} * ({}({x} / {}) - {})))",
+            f("fmax", d),
+            one(0.0),
+            f("fmin", d),
+            one(0.0),
+            lit(alpha, d),
+            f("exp", d),
+            lit(alpha, d),
+            one(1.0)
+        ),
+        UnaryOp::HardSigmoid { alpha, beta } => format!("{}({}, {}({}, {} * {x} + {}))", f("fmax", d), one(0.0), f("fmin", d), one(1.0), lit(alpha, d), lit(beta, d)),
+        UnaryOp::HardSwish => format!("({x} * {}({}, {}({}, {x} / {} + {})))", f("fmax", d), one(0.0), f("fmin", d), one(1.0), one(6.0), one(0.5)),
+        UnaryOp::ThresholdedRelu { alpha } => format!("({x} > {} ? {x} : {})", lit(alpha, d), one(0.0)),
+        UnaryOp::Gelu { tanh_approx: false } => format!("({} * {x} * ({} + {}({x} * {})))", one(0.5), one(1.0), f("erf", d), lit(core::f32::consts::FRAC_1_SQRT_2, d)),
+        UnaryOp::Gelu { tanh_approx: true } => format!(
+            "({} * {x} * ({} + {}({} * ({x} + {} * {x} * {x} * {x}))))",
+            one(0.5),
+            one(1.0),
+            f("tanh", d),
+            lit(0.797_884_6, d),
+            lit(0.044715, d)
+        ),
+        UnaryOp::Mish => format!("({x} * {}({x} > {} ? {x} : {}({}({x}))))", f("tanh", d), one(soft_lim), f("log1p", d), f("exp", d)),
+        _ => return None,
+    })
+}
+
+/// `a op b` for elements of type `d` (comparisons and logic give a 0/1 byte).
+pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
+    let fl = is_float(d);
+    let int = !fl && d != DType::Bool;
+    let bits = d.size() * 8;
+    Some(match op {
+        BinaryOp::Add if d != DType::Bool => format!("({a} + {b})"),
+        BinaryOp::Sub if d != DType::Bool => format!("({a} - {b})"),
+        BinaryOp::Mul if d != DType::Bool => format!("({a} * {b})"),
+        BinaryOp::Div if fl => format!("({a} / {b})"),
+        // Integer division by zero is undefined in the reference too; 0 here, never a trap.
+        BinaryOp::Div if int => format!("({b} == 0 ? ({})0 : ({})({a} / {b}))", c_type(d)?, c_type(d)?),
+        BinaryOp::Pow if fl => format!("{}({a}, {b})", f("pow", d)),
+        BinaryOp::Pow if int => format!("({})pow((double){a}, (double){b})", c_type(d)?),
+        BinaryOp::Mod { fmod: true } if fl => format!("{}({a}, {b})", f("fmod", d)),
+        BinaryOp::Mod { fmod } if int => {
+            let ty = c_type(d)?;
+            if fmod {
+                format!("({b} == 0 ? ({ty})0 : ({ty})({a} % {b}))")
+            } else {
+                format!("({b} == 0 ? ({ty})0 : ({ty})((({a} % {b}) != 0 && ((({a} % {b}) < 0) != ({b} < 0))) ? ({a} % {b}) + {b} : ({a} % {b})))")
+            }
+        }
+        // NaN in either operand gives NaN, as the reference's Max/Min do.
+        BinaryOp::Max if fl => format!("(({a} > {b} || {a} != {a}) ? {a} : {b})"),
+        BinaryOp::Min if fl => format!("(({a} < {b} || {a} != {a}) ? {a} : {b})"),
+        BinaryOp::Max => format!("({a} > {b} ? {a} : {b})"),
+        BinaryOp::Min => format!("({a} < {b} ? {a} : {b})"),
+        BinaryOp::And if d == DType::Bool => format!("(unsigned char)({a} && {b})"),
+        BinaryOp::Or if d == DType::Bool => format!("(unsigned char)({a} || {b})"),
+        BinaryOp::Xor if d == DType::Bool => format!("(unsigned char)(!{a} != !{b})"),
+        BinaryOp::Equal => format!("(unsigned char)({a} == {b})"),
+        BinaryOp::Less => format!("(unsigned char)({a} < {b})"),
+        BinaryOp::LessOrEqual => format!("(unsigned char)({a} <= {b})"),
+        BinaryOp::Greater => format!("(unsigned char)({a} > {b})"),
+        BinaryOp::GreaterOrEqual => format!("(unsigned char)({a} >= {b})"),
+        BinaryOp::BitShiftLeft if int => format!("({b} >= {bits} ? ({})0 : ({})({a} << {b}))", c_type(d)?, c_type(d)?),
+        BinaryOp::BitShiftRight if int => format!("({b} >= {bits} ? ({})0 : ({})({a} >> {b}))", c_type(d)?, c_type(d)?),
+        BinaryOp::BitAnd if int => format!("({})({a} & {b})", c_type(d)?),
+        BinaryOp::BitOr if int => format!("({})({a} | {b})", c_type(d)?),
+        BinaryOp::BitXor if int => format!("({})({a} ^ {b})", c_type(d)?),
+        BinaryOp::PRelu if d != DType::Bool => format!("({a} < 0 ? {b} * {a} : {a})"),
+        _ => return None,
+    })
+}
+
+/// The dtype a binary op's result has for operands of `d`.
+pub fn binary_out(op: BinaryOp, d: DType) -> DType {
+    match op {
+        BinaryOp::Equal | BinaryOp::Less | BinaryOp::LessOrEqual | BinaryOp::Greater | BinaryOp::GreaterOrEqual => DType::Bool,
+        _ => d,
+    }
+}
+
+/// The runtime unary function `u` on an f32 `x` (a fused program's step): the op it is the
+/// scalar function of, printed as that op is.
+fn runtime_unary(u: Unary, x: &str) -> Option<String> {
+    let op = match u {
+        Unary::Abs => UnaryOp::Abs,
+        Unary::Neg => UnaryOp::Neg,
+        Unary::Exp => UnaryOp::Exp,
+        Unary::Log => UnaryOp::Log,
+        Unary::Sqrt => UnaryOp::Sqrt,
+        Unary::Reciprocal => UnaryOp::Reciprocal,
+        Unary::Floor => UnaryOp::Floor,
+        Unary::Ceil => UnaryOp::Ceil,
+        Unary::Round => UnaryOp::Round,
+        Unary::Sign => UnaryOp::Sign,
+        Unary::Sin => UnaryOp::Sin,
+        Unary::Cos => UnaryOp::Cos,
+        Unary::Tan => UnaryOp::Tan,
+        Unary::Asin => UnaryOp::Asin,
+        Unary::Acos => UnaryOp::Acos,
+        Unary::Atan => UnaryOp::Atan,
+        Unary::Sinh => UnaryOp::Sinh,
+        Unary::Cosh => UnaryOp::Cosh,
+        Unary::Asinh => UnaryOp::Asinh,
+        Unary::Acosh => UnaryOp::Acosh,
+        Unary::Atanh => UnaryOp::Atanh,
+        Unary::Erf => UnaryOp::Erf,
+        Unary::Relu => UnaryOp::Relu,
+        Unary::Sigmoid => UnaryOp::Sigmoid,
+        Unary::Tanh => UnaryOp::Tanh,
+        Unary::Softplus => UnaryOp::Softplus,
+        Unary::Softsign => UnaryOp::Softsign,
+        Unary::LeakyRelu(alpha) => UnaryOp::LeakyRelu { alpha },
+        Unary::Elu(alpha) => UnaryOp::Elu { alpha },
+        Unary::Selu(alpha, gamma) => UnaryOp::Selu { alpha, gamma },
+        Unary::Celu(alpha) => UnaryOp::Celu { alpha },
+        Unary::HardSigmoid(alpha, beta) => UnaryOp::HardSigmoid { alpha, beta },
+        Unary::HardSwish => UnaryOp::HardSwish,
+        Unary::ThresholdedRelu(alpha) => UnaryOp::ThresholdedRelu { alpha },
+        Unary::Gelu => UnaryOp::Gelu { tanh_approx: false },
+        Unary::GeluTanh => UnaryOp::Gelu { tanh_approx: true },
+        Unary::Mish => UnaryOp::Mish,
+    };
+    unary(op, x, DType::F32)
+}
+
+/// The statements computing one element of a fused f32 program: `inputs[i]` is the C
+/// expression of input `i` at this element; the result is left in `s<last>`.
+pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {
+    let mut body = String::new();
+    for (k, s) in p.steps.iter().enumerate() {
+        let arg = |o: &Operand| -> Option<String> {
+            Some(match *o {
+                Operand::Input(i) => inputs.get(i)?.clone(),
+                Operand::Step(j) => format!("s{j}"),
+                Operand::Const(c) => f32_lit(c),
+            })
+        };
+        let args: Vec<String> = s.args.iter().map(arg).collect::<Option<_>>()?;
+        let e = match s.op {
+            ScalarOp::Unary(u) => runtime_unary(u, args.first()?)?,
+            ScalarOp::Binary(b) => {
+                let op = match b {
+                    Arith::Add => BinaryOp::Add,
+                    Arith::Sub => BinaryOp::Sub,
+                    Arith::Mul => BinaryOp::Mul,
+                    Arith::Div => BinaryOp::Div,
+                    Arith::Max => BinaryOp::Max,
+                    Arith::Min => BinaryOp::Min,
+                };
+                binary(op, args.first()?, args.get(1)?, DType::F32)?
+            }
+        };
+        body.push_str(&format!("float s{k} = {e};\n"));
+    }
+    Some((body, format!("s{}", p.steps.len().checked_sub(1)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_keep_their_bits() {
+        assert_eq!(f32_lit(1.0), "1e0f");
+        assert_eq!(f32_lit(1e-5), "1e-5f");
+        assert_eq!(f32_lit(f32::INFINITY), "__int_as_float(0x7f800000)");
+        assert_eq!(f32_lit(f32::NEG_INFINITY), "__int_as_float(0xff800000)");
+        let x = 0.1f32 + 0.2;
+        let text = f32_lit(x);
+        assert_eq!(text.trim_end_matches('f').parse::<f32>().map(f32::to_bits), Ok(x.to_bits()));
+    }
+
+    #[test]
+    fn ops_refuse_types_they_have_no_meaning_on() {
+        assert!(unary(UnaryOp::Exp, "x", DType::I64).is_none());
+        assert!(unary(UnaryOp::Not, "x", DType::F32).is_none());
+        assert_eq!(unary(UnaryOp::Relu, "x", DType::F32).as_deref(), Some("(x > 0 ? x : 0e0f)"));
+        assert!(binary(BinaryOp::And, "a", "b", DType::F32).is_none());
+        assert!(binary(BinaryOp::Div, "a", "b", DType::I32).unwrap().contains("== 0"));
+        assert_eq!(binary_out(BinaryOp::Less, DType::F32), DType::Bool);
+    }
+}
