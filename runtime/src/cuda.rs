@@ -106,7 +106,8 @@ impl Session {
         if needed > free {
             return Err(CudaError::OutOfMemory { needed, free });
         }
-        let stream = ctx.default_stream();
+        // A stream of its own: the legacy default stream cannot be captured into a graph.
+        let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(spec.ptx)).map_err(driver("cuModuleLoadData"))?;
         let functions = spec.kernels.iter().map(|k| module.load_function(k)).collect::<Result<Vec<_>, _>>().map_err(driver("cuModuleGetFunction"))?;
         let arena = stream.alloc_zeros::<u8>(spec.arena_bytes.max(1)).map_err(driver("cuMemAlloc"))?;

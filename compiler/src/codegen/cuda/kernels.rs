@@ -162,12 +162,31 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
     let one = |body: String, decls: String| Ok(vec![pointwise(name, on, on, &decls, &body)]);
     match &n.op {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(crate::ir::UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
-            if cx.plan.aliases.contains_key(&out) {
-                return Ok(vec![]);
+            let mut ks = Vec::new();
+            if !cx.plan.aliases.contains_key(&out) {
+                let x = cx.ptr(n, cx.input(n, 0)?)?;
+                ks.push(pointwise(name, on, on, "", &format!("{y}[i] = {x}[i];")));
             }
-            let x = cx.ptr(n, cx.input(n, 0)?)?;
-            one(format!("{y}[i] = {x}[i];"), String::new())
+            // Inference Dropout's mask keeps every element.
+            if let (Op::Dropout { .. }, Some(&mask)) = (&n.op, n.outputs.get(1)) {
+                ks.push(pointwise(&format!("{name}_mask"), on, on, "", &format!("{}[i] = 1;", cx.ptr(n, mask)?)));
+            }
+            Ok(ks)
         }
+        Op::ConstantOfShape { value } => {
+            let v = value.to_f64_vec().first().copied().unwrap_or(0.0);
+            let lit = match od {
+                DType::F32 => scalar::f32_lit(v as f32),
+                DType::F64 if v.is_finite() => format!("{v:e}"),
+                DType::F64 => format!("(double){}", scalar::f32_lit(v as f32)),
+                _ => match value.to_i64_vec().and_then(|v| v.first().copied()) {
+                    Some(i) => format!("({ot}){i}LL"),
+                    None => return Err(cx.err(n, "fill value is not an integer")),
+                },
+            };
+            one(format!("{y}[i] = {lit};"), String::new())
+        }
+        Op::Dropout { training: true, .. } => Err(cx.err(n, "training Dropout is not supported by the CUDA target yet")),
         Op::Unary(u) => {
             let xv = cx.input(n, 0)?;
             let (xd, _) = cx.ty(n, xv)?;

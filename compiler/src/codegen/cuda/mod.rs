@@ -71,7 +71,7 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
         for &id in &memory.order {
             let base = format!("k{}", ks.len());
             for (j, mut k) in kernels::node(&cx, id, &base)?.into_iter().enumerate() {
-                if j > 0 {
+                if j > 0 && k.name == base {
                     // A node's second and later kernels get their own names.
                     let renamed = format!("{base}_{j}");
                     k.source = k.source.replacen(&format!("void {}(", k.name), &format!("void {renamed}("), 1);

@@ -176,7 +176,12 @@ pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
         BinaryOp::Greater => format!("(unsigned char)({a} > {b})"),
         BinaryOp::GreaterOrEqual => format!("(unsigned char)({a} >= {b})"),
         BinaryOp::BitShiftLeft if int => format!("({b} >= {bits} ? ({})0 : ({})({a} << {b}))", c_type(d)?, c_type(d)?),
-        BinaryOp::BitShiftRight if int => format!("({b} >= {bits} ? ({})0 : ({})({a} >> {b}))", c_type(d)?, c_type(d)?),
+        // Shifting a signed value right by its width or more leaves its sign in every bit.
+        BinaryOp::BitShiftRight if int => {
+            let ty = c_type(d)?;
+            let fill = if matches!(d, DType::I8 | DType::I16 | DType::I32 | DType::I64) { format!("({a} < 0 ? ({ty})-1 : ({ty})0)") } else { format!("({ty})0") };
+            format!("({b} >= {bits} ? {fill} : ({ty})({a} >> {b}))")
+        }
         BinaryOp::BitAnd if int => format!("({})({a} & {b})", c_type(d)?),
         BinaryOp::BitOr if int => format!("({})({a} | {b})", c_type(d)?),
         BinaryOp::BitXor if int => format!("({})({a} ^ {b})", c_type(d)?),

@@ -1,0 +1,96 @@
+//! The CUDA target without a GPU: every kernel NVRTC accepts, the generated module builds
+//! against burnc-runtime's `cuda` feature, links no CUDA library, and without a driver starts
+//! with an error instead of a panic. (On a GPU, scripts/gpu_check.sh runs the modules.)
+mod common;
+
+use burnc::build::{compile_to, CompileOptions, Target};
+use std::path::Path;
+use std::process::Command;
+
+fn setup_python() {
+    let status = Command::new("bash").arg(common::root().join("scripts/setup_python.sh")).status().expect("run setup_python.sh");
+    assert!(status.success(), "scripts/setup_python.sh failed");
+}
+
+fn compile(model: &Path, out: &Path, pins: &[(String, Vec<usize>)]) -> burnc::Report {
+    let opts = CompileOptions { target: Target::Cuda, ..Default::default() };
+    compile_to(model, out, pins, &[], None, &opts).unwrap_or_else(|e| panic!("{}: {e}", model.display()))
+}
+
+#[test]
+fn models_compile_to_ptx_and_the_module_builds() {
+    setup_python();
+    let dir = common::root().join("target/cuda-target-test");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let mnist = common::root().join("examples/mnist/mnist_cnn.onnx");
+    let report = compile(&mnist, &dir.join("src/model.rs"), &[]);
+    assert_eq!(report.inputs[0].shape, vec![1, 1, 28, 28]);
+    let ptx = std::fs::read_to_string(dir.join("src/model.ptx")).unwrap();
+    let cu = std::fs::read_to_string(dir.join("src/model.cu")).unwrap();
+    let kernels = cu.matches("__global__ void ").count();
+    assert!(kernels >= 6, "{kernels} kernels for the MNIST CNN");
+    // Every kernel of the CUDA C is an entry of the PTX, for the architecture burnc targets.
+    assert_eq!(ptx.matches(".entry ").count(), kernels);
+    assert!(ptx.contains(".target sm_90"), "PTX target: {}", ptx.lines().find(|l| l.starts_with(".target")).unwrap_or("none"));
+
+    // The module builds in a crate with the runtime's `cuda` feature, and without a GPU says so.
+    let main = r#"mod model;
+fn main() {
+    match model::Model::new() {
+        Ok(mut m) => {
+            let x = [0.5f32; 784];
+            let out = m.forward(&x).expect("forward");
+            println!("ran on a GPU: {} outputs", out.logits.len());
+        }
+        Err(e) => println!("no GPU: {e}"),
+    }
+}
+"#;
+    std::fs::write(dir.join("src/main.rs"), main).unwrap();
+    let manifest = format!(
+        "[package]\nname = \"cuda-target-test\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"cuda\"] }}\n\n[workspace]\n",
+        common::root().join("runtime").display().to_string()
+    );
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+    let target = common::root().join("target/cuda-target-test-build");
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--release", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .output()
+        .expect("run cargo");
+    assert!(out.status.success(), "the CUDA module does not build:\n{}", String::from_utf8_lossy(&out.stderr));
+    let bin = target.join("release/cuda-target-test");
+    let run = Command::new(&bin).output().expect("run the binary");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "the binary failed: {stdout}{}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.starts_with("no GPU: ") || stdout.starts_with("ran on a GPU: 10 outputs"), "{stdout}");
+    // No CUDA library is linked: the driver is loaded when a session starts.
+    if let Ok(ldd) = Command::new("ldd").arg(&bin).output() {
+        let libs = String::from_utf8_lossy(&ldd.stdout);
+        assert!(!libs.contains("libcuda") && !libs.contains("nvrtc"), "{libs}");
+    }
+}
+
+#[test]
+fn light_models_compile_for_cuda() {
+    setup_python();
+    let data = common::data_dir().join("light");
+    let dir = common::root().join("target/cuda-target-light");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The CNN families of the light models: concatenations, channel shuffles (Reshape and
+    // Transpose), LRN, average and global pooling, sums; kept to the small ones (the blobs are
+    // written out).
+    for name in ["light_squeezenet", "light_shufflenet", "light_inception_v1"] {
+        let d = data.join(name);
+        let model = std::fs::read_dir(&d).unwrap().flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "onnx")).expect("model");
+        let report = compile(&model, &dir.join(format!("{name}.rs")), &[]);
+        let ptx = std::fs::read_to_string(dir.join(format!("{name}.ptx"))).unwrap();
+        assert!(ptx.matches(".entry ").count() > 10, "{name}: {} kernels", ptx.matches(".entry ").count());
+        assert!(report.weights_bytes > 0);
+        for ext in ["bin", "ptx", "cu", "rs"] {
+            let _ = std::fs::remove_file(dir.join(format!("{name}.{ext}")));
+        }
+    }
+}
