@@ -5,6 +5,7 @@ use super::scalar::{self, c_type};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
+use burnc_runtime::kernels::window::Window3;
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -269,34 +270,24 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 Some(b) => format!("{}[m]", cx.ptr(n, b)?),
                 None => "0".into(),
             };
-            let [_, ih, iw] = win.input;
+            let [id_, ih, iw] = win.input;
             let [od_, oh, ow] = win.output;
             let [kd, kh, kw] = win.kernel;
-            let [sd, sh, sw] = win.strides;
-            let [dd, dh, dw] = win.dilations;
-            let [pd, ph, pw] = win.pads_begin;
-            let id_ = win.input[0];
-            let spatial_in = id_ * ih * iw;
             let body = format!(
-                "int ox = i % {ow}; int oy = (i / {ow}) % {oh}; int oz = (i / {}) % {od_}; int m = (i / {}) % {c_out}; int b = i / {};\n\
+                "{coords} int m = (i / {}) % {c_out}; int b = i / {};\n\
                  int g = m / {mg};\n\
                  {ot} acc = {bias};\n\
-                 const {ot}* xb = {x} + ((long long)b * {} + (long long)g * {cg}) * {spatial_in};\n\
+                 const {ot}* xb = {x} + ((long long)b * {} + (long long)g * {cg}) * {};\n\
                  const {ot}* wm = {w} + (long long)m * {};\n\
-                 for (int c = 0; c < {cg}; ++c) {{\n\
-                   for (int kz = 0; kz < {kd}; ++kz) {{ int z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id_}) continue;\n\
-                   for (int ky = 0; ky < {kh}; ++ky) {{ int yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) continue;\n\
-                   for (int kx = 0; kx < {kw}; ++kx) {{ int xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) continue;\n\
-                     acc += xb[(c * {id_} + z) * {} + yy * {iw} + xx] * wm[((c * {kd} + kz) * {kh} + ky) * {kw} + kx];\n\
-                   }} }} }}\n\
-                 }}\n\
+                 for (int c = 0; c < {cg}; ++c) {{\n{}\n}}\n\
                  {y}[i] = acc;",
-                oh * ow,
                 od_ * oh * ow,
                 c_out * od_ * oh * ow,
                 xs[1],
+                id_ * ih * iw,
                 cg * kd * kh * kw,
-                ih * iw,
+                window_taps(&win, &format!("acc += xb[(c * {id_} + z) * {} + yy * {iw} + xx] * wm[((c * {kd} + kz) * {kh} + ky) * {kw} + kx];", ih * iw)),
+                coords = out_coords(&win),
                 x = cx.ptr(n, xv)?,
                 w = cx.ptr(n, wv)?,
             );
@@ -339,19 +330,11 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 _ => "int den = cnt;".into(),
             };
             let body = format!(
-                "int ox = i % {ow}; int oy = (i / {ow}) % {oh}; int oz = (i / {}) % {od_}; long long p = i / {};\n\
-                 const {ot}* xp = {x} + p * {};\n\
-                 {init}\n\
-                 for (int kz = 0; kz < {kd}; ++kz) {{ int z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id_}) continue;\n\
-                 for (int ky = 0; ky < {kh}; ++ky) {{ int yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) continue;\n\
-                 for (int kx = 0; kx < {kw}; ++kx) {{ int xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) continue;\n\
-                   {ot} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;\n\
-                 }} }} }}\n\
-                 {den}\n\
-                 {y}[i] = {fin};",
-                oh * ow,
+                "{} long long p = i / {};\nconst {ot}* xp = {x} + p * {};\n{init}\n{}\n{den}\n{y}[i] = {fin};",
+                out_coords(&win),
                 od_ * oh * ow,
                 id_ * ih * iw,
+                window_taps(&win, &format!("{ot} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
                 x = cx.ptr(n, xv)?,
             );
             one(body, String::new())
@@ -478,6 +461,29 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::Def(d) => Err(cx.err(n, format!("{} is not supported by the CUDA target yet", d.name()))),
         _ => Err(cx.err(n, "not supported by the CUDA target yet")),
     }
+}
+
+/// The output position of flat index `i` of a window op (`ox`, `oy`, `oz`).
+fn out_coords(win: &Window3) -> String {
+    let [od, oh, ow] = win.output;
+    format!("int ox = i % {ow}; int oy = (i / {ow}) % {oh}; int oz = (i / {}) % {od};", oh * ow)
+}
+
+/// Loops over a window's taps at output position (`oz`, `oy`, `ox`), skipping those in the
+/// padding: `body` sees the tap (`kz`, `ky`, `kx`) and the input position (`z`, `yy`, `xx`).
+fn window_taps(win: &Window3, body: &str) -> String {
+    let [id, ih, iw] = win.input;
+    let [kd, kh, kw] = win.kernel;
+    let [sd, sh, sw] = win.strides;
+    let [dd, dh, dw] = win.dilations;
+    let [pd, ph, pw] = win.pads_begin;
+    format!(
+        "for (int kz = 0; kz < {kd}; ++kz) {{ int z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id}) continue;\n\
+         for (int ky = 0; ky < {kh}; ++ky) {{ int yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) continue;\n\
+         for (int kx = 0; kx < {kw}; ++kx) {{ int xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) continue;\n\
+         {body}\n\
+         }} }} }}"
+    )
 }
 
 enum MatMulKind {
