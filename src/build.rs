@@ -3,7 +3,7 @@
 use burnc_compiler::codegen::{self, CodegenOptions, Generated, IoDesc, TrainGenerated};
 use burnc_compiler::train::{TrainGraph, TrainSpec};
 use burnc_compiler::interp::RtValue;
-use burnc_compiler::ir::{Dim, Graph, Shape, TensorType, ValueKind, ValueType};
+use burnc_compiler::ir::{DType, Dim, Graph, Shape, TensorType, ValueKind, ValueType};
 use burnc_frontends::onnx::values::{decode_value, ValueKindHint};
 use burnc_frontends::safetensors::{Applied, Rename, WeightsOptions};
 use std::path::{Path, PathBuf};
@@ -330,11 +330,13 @@ pub struct CompileOptions {
     /// [`CodegenOptions::max_arena`].
     pub max_arena: usize,
     pub target: Target,
+    /// [`CodegenOptions::floats`]: F32, or BF16/F16 for the CUDA target.
+    pub floats: DType,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu }
+        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu, floats: DType::F32 }
     }
 }
 
@@ -342,7 +344,7 @@ impl CompileOptions {
     /// The code generator's options for these choices, the weights blob named `weights_file`
     /// and the model `source_name` (for the header comment).
     pub fn codegen(&self, weights_file: &str, source_name: &str) -> CodegenOptions {
-        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, ..Default::default() }
+        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, floats: self.floats, ..Default::default() }
     }
 }
 
@@ -504,6 +506,9 @@ pub fn compile_to(
     if options.target == Target::Cuda {
         return compile_cuda_to(model, out, pins, consts, weights, options);
     }
+    if options.floats != DType::F32 {
+        return Err(BuildError::Invalid(format!("--dtype {} runs on the CUDA target only for now", options.floats)));
+    }
     let gen = generate_with(model, pins, consts, weights, &bin_name, options)?;
     write_generated(out, &bin, gen)
 }
@@ -590,6 +595,7 @@ pub struct Build {
     winograd: bool,
     max_arena: usize,
     target: Target,
+    floats: DType,
 }
 
 impl Build {
@@ -611,6 +617,7 @@ impl Build {
             winograd: true,
             max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES,
             target: Target::Cpu,
+            floats: DType::F32,
         }
     }
 
@@ -695,6 +702,13 @@ impl Build {
         self
     }
 
+    /// The dtype the model's f32 tensors run in ([`DType::F32`] by default; `BF16` or `F16`
+    /// on [`Target::Cuda`], with f32 arithmetic, as `model.to(torch.bfloat16)` runs).
+    pub fn floats(mut self, dtype: DType) -> Self {
+        self.floats = dtype;
+        self
+    }
+
     /// Whether 3×3 convolutions may run by Winograd (default true): faster, but their weights
     /// take 4× the space in the blob ([`CodegenOptions::winograd`]).
     pub fn winograd(mut self, on: bool) -> Self {
@@ -743,7 +757,7 @@ impl Build {
         let pins: Vec<(String, Vec<usize>)> =
             specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target }),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target, floats: self.floats }),
             Some(spec) => {
                 let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {

@@ -176,6 +176,23 @@ impl Session {
         }
     }
 
+    /// Milliseconds of each of `n` back-to-back replays of the forward pass, from CUDA events
+    /// recorded on the stream around each one (after one untimed run that also captures the
+    /// graph): device time, as torch.cuda.Event measures it.
+    pub fn time_replays(&mut self, n: usize) -> Result<Vec<f32>, CudaError> {
+        self.run()?;
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let ctx = self.stream.context().clone();
+        let events = (0..=n).map(|_| ctx.new_event(timing)).collect::<Result<Vec<_>, _>>().map_err(driver("cuEventCreate"))?;
+        events[0].record(&self.stream).map_err(driver("cuEventRecord"))?;
+        for e in &events[1..] {
+            self.run()?;
+            e.record(&self.stream).map_err(driver("cuEventRecord"))?;
+        }
+        self.synchronize()?;
+        events.windows(2).map(|w| w[0].elapsed_ms(&w[1]).map_err(driver("cuEventElapsedTime"))).collect()
+    }
+
     /// Wait until everything queued on the stream has finished.
     pub fn synchronize(&self) -> Result<(), CudaError> {
         self.stream.synchronize().map_err(driver("cuStreamSynchronize"))

@@ -16,6 +16,18 @@ pub struct CodegenFlags {
     /// compiled to PTX now, embedded in the module; the binary links no CUDA library).
     #[arg(long, value_name = "TARGET", default_value = "cpu")]
     pub target: TargetArg,
+    /// The dtype the model's f32 weights and activations run in (`--target cuda`): `f32`, or
+    /// `bf16`/`f16`, stored in 16 bits with f32 arithmetic; inputs and outputs stay f32.
+    #[arg(long, value_name = "DTYPE", default_value = "f32")]
+    pub dtype: DTypeArg,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DTypeArg {
+    #[default]
+    F32,
+    Bf16,
+    F16,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -32,6 +44,11 @@ impl CodegenFlags {
             TargetArg::Cpu => burnc::build::Target::Cpu,
             TargetArg::Cuda => burnc::build::Target::Cuda,
         };
-        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target }
+        let floats = match self.dtype {
+            DTypeArg::F32 => burnc_compiler::ir::DType::F32,
+            DTypeArg::Bf16 => burnc_compiler::ir::DType::BF16,
+            DTypeArg::F16 => burnc_compiler::ir::DType::F16,
+        };
+        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats }
     }
 }

@@ -55,6 +55,9 @@ pub struct CodegenOptions {
     /// The most bytes the arena may take; a model above it is refused with the node that
     /// needs the largest buffer ([`crate::size::DEFAULT_MAX_ARENA_BYTES`] by default).
     pub max_arena: usize,
+    /// The dtype the model's f32 tensors are computed and stored in: F32, or BF16/F16 with
+    /// f32 arithmetic (`passes::precision`; the CUDA target only).
+    pub floats: DType,
 }
 
 impl Default for CodegenOptions {
@@ -67,6 +70,7 @@ impl Default for CodegenOptions {
             winograd: true,
             profile: false,
             max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES,
+            floats: DType::F32,
         }
     }
 }

@@ -26,6 +26,10 @@ pub struct Swish {
 }
 
 impl OpDef for Swish {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "Swish"
     }
@@ -87,6 +91,10 @@ pub struct SwiGlu {
 }
 
 impl OpDef for SwiGlu {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "SwiGlu"
     }
@@ -171,6 +179,10 @@ impl OpDef for SwiGlu {
 pub struct BiasSplitGelu;
 
 impl OpDef for BiasSplitGelu {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "BiasSplitGelu"
     }

@@ -30,6 +30,13 @@ pub struct Cast {
 }
 
 impl OpDef for Cast {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        let (x, y) = (cx.input(0)?, cx.output(0)?);
+        let ((xd, xs), to) = (cx.ty(x)?, cx.ty(y)?.0);
+        let e = crate::codegen::cuda::scalar::cast(&format!("{}[i]", cx.ptr(x)?), xd, to).ok_or_else(|| cx.err(format!("cast from {xd} to {to} is not supported by the CUDA target yet")))?;
+        Ok(vec![cx.pointwise(xs.iter().product(), &format!("{}[i] = {e};", cx.ptr(y)?))])
+    }
+
     fn name(&self) -> &'static str {
         if self.to.is_some() {
             "Cast"

@@ -40,6 +40,10 @@ impl Cumulative {
 }
 
 impl OpDef for Cumulative {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         if self.product {
             "CumProd"

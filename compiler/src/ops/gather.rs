@@ -34,6 +34,10 @@ impl GatherElements {
 }
 
 impl OpDef for GatherElements {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "GatherElements"
     }

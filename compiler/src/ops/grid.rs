@@ -44,6 +44,10 @@ impl GridSample {
 }
 
 impl OpDef for GridSample {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "GridSample"
     }

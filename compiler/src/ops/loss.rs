@@ -64,6 +64,10 @@ fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> R<Tensor> {
 }
 
 impl OpDef for NllLoss {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         if self.softmax {
             "SoftmaxCrossEntropyLoss"

@@ -26,6 +26,7 @@ pub mod reduce;
 pub mod select;
 pub mod split;
 
+pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
 
 use crate::codegen::CodegenError;
@@ -55,6 +56,10 @@ pub trait OpDef: fmt::Debug + Send + Sync {
     /// for a fixed dim and reads the run-time size table for a bounded one, so one emitter
     /// serves both.
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError>;
+
+    /// The node's CUDA kernels (`--target cuda`, static shapes); an op the target does not run
+    /// yet answers [`CudaCx::unsupported`].
+    fn cuda(&self, cx: &CudaCx) -> Result<Vec<CudaKernel>, CodegenError>;
 
     /// Scratch bytes the emitted code needs, at the given input shapes (for bounded dims, the
     /// shapes at the bounds: the need may not grow as a dim shrinks).

@@ -51,6 +51,46 @@ fn covers_inner(cx: &EmitCx, v: ValueId, inner: &DimExpr) -> Result<bool, Codege
 }
 
 impl OpDef for LayerNorm {
+    // One warp per normalized row: mean, then the centred variance, then the output (the row
+    // is read three times, from cache after the first).
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        let x = cx.input(0)?;
+        let (xd, xs) = cx.ty(x)?;
+        let a = norm_axis(self.axis, xs.len()).map_err(|e| cx.err(e))?;
+        let (outer, inner): (usize, usize) = (xs[..a].iter().product(), xs[a..].iter().product());
+        let dims = |s: &[usize]| s.iter().map(|&d| DimExpr::constant(d as i64)).collect::<Vec<_>>();
+        let covers = |v: ValueId| -> Result<bool, CodegenError> { Ok(covered(&dims(&xs), &dims(&cx.ty(v)?.1)) == Some(DimExpr::constant(inner as i64))) };
+        let scale = cx.input(1)?;
+        if !covers(scale)? || cx.opt_input(2).map(covers).transpose()? == Some(false) {
+            return Err(cx.err("a broadcast Scale or B is not supported by the CUDA target yet"));
+        }
+        let t = cx.acc(xd)?;
+        let bias = match cx.opt_input(2) {
+            Some(b) => format!(" + ({t}){}[k]", cx.ptr(b)?),
+            None => String::new(),
+        };
+        let mut stats = String::new();
+        for (k, what) in [(1, "mean"), (2, "inv")] {
+            if let Some(v) = cx.used_output(k) {
+                stats += &format!("if (lane == 0) {}[row] = {what};\n", cx.ptr(v)?);
+            }
+        }
+        let (sqrt, eps) = if t == "double" { ("sqrt", format!("{}", self.epsilon as f64)) } else { ("sqrtf", crate::codegen::cuda::scalar::f32_lit(self.epsilon)) };
+        let sum = crate::codegen::cuda::kernels::warp_reduce("s", false);
+        let body = format!(
+            "const long long at = (long long)row * {inner};\n\
+             {t} s = 0;\nfor (int k = lane; k < {inner}; k += 32) s += ({t}){x}[at + k];\n{sum}\
+             const {t} mean = s / {inner};\n\
+             s = 0;\nfor (int k = lane; k < {inner}; k += 32) {{ {t} d = ({t}){x}[at + k] - mean; s += d * d; }}\n{sum}\
+             const {t} inv = 1 / {sqrt}(s / {inner} + {eps});\n\
+             for (int k = lane; k < {inner}; k += 32) {y}[at + k] = (({t}){x}[at + k] - mean) * inv * ({t}){scale}[k]{bias};\n{stats}",
+            x = cx.ptr(x)?,
+            y = cx.ptr(cx.output(0)?)?,
+            scale = cx.ptr(scale)?,
+        );
+        Ok(vec![cx.warp_rows(outer, &body)])
+    }
+
     fn name(&self) -> &'static str {
         "LayerNormalization"
     }
@@ -188,6 +228,10 @@ impl RmsNorm {
 }
 
 impl OpDef for RmsNorm {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "RMSNormalization"
     }
@@ -274,6 +318,10 @@ impl LpNorm {
 }
 
 impl OpDef for LpNorm {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "LpNormalization"
     }
@@ -360,6 +408,10 @@ impl Hardmax {
 }
 
 impl OpDef for Hardmax {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "Hardmax"
     }

@@ -46,6 +46,10 @@ impl OneHot {
 }
 
 impl OpDef for OneHot {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "OneHot"
     }

@@ -61,6 +61,10 @@ impl Pad {
 }
 
 impl OpDef for Pad {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "Pad"
     }

@@ -130,6 +130,10 @@ impl Quantize {
 }
 
 impl OpDef for Quantize {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "QuantizeLinear"
     }
@@ -228,6 +232,10 @@ impl Dequantize {
 }
 
 impl OpDef for Dequantize {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "DequantizeLinear"
     }
@@ -326,6 +334,10 @@ impl DynamicQuantize {
 }
 
 impl OpDef for DynamicQuantize {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "DynamicQuantizeLinear"
     }

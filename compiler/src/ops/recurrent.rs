@@ -109,6 +109,10 @@ fn act_lit(a: &RnnAct) -> String {
 }
 
 impl OpDef for Recurrent {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         match self.0.cell {
             RnnCell::Rnn => "RNN",

@@ -30,6 +30,10 @@ impl ArgReduce {
 }
 
 impl OpDef for ArgReduce {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         if self.max {
             "ArgMax"

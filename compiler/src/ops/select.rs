@@ -18,6 +18,10 @@ pub fn op() -> Op {
 pub struct Where;
 
 impl OpDef for Where {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "Where"
     }
@@ -158,6 +162,10 @@ impl Trilu {
 }
 
 impl OpDef for Trilu {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "Trilu"
     }

@@ -67,6 +67,10 @@ impl Split {
 }
 
 impl OpDef for Split {
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn name(&self) -> &'static str {
         "Split"
     }

@@ -6,6 +6,7 @@ pub mod fold;
 pub mod fuse;
 mod fuse_chain;
 pub mod infer;
+pub mod precision;
 pub mod symbolic;
 mod infer_unpool;
 pub mod unseq;

@@ -83,6 +83,98 @@ impl Cx<'_> {
     }
 }
 
+/// One node as an op definition sees it when writing its kernels ([`crate::ops::OpDef::cuda`]):
+/// its operands' types and device pointers, and the kernel shapes every op shares.
+pub struct NodeCx<'a, 'g> {
+    cx: &'a Cx<'g>,
+    n: &'a Node,
+    name: &'a str,
+}
+
+impl NodeCx<'_, '_> {
+    /// The name of the node's first kernel (later ones add a suffix).
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    pub fn err(&self, reason: impl Into<String>) -> CodegenError {
+        self.cx.err(self.n, reason)
+    }
+
+    /// The error of an op the CUDA target does not run yet.
+    pub fn unsupported(&self) -> CodegenError {
+        self.err("not supported by the CUDA target yet")
+    }
+
+    pub fn input(&self, i: usize) -> R<ValueId> {
+        self.cx.input(self.n, i)
+    }
+
+    pub fn opt_input(&self, i: usize) -> Option<ValueId> {
+        self.n.inputs.get(i).copied().flatten()
+    }
+
+    pub fn output(&self, k: usize) -> R<ValueId> {
+        self.cx.output(self.n, k)
+    }
+
+    /// Output `k` when something reads it (it has an arena slot).
+    pub fn used_output(&self, k: usize) -> Option<ValueId> {
+        let v = *self.n.outputs.get(k)?;
+        self.cx.plan.slots.contains_key(&v).then_some(v)
+    }
+
+    /// Dtype and static shape of `v`.
+    pub fn ty(&self, v: ValueId) -> R<(DType, Vec<usize>)> {
+        self.cx.ty(self.n, v)
+    }
+
+    /// A typed C pointer to `v`'s first element.
+    pub fn ptr(&self, v: ValueId) -> R<String> {
+        self.cx.ptr(self.n, v)
+    }
+
+    /// The C type `d` is stored as.
+    pub fn c(&self, d: DType) -> R<&'static str> {
+        self.cx.c(self.n, d)
+    }
+
+    /// The C type arithmetic on `d` runs in (`float` for the 16-bit floats).
+    pub fn acc(&self, d: DType) -> R<&'static str> {
+        scalar::compute_type(d).ok_or_else(|| self.err(format!("{d} is not supported by the CUDA target yet")))
+    }
+
+    /// A kernel running `body` once per flat index `i < n`.
+    pub fn pointwise(&self, n: usize, body: &str) -> Kernel {
+        pointwise(self.name, n, n, "", body)
+    }
+
+    /// A kernel running `body` once per row `row < rows`, one warp per row (`lane` is the
+    /// thread's place in it): for reductions along contiguous rows.
+    pub fn warp_rows(&self, rows: usize, body: &str) -> Kernel {
+        warp_rows(self.name, rows, body)
+    }
+}
+
+/// Warps per block of the row kernels.
+const ROW_WARPS: usize = 8;
+
+fn warp_rows(name: &str, rows: usize, body: &str) -> Kernel {
+    let source = format!(
+        "extern \"C\" __global__ void {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
+         int row = blockIdx.x * {ROW_WARPS} + (threadIdx.x >> 5), lane = threadIdx.x & 31;\n\
+         if (row >= {rows}) return;\n{body}\n}}\n"
+    );
+    Kernel { name: name.to_string(), source, grid: [rows.div_ceil(ROW_WARPS).max(1) as u32, 1, 1], block: [(ROW_WARPS * 32) as u32, 1, 1] }
+}
+
+/// C statements leaving in `v` (a value in every lane of a warp) the warp's sum, or its
+/// maximum, in every lane.
+pub fn warp_reduce(v: &str, max: bool) -> String {
+    let step = if max { format!("{{ auto w = __shfl_xor_sync(0xffffffffu, {v}, o); if (w > {v}) {v} = w; }}") } else { format!("{v} += __shfl_xor_sync(0xffffffffu, {v}, o);") };
+    format!("for (int o = 16; o > 0; o >>= 1) {step}\n")
+}
+
 /// Row-major strides of `shape`.
 fn strides(shape: &[usize]) -> Vec<usize> {
     let mut s = vec![1; shape.len()];
@@ -160,6 +252,8 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
     }
     let y = cx.ptr(n, out)?;
     let ot = cx.c(n, od)?;
+    // Arithmetic runs in `at` (f32 for the 16-bit floats).
+    let at = scalar::compute_type(od).unwrap_or(ot);
     let one = |body: String, decls: String| Ok(vec![pointwise(name, on, on, &decls, &body)]);
     match &n.op {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(crate::ir::UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
@@ -177,7 +271,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::ConstantOfShape { value } => {
             let v = value.to_f64_vec().first().copied().unwrap_or(0.0);
             let lit = match od {
-                DType::F32 => scalar::f32_lit(v as f32),
+                DType::F32 | DType::BF16 | DType::F16 => scalar::f32_lit(v as f32),
                 DType::F64 if v.is_finite() => format!("{v:e}"),
                 DType::F64 => format!("(double){}", scalar::f32_lit(v as f32)),
                 _ => match value.to_i64_vec().and_then(|v| v.first().copied()) {
@@ -220,7 +314,9 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 } else {
                     format!("i % {len}")
                 };
-                ins.push(format!("{}[{at}]", cx.ptr(n, v)?));
+                let (vd, _) = cx.ty(n, v)?;
+                let widen = if scalar::is_half(vd) { "(float)" } else { "" };
+                ins.push(format!("{widen}{}[{at}]", cx.ptr(n, v)?));
             }
             let (body, last) = scalar::program(p, &ins).ok_or_else(|| cx.err(n, "elementwise program has a step the CUDA target cannot print"))?;
             one(format!("{body}{y}[i] = {last};"), String::new())
@@ -255,7 +351,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::MatMul => matmul(cx, n, name, MatMulKind::MatMul),
         Op::Gemm { alpha, beta, trans_a, trans_b } => matmul(cx, n, name, MatMulKind::Gemm { alpha: *alpha, beta: *beta, trans_a: *trans_a, trans_b: *trans_b }),
         Op::Conv { window, group } => {
-            if !matches!(od, DType::F32 | DType::F64) {
+            if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
                 return Err(cx.err(n, format!("Conv on {od} is not supported by the CUDA target")));
             }
             let (xv, wv) = (cx.input(n, 0)?, cx.input(n, 1)?);
@@ -276,7 +372,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let body = format!(
                 "{coords} int m = (i / {}) % {c_out}; int b = i / {};\n\
                  int g = m / {mg};\n\
-                 {ot} acc = {bias};\n\
+                 {at} acc = {bias};\n\
                  const {ot}* xb = {x} + ((long long)b * {} + (long long)g * {cg}) * {};\n\
                  const {ot}* wm = {w} + (long long)m * {};\n\
                  for (int c = 0; c < {cg}; ++c) {{\n{}\n}}\n\
@@ -297,7 +393,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             if n.outputs.len() > 1 {
                 return Err(cx.err(n, "MaxPool indices are not supported by the CUDA target yet"));
             }
-            if !matches!(od, DType::F32 | DType::F64) {
+            if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
             }
             let xv = cx.input(n, 0)?;
@@ -312,12 +408,12 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let [pd, ph, pw] = win.pads_begin;
             let [ed, eh, ew] = win.pads_end;
             let (init, acc, fin) = match kind {
-                PoolKind::Max => (format!("{ot} acc = -(1.0 / 0.0); int cnt = 0;"), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
+                PoolKind::Max => (format!("{at} acc = -(1.0 / 0.0); int cnt = 0;"), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
                 PoolKind::Avg { count_include_pad } => {
                     let _ = count_include_pad;
-                    (format!("{ot} acc = 0; int cnt = 0;"), "acc += v;".to_string(), format!("acc / ({ot})den"))
+                    (format!("{at} acc = 0; int cnt = 0;"), "acc += v;".to_string(), format!("acc / ({at})den"))
                 }
-                PoolKind::Lp { p } => (format!("{ot} acc = 0; int cnt = 0;"), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
+                PoolKind::Lp { p } => (format!("{at} acc = 0; int cnt = 0;"), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
             };
             // The averaging divisor: windows clipped to the padded input when pads count, else
             // to the input itself.
@@ -334,7 +430,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 out_coords(&win),
                 od_ * oh * ow,
                 id_ * ih * iw,
-                window_taps(&win, &format!("{ot} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
+                window_taps(&win, &format!("{at} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
                 x = cx.ptr(n, xv)?,
             );
             one(body, String::new())
@@ -345,20 +441,20 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let len: usize = xs[2..].iter().product();
             let (init, step, fin) = match kind {
                 PoolKind::Max => ("-(1.0 / 0.0)".to_string(), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => ("0".into(), "acc += v;".into(), format!("acc / ({ot}){len}")),
+                PoolKind::Avg { .. } => ("0".into(), "acc += v;".into(), format!("acc / ({at}){len}")),
                 PoolKind::Lp { p } => ("0".into(), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
             };
-            if !matches!(od, DType::F32 | DType::F64) {
+            if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
             }
-            one(format!("const {ot}* xp = {} + (long long)i * {len};\n{ot} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {ot} v = xp[k]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?), String::new())
+            one(format!("const {ot}* xp = {} + (long long)i * {len};\n{at} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xp[k]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?), String::new())
         }
         Op::BatchNorm { epsilon } => {
             let c = oshape.get(1).copied().unwrap_or(1);
             let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
             let p = |k| cx.ptr(n, cx.input(n, k)?);
-            let eps = format!("({ot}){}", scalar::f32_lit(*epsilon));
-            let sqrt = if od == DType::F32 { "sqrtf" } else { "sqrt" };
+            let eps = format!("({at}){}", scalar::f32_lit(*epsilon));
+            let sqrt = if at == "float" { "sqrtf" } else { "sqrt" };
             one(
                 format!(
                     "int c = (i / {inner}) % {c};\n{y}[i] = ({x}[i] - {mean}[c]) / {sqrt}({var}[c] + {eps}) * {scale}[c] + {bias}[c];",
@@ -382,13 +478,27 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 (oshape[..a].iter().product::<usize>(), oshape[a], oshape[a + 1..].iter().product::<usize>())
             };
             let x = cx.ptr(n, cx.input(n, 0)?)?;
-            let (exp, logf) = if od == DType::F32 { ("expf", "logf") } else { ("exp", "log") };
+            let (exp, logf) = if at == "float" { ("expf", "logf") } else { ("exp", "log") };
             let fin = if *log { format!("{y}[base + k * {inner}] = xr[k * {inner}] - m - {logf}(s);") } else { format!("{y}[base + k * {inner}] = {exp}(xr[k * {inner}] - m) / s;") };
             let rows = outer * inner;
+            if inner == 1 {
+                // Contiguous rows: a warp per row.
+                let t = at;
+                let fin = if *log { format!("{y}[at + k] = ({t}){x}[at + k] - m - {logf}(s);") } else { format!("{y}[at + k] = {exp}(({t}){x}[at + k] - m) / s;") };
+                let body = format!(
+                    "const long long at = (long long)row * {len};\n\
+                     {t} m = -(1.0 / 0.0);\nfor (int k = lane; k < {len}; k += 32) {{ {t} v = {x}[at + k]; if (v > m) m = v; }}\n{}\
+                     {t} s = 0;\nfor (int k = lane; k < {len}; k += 32) s += {exp}(({t}){x}[at + k] - m);\n{}\
+                     for (int k = lane; k < {len}; k += 32) {fin}",
+                    warp_reduce("m", true),
+                    warp_reduce("s", false),
+                );
+                return Ok(vec![warp_rows(name, rows, &body)]);
+            }
             let body = format!(
                 "long long base = (i / {inner}) * {} + i % {inner};\nconst {ot}* xr = {x} + base;\n\
-                 {ot} m = -(1.0 / 0.0);\nfor (int k = 0; k < {len}; ++k) {{ {ot} v = xr[k * {inner}]; if (v > m) m = v; }}\n\
-                 {ot} s = 0;\nfor (int k = 0; k < {len}; ++k) s += {exp}(xr[k * {inner}] - m);\n\
+                 {at} m = -(1.0 / 0.0);\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xr[k * {inner}]; if (v > m) m = v; }}\n\
+                 {at} s = 0;\nfor (int k = 0; k < {len}; ++k) s += {exp}(({at})xr[k * {inner}] - m);\n\
                  for (int k = 0; k < {len}; ++k) {{ {fin} }}",
                 len * inner
             );
@@ -400,9 +510,9 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let x = cx.ptr(n, cx.input(n, 0)?)?;
             let (lo, hi) = ((size.max(&1) - 1) / 2, (size.max(&1) - 1).div_ceil(2));
             let body = format!(
-                "int c = (i / {inner}) % {c};\n{ot} s = 0;\n\
-                 for (int k = max(0, c - {lo}); k <= min({}, c + {hi}); ++k) {{ {ot} v = {x}[i + (k - c) * {inner}]; s += v * v; }}\n\
-                 {y}[i] = {x}[i] / ({ot})pow((double){} + (double){} / {size}.0 * (double)s, (double){});",
+                "int c = (i / {inner}) % {c};\n{at} s = 0;\n\
+                 for (int k = max(0, c - {lo}); k <= min({}, c + {hi}); ++k) {{ {at} v = {x}[i + (k - c) * {inner}]; s += v * v; }}\n\
+                 {y}[i] = {x}[i] / ({at})pow((double){} + (double){} / {size}.0 * (double)s, (double){});",
                 c - 1,
                 scalar::f32_lit(*bias),
                 scalar::f32_lit(*alpha),
@@ -431,10 +541,10 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                     red[crate::ir::axis::norm_axis(a, rank).map_err(|e| cx.err(n, e))?] = true;
                 }
             }
-            if !matches!(xd, DType::F32 | DType::F64) || xd != od {
+            if !matches!(xd, DType::F32 | DType::F64 | DType::BF16 | DType::F16) || xd != od {
                 return Err(cx.err(n, format!("reductions on {xd} are not supported by the CUDA target yet")));
             }
-            reduce(cx, n, name, *op, &xs, &red, &cx.ptr(n, xv)?, &y, ot, on)
+            reduce(cx, n, name, *op, &xs, &red, &cx.ptr(n, xv)?, &y, at, on)
         }
         Op::Gather { axis } => {
             let (xv, iv) = (cx.input(n, 0)?, cx.input(n, 1)?);
@@ -458,7 +568,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             );
             one(body, String::new())
         }
-        Op::Def(d) => Err(cx.err(n, format!("{} is not supported by the CUDA target yet", d.name()))),
+        Op::Def(d) => d.cuda(&NodeCx { cx, n, name }),
         _ => Err(cx.err(n, "not supported by the CUDA target yet")),
     }
 }
@@ -498,10 +608,11 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
     let ((ad, ash), (_, bsh)) = (cx.ty(n, av)?, cx.ty(n, bv)?);
     let out = cx.output(n, 0)?;
     let (od, osh) = cx.ty(n, out)?;
-    if !matches!(ad, DType::F32 | DType::F64) || ad != od {
+    if !matches!(ad, DType::F32 | DType::F64 | DType::BF16 | DType::F16) || ad != od {
         return Err(cx.err(n, format!("matrix products on {ad} are not supported by the CUDA target yet")));
     }
     let t = cx.c(n, od)?;
+    let at = scalar::compute_type(od).unwrap_or(t);
     // Operand views: (rows, cols, row stride, col stride) of one batch, plus batch offsets.
     let (m, k, nn, sa, sb, batch_a, batch_b, batches, epilogue) = match &kind {
         MatMulKind::Gemm { alpha, beta, trans_a, trans_b } => {
@@ -509,11 +620,11 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
             let nn = if *trans_b { bsh[0] } else { bsh[1] };
             let sa = if *trans_a { (1, ash[1]) } else { (ash[1], 1) };
             let sb = if *trans_b { (1, bsh[1]) } else { (bsh[1], 1) };
-            let mut ep = format!("({t}){} * acc", scalar::f32_lit(*alpha));
+            let mut ep = format!("({at}){} * acc", scalar::f32_lit(*alpha));
             if let Some(cv) = n.inputs.get(2).copied().flatten() {
                 let (_, cs) = cx.ty(n, cv)?;
                 let ci = broadcast_index(&cs, &[m, nn], "(row * N + col)");
-                ep = format!("{ep} + ({t}){} * {}[{ci}]", scalar::f32_lit(*beta), cx.ptr(n, cv)?);
+                ep = format!("{ep} + ({at}){} * ({at}){}[{ci}]", scalar::f32_lit(*beta), cx.ptr(n, cv)?);
             }
             (m, k, nn, sa, sb, "0".to_string(), "0".to_string(), 1, ep)
         }
@@ -551,7 +662,7 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
          const {t}* a = {a} + {batch_a};\nconst {t}* b = {b} + {batch_b};\n{t}* y = {y} + z * {};\n\
          int tx = threadIdx.x, ty = threadIdx.y;\n\
          int row = blockIdx.y * {TILE} + ty, col = blockIdx.x * {TILE} + tx;\n\
-         {t} acc = 0;\n\
+         {at} acc = 0;\n\
          for (int k0 = 0; k0 < K; k0 += {TILE}) {{\n\
            int ka = k0 + tx, kb = k0 + ty;\n\
            As[ty][tx] = (row < M && ka < K) ? a[(long long)row * {} + (long long)ka * {}] : ({t})0;\n\

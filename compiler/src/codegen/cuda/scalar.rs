@@ -6,6 +6,38 @@ use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 use burnc_runtime::kernels::unary::Unary;
 
+/// The 16-bit float types every module defines (`c_type` names them): storage only, with no
+/// arithmetic of their own, so every expression on them runs in f32.
+pub const PRELUDE: &str = r#"// 16-bit floats as stored: a load widens to float, a store rounds to nearest even.
+struct bf16_t {
+  unsigned short bits;
+  bf16_t() = default;
+  __device__ bf16_t(float f) { asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
+  __device__ operator float() const { return __uint_as_float((unsigned int)bits << 16); }
+};
+struct f16_t {
+  unsigned short bits;
+  f16_t() = default;
+  __device__ f16_t(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
+  __device__ operator float() const { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits)); return f; }
+};
+"#;
+
+/// Whether `d` is one of the 16-bit floats, computed in f32.
+pub fn is_half(d: DType) -> bool {
+    matches!(d, DType::BF16 | DType::F16)
+}
+
+/// An element expression of type `d` as the type its arithmetic runs in: 16-bit floats widen
+/// to f32 (so ternaries and calls see one type), others stay.
+fn widened(x: &str, d: DType) -> (String, DType) {
+    if is_half(d) {
+        (format!("((float){x})"), DType::F32)
+    } else {
+        (x.to_string(), d)
+    }
+}
+
 /// The C type of an element of `d` in device memory (bool as one byte, 0 or 1).
 pub fn c_type(d: DType) -> Option<&'static str> {
     Some(match d {
@@ -19,7 +51,44 @@ pub fn c_type(d: DType) -> Option<&'static str> {
         DType::U16 => "unsigned short",
         DType::U32 => "unsigned int",
         DType::U64 => "unsigned long long",
+        DType::BF16 => "bf16_t",
+        DType::F16 => "f16_t",
         _ => return None,
+    })
+}
+
+/// The C type arithmetic on elements of `d` runs in.
+pub fn compute_type(d: DType) -> Option<&'static str> {
+    match d {
+        DType::F16 | DType::BF16 => Some("float"),
+        _ => c_type(d),
+    }
+}
+
+/// Element `x` of type `from` converted to `to` with the interpreter's rules: to bool as
+/// `!= 0`, float to int truncating and saturating with NaN as 0 (PTX's `cvt` does both for
+/// 32- and 64-bit targets; narrower ones saturate through `int`), int to f32 through f64,
+/// int to int wrapping.
+pub fn cast(x: &str, from: DType, to: DType) -> Option<String> {
+    let t = c_type(to)?;
+    c_type(from)?;
+    let src_float = matches!(from, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
+    Some(if from == to {
+        x.to_string()
+    } else if to == DType::Bool {
+        format!("(unsigned char)({x} != 0)")
+    } else if src_float && matches!(to, DType::I8 | DType::I16 | DType::U8 | DType::U16) {
+        let (lo, hi) = match to {
+            DType::I8 => (-128, 127),
+            DType::I16 => (-32768, 32767),
+            DType::U8 => (0, 255),
+            _ => (0, 65535),
+        };
+        format!("({t})min(max((int)({x}), {lo}), {hi})")
+    } else if !src_float && from != DType::Bool && to == DType::F32 && from.size() == 8 {
+        format!("(float)(double)({x})")
+    } else {
+        format!("({t})({x})")
     })
 }
 
@@ -57,6 +126,8 @@ fn f(name: &str, d: DType) -> String {
 
 /// `u(x)` for an element `x` of type `d`, or `None` where the op has no meaning on `d`.
 pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
+    let (x, d) = widened(x, d);
+    let x = x.as_str();
     let fl = is_float(d);
     let one = |v: f32| lit(v, d);
     let call = |name: &str| format!("{}({x})", f(name, d));
@@ -141,6 +212,8 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
 
 /// `a op b` for elements of type `d` (comparisons and logic give a 0/1 byte).
 pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
+    let ((a, _), (b, d)) = (widened(a, d), widened(b, d));
+    let (a, b) = (a.as_str(), b.as_str());
     let fl = is_float(d);
     let int = !fl && d != DType::Bool;
     let bits = d.size() * 8;
