@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod bounded;
+pub mod cuda;
 pub mod cache_limit;
 
 #[derive(Debug, Error)]
@@ -188,6 +189,9 @@ pub enum Profile {
     /// [`Profile::Bench`] with the runtime's `threads` feature: GEMMs run on
     /// `BURNC_THREADS` threads of the runtime's persistent pool.
     BenchThreads,
+    /// `burnc bench --target cuda`: as [`Profile::Bench`] with the runtime's `cuda` feature,
+    /// but portable code (the binary may run on the machine with the GPU, not this one).
+    BenchCuda,
 }
 
 /// Write the harness crate for `gen` and build it; returns the binary's path.
@@ -210,6 +214,7 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     key.hash(&mut h);
     let (name, target_name, profile_toml) = match profile {
         Profile::Run => (format!("burnc-harness-{:016x}", h.finish()), "target", "debug = false\ncodegen-units = 16\n"),
+        Profile::BenchCuda => (format!("burnc-bench-cuda-{:016x}", h.finish()), "target-bench-cuda", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\n"),
         Profile::Bench | Profile::BenchThreads => (
             format!("burnc-bench-{}{:016x}", if profile == Profile::BenchThreads { "mt-" } else { "" }, h.finish()),
             "target-bench",
@@ -224,7 +229,11 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
          [dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"{}\"] }}\n\n\
          [profile.release]\n{profile_toml}\n[workspace]\n",
         runtime_path().display().to_string(),
-        if profile == Profile::BenchThreads { "threads" } else { "std" }
+        match profile {
+            Profile::BenchThreads => "threads",
+            Profile::BenchCuda => "cuda",
+            _ => "std",
+        }
     );
     let write = |p: PathBuf, b: &[u8]| -> Result<(), HarnessError> {
         // Leave unchanged files alone so cargo's fingerprints stay valid.
@@ -242,7 +251,7 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     let target = root.join(target_name);
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args(["build", "--release", "--quiet", "--manifest-path"]).arg(dir.join("Cargo.toml")).arg("--target-dir").arg(&target);
-    if profile != Profile::Run {
+    if matches!(profile, Profile::Bench | Profile::BenchThreads) {
         // The binary runs on this machine only: let LLVM use every instruction it has.
         cmd.env("RUSTFLAGS", "-C target-cpu=native").env_remove("CARGO_ENCODED_RUSTFLAGS");
     }

@@ -1,6 +1,7 @@
 //! `burnc bench MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] [--iters K]`: latency of
 //! the generated code, built in release for this CPU, on deterministic inputs. The last line
 //! printed is `median_ms=<value>`. Also `burnc bench --sgemm N`: the runtime's SGEMM alone.
+use super::codegen_flags::{DTypeArg, TargetArg};
 use super::inputs::read_value;
 use super::CliError;
 use burnc::build::{parse_dims, pin_input};
@@ -48,6 +49,18 @@ pub struct BenchArgs {
     /// share (slowest first), then the totals per op type. The timers cost a little.
     #[arg(long)]
     pub profile: bool,
+    /// With --work-dir and --target cuda: build the harness and write DIR, print
+    /// `harness: PATH`, and stop (for a GPU machine that has no Rust: run `PATH DIR ITERS
+    /// WARMUP` there).
+    #[arg(long, requires = "work_dir")]
+    pub build_only: bool,
+    /// Where the model runs: `cpu`, or `cuda` (the harness times CUDA-graph replays with CUDA
+    /// events on GPU 0; with --work-dir the weights are read from DIR/model.bin at run time).
+    #[arg(long, value_name = "TARGET", default_value = "cpu")]
+    pub target: TargetArg,
+    /// With `--target cuda`: the dtype f32 weights and activations run in (`f32`, `bf16`, `f16`).
+    #[arg(long, value_name = "DTYPE", default_value = "f32")]
+    pub dtype: DTypeArg,
     /// Instead of a model, time the runtime's SGEMM on N×N×N f32 matrices.
     #[arg(long, value_name = "N")]
     pub sgemm: Option<usize>,
@@ -111,6 +124,12 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
         values.push(value);
     }
 
+    if a.target == TargetArg::Cuda {
+        return bench_cuda(&a, g, &values, model_path);
+    }
+    if a.dtype != DTypeArg::F32 || a.build_only {
+        return Err(CliError::Usage("--dtype and --build-only need --target cuda".into()));
+    }
     let t0 = Instant::now();
     let opts = CodegenOptions { source_name: model_path.display().to_string(), profile: a.profile, ..Default::default() };
     let prepared = harness::generate_for_with(&g, &values, &opts)?;
@@ -138,6 +157,45 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
         let _ = std::fs::remove_dir_all(&work);
     }
     print_stats(&result?, a.iters)
+}
+
+/// `burnc bench --target cuda`: the CUDA module, built into a harness here; run here when
+/// there is a GPU. With --work-dir the harness and its folder can go to a GPU machine instead.
+fn bench_cuda(a: &BenchArgs, mut g: burnc_compiler::ir::Graph, values: &[RtValue], model_path: &Path) -> Result<(), CliError> {
+    if a.profile {
+        return Err(CliError::Usage("--profile is not supported with --target cuda yet".into()));
+    }
+    let feeds: Vec<Tensor> = values
+        .iter()
+        .map(|v| match v {
+            RtValue::Tensor(t) => Ok(t.clone()),
+            _ => Err(CliError::Usage("--target cuda takes tensor inputs only".into())),
+        })
+        .collect::<Result<_, _>>()?;
+    let t0 = Instant::now();
+    burnc_compiler::passes::prepare(&mut g)?;
+    let opts = CodegenOptions { source_name: model_path.display().to_string(), floats: a.dtype.dtype(), ..Default::default() };
+    let gen = burnc_compiler::codegen::cuda::generate(&g, &opts, "model.ptx")?;
+    println!("cuda: {} kernel launches per forward pass, floats in {}, arena {} bytes, weights {} bytes", gen.launches, opts.floats, gen.arena_bytes, gen.weights_bytes);
+    let key = format!("{}|{}|{}", model_path.canonicalize().unwrap_or(model_path.to_path_buf()).display(), a.inputs.join(";"), opts.floats);
+    let bin = harness::cuda::build(&gen, &key)?;
+    println!("build: {:.1} s (release, opt-level 3, runtime feature cuda, portable code)", t0.elapsed().as_secs_f64());
+    let (work, keep) = match &a.work_dir {
+        Some(d) => (d.clone(), true),
+        None => (harness::cache_dir().join("runs").join(format!("bench-cuda-{}", std::process::id())), false),
+    };
+    harness::cuda::write_work(&gen, &feeds, &work)?;
+    if keep {
+        println!("harness: {}", bin.display());
+    }
+    if a.build_only {
+        return Ok(());
+    }
+    let result = harness::exec(&bin, &[work.display().to_string(), a.iters.max(2).to_string(), a.warmup.to_string()]);
+    if !keep {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    print_stats(&result?, a.iters.max(2))
 }
 
 fn bench_sgemm(n: usize, timing: &[String; 3]) -> Result<(), CliError> {

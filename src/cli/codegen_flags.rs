@@ -37,6 +37,16 @@ pub enum TargetArg {
     Cuda,
 }
 
+impl DTypeArg {
+    pub fn dtype(self) -> burnc_compiler::ir::DType {
+        match self {
+            DTypeArg::F32 => burnc_compiler::ir::DType::F32,
+            DTypeArg::Bf16 => burnc_compiler::ir::DType::BF16,
+            DTypeArg::F16 => burnc_compiler::ir::DType::F16,
+        }
+    }
+}
+
 impl CodegenFlags {
     pub fn options(&self) -> CompileOptions {
         let defaults = CompileOptions::default();
@@ -44,11 +54,6 @@ impl CodegenFlags {
             TargetArg::Cpu => burnc::build::Target::Cpu,
             TargetArg::Cuda => burnc::build::Target::Cuda,
         };
-        let floats = match self.dtype {
-            DTypeArg::F32 => burnc_compiler::ir::DType::F32,
-            DTypeArg::Bf16 => burnc_compiler::ir::DType::BF16,
-            DTypeArg::F16 => burnc_compiler::ir::DType::F16,
-        };
-        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats }
+        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype() }
     }
 }
