@@ -94,3 +94,30 @@ fn light_models_compile_for_cuda() {
         }
     }
 }
+
+#[test]
+fn bf16_modules_store_half_the_weights_and_nvrtc_accepts_them() {
+    setup_python();
+    let model = common::data_dir().join("light/light_squeezenet");
+    let model = std::fs::read_dir(&model).unwrap().flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "onnx")).expect("model");
+    let dir = common::root().join("target/cuda-target-bf16");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f32_report = compile(&model, &dir.join("f32.rs"), &[]);
+    let opts = CompileOptions { target: Target::Cuda, floats: burnc_compiler::ir::DType::BF16, ..Default::default() };
+    let bf16_report = compile_to(&model, &dir.join("bf16.rs"), &[], &[], None, &opts).unwrap_or_else(|e| panic!("bf16: {e}"));
+    // Every f32 weight is stored in 16 bits (offsets keep their alignment, so at most half plus
+    // the padding of each tensor).
+    assert!(bf16_report.weights_bytes * 2 <= f32_report.weights_bytes + 64 * 64, "{} vs {}", bf16_report.weights_bytes, f32_report.weights_bytes);
+    assert!(bf16_report.weights_bytes * 2 >= f32_report.weights_bytes - 64 * 64);
+    // The API stays f32; kernels store bf16 and the PTX converts with round-to-nearest.
+    let src = std::fs::read_to_string(dir.join("bf16.rs")).unwrap();
+    assert!(src.contains(": &[f32; "), "inputs stay f32");
+    let cu = std::fs::read_to_string(dir.join("bf16.cu")).unwrap();
+    assert!(cu.contains("(bf16_t*)"), "activations in bf16");
+    let ptx = std::fs::read_to_string(dir.join("bf16.ptx")).unwrap();
+    assert!(ptx.contains("cvt.rn.bf16.f32"), "no bf16 rounding in the PTX");
+    // The CPU target refuses it, naming the flag.
+    let cpu = CompileOptions { floats: burnc_compiler::ir::DType::BF16, ..Default::default() };
+    let err = compile_to(&model, &dir.join("cpu.rs"), &[], &[], None, &cpu).err().expect("the CPU target refuses bf16").to_string();
+    assert!(err.contains("--dtype bf16"), "{err}");
+}

@@ -353,6 +353,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn casts_follow_the_interpreter() {
+        assert_eq!(cast("x", DType::F32, DType::F32).unwrap(), "x");
+        assert_eq!(cast("x", DType::F32, DType::Bool).unwrap(), "(unsigned char)(x != 0)");
+        // Narrow integer targets saturate through int (PTX's cvt saturates 32/64-bit ones).
+        assert_eq!(cast("x", DType::F32, DType::U8).unwrap(), "(unsigned char)min(max((int)(x), 0), 255)");
+        assert_eq!(cast("x", DType::I64, DType::F32).unwrap(), "(float)(double)(x)");
+        assert_eq!(cast("x", DType::F32, DType::BF16).unwrap(), "(bf16_t)(x)");
+        assert!(cast("x", DType::F32, DType::F8E4M3FN).is_none());
+        // 16-bit floats widen before arithmetic, so a ternary sees one type.
+        assert_eq!(unary(UnaryOp::Relu, "x", DType::BF16).unwrap(), "(((float)x) > 0 ? ((float)x) : 0e0f)");
+    }
+
+    #[test]
     fn literals_keep_their_bits() {
         assert_eq!(f32_lit(1.0), "1e0f");
         assert_eq!(f32_lit(1e-5), "1e-5f");
