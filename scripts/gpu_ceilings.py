@@ -5,23 +5,17 @@ matrix-multiply rate in bf16 and f32 (TF32 off) at 8192³, and device-memory ban
 
     python3 scripts/gpu_ceilings.py
 """
-import numpy as np
+import os
+import sys
+
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_bench import event_median_ms  # noqa: E402
 
-def median_ms(fn, iters=30):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e))
-    return float(np.median(ts))
+
+def median_ms(fn):
+    return event_median_ms(fn, iters=30, warmup=5)
 
 
 torch.backends.cuda.matmul.allow_tf32 = False
