@@ -34,6 +34,8 @@ pub struct Cx<'a> {
     pub weights: &'a HashMap<ValueId, usize>,
     /// Arena offsets of the graph inputs (after the planned activations).
     pub inputs: &'a HashMap<ValueId, usize>,
+    /// Elementwise nodes whose work a matrix product's epilogue does: product -> consumer.
+    pub fused: &'a HashMap<NodeId, NodeId>,
 }
 
 type R<T> = Result<T, CodegenError>;
@@ -348,6 +350,11 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             // `continue` inside the grid-stride loop.
             one(body.replace("return_continue", "continue"), String::new())
         }
+        Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } if product(cx, n)?.is_some() => {
+            let (mut p, index, pre) = product(cx, n)?.ok_or_else(|| cx.err(n, "no product"))?;
+            p.epilogue = epilogue(cx, n, out, cx.fused.get(&id).copied(), &index, &pre)?;
+            Ok(vec![super::gemm::kernel(name, &p)])
+        }
         Op::MatMul => matmul(cx, n, name, MatMulKind::MatMul),
         Op::Gemm { alpha, beta, trans_a, trans_b } => matmul(cx, n, name, MatMulKind::Gemm { alpha: *alpha, beta: *beta, trans_a: *trans_a, trans_b: *trans_b }),
         Op::Conv { window, group } => {
@@ -571,6 +578,213 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::Def(d) => d.cuda(&NodeCx { cx, n, name }),
         _ => Err(cx.err(n, "not supported by the CUDA target yet")),
     }
+}
+
+/// Node `n` as a tensor-core product when it is one (16-bit MatMul, Gemm, or a 2-D
+/// convolution with one group), with the C expression of an output element's flat index and
+/// of its value before any fused consumer (`row`, `col`, `z`, `acc` in scope). The epilogue
+/// is left empty.
+fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)>> {
+    use super::gemm::{Im2col, Operand, Product};
+    let (Some(Some(av)), Some(Some(bv)), Some(&out)) = (n.inputs.first(), n.inputs.get(1), n.outputs.first()) else { return Ok(None) };
+    let ((ad, ash), (bd, bsh), (od, osh)) = (cx.ty(n, *av)?, cx.ty(n, *bv)?, cx.ty(n, out)?);
+    let mma = match od {
+        DType::BF16 => "bf16",
+        DType::F16 => "f16",
+        _ => return Ok(None),
+    };
+    if ad != od || bd != od {
+        return Ok(None);
+    }
+    let (a, b) = (cx.ptr(n, *av)?, cx.ptr(n, *bv)?);
+    let bias = |i: usize| -> R<Option<(ValueId, String)>> {
+        match n.inputs.get(i).copied().flatten() {
+            Some(v) => Ok(Some((v, cx.ptr(n, v)?))),
+            None => Ok(None),
+        }
+    };
+    let strided = |ptr: &str, batch: String, rs: usize, cs: usize| Operand::Strided { ptr: ptr.to_string(), batch, rs, cs };
+    let p = match &n.op {
+        Op::MatMul => {
+            if ash.len() < 2 || bsh.len() < 2 {
+                return Ok(None);
+            }
+            let (m, k, nn) = (ash[ash.len() - 2], ash[ash.len() - 1], bsh[bsh.len() - 1]);
+            let (abat, bbat) = (&ash[..ash.len() - 2], &bsh[..bsh.len() - 2]);
+            let rank = abat.len().max(bbat.len());
+            let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, rank - s.len()).chain(s.iter().copied()).collect() };
+            let (pa, pb) = (pad(abat), pad(bbat));
+            let obat: Vec<usize> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
+            let batches: usize = obat.iter().product();
+            if batches > 65535 || osh.iter().product::<usize>() != batches * m * nn {
+                return Ok(None);
+            }
+            let bi = |p: &[usize], mat: usize| -> String {
+                match broadcast_index(p, &obat, "z").as_str() {
+                    "0" => "0".into(),
+                    idx => format!("({idx}) * {mat}"),
+                }
+            };
+            // One weight matrix for every batch: the batches are rows of one product.
+            let (m, batches, batch_a) = if pb.iter().all(|&d| d == 1) && pa == obat { (batches * m, 1, "0".to_string()) } else { (m, batches, bi(&pa, m * k)) };
+            let index = format!("z * {} + (long long)row * {nn} + col", m * nn);
+            (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new() }, index, "acc".to_string())
+        }
+        Op::Gemm { alpha, beta, trans_a, trans_b } => {
+            if ash.len() != 2 || bsh.len() != 2 {
+                return Ok(None);
+            }
+            let (m, k) = if *trans_a { (ash[1], ash[0]) } else { (ash[0], ash[1]) };
+            let nn = if *trans_b { bsh[0] } else { bsh[1] };
+            let sa = if *trans_a { (1, ash[1]) } else { (ash[1], 1) };
+            let sb = if *trans_b { (1, bsh[1]) } else { (bsh[1], 1) };
+            let mut pre = format!("{} * acc", scalar::f32_lit(*alpha));
+            if let Some((cv, cp)) = bias(2)? {
+                let (_, cs) = cx.ty(n, cv)?;
+                let ci = broadcast_index(&cs, &[m, nn], &format!("((long long)row * {nn} + col)"));
+                pre = format!("{pre} + {} * (float){cp}[{ci}]", scalar::f32_lit(*beta));
+            }
+            let index = format!("(long long)row * {nn} + col");
+            (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new() }, index, pre)
+        }
+        Op::Conv { window, group } => {
+            if *group != 1 || ash.len() < 3 || bsh.len() != ash.len() {
+                return Ok(None);
+            }
+            let win = crate::interp::ops::nn::geom::resolve(window, &bsh[2..], &ash[2..]).map_err(|e| cx.err(n, e))?;
+            if win.input[0] != 1 || win.kernel[0] != 1 || win.output[0] != 1 {
+                return Ok(None);
+            }
+            let [_, oh, ow] = win.output;
+            let hw = oh * ow;
+            let (c_out, k) = (bsh[0], bsh[1..].iter().product::<usize>());
+            let im = Im2col {
+                x: a,
+                c: ash[1],
+                h: win.input[1],
+                w: win.input[2],
+                oh,
+                ow,
+                kh: win.kernel[1],
+                kw: win.kernel[2],
+                stride: [win.strides[1], win.strides[2]],
+                dilation: [win.dilations[1], win.dilations[2]],
+                pad: [win.pads_begin[1], win.pads_begin[2]],
+            };
+            // Weights are [C_out][C_in·KH·KW]: A, rows contiguous in k.
+            let w = b;
+            let pre = match bias(2)? {
+                Some((_, bp)) => format!("acc + (float){bp}[row]"),
+                None => "acc".into(),
+            };
+            let index = format!("(long long)(col / {hw}) * {} + (long long)row * {hw} + col % {hw}", c_out * hw);
+            (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new() }, index, pre)
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(p))
+}
+
+/// The epilogue of a product whose output is `out`: `v` is the element's value (`pre`), the
+/// fused `consumer` (if any) runs on it, and the result is stored at flat index `index` of
+/// the consumer's output, or of `out`.
+fn epilogue(cx: &Cx, n: &Node, out: ValueId, consumer: Option<NodeId>, index: &str, pre: &str) -> R<String> {
+    let mut s = format!("const long long o = {index};
+float v = {pre};
+");
+    let Some(cid) = consumer else {
+        let _ = write!(s, "{}[o] = v;", cx.ptr(n, out)?);
+        return Ok(s);
+    };
+    let c = cx.g.node(cid);
+    let cout = cx.output(c, 0)?;
+    let (_, cshape) = cx.ty(c, cout)?;
+    let on: usize = cshape.iter().product();
+    // An operand of the consumer as an f32 expression at output index `o`.
+    let operand = |v: ValueId, bcast: bool| -> R<String> {
+        if v == out {
+            return Ok("v".into());
+        }
+        let (d, sh) = cx.ty(c, v)?;
+        let len: usize = sh.iter().product();
+        let at = if bcast {
+            broadcast_index(&sh, &cshape, "o")
+        } else if len == on {
+            "o".into()
+        } else if len == 1 {
+            "0".into()
+        } else {
+            format!("o % {len}")
+        };
+        let widen = if scalar::is_half(d) { "(float)" } else { "" };
+        Ok(format!("{widen}{}[{at}]", cx.ptr(c, v)?))
+    };
+    let r = match &c.op {
+        Op::Unary(u) => scalar::unary(*u, "v", DType::F32).ok_or_else(|| cx.err(c, format!("{u:?} cannot be fused")))?,
+        Op::Binary(b) => {
+            let (x, y) = (operand(cx.input(c, 0)?, true)?, operand(cx.input(c, 1)?, true)?);
+            scalar::binary(*b, &x, &y, DType::F32).ok_or_else(|| cx.err(c, format!("{b:?} cannot be fused")))?
+        }
+        Op::Elementwise(p) => {
+            let ins: Vec<String> = c.inputs.iter().enumerate().map(|(k, v)| operand(v.ok_or_else(|| cx.err(c, format!("missing input #{k}")))?, false)).collect::<R<_>>()?;
+            let (body, last) = scalar::program(p, &ins).ok_or_else(|| cx.err(c, "elementwise program has a step the CUDA target cannot print"))?;
+            s.push_str(&body);
+            last
+        }
+        _ => return Err(cx.err(c, "only elementwise nodes fuse into a product")),
+    };
+    let _ = write!(s, "{}[o] = {r};", cx.ptr(c, cout)?);
+    Ok(s)
+}
+
+/// The elementwise nodes a tensor-core product's epilogue can do (product -> consumer): the
+/// consumer is the next node run, the product's output has no other reader, and the
+/// consumer's output is not stored over anything the product still reads.
+pub fn fusions(cx: &Cx) -> R<HashMap<NodeId, NodeId>> {
+    let g = cx.g;
+    let mut readers: HashMap<ValueId, usize> = HashMap::new();
+    for &id in &cx.plan.order {
+        for v in g.node(id).inputs.iter().flatten() {
+            *readers.entry(*v).or_default() += 1;
+        }
+    }
+    let overlaps = |a: ValueId, b: ValueId| match (cx.plan.slots.get(&a), cx.plan.slots.get(&b)) {
+        (Some(x), Some(y)) => x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes,
+        _ => false,
+    };
+    let mut out = HashMap::new();
+    for w in cx.plan.order.windows(2) {
+        let (p, c) = (g.node(w[0]), g.node(w[1]));
+        if !matches!(c.op, Op::Unary(_) | Op::Binary(_) | Op::Elementwise(_)) || c.outputs.len() != 1 || p.outputs.len() != 1 || product(cx, p)?.is_none() {
+            continue;
+        }
+        let (v, cv) = (p.outputs[0], c.outputs[0]);
+        let uses = c.inputs.iter().flatten().filter(|&&x| x == v).count();
+        if uses == 0 || readers.get(&v) != Some(&uses) || g.outputs.contains(&v) || cx.plan.aliases.contains_key(&cv) {
+            continue;
+        }
+        let ((vd, vs), (cd, cs)) = (cx.ty(p, v)?, cx.ty(c, cv)?);
+        let numel = |s: &[usize]| s.iter().product::<usize>();
+        if vd != cd || numel(&vs) != numel(&cs) {
+            continue;
+        }
+        // The product's operands are read by every block while others store results.
+        if p.inputs.iter().flatten().any(|&x| overlaps(x, cv)) {
+            continue;
+        }
+        // A broadcast operand of the consumer stored under its output would be overwritten
+        // before other elements read it.
+        let mut broadcast_under = false;
+        for &x in c.inputs.iter().flatten() {
+            if x != v && overlaps(x, cv) && numel(&cx.ty(c, x)?.1) != numel(&cs) {
+                broadcast_under = true;
+            }
+        }
+        if !broadcast_under {
+            out.insert(w[0], w[1]);
+        }
+    }
+    Ok(out)
 }
 
 /// The output position of flat index `i` of a window op (`ox`, `oy`, `oz`).
