@@ -27,6 +27,9 @@ pub struct PlanOptions<'a> {
     /// Whether node `n`'s output 0 may reuse input `i`'s buffer in place. Only asked when input `i`
     /// is a node output whose buffer dies at `n`, is no graph output, and has output 0's size.
     pub can_inplace: &'a dyn Fn(&Graph, NodeId, usize) -> bool,
+    /// Values node `n` reads besides its inputs (kept live through it): a node whose work
+    /// another's kernel does early reads what that kernel reads.
+    pub also_reads: &'a dyn Fn(&Graph, NodeId) -> Vec<ValueId>,
     /// The most bytes the arena may take ([`crate::size::DEFAULT_MAX_ARENA_BYTES`] unless the
     /// user sets `--max-arena`); a plan above it is an error naming the largest buffer.
     pub max_arena: usize,
@@ -34,7 +37,7 @@ pub struct PlanOptions<'a> {
 
 impl Default for PlanOptions<'_> {
     fn default() -> Self {
-        PlanOptions { scratch: &|_, _| 0, can_inplace: &|_, _, _| false, max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES }
+        PlanOptions { scratch: &|_, _| 0, can_inplace: &|_, _, _| false, also_reads: &|_, _| Vec::new(), max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES }
     }
 }
 
@@ -142,8 +145,8 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
         }
     }
     for &n in &order {
-        for v in &uses[n.0 as usize] {
-            let e = last_use.entry(*v).or_insert(0);
+        for v in uses[n.0 as usize].iter().copied().chain((opts.also_reads)(g, n)) {
+            let e = last_use.entry(v).or_insert(0);
             *e = (*e).max(step[n.0 as usize]);
         }
     }

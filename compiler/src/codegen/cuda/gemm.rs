@@ -48,6 +48,28 @@ fn pick_tile(m: usize, n: usize, batches: usize) -> Tile {
     }
 }
 
+/// Into how many k ranges a product is split so its grid fills the GPU (1: not split). Only
+/// single products split; each range is whole tiles, at least four of them.
+pub fn split_k(m: usize, n: usize, k: usize, batches: usize) -> usize {
+    let t = pick_tile(m, n, batches);
+    let blocks = m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches;
+    let tiles = k.div_ceil(BK);
+    if batches != 1 || blocks >= SMS || tiles < 8 {
+        return 1;
+    }
+    let want = (2 * SMS).div_ceil(blocks).min(tiles / 4).clamp(1, 32);
+    let per = tiles.div_ceil(want);
+    tiles.div_ceil(per)
+}
+
+/// Bytes of f32 partial sums a product split over k needs (0 when it is not split).
+pub fn scratch_bytes(m: usize, n: usize, k: usize, batches: usize) -> usize {
+    match split_k(m, n, k, batches) {
+        1 => 0,
+        s => s.saturating_mul(m).saturating_mul(n).saturating_mul(4),
+    }
+}
+
 /// How element (r, c) of an operand is found. For A, r is the output row and c the depth k;
 /// for B, r is k and c the output column.
 pub enum Operand {
@@ -222,9 +244,28 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
     Stage { decls, load, store }
 }
 
-/// The kernel of product `p`, named `name`.
-pub fn kernel(name: &str, p: &Product) -> Kernel {
+/// The kernels of product `p`, named `name…`. A product split over k (see [`split_k`]) writes
+/// its partial sums to `scratch` (a `float*` expression of [`scratch_bytes`] bytes) and a
+/// second kernel adds them up and runs the epilogue.
+pub fn kernels(name: &str, p: &Product, scratch: Option<&str>) -> Vec<Kernel> {
+    let split = split_k(p.m, p.n, p.k, p.batches);
+    let Some(ws) = scratch.filter(|_| split > 1) else { return vec![kernel(name, p, 1, &p.epilogue)] };
+    let mn = p.m * p.n;
+    let partial = kernel(name, p, split, &format!("{ws}[(long long)blockIdx.z * {mn} + (long long)row * {} + col] = acc;", p.n));
+    let body = format!(
+        "const int row = i / {n}, col = i % {n}; const long long z = 0;\nfloat acc = 0.0f;\nfor (int s = 0; s < {split}; ++s) acc += {ws}[(long long)s * {mn} + i];\n{ep}",
+        n = p.n,
+        ep = p.epilogue
+    );
+    vec![partial, super::kernels::pointwise(&format!("{name}_sum"), mn, mn * split, "", &body)]
+}
+
+/// One kernel of product `p` over `split` k ranges (grid z), `epilogue` per output.
+fn kernel(name: &str, p: &Product, split: usize, epilogue: &str) -> Kernel {
     let t = pick_tile(p.m, p.n, p.batches);
+    // Whole tiles per k range.
+    let per = if split > 1 { p.k.div_ceil(BK).div_ceil(split) * BK } else { p.k.div_ceil(BK) * BK };
+    let range = if split > 1 { format!("const int kbeg = blockIdx.z * {per}, kend = min({}, kbeg + {per});\n", p.k) } else { format!("const int kbeg = 0, kend = {};\n", p.k) };
     let threads = t.threads();
     let (tm, tn) = (t.bm / t.wm, t.bn / t.wn);
     let (mt, nt) = (tm / 16, tn / 8);
@@ -244,21 +285,21 @@ pub fn kernel(name: &str, p: &Product) -> Kernel {
     let _ = write!(
         s,
         "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
-         // {m}×{n}×{k} ({batches} of them) on tensor cores: {bm}×{bn} tiles, {wm}×{wn} warps.\n\
+         // {m}×{n}×{k} ({batches} of them) on tensor cores: {bm}×{bn} tiles, {wm}×{wn} warps{split_note}.\n\
          __shared__ __align__(16) unsigned short As[{bm}][{BK} + {PAD}];\n\
          __shared__ __align__(16) unsigned short {b_smem};\n\
          const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n\
          const int wm = warp / {wn}, wn = warp % {wn};\n\
          const int m0 = blockIdx.y * {bm}, n0 = blockIdx.x * {bn};\n\
-         const long long z = blockIdx.z;\n\
+         const long long z = {zexpr};\n\
          float accs[{mt}][{nt}][4];\n\
          #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j)\n#pragma unroll\nfor (int r = 0; r < 4; ++r) accs[i][j][r] = 0.0f;\n\
-         {ad}{bd}\
-         {{ const int k0 = 0;\n{al}{bl}}}\n\
-         for (int k0 = 0; k0 < {k}; k0 += {BK}) {{\n\
+         {range}{ad}{bd}\
+         {{ const int k0 = kbeg;\n{al}{bl}}}\n\
+         for (int k0 = kbeg; k0 < kend; k0 += {BK}) {{\n\
          {as_}{bs}\
          __syncthreads();\n\
-         if (k0 + {BK} < {k}) {{ const int k0n = k0 + {BK}; {{ const int k0 = k0n;\n{al}{bl}}} }}\n\
+         if (k0 + {BK} < kend) {{ const int k0n = k0 + {BK}; {{ const int k0 = k0n;\n{al}{bl}}} }}\n\
          #pragma unroll\n\
          for (int ks = 0; ks < {BK}; ks += 16) {{\n\
          unsigned af[{mt}][4], bf[{nt}][2];\n\
@@ -285,9 +326,13 @@ pub fn kernel(name: &str, p: &Product) -> Kernel {
         bl = b.load,
         as_ = a.store,
         bs = b.store,
-        ep = p.epilogue,
+        ep = epilogue,
+        // A split product is a single one: grid z numbers its k ranges.
+        zexpr = if split > 1 { "0" } else { "blockIdx.z" },
+        split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() },
     );
-    Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, p.batches.max(1) as u32], block: [threads as u32, 1, 1] }
+    let z = if split > 1 { split } else { p.batches.max(1) };
+    Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, z as u32], block: [threads as u32, 1, 1] }
 }
 
 /// The device functions the tensor-core kernels call, once per module.
@@ -330,6 +375,18 @@ mod tests {
             assert_eq!(t.bm / t.wm % 16, 0);
             assert_eq!(t.bn / t.wn % 8, 0);
         }
+    }
+
+    #[test]
+    fn thin_products_split_over_k_in_whole_tiles() {
+        // ResNet-50's last 3×3 convolution at batch 1: 8 blocks without a split.
+        let s = split_k(512, 49, 4608, 1);
+        assert!(s > 8 && s <= 32, "{s}");
+        assert_eq!(scratch_bytes(512, 49, 4608, 1), s * 512 * 49 * 4);
+        // Enough blocks already, too little depth, or batched: no split.
+        assert_eq!(split_k(4096, 4096, 4096, 1), 1);
+        assert_eq!(split_k(64, 64, 64, 1), 1);
+        assert_eq!(split_k(128, 128, 4096, 8), 1);
     }
 
     #[test]

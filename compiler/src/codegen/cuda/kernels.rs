@@ -35,7 +35,7 @@ pub struct Cx<'a> {
     /// Arena offsets of the graph inputs (after the planned activations).
     pub inputs: &'a HashMap<ValueId, usize>,
     /// Elementwise nodes whose work a matrix product's epilogue does: product -> consumer.
-    pub fused: &'a HashMap<NodeId, NodeId>,
+    pub fused: &'a HashMap<NodeId, Vec<NodeId>>,
 }
 
 type R<T> = Result<T, CodegenError>;
@@ -230,7 +230,7 @@ fn blocks(n: usize, per: usize) -> u32 {
 }
 
 /// A kernel running `body` once per flat index `i < n` (a grid-stride loop), after `decls`.
-fn pointwise(name: &str, n: usize, elems: usize, decls: &str, body: &str) -> Kernel {
+pub(super) fn pointwise(name: &str, n: usize, elems: usize, decls: &str, body: &str) -> Kernel {
     let t = ix(elems.max(n));
     let source = format!(
         "extern \"C\" __global__ void {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n{decls}\
@@ -352,8 +352,9 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         }
         Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } if product(cx, n)?.is_some() => {
             let (mut p, index, pre) = product(cx, n)?.ok_or_else(|| cx.err(n, "no product"))?;
-            p.epilogue = epilogue(cx, n, out, cx.fused.get(&id).copied(), &index, &pre)?;
-            Ok(vec![super::gemm::kernel(name, &p)])
+            p.epilogue = epilogue(cx, n, out, cx.fused.get(&id).map(|c| c.as_slice()).unwrap_or(&[]), &index, &pre)?;
+            let scratch = cx.plan.scratch.get(&scratch_node(id, cx.fused)).map(|s| format!("((float*)(A + {}))", s.offset));
+            Ok(super::gemm::kernels(name, &p, scratch.as_deref()))
         }
         Op::MatMul => matmul(cx, n, name, MatMulKind::MatMul),
         Op::Gemm { alpha, beta, trans_a, trans_b } => matmul(cx, n, name, MatMulKind::Gemm { alpha: *alpha, beta: *beta, trans_a: *trans_a, trans_b: *trans_b }),
@@ -685,65 +686,72 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
     Ok(Some(p))
 }
 
-/// The epilogue of a product whose output is `out`: `v` is the element's value (`pre`), the
-/// fused `consumer` (if any) runs on it, and the result is stored at flat index `index` of
-/// the consumer's output, or of `out`.
-fn epilogue(cx: &Cx, n: &Node, out: ValueId, consumer: Option<NodeId>, index: &str, pre: &str) -> R<String> {
-    let mut s = format!("const long long o = {index};
-float v = {pre};
-");
-    let Some(cid) = consumer else {
-        let _ = write!(s, "{}[o] = v;", cx.ptr(n, out)?);
-        return Ok(s);
-    };
-    let c = cx.g.node(cid);
-    let cout = cx.output(c, 0)?;
-    let (_, cshape) = cx.ty(c, cout)?;
-    let on: usize = cshape.iter().product();
-    // An operand of the consumer as an f32 expression at output index `o`.
-    let operand = |v: ValueId, bcast: bool| -> R<String> {
-        if v == out {
-            return Ok("v".into());
-        }
-        let (d, sh) = cx.ty(c, v)?;
-        let len: usize = sh.iter().product();
-        let at = if bcast {
-            broadcast_index(&sh, &cshape, "o")
-        } else if len == on {
-            "o".into()
-        } else if len == 1 {
-            "0".into()
-        } else {
-            format!("o % {len}")
+/// The epilogue of product `n` whose output is `out`: `v` is the element's value (`pre`), each
+/// fused consumer in `chain` runs on it in turn, and the result is stored at flat index
+/// `index` of the last one's output, or of `out`.
+fn epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str) -> R<String> {
+    let mut s = format!("const long long o = {index};\nfloat v = {pre};\n");
+    let (mut cur, mut store) = (out, cx.ptr(n, out)?);
+    for &cid in chain {
+        let c = cx.g.node(cid);
+        let cout = cx.output(c, 0)?;
+        let (_, cshape) = cx.ty(c, cout)?;
+        let on: usize = cshape.iter().product();
+        // An operand of the consumer as an f32 expression at output index `o`.
+        let operand = |x: ValueId, bcast: bool| -> R<String> {
+            if x == cur {
+                return Ok("v".into());
+            }
+            let (d, sh) = cx.ty(c, x)?;
+            let len: usize = sh.iter().product();
+            let at = if bcast {
+                broadcast_index(&sh, &cshape, "o")
+            } else if len == on {
+                "o".into()
+            } else if len == 1 {
+                "0".into()
+            } else {
+                format!("o % {len}")
+            };
+            let widen = if scalar::is_half(d) { "(float)" } else { "" };
+            Ok(format!("{widen}{}[{at}]", cx.ptr(c, x)?))
         };
-        let widen = if scalar::is_half(d) { "(float)" } else { "" };
-        Ok(format!("{widen}{}[{at}]", cx.ptr(c, v)?))
-    };
-    let r = match &c.op {
-        Op::Unary(u) => scalar::unary(*u, "v", DType::F32).ok_or_else(|| cx.err(c, format!("{u:?} cannot be fused")))?,
-        Op::Binary(b) => {
-            let (x, y) = (operand(cx.input(c, 0)?, true)?, operand(cx.input(c, 1)?, true)?);
-            scalar::binary(*b, &x, &y, DType::F32).ok_or_else(|| cx.err(c, format!("{b:?} cannot be fused")))?
-        }
-        Op::Elementwise(p) => {
-            let ins: Vec<String> = c.inputs.iter().enumerate().map(|(k, v)| operand(v.ok_or_else(|| cx.err(c, format!("missing input #{k}")))?, false)).collect::<R<_>>()?;
-            let (body, last) = scalar::program(p, &ins).ok_or_else(|| cx.err(c, "elementwise program has a step the CUDA target cannot print"))?;
-            s.push_str(&body);
-            last
-        }
-        _ => return Err(cx.err(c, "only elementwise nodes fuse into a product")),
-    };
-    let _ = write!(s, "{}[o] = {r};", cx.ptr(c, cout)?);
+        let r = match &c.op {
+            Op::Unary(u) => scalar::unary(*u, "v", DType::F32).ok_or_else(|| cx.err(c, format!("{u:?} cannot be fused")))?,
+            Op::Binary(b) => {
+                let (x, y) = (operand(cx.input(c, 0)?, true)?, operand(cx.input(c, 1)?, true)?);
+                scalar::binary(*b, &x, &y, DType::F32).ok_or_else(|| cx.err(c, format!("{b:?} cannot be fused")))?
+            }
+            Op::Elementwise(p) => {
+                let ins: Vec<String> = c.inputs.iter().enumerate().map(|(k, x)| operand(x.ok_or_else(|| cx.err(c, format!("missing input #{k}")))?, false)).collect::<R<_>>()?;
+                let (body, last) = scalar::program(p, &ins).ok_or_else(|| cx.err(c, "elementwise program has a step the CUDA target cannot print"))?;
+                // Each program's temporaries in their own scope.
+                s.push_str("{\n");
+                s.push_str(&body);
+                let _ = writeln!(s, "v = {last};\n}}");
+                cur = cout;
+                store = cx.ptr(c, cout)?;
+                continue;
+            }
+            _ => return Err(cx.err(c, "only elementwise nodes fuse into a product")),
+        };
+        let _ = writeln!(s, "v = {r};");
+        cur = cout;
+        store = cx.ptr(c, cout)?;
+    }
+    let _ = write!(s, "{store}[o] = v;");
     Ok(s)
 }
 
-/// The elementwise nodes a tensor-core product's epilogue can do (product -> consumer): the
-/// consumer is the next node run, the product's output has no other reader, and the
-/// consumer's output is not stored over anything the product still reads.
-pub fn fusions(cx: &Cx) -> R<HashMap<NodeId, NodeId>> {
+/// The elementwise nodes a tensor-core product's epilogue can do (product -> consumers, in
+/// order): each consumer is the next node run and the only reader of the value before it,
+/// and, with `check_slots`, no consumer's output is stored over anything the chain still
+/// reads (planning with [`chain_reads`] keeps those live).
+pub fn fusions(cx: &Cx, check_slots: bool) -> R<HashMap<NodeId, Vec<NodeId>>> {
     let g = cx.g;
+    let order = &cx.plan.order;
     let mut readers: HashMap<ValueId, usize> = HashMap::new();
-    for &id in &cx.plan.order {
+    for &id in order {
         for v in g.node(id).inputs.iter().flatten() {
             *readers.entry(*v).or_default() += 1;
         }
@@ -752,39 +760,78 @@ pub fn fusions(cx: &Cx) -> R<HashMap<NodeId, NodeId>> {
         (Some(x), Some(y)) => x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes,
         _ => false,
     };
+    let numel = |s: &[usize]| s.iter().product::<usize>();
     let mut out = HashMap::new();
-    for w in cx.plan.order.windows(2) {
-        let (p, c) = (g.node(w[0]), g.node(w[1]));
-        if !matches!(c.op, Op::Unary(_) | Op::Binary(_) | Op::Elementwise(_)) || c.outputs.len() != 1 || p.outputs.len() != 1 || product(cx, p)?.is_none() {
+    for (i, &pid) in order.iter().enumerate() {
+        let p = g.node(pid);
+        if p.outputs.len() != 1 || !matches!(p.op, Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }) || product(cx, p)?.is_none() {
             continue;
         }
-        let (v, cv) = (p.outputs[0], c.outputs[0]);
-        let uses = c.inputs.iter().flatten().filter(|&&x| x == v).count();
-        if uses == 0 || readers.get(&v) != Some(&uses) || g.outputs.contains(&v) || cx.plan.aliases.contains_key(&cv) {
-            continue;
-        }
-        let ((vd, vs), (cd, cs)) = (cx.ty(p, v)?, cx.ty(c, cv)?);
-        let numel = |s: &[usize]| s.iter().product::<usize>();
-        if vd != cd || numel(&vs) != numel(&cs) {
-            continue;
-        }
-        // The product's operands are read by every block while others store results.
-        if p.inputs.iter().flatten().any(|&x| overlaps(x, cv)) {
-            continue;
-        }
-        // A broadcast operand of the consumer stored under its output would be overwritten
-        // before other elements read it.
-        let mut broadcast_under = false;
-        for &x in c.inputs.iter().flatten() {
-            if x != v && overlaps(x, cv) && numel(&cx.ty(c, x)?.1) != numel(&cs) {
-                broadcast_under = true;
+        let (vd, vs) = cx.ty(p, p.outputs[0])?;
+        // Everything the chain reads so far, which no later store may overwrite.
+        let mut reads: Vec<ValueId> = p.inputs.iter().flatten().copied().collect();
+        let (mut cur, mut chain) = (p.outputs[0], Vec::new());
+        for &cid in &order[i + 1..] {
+            let c = g.node(cid);
+            if !matches!(c.op, Op::Unary(_) | Op::Binary(_) | Op::Elementwise(_)) || c.outputs.len() != 1 {
+                break;
             }
+            let cv = c.outputs[0];
+            let uses = c.inputs.iter().flatten().filter(|&&x| x == cur).count();
+            if uses == 0 || readers.get(&cur) != Some(&uses) || g.outputs.contains(&cur) || cx.plan.aliases.contains_key(&cv) {
+                break;
+            }
+            let (cd, cs) = cx.ty(c, cv)?;
+            if cd != vd || numel(&cs) != numel(&vs) {
+                break;
+            }
+            reads.extend(c.inputs.iter().flatten().copied().filter(|&x| x != cur));
+            if check_slots && reads.iter().any(|&x| overlaps(x, cv)) {
+                break;
+            }
+            chain.push(cid);
+            cur = cv;
         }
-        if !broadcast_under {
-            out.insert(w[0], w[1]);
+        if !chain.is_empty() {
+            out.insert(pid, chain);
         }
     }
     Ok(out)
+}
+
+/// The node whose step holds product `id`'s scratch: the last of its fused chain, where
+/// everything the chain reads and its output are live, so the partial sums overlap neither.
+fn scratch_node(id: NodeId, fused: &HashMap<NodeId, Vec<NodeId>>) -> NodeId {
+    fused.get(&id).and_then(|c| c.last().copied()).unwrap_or(id)
+}
+
+/// The f32 scratch each product split over k needs, at [`scratch_node`] of `fused`, for
+/// [`crate::memory::PlanOptions::scratch`].
+pub fn split_scratch(cx: &Cx, fused: &HashMap<NodeId, Vec<NodeId>>) -> R<HashMap<NodeId, usize>> {
+    let mut out = HashMap::new();
+    for &id in &cx.plan.order {
+        if let Some((p, _, _)) = product(cx, cx.g.node(id))? {
+            let bytes = super::gemm::scratch_bytes(p.m, p.n, p.k, p.batches);
+            if bytes > 0 {
+                out.insert(scratch_node(id, fused), bytes);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What each fused consumer must keep live (its chain's product's inputs and the earlier
+/// consumers' inputs), for [`crate::memory::PlanOptions::also_reads`].
+pub fn chain_reads(g: &Graph, fused: &HashMap<NodeId, Vec<NodeId>>) -> HashMap<NodeId, Vec<ValueId>> {
+    let mut out = HashMap::new();
+    for (&p, chain) in fused {
+        let mut reads: Vec<ValueId> = g.node(p).inputs.iter().flatten().copied().collect();
+        for &c in chain {
+            out.insert(c, reads.clone());
+            reads.extend(g.node(c).inputs.iter().flatten().copied());
+        }
+    }
+    out
 }
 
 /// The output position of flat index `i` of a window op (`ox`, `oy`, `oz`).

@@ -59,22 +59,37 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
     if let Some(c) = super::with_output_copies(&graph) {
         graph = c;
     }
-    let memory = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
+    // Plan once to find the elementwise chains the products' epilogues do, then again with
+    // what those chains read kept live until they would have run.
+    let first = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
+    let weights = super::weights::layout(&graph, &first.order, Lowering::PLAIN);
+    let none = HashMap::new();
+    let inputs_after = |m: &memory::MemoryPlan| -> Result<(HashMap<crate::ir::ValueId, usize>, usize), CodegenError> {
+        let mut offsets = HashMap::new();
+        let mut end = align_up(m.arena_bytes);
+        for &i in &graph.inputs {
+            let bytes = crate::schedule::value_bytes(&graph, i).ok_or_else(|| CodegenError::Graph { what: format!("input `{}`", graph.value(i).name), reason: "has no static shape".into() })?;
+            offsets.insert(i, end);
+            end = end.checked_add(align_up(bytes)).ok_or_else(|| CodegenError::Graph { what: "arena".into(), reason: "size overflows".into() })?;
+        }
+        Ok((offsets, end.max(64)))
+    };
+    let (offsets, _) = inputs_after(&first)?;
+    let candidates = kernels::fusions(&kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none }, false)?;
+    let first_cx = kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none };
+    let split = kernels::split_scratch(&first_cx, &candidates)?;
+    let keep = kernels::chain_reads(&graph, &candidates);
+    let memory = memory::plan(
+        &graph,
+        &PlanOptions { max_arena: opts.max_arena, scratch: &|_, n| split.get(&n).copied().unwrap_or(0), also_reads: &|_, n| keep.get(&n).cloned().unwrap_or_default(), ..Default::default() },
+    )?;
+    let (input_offsets, arena_bytes) = inputs_after(&memory)?;
     let weights = super::weights::layout(&graph, &memory.order, Lowering::PLAIN);
-    let mut input_offsets = HashMap::new();
-    let mut end = align_up(memory.arena_bytes);
-    for &i in &graph.inputs {
-        let bytes = crate::schedule::value_bytes(&graph, i).ok_or_else(|| CodegenError::Graph { what: format!("input `{}`", graph.value(i).name), reason: "has no static shape".into() })?;
-        input_offsets.insert(i, end);
-        end = end.checked_add(align_up(bytes)).ok_or_else(|| CodegenError::Graph { what: "arena".into(), reason: "size overflows".into() })?;
-    }
-    let arena_bytes = end.max(64);
     let mut ks = Vec::new();
     let mut kernel_nodes = Vec::new();
     {
-        let none = HashMap::new();
-        let fused = kernels::fusions(&kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &none })?;
-        let done_by_epilogue: HashSet<_> = fused.values().copied().collect();
+        let fused = kernels::fusions(&kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &none }, true)?;
+        let done_by_epilogue: HashSet<_> = fused.values().flatten().copied().collect();
         let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &fused };
         for &id in &memory.order {
             if done_by_epilogue.contains(&id) {
