@@ -7,7 +7,7 @@
 //! Every shape is a literal, so the tile size is picked per product (big tiles when the grid
 //! still fills the GPU, smaller ones when it would not) and the loads are vectorised exactly
 //! where the operand's layout allows it.
-use super::kernels::Kernel;
+use super::kernels::{ix, Kernel};
 use std::fmt::Write;
 
 /// The k-depth of one shared-memory tile.
@@ -121,14 +121,6 @@ fn k_major(op: &Operand, is_a: bool) -> bool {
     }
 }
 
-/// The index type for `elems` elements.
-fn ix(elems: usize) -> &'static str {
-    if elems < i32::MAX as usize {
-        "int"
-    } else {
-        "long long"
-    }
-}
 
 /// Declarations, a load of the tile at depth `k0` into registers, and the store of those
 /// registers into shared array `s`, for one operand. `outer` is the tile's extent along the

@@ -217,7 +217,7 @@ fn broadcast_index(ins: &[usize], out: &[usize], i: &str) -> String {
 }
 
 /// The index type of a kernel whose tensors have at most `elems` elements.
-fn ix(elems: usize) -> &'static str {
+pub(super) fn ix(elems: usize) -> &'static str {
     if elems < i32::MAX as usize {
         "int"
     } else {
@@ -610,22 +610,11 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             if ash.len() < 2 || bsh.len() < 2 {
                 return Ok(None);
             }
-            let (m, k, nn) = (ash[ash.len() - 2], ash[ash.len() - 1], bsh[bsh.len() - 1]);
-            let (abat, bbat) = (&ash[..ash.len() - 2], &bsh[..bsh.len() - 2]);
-            let rank = abat.len().max(bbat.len());
-            let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, rank - s.len()).chain(s.iter().copied()).collect() };
-            let (pa, pb) = (pad(abat), pad(bbat));
-            let obat: Vec<usize> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
-            let batches: usize = obat.iter().product();
+            let MatMulDims { m, k, n: nn, pa, pb, obat, batches } = matmul_dims(&ash, &bsh);
             if batches > 65535 || osh.iter().product::<usize>() != batches * m * nn {
                 return Ok(None);
             }
-            let bi = |p: &[usize], mat: usize| -> String {
-                match broadcast_index(p, &obat, "z").as_str() {
-                    "0" => "0".into(),
-                    idx => format!("({idx}) * {mat}"),
-                }
-            };
+            let bi = |p: &[usize], mat: usize| batch_offset(p, &obat, mat);
             // One weight matrix for every batch: the batches are rows of one product.
             let (m, batches, batch_a) = if pb.iter().all(|&d| d == 1) && pa == obat { (batches * m, 1, "0".to_string()) } else { (m, batches, bi(&pa, m * k)) };
             let index = format!("z * {} + (long long)row * {nn} + col", m * nn);
@@ -857,6 +846,40 @@ fn window_taps(win: &Window3, body: &str) -> String {
     )
 }
 
+/// A MatMul's dims after numpy's rules: 1-D operands promoted ([k] as [1, k] on the left,
+/// [k, 1] on the right), batch dims padded to one rank (`pa`, `pb`) and broadcast (`obat`).
+struct MatMulDims {
+    m: usize,
+    k: usize,
+    n: usize,
+    pa: Vec<usize>,
+    pb: Vec<usize>,
+    obat: Vec<usize>,
+    batches: usize,
+}
+
+fn matmul_dims(ash: &[usize], bsh: &[usize]) -> MatMulDims {
+    let a2: Vec<usize> = if ash.len() == 1 { vec![1, ash[0]] } else { ash.to_vec() };
+    let b2: Vec<usize> = if bsh.len() == 1 { vec![bsh[0], 1] } else { bsh.to_vec() };
+    let (m, k, n) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 1]);
+    let (abat, bbat) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
+    let rank = abat.len().max(bbat.len());
+    let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, rank - s.len()).chain(s.iter().copied()).collect() };
+    let (pa, pb) = (pad(abat), pad(bbat));
+    let obat: Vec<usize> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
+    let batches = obat.iter().product();
+    MatMulDims { m, k, n, pa, pb, obat, batches }
+}
+
+/// The element offset of batch `z`'s matrix (`mat` elements) in an operand with batch dims
+/// `p` broadcast to `obat`.
+fn batch_offset(p: &[usize], obat: &[usize], mat: usize) -> String {
+    match broadcast_index(p, obat, "z").as_str() {
+        "0" => "0".into(),
+        idx => format!("({idx}) * {mat}"),
+    }
+}
+
 enum MatMulKind {
     MatMul,
     Gemm { alpha: f32, beta: f32, trans_a: bool, trans_b: bool },
@@ -890,24 +913,8 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
             (m, k, nn, sa, sb, "0".to_string(), "0".to_string(), 1, ep)
         }
         MatMulKind::MatMul => {
-            // 1-D operands are promoted: [k] as [1, k] on the left, [k, 1] on the right.
-            let a2: Vec<usize> = if ash.len() == 1 { vec![1, ash[0]] } else { ash.clone() };
-            let b2: Vec<usize> = if bsh.len() == 1 { vec![bsh[0], 1] } else { bsh.clone() };
-            let (m, k, nn) = (a2[a2.len() - 2], a2[a2.len() - 1], b2[b2.len() - 1]);
-            let (abat, bbat) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
-            let rank = abat.len().max(bbat.len());
-            let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, rank - s.len()).chain(s.iter().copied()).collect() };
-            let (pa, pb) = (pad(abat), pad(bbat));
-            let obat: Vec<usize> = pa.iter().zip(&pb).map(|(&x, &y)| x.max(y)).collect();
-            let batches: usize = obat.iter().product();
-            let bi = |p: &[usize], mat: usize| -> String {
-                let idx = broadcast_index(p, &obat, "z");
-                if idx == "0" {
-                    "0".into()
-                } else {
-                    format!("({idx}) * {mat}")
-                }
-            };
+            let MatMulDims { m, k, n: nn, pa, pb, obat, batches } = matmul_dims(&ash, &bsh);
+            let bi = |p: &[usize], mat: usize| batch_offset(p, &obat, mat);
             (m, k, nn, (k, 1), (nn, 1), bi(&pa, m * k), bi(&pb, k * nn), batches, "acc".to_string())
         }
     };
