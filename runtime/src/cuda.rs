@@ -110,6 +110,11 @@ impl Session {
         let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(spec.ptx)).map_err(driver("cuModuleLoadData"))?;
         let functions = spec.kernels.iter().map(|k| module.load_function(k)).collect::<Result<Vec<_>, _>>().map_err(driver("cuModuleGetFunction"))?;
+        // Past 48 KiB a kernel must opt in to its dynamic shared memory.
+        for l in spec.launches.iter().filter(|l| l.shared > 48 * 1024) {
+            let f = functions.get(l.kernel as usize).ok_or(CudaError::Size { what: "kernel index", expected: functions.len(), got: l.kernel as usize })?;
+            f.set_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l.shared as i32).map_err(driver("cuFuncSetAttribute"))?;
+        }
         let arena = stream.alloc_zeros::<u8>(spec.arena_bytes.max(1)).map_err(driver("cuMemAlloc"))?;
         let mut wbuf = stream.alloc_zeros::<u8>(spec.weights_bytes.max(1)).map_err(driver("cuMemAlloc"))?;
         if !weights.is_empty() {

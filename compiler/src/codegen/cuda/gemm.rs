@@ -15,16 +15,29 @@ const BK: usize = 32;
 /// Halves of padding per shared-memory row: keeps `ldmatrix` rows on distinct banks and 16-byte
 /// aligned.
 const PAD: usize = 8;
+/// Floats of padding per row of the output tile in shared memory: spreads the accumulator
+/// pairs one warp writes over the banks.
+const CPAD: usize = 4;
+/// Output elements one thread computes before it stores any.
+const EPI: usize = 8;
+/// Shared-memory tiles in flight: while the tensor cores work on one, `cp.async` fills the next
+/// `STAGES - 1`.
+const STAGES: usize = 4;
 /// Streaming multiprocessors to fill (an H200 has 132).
 const SMS: usize = 132;
 
-/// One block's tile: `bm × bn` outputs, `wm × wn` warps each owning a `(bm/wm) × (bn/wn)` part.
+/// One block's tile: `bm × bn` outputs, `wm × wn` warps each owning a `(bm/wm) × (bn/wn)` part;
+/// `occupancy` blocks fit on one SM (shared memory and registers) and `rate` is the tile's
+/// measured throughput per SM relative to the biggest (small warp tiles reload more fragments
+/// per multiply).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Tile {
     bm: usize,
     bn: usize,
     wm: usize,
     wn: usize,
+    occupancy: usize,
+    rate: f64,
 }
 
 impl Tile {
@@ -33,19 +46,29 @@ impl Tile {
     }
 }
 
-const TILES: [Tile; 3] = [Tile { bm: 128, bn: 128, wm: 2, wn: 4 }, Tile { bm: 64, bn: 128, wm: 2, wn: 4 }, Tile { bm: 64, bn: 64, wm: 2, wn: 2 }];
+const TILES: [Tile; 4] = [
+    Tile { bm: 128, bn: 256, wm: 2, wn: 4, occupancy: 1, rate: 1.0 },
+    Tile { bm: 128, bn: 128, wm: 2, wn: 2, occupancy: 2, rate: 1.0 },
+    Tile { bm: 64, bn: 128, wm: 2, wn: 2, occupancy: 3, rate: 0.8 },
+    Tile { bm: 64, bn: 64, wm: 2, wn: 2, occupancy: 5, rate: 0.6 },
+];
 
-/// The largest tile whose grid still gives every SM work (two blocks each for the biggest).
+/// The tile with the shortest estimated time: each SM runs its share of the blocks at the
+/// tile's rate, slowed in proportion when it holds fewer blocks than fit (latency is then not
+/// hidden). A grid that would not give every SM a block of even the smallest tile takes that
+/// tile (and is then split over k).
 fn pick_tile(m: usize, n: usize, batches: usize) -> Tile {
-    let blocks = |t: &Tile| m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches;
-    // Rows past 64 would be padding.
-    if m > 64 && blocks(&TILES[0]) >= 2 * SMS {
-        TILES[0]
-    } else if blocks(&TILES[1]) >= SMS {
-        TILES[1]
-    } else {
-        TILES[2]
+    let blocks = |t: &Tile| m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches.max(1);
+    let smallest = TILES[TILES.len() - 1];
+    if blocks(&smallest) <= SMS {
+        return smallest;
     }
+    let cost = |t: &Tile| {
+        let per_sm = blocks(t).div_ceil(SMS);
+        let speed = t.rate * per_sm.min(t.occupancy) as f64 / t.occupancy as f64;
+        (per_sm * t.bm * t.bn) as f64 / speed
+    };
+    TILES.into_iter().fold(TILES[0], |best, t| if cost(&t) < cost(&best) { t } else { best })
 }
 
 /// Into how many k ranges a product is split so its grid fills the GPU (1: not split). Only
@@ -106,8 +129,11 @@ pub struct Product {
     /// `bf16` or `f16`: the element type of both operands.
     pub mma: &'static str,
     /// C statements run for each output element with `row`, `col`, `z` and the f32 `acc` in
-    /// scope.
+    /// scope: they set the element's flat index `o` and its value `v`, and read only.
     pub epilogue: String,
+    /// The statement storing `v` at `o`. Kept apart so one thread's loads for several elements
+    /// are in flight at once (the arena's stores could alias them otherwise).
+    pub store: String,
 }
 
 /// Whether an operand is read along k in contiguous runs (`true`), staged as `[rows][k]`, or
@@ -121,92 +147,98 @@ fn k_major(op: &Operand, is_a: bool) -> bool {
     }
 }
 
+/// The widest copy (in halves: 8, 4 or 2, that is 16, 8 or 4 bytes) that moves whole aligned
+/// runs of a dimension of `extent` elements whose neighbours are `other` elements apart;
+/// 1 when only single halves can be read.
+fn vector_width(extent: usize, other: usize) -> usize {
+    [8, 4, 2].into_iter().find(|&w| extent % w == 0 && other % w == 0).unwrap_or(1)
+}
 
-/// Declarations, a load of the tile at depth `k0` into registers, and the store of those
-/// registers into shared array `s`, for one operand. `outer` is the tile's extent along the
-/// operand's non-k dimension (bm or bn), `base` the C name of its first row/column and
-/// `limit` that dimension's size.
+/// How one operand's tile at depth `k0` reaches shared stage `st`: `decls` once per kernel,
+/// `issue` starts the copy (`cp.async` straight to shared memory, or loads into registers) and
+/// `store` moves those registers to shared memory (empty for `cp.async`), run late so the loads
+/// overlap the multiplies.
 struct Stage {
     decls: String,
-    load: String,
+    issue: String,
     store: String,
 }
 
+/// The loader of `op`'s tile into `s[st]`: `[outer][BK]` when k-major, else `[BK][outer]`, where
+/// `outer` is the tile's extent along the operand's non-k dimension (bm or bn), starting at C
+/// name `base`, of size `limit`.
 fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) -> Stage {
     let threads = t.threads();
     let (outer, base, limit) = if is_a { (t.bm, "m0", p.m) } else { (t.bn, "n0", p.n) };
     let kdim = p.k;
     let km = k_major(op, is_a);
-    let mut decls = String::new();
-    let mut load = String::new();
-    let mut store = String::new();
+    // The staged tile is `rows × cols`, cols contiguous in shared memory.
+    let (rows, cols) = if km { (outer, BK) } else { (BK, outer) };
+    // (row, col) of the tile → (outer index `go`, depth `gk`).
+    let coords = if km { format!("int go = {base} + r, gk = k0 + q;") } else { format!("int go = {base} + q, gk = k0 + r;") };
+    let mut st = Stage { decls: String::new(), issue: String::new(), store: String::new() };
     match op {
         Operand::Strided { ptr, batch, rs, cs } => {
-            let (rs, cs) = (*rs, *cs);
             // Element (outer index o, depth kk) sits at o * so + kk * sk.
-            let (so, sk) = if is_a { (rs, cs) } else { (cs, rs) };
-            let idx = ix(p.m.max(p.n).max(kdim).saturating_mul(p.k.max(p.n)).saturating_mul(p.batches.max(1)));
-            let _ = writeln!(decls, "const unsigned short* {regs}p = (const unsigned short*){ptr} + ({batch});");
-            if km {
-                // Staged [outer][BK]; vectorised when k runs are contiguous and 8-aligned.
-                let vec = sk == 1 && kdim % 8 == 0 && so % 8 == 0;
-                if vec {
-                    let per = outer * BK / 8 / threads;
-                    let _ = writeln!(decls, "uint4 {regs}[{per}];");
-                    let _ = writeln!(
-                        load,
-                        "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c >> 2, q = (c & 3) * 8; int go = {base} + r, gk = k0 + q;\n\
-                         {regs}[j] = (go < {limit} && gk < {kdim}) ? *(const uint4*)({regs}p + ({idx})go * {so} + gk) : make_uint4(0, 0, 0, 0); }}"
-                    );
-                    let _ = writeln!(store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; *(uint4*)&{s}[c >> 2][(c & 3) * 8] = {regs}[j]; }}");
-                } else {
-                    let per = outer * BK / threads;
-                    let _ = writeln!(decls, "unsigned short {regs}[{per}];");
-                    let _ = writeln!(
-                        load,
-                        "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; int r = e / {BK}, kk = e % {BK}; int go = {base} + r, gk = k0 + kk;\n\
-                         {regs}[j] = (go < {limit} && gk < {kdim}) ? {regs}p[({idx})go * {so} + ({idx})gk * {sk}] : (unsigned short)0; }}"
-                    );
-                    let _ = writeln!(store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; {s}[e / {BK}][e % {BK}] = {regs}[j]; }}");
-                }
+            let (so, sk) = if is_a { (*rs, *cs) } else { (*cs, *rs) };
+            // Offsets from the batch's first element reach at most this far.
+            let idx = ix(limit.saturating_mul(so).saturating_add(kdim.saturating_mul(sk)));
+            let _ = writeln!(st.decls, "const unsigned short* {regs}p = (const unsigned short*){ptr} + ({batch});");
+            // The shared-memory row runs along k (k-major) or along the outer dimension.
+            let (along, along_stride, across, across_stride) = if km { (kdim, sk, limit, so) } else { (limit, so, kdim, sk) };
+            let _ = across;
+            let w = if along_stride == 1 { vector_width(along, across_stride) } else { 1 };
+            if w > 1 {
+                let chunks = cols / w;
+                let per = rows * chunks / threads;
+                let _ = writeln!(
+                    st.issue,
+                    "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
+                     const bool ok = go < {limit} && gk < {kdim}; cp_async{bytes}(&{s}[st][r][q], ok ? {regs}p + ({idx})go * {so} + ({idx})gk * {sk} : {regs}p, ok); }}",
+                    bytes = w * 2,
+                );
             } else {
-                // Staged [BK][outer]; vectorised when the outer runs are contiguous.
-                let vec = so == 1 && limit % 8 == 0 && sk % 8 == 0;
-                let groups = outer / 8;
-                if vec {
-                    let per = outer * BK / 8 / threads;
-                    let _ = writeln!(decls, "uint4 {regs}[{per}];");
-                    let _ = writeln!(
-                        load,
-                        "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int kk = c / {groups}, q = (c % {groups}) * 8; int go = {base} + q, gk = k0 + kk;\n\
-                         {regs}[j] = (go < {limit} && gk < {kdim}) ? *(const uint4*)({regs}p + ({idx})gk * {sk} + go) : make_uint4(0, 0, 0, 0); }}"
-                    );
-                    let _ = writeln!(store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; *(uint4*)&{s}[c / {groups}][(c % {groups}) * 8] = {regs}[j]; }}");
-                } else {
-                    let per = outer * BK / threads;
-                    let _ = writeln!(decls, "unsigned short {regs}[{per}];");
-                    let _ = writeln!(
-                        load,
-                        "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; int kk = e / {outer}, o = e % {outer}; int go = {base} + o, gk = k0 + kk;\n\
-                         {regs}[j] = (go < {limit} && gk < {kdim}) ? {regs}p[({idx})gk * {sk} + ({idx})go * {so}] : (unsigned short)0; }}"
-                    );
-                    let _ = writeln!(store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; {s}[e / {outer}][e % {outer}] = {regs}[j]; }}");
-                }
+                let per = rows * cols / threads;
+                let _ = writeln!(st.decls, "unsigned short {regs}[{per}];");
+                let _ = writeln!(
+                    st.issue,
+                    "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; int r = e / {cols}, q = e % {cols}; {coords}\n\
+                     {regs}[j] = (go < {limit} && gk < {kdim}) ? {regs}p[({idx})go * {so} + ({idx})gk * {sk}] : (unsigned short)0; }}"
+                );
+                let _ = writeln!(st.store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; {s}[st][e / {cols}][e % {cols}] = {regs}[j]; }}");
             }
         }
         Operand::Im2col(c) => {
+            let hw = c.oh * c.ow;
+            let idx = ix((p.n / hw.max(1)).saturating_mul(c.c * c.h * c.w));
+            let chw = c.c * c.h * c.w;
+            let pointwise = c.kh * c.kw == 1 && c.stride == [1, 1] && c.pad == [0, 0] && c.h == c.oh && c.w == c.ow;
+            let w = if pointwise { vector_width(hw, hw) } else { 1 };
+            if w > 1 {
+                // A 1×1 convolution whose images are whole runs of `w` columns: column `gn`
+                // is pixel `gn % hw` of image `gn / hw`, channel `gk` a plane `hw` apart.
+                let chunks = outer / w;
+                let per = BK * chunks / threads;
+                let _ = writeln!(
+                    st.issue,
+                    "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
+                     const bool ok = go < {limit} && gk < {kdim}; const unsigned short* src = (const unsigned short*){x} + ({idx})(go / {hw}) * {chw} + ({idx})gk * {hw} + go % {hw};\n\
+                     cp_async{bytes}(&{s}[st][r][q], ok ? src : (const unsigned short*){x}, ok); }}",
+                    x = c.x,
+                    bytes = w * 2,
+                );
+                return st;
+            }
             // Each thread owns one column (its image and output pixel, decoded once) and
             // every (threads / bn)-th depth row of the tile.
             let rows_per = threads / outer;
             let per = BK / rows_per;
-            let hw = c.oh * c.ow;
-            let idx = ix((p.n / hw.max(1)).saturating_mul(c.c * c.h * c.w));
             let [sh, sw] = c.stride;
             let [dh, dw] = c.dilation;
             let [ph, pw] = c.pad;
             let taps = c.kh * c.kw;
             let _ = writeln!(
-                decls,
+                st.decls,
                 "unsigned short {regs}[{per}];\nconst int {regs}col = tid % {outer}, {regs}row = tid / {outer};\n\
                  const int {regs}gn = {base} + {regs}col; const bool {regs}ok = {regs}gn < {limit};\n\
                  const int {regs}img = {regs}gn / {hw}, {regs}pix = {regs}gn % {hw};\n\
@@ -214,9 +246,7 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
                  const unsigned short* {regs}p = (const unsigned short*){x} + ({idx}){regs}img * {chw};",
                 ow = c.ow,
                 x = c.x,
-                chw = c.c * c.h * c.w,
             );
-            let pointwise = taps == 1 && c.stride == [1, 1] && c.pad == [0, 0] && c.h == c.oh && c.w == c.ow;
             let fetch = if pointwise {
                 // A 1×1 convolution: column pixel `pix` of channel `gk`.
                 format!("{regs}[j] = ({regs}ok && gk < {kdim}) ? {regs}p[({idx})gk * {hw} + {regs}pix] : (unsigned short)0;")
@@ -229,11 +259,11 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
                     w = c.w,
                 )
             };
-            let _ = writeln!(load, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int gk = k0 + {regs}row + j * {rows_per};\n{fetch} }}");
-            let _ = writeln!(store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {s}[{regs}row + j * {rows_per}][{regs}col] = {regs}[j];");
+            let _ = writeln!(st.issue, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int gk = k0 + {regs}row + j * {rows_per};\n{fetch} }}");
+            let _ = writeln!(st.store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {s}[st][{regs}row + j * {rows_per}][{regs}col] = {regs}[j];");
         }
     }
-    Stage { decls, load, store }
+    st
 }
 
 /// The kernels of product `p`, named `name…`. A product split over k (see [`split_k`]) writes
@@ -241,19 +271,20 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
 /// second kernel adds them up and runs the epilogue.
 pub fn kernels(name: &str, p: &Product, scratch: Option<&str>) -> Vec<Kernel> {
     let split = split_k(p.m, p.n, p.k, p.batches);
-    let Some(ws) = scratch.filter(|_| split > 1) else { return vec![kernel(name, p, 1, &p.epilogue)] };
+    let Some(ws) = scratch.filter(|_| split > 1) else { return vec![kernel(name, p, 1, &p.epilogue, &p.store)] };
     let mn = p.m * p.n;
-    let partial = kernel(name, p, split, &format!("{ws}[(long long)blockIdx.z * {mn} + (long long)row * {} + col] = acc;", p.n));
+    let partial = kernel(name, p, split, &format!("const long long o = (long long)blockIdx.z * {mn} + (long long)row * {} + col;\nconst float v = acc;", p.n), &format!("{ws}[o] = v;"));
     let body = format!(
-        "const int row = i / {n}, col = i % {n}; const long long z = 0;\nfloat acc = 0.0f;\nfor (int s = 0; s < {split}; ++s) acc += {ws}[(long long)s * {mn} + i];\n{ep}",
+        "const int row = i / {n}, col = i % {n}; const long long z = 0;\nfloat acc = 0.0f;\nfor (int s = 0; s < {split}; ++s) acc += {ws}[(long long)s * {mn} + i];\n{ep}\n{st}",
         n = p.n,
-        ep = p.epilogue
+        ep = p.epilogue,
+        st = p.store,
     );
     vec![partial, super::kernels::pointwise(&format!("{name}_sum"), mn, mn * split, "", &body)]
 }
 
 /// One kernel of product `p` over `split` k ranges (grid z), `epilogue` per output.
-fn kernel(name: &str, p: &Product, split: usize, epilogue: &str) -> Kernel {
+fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) -> Kernel {
     let t = pick_tile(p.m, p.n, p.batches);
     // Whole tiles per k range.
     let per = if split > 1 { p.k.div_ceil(BK).div_ceil(split) * BK } else { p.k.div_ceil(BK) * BK };
@@ -265,46 +296,73 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str) -> Kernel {
     let b = stage(&p.b, p, false, t, "Bs", "rb");
     let b_kmajor = k_major(&p.b, false);
     let (bm, bn) = (t.bm, t.bn);
-    let b_smem = if b_kmajor { format!("Bs[{bn}][{BK} + {PAD}]") } else { format!("Bs[{BK}][{bn} + {PAD}]") };
-    // B fragments: from [n][k] plainly, from [k][n] transposed.
+    let (b_rows, b_cols) = if b_kmajor { (bn, BK) } else { (BK, bn) };
+    let a_bytes = bm * (BK + PAD) * 2;
+    // The stages, then (reusing them) the f32 output tile.
+    let shared = (STAGES * (a_bytes + b_rows * (b_cols + PAD) * 2)).max(bm * (bn + CPAD) * 4);
+    // B fragments of two 8-column blocks at once: from [n][k] plainly, from [k][n] transposed.
     let b_frag = if b_kmajor {
-        format!("ldmatrix_x2(bf[j], &Bs[wn * {tn} + j * 8 + (lane & 7)][ks + ((lane >> 3) & 1) * 8]);")
+        format!("ldmatrix_x4(&bf[j][0], &Bs[cs][wn * {tn} + j * 8 + (lane >> 4) * 8 + (lane & 7)][ks + ((lane >> 3) & 1) * 8]);")
     } else {
-        format!("ldmatrix_x2_trans(bf[j], &Bs[ks + (lane & 15)][wn * {tn} + j * 8]);")
+        format!("ldmatrix_x4_trans(&bf[j][0], &Bs[cs][ks + (lane & 15)][wn * {tn} + j * 8 + (lane >> 4) * 8]);")
     };
     let mma = p.mma;
     let mut s = String::new();
     let _ = write!(
         s,
         "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
-         // {m}×{n}×{k} ({batches} of them) on tensor cores: {bm}×{bn} tiles, {wm}×{wn} warps{split_note}.\n\
-         __shared__ __align__(16) unsigned short As[{bm}][{BK} + {PAD}];\n\
-         __shared__ __align__(16) unsigned short {b_smem};\n\
+         // {m}×{n}×{k} ({batches} of them) on tensor cores: {bm}×{bn} tiles, {wm}×{wn} warps, {STAGES} stages{split_note}.\n\
+         extern __shared__ __align__(16) unsigned char smem[];\n\
+         unsigned short (*As)[{bm}][{BK} + {PAD}] = (unsigned short (*)[{bm}][{BK} + {PAD}])smem;\n\
+         unsigned short (*Bs)[{b_rows}][{b_cols} + {PAD}] = (unsigned short (*)[{b_rows}][{b_cols} + {PAD}])(smem + {sa});\n\
          const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n\
          const int wm = warp / {wn}, wn = warp % {wn};\n\
          const int m0 = blockIdx.y * {bm}, n0 = blockIdx.x * {bn};\n\
          const long long z = {zexpr};\n\
          float accs[{mt}][{nt}][4];\n\
          #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j)\n#pragma unroll\nfor (int r = 0; r < 4; ++r) accs[i][j][r] = 0.0f;\n\
-         {range}{ad}{bd}\
-         {{ const int k0 = kbeg;\n{al}{bl}}}\n\
-         for (int k0 = kbeg; k0 < kend; k0 += {BK}) {{\n\
-         {as_}{bs}\
+         {range}const int tiles = (kend - kbeg + {BK} - 1) / {BK};\n{ad}{bd}\
+         // Fill all stages but one.\n\
+         #pragma unroll\nfor (int st = 0; st < {ahead}; ++st) {{\n\
+         if (st < tiles) {{ const int k0 = kbeg + st * {BK};\n{ai}{bi}{as_}{bs}}}\n\
+         cp_async_commit();\n\
+         }}\n\
+         for (int kt = 0; kt < tiles; ++kt) {{\n\
+         // Tile kt has landed; every warp is done with the stage the next copy overwrites.\n\
+         cp_async_wait<{wait}>();\n\
          __syncthreads();\n\
-         if (k0 + {BK} < kend) {{ const int k0n = k0 + {BK}; {{ const int k0 = k0n;\n{al}{bl}}} }}\n\
+         const int nk = kt + {ahead}, st = nk % {STAGES}, cs = kt % {STAGES};\n\
+         if (nk < tiles) {{ const int k0 = kbeg + nk * {BK};\n{ai}{bi}}}\n\
+         cp_async_commit();\n\
          #pragma unroll\n\
          for (int ks = 0; ks < {BK}; ks += 16) {{\n\
          unsigned af[{mt}][4], bf[{nt}][2];\n\
-         #pragma unroll\nfor (int i = 0; i < {mt}; ++i) ldmatrix_x4(af[i], &As[wm * {tm} + i * 16 + (lane & 15)][ks + (lane >> 4) * 8]);\n\
-         #pragma unroll\nfor (int j = 0; j < {nt}; ++j) {b_frag}\n\
+         #pragma unroll\nfor (int i = 0; i < {mt}; ++i) ldmatrix_x4(af[i], &As[cs][wm * {tm} + i * 16 + (lane & 15)][ks + (lane >> 4) * 8]);\n\
+         #pragma unroll\nfor (int j = 0; j < {nt}; j += 2) {b_frag}\n\
          #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j) mma_{mma}(accs[i][j], af[i], bf[j]);\n\
          }}\n\
-         __syncthreads();\n\
+         {late}\
          }}\n\
-         #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j)\n#pragma unroll\nfor (int r = 0; r < 4; ++r) {{\n\
-         const int row = m0 + wm * {tm} + i * 16 + (lane >> 2) + (r >> 1) * 8;\n\
-         const int col = n0 + wn * {tn} + j * 8 + (lane & 3) * 2 + (r & 1);\n\
-         if (row < {m} && col < {n}) {{ const float acc = accs[i][j][r];\n{ep}\n}}\n\
+         // The tile goes through shared memory so the epilogue walks it row by row: its\n\
+         // reads and stores then cover whole runs of memory.\n\
+         cp_async_wait<0>();\n\
+         __syncthreads();\n\
+         float (*Cs)[{bn} + {CPAD}] = (float (*)[{bn} + {CPAD}])smem;\n\
+         #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j) {{\n\
+         const int r = wm * {tm} + i * 16 + (lane >> 2), c = wn * {tn} + j * 8 + (lane & 3) * 2;\n\
+         *(float2*)&Cs[r][c] = make_float2(accs[i][j][0], accs[i][j][1]);\n\
+         *(float2*)&Cs[r + 8][c] = make_float2(accs[i][j][2], accs[i][j][3]);\n\
+         }}\n\
+         __syncthreads();\n\
+         // {EPI} elements per thread at a time: all their reads, then all their stores.\n\
+         for (int e0 = tid; e0 < {bm} * {bn}; e0 += {EPI} * {threads}) {{\n\
+         float vs[{EPI}]; long long os[{EPI}]; bool oks[{EPI}];\n\
+         #pragma unroll\nfor (int u = 0; u < {EPI}; ++u) {{\n\
+         const int e = e0 + u * {threads}, row = m0 + e / {bn}, col = n0 + e % {bn};\n\
+         oks[u] = e < {bm} * {bn} && row < {m} && col < {n};\n\
+         if (oks[u]) {{ const float acc = Cs[e / {bn}][e % {bn}];\n{ep}\nvs[u] = v; os[u] = o; }}\n\
+         }}\n\
+         #pragma unroll\nfor (int u = 0; u < {EPI}; ++u) if (oks[u]) {{ const long long o = os[u]; const float v = vs[u]; {store} }}\n\
          }}\n}}\n",
         m = p.m,
         n = p.n,
@@ -312,19 +370,23 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str) -> Kernel {
         batches = p.batches,
         wm = t.wm,
         wn = t.wn,
+        sa = STAGES * a_bytes,
+        ahead = STAGES - 1,
+        wait = STAGES - 2,
         ad = a.decls,
         bd = b.decls,
-        al = a.load,
-        bl = b.load,
+        ai = a.issue,
+        bi = b.issue,
         as_ = a.store,
         bs = b.store,
+        late = if a.store.is_empty() && b.store.is_empty() { String::new() } else { format!("if (nk < tiles) {{\n{}{}}}\n", a.store, b.store) },
         ep = epilogue,
         // A split product is a single one: grid z numbers its k ranges.
         zexpr = if split > 1 { "0" } else { "blockIdx.z" },
         split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() },
     );
     let z = if split > 1 { split } else { p.batches.max(1) };
-    Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, z as u32], block: [threads as u32, 1, 1] }
+    Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, z as u32], block: [threads as u32, 1, 1], shared: shared as u32 }
 }
 
 /// The device functions the tensor-core kernels call, once per module.
@@ -333,13 +395,9 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned* r, const unsigned short* p
   unsigned a = (unsigned)__cvta_generic_to_shared(p);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
-__device__ __forceinline__ void ldmatrix_x2(unsigned* r, const unsigned short* p) {
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, const unsigned short* p) {
   unsigned a = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
-}
-__device__ __forceinline__ void ldmatrix_x2_trans(unsigned* r, const unsigned short* p) {
-  unsigned a = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
 __device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, const unsigned* b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -349,6 +407,18 @@ __device__ __forceinline__ void mma_f16(float* d, const unsigned* a, const unsig
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// Global-to-shared copies that bypass registers; a false `ok` fills zeros and reads nothing.
+__device__ __forceinline__ void cp_async16(void* s, const void* g, bool ok) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"((unsigned)__cvta_generic_to_shared(s)), "l"(g), "r"(ok ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async8(void* s, const void* g, bool ok) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" :: "r"((unsigned)__cvta_generic_to_shared(s)), "l"(g), "r"(ok ? 8 : 0));
+}
+__device__ __forceinline__ void cp_async4(void* s, const void* g, bool ok) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(s)), "l"(g), "r"(ok ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
 "#;
 
 #[cfg(test)]
@@ -358,15 +428,27 @@ mod tests {
     #[test]
     fn tiles_shrink_until_the_grid_fills_the_gpu() {
         assert_eq!(pick_tile(4096, 4096, 1), TILES[0]);
-        assert_eq!(pick_tile(512, 49, 1), TILES[2]);
-        // Every tile's loaders divide evenly among its threads.
+        assert_eq!(pick_tile(512, 49, 1), TILES[3]);
+        // MiniLM's projections at batch 64: a 128×256 grid would leave SMs idle.
+        assert_ne!(pick_tile(8192, 384, 1), TILES[0]);
+        // Every tile's loaders divide evenly among its threads at every vector width.
         for t in TILES {
-            assert_eq!(t.bm * BK % (8 * t.threads()), 0);
-            assert_eq!(t.bn * BK % (8 * t.threads()), 0);
+            for w in [1, 2, 4, 8] {
+                assert_eq!(t.bm * BK % (w * t.threads()), 0);
+                assert_eq!(t.bn * BK % (w * t.threads()), 0);
+            }
             assert_eq!(t.threads() % t.bn, 0, "im2col rows per pass");
             assert_eq!(t.bm / t.wm % 16, 0);
-            assert_eq!(t.bn / t.wn % 8, 0);
+            assert_eq!(t.bn / t.wn % 16, 0, "B fragments load two 8-column blocks at once");
         }
+    }
+
+    #[test]
+    fn vector_copies_need_whole_aligned_runs() {
+        assert_eq!(vector_width(384, 384), 8);
+        assert_eq!(vector_width(196, 196), 4);
+        assert_eq!(vector_width(49, 49), 1);
+        assert_eq!(vector_width(64, 6), 2);
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub struct Kernel {
     pub source: String,
     pub grid: [u32; 3],
     pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub shared: u32,
 }
 
 /// Where a node's operands live.
@@ -167,7 +169,7 @@ fn warp_rows(name: &str, rows: usize, body: &str) -> Kernel {
          int row = blockIdx.x * {ROW_WARPS} + (threadIdx.x >> 5), lane = threadIdx.x & 31;\n\
          if (row >= {rows}) return;\n{body}\n}}\n"
     );
-    Kernel { name: name.to_string(), source, grid: [rows.div_ceil(ROW_WARPS).max(1) as u32, 1, 1], block: [(ROW_WARPS * 32) as u32, 1, 1] }
+    Kernel { name: name.to_string(), source, grid: [rows.div_ceil(ROW_WARPS).max(1) as u32, 1, 1], block: [(ROW_WARPS * 32) as u32, 1, 1], shared: 0 }
 }
 
 /// C statements leaving in `v` (a value in every lane of a warp) the warp's sum, or its
@@ -236,7 +238,7 @@ pub(super) fn pointwise(name: &str, n: usize, elems: usize, decls: &str, body: &
         "extern \"C\" __global__ void {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n{decls}\
          for ({t} i = ({t})blockIdx.x * blockDim.x + threadIdx.x; i < ({t}){n}; i += ({t})gridDim.x * blockDim.x) {{\n{body}\n}}\n}}\n"
     );
-    Kernel { name: name.to_string(), source, grid: [blocks(n, BLOCK as usize), 1, 1], block: [BLOCK, 1, 1] }
+    Kernel { name: name.to_string(), source, grid: [blocks(n, BLOCK as usize), 1, 1], block: [BLOCK, 1, 1], shared: 0 }
 }
 
 /// The kernels of node `id`, named `name…`; empty when the node needs none (a view whose output
@@ -352,7 +354,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         }
         Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } if product(cx, n)?.is_some() => {
             let (mut p, index, pre) = product(cx, n)?.ok_or_else(|| cx.err(n, "no product"))?;
-            p.epilogue = epilogue(cx, n, out, cx.fused.get(&id).map(|c| c.as_slice()).unwrap_or(&[]), &index, &pre)?;
+            (p.epilogue, p.store) = epilogue(cx, n, out, cx.fused.get(&id).map(|c| c.as_slice()).unwrap_or(&[]), &index, &pre)?;
             let scratch = cx.plan.scratch.get(&scratch_node(id, cx.fused)).map(|s| format!("((float*)(A + {}))", s.offset));
             Ok(super::gemm::kernels(name, &p, scratch.as_deref()))
         }
@@ -605,6 +607,8 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
         }
     };
     let strided = |ptr: &str, batch: String, rs: usize, cs: usize| Operand::Strided { ptr: ptr.to_string(), batch, rs, cs };
+    // The index type of the output's elements (the epilogue's `o`).
+    let t = ix(osh.iter().product());
     let p = match &n.op {
         Op::MatMul => {
             if ash.len() < 2 || bsh.len() < 2 {
@@ -617,8 +621,8 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             let bi = |p: &[usize], mat: usize| batch_offset(p, &obat, mat);
             // One weight matrix for every batch: the batches are rows of one product.
             let (m, batches, batch_a) = if pb.iter().all(|&d| d == 1) && pa == obat { (batches * m, 1, "0".to_string()) } else { (m, batches, bi(&pa, m * k)) };
-            let index = format!("z * {} + (long long)row * {nn} + col", m * nn);
-            (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new() }, index, "acc".to_string())
+            let index = format!("z * {} + ({t})row * {nn} + col", m * nn);
+            (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new(), store: String::new() }, index, "acc".to_string())
         }
         Op::Gemm { alpha, beta, trans_a, trans_b } => {
             if ash.len() != 2 || bsh.len() != 2 {
@@ -631,11 +635,11 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             let mut pre = format!("{} * acc", scalar::f32_lit(*alpha));
             if let Some((cv, cp)) = bias(2)? {
                 let (_, cs) = cx.ty(n, cv)?;
-                let ci = broadcast_index(&cs, &[m, nn], &format!("((long long)row * {nn} + col)"));
+                let ci = broadcast_index(&cs, &[m, nn], &format!("(({t})row * {nn} + col)"));
                 pre = format!("{pre} + {} * (float){cp}[{ci}]", scalar::f32_lit(*beta));
             }
-            let index = format!("(long long)row * {nn} + col");
-            (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new() }, index, pre)
+            let index = format!("({t})row * {nn} + col");
+            (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new(), store: String::new() }, index, pre)
         }
         Op::Conv { window, group } => {
             if *group != 1 || ash.len() < 3 || bsh.len() != ash.len() {
@@ -667,19 +671,20 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                 Some((_, bp)) => format!("acc + (float){bp}[row]"),
                 None => "acc".into(),
             };
-            let index = format!("(long long)(col / {hw}) * {} + (long long)row * {hw} + col % {hw}", c_out * hw);
-            (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new() }, index, pre)
+            let index = format!("({t})(col / {hw}) * {} + ({t})row * {hw} + col % {hw}", c_out * hw);
+            (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new(), store: String::new() }, index, pre)
         }
         _ => return Ok(None),
     };
     Ok(Some(p))
 }
 
-/// The epilogue of product `n` whose output is `out`: `v` is the element's value (`pre`), each
-/// fused consumer in `chain` runs on it in turn, and the result is stored at flat index
-/// `index` of the last one's output, or of `out`.
-fn epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str) -> R<String> {
-    let mut s = format!("const long long o = {index};\nfloat v = {pre};\n");
+/// The epilogue of product `n` whose output is `out`, as the code that computes an element and
+/// the statement that stores it: `v` is the element's value (`pre`), each fused consumer in
+/// `chain` runs on it in turn, and the result goes to flat index `o` (`index`) of the last
+/// one's output, or of `out`.
+fn epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str) -> R<(String, String)> {
+    let mut s = format!("const {} o = {index};\nfloat v = {pre};\n", ix(cx.ty(n, out)?.1.iter().product()));
     let (mut cur, mut store) = (out, cx.ptr(n, out)?);
     for &cid in chain {
         let c = cx.g.node(cid);
@@ -728,8 +733,7 @@ fn epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre:
         cur = cout;
         store = cx.ptr(c, cout)?;
     }
-    let _ = write!(s, "{store}[o] = v;");
-    Ok(s)
+    Ok((s, format!("{store}[o] = v;")))
 }
 
 /// The elementwise nodes a tensor-core product's epilogue can do (product -> consumers, in
@@ -950,7 +954,7 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
     if batches > 65535 {
         return Err(cx.err(n, format!("{batches} matrix products in one node: more than one grid holds")));
     }
-    Ok(vec![Kernel { name: name.to_string(), source, grid: [nn.div_ceil(TILE).max(1) as u32, m.div_ceil(TILE).max(1) as u32, batches.max(1) as u32], block: [TILE as u32, TILE as u32, 1] }])
+    Ok(vec![Kernel { name: name.to_string(), source, grid: [nn.div_ceil(TILE).max(1) as u32, m.div_ceil(TILE).max(1) as u32, batches.max(1) as u32], block: [TILE as u32, TILE as u32, 1], shared: 0 }])
 }
 
 /// A reduction over the axes marked in `red`: one thread per output element walks its

@@ -182,7 +182,7 @@ fn host_module(p: &CudaPlan, opts: &CodegenOptions, ptx_file: &str) -> Result<(S
         .kernels
         .iter()
         .enumerate()
-        .map(|(i, k)| format!("rt::cuda::Launch {{ kernel: {i}, grid: {:?}, block: {:?}, shared: 0 }}", k.grid, k.block))
+        .map(|(i, k)| format!("rt::cuda::Launch {{ kernel: {i}, grid: {:?}, block: {:?}, shared: {} }}", k.grid, k.block, k.shared))
         .collect();
     let _ = writeln!(src, "/// One forward pass, in order (each kernel's node is named in `model.cu`).\nconst LAUNCHES: [rt::cuda::Launch; {}] = [{}];", launches.len(), launches.join(", "));
     let _ = writeln!(
