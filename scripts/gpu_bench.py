@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """On the GPU machine: burnc against PyTorch eager and torch.compile, one run, same machine.
 
-    python3 scripts/gpu_bench.py RUN_DIR [--iters 200] [--only REGEX]
+    python3 scripts/gpu_bench.py RUN_DIR [--iters 200] [--only REGEX] [--ncu DIR]
 
 RUN_DIR is what scripts/gpu_bench_prepare.py built (gpu/bench/run). For each configuration the
 models are rebuilt from their seed (scripts/gpu_bench_models.py), the weights blob by the
 carried burnc (checked against the hash recorded where the harness was built); the same weights
 go into torchvision's ResNet-50 and transformers' BertModel. Every timing is the median of ITERS
 CUDA-event-timed forward passes after warm-up: burnc's graph replays, PyTorch eager, and
-torch.compile(mode="reduce-overhead") (CUDA graphs). Correctness: ‖out − ref‖/‖ref‖ against
+torch.compile(mode="reduce-overhead") (CUDA graphs). With --ncu DIR, Nsight Compute also times
+each of burnc's kernels once (boost clocks left alone) and DIR/<config>.tsv lists them, slowest
+first, with their share of the forward pass. Correctness: ‖out − ref‖/‖ref‖ against
 PyTorch in f32 with TF32 off. The last line is
     gpu_bench: bf16_geomean_vs_torch_compile=<geomean of burnc/torch.compile time, bf16 configs>
 """
@@ -77,12 +79,43 @@ def rel_err(out, ref):
     return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
 
 
+def kernel_times(harness, work, tsv):
+    """Each kernel of one forward pass timed by Nsight Compute, slowest first, into `tsv`."""
+    os.makedirs(os.path.dirname(tsv), exist_ok=True)
+    r = subprocess.run(["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv", harness, work, "1", "0"], capture_output=True, text=True)
+    import csv
+    import io
+
+    lines = [l for l in r.stdout.splitlines() if l.startswith('"')]
+    times = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        v = float(row["Metric Value"].replace(",", ""))
+        ns = v * {"nsecond": 1, "usecond": 1e3, "msecond": 1e6}.get(row.get("Metric Unit", "nsecond"), 1)
+        k = row["Kernel Name"]
+        n, t = times.get(k, (0, 0.0))
+        times[k] = (n + 1, t + ns)
+    if not times:
+        print(f"ncu: no kernel times for {harness}: {r.stderr.strip()[-300:]}")
+        return
+    total = sum(t for _, t in times.values())
+    # The harness launches the pass twice (a first forward, then one replay): per-pass times.
+    with open(tsv, "w") as f:
+        f.write("kernel\tcalls\tus\tshare\n")
+        for k, (n, t) in sorted(times.items(), key=lambda kv: -kv[1][1]):
+            f.write(f"{k}\t{n}\t{t / 1e3:.2f}\t{t / total:.3f}\n")
+    top = sorted(times.items(), key=lambda kv: -kv[1][1])[:12]
+    print(f"ncu {os.path.basename(tsv)}: {len(times)} kernels, {total / 1e6:.3f} ms summed; slowest: " + ", ".join(f"{k} {t / 1e3:.0f}us" for k, (n, t) in top))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--only", default="")
     ap.add_argument("--tmp", default="/tmp/burnc-gpu-bench")
+    ap.add_argument("--ncu", default="", help="folder for per-kernel times (Nsight Compute)")
     a = ap.parse_args()
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -125,6 +158,8 @@ def main():
                 rows.append((c, None, None, None, None, None))
                 continue
             burnc_ms = float(med.group(1))
+            if a.ncu:
+                kernel_times(os.path.join(a.run, c["name"], "harness"), work, os.path.join(a.ncu, c["name"] + ".tsv"))
             out = np.fromfile(os.path.join(work, "out_0.bin"), dtype=np.float32)
             xt = torch.from_numpy(x).cuda()
             with torch.no_grad():

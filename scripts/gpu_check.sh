@@ -5,6 +5,10 @@
 #   gpu_check: passed=<n> total=<n> worst_rel_err_bf16=<x> worst_rel_err_f32=<x>
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x gpu/run/gpu-check ] || { echo "gpu_check: gpu/run/gpu-check is missing: run scripts/gpu_prepare.sh first" >&2; exit 2; }
+[ -f gpu/run/check.tar.xz ] || { echo "gpu_check: gpu/run/check.tar.xz is missing: run scripts/gpu_prepare.sh first" >&2; exit 2; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /' || true
-gpu/run/gpu-check gpu/run/cases
+# The checker and its cases travel packed (scripts/gpu_cases.py): unpack them outside the tree.
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+xz -dc gpu/run/check.tar.xz | tar -C "$dir" -xf -
+"$dir/gpu-check" "$dir/cases"

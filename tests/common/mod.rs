@@ -18,6 +18,11 @@ pub fn data_dir() -> PathBuf {
         return PathBuf::from(d);
     }
     let dir = root().join("conformance-data");
+    // Tests run in parallel (threads and test binaries): one generates at a time, the others
+    // wait and then find the data stamped up to date.
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    let lock = std::fs::File::create(dir.join(".generate.lock")).unwrap_or_else(|e| panic!("cannot create the data lock: {e}"));
+    lock.lock().unwrap_or_else(|e| panic!("cannot lock {}: {e}", dir.display()));
     for script in ["scripts/gen_conformance.py", "scripts/gen_light_random.py"] {
         let status = Command::new("python3")
             .arg(root().join(script))

@@ -46,10 +46,11 @@ impl Tile {
     }
 }
 
-const TILES: [Tile; 4] = [
+const TILES: [Tile; 5] = [
     Tile { bm: 128, bn: 256, wm: 2, wn: 4, occupancy: 1, rate: 1.0 },
     Tile { bm: 128, bn: 128, wm: 2, wn: 2, occupancy: 2, rate: 1.0 },
     Tile { bm: 64, bn: 128, wm: 2, wn: 2, occupancy: 3, rate: 0.8 },
+    Tile { bm: 128, bn: 64, wm: 2, wn: 2, occupancy: 3, rate: 0.8 },
     Tile { bm: 64, bn: 64, wm: 2, wn: 2, occupancy: 5, rate: 0.6 },
 ];
 
@@ -116,6 +117,8 @@ pub struct Im2col {
     pub dilation: [usize; 2],
     /// Padding before (negative crops).
     pub pad: [isize; 2],
+    /// `x` is stored NHWC (else NCHW).
+    pub nhwc: bool,
 }
 
 /// A product `Y[z] = A[z] · B[z]` (`m × k` by `k × n`, `batches` of them).
@@ -143,7 +146,8 @@ fn k_major(op: &Operand, is_a: bool) -> bool {
         // A is always staged [rows][k] (the scalar loader reads any strides).
         Operand::Strided { .. } if is_a => true,
         Operand::Strided { rs, cs, .. } => *rs == 1 && *cs != 1,
-        Operand::Im2col(_) => false,
+        // As A (rows are output pixels) along k, as B (columns are) across it.
+        Operand::Im2col(_) => is_a,
     }
 }
 
@@ -208,6 +212,7 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
                 let _ = writeln!(st.store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; {s}[st][e / {cols}][e % {cols}] = {regs}[j]; }}");
             }
         }
+        Operand::Im2col(c) if is_a => pixel_rows(c, p, t, s, regs, &mut st),
         Operand::Im2col(c) => {
             let hw = c.oh * c.ow;
             let idx = ix((p.n / hw.max(1)).saturating_mul(c.c * c.h * c.w));
@@ -264,6 +269,66 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
         }
     }
     st
+}
+
+/// The loader of A = the im2col matrix of a convolution writing NHWC: row = output pixel,
+/// depth k = (channel, ky, kx) over NCHW input or (ky, kx, channel) over NHWC input. Each
+/// thread decodes its pixels once; per tile it decodes its depth once.
+fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, st: &mut Stage) {
+    let threads = t.threads();
+    let (bm, kdim) = (t.bm, p.k);
+    let hw = c.oh * c.ow;
+    let chw = c.c * c.h * c.w;
+    let idx = ix((p.m / hw.max(1)).saturating_mul(chw));
+    let [sh, sw] = c.stride;
+    let [dh, dw] = c.dilation;
+    let [ph, pw] = c.pad;
+    let (h, w, kw, ch) = (c.h, c.w, c.kw, c.c);
+    // A run of channels is one copy over NHWC input; NCHW gives single elements.
+    let vw = if c.nhwc { vector_width(ch, ch) } else { 1 };
+    let chunks = BK / vw;
+    // Vector copies: consecutive threads take consecutive chunks of a row (one depth offset
+    // each), so a thread owns `pixels` rows `threads / chunks` apart. Single elements: a
+    // thread owns one row and every (threads / bm)-th depth column of it.
+    let (pixels, row) = if vw > 1 { (bm * chunks / threads, format!("tid / {chunks} + j * {}", threads / chunks)) } else { (1, format!("tid % {bm}")) };
+    let _ = writeln!(
+        st.decls,
+        "int {regs}iy[{pixels}], {regs}ix[{pixels}]; const unsigned short* {regs}px[{pixels}];\n\
+         #pragma unroll\nfor (int j = 0; j < {pixels}; ++j) {{ const int go = m0 + {row}; const bool ok = go < {m}; const int g = ok ? go : 0;\n\
+         const int pix = g % {hw}; {regs}iy[j] = ok ? (pix / {ow}) * {sh} - {ph} : -(1 << 29); {regs}ix[j] = (pix % {ow}) * {sw} - {pw};\n\
+         {regs}px[j] = (const unsigned short*){x} + ({idx})(g / {hw}) * {chw}; }}",
+        m = p.m,
+        ow = c.ow,
+        x = c.x,
+    );
+    if vw > 1 {
+        let _ = writeln!(
+            st.issue,
+            "{{ const int q = (tid % {chunks}) * {vw}, gk = k0 + q; const int tap = gk / {ch}, ci = gk % {ch}; const int dy = (tap / {kw}) * {dh}, dx = (tap % {kw}) * {dw}; const bool kok = gk < {kdim};\n\
+             #pragma unroll\nfor (int j = 0; j < {pixels}; ++j) {{ const int r = {row}; const int yy = {regs}iy[j] + dy, xx = {regs}ix[j] + dx;\n\
+             const bool ok = kok && yy >= 0 && yy < {h} && xx >= 0 && xx < {w};\n\
+             cp_async{bytes}(&{s}[st][r][q], ok ? {regs}px[j] + (yy * {w} + xx) * {ch} + ci : {regs}px[0], ok); }} }}",
+            bytes = vw * 2,
+        );
+        return;
+    }
+    let taps = c.kh * c.kw;
+    let per_row = threads / bm;
+    let cols = BK / per_row;
+    // Depth k = (channel, tap) over NCHW, (tap, channel) over NHWC (weights reordered to match).
+    let (decode, at) = if c.nhwc {
+        (format!("const int tap = gk / {ch}, ci = gk % {ch};"), format!("(yy * {w} + xx) * {ch} + ci"))
+    } else {
+        (format!("const int ci = gk / {taps}, tap = gk % {taps};"), format!("(ci * {h} + yy) * {w} + xx"))
+    };
+    let _ = writeln!(st.decls, "unsigned short {regs}[{cols}];");
+    let _ = writeln!(
+        st.issue,
+        "#pragma unroll\nfor (int j = 0; j < {cols}; ++j) {{ const int gk = k0 + tid / {bm} + j * {per_row}; {decode}\n\
+         const int yy = {regs}iy[0] + (tap / {kw}) * {dh}, xx = {regs}ix[0] + (tap % {kw}) * {dw};\n\
+         {regs}[j] = (gk < {kdim} && yy >= 0 && yy < {h} && xx >= 0 && xx < {w}) ? {regs}px[0][{at}] : (unsigned short)0; }}"
+    );
+    let _ = writeln!(st.store, "#pragma unroll\nfor (int j = 0; j < {cols}; ++j) {s}[st][tid % {bm}][tid / {bm} + j * {per_row}] = {regs}[j];");
 }
 
 /// The kernels of product `p`, named `name…`. A product split over k (see [`split_k`]) writes
@@ -428,7 +493,7 @@ mod tests {
     #[test]
     fn tiles_shrink_until_the_grid_fills_the_gpu() {
         assert_eq!(pick_tile(4096, 4096, 1), TILES[0]);
-        assert_eq!(pick_tile(512, 49, 1), TILES[3]);
+        assert_eq!(pick_tile(512, 49, 1), TILES[4]);
         // MiniLM's projections at batch 64: a 128×256 grid would leave SMs idle.
         assert_ne!(pick_tile(8192, 384, 1), TILES[0]);
         // Every tile's loaders divide evenly among its threads at every vector width.

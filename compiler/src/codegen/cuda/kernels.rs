@@ -6,7 +6,7 @@ use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
 use burnc_runtime::kernels::window::Window3;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// Threads per block of the elementwise-style kernels.
@@ -38,6 +38,8 @@ pub struct Cx<'a> {
     pub inputs: &'a HashMap<ValueId, usize>,
     /// Elementwise nodes whose work a matrix product's epilogue does: product -> consumer.
     pub fused: &'a HashMap<NodeId, Vec<NodeId>>,
+    /// 4-D values stored channels-last (see [`super::layout`]).
+    pub nhwc: &'a HashSet<ValueId>,
 }
 
 type R<T> = Result<T, CodegenError>;
@@ -419,10 +421,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let [ed, eh, ew] = win.pads_end;
             let (init, acc, fin) = match kind {
                 PoolKind::Max => (format!("{at} acc = -(1.0 / 0.0); int cnt = 0;"), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
-                PoolKind::Avg { count_include_pad } => {
-                    let _ = count_include_pad;
-                    (format!("{at} acc = 0; int cnt = 0;"), "acc += v;".to_string(), format!("acc / ({at})den"))
-                }
+                PoolKind::Avg { .. } => (format!("{at} acc = 0; int cnt = 0;"), "acc += v;".to_string(), format!("acc / ({at})den")),
                 PoolKind::Lp { p } => (format!("{at} acc = 0; int cnt = 0;"), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
             };
             // The averaging divisor: windows clipped to the padded input when pads count, else
@@ -435,14 +434,27 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 ),
                 _ => "int den = cnt;".into(),
             };
-            let body = format!(
-                "{} long long p = i / {};\nconst {ot}* xp = {x} + p * {};\n{init}\n{}\n{den}\n{y}[i] = {fin};",
-                out_coords(&win),
-                od_ * oh * ow,
-                id_ * ih * iw,
-                window_taps(&win, &format!("{at} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
-                x = cx.ptr(n, xv)?,
-            );
+            let body = if cx.nhwc.contains(&out) {
+                // Channels-last (2-D): i = ((image · OH + oy) · OW + ox) · C + c.
+                let ch = xs[1];
+                format!(
+                    "const int c = i % {ch}; int ox = (i / {ch}) % {ow}; int oy = (i / {}) % {oh}; int oz = 0; long long p = i / {};\nconst {ot}* xp = {x} + p * {} + c;\n{init}\n{}\n{den}\n{y}[i] = {fin};",
+                    ch * ow,
+                    ch * ow * oh,
+                    ih * iw * ch,
+                    window_taps(&win, &format!("{at} v = xp[(yy * {iw} + xx) * {ch}]; {acc} ++cnt;")),
+                    x = cx.ptr(n, xv)?,
+                )
+            } else {
+                format!(
+                    "{} long long p = i / {};\nconst {ot}* xp = {x} + p * {};\n{init}\n{}\n{den}\n{y}[i] = {fin};",
+                    out_coords(&win),
+                    od_ * oh * ow,
+                    id_ * ih * iw,
+                    window_taps(&win, &format!("{at} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
+                    x = cx.ptr(n, xv)?,
+                )
+            };
             one(body, String::new())
         }
         Op::GlobalPool { kind } => {
@@ -456,6 +468,11 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             };
             if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
+            }
+            if cx.nhwc.contains(&xv) {
+                // Channels-last input: output (image, c) strides over the pixels, C apart.
+                let ch = xs[1];
+                return one(format!("const {ot}* xp = {} + (long long)(i / {ch}) * {} + i % {ch};\n{at} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xp[(long long)k * {ch}]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?, len * ch), String::new());
             }
             one(format!("const {ot}* xp = {} + (long long)i * {len};\n{at} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xp[k]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?), String::new())
         }
@@ -664,6 +681,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                 stride: [win.strides[1], win.strides[2]],
                 dilation: [win.dilations[1], win.dilations[2]],
                 pad: [win.pads_begin[1], win.pads_begin[2]],
+                nhwc: cx.nhwc.contains(av),
             };
             // Weights are [C_out][C_in·KH·KW]: A, rows contiguous in k.
             let w = b;
@@ -671,6 +689,17 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                 Some((_, bp)) => format!("acc + (float){bp}[row]"),
                 None => "acc".into(),
             };
+            if cx.nhwc.contains(&out) {
+                // Channels-last output: rows are pixels, columns output channels, and the
+                // weights ([C_out][k]) are B read along k.
+                let pre = match bias(2)? {
+                    Some((_, bp)) => format!("acc + (float){bp}[col]"),
+                    None => "acc".into(),
+                };
+                let index = format!("({t})row * {c_out} + col");
+                let p = Product { m: ash[0] * hw, n: c_out, k, batches: 1, a: Operand::Im2col(im), b: strided(&w, "0".into(), 1, k), mma, epilogue: String::new(), store: String::new() };
+                return Ok(Some((p, index, pre)));
+            }
             let index = format!("({t})(col / {hw}) * {} + ({t})row * {hw} + col % {hw}", c_out * hw);
             (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new(), store: String::new() }, index, pre)
         }

@@ -8,6 +8,7 @@
 //! the CPU's `model.bin` in its plain layout. Kernels read both through two base pointers.
 pub mod gemm;
 pub mod kernels;
+pub mod layout;
 pub mod nvrtc;
 pub mod scalar;
 
@@ -59,6 +60,8 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
     if let Some(c) = super::with_output_copies(&graph) {
         graph = c;
     }
+    let nhwc = layout::channels_last(&graph);
+    layout::reorder_conv_weights(&mut graph, &nhwc);
     // Plan once to find the elementwise chains the products' epilogues do, then again with
     // what those chains read kept live until they would have run.
     let first = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
@@ -75,8 +78,8 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
         Ok((offsets, end.max(64)))
     };
     let (offsets, _) = inputs_after(&first)?;
-    let candidates = kernels::fusions(&kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none }, false)?;
-    let first_cx = kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none };
+    let candidates = kernels::fusions(&kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc }, false)?;
+    let first_cx = kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc };
     let split = kernels::split_scratch(&first_cx, &candidates)?;
     let keep = kernels::chain_reads(&graph, &candidates);
     let memory = memory::plan(
@@ -88,9 +91,9 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
     let mut ks = Vec::new();
     let mut kernel_nodes = Vec::new();
     {
-        let fused = kernels::fusions(&kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &none }, true)?;
+        let fused = kernels::fusions(&kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &none, nhwc: &nhwc }, true)?;
         let done_by_epilogue: HashSet<_> = fused.values().flatten().copied().collect();
-        let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &fused };
+        let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &fused, nhwc: &nhwc };
         for &id in &memory.order {
             if done_by_epilogue.contains(&id) {
                 continue;
