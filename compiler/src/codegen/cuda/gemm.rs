@@ -137,6 +137,26 @@ pub struct Product {
     /// The statement storing `v` at `o`. Kept apart so one thread's loads for several elements
     /// are in flight at once (the arena's stores could alias them otherwise).
     pub store: String,
+    /// Whether `o(row, col + u) = o(row, col) + u` for `col` a multiple of [`VEC`] and `u <
+    /// VEC` (and `n` is a multiple of it): the output is then written [`VEC`] elements at once.
+    pub contiguous: bool,
+    /// The epilogue over [`VEC`] neighbouring columns at once, when the caller could write one.
+    pub vector: Option<VectorEpilogue>,
+}
+
+/// Output elements one 16-byte store writes.
+pub const VEC: usize = 8;
+
+/// An epilogue over the [`VEC`] elements `o0 + u` of one row: `loads` runs once with `row`,
+/// `col` (the first column), `z` in scope and sets `o0` (reading whole runs of operands that
+/// are as large as the output); `body` runs for each `u` like [`Product::epilogue`] (with `u`,
+/// and `col` that element's column); `element` keeps `v` for element `u`, and `flush` stores
+/// all of them at once.
+pub struct VectorEpilogue {
+    pub loads: String,
+    pub body: String,
+    pub element: String,
+    pub flush: String,
 }
 
 /// Whether an operand is read along k in contiguous runs (`true`), staged as `[rows][k]`, or
@@ -419,16 +439,7 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
          *(float2*)&Cs[r + 8][c] = make_float2(accs[i][j][2], accs[i][j][3]);\n\
          }}\n\
          __syncthreads();\n\
-         // {EPI} elements per thread at a time: all their reads, then all their stores.\n\
-         for (int e0 = tid; e0 < {bm} * {bn}; e0 += {EPI} * {threads}) {{\n\
-         float vs[{EPI}]; long long os[{EPI}]; bool oks[{EPI}];\n\
-         #pragma unroll\nfor (int u = 0; u < {EPI}; ++u) {{\n\
-         const int e = e0 + u * {threads}, row = m0 + e / {bn}, col = n0 + e % {bn};\n\
-         oks[u] = e < {bm} * {bn} && row < {m} && col < {n};\n\
-         if (oks[u]) {{ const float acc = Cs[e / {bn}][e % {bn}];\n{ep}\nvs[u] = v; os[u] = o; }}\n\
-         }}\n\
-         #pragma unroll\nfor (int u = 0; u < {EPI}; ++u) if (oks[u]) {{ const long long o = os[u]; const float v = vs[u]; {store} }}\n\
-         }}\n}}\n",
+         {walk}}}\n",
         m = p.m,
         n = p.n,
         k = p.k,
@@ -445,13 +456,55 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
         as_ = a.store,
         bs = b.store,
         late = if a.store.is_empty() && b.store.is_empty() { String::new() } else { format!("if (nk < tiles) {{\n{}{}}}\n", a.store, b.store) },
-        ep = epilogue,
+        walk = match p.vector.as_ref().filter(|_| split == 1 && p.contiguous) {
+            Some(v) => vector_walk(t, p, v),
+            None => scalar_walk(t, p, epilogue, store),
+        },
         // A split product is a single one: grid z numbers its k ranges.
         zexpr = if split > 1 { "0" } else { "blockIdx.z" },
         split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() },
     );
     let z = if split > 1 { split } else { p.batches.max(1) };
     Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, z as u32], block: [threads as u32, 1, 1], shared: shared as u32 }
+}
+
+/// The epilogue over the output tile in `Cs`, element by element: [`EPI`] elements per thread
+/// at a time, all their reads, then all their stores.
+fn scalar_walk(t: Tile, p: &Product, epilogue: &str, store: &str) -> String {
+    let (bm, bn, threads, m, n) = (t.bm, t.bn, t.threads(), p.m, p.n);
+    format!(
+        "// {EPI} elements per thread at a time: all their reads, then all their stores.\n\
+         for (int e0 = tid; e0 < {bm} * {bn}; e0 += {EPI} * {threads}) {{\n\
+         float vs[{EPI}]; long long os[{EPI}]; bool oks[{EPI}];\n\
+         #pragma unroll\nfor (int u = 0; u < {EPI}; ++u) {{\n\
+         const int e = e0 + u * {threads}, row = m0 + e / {bn}, col = n0 + e % {bn};\n\
+         oks[u] = e < {bm} * {bn} && row < {m} && col < {n};\n\
+         if (oks[u]) {{ const float acc = Cs[e / {bn}][e % {bn}];\n{epilogue}\nvs[u] = v; os[u] = o; }}\n\
+         }}\n\
+         #pragma unroll\nfor (int u = 0; u < {EPI}; ++u) if (oks[u]) {{ const long long o = os[u]; const float v = vs[u]; {store} }}\n\
+         }}\n"
+    )
+}
+
+/// The epilogue over the output tile in `Cs`, [`VEC`] neighbouring columns per thread at a
+/// time: 16-byte reads of same-shaped operands and one 16-byte store.
+fn vector_walk(t: Tile, p: &Product, v: &VectorEpilogue) -> String {
+    let (bm, bn, threads, m, n) = (t.bm, t.bn, t.threads(), p.m, p.n);
+    let groups = bn / VEC;
+    format!(
+        "// {VEC} neighbouring outputs per thread at a time: 16-byte reads and stores.\n\
+         for (int g = tid; g < {bm} * {groups}; g += {threads}) {{\n\
+         const int r = g / {groups}, c0 = (g % {groups}) * {VEC}, row = m0 + r;\n\
+         if (row >= {m} || n0 + c0 >= {n}) continue;\n\
+         {{ const int col = n0 + c0;\n{loads}\n\
+         #pragma unroll\nfor (int u = 0; u < {VEC}; ++u) {{ const int col = n0 + c0 + u; const float acc = Cs[r][c0 + u];\n{body}\n{element} }}\n\
+         {flush} }}\n\
+         }}\n",
+        loads = v.loads,
+        body = v.body,
+        element = v.element,
+        flush = v.flush,
+    )
 }
 
 /// The device functions the tensor-core kernels call, once per module.

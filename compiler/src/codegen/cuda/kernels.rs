@@ -67,6 +67,17 @@ impl Cx<'_> {
         c_type(d).ok_or_else(|| self.err(n, format!("{d} is not supported by the CUDA target yet")))
     }
 
+    /// Whether value `v` starts 16 bytes aligned (both base pointers are).
+    fn aligned16(&self, v: ValueId) -> bool {
+        let off = match &self.g.value(v).kind {
+            ValueKind::Param(_) | ValueKind::Const(_) => self.weights.get(&v).copied(),
+            ValueKind::Input => self.inputs.get(&v).copied(),
+            ValueKind::Node(_) => self.plan.slots.get(&v).map(|s| s.offset),
+            ValueKind::Outer => None,
+        };
+        off.is_some_and(|o| o % 16 == 0)
+    }
+
     /// A C pointer expression to value `v`'s first element.
     fn ptr(&self, n: &Node, v: ValueId) -> R<String> {
         let (d, _) = self.ty(n, v)?;
@@ -356,7 +367,11 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         }
         Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } if product(cx, n)?.is_some() => {
             let (mut p, index, pre) = product(cx, n)?.ok_or_else(|| cx.err(n, "no product"))?;
-            (p.epilogue, p.store) = epilogue(cx, n, out, cx.fused.get(&id).map(|c| c.as_slice()).unwrap_or(&[]), &index, &pre)?;
+            let chain = cx.fused.get(&id).map(|c| c.as_slice()).unwrap_or(&[]);
+            (p.epilogue, p.store) = epilogue(cx, n, out, chain, &index, &pre)?;
+            if p.contiguous {
+                p.vector = vector_epilogue(cx, n, out, chain, &index, &pre)?;
+            }
             let scratch = cx.plan.scratch.get(&scratch_node(id, cx.fused)).map(|s| format!("((float*)(A + {}))", s.offset));
             Ok(super::gemm::kernels(name, &p, scratch.as_deref()))
         }
@@ -605,7 +620,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
 /// of its value before any fused consumer (`row`, `col`, `z`, `acc` in scope). The epilogue
 /// is left empty.
 fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)>> {
-    use super::gemm::{Im2col, Operand, Product};
+    use super::gemm::{Im2col, Operand, Product, VEC};
     let (Some(Some(av)), Some(Some(bv)), Some(&out)) = (n.inputs.first(), n.inputs.get(1), n.outputs.first()) else { return Ok(None) };
     let ((ad, ash), (bd, bsh), (od, osh)) = (cx.ty(n, *av)?, cx.ty(n, *bv)?, cx.ty(n, out)?);
     let mma = match od {
@@ -639,7 +654,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             // One weight matrix for every batch: the batches are rows of one product.
             let (m, batches, batch_a) = if pb.iter().all(|&d| d == 1) && pa == obat { (batches * m, 1, "0".to_string()) } else { (m, batches, bi(&pa, m * k)) };
             let index = format!("z * {} + ({t})row * {nn} + col", m * nn);
-            (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new(), store: String::new() }, index, "acc".to_string())
+            (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None }, index, "acc".to_string())
         }
         Op::Gemm { alpha, beta, trans_a, trans_b } => {
             if ash.len() != 2 || bsh.len() != 2 {
@@ -656,7 +671,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                 pre = format!("{pre} + {} * (float){cp}[{ci}]", scalar::f32_lit(*beta));
             }
             let index = format!("({t})row * {nn} + col");
-            (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new(), store: String::new() }, index, pre)
+            (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None }, index, pre)
         }
         Op::Conv { window, group } => {
             if *group != 1 || ash.len() < 3 || bsh.len() != ash.len() {
@@ -697,11 +712,11 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                     None => "acc".into(),
                 };
                 let index = format!("({t})row * {c_out} + col");
-                let p = Product { m: ash[0] * hw, n: c_out, k, batches: 1, a: Operand::Im2col(im), b: strided(&w, "0".into(), 1, k), mma, epilogue: String::new(), store: String::new() };
+                let p = Product { m: ash[0] * hw, n: c_out, k, batches: 1, a: Operand::Im2col(im), b: strided(&w, "0".into(), 1, k), mma, epilogue: String::new(), store: String::new(), contiguous: c_out % VEC == 0, vector: None };
                 return Ok(Some((p, index, pre)));
             }
             let index = format!("({t})(col / {hw}) * {} + ({t})row * {hw} + col % {hw}", c_out * hw);
-            (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new(), store: String::new() }, index, pre)
+            (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new(), store: String::new(), contiguous: hw % VEC == 0, vector: None }, index, pre)
         }
         _ => return Ok(None),
     };
@@ -713,6 +728,50 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
 /// `chain` runs on it in turn, and the result goes to flat index `o` (`index`) of the last
 /// one's output, or of `out`.
 fn epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str) -> R<(String, String)> {
+    let (body, store) = chain_body(cx, n, out, chain, index, pre, &mut |_, _| Ok(None))?;
+    Ok((body, format!("{store}[o] = v;")))
+}
+
+/// The epilogue of [`epilogue`] over [`super::gemm::VEC`] neighbouring outputs (see
+/// [`super::gemm::VectorEpilogue`]): operands as large as the output are read 16 bytes at a
+/// time, the result stored 16 bytes at once. None when the output or such an operand is not
+/// 16-byte aligned or not 16-bit.
+fn vector_epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str) -> R<Option<super::gemm::VectorEpilogue>> {
+    use super::gemm::VEC;
+    let t = ix(cx.ty(n, out)?.1.iter().product());
+    let mut loads = format!("const {t} o0 = {index};\n");
+    let mut refused = false;
+    let mut read = |x: ValueId, c: &Node| -> R<Option<String>> {
+        let (d, _) = cx.ty(c, x)?;
+        if d.size() != 2 || !cx.aligned16(x) {
+            refused = true;
+            return Ok(None);
+        }
+        let k = loads.matches("__align__").count();
+        let ty = cx.c(c, d)?;
+        let _ = writeln!(loads, "__align__(16) {ty} in{k}[{VEC}]; *(uint4*)in{k} = *(const uint4*)&{}[o0];", cx.ptr(c, x)?);
+        Ok(Some(format!("(float)in{k}[u]")))
+    };
+    let (body, store) = chain_body(cx, n, out, chain, index, pre, &mut read)?;
+    let last = chain.last().map(|&c| cx.output(cx.g.node(c), 0)).transpose()?.unwrap_or(out);
+    let (d, _) = cx.ty(n, last)?;
+    if refused || d.size() != 2 || !cx.aligned16(last) {
+        return Ok(None);
+    }
+    let ty = cx.c(n, d)?;
+    Ok(Some(super::gemm::VectorEpilogue {
+        loads: format!("{loads}__align__(16) {ty} outv[{VEC}];"),
+        body,
+        element: "outv[u] = v;".into(),
+        flush: format!("*(uint4*)&{store}[o0] = *(const uint4*)outv;"),
+    }))
+}
+
+/// The code computing `o` and the value `v` of one output of product `n` through its fused
+/// `chain`, and the pointer the last node stores to. `same_shape` reads an operand as large
+/// as the chain's output (index `o`) when it can do better than a plain load (None: a load).
+#[allow(clippy::type_complexity)]
+fn chain_body(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str, same_shape: &mut dyn FnMut(ValueId, &Node) -> R<Option<String>>) -> R<(String, String)> {
     let mut s = format!("const {} o = {index};\nfloat v = {pre};\n", ix(cx.ty(n, out)?.1.iter().product()));
     let (mut cur, mut store) = (out, cx.ptr(n, out)?);
     for &cid in chain {
@@ -721,12 +780,17 @@ fn epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre:
         let (_, cshape) = cx.ty(c, cout)?;
         let on: usize = cshape.iter().product();
         // An operand of the consumer as an f32 expression at output index `o`.
-        let operand = |x: ValueId, bcast: bool| -> R<String> {
+        let mut operand = |x: ValueId, bcast: bool| -> R<String> {
             if x == cur {
                 return Ok("v".into());
             }
             let (d, sh) = cx.ty(c, x)?;
             let len: usize = sh.iter().product();
+            if sh == cshape {
+                if let Some(e) = same_shape(x, c)? {
+                    return Ok(e);
+                }
+            }
             let at = if bcast {
                 broadcast_index(&sh, &cshape, "o")
             } else if len == on {
@@ -762,7 +826,7 @@ fn epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre:
         cur = cout;
         store = cx.ptr(c, cout)?;
     }
-    Ok((s, format!("{store}[o] = v;")))
+    Ok((s, store))
 }
 
 /// The elementwise nodes a tensor-core product's epilogue can do (product -> consumers, in
