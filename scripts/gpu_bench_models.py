@@ -227,6 +227,20 @@ def minilm_input(batch):
     return np.minimum((u * BERT["vocab"]).astype(np.int64), BERT["vocab"] - 1)
 
 
+def small_encoder():
+    """The MiniLM graph at test size (hidden 64, 2 heads of 32, 2 layers, sequence 80: partial
+    64-row tiles), and its input for batch 3: for checks of the fused attention."""
+    global BERT, SEQ
+    saved = (BERT, SEQ)
+    BERT, SEQ = dict(vocab=100, hidden=64, layers=2, heads=2, ffn=128, max_pos=96, eps=1e-12), 80
+    try:
+        model = minilm_onnx(minilm_params())
+        ids = np.minimum((uniform("small_encoder.ids", (3, SEQ), 0.0, 1.0) * 100).astype(np.int64), 99)
+    finally:
+        BERT, SEQ = saved
+    return model, ids
+
+
 MODELS = {
     "resnet50": (resnet50_params, resnet50_onnx, resnet50_input, "input"),
     "minilm": (minilm_params, minilm_onnx, minilm_input, "input_ids"),
@@ -234,8 +248,12 @@ MODELS = {
 
 
 def main():
+    """gpu_bench_models.py [DIR] writes both models; --small-encoder PATH the test encoder."""
     import onnx
 
+    if sys.argv[1:2] == ["--small-encoder"]:
+        onnx.save(small_encoder()[0], sys.argv[2])
+        return
     out = sys.argv[1] if len(sys.argv) > 1 else "gpu/bench/models"
     os.makedirs(out, exist_ok=True)
     for name, (params, build, _, _) in MODELS.items():

@@ -55,6 +55,26 @@ def cases(data):
         yield name, os.path.join(node, name, "model.onnx"), [os.path.join(d, f) for f in ins], [os.path.join(d, f) for f in outs]
 
 
+def encoder_case(out):
+    """scripts/gpu_bench_models.py's small encoder with onnxruntime's outputs as the reference:
+    in bf16 its attention runs as the fused kernel, with partial query and key tiles."""
+    import onnxruntime as ort
+
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import gpu_bench_models as bm
+
+    model, ids = bm.small_encoder()
+    d = os.path.join(out, "extra", "bert_encoder_small")
+    data = os.path.join(d, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    want = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids})[0]
+    for name, a in [("input_0.pb", ids), ("output_0.pb", want)]:
+        with open(os.path.join(data, name), "wb") as f:
+            f.write(numpy_helper.from_array(a).SerializeToString())
+    return "bert_encoder_small", os.path.join(d, "model.onnx"), [os.path.join(data, "input_0.pb")], [os.path.join(data, "output_0.pb")]
+
+
 def with_bf16(all_cases):
     """Every case, and the whole models (MNIST and the light models) once more compiled with
     `--dtype bf16` as `<name>_bf16`: compared with the same f32 reference at 1e-2."""
@@ -164,7 +184,8 @@ def main():
     args = ap.parse_args()
     args.out = os.path.abspath(args.out)
     os.makedirs(os.path.join(args.out, "cases"), exist_ok=True)
-    todo = [c for c in with_bf16(cases(args.data)) if re.search(args.filter, c[0])]
+    all_cases = list(cases(args.data)) + [encoder_case(args.out)]
+    todo = [c for c in with_bf16(all_cases) if re.search(args.filter, c[0])]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         results = list(ex.map(lambda c: (c[0], prepare(args, *c)), todo))
     ok = [(n, info) for n, (good, info) in results if good]

@@ -121,3 +121,27 @@ fn bf16_modules_store_half_the_weights_and_nvrtc_accepts_them() {
     let err = compile_to(&model, &dir.join("cpu.rs"), &[], &[], None, &cpu).err().expect("the CPU target refuses bf16").to_string();
     assert!(err.contains("--dtype bf16"), "{err}");
 }
+
+#[test]
+fn bf16_attention_is_one_kernel_that_nvrtc_accepts() {
+    setup_python();
+    let dir = common::root().join("target/cuda-target-attention");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("encoder.onnx");
+    let status = Command::new("python3").arg(common::root().join("scripts/gpu_bench_models.py")).arg("--small-encoder").arg(&model).status().expect("run gpu_bench_models.py");
+    assert!(status.success(), "gpu_bench_models.py --small-encoder failed");
+    let pins = [("input_ids".to_string(), vec![3, 80])];
+    let opts = CompileOptions { target: Target::Cuda, floats: burnc_compiler::ir::DType::BF16, ..Default::default() };
+    compile_to(&model, &dir.join("bf16.rs"), &pins, &[], None, &opts).unwrap_or_else(|e| panic!("bf16: {e}"));
+    let cu = std::fs::read_to_string(dir.join("bf16.cu")).unwrap();
+    // Each layer's Q·Kᵀ, scale, softmax, ·V and the four transposes around them: one kernel.
+    assert_eq!(cu.matches("// node `attention ending at").count(), 2, "one fused attention per layer");
+    assert!(!cu.contains("// node `softmax"), "no separate softmax kernel");
+    assert!(!cu.contains("// node `transpose"), "transposes are read and written through strides");
+    let ptx = std::fs::read_to_string(dir.join("bf16.ptx")).unwrap();
+    assert_eq!(ptx.matches(".entry ").count(), cu.matches("__global__ void ").count());
+    // f32 keeps the unfused kernels (no tensor cores there).
+    compile_to(&model, &dir.join("f32.rs"), &pins, &[], None, &CompileOptions { target: Target::Cuda, ..Default::default() }).unwrap_or_else(|e| panic!("f32: {e}"));
+    let cu = std::fs::read_to_string(dir.join("f32.cu")).unwrap();
+    assert!(cu.contains("// node `softmax") && !cu.contains("attention ending at"));
+}

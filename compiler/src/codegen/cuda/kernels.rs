@@ -40,6 +40,8 @@ pub struct Cx<'a> {
     pub fused: &'a HashMap<NodeId, Vec<NodeId>>,
     /// 4-D values stored channels-last (see [`super::layout`]).
     pub nhwc: &'a HashSet<ValueId>,
+    /// Nodes a fused attention kernel does ([`super::attention`]): no epilogue takes them.
+    pub attention: &'a HashSet<NodeId>,
 }
 
 type R<T> = Result<T, CodegenError>;
@@ -63,12 +65,12 @@ impl Cx<'_> {
         n.outputs.get(i).copied().ok_or_else(|| self.err(n, format!("missing output #{i}")))
     }
 
-    fn c(&self, n: &Node, d: DType) -> R<&'static str> {
+    pub(super) fn c(&self, n: &Node, d: DType) -> R<&'static str> {
         c_type(d).ok_or_else(|| self.err(n, format!("{d} is not supported by the CUDA target yet")))
     }
 
     /// Whether value `v` starts 16 bytes aligned (both base pointers are).
-    fn aligned16(&self, v: ValueId) -> bool {
+    pub(super) fn aligned16(&self, v: ValueId) -> bool {
         let off = match &self.g.value(v).kind {
             ValueKind::Param(_) | ValueKind::Const(_) => self.weights.get(&v).copied(),
             ValueKind::Input => self.inputs.get(&v).copied(),
@@ -79,7 +81,7 @@ impl Cx<'_> {
     }
 
     /// A C pointer expression to value `v`'s first element.
-    fn ptr(&self, n: &Node, v: ValueId) -> R<String> {
+    pub(super) fn ptr(&self, n: &Node, v: ValueId) -> R<String> {
         let (d, _) = self.ty(n, v)?;
         let t = self.c(n, d)?;
         match &self.g.value(v).kind {
@@ -771,7 +773,7 @@ fn vector_epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &st
 /// `chain`, and the pointer the last node stores to. `same_shape` reads an operand as large
 /// as the chain's output (index `o`) when it can do better than a plain load (None: a load).
 #[allow(clippy::type_complexity)]
-fn chain_body(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str, same_shape: &mut dyn FnMut(ValueId, &Node) -> R<Option<String>>) -> R<(String, String)> {
+pub(super) fn chain_body(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &str, pre: &str, same_shape: &mut dyn FnMut(ValueId, &Node) -> R<Option<String>>) -> R<(String, String)> {
     let mut s = format!("const {} o = {index};\nfloat v = {pre};\n", ix(cx.ty(n, out)?.1.iter().product()));
     let (mut cur, mut store) = (out, cx.ptr(n, out)?);
     for &cid in chain {
@@ -850,7 +852,7 @@ pub fn fusions(cx: &Cx, check_slots: bool) -> R<HashMap<NodeId, Vec<NodeId>>> {
     let mut out = HashMap::new();
     for (i, &pid) in order.iter().enumerate() {
         let p = g.node(pid);
-        if p.outputs.len() != 1 || !matches!(p.op, Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }) || product(cx, p)?.is_none() {
+        if p.outputs.len() != 1 || !matches!(p.op, Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }) || cx.attention.contains(&pid) || product(cx, p)?.is_none() {
             continue;
         }
         let (vd, vs) = cx.ty(p, p.outputs[0])?;
@@ -859,7 +861,7 @@ pub fn fusions(cx: &Cx, check_slots: bool) -> R<HashMap<NodeId, Vec<NodeId>>> {
         let (mut cur, mut chain) = (p.outputs[0], Vec::new());
         for &cid in &order[i + 1..] {
             let c = g.node(cid);
-            if !matches!(c.op, Op::Unary(_) | Op::Binary(_) | Op::Elementwise(_)) || c.outputs.len() != 1 {
+            if !matches!(c.op, Op::Unary(_) | Op::Binary(_) | Op::Elementwise(_)) || c.outputs.len() != 1 || cx.attention.contains(&cid) {
                 break;
             }
             let cv = c.outputs[0];
@@ -896,6 +898,9 @@ fn scratch_node(id: NodeId, fused: &HashMap<NodeId, Vec<NodeId>>) -> NodeId {
 pub fn split_scratch(cx: &Cx, fused: &HashMap<NodeId, Vec<NodeId>>) -> R<HashMap<NodeId, usize>> {
     let mut out = HashMap::new();
     for &id in &cx.plan.order {
+        if cx.attention.contains(&id) {
+            continue;
+        }
         if let Some((p, _, _)) = product(cx, cx.g.node(id))? {
             let bytes = super::gemm::scratch_bytes(p.m, p.n, p.k, p.batches);
             if bytes > 0 {
