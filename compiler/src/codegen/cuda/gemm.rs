@@ -28,8 +28,8 @@ const SMS: usize = 132;
 
 /// One block's tile: `bm × bn` outputs, `wm × wn` warps each owning a `(bm/wm) × (bn/wn)` part;
 /// `occupancy` blocks fit on one SM (shared memory and registers) and `rate` is the tile's
-/// measured throughput per SM relative to the biggest (small warp tiles reload more fragments
-/// per multiply).
+/// throughput per SM relative to the biggest where that one runs best (small warp tiles reload
+/// more fragments per multiply); see [`rate`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Tile {
     bm: usize,
@@ -46,19 +46,36 @@ impl Tile {
     }
 }
 
-const TILES: [Tile; 5] = [
-    Tile { bm: 128, bn: 256, wm: 2, wn: 4, occupancy: 1, rate: 1.0 },
+// A 128×256 tile (eight warps, one block per SM) was slower than 128×128 on every product
+// of ResNet-50 and MiniLM at batch 64 (H200, docs/CUDA.md): too few warps hide too little.
+const TILES: [Tile; 4] = [
     Tile { bm: 128, bn: 128, wm: 2, wn: 2, occupancy: 2, rate: 1.0 },
     Tile { bm: 64, bn: 128, wm: 2, wn: 2, occupancy: 3, rate: 0.8 },
     Tile { bm: 128, bn: 64, wm: 2, wn: 2, occupancy: 3, rate: 0.8 },
     Tile { bm: 64, bn: 64, wm: 2, wn: 2, occupancy: 5, rate: 0.6 },
 ];
 
+/// Tile `t`'s rate on a product of depth `k` whose B operand is staged k-major or not. The
+/// 128×128 tile (two blocks per SM) beats 64×128 (three) on deep convolutions, whose B is
+/// k-major, but loses where the depth is 4 tiles or less (the product is bound by memory and
+/// the epilogue, which more resident warps overlap) and on MatMul's `[k][n]` weights read
+/// through `ldmatrix.trans` (MiniLM's 8192×1536×384: 25 % slower). Measured on the H200 with
+/// `scripts/gpu_bench.py --ncu`.
+fn rate(t: &Tile, k: usize, b_kmajor: bool) -> f64 {
+    if t.bm == 128 && t.bn == 128 && (k <= 4 * BK || !b_kmajor) {
+        0.75
+    } else {
+        t.rate
+    }
+}
+
 /// The tile with the shortest estimated time: each SM runs its share of the blocks at the
 /// tile's rate, slowed in proportion when it holds fewer blocks than fit (latency is then not
 /// hidden). A grid that would not give every SM a block of even the smallest tile takes that
 /// tile (and is then split over k).
-fn pick_tile(m: usize, n: usize, batches: usize) -> Tile {
+fn pick_tile(p: &Product) -> Tile {
+    let (m, n, k, batches) = (p.m, p.n, p.k, p.batches);
+    let b_kmajor = k_major(&p.b, false);
     let blocks = |t: &Tile| m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches.max(1);
     let smallest = TILES[TILES.len() - 1];
     if blocks(&smallest) <= SMS {
@@ -66,7 +83,7 @@ fn pick_tile(m: usize, n: usize, batches: usize) -> Tile {
     }
     let cost = |t: &Tile| {
         let per_sm = blocks(t).div_ceil(SMS);
-        let speed = t.rate * per_sm.min(t.occupancy) as f64 / t.occupancy as f64;
+        let speed = rate(t, k, b_kmajor) * per_sm.min(t.occupancy) as f64 / t.occupancy as f64;
         (per_sm * t.bm * t.bn) as f64 / speed
     };
     TILES.into_iter().fold(TILES[0], |best, t| if cost(&t) < cost(&best) { t } else { best })
@@ -74,8 +91,9 @@ fn pick_tile(m: usize, n: usize, batches: usize) -> Tile {
 
 /// Into how many k ranges a product is split so its grid fills the GPU (1: not split). Only
 /// single products split; each range is whole tiles, at least four of them.
-pub fn split_k(m: usize, n: usize, k: usize, batches: usize) -> usize {
-    let t = pick_tile(m, n, batches);
+pub fn split_k(p: &Product) -> usize {
+    let (m, n, k, batches) = (p.m, p.n, p.k, p.batches);
+    let t = pick_tile(p);
     let blocks = m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches;
     let tiles = k.div_ceil(BK);
     if batches != 1 || blocks >= SMS || tiles < 8 {
@@ -87,10 +105,10 @@ pub fn split_k(m: usize, n: usize, k: usize, batches: usize) -> usize {
 }
 
 /// Bytes of f32 partial sums a product split over k needs (0 when it is not split).
-pub fn scratch_bytes(m: usize, n: usize, k: usize, batches: usize) -> usize {
-    match split_k(m, n, k, batches) {
+pub fn scratch_bytes(p: &Product) -> usize {
+    match split_k(p) {
         1 => 0,
-        s => s.saturating_mul(m).saturating_mul(n).saturating_mul(4),
+        s => s.saturating_mul(p.m).saturating_mul(p.n).saturating_mul(4),
     }
 }
 
@@ -355,7 +373,7 @@ fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, st: &mut St
 /// its partial sums to `scratch` (a `float*` expression of [`scratch_bytes`] bytes) and a
 /// second kernel adds them up and runs the epilogue.
 pub fn kernels(name: &str, p: &Product, scratch: Option<&str>) -> Vec<Kernel> {
-    let split = split_k(p.m, p.n, p.k, p.batches);
+    let split = split_k(p);
     let Some(ws) = scratch.filter(|_| split > 1) else { return vec![kernel(name, p, 1, &p.epilogue, &p.store)] };
     let mn = p.m * p.n;
     let partial = kernel(name, p, split, &format!("const long long o = (long long)blockIdx.z * {mn} + (long long)row * {} + col;\nconst float v = acc;", p.n), &format!("{ws}[o] = v;"));
@@ -370,7 +388,7 @@ pub fn kernels(name: &str, p: &Product, scratch: Option<&str>) -> Vec<Kernel> {
 
 /// One kernel of product `p` over `split` k ranges (grid z), `epilogue` per output.
 fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) -> Kernel {
-    let t = pick_tile(p.m, p.n, p.batches);
+    let t = pick_tile(p);
     // Whole tiles per k range.
     let per = if split > 1 { p.k.div_ceil(BK).div_ceil(split) * BK } else { p.k.div_ceil(BK) * BK };
     let range = if split > 1 { format!("const int kbeg = blockIdx.z * {per}, kend = min({}, kbeg + {per});\n", p.k) } else { format!("const int kbeg = 0, kend = {};\n", p.k) };
@@ -543,12 +561,23 @@ template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile(
 mod tests {
     use super::*;
 
+    /// A product of weights `[n][k]` (k-major B, as convolutions and Gemm transB) or `[k][n]`.
+    fn product(m: usize, n: usize, k: usize, batches: usize, b_kmajor: bool) -> Product {
+        let s = |rs, cs| Operand::Strided { ptr: "p".into(), batch: "0".into(), rs, cs };
+        let b = if b_kmajor { s(1, k) } else { s(n, 1) };
+        Product { m, n, k, batches, a: s(k, 1), b, mma: "bf16", epilogue: String::new(), store: String::new(), contiguous: true, vector: None }
+    }
+
     #[test]
     fn tiles_shrink_until_the_grid_fills_the_gpu() {
-        assert_eq!(pick_tile(4096, 4096, 1), TILES[0]);
-        assert_eq!(pick_tile(512, 49, 1), TILES[4]);
-        // MiniLM's projections at batch 64: a 128×256 grid would leave SMs idle.
-        assert_ne!(pick_tile(8192, 384, 1), TILES[0]);
+        assert_eq!(pick_tile(&product(4096, 4096, 4096, 1, true)), TILES[0]);
+        assert_eq!(pick_tile(&product(512, 49, 4608, 1, true)), TILES[3]);
+        // Shallow products and MatMul's [k][n] weights take the tile with more resident warps.
+        assert_eq!(pick_tile(&product(200704, 256, 64, 1, true)), TILES[1]);
+        assert_eq!(pick_tile(&product(8192, 1536, 384, 1, false)), TILES[1]);
+        assert_eq!(pick_tile(&product(50176, 128, 1152, 1, true)), TILES[0]);
+        // Output channels fewer than a 128-wide tile: 128×64.
+        assert_eq!(pick_tile(&product(200704, 64, 576, 1, true)), TILES[2]);
         // Every tile's loaders divide evenly among its threads at every vector width.
         for t in TILES {
             for w in [1, 2, 4, 8] {
@@ -572,13 +601,13 @@ mod tests {
     #[test]
     fn thin_products_split_over_k_in_whole_tiles() {
         // ResNet-50's last 3×3 convolution at batch 1: 8 blocks without a split.
-        let s = split_k(512, 49, 4608, 1);
+        let s = split_k(&product(512, 49, 4608, 1, true));
         assert!(s > 8 && s <= 32, "{s}");
-        assert_eq!(scratch_bytes(512, 49, 4608, 1), s * 512 * 49 * 4);
+        assert_eq!(scratch_bytes(&product(512, 49, 4608, 1, true)), s * 512 * 49 * 4);
         // Enough blocks already, too little depth, or batched: no split.
-        assert_eq!(split_k(4096, 4096, 4096, 1), 1);
-        assert_eq!(split_k(64, 64, 64, 1), 1);
-        assert_eq!(split_k(128, 128, 4096, 8), 1);
+        assert_eq!(split_k(&product(4096, 4096, 4096, 1, true)), 1);
+        assert_eq!(split_k(&product(64, 64, 64, 1, true)), 1);
+        assert_eq!(split_k(&product(128, 128, 4096, 8, true)), 1);
     }
 
     #[test]

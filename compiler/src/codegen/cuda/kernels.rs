@@ -902,7 +902,7 @@ pub fn split_scratch(cx: &Cx, fused: &HashMap<NodeId, Vec<NodeId>>) -> R<HashMap
             continue;
         }
         if let Some((p, _, _)) = product(cx, cx.g.node(id))? {
-            let bytes = super::gemm::scratch_bytes(p.m, p.n, p.k, p.batches);
+            let bytes = super::gemm::scratch_bytes(&p);
             if bytes > 0 {
                 out.insert(scratch_node(id, fused), bytes);
             }
