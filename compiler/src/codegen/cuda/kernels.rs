@@ -451,9 +451,28 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 ),
                 _ => "int den = cnt;".into(),
             };
+            let ch = xs[1];
+            let vector = cx.nhwc.contains(&out) && ch % 8 == 0 && scalar::is_half(od) && cx.aligned16(xv) && cx.aligned16(out);
+            if let (true, Some(start)) = (vector, match kind {
+                PoolKind::Max => Some("-(1.0f / 0.0f)"),
+                PoolKind::Avg { .. } => Some("0.0f"),
+                PoolKind::Lp { .. } => None,
+            }) {
+                // Channels-last, eight channels per thread: one 16-byte load per tap.
+                let x = cx.ptr(n, xv)?;
+                let body = format!(
+                    "const long long e = (long long)i * 8; const int c = e % {ch}; int ox = (e / {ch}) % {ow}; int oy = (e / {}) % {oh}; int oz = 0; long long p = e / {};\n\
+                     const {ot}* xp = {x} + p * {} + c;\nfloat accs[8]; int cnt = 0;\n#pragma unroll\nfor (int u = 0; u < 8; ++u) accs[u] = {start};\n{}\n{den}\n\
+                     __align__(16) {ot} outv[8];\n#pragma unroll\nfor (int u = 0; u < 8; ++u) {{ const float acc = accs[u]; outv[u] = {fin}; }}\n*(uint4*)&{y}[e] = *(const uint4*)outv;",
+                    ch * ow,
+                    ch * ow * oh,
+                    ih * iw * ch,
+                    window_taps(&win, &format!("__align__(16) {ot} t[8]; *(uint4*)t = *(const uint4*)&xp[(yy * {iw} + xx) * {ch}];\n#pragma unroll\nfor (int u = 0; u < 8; ++u) {{ float& acc = accs[u]; const float v = (float)t[u]; {acc} }}\n++cnt;")),
+                );
+                return Ok(vec![pointwise(name, on / 8, on, "", &body)]);
+            }
             let body = if cx.nhwc.contains(&out) {
                 // Channels-last (2-D): i = ((image · OH + oy) · OW + ox) · C + c.
-                let ch = xs[1];
                 format!(
                     "const int c = i % {ch}; int ox = (i / {ch}) % {ow}; int oy = (i / {}) % {oh}; int oz = 0; long long p = i / {};\nconst {ot}* xp = {x} + p * {} + c;\n{init}\n{}\n{den}\n{y}[i] = {fin};",
                     ch * ow,
