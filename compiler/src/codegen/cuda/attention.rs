@@ -8,7 +8,8 @@
 //! Tensor cores (`mma.sync.m16n8k16`, f32 accumulators) on 16-bit models only: the scores and
 //! the softmax stay f32, P is rounded to the model's 16-bit type for the second product, as
 //! the unfused module rounds every intermediate.
-use super::kernels::{chain_body, Cx, Kernel};
+use super::kernels::{chain_body, strides as contiguous_strides, Cx, Kernel};
+use super::layout::shape;
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, NodeId, Op, ValueId, ValueKind};
 use std::collections::HashMap;
@@ -65,20 +66,8 @@ impl Attention {
     }
 }
 
-fn shape(g: &Graph, v: ValueId) -> Option<Vec<usize>> {
-    g.tensor_type(v)?.shape.as_ref()?.as_fixed()
-}
-
 fn dtype(g: &Graph, v: ValueId) -> Option<DType> {
     g.tensor_type(v).map(|t| t.dtype)
-}
-
-fn contiguous_strides(s: &[usize]) -> Vec<usize> {
-    let mut st = vec![1; s.len()];
-    for i in (0..s.len().saturating_sub(1)).rev() {
-        st[i] = st[i + 1] * s[i + 1];
-    }
-    st
 }
 
 /// The single node reading `v` (as any number of its inputs), if `v` has exactly one reader
@@ -240,6 +229,7 @@ fn batch_offset(batch: &[usize], strides: &[usize]) -> String {
 /// Statements filling shared tile `dst[ROWS][cols]` with rows `r0 + r` (`r < ROWS`, zero
 /// past `limit`) of a view whose element `(row, c)` is at `p + row * rs + c * cs`: 16-byte
 /// copies when the rows are contiguous and aligned, single elements otherwise.
+#[allow(clippy::too_many_arguments)]
 fn load_tile(dst: &str, p: &str, r0: &str, limit: usize, cols: usize, rs: usize, cs: usize, aligned: bool) -> String {
     let threads = ROWS / 16 * 32;
     if cs == 1 && rs % 8 == 0 && cols % 8 == 0 && aligned {

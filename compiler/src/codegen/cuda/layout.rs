@@ -8,7 +8,7 @@ use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ValueId, ValueKind};
 use std::collections::{HashMap, HashSet};
 
 /// The static shape of `v`, if it has one.
-fn shape(g: &Graph, v: ValueId) -> Option<Vec<usize>> {
+pub(super) fn shape(g: &Graph, v: ValueId) -> Option<Vec<usize>> {
     g.tensor_type(v)?.shape.as_ref()?.as_fixed()
 }
 
