@@ -101,6 +101,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let opset = ctx.opset;
     // onnxruntime's contrib ops, apart: some share a name with a standard op of other semantics.
     if domain == "com.microsoft" {
+        if super::contrib::lower(ctx, node, &inputs)? {
+            return Ok(());
+        }
         let op = match op_type {
             "BiasSplitGelu" => Op::Def(OpRef::new(activation::BiasSplitGelu)),
             _ => return Err(OnnxError::UnsupportedOp { node: n.label.clone(), op: op_type.into(), domain: domain.into(), opset }),

@@ -1,6 +1,7 @@
 //! The ONNX frontend: decode a ModelProto with prost, then lower its nodes onto burnc's core ops.
 mod arity;
 mod attrs;
+mod contrib;
 mod flex;
 mod import;
 mod lower;

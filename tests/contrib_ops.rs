@@ -1,0 +1,55 @@
+//! onnxruntime's contrib ops that burnc lowers to standard ops (frontends/src/onnx/contrib.rs):
+//! Gelu, BiasGelu, FastGelu (with and without bias), QuickGelu, SkipLayerNormalization (with its
+//! sum output), SkipSimplifiedLayerNormalization and BiasAdd, through the interpreter and
+//! through generated code, against onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd,
+//! which onnxruntime only has for CUDA, against numpy).
+use burnc_compiler::Tensor;
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+
+fn pb(path: &Path) -> Tensor {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    match burnc_frontends::onnx::values::decode_value(&bytes, burnc_frontends::onnx::values::ValueKindHint::Tensor).expect("decode") {
+        burnc_compiler::interp::RtValue::Tensor(t) => t,
+        other => panic!("{}: {other:?}", path.display()),
+    }
+}
+
+/// Runs `dir/model.onnx` on its inputs (interpreter, or generated code) and compares every
+/// output with the reference at the ONNX tests' tolerance.
+fn check(dir: &Path, codegen: bool) {
+    let out = dir.join(if codegen { "got_codegen" } else { "got_interp" });
+    let _ = std::fs::remove_dir_all(&out);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_burnc"));
+    cmd.arg("run").arg(dir.join("model.onnx"));
+    for input in common::numbered(dir, "input_") {
+        cmd.arg("--input").arg(input);
+    }
+    cmd.arg("-o").arg(&out);
+    if codegen {
+        cmd.arg("--codegen");
+    }
+    let r = cmd.output().expect("spawn burnc");
+    assert!(r.status.success(), "burnc run{}: {}", if codegen { " --codegen" } else { "" }, String::from_utf8_lossy(&r.stderr));
+    let want = common::numbered(dir, "output_");
+    assert!(!want.is_empty());
+    for (i, w) in want.iter().enumerate() {
+        let got = pb(&out.join(format!("output_{i}.pb")));
+        common::close_tensor(&got, &pb(w), 1e-3, 1e-5).unwrap_or_else(|e| panic!("{} output {i} ({}): {e}", dir.display(), if codegen { "generated code" } else { "interpreter" }));
+    }
+}
+
+#[test]
+fn contrib_ops_match_onnxruntime() {
+    let status = Command::new("bash").arg(common::root().join("scripts/setup_python.sh")).status().expect("run setup_python.sh");
+    assert!(status.success());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("contrib_ops");
+    let status = Command::new("python3").arg(common::root().join("scripts/make_contrib_models.py")).arg(&dir).status().expect("run make_contrib_models.py");
+    assert!(status.success(), "make_contrib_models.py failed");
+    for case in [dir.clone(), dir.join("bias_add")] {
+        check(&case, false);
+        check(&case, true);
+    }
+}
