@@ -1,8 +1,9 @@
 //! onnxruntime's contrib ops that burnc lowers to standard ops (frontends/src/onnx/contrib.rs):
-//! Gelu, BiasGelu, FastGelu (with and without bias), QuickGelu, SkipLayerNormalization (with its
-//! sum output), SkipSimplifiedLayerNormalization and BiasAdd, through the interpreter and
-//! through generated code, against onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd,
-//! which onnxruntime only has for CUDA, against numpy).
+//! Gelu, BiasGelu, FastGelu (with and without bias), QuickGelu, SkipLayerNormalization (with
+//! its sum output), SkipSimplifiedLayerNormalization, BiasAdd, FusedConv, FusedGemm,
+//! FusedMatMul and TransposeMatMul, through the interpreter and through generated code,
+//! against onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd, which onnxruntime
+//! only has for CUDA, against numpy).
 use burnc_compiler::Tensor;
 use std::path::Path;
 use std::process::Command;
@@ -48,7 +49,7 @@ fn contrib_ops_match_onnxruntime() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("contrib_ops");
     let status = Command::new("python3").arg(common::root().join("scripts/make_contrib_models.py")).arg(&dir).status().expect("run make_contrib_models.py");
     assert!(status.success(), "make_contrib_models.py failed");
-    for case in [dir.clone(), dir.join("bias_add")] {
+    for case in [dir.clone(), dir.join("bias_add"), dir.join("fused")] {
         check(&case, false);
         check(&case, true);
     }

@@ -57,22 +57,15 @@ impl Chain<'_, '_, '_> {
         self.ctx.bind(&name, out);
         Ok(())
     }
-
-    /// `0.5 · t · (1 + erf(t / √2))`.
-    fn gelu(&mut self, t: ValueId) -> ValueId {
-        let r2 = self.scalar(std::f32::consts::SQRT_2, t);
-        let (half, one) = (self.scalar(0.5, t), self.scalar(1.0, t));
-        let s = self.bin(BinaryOp::Div, t, r2);
-        let e = self.un(UnaryOp::Erf, s);
-        let e = self.bin(BinaryOp::Add, e, one);
-        let h = self.bin(BinaryOp::Mul, t, half);
-        self.bin(BinaryOp::Mul, h, e)
-    }
 }
 
 /// Lower contrib node `node` if it is one of these; `Ok(false)` when it is not.
 pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<bool, OnnxError> {
     let op = node.op_type();
+    if matches!(op, "FusedConv" | "FusedGemm" | "FusedMatMul" | "TransposeMatMul") {
+        fused(ctx, node)?;
+        return Ok(true);
+    }
     if !matches!(op, "Gelu" | "BiasGelu" | "FastGelu" | "QuickGelu" | "BiasAdd" | "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization") {
         return Ok(false);
     }
@@ -81,28 +74,19 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
     let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
     let x = input(&c, 0, "X")?;
     let y = match op {
-        // Gelu(X) and BiasGelu(A, B) = Gelu(A + B), with erf.
-        "Gelu" => c.gelu(x),
+        // Gelu(X) and BiasGelu(A, B) = Gelu(A + B): ONNX Gelu with erf.
+        "Gelu" => c.un(UnaryOp::Gelu { tanh_approx: false }, x),
         "BiasGelu" => {
             let t = c.bin(BinaryOp::Add, x, input(&c, 1, "bias")?);
-            c.gelu(t)
+            c.un(UnaryOp::Gelu { tanh_approx: false }, t)
         }
-        // FastGelu(X, bias?): the tanh approximation, 0.5·t·(1 + tanh(√(2/π)·(t + 0.044715·t³))).
+        // FastGelu(X, bias?): ONNX Gelu's tanh approximation of X (+ bias).
         "FastGelu" => {
             let t = match inputs.get(1).copied().flatten() {
                 Some(b) => c.bin(BinaryOp::Add, x, b),
                 None => x,
             };
-            let (k, cube, half, one) = (c.scalar(0.797_884_6, t), c.scalar(0.044_715, t), c.scalar(0.5, t), c.scalar(1.0, t));
-            let t2 = c.bin(BinaryOp::Mul, t, t);
-            let t3 = c.bin(BinaryOp::Mul, t2, t);
-            let s = c.bin(BinaryOp::Mul, t3, cube);
-            let s = c.bin(BinaryOp::Add, t, s);
-            let s = c.bin(BinaryOp::Mul, s, k);
-            let th = c.un(UnaryOp::Tanh, s);
-            let th = c.bin(BinaryOp::Add, th, one);
-            let h = c.bin(BinaryOp::Mul, t, half);
-            c.bin(BinaryOp::Mul, h, th)
+            c.un(UnaryOp::Gelu { tanh_approx: true }, t)
         }
         // QuickGelu(X; alpha = 1.702) = X · sigmoid(alpha · X).
         "QuickGelu" => {
@@ -159,4 +143,89 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
     };
     c.finish(y)?;
     Ok(true)
+}
+
+/// `node` as the standard op `op_type` (domain ""): its first `inputs` inputs, its attributes
+/// but `drop`, one output `out`.
+fn standard(node: &NodeProto, op_type: &str, inputs: usize, drop: &[&str], out: String) -> NodeProto {
+    let mut n = node.clone();
+    n.op_type = Some(op_type.into());
+    n.domain = Some(String::new());
+    n.input.truncate(inputs);
+    n.attribute.retain(|a| !drop.contains(&a.name()));
+    n.output = vec![out];
+    n
+}
+
+/// FusedConv / FusedGemm (the standard op, then `Z` for FusedConv and the activation its
+/// attributes name) and FusedMatMul / TransposeMatMul (`alpha · op(A) · op(B)`, op
+/// transposing the last two dims): the standard op lowered as the standard op is, then the rest.
+fn fused(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
+    let op = node.op_type();
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, label: node_label(node) };
+    let tmp = c.ctx.fresh(&c.label);
+    let activation = a.s("activation");
+    let inner = match op {
+        "FusedConv" => standard(node, "Conv", 3, &["activation", "activation_params"], tmp.clone()),
+        "FusedGemm" => standard(node, "Gemm", 3, &["activation", "activation_alpha", "activation_beta", "activation_gamma"], tmp.clone()),
+        _ => {
+            if a.i_or("transBatchA", 0) != 0 || a.i_or("transBatchB", 0) != 0 {
+                return Err(c.err("transBatchA / transBatchB are not supported"));
+            }
+            let mut inner = standard(node, "MatMul", 2, &["alpha", "transA", "transB", "transBatchA", "transBatchB"], tmp.clone());
+            for (i, attr) in [(0, "transA"), (1, "transB")] {
+                if a.i_or(attr, 0) == 0 {
+                    continue;
+                }
+                let name = inner.input.get(i).cloned().unwrap_or_default();
+                let v = c.ctx.lookup(&c.label, &name)?.ok_or_else(|| c.err(format!("missing input {i}")))?;
+                let rank = c.ctx.graph.tensor_type(v).and_then(|t| t.shape.as_ref()).map(|s| s.rank()).ok_or_else(|| c.err(format!("{attr} needs the rank of input {i}")))?;
+                if rank < 2 {
+                    continue;
+                }
+                let mut perm: Vec<usize> = (0..rank).collect();
+                perm.swap(rank - 2, rank - 1);
+                let t = c.step(Op::Transpose { perm: Some(perm) }, &[v]);
+                let tname = c.ctx.fresh(&c.label);
+                c.ctx.bind(&tname, t);
+                inner.input[i] = tname;
+            }
+            inner
+        }
+    };
+    super::lower::lower_node(c.ctx, &inner)?;
+    let mut y = c.ctx.lookup(&c.label, &tmp)?.ok_or_else(|| c.err("the standard op gave no output"))?;
+    if op == "FusedConv" {
+        if let Some(z) = node.input.get(3).filter(|s| !s.is_empty()) {
+            let z = c.ctx.lookup(&c.label, z)?.ok_or_else(|| c.err("missing input 3 (Z)"))?;
+            y = c.bin(BinaryOp::Add, y, z);
+        }
+    }
+    if matches!(op, "FusedMatMul" | "TransposeMatMul") {
+        let alpha = a.f_or("alpha", 1.0);
+        if alpha != 1.0 {
+            let k = c.scalar(alpha, y);
+            y = c.bin(BinaryOp::Mul, y, k);
+        }
+    }
+    if let Some(act) = activation {
+        let params = a.floats("activation_params").unwrap_or_default();
+        // FusedConv passes parameters as a list, FusedGemm as named attributes.
+        let p = |i: usize, name: &str, d: f32| params.get(i).copied().or(a.f(name)).unwrap_or(d);
+        y = match act.as_str() {
+            "Relu" => c.un(UnaryOp::Relu, y),
+            "Sigmoid" => c.un(UnaryOp::Sigmoid, y),
+            "Tanh" => c.un(UnaryOp::Tanh, y),
+            "LeakyRelu" => c.un(UnaryOp::LeakyRelu { alpha: p(0, "activation_alpha", 0.01) }, y),
+            "HardSigmoid" => c.un(UnaryOp::HardSigmoid { alpha: p(0, "activation_alpha", 0.2), beta: p(1, "activation_beta", 0.5) }, y),
+            "Clip" => {
+                let (lo, hi) = (c.scalar(p(0, "activation_alpha", f32::MIN), y), c.scalar(p(1, "activation_beta", f32::MAX), y));
+                let t = c.bin(BinaryOp::Max, y, lo);
+                c.bin(BinaryOp::Min, t, hi)
+            }
+            other => return Err(c.err(format!("activation `{other}` is not supported"))),
+        };
+    }
+    c.finish(y)
 }
