@@ -67,6 +67,7 @@ def main():
     with open(os.path.join(bias_add, "output_0.pb"), "wb") as f:
         f.write(numpy_helper.from_array(feeds["X"] + feeds["B"] + feeds["S"]).SerializeToString())
     fused(os.path.join(out, "fused"), rng)
+    qlinear(os.path.join(out, "qlinear"), rng)
     print(f"make_contrib_models: wrote {out}")
 
 
@@ -91,6 +92,47 @@ def fused(out, rng):
     path = os.path.join(out, "model.onnx")
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)]), path)
     feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
+    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for i, (k, v) in enumerate(feeds.items()):
+        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, k).SerializeToString())
+    for i, v in enumerate(got):
+        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v).SerializeToString())
+
+
+
+def qlinear(out, rng):
+    """onnxruntime's quantized elementwise ops on uint8 (per-tensor scales and zero points as
+    initializers), and the com.microsoft QuantizeLinear / DequantizeLinear."""
+    ms = "com.microsoft"
+    f32, u8 = TensorProto.FLOAT, TensorProto.UINT8
+    inits = [
+        helper.make_tensor("sa", f32, [], [0.05]), helper.make_tensor("za", u8, [], [120]),
+        helper.make_tensor("sb", f32, [], [0.03]), helper.make_tensor("zb", u8, [], [130]),
+        helper.make_tensor("sc", f32, [], [0.07]), helper.make_tensor("zc", u8, [], [110]),
+        helper.make_tensor("ss", f32, [], [1.0 / 256]), helper.make_tensor("zs", u8, [], [0]),
+    ]
+    nodes = [
+        helper.make_node("QLinearAdd", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["add"], domain=ms),
+        helper.make_node("QLinearMul", ["a", "sa", "za", "b", "sb", "zb", "sc", "zc"], ["mul"], domain=ms),
+        helper.make_node("QLinearSigmoid", ["a", "sa", "za", "ss", "zs"], ["sigmoid"], domain=ms),
+        helper.make_node("QLinearLeakyRelu", ["a", "sa", "za", "sc", "zc"], ["leaky"], domain=ms, alpha=0.1),
+        helper.make_node("QLinearGlobalAveragePool", ["a", "sa", "za", "sc", "zc"], ["gap"], domain=ms),
+        helper.make_node("QLinearConcat", ["sc", "zc", "a", "sa", "za", "b", "sb", "zb"], ["cat"], domain=ms, axis=1),
+        helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["deq"], domain=ms),
+        helper.make_node("QuantizeLinear", ["f", "sc", "zc"], ["quant"], domain=ms),
+    ]
+    shape = [2, 3, 4, 4]
+    outs = {"add": (u8, shape), "mul": (u8, shape), "sigmoid": (u8, shape), "leaky": (u8, shape), "gap": (u8, [2, 3, 1, 1]), "cat": (u8, [2, 6, 4, 4]), "deq": (f32, shape), "quant": (u8, shape)}
+    g = helper.make_graph(
+        nodes, "qlinear", [helper.make_tensor_value_info("a", u8, shape), helper.make_tensor_value_info("b", u8, shape), helper.make_tensor_value_info("f", f32, shape)],
+        [helper.make_tensor_value_info(k, t, sh) for k, (t, sh) in outs.items()], inits,
+    )
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)]), path)
+    feeds = {"a": rng.integers(0, 256, shape).astype(np.uint8), "b": rng.integers(0, 256, shape).astype(np.uint8), "f": (rng.standard_normal(shape) * 5).astype(np.float32)}
     got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
     for i, (k, v) in enumerate(feeds.items()):
         with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:

@@ -66,6 +66,10 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         fused(ctx, node)?;
         return Ok(true);
     }
+    if matches!(op, "QuantizeLinear" | "DequantizeLinear" | "QLinearAdd" | "QLinearMul" | "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" | "QLinearConcat") {
+        qlinear(ctx, node, inputs)?;
+        return Ok(true);
+    }
     if !matches!(op, "Gelu" | "BiasGelu" | "FastGelu" | "QuickGelu" | "BiasAdd" | "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization") {
         return Ok(false);
     }
@@ -228,4 +232,73 @@ fn fused(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         };
     }
     c.finish(y)
+}
+
+/// onnxruntime's quantized elementwise ops as what they mean: dequantize the inputs
+/// (`DequantizeLinear`), run the float op, quantize the result (`QuantizeLinear`, round half to
+/// even, saturating). onnxruntime's kernels fold the scales differently and can differ by one
+/// quantization step; its own tests allow that. The `com.microsoft` Quantize/DequantizeLinear
+/// are the standard ones with the same attributes.
+fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    use burnc_compiler::ops::quant::{Dequantize, Quantize};
+    let op = node.op_type();
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, label: node_label(node) };
+    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let opt = |i: usize| inputs.get(i).copied().flatten();
+    let axis = a.i_or("axis", 1);
+    let dq = |c: &mut Chain, x: ValueId, scale: ValueId, zp: Option<ValueId>, axis: i64| {
+        let name = c.ctx.fresh(&c.label);
+        c.add(Dequantize { axis, block_size: 0, output_dtype: None }.op(), vec![Some(x), Some(scale), zp], &[name])[0]
+    };
+    let q = |c: &mut Chain, y: ValueId, scale: ValueId, zp: Option<ValueId>, axis: i64| {
+        let name = c.ctx.fresh(&c.label);
+        c.add(Quantize { axis, block_size: 0, output_dtype: None, saturate: true }.op(), vec![Some(y), Some(scale), zp], &[name])[0]
+    };
+    let out = match op {
+        "DequantizeLinear" => {
+            let (x, s) = (input(&c, 0, "x")?, input(&c, 1, "x_scale")?);
+            dq(&mut c, x, s, opt(2), axis)
+        }
+        "QuantizeLinear" => {
+            let (x, s) = (input(&c, 0, "x")?, input(&c, 1, "y_scale")?);
+            q(&mut c, x, s, opt(2), axis)
+        }
+        "QLinearAdd" | "QLinearMul" => {
+            let (x, xs, y, ys, zs) = (input(&c, 0, "A")?, input(&c, 1, "A_scale")?, input(&c, 3, "B")?, input(&c, 4, "B_scale")?, input(&c, 6, "C_scale")?);
+            let fx = dq(&mut c, x, xs, opt(2), 1);
+            let fy = dq(&mut c, y, ys, opt(5), 1);
+            let f = c.bin(if op == "QLinearAdd" { BinaryOp::Add } else { BinaryOp::Mul }, fx, fy);
+            q(&mut c, f, zs, opt(7), 1)
+        }
+        "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" => {
+            let (x, xs, ys) = (input(&c, 0, "X")?, input(&c, 1, "X_scale")?, input(&c, 3, "Y_scale")?);
+            if op == "QLinearGlobalAveragePool" && a.i_or("channels_last", 0) != 0 {
+                return Err(c.err("channels_last QLinearGlobalAveragePool is not supported"));
+            }
+            let f = dq(&mut c, x, xs, opt(2), 1);
+            let f = match op {
+                "QLinearSigmoid" => c.un(UnaryOp::Sigmoid, f),
+                "QLinearLeakyRelu" => c.un(UnaryOp::LeakyRelu { alpha: a.f_or("alpha", 0.01) }, f),
+                _ => c.step(Op::GlobalPool { kind: burnc_compiler::ir::PoolKind::Avg { count_include_pad: false } }, &[f]),
+            };
+            q(&mut c, f, ys, opt(4), 1)
+        }
+        // QLinearConcat(Y_scale, Y_zero_point, (X, X_scale, X_zero_point)…; axis).
+        _ => {
+            let (ys, yz) = (input(&c, 0, "Y_scale")?, opt(1));
+            let rest = inputs.get(2..).unwrap_or(&[]);
+            if rest.is_empty() || rest.len() % 3 != 0 {
+                return Err(c.err(format!("QLinearConcat needs (X, scale, zero point) triples after Y's, got {} inputs", inputs.len())));
+            }
+            let mut parts = Vec::new();
+            for (k, t) in rest.chunks(3).enumerate() {
+                let (x, s) = (t[0].ok_or_else(|| c.err(format!("missing input X{k}")))?, t[1].ok_or_else(|| c.err(format!("missing scale of X{k}")))?);
+                parts.push(dq(&mut c, x, s, t[2], 1));
+            }
+            let cat = c.step(Op::Concat { axis: a.i_or("axis", 0) }, &parts);
+            q(&mut c, cat, ys, yz, 1)
+        }
+    };
+    c.finish(out)
 }
