@@ -120,11 +120,13 @@ def qlinear(out, rng):
         helper.make_node("QLinearLeakyRelu", ["a", "sa", "za", "sc", "zc"], ["leaky"], domain=ms, alpha=0.1),
         helper.make_node("QLinearGlobalAveragePool", ["a", "sa", "za", "sc", "zc"], ["gap"], domain=ms),
         helper.make_node("QLinearConcat", ["sc", "zc", "a", "sa", "za", "b", "sb", "zb"], ["cat"], domain=ms, axis=1),
+        helper.make_node("QLinearAveragePool", ["a", "sa", "za", "sc", "zc"], ["avg"], domain=ms, kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("QLinearAveragePool", ["a", "sa", "za", "sc", "zc"], ["avg_pad"], domain=ms, kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1),
         helper.make_node("DequantizeLinear", ["a", "sa", "za"], ["deq"], domain=ms),
         helper.make_node("QuantizeLinear", ["f", "sc", "zc"], ["quant"], domain=ms),
     ]
     shape = [2, 3, 4, 4]
-    outs = {"add": (u8, shape), "mul": (u8, shape), "sigmoid": (u8, shape), "leaky": (u8, shape), "gap": (u8, [2, 3, 1, 1]), "cat": (u8, [2, 6, 4, 4]), "deq": (f32, shape), "quant": (u8, shape)}
+    outs = {"add": (u8, shape), "mul": (u8, shape), "sigmoid": (u8, shape), "leaky": (u8, shape), "gap": (u8, [2, 3, 1, 1]), "cat": (u8, [2, 6, 4, 4]), "avg": (u8, [2, 3, 2, 2]), "avg_pad": (u8, shape), "deq": (f32, shape), "quant": (u8, shape)}
     g = helper.make_graph(
         nodes, "qlinear", [helper.make_tensor_value_info("a", u8, shape), helper.make_tensor_value_info("b", u8, shape), helper.make_tensor_value_info("f", f32, shape)],
         [helper.make_tensor_value_info(k, t, sh) for k, (t, sh) in outs.items()], inits,

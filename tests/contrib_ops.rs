@@ -1,7 +1,7 @@
 //! onnxruntime's contrib ops that burnc lowers to standard ops (frontends/src/onnx/contrib.rs):
 //! Gelu, BiasGelu, FastGelu (with and without bias), QuickGelu, SkipLayerNormalization (with
 //! its sum output), SkipSimplifiedLayerNormalization, BiasAdd, FusedConv, FusedGemm,
-//! FusedMatMul, TransposeMatMul, the QLinear elementwise ops, QLinearGlobalAveragePool,
+//! FusedMatMul, TransposeMatMul, the QLinear elementwise ops, QLinear(Global)AveragePool,
 //! QLinearConcat and the com.microsoft (De)QuantizeLinear, through the interpreter and through generated code,
 //! against onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd, which onnxruntime
 //! only has for CUDA, against numpy).

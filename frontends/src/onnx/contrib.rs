@@ -66,7 +66,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         fused(ctx, node)?;
         return Ok(true);
     }
-    if matches!(op, "QuantizeLinear" | "DequantizeLinear" | "QLinearAdd" | "QLinearMul" | "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" | "QLinearConcat") {
+    if matches!(op, "QuantizeLinear" | "DequantizeLinear" | "QLinearAdd" | "QLinearMul" | "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" | "QLinearAveragePool" | "QLinearConcat") {
         qlinear(ctx, node, inputs)?;
         return Ok(true);
     }
@@ -283,6 +283,21 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
                 _ => c.step(Op::GlobalPool { kind: burnc_compiler::ir::PoolKind::Avg { count_include_pad: false } }, &[f]),
             };
             q(&mut c, f, ys, opt(4), 1)
+        }
+        // QLinearAveragePool: AveragePool's attributes, lowered by AveragePool's own lowering.
+        "QLinearAveragePool" => {
+            let (x, xs, ys) = (input(&c, 0, "X")?, input(&c, 1, "x_scale")?, input(&c, 3, "y_scale")?);
+            if a.i_or("channels_last", 0) != 0 {
+                return Err(c.err("channels_last QLinearAveragePool is not supported"));
+            }
+            let f = dq(&mut c, x, xs, opt(2), 1);
+            let (fname, tmp) = (c.ctx.fresh(&c.label), c.ctx.fresh(&c.label));
+            c.ctx.bind(&fname, f);
+            let mut inner = standard(node, "AveragePool", 1, &["channels_last"], tmp.clone());
+            inner.input = vec![fname];
+            super::lower::lower_node(c.ctx, &inner)?;
+            let p = c.ctx.lookup(&c.label, &tmp)?.ok_or_else(|| c.err("AveragePool gave no output"))?;
+            q(&mut c, p, ys, opt(4), 1)
         }
         // QLinearConcat(Y_scale, Y_zero_point, (X, X_scale, X_zero_point)…; axis).
         _ => {
