@@ -34,42 +34,39 @@ def model():
         nodes, "contrib", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in SHAPES.items()],
         [helper.make_tensor_value_info(o, TensorProto.FLOAT, [2, 3, 8]) for o in outs],
     )
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)]), outs
+    return g
+
+
+def write_case(out, graph, feeds, expected=None):
+    """OUT/model.onnx (`graph`, with the com.microsoft opset), OUT/input_<i>.pb from `feeds`
+    and OUT/output_<i>.pb: `expected`, else onnxruntime's outputs."""
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "model.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    if expected is None:
+        expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for i, (k, v) in enumerate(feeds.items()):
+        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, k).SerializeToString())
+    for i, v in enumerate(expected):
+        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v).SerializeToString())
 
 
 def main():
     out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
-    m, _ = model()
-    path = os.path.join(out, "model.onnx")
-    onnx.save(m, path)
     rng = np.random.default_rng(7)
     feeds = {k: (rng.standard_normal(v) * (2.0 if k in "XS" else 0.5)).astype(np.float32) for k, v in SHAPES.items()}
-    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-
-    for i, (k, v) in enumerate(feeds.items()):
-        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v, k).SerializeToString())
-    for i, v in enumerate(got):
-        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v).SerializeToString())
+    write_case(out, model(), feeds)
     g = helper.make_graph(
         [helper.make_node("BiasAdd", ["X", "B", "S"], ["y"], domain="com.microsoft")], "bias_add",
         [helper.make_tensor_value_info(k, TensorProto.FLOAT, SHAPES[k]) for k in ["X", "B", "S"]],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 8])],
     )
-    bias_add = os.path.join(out, "bias_add")
-    os.makedirs(bias_add, exist_ok=True)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), os.path.join(bias_add, "model.onnx"))
-    for i, k in enumerate(["X", "B", "S"]):
-        with open(os.path.join(bias_add, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(feeds[k], k).SerializeToString())
-    with open(os.path.join(bias_add, "output_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(feeds["X"] + feeds["B"] + feeds["S"]).SerializeToString())
+    write_case(os.path.join(out, "bias_add"), g, {k: feeds[k] for k in ["X", "B", "S"]}, [feeds["X"] + feeds["B"] + feeds["S"]])
     fused(os.path.join(out, "fused"), rng)
     qlinear(os.path.join(out, "qlinear"), rng)
     print(f"make_contrib_models: wrote {out}")
-
 
 def fused(out, rng):
     """FusedConv (with Z, Relu; LeakyRelu), FusedGemm (Tanh), FusedMatMul (alpha, transA),
@@ -88,18 +85,7 @@ def fused(out, rng):
         nodes, "fused", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in shapes.items()],
         [helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in outs.items()],
     )
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "model.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)]), path)
-    feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
-    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    for i, (k, v) in enumerate(feeds.items()):
-        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v, k).SerializeToString())
-    for i, v in enumerate(got):
-        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v).SerializeToString())
-
+    write_case(out, g, {k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()})
 
 
 def qlinear(out, rng):
@@ -131,17 +117,8 @@ def qlinear(out, rng):
         nodes, "qlinear", [helper.make_tensor_value_info("a", u8, shape), helper.make_tensor_value_info("b", u8, shape), helper.make_tensor_value_info("f", f32, shape)],
         [helper.make_tensor_value_info(k, t, sh) for k, (t, sh) in outs.items()], inits,
     )
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "model.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)]), path)
     feeds = {"a": rng.integers(0, 256, shape).astype(np.uint8), "b": rng.integers(0, 256, shape).astype(np.uint8), "f": (rng.standard_normal(shape) * 5).astype(np.float32)}
-    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    for i, (k, v) in enumerate(feeds.items()):
-        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v, k).SerializeToString())
-    for i, v in enumerate(got):
-        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v).SerializeToString())
+    write_case(out, g, feeds)
 
 
 if __name__ == "__main__":

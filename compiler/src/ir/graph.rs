@@ -146,6 +146,17 @@ impl Graph {
         }
     }
 
+    /// Node indices reading each value (a node once per input slot that reads it).
+    pub fn consumers(&self) -> HashMap<ValueId, Vec<usize>> {
+        let mut m: HashMap<ValueId, Vec<usize>> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            for v in n.inputs.iter().flatten() {
+                m.entry(*v).or_default().push(i);
+            }
+        }
+        m
+    }
+
     /// Number of uses of each value (node inputs plus graph outputs).
     pub fn use_counts(&self) -> HashMap<ValueId, usize> {
         let mut m = HashMap::new();

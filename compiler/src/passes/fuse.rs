@@ -104,17 +104,6 @@ fn compact(g: &mut Graph, report: &mut FusionReport) -> Result<(), PassError> {
     Ok(())
 }
 
-/// Node indices reading each value.
-pub(super) fn consumers(g: &Graph) -> HashMap<ValueId, Vec<usize>> {
-    let mut m: HashMap<ValueId, Vec<usize>> = HashMap::new();
-    for (i, n) in g.nodes.iter().enumerate() {
-        for v in n.inputs.iter().flatten() {
-            m.entry(*v).or_default().push(i);
-        }
-    }
-    m
-}
-
 /// The one node reading `v`, when `v` is read once and is not a graph output.
 fn sole_consumer(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, v: ValueId) -> Option<usize> {
     match cons.get(&v).map(|c| c.as_slice()) {
@@ -215,7 +204,7 @@ pub(super) fn drop_nodes(g: &mut Graph, remove: &[bool]) {
 /// node order and takes the batch norm's output. (Mul/Add after it are not folded: they
 /// become the epilogue, which keeps their rounding.)
 fn fold_into_conv(g: &mut Graph, report: &mut FusionReport) {
-    let cons = consumers(g);
+    let cons = g.consumers();
     let mut remove = vec![false; g.nodes.len()];
     for ci in 0..g.nodes.len() {
         if !matches!(g.nodes[ci].op, Op::Conv { .. }) || g.nodes[ci].outputs.len() != 1 {
@@ -314,7 +303,7 @@ fn mul_add(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, remove: &[bool], mut 
 /// per-channel a and b as the batch-norm kernel does and then the same steps in the same
 /// order. The last node of the chain becomes the ScaleShift.
 fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
-    let cons = consumers(g);
+    let cons = g.consumers();
     let mut remove = vec![false; g.nodes.len()];
     for bi in 0..g.nodes.len() {
         let Op::BatchNorm { epsilon } = g.nodes[bi].op else { continue };
@@ -370,7 +359,7 @@ fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
 /// a tensor of the output's shape and type), inputs (X, W, B?, R?, mul?, add?). The last node of the chain
 /// becomes the FusedConv, so the residual's producer stays before it in the node order.
 fn conv_epilogue(g: &mut Graph, report: &mut FusionReport) {
-    let cons = consumers(g);
+    let cons = g.consumers();
     let mut remove = vec![false; g.nodes.len()];
     for ci in 0..g.nodes.len() {
         let Op::Conv { window, group } = &g.nodes[ci].op else { continue };

@@ -54,7 +54,7 @@ fn step_of(g: &Graph, i: usize) -> Option<(ScalarOp, Vec<usize>, Option<usize>)>
 /// Fuse every chain of two or more elementwise nodes; returns how many groups were made.
 pub fn fuse_chains(g: &mut Graph, report: &mut FusionReport) -> usize {
     let steps: Vec<Option<(ScalarOp, Vec<usize>, Option<usize>)>> = (0..g.nodes.len()).map(|i| step_of(g, i)).collect();
-    let readers = super::fuse::consumers(g);
+    let readers = g.consumers();
     // A producer joins its consumer's group when the consumer is the only node that reads its
     // output (once or more) and the output is not a graph output; then only the group's last
     // node has an output anyone else reads. Groups are keyed by that last node; the inputs

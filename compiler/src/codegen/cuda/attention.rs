@@ -72,9 +72,9 @@ fn dtype(g: &Graph, v: ValueId) -> Option<DType> {
 
 /// The single node reading `v` (as any number of its inputs), if `v` has exactly one reader
 /// and is no graph output.
-fn sole_reader(g: &Graph, readers: &HashMap<ValueId, Vec<NodeId>>, v: ValueId) -> Option<NodeId> {
+fn sole_reader(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, v: ValueId) -> Option<NodeId> {
     match readers.get(&v).map(|r| r.as_slice()) {
-        Some([r]) if !g.outputs.contains(&v) => Some(*r),
+        Some([first, rest @ ..]) if rest.iter().all(|r| r == first) && !g.outputs.contains(&v) => Some(NodeId(*first as u32)),
         _ => None,
     }
 }
@@ -89,7 +89,7 @@ fn transpose_perm(op: &Op, rank: usize) -> Option<Vec<usize>> {
 
 /// Operand `x` of a product read as a matrix view: through the Transpose that made it when
 /// that is its only use (the Transpose is then absorbed), else as stored.
-fn operand_view(g: &Graph, readers: &HashMap<ValueId, Vec<NodeId>>, x: ValueId, absorbed: &mut Vec<NodeId>) -> Option<View> {
+fn operand_view(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, x: ValueId, absorbed: &mut Vec<NodeId>) -> Option<View> {
     let xs = shape(g, x)?;
     let rank = xs.len();
     let split = |st: &[usize], value: ValueId| View { value, batch_strides: st[..rank - 2].to_vec(), rs: st[rank - 2], cs: st[rank - 1] };
@@ -109,21 +109,12 @@ fn operand_view(g: &Graph, readers: &HashMap<ValueId, Vec<NodeId>>, x: ValueId, 
 
 /// Every attention in `g` the kernel can do.
 pub fn find(g: &Graph) -> Vec<Attention> {
-    let mut readers: HashMap<ValueId, Vec<NodeId>> = HashMap::new();
-    for (i, n) in g.nodes.iter().enumerate() {
-        let mut seen = Vec::new();
-        for v in n.inputs.iter().flatten() {
-            if !seen.contains(v) {
-                seen.push(*v);
-                readers.entry(*v).or_default().push(NodeId(i as u32));
-            }
-        }
-    }
+    let readers = g.consumers();
     (0..g.nodes.len()).filter_map(|i| one(g, &readers, NodeId(i as u32))).collect()
 }
 
 /// The attention whose scores node `mm1` computes, if the pattern holds.
-fn one(g: &Graph, readers: &HashMap<ValueId, Vec<NodeId>>, mm1: NodeId) -> Option<Attention> {
+fn one(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, mm1: NodeId) -> Option<Attention> {
     let n1 = g.node(mm1);
     if !matches!(n1.op, Op::MatMul) || n1.outputs.len() != 1 {
         return None;

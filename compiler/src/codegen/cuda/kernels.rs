@@ -761,17 +761,17 @@ fn vector_epilogue(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], index: &st
     use super::gemm::VEC;
     let t = ix(cx.ty(n, out)?.1.iter().product());
     let mut loads = format!("const {t} o0 = {index};\n");
-    let mut refused = false;
+    let (mut refused, mut k) = (false, 0);
     let mut read = |x: ValueId, c: &Node| -> R<Option<String>> {
         let (d, _) = cx.ty(c, x)?;
         if d.size() != 2 || !cx.aligned16(x) {
             refused = true;
             return Ok(None);
         }
-        let k = loads.matches("__align__").count();
         let ty = cx.c(c, d)?;
         let _ = writeln!(loads, "__align__(16) {ty} in{k}[{VEC}]; *(uint4*)in{k} = *(const uint4*)&{}[o0];", cx.ptr(c, x)?);
-        Ok(Some(format!("(float)in{k}[u]")))
+        k += 1;
+        Ok(Some(format!("(float)in{}[u]", k - 1)))
     };
     let (body, store) = chain_body(cx, n, out, chain, index, pre, &mut read)?;
     let last = chain.last().map(|&c| cx.output(cx.g.node(c), 0)).transpose()?.unwrap_or(out);

@@ -4,7 +4,7 @@
 //! flow between such convolutions (through elementwise ops and pooling) are kept NHWC; every
 //! other value, and every graph input and output, keeps the model's NCHW layout. The choice is
 //! the largest set every reader and writer of its values agrees with.
-use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ValueId, ValueKind};
+use crate::ir::{DType, Graph, Node, Op, PoolKind, ValueId, ValueKind};
 use std::collections::{HashMap, HashSet};
 
 /// The static shape of `v`, if it has one.
@@ -38,12 +38,7 @@ fn window_pool(n: &Node) -> bool {
 /// The values to store NHWC.
 pub fn channels_last(g: &Graph) -> HashSet<ValueId> {
     let uses = g.use_counts();
-    let mut readers: HashMap<ValueId, Vec<NodeId>> = HashMap::new();
-    for (i, n) in g.nodes.iter().enumerate() {
-        for v in n.inputs.iter().flatten() {
-            readers.entry(*v).or_default().push(NodeId(i as u32));
-        }
-    }
+    let readers = g.consumers();
     let outputs: HashSet<ValueId> = g.outputs.iter().copied().collect();
     let mut set: HashSet<ValueId> = HashSet::new();
     for n in &g.nodes {
@@ -73,7 +68,7 @@ pub fn channels_last(g: &Graph) -> HashSet<ValueId> {
             // input only), a pool or an elementwise op writing NHWC of the same shape, or a
             // global pool.
             let read = readers.get(&v).map(|r| r.as_slice()).unwrap_or(&[]).iter().all(|&r| {
-                let n = g.node(r);
+                let n = &g.nodes[r];
                 let out_nhwc = n.outputs.first().is_some_and(|y| set.contains(y));
                 match &n.op {
                     Op::Conv { .. } => out_nhwc && tensor_core_conv(g, n, &uses) && n.inputs.iter().skip(1).flatten().all(|x| *x != v),
