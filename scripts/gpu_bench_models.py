@@ -241,6 +241,27 @@ def small_encoder():
     return model, ids
 
 
+def small_cnn():
+    """A ResNet-style block at test size for the Hopper path: a 3-channel image (copied NHWC
+    with a zero channel), then 3×3 convolutions over 8×96×96 pixels, enough 128-row tiles to
+    run on wgmma, with bias, Relu and a residual Add in their epilogues; and its input."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    batch, hw = 8, 96
+    w = lambda name, *shape: numpy_helper.from_array(uniform(f"small_cnn.{name}", shape, -0.2, 0.2), name)
+    conv = lambda x, wt, b, y, k=3: helper.make_node("Conv", [x, wt, b], [y], pads=[k // 2] * 4)
+    nodes = [
+        conv("x", "w1", "b1", "c1", 7), helper.make_node("Relu", ["c1"], ["r1"]),
+        conv("r1", "w2", "b2", "c2"), helper.make_node("Relu", ["c2"], ["r2"]),
+        conv("r2", "w3", "b3", "c3"), helper.make_node("Add", ["c3", "r1"], ["s3"]), helper.make_node("Relu", ["s3"], ["r3"]),
+        helper.make_node("GlobalAveragePool", ["r3"], ["y"]),
+    ]
+    inits = [w("w1", 64, 3, 7, 7), w("b1", 64), w("w2", 128, 64, 3, 3), w("b2", 128), w("w3", 64, 128, 3, 3), w("b3", 64)]
+    g = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, hw, hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 64, 1, 1])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), uniform("small_cnn.x", (batch, 3, hw, hw))
+
+
 MODELS = {
     "resnet50": (resnet50_params, resnet50_onnx, resnet50_input, "input"),
     "minilm": (minilm_params, minilm_onnx, minilm_input, "input_ids"),
@@ -248,11 +269,15 @@ MODELS = {
 
 
 def main():
-    """gpu_bench_models.py [DIR] writes both models; --small-encoder PATH the test encoder."""
+    """gpu_bench_models.py [DIR] writes both models; --small-encoder PATH and --small-cnn PATH
+    the test models."""
     import onnx
 
     if sys.argv[1:2] == ["--small-encoder"]:
         onnx.save(small_encoder()[0], sys.argv[2])
+        return
+    if sys.argv[1:2] == ["--small-cnn"]:
+        onnx.save(small_cnn()[0], sys.argv[2])
         return
     out = sys.argv[1] if len(sys.argv) > 1 else "gpu/bench/models"
     os.makedirs(out, exist_ok=True)

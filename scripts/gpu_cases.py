@@ -55,24 +55,27 @@ def cases(data):
         yield name, os.path.join(node, name, "model.onnx"), [os.path.join(d, f) for f in ins], [os.path.join(d, f) for f in outs]
 
 
-def encoder_case(out):
-    """scripts/gpu_bench_models.py's small encoder with onnxruntime's outputs as the reference:
-    in bf16 its attention runs as the fused kernel, with partial query and key tiles."""
+def extra_cases(out):
+    """scripts/gpu_bench_models.py's test models with onnxruntime's outputs as the reference:
+    the small encoder (in bf16 its attention runs as the fused kernel, with partial query and
+    key tiles) and the small CNN (in bf16 its convolutions run on wgmma, its image input
+    packed NHWC)."""
     import onnxruntime as ort
 
     sys.path.insert(0, os.path.join(ROOT, "scripts"))
     import gpu_bench_models as bm
 
-    model, ids = bm.small_encoder()
-    d = os.path.join(out, "extra", "bert_encoder_small")
-    data = os.path.join(d, "test_data_set_0")
-    os.makedirs(data, exist_ok=True)
-    onnx.save(model, os.path.join(d, "model.onnx"))
-    want = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids})[0]
-    for name, a in [("input_0.pb", ids), ("output_0.pb", want)]:
-        with open(os.path.join(data, name), "wb") as f:
-            f.write(numpy_helper.from_array(a).SerializeToString())
-    return "bert_encoder_small", os.path.join(d, "model.onnx"), [os.path.join(data, "input_0.pb")], [os.path.join(data, "output_0.pb")]
+    for name, (model, x) in [("bert_encoder_small", bm.small_encoder()), ("small_cnn", bm.small_cnn())]:
+        d = os.path.join(out, "extra", name)
+        data = os.path.join(d, "test_data_set_0")
+        os.makedirs(data, exist_ok=True)
+        onnx.save(model, os.path.join(d, "model.onnx"))
+        feed = model.graph.input[0].name
+        want = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"]).run(None, {feed: x})[0]
+        for file, a in [("input_0.pb", x), ("output_0.pb", want)]:
+            with open(os.path.join(data, file), "wb") as f:
+                f.write(numpy_helper.from_array(a).SerializeToString())
+        yield name, os.path.join(d, "model.onnx"), [os.path.join(data, "input_0.pb")], [os.path.join(data, "output_0.pb")]
 
 
 def with_bf16(all_cases):
@@ -184,7 +187,7 @@ def main():
     args = ap.parse_args()
     args.out = os.path.abspath(args.out)
     os.makedirs(os.path.join(args.out, "cases"), exist_ok=True)
-    all_cases = list(cases(args.data)) + [encoder_case(args.out)]
+    all_cases = list(cases(args.data)) + list(extra_cases(args.out))
     todo = [c for c in with_bf16(all_cases) if re.search(args.filter, c[0])]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         results = list(ex.map(lambda c: (c[0], prepare(args, *c)), todo))

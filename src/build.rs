@@ -1,6 +1,7 @@
 //! Compiling a model to a Rust module plus its weights blob: shared by the CLI
 //! (`burnc MODEL -o model.rs`) and the [`Build`] API for build scripts.
 use burnc_compiler::codegen::{self, CodegenOptions, Generated, IoDesc, TrainGenerated};
+pub use burnc_compiler::codegen::cuda::GpuArch;
 use burnc_compiler::train::{TrainGraph, TrainSpec};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::ir::{DType, Dim, Graph, Shape, TensorType, ValueKind, ValueType};
@@ -332,11 +333,13 @@ pub struct CompileOptions {
     pub target: Target,
     /// [`CodegenOptions::floats`]: F32, or BF16/F16 for the CUDA target.
     pub floats: DType,
+    /// [`CodegenOptions::gpu_arch`].
+    pub gpu_arch: GpuArch,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu, floats: DType::F32 }
+        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu, floats: DType::F32, gpu_arch: GpuArch::default() }
     }
 }
 
@@ -344,7 +347,7 @@ impl CompileOptions {
     /// The code generator's options for these choices, the weights blob named `weights_file`
     /// and the model `source_name` (for the header comment).
     pub fn codegen(&self, weights_file: &str, source_name: &str) -> CodegenOptions {
-        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, floats: self.floats, ..Default::default() }
+        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, floats: self.floats, gpu_arch: self.gpu_arch, ..Default::default() }
     }
 }
 
@@ -596,6 +599,7 @@ pub struct Build {
     max_arena: usize,
     target: Target,
     floats: DType,
+    gpu_arch: GpuArch,
 }
 
 impl Build {
@@ -618,6 +622,7 @@ impl Build {
             max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES,
             target: Target::Cpu,
             floats: DType::F32,
+            gpu_arch: GpuArch::default(),
         }
     }
 
@@ -709,6 +714,14 @@ impl Build {
         self
     }
 
+    /// The NVIDIA architecture of [`Target::Cuda`] kernels: [`GpuArch::Sm90a`] by default
+    /// (Hopper's `wgmma` for deep products; such a module loads on H100/H200 only), or
+    /// [`GpuArch::Sm90`] for Hopper and later GPUs.
+    pub fn gpu_arch(mut self, arch: GpuArch) -> Self {
+        self.gpu_arch = arch;
+        self
+    }
+
     /// Whether 3×3 convolutions may run by Winograd (default true): faster, but their weights
     /// take 4× the space in the blob ([`CodegenOptions::winograd`]).
     pub fn winograd(mut self, on: bool) -> Self {
@@ -757,7 +770,7 @@ impl Build {
         let pins: Vec<(String, Vec<usize>)> =
             specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target, floats: self.floats }),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target, floats: self.floats, gpu_arch: self.gpu_arch }),
             Some(spec) => {
                 let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {

@@ -145,3 +145,29 @@ fn bf16_attention_is_one_kernel_that_nvrtc_accepts() {
     let cu = std::fs::read_to_string(dir.join("f32.cu")).unwrap();
     assert!(cu.contains("// node `softmax") && !cu.contains("attention ending at"));
 }
+
+#[test]
+fn hopper_products_run_on_wgmma_and_thin_inputs_are_packed() {
+    setup_python();
+    let dir = common::root().join("target/cuda-target-wgmma");
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("small_cnn.onnx");
+    let status = Command::new("python3").arg(common::root().join("scripts/gpu_bench_models.py")).arg("--small-cnn").arg(&model).status().expect("run gpu_bench_models.py");
+    assert!(status.success(), "gpu_bench_models.py --small-cnn failed");
+    let bf16 = |arch| CompileOptions { target: Target::Cuda, floats: burnc_compiler::ir::DType::BF16, gpu_arch: arch, ..Default::default() };
+    compile_to(&model, &dir.join("sm90a.rs"), &[], &[], None, &bf16(burnc::build::GpuArch::Sm90a)).unwrap_or_else(|e| panic!("sm90a: {e}"));
+    let cu = std::fs::read_to_string(dir.join("sm90a.cu")).unwrap();
+    let ptx = std::fs::read_to_string(dir.join("sm90a.ptx")).unwrap();
+    // The 3-channel image is copied NHWC with a zero channel, one 8-byte store per pixel, and
+    // the first convolution reads it in 8-byte vectors; the deeper ones run on wgmma.
+    assert!(cu.contains("its 3 channels and 1 zeros, one 8-byte store"), "no packed input");
+    assert!(cu.contains("cp_async8("), "the packed input is not read in vectors");
+    assert!(cu.contains("73728×128×576 (1 of them) on tensor cores by wgmma"), "no wgmma product");
+    assert!(cu.contains("73728×64×1152 (1 of them) on tensor cores by wgmma"), "no wgmma product with a residual");
+    assert!(ptx.contains(".target sm_90a") && ptx.contains("wgmma.mma_async"));
+    assert_eq!(ptx.matches(".entry ").count(), cu.matches("__global__ void ").count());
+    // For Hopper and later GPUs: mma.sync only, PTX any sm_90+ driver compiles.
+    compile_to(&model, &dir.join("sm90.rs"), &[], &[], None, &bf16(burnc::build::GpuArch::Sm90)).unwrap_or_else(|e| panic!("sm90: {e}"));
+    let ptx = std::fs::read_to_string(dir.join("sm90.ptx")).unwrap();
+    assert!(!ptx.contains("wgmma") && !ptx.contains("sm_90a") && ptx.contains(".target sm_90"));
+}

@@ -1,7 +1,7 @@
 //! `burnc bench MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] [--iters K]`: latency of
 //! the generated code, built in release for this CPU, on deterministic inputs. The last line
 //! printed is `median_ms=<value>`. Also `burnc bench --sgemm N`: the runtime's SGEMM alone.
-use super::codegen_flags::{DTypeArg, TargetArg};
+use super::codegen_flags::{DTypeArg, GpuArchArg, TargetArg};
 use super::inputs::read_value;
 use super::CliError;
 use burnc::build::{parse_dims, pin_input};
@@ -61,6 +61,9 @@ pub struct BenchArgs {
     /// With `--target cuda`: the dtype f32 weights and activations run in (`f32`, `bf16`, `f16`).
     #[arg(long, value_name = "DTYPE", default_value = "f32")]
     pub dtype: DTypeArg,
+    /// With `--target cuda`: the NVIDIA architecture of the kernels (`sm90a` or `sm90`).
+    #[arg(long, value_name = "ARCH", default_value = "sm90a")]
+    pub gpu_arch: GpuArchArg,
     /// Instead of a model, time the runtime's SGEMM on N×N×N f32 matrices.
     #[arg(long, value_name = "N")]
     pub sgemm: Option<usize>,
@@ -174,10 +177,10 @@ fn bench_cuda(a: &BenchArgs, mut g: burnc_compiler::ir::Graph, values: &[RtValue
         .collect::<Result<_, _>>()?;
     let t0 = Instant::now();
     burnc_compiler::passes::prepare(&mut g)?;
-    let opts = CodegenOptions { source_name: model_path.display().to_string(), floats: a.dtype.dtype(), ..Default::default() };
+    let opts = CodegenOptions { source_name: model_path.display().to_string(), floats: a.dtype.dtype(), gpu_arch: a.gpu_arch.arch(), ..Default::default() };
     let gen = burnc_compiler::codegen::cuda::generate(&g, &opts, "model.ptx")?;
     println!("cuda: {} kernel launches per forward pass, floats in {}, arena {} bytes, weights {} bytes", gen.launches, opts.floats, gen.arena_bytes, gen.weights_bytes);
-    let key = format!("{}|{}|{}", model_path.canonicalize().unwrap_or(model_path.to_path_buf()).display(), a.inputs.join(";"), opts.floats);
+    let key = format!("{}|{}|{}|{:?}", model_path.canonicalize().unwrap_or(model_path.to_path_buf()).display(), a.inputs.join(";"), opts.floats, opts.gpu_arch);
     let bin = harness::cuda::build(&gen, &key)?;
     println!("build: {:.1} s (release, opt-level 3, runtime feature cuda, portable code)", t0.elapsed().as_secs_f64());
     let (work, keep) = match &a.work_dir {

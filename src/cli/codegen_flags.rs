@@ -20,6 +20,26 @@ pub struct CodegenFlags {
     /// `bf16`/`f16`, stored in 16 bits with f32 arithmetic; inputs and outputs stay f32.
     #[arg(long, value_name = "DTYPE", default_value = "f32")]
     pub dtype: DTypeArg,
+    /// The NVIDIA architecture of `--target cuda` kernels: `sm90a` (Hopper's wgmma for deep
+    /// products; such a module loads on H100/H200 only) or `sm90` (Hopper and later GPUs).
+    #[arg(long, value_name = "ARCH", default_value = "sm90a")]
+    pub gpu_arch: GpuArchArg,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GpuArchArg {
+    #[default]
+    Sm90a,
+    Sm90,
+}
+
+impl GpuArchArg {
+    pub fn arch(self) -> burnc::build::GpuArch {
+        match self {
+            GpuArchArg::Sm90a => burnc::build::GpuArch::Sm90a,
+            GpuArchArg::Sm90 => burnc::build::GpuArch::Sm90,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -54,6 +74,6 @@ impl CodegenFlags {
             TargetArg::Cpu => burnc::build::Target::Cpu,
             TargetArg::Cuda => burnc::build::Target::Cuda,
         };
-        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype() }
+        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype(), gpu_arch: self.gpu_arch.arch() }
     }
 }

@@ -58,6 +58,8 @@ pub struct CodegenOptions {
     /// The dtype the model's f32 tensors are computed and stored in: F32, or BF16/F16 with
     /// f32 arithmetic (`passes::precision`; the CUDA target only).
     pub floats: DType,
+    /// The NVIDIA architecture CUDA kernels are written for (the CUDA target only).
+    pub gpu_arch: cuda::GpuArch,
 }
 
 impl Default for CodegenOptions {
@@ -71,6 +73,7 @@ impl Default for CodegenOptions {
             profile: false,
             max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES,
             floats: DType::F32,
+            gpu_arch: cuda::GpuArch::default(),
         }
     }
 }

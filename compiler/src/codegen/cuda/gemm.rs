@@ -24,35 +24,46 @@ const EPI: usize = 8;
 /// `STAGES - 1`.
 const STAGES: usize = 4;
 /// Streaming multiprocessors to fill (an H200 has 132).
-const SMS: usize = 132;
+pub(super) const SMS: usize = 132;
 
 /// One block's tile: `bm × bn` outputs, `wm × wn` warps each owning a `(bm/wm) × (bn/wn)` part;
 /// `occupancy` blocks fit on one SM (shared memory and registers) and `rate` is the tile's
 /// throughput per SM relative to the biggest where that one runs best (small warp tiles reload
 /// more fragments per multiply); see [`rate`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Tile {
-    bm: usize,
-    bn: usize,
-    wm: usize,
-    wn: usize,
-    occupancy: usize,
-    rate: f64,
+pub(super) struct Tile {
+    pub bm: usize,
+    pub bn: usize,
+    pub wm: usize,
+    pub wn: usize,
+    pub occupancy: usize,
+    pub rate: f64,
+    /// The k-depth of one shared-memory tile.
+    pub bk: usize,
+    /// Shared-memory tiles in flight.
+    pub stages: usize,
+    /// Multiplied by `wgmma` ([`super::wgmma`]): `wm` warpgroups of 128 threads, each owning
+    /// 64 rows and all `bn` columns; else by `mma.sync` warps.
+    pub wgmma: bool,
 }
 
 impl Tile {
-    fn threads(&self) -> usize {
-        self.wm * self.wn * 32
+    pub fn threads(&self) -> usize {
+        if self.wgmma {
+            self.wm * 128
+        } else {
+            self.wm * self.wn * 32
+        }
     }
 }
 
 // A 128×256 tile (eight warps, one block per SM) was slower than 128×128 on every product
 // of ResNet-50 and MiniLM at batch 64 (H200, docs/CUDA.md): too few warps hide too little.
 const TILES: [Tile; 4] = [
-    Tile { bm: 128, bn: 128, wm: 2, wn: 2, occupancy: 2, rate: 1.0 },
-    Tile { bm: 64, bn: 128, wm: 2, wn: 2, occupancy: 3, rate: 0.8 },
-    Tile { bm: 128, bn: 64, wm: 2, wn: 2, occupancy: 3, rate: 0.8 },
-    Tile { bm: 64, bn: 64, wm: 2, wn: 2, occupancy: 5, rate: 0.6 },
+    Tile { bm: 128, bn: 128, wm: 2, wn: 2, occupancy: 2, rate: 1.0, bk: BK, stages: STAGES, wgmma: false },
+    Tile { bm: 64, bn: 128, wm: 2, wn: 2, occupancy: 3, rate: 0.8, bk: BK, stages: STAGES, wgmma: false },
+    Tile { bm: 128, bn: 64, wm: 2, wn: 2, occupancy: 3, rate: 0.8, bk: BK, stages: STAGES, wgmma: false },
+    Tile { bm: 64, bn: 64, wm: 2, wn: 2, occupancy: 5, rate: 0.6, bk: BK, stages: STAGES, wgmma: false },
 ];
 
 /// Tile `t`'s rate on a product of depth `k` whose B operand is staged k-major or not. The
@@ -74,6 +85,15 @@ fn rate(t: &Tile, k: usize, b_kmajor: bool) -> f64 {
 /// hidden). A grid that would not give every SM a block of even the smallest tile takes that
 /// tile (and is then split over k).
 fn pick_tile(p: &Product) -> Tile {
+    if p.wgmma && super::wgmma::fits(p) {
+        // Its tiles are 128 rows: a grid that leaves most SMs idle runs better on mma.sync's
+        // smaller tiles, split over k (ResNet-50 at batch 1: 0.40 ms with wgmma, 0.32
+        // without), one that half fills them does not (its deepest layers at batch 64).
+        let t = super::wgmma::pick_tile(p);
+        if p.m.div_ceil(t.bm) * p.n.div_ceil(t.bn) * p.batches.max(1) >= SMS / 2 {
+            return t;
+        }
+    }
     let (m, n, k, batches) = (p.m, p.n, p.k, p.batches);
     let b_kmajor = k_major(&p.b, false);
     let blocks = |t: &Tile| m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches.max(1);
@@ -95,8 +115,10 @@ pub fn split_k(p: &Product) -> usize {
     let (m, n, k, batches) = (p.m, p.n, p.k, p.batches);
     let t = pick_tile(p);
     let blocks = m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches;
-    let tiles = k.div_ceil(BK);
-    if batches != 1 || blocks >= SMS || tiles < 8 {
+    let tiles = k.div_ceil(t.bk);
+    // A wave of wgmma tiles half full costs less than the f32 partial sums of a split.
+    let enough = if t.wgmma { SMS / 2 } else { SMS };
+    if batches != 1 || blocks >= enough || tiles < 8 {
         return 1;
     }
     let want = (2 * SMS).div_ceil(blocks).min(tiles / 4).clamp(1, 32);
@@ -160,6 +182,9 @@ pub struct Product {
     pub contiguous: bool,
     /// The epilogue over [`VEC`] neighbouring columns at once, when the caller could write one.
     pub vector: Option<VectorEpilogue>,
+    /// The module runs on sm_90a, so the product may be multiplied by `wgmma`
+    /// ([`super::wgmma`]) where its operands allow.
+    pub wgmma: bool,
 }
 
 /// Output elements one 16-byte store writes.
@@ -179,7 +204,7 @@ pub struct VectorEpilogue {
 
 /// Whether an operand is read along k in contiguous runs (`true`), staged as `[rows][k]`, or
 /// along its other dimension, staged as `[k][cols]`.
-fn k_major(op: &Operand, is_a: bool) -> bool {
+pub(super) fn k_major(op: &Operand, is_a: bool) -> bool {
     match op {
         // A is always staged [rows][k] (the scalar loader reads any strides).
         Operand::Strided { .. } if is_a => true,
@@ -192,7 +217,7 @@ fn k_major(op: &Operand, is_a: bool) -> bool {
 /// The widest copy (in halves: 8, 4 or 2, that is 16, 8 or 4 bytes) that moves whole aligned
 /// runs of a dimension of `extent` elements whose neighbours are `other` elements apart;
 /// 1 when only single halves can be read.
-fn vector_width(extent: usize, other: usize) -> usize {
+pub(super) fn vector_width(extent: usize, other: usize) -> usize {
     [8, 4, 2].into_iter().find(|&w| extent % w == 0 && other % w == 0).unwrap_or(1)
 }
 
@@ -200,22 +225,30 @@ fn vector_width(extent: usize, other: usize) -> usize {
 /// `issue` starts the copy (`cp.async` straight to shared memory, or loads into registers) and
 /// `store` moves those registers to shared memory (empty for `cp.async`), run late so the loads
 /// overlap the multiplies.
-struct Stage {
-    decls: String,
-    issue: String,
-    store: String,
+pub(super) struct Stage {
+    pub decls: String,
+    pub issue: String,
+    pub store: String,
 }
 
 /// The loader of `op`'s tile into `s[st]`: `[outer][BK]` when k-major, else `[BK][outer]`, where
 /// `outer` is the tile's extent along the operand's non-k dimension (bm or bn), starting at C
 /// name `base`, of size `limit`.
 fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) -> Stage {
+    stage_to(op, p, is_a, t, s, regs, &format!("&{s}[st][r][q]"))
+}
+
+/// [`stage`] with the shared-memory address of row `r`, column `q` of stage `st` (C names in
+/// scope where the copy is written) given as `dst`: vector copies write there, so another
+/// main loop can stage its tiles in its own layout (all of its copies must be vectors).
+pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str, dst: &str) -> Stage {
     let threads = t.threads();
+    let bk = t.bk;
     let (outer, base, limit) = if is_a { (t.bm, "m0", p.m) } else { (t.bn, "n0", p.n) };
     let kdim = p.k;
     let km = k_major(op, is_a);
     // The staged tile is `rows × cols`, cols contiguous in shared memory.
-    let (rows, cols) = if km { (outer, BK) } else { (BK, outer) };
+    let (rows, cols) = if km { (outer, bk) } else { (bk, outer) };
     // (row, col) of the tile → (outer index `go`, depth `gk`).
     let coords = if km { format!("int go = {base} + r, gk = k0 + q;") } else { format!("int go = {base} + q, gk = k0 + r;") };
     let mut st = Stage { decls: String::new(), issue: String::new(), store: String::new() };
@@ -236,7 +269,7 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
                 let _ = writeln!(
                     st.issue,
                     "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
-                     const bool ok = go < {limit} && gk < {kdim}; cp_async{bytes}(&{s}[st][r][q], ok ? {regs}p + ({idx})go * {so} + ({idx})gk * {sk} : {regs}p, ok); }}",
+                     const bool ok = go < {limit} && gk < {kdim}; cp_async{bytes}({dst}, ok ? {regs}p + ({idx})go * {so} + ({idx})gk * {sk} : {regs}p, ok); }}",
                     bytes = w * 2,
                 );
             } else {
@@ -250,7 +283,7 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
                 let _ = writeln!(st.store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; {s}[st][e / {cols}][e % {cols}] = {regs}[j]; }}");
             }
         }
-        Operand::Im2col(c) if is_a => pixel_rows(c, p, t, s, regs, &mut st),
+        Operand::Im2col(c) if is_a => pixel_rows(c, p, t, s, regs, dst, &mut st),
         Operand::Im2col(c) => {
             let hw = c.oh * c.ow;
             let idx = ix((p.n / hw.max(1)).saturating_mul(c.c * c.h * c.w));
@@ -261,12 +294,12 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
                 // A 1×1 convolution whose images are whole runs of `w` columns: column `gn`
                 // is pixel `gn % hw` of image `gn / hw`, channel `gk` a plane `hw` apart.
                 let chunks = outer / w;
-                let per = BK * chunks / threads;
+                let per = bk * chunks / threads;
                 let _ = writeln!(
                     st.issue,
                     "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
                      const bool ok = go < {limit} && gk < {kdim}; const unsigned short* src = (const unsigned short*){x} + ({idx})(go / {hw}) * {chw} + ({idx})gk * {hw} + go % {hw};\n\
-                     cp_async{bytes}(&{s}[st][r][q], ok ? src : (const unsigned short*){x}, ok); }}",
+                     cp_async{bytes}({dst}, ok ? src : (const unsigned short*){x}, ok); }}",
                     x = c.x,
                     bytes = w * 2,
                 );
@@ -275,7 +308,7 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
             // Each thread owns one column (its image and output pixel, decoded once) and
             // every (threads / bn)-th depth row of the tile.
             let rows_per = threads / outer;
-            let per = BK / rows_per;
+            let per = bk / rows_per;
             let [sh, sw] = c.stride;
             let [dh, dw] = c.dilation;
             let [ph, pw] = c.pad;
@@ -312,8 +345,9 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
 /// The loader of A = the im2col matrix of a convolution writing NHWC: row = output pixel,
 /// depth k = (channel, ky, kx) over NCHW input or (ky, kx, channel) over NHWC input. Each
 /// thread decodes its pixels once; per tile it decodes its depth once.
-fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, st: &mut Stage) {
+fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, dst: &str, st: &mut Stage) {
     let threads = t.threads();
+    let bk = t.bk;
     let (bm, kdim) = (t.bm, p.k);
     let hw = c.oh * c.ow;
     let chw = c.c * c.h * c.w;
@@ -324,7 +358,7 @@ fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, st: &mut St
     let (h, w, kw, ch) = (c.h, c.w, c.kw, c.c);
     // A run of channels is one copy over NHWC input; NCHW gives single elements.
     let vw = if c.nhwc { vector_width(ch, ch) } else { 1 };
-    let chunks = BK / vw;
+    let chunks = bk / vw;
     // Vector copies: consecutive threads take consecutive chunks of a row (one depth offset
     // each), so a thread owns `pixels` rows `threads / chunks` apart. Single elements: a
     // thread owns one row and every (threads / bm)-th depth column of it.
@@ -345,14 +379,14 @@ fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, st: &mut St
             "{{ const int q = (tid % {chunks}) * {vw}, gk = k0 + q; const int tap = gk / {ch}, ci = gk % {ch}; const int dy = (tap / {kw}) * {dh}, dx = (tap % {kw}) * {dw}; const bool kok = gk < {kdim};\n\
              #pragma unroll\nfor (int j = 0; j < {pixels}; ++j) {{ const int r = {row}; const int yy = {regs}iy[j] + dy, xx = {regs}ix[j] + dx;\n\
              const bool ok = kok && yy >= 0 && yy < {h} && xx >= 0 && xx < {w};\n\
-             cp_async{bytes}(&{s}[st][r][q], ok ? {regs}px[j] + (yy * {w} + xx) * {ch} + ci : {regs}px[0], ok); }} }}",
+             cp_async{bytes}({dst}, ok ? {regs}px[j] + (yy * {w} + xx) * {ch} + ci : {regs}px[0], ok); }} }}",
             bytes = vw * 2,
         );
         return;
     }
     let taps = c.kh * c.kw;
     let per_row = threads / bm;
-    let cols = BK / per_row;
+    let cols = bk / per_row;
     // Depth k = (channel, tap) over NCHW, (tap, channel) over NHWC (weights reordered to match).
     let (decode, at) = if c.nhwc {
         (format!("const int tap = gk / {ch}, ci = gk % {ch};"), format!("(yy * {w} + xx) * {ch} + ci"))
@@ -389,9 +423,10 @@ pub fn kernels(name: &str, p: &Product, scratch: Option<&str>) -> Vec<Kernel> {
 /// One kernel of product `p` over `split` k ranges (grid z), `epilogue` per output.
 fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) -> Kernel {
     let t = pick_tile(p);
-    // Whole tiles per k range.
-    let per = if split > 1 { p.k.div_ceil(BK).div_ceil(split) * BK } else { p.k.div_ceil(BK) * BK };
-    let range = if split > 1 { format!("const int kbeg = blockIdx.z * {per}, kend = min({}, kbeg + {per});\n", p.k) } else { format!("const int kbeg = 0, kend = {};\n", p.k) };
+    if t.wgmma {
+        return super::wgmma::kernel(name, p, t, split, epilogue, store);
+    }
+    let range = k_range(p, t, split);
     let threads = t.threads();
     let (tm, tn) = (t.bm / t.wm, t.bn / t.wn);
     let (mt, nt) = (tm / 16, tn / 8);
@@ -486,9 +521,20 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
     Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, z as u32], block: [threads as u32, 1, 1], shared: shared as u32 }
 }
 
+/// The C statements that set `kbeg`, `kend`: the depth range of this block (whole tiles, grid z
+/// numbering the ranges of a product split `split` ways).
+pub(super) fn k_range(p: &Product, t: Tile, split: usize) -> String {
+    let per = if split > 1 { p.k.div_ceil(t.bk).div_ceil(split) * t.bk } else { p.k.div_ceil(t.bk) * t.bk };
+    if split > 1 {
+        format!("const int kbeg = blockIdx.z * {per}, kend = min({}, kbeg + {per});\n", p.k)
+    } else {
+        format!("const int kbeg = 0, kend = {};\n", p.k)
+    }
+}
+
 /// The epilogue over the output tile in `Cs`, element by element: [`EPI`] elements per thread
 /// at a time, all their reads, then all their stores.
-fn scalar_walk(t: Tile, p: &Product, epilogue: &str, store: &str) -> String {
+pub(super) fn scalar_walk(t: Tile, p: &Product, epilogue: &str, store: &str) -> String {
     let (bm, bn, threads, m, n) = (t.bm, t.bn, t.threads(), p.m, p.n);
     format!(
         "// {EPI} elements per thread at a time: all their reads, then all their stores.\n\
@@ -506,7 +552,7 @@ fn scalar_walk(t: Tile, p: &Product, epilogue: &str, store: &str) -> String {
 
 /// The epilogue over the output tile in `Cs`, [`VEC`] neighbouring columns per thread at a
 /// time: 16-byte reads of same-shaped operands and one 16-byte store.
-fn vector_walk(t: Tile, p: &Product, v: &VectorEpilogue) -> String {
+pub(super) fn vector_walk(t: Tile, p: &Product, v: &VectorEpilogue) -> String {
     let (bm, bn, threads, m, n) = (t.bm, t.bn, t.threads(), p.m, p.n);
     let groups = bn / VEC;
     format!(
@@ -565,7 +611,7 @@ mod tests {
     fn product(m: usize, n: usize, k: usize, batches: usize, b_kmajor: bool) -> Product {
         let s = |rs, cs| Operand::Strided { ptr: "p".into(), batch: "0".into(), rs, cs };
         let b = if b_kmajor { s(1, k) } else { s(n, 1) };
-        Product { m, n, k, batches, a: s(k, 1), b, mma: "bf16", epilogue: String::new(), store: String::new(), contiguous: true, vector: None }
+        Product { m, n, k, batches, a: s(k, 1), b, mma: "bf16", epilogue: String::new(), store: String::new(), contiguous: true, vector: None, wgmma: false }
     }
 
     #[test]

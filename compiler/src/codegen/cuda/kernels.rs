@@ -42,6 +42,11 @@ pub struct Cx<'a> {
     pub nhwc: &'a HashSet<ValueId>,
     /// Nodes a fused attention kernel does ([`super::attention`]): no epilogue takes them.
     pub attention: &'a HashSet<NodeId>,
+    /// Convolutions (by output) that first copy their NCHW input NHWC with its channels padded
+    /// to this many ([`super::layout::thin_inputs`]; their weights are padded to match).
+    pub thin: &'a HashMap<ValueId, usize>,
+    /// The module is compiled for sm_90a: products may use `wgmma` ([`super::wgmma`]).
+    pub wgmma: bool,
 }
 
 type R<T> = Result<T, CodegenError>;
@@ -374,8 +379,12 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             if p.contiguous {
                 p.vector = vector_epilogue(cx, n, out, chain, &index, &pre)?;
             }
-            let scratch = cx.plan.scratch.get(&scratch_node(id, cx.fused)).map(|s| format!("((float*)(A + {}))", s.offset));
-            Ok(super::gemm::kernels(name, &p, scratch.as_deref()))
+            let packed = packed_input(cx, n, out, name)?;
+            let skip = packed.as_ref().map_or(0, |(_, bytes, _)| *bytes);
+            let scratch = cx.plan.scratch.get(&scratch_node(id, cx.fused)).map(|s| format!("((float*)(A + {}))", s.offset + skip));
+            let mut ks: Vec<Kernel> = packed.map(|(_, _, k)| k).into_iter().collect();
+            ks.extend(super::gemm::kernels(name, &p, scratch.as_deref()));
+            Ok(ks)
         }
         Op::MatMul => matmul(cx, n, name, MatMulKind::MatMul),
         Op::Gemm { alpha, beta, trans_a, trans_b } => matmul(cx, n, name, MatMulKind::Gemm { alpha: *alpha, beta: *beta, trans_a: *trans_a, trans_b: *trans_b }),
@@ -675,7 +684,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             // One weight matrix for every batch: the batches are rows of one product.
             let (m, batches, batch_a) = if pb.iter().all(|&d| d == 1) && pa == obat { (batches * m, 1, "0".to_string()) } else { (m, batches, bi(&pa, m * k)) };
             let index = format!("z * {} + ({t})row * {nn} + col", m * nn);
-            (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None }, index, "acc".to_string())
+            (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None, wgmma: cx.wgmma }, index, "acc".to_string())
         }
         Op::Gemm { alpha, beta, trans_a, trans_b } => {
             if ash.len() != 2 || bsh.len() != 2 {
@@ -692,7 +701,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                 pre = format!("{pre} + {} * (float){cp}[{ci}]", scalar::f32_lit(*beta));
             }
             let index = format!("({t})row * {nn} + col");
-            (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None }, index, pre)
+            (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None, wgmma: cx.wgmma }, index, pre)
         }
         Op::Conv { window, group } => {
             if *group != 1 || ash.len() < 3 || bsh.len() != ash.len() {
@@ -705,9 +714,11 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             let [_, oh, ow] = win.output;
             let hw = oh * ow;
             let (c_out, k) = (bsh[0], bsh[1..].iter().product::<usize>());
+            // A thin input is read from its NHWC copy with padded channels.
+            let packed = packed_input(cx, n, out, "")?;
             let im = Im2col {
-                x: a,
-                c: ash[1],
+                x: packed.as_ref().map_or(a, |(x, _, _)| x.clone()),
+                c: bsh[1],
                 h: win.input[1],
                 w: win.input[2],
                 oh,
@@ -717,7 +728,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                 stride: [win.strides[1], win.strides[2]],
                 dilation: [win.dilations[1], win.dilations[2]],
                 pad: [win.pads_begin[1], win.pads_begin[2]],
-                nhwc: cx.nhwc.contains(av),
+                nhwc: cx.nhwc.contains(av) || packed.is_some(),
             };
             // Weights are [C_out][C_in·KH·KW]: A, rows contiguous in k.
             let w = b;
@@ -733,11 +744,11 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
                     None => "acc".into(),
                 };
                 let index = format!("({t})row * {c_out} + col");
-                let p = Product { m: ash[0] * hw, n: c_out, k, batches: 1, a: Operand::Im2col(im), b: strided(&w, "0".into(), 1, k), mma, epilogue: String::new(), store: String::new(), contiguous: c_out % VEC == 0, vector: None };
+                let p = Product { m: ash[0] * hw, n: c_out, k, batches: 1, a: Operand::Im2col(im), b: strided(&w, "0".into(), 1, k), mma, epilogue: String::new(), store: String::new(), contiguous: c_out % VEC == 0, vector: None, wgmma: cx.wgmma };
                 return Ok(Some((p, index, pre)));
             }
             let index = format!("({t})(col / {hw}) * {} + ({t})row * {hw} + col % {hw}", c_out * hw);
-            (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new(), store: String::new(), contiguous: hw % VEC == 0, vector: None }, index, pre)
+            (Product { m: c_out, n: ash[0] * hw, k, batches: 1, a: strided(&w, "0".into(), k, 1), b: Operand::Im2col(im), mma, epilogue: String::new(), store: String::new(), contiguous: hw % VEC == 0, vector: None, wgmma: cx.wgmma }, index, pre)
         }
         _ => return Ok(None),
     };
@@ -906,6 +917,44 @@ pub fn fusions(cx: &Cx, check_slots: bool) -> R<HashMap<NodeId, Vec<NodeId>>> {
     Ok(out)
 }
 
+/// For a convolution writing `out` whose thin NCHW input is first copied NHWC with padded
+/// channels (see [`Cx::thin`]): the copy's pointer (at the start of the node's scratch), its
+/// bytes (rounded up to keep what follows aligned) and the kernel that makes it, one pixel per
+/// thread and one vector store.
+fn packed_input(cx: &Cx, n: &Node, out: ValueId, name: &str) -> R<Option<(String, usize, Kernel)>> {
+    let Some(&cp) = cx.thin.get(&out) else { return Ok(None) };
+    let xv = cx.input(n, 0)?;
+    let (_, xs) = cx.ty(n, xv)?;
+    let [batch, c, h, w] = xs[..] else { return Err(cx.err(n, "a packed convolution input must be 4-D")) };
+    let pixels = batch * h * w;
+    let bytes = crate::memory::align_up(pixels.saturating_mul(cp).saturating_mul(2));
+    let ValueKind::Node(id) = cx.g.value(out).kind else { return Ok(None) };
+    // The first plan only sizes the scratch: no offset yet.
+    let at = cx.plan.scratch.get(&scratch_node(id, cx.fused)).map_or(0, |s| s.offset);
+    let t = ix(pixels.saturating_mul(cp).max(batch * c * h * w));
+    let hw = h * w;
+    let vec = if cp == 4 { "uint2" } else { "uint4" };
+    // Channel pairs packed into 32-bit words, low half first.
+    let words: Vec<String> = (0..cp / 2)
+        .map(|j| {
+            let half = |k: usize| if k < c { format!("(unsigned)x[src + {}]", k * hw) } else { "0u".into() };
+            format!("{} | ({} << 16)", half(2 * j), half(2 * j + 1))
+        })
+        .collect();
+    let decls = format!("const unsigned short* x = (const unsigned short*){};\n{vec}* packed = ({vec}*)(A + {at});\n", cx.ptr(n, xv)?);
+    let body = format!(
+        "// Pixel i of image b: its {c} channels and {zeros} zeros, one {bytes}-byte store.\n\
+         const {t} b = i / {hw}, src = b * {chw} + i % {hw};\n\
+         packed[i] = make_{vec}({words});",
+        zeros = cp - c,
+        bytes = cp * 2,
+        chw = c * hw,
+        words = words.join(", "),
+    );
+    let kernel = pointwise(&format!("{name}_pack"), pixels, pixels * cp, &decls, &body);
+    Ok(Some((format!("((const unsigned short*)(A + {at}))"), bytes, kernel)))
+}
+
 /// The node whose step holds product `id`'s scratch: the last of its fused chain, where
 /// everything the chain reads and its output are live, so the partial sums overlap neither.
 fn scratch_node(id: NodeId, fused: &HashMap<NodeId, Vec<NodeId>>) -> NodeId {
@@ -920,8 +969,13 @@ pub fn split_scratch(cx: &Cx, fused: &HashMap<NodeId, Vec<NodeId>>) -> R<HashMap
         if cx.attention.contains(&id) {
             continue;
         }
-        if let Some((p, _, _)) = product(cx, cx.g.node(id))? {
-            let bytes = super::gemm::scratch_bytes(&p);
+        let n = cx.g.node(id);
+        if let Some((p, _, _)) = product(cx, n)? {
+            let packed = match n.outputs.first() {
+                Some(&y) => packed_input(cx, n, y, "")?.map_or(0, |(_, bytes, _)| bytes),
+                None => 0,
+            };
+            let bytes = packed + super::gemm::scratch_bytes(&p);
             if bytes > 0 {
                 out.insert(scratch_node(id, fused), bytes);
             }

@@ -7,6 +7,9 @@ use thiserror::Error;
 /// The virtual architecture the PTX is written for: Hopper (sm_90), which the driver compiles
 /// to the GPU's own code when the module loads.
 pub const ARCH: &str = "compute_90";
+/// Hopper's own architecture, for modules that use its `wgmma` instructions: such PTX loads
+/// on sm_90 devices (H100, H200) only.
+pub const ARCH_SM90A: &str = "compute_90a";
 
 #[derive(Debug, Error)]
 pub enum NvrtcError {
@@ -91,10 +94,10 @@ pub fn available() -> bool {
     ensure_loaded().is_ok()
 }
 
-/// Compile CUDA C source to PTX for [`ARCH`].
-pub fn compile(source: &str) -> Result<String, NvrtcError> {
+/// Compile CUDA C source to PTX for `arch` ([`ARCH`] or [`ARCH_SM90A`]).
+pub fn compile(source: &str, arch: &'static str) -> Result<String, NvrtcError> {
     ensure_loaded()?;
-    let opts = cudarc::nvrtc::CompileOptions { arch: Some(ARCH), options: vec!["--std=c++17".into()], ..Default::default() };
+    let opts = cudarc::nvrtc::CompileOptions { arch: Some(arch), options: vec!["--std=c++17".into()], ..Default::default() };
     let ptx = cudarc::nvrtc::compile_ptx_with_opts(source, opts).map_err(|e| NvrtcError::Compile(format!("{e:?}")))?;
     let bytes = ptx.as_bytes().ok_or_else(|| NvrtcError::Compile("NVRTC returned no PTX image".into()))?;
     let text = String::from_utf8_lossy(bytes);
