@@ -31,8 +31,9 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import gpu_bench_models as bm  # noqa: E402
+from gpu_bench_prepare import floats_args  # noqa: E402
 
-DT = {"f32": torch.float32, "bf16": torch.bfloat16}
+DT = {"f32": torch.float32, "bf16": torch.bfloat16, "tf32": torch.float32}
 
 
 def torch_model(name):
@@ -72,6 +73,11 @@ def event_median_ms(fn, iters, warmup=10):
         e.synchronize()
         ts.append(s.elapsed_time(e))
     return float(np.median(ts))
+
+
+def set_tf32(on):
+    torch.backends.cudnn.allow_tf32 = on
+    torch.backends.cuda.matmul.allow_tf32 = on
 
 
 def rel_err(out, ref):
@@ -117,8 +123,7 @@ def main():
     ap.add_argument("--tmp", default="/tmp/burnc-gpu-bench")
     ap.add_argument("--ncu", default="", help="folder for per-kernel times (Nsight Compute)")
     a = ap.parse_args()
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    set_tf32(False)
     torch.backends.cudnn.benchmark = True
     configs = [c for c in json.load(open(os.path.join(a.run, "configs.json"))) if re.search(a.only, c["name"])]
     print(f"gpu: {torch.cuda.get_device_name()} torch {torch.__version__}")
@@ -137,7 +142,7 @@ def main():
                 # The blob the module expects, made by the carried burnc from the rebuilt model.
                 d = os.path.join(a.tmp, f"{mname}-{c['dtype']}")
                 os.makedirs(d, exist_ok=True)
-                r = subprocess.run([os.path.join(a.run, "burnc"), onnx_path, "-o", os.path.join(d, "model.rs"), "--target", "cuda", "--dtype", c["dtype"], "--input", f"{c['input']}={c['dims']}"], capture_output=True, text=True)
+                r = subprocess.run([os.path.join(a.run, "burnc"), onnx_path, "-o", os.path.join(d, "model.rs"), "--target", "cuda"] + floats_args(c["dtype"]) + ["--input", f"{c['input']}={c['dims']}"], capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit(f"gpu_bench: burnc on {mname}: {r.stderr.strip()}")
                 blobs[key] = os.path.join(d, "model.bin")
@@ -163,7 +168,10 @@ def main():
             out = np.fromfile(os.path.join(work, "out_0.bin"), dtype=np.float32)
             xt = torch.from_numpy(x).cuda()
             with torch.no_grad():
+                set_tf32(False)
                 ref = call(mname, ref_model, xt).float().cpu().numpy()
+                # PyTorch's side of a tf32 configuration multiplies in TF32 too.
+                set_tf32(c["dtype"] == "tf32")
                 model = copy.deepcopy(ref_model).to(DT[c["dtype"]])
                 xin = xt.to(DT[c["dtype"]]) if xt.is_floating_point() else xt
                 forward = lambda v: call(mname, model, v)  # noqa: E731
@@ -178,6 +186,7 @@ def main():
                 compile_ms = event_median_ms(lambda: compiled(xin), a.iters)
                 del compiled, model
                 torch._dynamo.reset()
+                set_tf32(False)
             err = rel_err(out, ref)
             rows.append((c, burnc_ms, eager_ms, compile_ms, err, torch_err))
             print(f"{c['name']}: burnc {burnc_ms:.4f} ms, eager {eager_ms:.4f} ms, torch.compile {compile_ms:.4f} ms (compiled in {compile_s:.0f} s), "

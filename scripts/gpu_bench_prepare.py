@@ -25,7 +25,13 @@ import gpu_bench_models as bm  # noqa: E402
 # (model, input name, input dims after the batch)
 MODELS = [("resnet50", "input", [3, 224, 224]), ("minilm", "input_ids", [bm.SEQ])]
 BATCHES = [1, 64]
-DTYPES = ["f32", "bf16"]
+# tf32: f32 with `--tf32` (PyTorch with allow_tf32 on the other side).
+DTYPES = ["f32", "bf16", "tf32"]
+
+
+def floats_args(dtype):
+    """burnc's flags for a configuration's dtype."""
+    return ["--dtype", "f32", "--tf32"] if dtype == "tf32" else ["--dtype", dtype]
 
 
 def configs():
@@ -53,7 +59,7 @@ def main():
     done = []
     for c in configs():
         wd = os.path.join(work, c["name"])
-        cmd = [args.burnc, "bench", os.path.join(models, f"{c['model']}.onnx"), "--target", "cuda", "--dtype", c["dtype"], "--input", f"{c['input']}={c['dims']}", "--work-dir", wd, "--build-only"]
+        cmd = [args.burnc, "bench", os.path.join(models, f"{c['model']}.onnx"), "--target", "cuda"] + floats_args(c["dtype"]) + ["--input", f"{c['input']}={c['dims']}", "--work-dir", wd, "--build-only"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"gpu_bench_prepare: {c['name']}: {r.stderr.strip() or r.stdout.strip()}")

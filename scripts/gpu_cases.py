@@ -78,13 +78,16 @@ def extra_cases(out):
         yield name, os.path.join(d, "model.onnx"), [os.path.join(data, "input_0.pb")], [os.path.join(data, "output_0.pb")]
 
 
-def with_bf16(all_cases):
-    """Every case, and the whole models (MNIST and the light models) once more compiled with
-    `--dtype bf16` as `<name>_bf16`: compared with the same f32 reference at 1e-2."""
+def with_reduced(all_cases):
+    """Every case; the whole models (MNIST, the light models, the test models) once more
+    compiled with `--dtype bf16` as `<name>_bf16`; and those and the MatMul, Gemm and Conv node
+    cases with `--tf32` as `<name>_tf32`: both compared with the same f32 reference at 1e-2."""
     for name, model, ins, outs in all_cases:
         yield name, model, ins, outs, "f32"
         if not name.startswith("test_"):
             yield f"{name}_bf16", model, ins, outs, "bf16"
+        if not name.startswith("test_") or re.match(r"test_(matmul_|gemm_|conv_)", name):
+            yield f"{name}_tf32", model, ins, outs, "tf32"
 
 
 def load_pb(path):
@@ -114,7 +117,8 @@ def prepare(args, name, model, ins, outs, dtype):
     pins = []
     for n, a in zip(graph_inputs, xs):
         pins += ["--input", f"{n}={'x'.join(str(d) for d in a.shape) or '1'}"] if a.ndim else []
-    r = subprocess.run([args.burnc, model, "-o", os.path.join(case, "model.rs"), "--target", "cuda", "--dtype", dtype] + pins, capture_output=True, text=True, timeout=300)
+    floats = ["--dtype", "f32", "--tf32"] if dtype == "tf32" else ["--dtype", dtype]
+    r = subprocess.run([args.burnc, model, "-o", os.path.join(case, "model.rs"), "--target", "cuda"] + floats + pins, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         return False, (r.stderr.strip().splitlines() or ["failed"])[-1]
     for i, a in enumerate(xs):
@@ -159,7 +163,7 @@ as_f64!(f32, f64, i8, i16, i32, i64, u8, u16, u32, u64);
 impl AsF64 for bool { fn f(&self) -> f64 { *self as u8 as f64 } }
 /// (‖out − ref‖ / ‖ref‖ (the absolute norm when ref is 0), whether the output passes): it
 /// passes when NaNs and infinities agree and either that error is at most `bound` (1e-4 for
-/// f32 modules, 1e-2 for bf16 ones) or every element is within the ONNX tests' tolerance
+/// f32 modules, 1e-2 for bf16 and TF32 ones) or every element is within the ONNX tests' tolerance
 /// (rtol 1e-3, atol 1e-5; some reference outputs are stored rounded to 4 digits).
 fn rel_err<T: AsF64>(out: &[T], want: &[T], bound: f64) -> (f64, bool) {
     let (mut d, mut r, mut special_ok, mut close) = (0.0f64, 0.0f64, true, true);
@@ -188,7 +192,7 @@ def main():
     args.out = os.path.abspath(args.out)
     os.makedirs(os.path.join(args.out, "cases"), exist_ok=True)
     all_cases = list(cases(args.data)) + list(extra_cases(args.out))
-    todo = [c for c in with_bf16(all_cases) if re.search(args.filter, c[0])]
+    todo = [c for c in with_reduced(all_cases) if re.search(args.filter, c[0])]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         results = list(ex.map(lambda c: (c[0], prepare(args, *c)), todo))
     ok = [(n, info) for n, (good, info) in results if good]
@@ -217,7 +221,7 @@ def main():
         for i, (ty, n) in enumerate(info["outputs"]):
             rd = f'read_bool(&d.join("exp_{i}.bin"), {n})' if ty == "bool" else f'read::<{ty}>(&d.join("exp_{i}.bin"), {n})'
             cmps.append(f"{{ let w = {rd}; let o = &out.{fields[i]}; let (e, pass) = rel_err(o, &w, BOUND_{k}); worst = worst.max(e); ok &= pass; }}")
-        bound = "1e-2" if info["dtype"] == "bf16" else "1e-4"
+        bound = "1e-4" if info["dtype"] == "f32" else "1e-2"
         main.append(
             f"const BOUND_{k}: f64 = {bound};\n"
             f"fn run_{k}(d: &Path) -> Result<(f64, bool), String> {{\n"
@@ -230,15 +234,15 @@ def main():
             + ("    time_replays(&mut m);\n" if not name.startswith("test_") else "")
             + "    Ok((worst, ok))\n}\n"
         )
-        run_arms.append(f'    ({json.dumps(name)}, {"true" if info["dtype"] == "bf16" else "false"}, run_{k} as fn(&Path) -> Result<(f64, bool), String>),')
+        run_arms.append(f'    ({json.dumps(name)}, {json.dumps(info["dtype"])}, run_{k} as fn(&Path) -> Result<(f64, bool), String>),')
     text = "".join(main)
-    text += "\nconst CASES: &[(&str, bool, fn(&Path) -> Result<(f64, bool), String>)] = &[\n" + "\n".join(run_arms) + "\n];\n"
+    text += "\nconst CASES: &[(&str, &str, fn(&Path) -> Result<(f64, bool), String>)] = &[\n" + "\n".join(run_arms) + "\n];\n"
     text += r'''
 fn main() {
     let root = std::path::PathBuf::from(std::env::args().nth(1).expect("usage: gpu-check CASES_DIR"));
-    let (mut passed, mut worst_f32, mut worst_bf16) = (0usize, 0.0f64, None::<f64>);
+    let (mut passed, mut worst_f32, mut worst_bf16, mut worst_tf32) = (0usize, 0.0f64, None::<f64>, None::<f64>);
     let mut skipped = 0;
-    for (name, bf16, run) in CASES {
+    for (name, dtype, run) in CASES {
         let d = root.join(name);
         if !d.is_dir() {
             println!("skip {name} (its data was not carried)");
@@ -248,10 +252,10 @@ fn main() {
         match std::panic::catch_unwind(|| run(&d)) {
             Ok(Ok((e, ok))) => {
                 passed += ok as usize;
-                if *bf16 {
-                    worst_bf16 = Some(worst_bf16.unwrap_or(0.0).max(e));
-                } else {
-                    worst_f32 = worst_f32.max(e);
+                match *dtype {
+                    "bf16" => worst_bf16 = Some(worst_bf16.unwrap_or(0.0).max(e)),
+                    "tf32" => worst_tf32 = Some(worst_tf32.unwrap_or(0.0).max(e)),
+                    _ => worst_f32 = worst_f32.max(e),
                 }
                 println!("{} {name} rel_err={e:.3e}", if ok { "ok  " } else { "FAIL" });
             }
@@ -261,6 +265,7 @@ fn main() {
     }
     println!("skipped {skipped} cases whose data was not carried");
     let bf16 = worst_bf16.map_or("NA".to_string(), |e| format!("{e:.3e}"));
+    println!("worst_rel_err_tf32={}", worst_tf32.map_or("NA".to_string(), |e| format!("{e:.3e}")));
     println!("gpu_check: passed={passed} total={} worst_rel_err_bf16={bf16} worst_rel_err_f32={worst_f32:.3e}", CASES.len() - skipped);
 }
 '''

@@ -335,11 +335,13 @@ pub struct CompileOptions {
     pub floats: DType,
     /// [`CodegenOptions::gpu_arch`].
     pub gpu_arch: GpuArch,
+    /// [`CodegenOptions::tf32`].
+    pub tf32: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu, floats: DType::F32, gpu_arch: GpuArch::default() }
+        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu, floats: DType::F32, gpu_arch: GpuArch::default(), tf32: false }
     }
 }
 
@@ -347,7 +349,7 @@ impl CompileOptions {
     /// The code generator's options for these choices, the weights blob named `weights_file`
     /// and the model `source_name` (for the header comment).
     pub fn codegen(&self, weights_file: &str, source_name: &str) -> CodegenOptions {
-        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, floats: self.floats, gpu_arch: self.gpu_arch, ..Default::default() }
+        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, floats: self.floats, gpu_arch: self.gpu_arch, tf32: self.tf32, ..Default::default() }
     }
 }
 
@@ -512,6 +514,9 @@ pub fn compile_to(
     if options.floats != DType::F32 {
         return Err(BuildError::Invalid(format!("--dtype {} runs on the CUDA target only for now", options.floats)));
     }
+    if options.tf32 {
+        return Err(BuildError::Invalid("--tf32 runs on the CUDA target only".into()));
+    }
     let gen = generate_with(model, pins, consts, weights, &bin_name, options)?;
     write_generated(out, &bin, gen)
 }
@@ -600,6 +605,7 @@ pub struct Build {
     target: Target,
     floats: DType,
     gpu_arch: GpuArch,
+    tf32: bool,
 }
 
 impl Build {
@@ -623,6 +629,7 @@ impl Build {
             target: Target::Cpu,
             floats: DType::F32,
             gpu_arch: GpuArch::default(),
+            tf32: false,
         }
     }
 
@@ -722,6 +729,13 @@ impl Build {
         self
     }
 
+    /// Run f32 matrix products and convolutions of [`Target::Cuda`] on tensor cores with TF32
+    /// inputs (10-bit mantissas, f32 sums), as PyTorch's `allow_tf32` (default false).
+    pub fn tf32(mut self, on: bool) -> Self {
+        self.tf32 = on;
+        self
+    }
+
     /// Whether 3×3 convolutions may run by Winograd (default true): faster, but their weights
     /// take 4× the space in the blob ([`CodegenOptions::winograd`]).
     pub fn winograd(mut self, on: bool) -> Self {
@@ -770,7 +784,7 @@ impl Build {
         let pins: Vec<(String, Vec<usize>)> =
             specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target, floats: self.floats, gpu_arch: self.gpu_arch }),
+            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target, floats: self.floats, gpu_arch: self.gpu_arch, tf32: self.tf32 }),
             Some(spec) => {
                 let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
                 Ok(Report {

@@ -171,3 +171,28 @@ fn hopper_products_run_on_wgmma_and_thin_inputs_are_packed() {
     let ptx = std::fs::read_to_string(dir.join("sm90.ptx")).unwrap();
     assert!(!ptx.contains("wgmma") && !ptx.contains("sm_90a") && ptx.contains(".target sm_90"));
 }
+
+#[test]
+fn tf32_runs_f32_products_on_tensor_cores() {
+    setup_python();
+    let dir = common::root().join("target/cuda-target-tf32");
+    std::fs::create_dir_all(&dir).unwrap();
+    let tf32 = CompileOptions { target: Target::Cuda, tf32: true, ..Default::default() };
+    // Convolutions (weights · im2col of NCHW input) and an encoder's MatMuls ([k][n] weights).
+    for (script, flag, pins) in [("gpu_bench_models.py", "--small-cnn", vec![]), ("gpu_bench_models.py", "--small-encoder", vec![("input_ids".to_string(), vec![3, 80])])] {
+        let model = dir.join(format!("{}.onnx", &flag[2..]));
+        let status = Command::new("python3").arg(common::root().join("scripts").join(script)).arg(flag).arg(&model).status().expect("run gpu_bench_models.py");
+        assert!(status.success(), "gpu_bench_models.py {flag} failed");
+        let out = dir.join(format!("{}.rs", &flag[2..]));
+        compile_to(&model, &out, &pins, &[], None, &tf32).unwrap_or_else(|e| panic!("{flag}: {e}"));
+        let cu = std::fs::read_to_string(out.with_extension("cu")).unwrap();
+        let ptx = std::fs::read_to_string(out.with_extension("ptx")).unwrap();
+        assert!(cu.contains("mma_tf32(accs") && cu.contains("to_tf32("), "{flag}: no TF32 products");
+        assert!(ptx.contains("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") && ptx.contains("cvt.rna.tf32.f32"));
+        assert_eq!(ptx.matches(".entry ").count(), cu.matches("__global__ void ").count());
+    }
+    // The CPU target refuses it, naming the flag.
+    let cpu = CompileOptions { tf32: true, ..Default::default() };
+    let err = compile_to(&dir.join("small-cnn.onnx"), &dir.join("cpu.rs"), &[], &[], None, &cpu).err().expect("the CPU target refuses tf32").to_string();
+    assert!(err.contains("--tf32"), "{err}");
+}

@@ -64,6 +64,9 @@ pub struct BenchArgs {
     /// With `--target cuda`: the NVIDIA architecture of the kernels (`sm90a` or `sm90`).
     #[arg(long, value_name = "ARCH", default_value = "sm90a")]
     pub gpu_arch: GpuArchArg,
+    /// With `--target cuda --dtype f32`: products on tensor cores with TF32 inputs.
+    #[arg(long)]
+    pub tf32: bool,
     /// Instead of a model, time the runtime's SGEMM on N×N×N f32 matrices.
     #[arg(long, value_name = "N")]
     pub sgemm: Option<usize>,
@@ -130,8 +133,8 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     if a.target == TargetArg::Cuda {
         return bench_cuda(&a, g, &values, model_path);
     }
-    if a.dtype != DTypeArg::F32 || a.build_only {
-        return Err(CliError::Usage("--dtype and --build-only need --target cuda".into()));
+    if a.dtype != DTypeArg::F32 || a.build_only || a.tf32 {
+        return Err(CliError::Usage("--dtype, --tf32 and --build-only need --target cuda".into()));
     }
     let t0 = Instant::now();
     let opts = CodegenOptions { source_name: model_path.display().to_string(), profile: a.profile, ..Default::default() };
@@ -177,10 +180,12 @@ fn bench_cuda(a: &BenchArgs, mut g: burnc_compiler::ir::Graph, values: &[RtValue
         .collect::<Result<_, _>>()?;
     let t0 = Instant::now();
     burnc_compiler::passes::prepare(&mut g)?;
-    let opts = CodegenOptions { source_name: model_path.display().to_string(), floats: a.dtype.dtype(), gpu_arch: a.gpu_arch.arch(), ..Default::default() };
+    let opts = CodegenOptions { source_name: model_path.display().to_string(), floats: a.dtype.dtype(), gpu_arch: a.gpu_arch.arch(), tf32: a.tf32, ..Default::default() };
     let gen = burnc_compiler::codegen::cuda::generate(&g, &opts, "model.ptx")?;
-    println!("cuda: {} kernel launches per forward pass, floats in {}, arena {} bytes, weights {} bytes", gen.launches, opts.floats, gen.arena_bytes, gen.weights_bytes);
+    let products = if opts.tf32 { " (TF32 products)" } else { "" };
+    println!("cuda: {} kernel launches per forward pass, floats in {}{products}, arena {} bytes, weights {} bytes", gen.launches, opts.floats, gen.arena_bytes, gen.weights_bytes);
     let key = format!("{}|{}|{}|{:?}", model_path.canonicalize().unwrap_or(model_path.to_path_buf()).display(), a.inputs.join(";"), opts.floats, opts.gpu_arch);
+    let key = if opts.tf32 { format!("{key}|tf32") } else { key };
     let bin = harness::cuda::build(&gen, &key)?;
     println!("build: {:.1} s (release, opt-level 3, runtime feature cuda, portable code)", t0.elapsed().as_secs_f64());
     let (work, keep) = match &a.work_dir {

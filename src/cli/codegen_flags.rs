@@ -24,6 +24,10 @@ pub struct CodegenFlags {
     /// products; such a module loads on H100/H200 only) or `sm90` (Hopper and later GPUs).
     #[arg(long, value_name = "ARCH", default_value = "sm90a")]
     pub gpu_arch: GpuArchArg,
+    /// With `--target cuda --dtype f32`: matrix products and convolutions on tensor cores with
+    /// TF32 inputs (10-bit mantissas) and f32 sums, as PyTorch's `allow_tf32`.
+    #[arg(long)]
+    pub tf32: bool,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,6 +78,6 @@ impl CodegenFlags {
             TargetArg::Cpu => burnc::build::Target::Cpu,
             TargetArg::Cuda => burnc::build::Target::Cuda,
         };
-        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype(), gpu_arch: self.gpu_arch.arch() }
+        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype(), gpu_arch: self.gpu_arch.arch(), tf32: self.tf32 }
     }
 }

@@ -60,6 +60,9 @@ pub struct CodegenOptions {
     pub floats: DType,
     /// The NVIDIA architecture CUDA kernels are written for (the CUDA target only).
     pub gpu_arch: cuda::GpuArch,
+    /// f32 matrix products and convolutions on tensor cores with TF32 inputs (10-bit
+    /// mantissas) and f32 sums, as PyTorch's `allow_tf32` (the CUDA target only).
+    pub tf32: bool,
 }
 
 impl Default for CodegenOptions {
@@ -74,6 +77,7 @@ impl Default for CodegenOptions {
             max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES,
             floats: DType::F32,
             gpu_arch: cuda::GpuArch::default(),
+            tf32: false,
         }
     }
 }

@@ -10,11 +10,10 @@
 use super::kernels::{ix, Kernel};
 use std::fmt::Write;
 
-/// The k-depth of one shared-memory tile.
+/// The k-depth of one shared-memory tile (16-bit operands: 64 bytes a row).
 const BK: usize = 32;
-/// Halves of padding per shared-memory row: keeps `ldmatrix` rows on distinct banks and 16-byte
-/// aligned.
-const PAD: usize = 8;
+/// The same for TF32 operands (f32 bits): 64 bytes a row too.
+const BK_TF32: usize = 16;
 /// Floats of padding per row of the output tile in shared memory: spreads the accumulator
 /// pairs one warp writes over the banks.
 const CPAD: usize = 4;
@@ -99,14 +98,19 @@ fn pick_tile(p: &Product) -> Tile {
     let blocks = |t: &Tile| m.div_ceil(t.bm) * n.div_ceil(t.bn) * batches.max(1);
     let smallest = TILES[TILES.len() - 1];
     if blocks(&smallest) <= SMS {
-        return smallest;
+        return if p.mma == "tf32" { Tile { bk: BK_TF32, ..smallest } } else { smallest };
     }
     let cost = |t: &Tile| {
         let per_sm = blocks(t).div_ceil(SMS);
         let speed = rate(t, k, b_kmajor) * per_sm.min(t.occupancy) as f64 / t.occupancy as f64;
         (per_sm * t.bm * t.bn) as f64 / speed
     };
-    TILES.into_iter().fold(TILES[0], |best, t| if cost(&t) < cost(&best) { t } else { best })
+    let t = TILES.into_iter().fold(TILES[0], |best, t| if cost(&t) < cost(&best) { t } else { best });
+    if p.mma == "tf32" {
+        Tile { bk: BK_TF32, ..t }
+    } else {
+        t
+    }
 }
 
 /// Into how many k ranges a product is split so its grid fills the GPU (1: not split). Only
@@ -169,7 +173,8 @@ pub struct Product {
     pub batches: usize,
     pub a: Operand,
     pub b: Operand,
-    /// `bf16` or `f16`: the element type of both operands.
+    /// `bf16` or `f16`: the element type of both operands; or `tf32`: f32 operands multiplied
+    /// with TF32 inputs (10-bit mantissas, rounded to nearest) and f32 sums.
     pub mma: &'static str,
     /// C statements run for each output element with `row`, `col`, `z` and the f32 `acc` in
     /// scope: they set the element's flat index `o` and its value `v`, and read only.
@@ -189,6 +194,25 @@ pub struct Product {
 
 /// Output elements one 16-byte store writes.
 pub const VEC: usize = 8;
+
+/// How a product's operands are staged: the C type of one element's bits, its bytes, and the
+/// depth one `mma` instruction takes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Elem {
+    pub ty: &'static str,
+    pub bytes: usize,
+    pub mma_k: usize,
+}
+
+impl Product {
+    pub(super) fn elem(&self) -> Elem {
+        if self.mma == "tf32" {
+            Elem { ty: "unsigned", bytes: 4, mma_k: 8 }
+        } else {
+            Elem { ty: "unsigned short", bytes: 2, mma_k: 16 }
+        }
+    }
+}
 
 /// An epilogue over the [`VEC`] elements `o0 + u` of one row: `loads` runs once with `row`,
 /// `col` (the first column), `z` in scope and sets `o0` (reading whole runs of operands that
@@ -218,7 +242,13 @@ pub(super) fn k_major(op: &Operand, is_a: bool) -> bool {
 /// runs of a dimension of `extent` elements whose neighbours are `other` elements apart;
 /// 1 when only single halves can be read.
 pub(super) fn vector_width(extent: usize, other: usize) -> usize {
-    [8, 4, 2].into_iter().find(|&w| extent % w == 0 && other % w == 0).unwrap_or(1)
+    vector_width_of(extent, other, 2)
+}
+
+/// [`vector_width`] for elements of `bytes` bytes: the widest of 16-, 8- and 4-byte copies
+/// that moves whole elements (1: single elements only).
+fn vector_width_of(extent: usize, other: usize, bytes: usize) -> usize {
+    [16 / bytes, 8 / bytes, 4 / bytes].into_iter().filter(|&w| w > 1).find(|&w| extent % w == 0 && other % w == 0).unwrap_or(1)
 }
 
 /// How one operand's tile at depth `k0` reaches shared stage `st`: `decls` once per kernel,
@@ -244,6 +274,7 @@ fn stage(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str) ->
 pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, regs: &str, dst: &str) -> Stage {
     let threads = t.threads();
     let bk = t.bk;
+    let Elem { ty: et, bytes: es, .. } = p.elem();
     let (outer, base, limit) = if is_a { (t.bm, "m0", p.m) } else { (t.bn, "n0", p.n) };
     let kdim = p.k;
     let km = k_major(op, is_a);
@@ -258,11 +289,11 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
             let (so, sk) = if is_a { (*rs, *cs) } else { (*cs, *rs) };
             // Offsets from the batch's first element reach at most this far.
             let idx = ix(limit.saturating_mul(so).saturating_add(kdim.saturating_mul(sk)));
-            let _ = writeln!(st.decls, "const unsigned short* {regs}p = (const unsigned short*){ptr} + ({batch});");
+            let _ = writeln!(st.decls, "const {et}* {regs}p = (const {et}*){ptr} + ({batch});");
             // The shared-memory row runs along k (k-major) or along the outer dimension.
             let (along, along_stride, across, across_stride) = if km { (kdim, sk, limit, so) } else { (limit, so, kdim, sk) };
             let _ = across;
-            let w = if along_stride == 1 { vector_width(along, across_stride) } else { 1 };
+            let w = if along_stride == 1 { vector_width_of(along, across_stride, es) } else { 1 };
             if w > 1 {
                 let chunks = cols / w;
                 let per = rows * chunks / threads;
@@ -270,15 +301,15 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
                     st.issue,
                     "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
                      const bool ok = go < {limit} && gk < {kdim}; cp_async{bytes}({dst}, ok ? {regs}p + ({idx})go * {so} + ({idx})gk * {sk} : {regs}p, ok); }}",
-                    bytes = w * 2,
+                    bytes = w * es,
                 );
             } else {
                 let per = rows * cols / threads;
-                let _ = writeln!(st.decls, "unsigned short {regs}[{per}];");
+                let _ = writeln!(st.decls, "{et} {regs}[{per}];");
                 let _ = writeln!(
                     st.issue,
                     "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; int r = e / {cols}, q = e % {cols}; {coords}\n\
-                     {regs}[j] = (go < {limit} && gk < {kdim}) ? {regs}p[({idx})go * {so} + ({idx})gk * {sk}] : (unsigned short)0; }}"
+                     {regs}[j] = (go < {limit} && gk < {kdim}) ? {regs}p[({idx})go * {so} + ({idx})gk * {sk}] : ({et})0; }}"
                 );
                 let _ = writeln!(st.store, "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int e = tid + j * {threads}; {s}[st][e / {cols}][e % {cols}] = {regs}[j]; }}");
             }
@@ -289,7 +320,7 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
             let idx = ix((p.n / hw.max(1)).saturating_mul(c.c * c.h * c.w));
             let chw = c.c * c.h * c.w;
             let pointwise = c.kh * c.kw == 1 && c.stride == [1, 1] && c.pad == [0, 0] && c.h == c.oh && c.w == c.ow;
-            let w = if pointwise { vector_width(hw, hw) } else { 1 };
+            let w = if pointwise { vector_width_of(hw, hw, es) } else { 1 };
             if w > 1 {
                 // A 1×1 convolution whose images are whole runs of `w` columns: column `gn`
                 // is pixel `gn % hw` of image `gn / hw`, channel `gk` a plane `hw` apart.
@@ -298,10 +329,10 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
                 let _ = writeln!(
                     st.issue,
                     "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
-                     const bool ok = go < {limit} && gk < {kdim}; const unsigned short* src = (const unsigned short*){x} + ({idx})(go / {hw}) * {chw} + ({idx})gk * {hw} + go % {hw};\n\
-                     cp_async{bytes}({dst}, ok ? src : (const unsigned short*){x}, ok); }}",
+                     const bool ok = go < {limit} && gk < {kdim}; const {et}* src = (const {et}*){x} + ({idx})(go / {hw}) * {chw} + ({idx})gk * {hw} + go % {hw};\n\
+                     cp_async{bytes}({dst}, ok ? src : (const {et}*){x}, ok); }}",
                     x = c.x,
-                    bytes = w * 2,
+                    bytes = w * es,
                 );
                 return st;
             }
@@ -315,21 +346,21 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
             let taps = c.kh * c.kw;
             let _ = writeln!(
                 st.decls,
-                "unsigned short {regs}[{per}];\nconst int {regs}col = tid % {outer}, {regs}row = tid / {outer};\n\
+                "{et} {regs}[{per}];\nconst int {regs}col = tid % {outer}, {regs}row = tid / {outer};\n\
                  const int {regs}gn = {base} + {regs}col; const bool {regs}ok = {regs}gn < {limit};\n\
                  const int {regs}img = {regs}gn / {hw}, {regs}pix = {regs}gn % {hw};\n\
                  const int {regs}iy = ({regs}pix / {ow}) * {sh} - {ph}, {regs}ix = ({regs}pix % {ow}) * {sw} - {pw};\n\
-                 const unsigned short* {regs}p = (const unsigned short*){x} + ({idx}){regs}img * {chw};",
+                 const {et}* {regs}p = (const {et}*){x} + ({idx}){regs}img * {chw};",
                 ow = c.ow,
                 x = c.x,
             );
             let fetch = if pointwise {
                 // A 1×1 convolution: column pixel `pix` of channel `gk`.
-                format!("{regs}[j] = ({regs}ok && gk < {kdim}) ? {regs}p[({idx})gk * {hw} + {regs}pix] : (unsigned short)0;")
+                format!("{regs}[j] = ({regs}ok && gk < {kdim}) ? {regs}p[({idx})gk * {hw} + {regs}pix] : ({et})0;")
             } else {
                 format!(
                     "int ci = gk / {taps}, tap = gk % {taps}; int yy = {regs}iy + (tap / {kw}) * {dh}, xx = {regs}ix + (tap % {kw}) * {dw};\n\
-                     {regs}[j] = ({regs}ok && gk < {kdim} && yy >= 0 && yy < {h} && xx >= 0 && xx < {w}) ? {regs}p[({idx})(ci * {h} + yy) * {w} + xx] : (unsigned short)0;",
+                     {regs}[j] = ({regs}ok && gk < {kdim} && yy >= 0 && yy < {h} && xx >= 0 && xx < {w}) ? {regs}p[({idx})(ci * {h} + yy) * {w} + xx] : ({et})0;",
                     kw = c.kw,
                     h = c.h,
                     w = c.w,
@@ -348,6 +379,7 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
 fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, dst: &str, st: &mut Stage) {
     let threads = t.threads();
     let bk = t.bk;
+    let Elem { ty: et, bytes: es, .. } = p.elem();
     let (bm, kdim) = (t.bm, p.k);
     let hw = c.oh * c.ow;
     let chw = c.c * c.h * c.w;
@@ -357,7 +389,7 @@ fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, dst: &str, 
     let [ph, pw] = c.pad;
     let (h, w, kw, ch) = (c.h, c.w, c.kw, c.c);
     // A run of channels is one copy over NHWC input; NCHW gives single elements.
-    let vw = if c.nhwc { vector_width(ch, ch) } else { 1 };
+    let vw = if c.nhwc { vector_width_of(ch, ch, es) } else { 1 };
     let chunks = bk / vw;
     // Vector copies: consecutive threads take consecutive chunks of a row (one depth offset
     // each), so a thread owns `pixels` rows `threads / chunks` apart. Single elements: a
@@ -365,10 +397,10 @@ fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, dst: &str, 
     let (pixels, row) = if vw > 1 { (bm * chunks / threads, format!("tid / {chunks} + j * {}", threads / chunks)) } else { (1, format!("tid % {bm}")) };
     let _ = writeln!(
         st.decls,
-        "int {regs}iy[{pixels}], {regs}ix[{pixels}]; const unsigned short* {regs}px[{pixels}];\n\
+        "int {regs}iy[{pixels}], {regs}ix[{pixels}]; const {et}* {regs}px[{pixels}];\n\
          #pragma unroll\nfor (int j = 0; j < {pixels}; ++j) {{ const int go = m0 + {row}; const bool ok = go < {m}; const int g = ok ? go : 0;\n\
          const int pix = g % {hw}; {regs}iy[j] = ok ? (pix / {ow}) * {sh} - {ph} : -(1 << 29); {regs}ix[j] = (pix % {ow}) * {sw} - {pw};\n\
-         {regs}px[j] = (const unsigned short*){x} + ({idx})(g / {hw}) * {chw}; }}",
+         {regs}px[j] = (const {et}*){x} + ({idx})(g / {hw}) * {chw}; }}",
         m = p.m,
         ow = c.ow,
         x = c.x,
@@ -380,7 +412,7 @@ fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, dst: &str, 
              #pragma unroll\nfor (int j = 0; j < {pixels}; ++j) {{ const int r = {row}; const int yy = {regs}iy[j] + dy, xx = {regs}ix[j] + dx;\n\
              const bool ok = kok && yy >= 0 && yy < {h} && xx >= 0 && xx < {w};\n\
              cp_async{bytes}({dst}, ok ? {regs}px[j] + (yy * {w} + xx) * {ch} + ci : {regs}px[0], ok); }} }}",
-            bytes = vw * 2,
+            bytes = vw * es,
         );
         return;
     }
@@ -393,12 +425,12 @@ fn pixel_rows(c: &Im2col, p: &Product, t: Tile, s: &str, regs: &str, dst: &str, 
     } else {
         (format!("const int ci = gk / {taps}, tap = gk % {taps};"), format!("(ci * {h} + yy) * {w} + xx"))
     };
-    let _ = writeln!(st.decls, "unsigned short {regs}[{cols}];");
+    let _ = writeln!(st.decls, "{et} {regs}[{cols}];");
     let _ = writeln!(
         st.issue,
         "#pragma unroll\nfor (int j = 0; j < {cols}; ++j) {{ const int gk = k0 + tid / {bm} + j * {per_row}; {decode}\n\
          const int yy = {regs}iy[0] + (tap / {kw}) * {dh}, xx = {regs}ix[0] + (tap % {kw}) * {dw};\n\
-         {regs}[j] = (gk < {kdim} && yy >= 0 && yy < {h} && xx >= 0 && xx < {w}) ? {regs}px[0][{at}] : (unsigned short)0; }}"
+         {regs}[j] = (gk < {kdim} && yy >= 0 && yy < {h} && xx >= 0 && xx < {w}) ? {regs}px[0][{at}] : ({et})0; }}"
     );
     let _ = writeln!(st.store, "#pragma unroll\nfor (int j = 0; j < {cols}; ++j) {s}[st][tid % {bm}][tid / {bm} + j * {per_row}] = {regs}[j];");
 }
@@ -434,15 +466,37 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
     let b = stage(&p.b, p, false, t, "Bs", "rb");
     let b_kmajor = k_major(&p.b, false);
     let (bm, bn) = (t.bm, t.bn);
-    let (b_rows, b_cols) = if b_kmajor { (bn, BK) } else { (BK, bn) };
-    let a_bytes = bm * (BK + PAD) * 2;
+    let Elem { ty: et, bytes: es, mma_k: mk } = p.elem();
+    let bk = t.bk;
+    // Rows padded by 16 bytes; `ve` elements make 16 bytes (one `ldmatrix` row).
+    let pad = 16 / es;
+    let ve = 16 / es;
+    let (b_rows, b_cols) = if b_kmajor { (bn, bk) } else { (bk, bn) };
+    let a_bytes = bm * (bk + pad) * es;
     // The stages, then (reusing them) the f32 output tile.
-    let shared = (STAGES * (a_bytes + b_rows * (b_cols + PAD) * 2)).max(bm * (bn + CPAD) * 4);
-    // B fragments of two 8-column blocks at once: from [n][k] plainly, from [k][n] transposed.
+    let shared = (STAGES * (a_bytes + b_rows * (b_cols + pad) * es)).max(bm * (bn + CPAD) * 4);
+    // B fragments of two 8-column blocks at once: from [n][k] plainly, from [k][n] transposed
+    // (16-bit elements) or element by element (32-bit ones, which `ldmatrix` cannot transpose).
+    let tf32 = p.mma == "tf32";
     let b_frag = if b_kmajor {
-        format!("ldmatrix_x4(&bf[j][0], &Bs[cs][wn * {tn} + j * 8 + (lane >> 4) * 8 + (lane & 7)][ks + ((lane >> 3) & 1) * 8]);")
+        format!("ldmatrix_x4(&bf[j][0], &Bs[cs][wn * {tn} + j * 8 + (lane >> 4) * 8 + (lane & 7)][ks + ((lane >> 3) & 1) * {ve}]);")
+    } else if tf32 {
+        format!(
+            "{{ const int c = wn * {tn} + j * 8 + (lane >> 2);\n\
+             bf[j][0] = Bs[cs][ks + (lane & 3)][c]; bf[j][1] = Bs[cs][ks + (lane & 3) + 4][c];\n\
+             bf[j + 1][0] = Bs[cs][ks + (lane & 3)][c + 8]; bf[j + 1][1] = Bs[cs][ks + (lane & 3) + 4][c + 8]; }}"
+        )
     } else {
         format!("ldmatrix_x4_trans(&bf[j][0], &Bs[cs][ks + (lane & 15)][wn * {tn} + j * 8 + (lane >> 4) * 8]);")
+    };
+    // TF32 operands are f32 bits: rounded to 10-bit mantissas once per fragment.
+    let round = if tf32 {
+        format!(
+            "#pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int r = 0; r < 4; ++r) af[i][r] = to_tf32(af[i][r]);\n\
+             #pragma unroll\nfor (int j = 0; j < {nt}; ++j)\n#pragma unroll\nfor (int r = 0; r < 2; ++r) bf[j][r] = to_tf32(bf[j][r]);\n"
+        )
+    } else {
+        String::new()
     };
     let mma = p.mma;
     let mut s = String::new();
@@ -451,18 +505,18 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
         "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
          // {m}×{n}×{k} ({batches} of them) on tensor cores: {bm}×{bn} tiles, {wm}×{wn} warps, {STAGES} stages{split_note}.\n\
          extern __shared__ __align__(16) unsigned char smem[];\n\
-         unsigned short (*As)[{bm}][{BK} + {PAD}] = (unsigned short (*)[{bm}][{BK} + {PAD}])smem;\n\
-         unsigned short (*Bs)[{b_rows}][{b_cols} + {PAD}] = (unsigned short (*)[{b_rows}][{b_cols} + {PAD}])(smem + {sa});\n\
+         {et} (*As)[{bm}][{bk} + {pad}] = ({et} (*)[{bm}][{bk} + {pad}])smem;\n\
+         {et} (*Bs)[{b_rows}][{b_cols} + {pad}] = ({et} (*)[{b_rows}][{b_cols} + {pad}])(smem + {sa});\n\
          const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;\n\
          const int wm = warp / {wn}, wn = warp % {wn};\n\
          const int m0 = blockIdx.y * {bm}, n0 = blockIdx.x * {bn};\n\
          const long long z = {zexpr};\n\
          float accs[{mt}][{nt}][4];\n\
          #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j)\n#pragma unroll\nfor (int r = 0; r < 4; ++r) accs[i][j][r] = 0.0f;\n\
-         {range}const int tiles = (kend - kbeg + {BK} - 1) / {BK};\n{ad}{bd}\
+         {range}const int tiles = (kend - kbeg + {bk} - 1) / {bk};\n{ad}{bd}\
          // Fill all stages but one.\n\
          #pragma unroll\nfor (int st = 0; st < {ahead}; ++st) {{\n\
-         if (st < tiles) {{ const int k0 = kbeg + st * {BK};\n{ai}{bi}{as_}{bs}}}\n\
+         if (st < tiles) {{ const int k0 = kbeg + st * {bk};\n{ai}{bi}{as_}{bs}}}\n\
          cp_async_commit();\n\
          }}\n\
          for (int kt = 0; kt < tiles; ++kt) {{\n\
@@ -470,13 +524,14 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
          cp_async_wait<{wait}>();\n\
          __syncthreads();\n\
          const int nk = kt + {ahead}, st = nk % {STAGES}, cs = kt % {STAGES};\n\
-         if (nk < tiles) {{ const int k0 = kbeg + nk * {BK};\n{ai}{bi}}}\n\
+         if (nk < tiles) {{ const int k0 = kbeg + nk * {bk};\n{ai}{bi}}}\n\
          cp_async_commit();\n\
          #pragma unroll\n\
-         for (int ks = 0; ks < {BK}; ks += 16) {{\n\
+         for (int ks = 0; ks < {bk}; ks += {mk}) {{\n\
          unsigned af[{mt}][4], bf[{nt}][2];\n\
-         #pragma unroll\nfor (int i = 0; i < {mt}; ++i) ldmatrix_x4(af[i], &As[cs][wm * {tm} + i * 16 + (lane & 15)][ks + (lane >> 4) * 8]);\n\
+         #pragma unroll\nfor (int i = 0; i < {mt}; ++i) ldmatrix_x4(af[i], &As[cs][wm * {tm} + i * 16 + (lane & 15)][ks + (lane >> 4) * {ve}]);\n\
          #pragma unroll\nfor (int j = 0; j < {nt}; j += 2) {b_frag}\n\
+         {round}\
          #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j) mma_{mma}(accs[i][j], af[i], bf[j]);\n\
          }}\n\
          {late}\
@@ -573,11 +628,11 @@ pub(super) fn vector_walk(t: Tile, p: &Product, v: &VectorEpilogue) -> String {
 
 /// The device functions the tensor-core kernels call, once per module.
 pub const PRELUDE: &str = r#"// Tensor-core building blocks (sm_80 and later).
-__device__ __forceinline__ void ldmatrix_x4(unsigned* r, const unsigned short* p) {
+__device__ __forceinline__ void ldmatrix_x4(unsigned* r, const void* p) {
   unsigned a = (unsigned)__cvta_generic_to_shared(p);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, const unsigned short* p) {
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, const void* p) {
   unsigned a = (unsigned)__cvta_generic_to_shared(p);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
 }
@@ -587,6 +642,16 @@ __device__ __forceinline__ void mma_bf16(float* d, const unsigned* a, const unsi
 }
 __device__ __forceinline__ void mma_f16(float* d, const unsigned* a, const unsigned* b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+// TF32: f32 bits rounded to a 10-bit mantissa (nearest, ties away), and its product.
+__device__ __forceinline__ unsigned to_tf32(unsigned x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+}
+__device__ __forceinline__ void mma_tf32(float* d, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 // Global-to-shared copies that bypass registers; a false `ok` fills zeros and reads nothing.

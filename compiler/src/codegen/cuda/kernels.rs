@@ -47,6 +47,8 @@ pub struct Cx<'a> {
     pub thin: &'a HashMap<ValueId, usize>,
     /// The module is compiled for sm_90a: products may use `wgmma` ([`super::wgmma`]).
     pub wgmma: bool,
+    /// f32 products run on tensor cores with TF32 inputs.
+    pub tf32: bool,
 }
 
 type R<T> = Result<T, CodegenError>;
@@ -656,6 +658,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
     let mma = match od {
         DType::BF16 => "bf16",
         DType::F16 => "f16",
+        DType::F32 if cx.tf32 => "tf32",
         _ => return Ok(None),
     };
     if ad != od || bd != od {

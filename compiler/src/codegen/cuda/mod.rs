@@ -97,8 +97,8 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
         Ok((offsets, end.max(64)))
     };
     let (offsets, _) = inputs_after(&first)?;
-    let candidates = kernels::fusions(&kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma }, false)?;
-    let first_cx = kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma };
+    let candidates = kernels::fusions(&kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 }, false)?;
+    let first_cx = kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 };
     let split = kernels::split_scratch(&first_cx, &candidates)?;
     let mut keep = kernels::chain_reads(&graph, &candidates);
     for a in &attentions {
@@ -113,9 +113,9 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
     let mut ks = Vec::new();
     let mut kernel_nodes = Vec::new();
     {
-        let fused = kernels::fusions(&kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma }, true)?;
+        let fused = kernels::fusions(&kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 }, true)?;
         let done_by_epilogue: HashSet<_> = fused.values().flatten().copied().collect();
-        let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &fused, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma };
+        let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &fused, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 };
         for &id in &memory.order {
             if done_by_epilogue.contains(&id) {
                 continue;
