@@ -66,6 +66,8 @@ def main():
     write_case(os.path.join(out, "bias_add"), g, {k: feeds[k] for k in ["X", "B", "S"]}, [feeds["X"] + feeds["B"] + feeds["S"]])
     fused(os.path.join(out, "fused"), rng)
     qlinear(os.path.join(out, "qlinear"), rng)
+    for name, graph, feeds, expected in transformer(rng):
+        write_case(os.path.join(out, name), graph, feeds, expected)
     print(f"make_contrib_models: wrote {out}")
 
 def fused(out, rng):
@@ -119,6 +121,68 @@ def qlinear(out, rng):
     )
     feeds = {"a": rng.integers(0, 256, shape).astype(np.uint8), "b": rng.integers(0, 256, shape).astype(np.uint8), "f": (rng.standard_normal(shape) * 5).astype(np.float32)}
     write_case(out, g, feeds)
+
+
+def transformer(rng):
+    """The attention-family, embedding and quantized-product ops of onnxruntime's transformer
+    optimizer and quantizer, one small graph each: (name, graph, feeds, expected or None for
+    onnxruntime's outputs). BiasSplitGelu has no onnxruntime CPU kernel: numpy's reference."""
+    import math
+
+    ms = "com.microsoft"
+    f32, i32, u8, i8 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8
+    vi = helper.make_tensor_value_info
+    normal = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    # 1 for real keys, 0 for padding at the end of each row.
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], dtype=np.int32)
+
+    x, bias = normal(2, 3, 8), normal(8)
+    t = x + bias
+    erf = np.vectorize(math.erf)
+    split_gelu = t[..., :4] * (0.5 * t[..., 4:] * (1 + erf(t[..., 4:] / math.sqrt(2)))).astype(np.float32)
+    yield ("bias_split_gelu", helper.make_graph([helper.make_node("BiasSplitGelu", ["x", "bias"], ["y"], domain=ms)], "bias_split_gelu",
+                                                [vi("x", f32, [2, 3, 8]), vi("bias", f32, [8])], [vi("y", f32, [2, 3, 4])]),
+           {"x": x, "bias": bias}, [split_gelu.astype(np.float32)])
+
+    # Quantized products: per-column B scales and zero points, as the quantizer writes them.
+    inits = [
+        helper.make_tensor("a_scale", f32, [], [0.04]), helper.make_tensor("a_zero", u8, [], [128]),
+        numpy_helper.from_array((rng.random(5) * 0.02 + 0.01).astype(np.float32), "b_scale"),
+        numpy_helper.from_array(np.zeros(5, np.int8), "b_zero"),
+        numpy_helper.from_array(rng.integers(-100, 100, (8, 5)).astype(np.int8), "b"),
+        numpy_helper.from_array(rng.integers(-100, 100, (5, 8)).astype(np.int8), "bt"),
+        numpy_helper.from_array(normal(5), "bias"),
+        numpy_helper.from_array(rng.integers(-2000, 2000, 5).astype(np.int32), "c"),
+    ]
+    nodes = [
+        helper.make_node("MatMulIntegerToFloat", ["qa", "b", "a_scale", "b_scale", "a_zero", "b_zero", "bias"], ["mmitf"], domain=ms),
+        helper.make_node("DynamicQuantizeMatMul", ["fa", "b", "b_scale", "b_zero", "bias"], ["dqmm"], domain=ms),
+        helper.make_node("QGemm", ["qg", "a_scale", "a_zero", "bt", "b_scale", "b_zero", "c"], ["qgemm"], domain=ms, transB=1, alpha=0.5),
+    ]
+    yield ("quantized_products", helper.make_graph(nodes, "quantized_products", [vi("qa", u8, [2, 3, 8]), vi("fa", f32, [2, 3, 8]), vi("qg", u8, [4, 8])],
+                                                   [vi("mmitf", f32, [2, 3, 5]), vi("dqmm", f32, [2, 3, 5]), vi("qgemm", f32, [4, 5])], inits),
+           {"qa": rng.integers(0, 256, (2, 3, 8)).astype(np.uint8), "fa": normal(2, 3, 8) * 3, "qg": rng.integers(0, 256, (4, 8)).astype(np.uint8)}, None)
+
+    # Attention (packed projection) and MultiHeadAttention, 2 heads of 4, a padding mask.
+    nodes = [
+        helper.make_node("Attention", ["x", "w", "wb", "mask"], ["attn"], domain=ms, num_heads=2),
+        helper.make_node("MultiHeadAttention", ["q", "k", "v", "qkv_bias", "mask"], ["mha"], domain=ms, num_heads=2),
+        helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["mha_plain"], domain=ms, num_heads=2, scale=0.3),
+    ]
+    inputs = {"x": [2, 4, 8], "w": [8, 24], "wb": [24], "q": [2, 3, 8], "k": [2, 4, 8], "v": [2, 4, 8], "qkv_bias": [24]}
+    g = helper.make_graph(nodes, "attention", [vi(k, f32, s) for k, s in inputs.items()] + [vi("mask", i32, [2, 4])],
+                          [vi("attn", f32, [2, 4, 8]), vi("mha", f32, [2, 3, 8]), vi("mha_plain", f32, [2, 3, 8])])
+    feeds = {k: normal(*s) for k, s in inputs.items()}
+    feeds["mask"] = mask
+    yield ("attention", g, feeds, None)
+
+    # EmbedLayerNormalization with segments and a mask (its mask_index output).
+    inits = [numpy_helper.from_array(normal(*s), k) for k, s in {"word": [10, 8], "pos": [6, 8], "seg": [2, 8], "gamma": [8], "beta": [8]}.items()]
+    node = helper.make_node("EmbedLayerNormalization", ["ids", "segs", "word", "pos", "seg", "gamma", "beta", "mask"], ["emb", "mask_index", "emb_sum"], domain=ms, epsilon=1e-5)
+    g = helper.make_graph([node], "embed_layer_norm", [vi("ids", i32, [2, 4]), vi("segs", i32, [2, 4]), vi("mask", i32, [2, 4])],
+                          [vi("emb", f32, [2, 4, 8]), vi("mask_index", i32, [2]), vi("emb_sum", f32, [2, 4, 8])], inits)
+    feeds = {"ids": rng.integers(0, 10, (2, 4)).astype(np.int32), "segs": rng.integers(0, 2, (2, 4)).astype(np.int32), "mask": mask}
+    yield ("embed_layer_norm", g, feeds, None)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 //! Gelu, BiasGelu, FastGelu (with and without bias), QuickGelu, SkipLayerNormalization (with
 //! its sum output), SkipSimplifiedLayerNormalization, BiasAdd, FusedConv, FusedGemm,
 //! FusedMatMul, TransposeMatMul, the QLinear elementwise ops, QLinear(Global)AveragePool,
-//! QLinearConcat and the com.microsoft (De)QuantizeLinear, through the interpreter and through generated code,
-//! against onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd, which onnxruntime
-//! only has for CUDA, against numpy).
+//! QLinearConcat, the com.microsoft (De)QuantizeLinear, BiasSplitGelu, MatMulIntegerToFloat,
+//! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask) and
+//! EmbedLayerNormalization, through the interpreter and through generated code, against
+//! onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd and BiasSplitGelu, which
+//! onnxruntime only has for CUDA, against numpy).
 use burnc_compiler::Tensor;
 use std::path::Path;
 use std::process::Command;
@@ -61,7 +63,8 @@ fn contrib_ops_match_onnxruntime() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("contrib_ops");
     let status = Command::new("python3").arg(common::root().join("scripts/make_contrib_models.py")).arg(&dir).status().expect("run make_contrib_models.py");
     assert!(status.success(), "make_contrib_models.py failed");
-    for case in [dir.clone(), dir.join("bias_add"), dir.join("fused"), dir.join("qlinear")] {
+    let cases = ["bias_add", "fused", "qlinear", "bias_split_gelu", "quantized_products", "attention", "embed_layer_norm"];
+    for case in std::iter::once(dir.clone()).chain(cases.iter().map(|c| dir.join(c))) {
         check(&case, false);
         check(&case, true);
     }

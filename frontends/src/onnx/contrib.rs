@@ -50,6 +50,28 @@ impl Chain<'_, '_, '_> {
         self.step(burnc_compiler::ops::cast::like(true), &[c, like])
     }
 
+    /// The static dims of `v`, or an error naming `what`.
+    fn dims(&self, v: ValueId, what: &str) -> Result<Vec<usize>, OnnxError> {
+        self.ctx.graph.tensor_type(v).and_then(|t| t.shape.as_ref()).and_then(|s| s.as_fixed()).ok_or_else(|| self.err(format!("{what} needs a static shape")))
+    }
+
+    /// `v` split along its last axis into `parts` equal parts, or into `sizes`.
+    fn split_last_sizes(&mut self, v: ValueId, sizes: Option<Vec<i64>>, parts: usize) -> Result<Vec<ValueId>, OnnxError> {
+        let names: Vec<String> = (0..parts).map(|_| self.ctx.fresh(&self.label)).collect();
+        let op = burnc_compiler::ops::split::Split { axis: -1, sizes, outputs: parts }.op();
+        Ok(self.add(op, vec![Some(v)], &names))
+    }
+
+    fn split_last(&mut self, v: ValueId, parts: usize) -> Result<Vec<ValueId>, OnnxError> {
+        self.split_last_sizes(v, None, parts)
+    }
+
+    /// `v` reshaped to `dims` (0 keeps the input's dim).
+    fn reshape(&mut self, v: ValueId, dims: &[i64]) -> ValueId {
+        let shape = self.ctx.constant(&self.label, Tensor::from_i64s(vec![dims.len()], dims.to_vec()));
+        self.step(Op::Reshape { allowzero: false }, &[v, shape])
+    }
+
     /// The node's output 0 is `v` (an Identity keeps the chain's last step anonymous).
     fn finish(&mut self, v: ValueId) -> Result<(), OnnxError> {
         let name = self.node.output.first().filter(|o| !o.is_empty()).ok_or_else(|| self.err("output 0 has no name"))?.clone();
@@ -66,11 +88,23 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         fused(ctx, node)?;
         return Ok(true);
     }
+    if matches!(op, "MatMulIntegerToFloat" | "DynamicQuantizeMatMul" | "QGemm") {
+        quantized_product(ctx, node, inputs)?;
+        return Ok(true);
+    }
+    if matches!(op, "Attention" | "MultiHeadAttention") {
+        attention(ctx, node, inputs)?;
+        return Ok(true);
+    }
+    if op == "EmbedLayerNormalization" {
+        embed_layer_norm(ctx, node, inputs)?;
+        return Ok(true);
+    }
     if matches!(op, "QuantizeLinear" | "DequantizeLinear" | "QLinearAdd" | "QLinearMul" | "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" | "QLinearAveragePool" | "QLinearConcat") {
         qlinear(ctx, node, inputs)?;
         return Ok(true);
     }
-    if !matches!(op, "Gelu" | "BiasGelu" | "FastGelu" | "QuickGelu" | "BiasAdd" | "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization") {
+    if !matches!(op, "Gelu" | "BiasGelu" | "FastGelu" | "QuickGelu" | "BiasAdd" | "BiasSplitGelu" | "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization") {
         return Ok(false);
     }
     let a = Attrs(&node.attribute);
@@ -98,6 +132,13 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
             let s = c.bin(BinaryOp::Mul, x, alpha);
             let s = c.un(UnaryOp::Sigmoid, s);
             c.bin(BinaryOp::Mul, x, s)
+        }
+        // BiasSplitGelu(X, bias): X + bias halved along the last axis, left · Gelu(right).
+        "BiasSplitGelu" => {
+            let t = c.bin(BinaryOp::Add, x, input(&c, 1, "bias")?);
+            let halves = c.split_last(t, 2)?;
+            let g = c.un(UnaryOp::Gelu { tanh_approx: false }, halves[1]);
+            c.bin(BinaryOp::Mul, halves[0], g)
         }
         // BiasAdd(X, bias, skip) = X + bias + skip.
         "BiasAdd" => {
@@ -316,4 +357,214 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
         }
     };
     c.finish(out)
+}
+
+/// `x` dequantized (DequantizeLinear) by `scale` and `zero`: per tensor when the scale has one
+/// element (a `[1]` scale is taken as the scalar it is), else along axis `axis`.
+fn dequantize(c: &mut Chain, x: ValueId, scale: ValueId, zero: Option<ValueId>, axis: i64) -> Result<ValueId, OnnxError> {
+    use burnc_compiler::ops::quant::Dequantize;
+    let one = |c: &Chain, v: ValueId| c.ctx.graph.tensor_type(v).and_then(|t| t.shape.as_ref()).and_then(|s| s.as_fixed()).is_some_and(|d| d.len() == 1 && d[0] == 1);
+    let scalar = |c: &mut Chain, v: Option<ValueId>| v.map(|v| if one(c, v) { c.reshape(v, &[]) } else { v });
+    let (scale, zero) = (scalar(c, Some(scale)).unwrap_or(scale), scalar(c, zero));
+    let name = c.ctx.fresh(&c.label);
+    Ok(c.add(Dequantize { axis, block_size: 0, output_dtype: None }.op(), vec![Some(x), Some(scale), zero], &[name])[0])
+}
+
+/// onnxruntime's quantized products as what they compute: the operands dequantized (A per
+/// tensor, B per tensor or per output column), the float product, the bias.
+/// - MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias?);
+/// - DynamicQuantizeMatMul(A, B, b_scale, b_zero_point?, bias?): A is first quantized to
+///   uint8 as DynamicQuantizeLinear does, so its rounding is onnxruntime's;
+/// - QGemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?, y_zero_point?;
+///   alpha, transA, transB): C is int32 at scale a_scale · b_scale, added to the integer sums
+///   (so alpha scales it too); with y_scale the result is quantized again.
+fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    let op = node.op_type();
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, label: node_label(node) };
+    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let opt = |i: usize| inputs.get(i).copied().flatten();
+    // B's output columns are its last axis (its second before a transposing QGemm).
+    let column_axis = |c: &Chain, b: ValueId, trans: bool| -> Result<i64, OnnxError> {
+        let rank = c.dims(b, "B")?.len() as i64;
+        Ok(if trans { rank - 2 } else { rank - 1 })
+    };
+    let y = match op {
+        "MatMulIntegerToFloat" | "DynamicQuantizeMatMul" => {
+            let (fa, b, bs, bz, bias) = if op == "MatMulIntegerToFloat" {
+                let (x, xs) = (input(&c, 0, "A")?, input(&c, 2, "a_scale")?);
+                (dequantize(&mut c, x, xs, opt(4), 1)?, input(&c, 1, "B")?, input(&c, 3, "b_scale")?, opt(5), opt(6))
+            } else {
+                let x = input(&c, 0, "A")?;
+                let names: Vec<String> = (0..3).map(|_| c.ctx.fresh(&c.label)).collect();
+                let q = c.add(burnc_compiler::ops::quant::DynamicQuantize::op(), vec![Some(x)], &names);
+                (dequantize(&mut c, q[0], q[1], Some(q[2]), 1)?, input(&c, 1, "B")?, input(&c, 2, "b_scale")?, opt(3), opt(4))
+            };
+            let axis = column_axis(&c, b, false)?;
+            let fb = dequantize(&mut c, b, bs, bz, axis)?;
+            let y = c.step(Op::MatMul, &[fa, fb]);
+            match bias {
+                Some(bias) => c.bin(BinaryOp::Add, y, bias),
+                None => y,
+            }
+        }
+        _ => {
+            let (x, xs, b, bs) = (input(&c, 0, "A")?, input(&c, 1, "a_scale")?, input(&c, 3, "B")?, input(&c, 4, "b_scale")?);
+            let trans_b = a.i_or("transB", 0) != 0;
+            let fa = dequantize(&mut c, x, xs, opt(2), 1)?;
+            let axis = column_axis(&c, b, trans_b)?;
+            let fb = dequantize(&mut c, b, bs, opt(5), axis)?;
+            let mut args = vec![Some(fa), Some(fb)];
+            if let Some(bias) = opt(6) {
+                // int32 at scale a_scale · b_scale, zero point 0.
+                let scale = c.bin(BinaryOp::Mul, xs, bs);
+                let f = c.step(burnc_compiler::ops::cast::like(true), &[bias, scale]);
+                args.push(Some(c.bin(BinaryOp::Mul, f, scale)));
+            }
+            let name = c.ctx.fresh(&c.label);
+            // C joins the integer sums before they are scaled: alpha scales it too.
+            let alpha = a.f_or("alpha", 1.0);
+            let gemm = Op::Gemm { alpha, beta: alpha, trans_a: a.i_or("transA", 0) != 0, trans_b };
+            let y = c.add(gemm, args, &[name])[0];
+            match opt(7) {
+                Some(ys) => {
+                    let name = c.ctx.fresh(&c.label);
+                    let q = burnc_compiler::ops::quant::Quantize { axis: 1, block_size: 0, output_dtype: None, saturate: true }.op();
+                    c.add(q, vec![Some(y), Some(ys), opt(8)], &[name])[0]
+                }
+                None => y,
+            }
+        }
+    };
+    c.finish(y)
+}
+
+/// onnxruntime's attention as the standard Attention op on [batch, sequence, hidden] inputs
+/// (`q_num_heads = kv_num_heads = num_heads`, `scale`, `unidirectional` as `is_causal`):
+/// - Attention(input, weights, bias?, mask_index?, past?, attention_bias?): Q, K and V are the
+///   columns of input · weights + bias (`qkv_hidden_sizes`, or thirds);
+/// - MultiHeadAttention(query, key, value, bias?, key_padding_mask?, attention_bias?): the
+///   three projections given, `bias` their three biases.
+/// A mask of 1s and 0s per key ([batch, keys]) adds `mask_filter_value` where it is 0; an
+/// attention bias is added as it is. Past and present key/value states, packed QKV inputs and
+/// the other mask layouts are refused by name.
+fn attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    let op = node.op_type();
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, label: node_label(node) };
+    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let opt = |i: usize| inputs.get(i).copied().flatten();
+    let heads = a.i("num_heads").filter(|&h| h > 0).ok_or_else(|| c.err("num_heads must be given and positive"))? as usize;
+    if node.output.iter().skip(1).any(|o| !o.is_empty()) {
+        return Err(c.err("the present key/value outputs are not supported"));
+    }
+    let (q, k, v, key_mask, bias) = if op == "Attention" {
+        if opt(4).is_some() {
+            return Err(c.err("past key/value state is not supported"));
+        }
+        let (x, w) = (input(&c, 0, "input")?, input(&c, 1, "weights")?);
+        let mut qkv = c.step(Op::MatMul, &[x, w]);
+        if let Some(b) = opt(2) {
+            qkv = c.bin(BinaryOp::Add, qkv, b);
+        }
+        let sizes = a.ints("qkv_hidden_sizes").filter(|s| !s.is_empty());
+        if sizes.as_ref().is_some_and(|s| s.len() != 3) {
+            return Err(c.err("qkv_hidden_sizes must have 3 entries"));
+        }
+        let p = c.split_last_sizes(qkv, sizes, 3)?;
+        (p[0], p[1], p[2], opt(3), opt(5))
+    } else {
+        if opt(6).is_some() || opt(7).is_some() {
+            return Err(c.err("past key/value state is not supported"));
+        }
+        let (mut q, mut k, mut v) = (input(&c, 0, "query")?, input(&c, 1, "key")?, input(&c, 2, "value")?);
+        if [q, k, v].iter().any(|&t| c.dims(t, "query, key and value").map(|d| d.len() != 3).unwrap_or(true)) {
+            return Err(c.err("query, key and value must be [batch, sequence, hidden] (packed layouts are not supported)"));
+        }
+        if let Some(b) = opt(3) {
+            let (dq, dk, dv) = (c.dims(q, "query")?[2] as i64, c.dims(k, "key")?[2] as i64, c.dims(v, "value")?[2] as i64);
+            let p = c.split_last_sizes(b, Some(vec![dq, dk, dv]), 3)?;
+            q = c.bin(BinaryOp::Add, q, p[0]);
+            k = c.bin(BinaryOp::Add, k, p[1]);
+            v = c.bin(BinaryOp::Add, v, p[2]);
+        }
+        (q, k, v, opt(4), opt(5))
+    };
+    let mut mask = bias;
+    if let Some(m) = key_mask {
+        let dims = c.dims(m, "the mask")?;
+        if dims.len() != 2 {
+            return Err(c.err(format!("a mask of shape {dims:?} is not supported (only [batch, keys] of 1s and 0s)")));
+        }
+        // (1 − m) · mask_filter_value, as [batch, 1, 1, keys].
+        let one = c.scalar(1.0, q);
+        let f = c.step(burnc_compiler::ops::cast::like(true), &[m, q]);
+        let off = c.bin(BinaryOp::Sub, one, f);
+        let fill = c.scalar(a.f_or("mask_filter_value", -10000.0), q);
+        let add = c.bin(BinaryOp::Mul, off, fill);
+        let add = c.reshape(add, &[dims[0] as i64, 1, 1, dims[1] as i64]);
+        mask = Some(match mask {
+            Some(b) => c.bin(BinaryOp::Add, b, add),
+            None => add,
+        });
+    }
+    let attn = burnc_compiler::ops::attention::Attention {
+        is_causal: a.i_or("unidirectional", 0) != 0,
+        q_num_heads: Some(heads),
+        kv_num_heads: Some(heads),
+        qk_matmul_output_mode: 0,
+        scale: a.f("scale").filter(|&s| s != 0.0),
+        softcap: 0.0,
+        left_window_size: -1,
+        right_window_size: -1,
+    };
+    let name = c.ctx.fresh(&c.label);
+    let y = c.add(attn.op(), vec![Some(q), Some(k), Some(v), mask], &[name])[0];
+    c.finish(y)
+}
+
+/// EmbedLayerNormalization(input_ids, segment_ids?, word_embedding, position_embedding,
+/// segment_embedding?, gamma, beta, mask?, position_ids?; epsilon): the three embeddings
+/// gathered and summed (positions 0, 1, … unless given), then LayerNormalization over the
+/// hidden axis. Output 1 (mask_index) is each row's count of mask 1s, as int32; output 2 the
+/// sum before normalisation.
+fn embed_layer_norm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, label: node_label(node) };
+    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let opt = |i: usize| inputs.get(i).copied().flatten();
+    let (ids, words, positions, gamma, beta) = (input(&c, 0, "input_ids")?, input(&c, 2, "word_embedding")?, input(&c, 3, "position_embedding")?, input(&c, 5, "gamma")?, input(&c, 6, "beta")?);
+    let gather = |c: &mut Chain, table: ValueId, idx: ValueId| c.step(Op::Gather { axis: 0 }, &[table, idx]);
+    let mut sum = gather(&mut c, words, ids);
+    let pos_ids = match opt(8) {
+        Some(p) => p,
+        None => {
+            let seq = *c.dims(ids, "input_ids")?.last().ok_or_else(|| c.err("input_ids must be [batch, sequence]"))?;
+            c.ctx.constant(&c.label, Tensor::from_i64s(vec![seq], (0..seq as i64).collect()))
+        }
+    };
+    let pe = gather(&mut c, positions, pos_ids);
+    sum = c.bin(BinaryOp::Add, sum, pe);
+    if let (Some(seg), Some(table)) = (opt(1), opt(4)) {
+        let se = gather(&mut c, table, seg);
+        sum = c.bin(BinaryOp::Add, sum, se);
+    }
+    let out0 = node.output.first().filter(|o| !o.is_empty()).ok_or_else(|| c.err("output 0 has no name"))?.clone();
+    let norm = burnc_compiler::ops::norm::LayerNorm { axis: -1, epsilon: a.f_or("epsilon", 1e-12) }.op();
+    let y = c.add(norm, vec![Some(sum), Some(gamma), Some(beta)], std::slice::from_ref(&out0))[0];
+    c.ctx.bind(&out0, y);
+    if let Some(name) = node.output.get(1).filter(|o| !o.is_empty()) {
+        let mask = opt(7).ok_or_else(|| c.err("mask_index is asked for without a mask"))?;
+        let int32 = burnc_compiler::ops::cast::op(burnc_compiler::ir::DType::I32, true);
+        let m = c.step(int32.clone(), &[mask]);
+        let reduce = Op::Reduce { op: burnc_compiler::ir::ReduceOp::Sum, axes: Some(vec![1]), keepdims: false, noop_with_empty_axes: false };
+        let n = c.step(reduce, &[m]);
+        let v = c.add(Op::Unary(UnaryOp::Identity), vec![Some(n)], std::slice::from_ref(name))[0];
+        c.ctx.bind(name, v);
+    }
+    if let Some(name) = node.output.get(2).filter(|o| !o.is_empty()) {
+        let v = c.add(Op::Unary(UnaryOp::Identity), vec![Some(sum)], std::slice::from_ref(name))[0];
+        c.ctx.bind(name, v);
+    }
+    Ok(())
 }

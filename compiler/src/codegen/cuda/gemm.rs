@@ -16,7 +16,7 @@ const BK: usize = 32;
 const BK_TF32: usize = 16;
 /// Floats of padding per row of the output tile in shared memory: spreads the accumulator
 /// pairs one warp writes over the banks.
-const CPAD: usize = 4;
+pub(super) const CPAD: usize = 4;
 /// Output elements one thread computes before it stores any.
 const EPI: usize = 8;
 /// Shared-memory tiles in flight: while the tensor cores work on one, `cp.async` fills the next
@@ -564,10 +564,7 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
         as_ = a.store,
         bs = b.store,
         late = if a.store.is_empty() && b.store.is_empty() { String::new() } else { format!("if (nk < tiles) {{\n{}{}}}\n", a.store, b.store) },
-        walk = match p.vector.as_ref().filter(|_| split == 1 && p.contiguous) {
-            Some(v) => vector_walk(t, p, v),
-            None => scalar_walk(t, p, epilogue, store),
-        },
+        walk = walk(t, p, split, epilogue, store),
         // A split product is a single one: grid z numbers its k ranges.
         zexpr = if split > 1 { "0" } else { "blockIdx.z" },
         split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() },
@@ -587,9 +584,19 @@ pub(super) fn k_range(p: &Product, t: Tile, split: usize) -> String {
     }
 }
 
+/// The epilogue over the output tile in `Cs` (f32, `bn + CPAD` floats a row): 16 bytes at a
+/// time where the caller wrote a vector epilogue and the product is not split, else element
+/// by element.
+pub(super) fn walk(t: Tile, p: &Product, split: usize, epilogue: &str, store: &str) -> String {
+    match p.vector.as_ref().filter(|_| split == 1 && p.contiguous) {
+        Some(v) => vector_walk(t, p, v),
+        None => scalar_walk(t, p, epilogue, store),
+    }
+}
+
 /// The epilogue over the output tile in `Cs`, element by element: [`EPI`] elements per thread
 /// at a time, all their reads, then all their stores.
-pub(super) fn scalar_walk(t: Tile, p: &Product, epilogue: &str, store: &str) -> String {
+fn scalar_walk(t: Tile, p: &Product, epilogue: &str, store: &str) -> String {
     let (bm, bn, threads, m, n) = (t.bm, t.bn, t.threads(), p.m, p.n);
     format!(
         "// {EPI} elements per thread at a time: all their reads, then all their stores.\n\
@@ -607,7 +614,7 @@ pub(super) fn scalar_walk(t: Tile, p: &Product, epilogue: &str, store: &str) -> 
 
 /// The epilogue over the output tile in `Cs`, [`VEC`] neighbouring columns per thread at a
 /// time: 16-byte reads of same-shaped operands and one 16-byte store.
-pub(super) fn vector_walk(t: Tile, p: &Product, v: &VectorEpilogue) -> String {
+fn vector_walk(t: Tile, p: &Product, v: &VectorEpilogue) -> String {
     let (bm, bn, threads, m, n) = (t.bm, t.bn, t.threads(), p.m, p.n);
     let groups = bn / VEC;
     format!(

@@ -5,7 +5,7 @@
 //! pattern expects; the epilogue is the same too. Only products whose operands are both read
 //! along k in 16-byte runs take it (convolutions over channels-last input with channels a
 //! multiple of 8, Gemm with transposed B); the others keep `mma.sync`.
-use super::gemm::{k_major, k_range, scalar_walk, stage_to, vector_width, Operand, Product, Tile};
+use super::gemm::{k_major, k_range, stage_to, vector_width, walk, Operand, Product, Tile, CPAD};
 use super::kernels::Kernel;
 use std::fmt::Write;
 
@@ -13,8 +13,6 @@ use std::fmt::Write;
 const BK: usize = 64;
 /// Bytes of one staged row.
 const ROW: usize = BK * 2;
-/// Floats of padding per row of the output tile in shared memory.
-const CPAD: usize = 4;
 /// Stages in flight: while the tensor cores multiply one, `cp.async` fills the other two. A
 /// stage is refilled once every warpgroup's multiplies of it are done (`wgmma_wait<0>` ends
 /// each tile). Three stages of a 128×128 tile (97 KB) let two blocks share an SM; on
@@ -129,10 +127,7 @@ pub(super) fn kernel(name: &str, p: &Product, t: Tile, split: usize, epilogue: &
         bd = b.decls,
         ai = a.issue,
         bi = b.issue,
-        walk = match p.vector.as_ref().filter(|_| split == 1 && p.contiguous) {
-            Some(v) => super::gemm::vector_walk(t, p, v),
-            None => scalar_walk(t, p, epilogue, store),
-        },
+        walk = walk(t, p, split, epilogue, store),
         zexpr = if split > 1 { "0" } else { "blockIdx.z" },
         split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() },
     );
