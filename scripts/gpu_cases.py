@@ -78,12 +78,36 @@ def extra_cases(out):
         yield name, os.path.join(d, "model.onnx"), [os.path.join(data, "input_0.pb")], [os.path.join(data, "output_0.pb")]
 
 
+def exported_cases(out):
+    """The models PyTorch, TensorFlow (tf2onnx) and PaddlePaddle exported (tests/models/exported*)
+    at every input size scripts/exported_refs.py runs them, onnxruntime's outputs as reference:
+    `exported…_<model>_size_<k>`, f32 only."""
+    for s in ["exported", "exported_tf", "exported_paddle"]:
+        refs = os.path.join(out, "extra", s)
+        models = os.path.join(ROOT, "tests", "models", s)
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "exported_refs.py"), refs, models], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"gpu_cases: exported_refs.py {s}: {r.stderr.strip()[-500:]}")
+        for line in open(os.path.join(refs, "cases.txt")).read().splitlines():
+            if not line.strip():
+                continue
+            model, case = line.split()[:2]
+            d = os.path.join(refs, case)
+            for npy, pb in [("x.npy", "input_0.pb"), ("y.npy", "output_0.pb")]:
+                with open(os.path.join(d, pb), "wb") as f:
+                    f.write(numpy_helper.from_array(np.load(os.path.join(d, npy))).SerializeToString())
+            yield f"{s}_{case.replace('/', '_')}", os.path.join(models, model), [os.path.join(d, "input_0.pb")], [os.path.join(d, "output_0.pb")]
+
+
 def with_reduced(all_cases):
-    """Every case; the whole models (MNIST, the light models, the test models) once more
+    """Every case; the whole models (MNIST, the light models, the test models; not the
+    exported ones, checked in f32) once more
     compiled with `--dtype bf16` as `<name>_bf16`; and those and the MatMul, Gemm and Conv node
     cases with `--tf32` as `<name>_tf32`: both compared with the same f32 reference at 1e-2."""
     for name, model, ins, outs in all_cases:
         yield name, model, ins, outs, "f32"
+        if name.startswith("exported"):
+            continue
         if not name.startswith("test_"):
             yield f"{name}_bf16", model, ins, outs, "bf16"
         if not name.startswith("test_") or re.match(r"test_(matmul_|gemm_|conv_)", name):
@@ -191,7 +215,7 @@ def main():
     args = ap.parse_args()
     args.out = os.path.abspath(args.out)
     os.makedirs(os.path.join(args.out, "cases"), exist_ok=True)
-    all_cases = list(cases(args.data)) + list(extra_cases(args.out))
+    all_cases = list(cases(args.data)) + list(extra_cases(args.out)) + list(exported_cases(args.out))
     todo = [c for c in with_reduced(all_cases) if re.search(args.filter, c[0])]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         results = list(ex.map(lambda c: (c[0], prepare(args, *c)), todo))

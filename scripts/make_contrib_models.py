@@ -68,6 +68,7 @@ def main():
     qlinear(os.path.join(out, "qlinear"), rng)
     for name, graph, feeds, expected in transformer(rng):
         write_case(os.path.join(out, name), graph, feeds, expected)
+    dynamic_lstm(out, rng)
     print(f"make_contrib_models: wrote {out}")
 
 def fused(out, rng):
@@ -176,6 +177,13 @@ def transformer(rng):
     feeds["mask"] = mask
     yield ("attention", g, feeds, None)
 
+    # RotaryEmbedding on [batch, sequence, hidden] (2 heads of 8), halves and interleaved.
+    cache = {k: numpy_helper.from_array(f(np.outer(np.arange(16), 1.0 / 10000 ** (np.arange(4) / 4))).astype(np.float32), k) for k, f in [("cos", np.cos), ("sin", np.sin)]}
+    nodes = [helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], [f"rope{i}"], domain=ms, num_heads=2, interleaved=i) for i in (0, 1)]
+    g = helper.make_graph(nodes, "rotary", [vi("x", f32, [2, 3, 16]), vi("pos", TensorProto.INT64, [2, 3])],
+                          [vi("rope0", f32, [2, 3, 16]), vi("rope1", f32, [2, 3, 16])], list(cache.values()))
+    yield ("rotary_embedding", g, {"x": normal(2, 3, 16), "pos": np.array([[0, 1, 2], [5, 9, 15]], dtype=np.int64)}, None)
+
     # EmbedLayerNormalization with segments and a mask (its mask_index output).
     inits = [numpy_helper.from_array(normal(*s), k) for k, s in {"word": [10, 8], "pos": [6, 8], "seg": [2, 8], "gamma": [8], "beta": [8]}.items()]
     node = helper.make_node("EmbedLayerNormalization", ["ids", "segs", "word", "pos", "seg", "gamma", "beta", "mask"], ["emb", "mask_index", "emb_sum"], domain=ms, epsilon=1e-5)
@@ -183,6 +191,45 @@ def transformer(rng):
                           [vi("emb", f32, [2, 4, 8]), vi("mask_index", i32, [2]), vi("emb_sum", f32, [2, 4, 8])], inits)
     feeds = {"ids": rng.integers(0, 10, (2, 4)).astype(np.int32), "segs": rng.integers(0, 2, (2, 4)).astype(np.int32), "mask": mask}
     yield ("embed_layer_norm", g, feeds, None)
+
+
+def dynamic_lstm(out, rng):
+    """A bidirectional LSTM quantized by onnxruntime.quantization.quantize_dynamic (which writes
+    DynamicQuantizeLSTM), as two cases over the same model: `dynamic_quantize_lstm`, whose
+    reference is onnxruntime's LSTM over the dequantized weights (what burnc computes: checked
+    at the usual tolerance), and `dynamic_quantize_lstm_ort`, onnxruntime's own quantized kernel
+    (which also rounds X and the hidden state to 8 bits each step: checked at its quantization
+    tests' rtol 1e-2, atol 0.05)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    seq, batch, inp, hidden, dirs = 7, 2, 5, 6, 2
+    f32 = TensorProto.FLOAT
+    params = {"W": (dirs, 4 * hidden, inp), "R": (dirs, 4 * hidden, hidden), "B": (dirs, 8 * hidden)}
+    weights = {k: (rng.standard_normal(sh) * (0.2 if k == "B" else 0.4)).astype(np.float32) for k, sh in params.items()}
+    node = helper.make_node("LSTM", ["x", "W", "R", "B"], ["y", "y_h", "y_c"], hidden_size=hidden, direction="bidirectional")
+    io = ([helper.make_tensor_value_info("x", f32, [seq, batch, inp])],
+          [helper.make_tensor_value_info("y", f32, [seq, dirs, batch, hidden]), helper.make_tensor_value_info("y_h", f32, [dirs, batch, hidden]),
+           helper.make_tensor_value_info("y_c", f32, [dirs, batch, hidden])])
+    lstm = lambda ws: helper.make_model(helper.make_graph([node], "lstm", *io, [numpy_helper.from_array(v, k) for k, v in ws.items()]), opset_imports=[helper.make_opsetid("", 14)])
+    work = os.path.join(out, "dynamic_quantize_lstm_work")
+    os.makedirs(work, exist_ok=True)
+    onnx.save(lstm(weights), os.path.join(work, "float.onnx"))
+    quantize_dynamic(os.path.join(work, "float.onnx"), os.path.join(work, "quantized.onnx"), weight_type=QuantType.QInt8)
+    q = onnx.load(os.path.join(work, "quantized.onnx"))
+    n = next(n for n in q.graph.node if n.op_type == "DynamicQuantizeLSTM")
+    init = {i.name: numpy_helper.to_array(i) for i in q.graph.initializer}
+
+    def dequantized(qi, si, zi):
+        s, z = init[n.input[si]], init[n.input[zi]].astype(np.float32)
+        shape = (s.shape[0], 1, 1) if s.ndim == 1 else (s.shape[0], 1, s.shape[1])
+        return ((init[n.input[qi]].astype(np.float32) - z.reshape(shape)) * s.reshape(shape)).transpose(0, 2, 1).astype(np.float32)
+
+    exact = dict(weights, W=dequantized(1, 8, 9), R=dequantized(2, 10, 11))
+    onnx.save(lstm(exact), os.path.join(work, "dequantized.onnx"))
+    feeds = {"x": rng.standard_normal((seq, batch, inp)).astype(np.float32)}
+    want = ort.InferenceSession(os.path.join(work, "dequantized.onnx"), providers=["CPUExecutionProvider"]).run(None, feeds)
+    write_case(os.path.join(out, "dynamic_quantize_lstm"), q.graph, feeds, want)
+    write_case(os.path.join(out, "dynamic_quantize_lstm_ort"), q.graph, feeds)
 
 
 if __name__ == "__main__":

@@ -96,6 +96,14 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         attention(ctx, node, inputs)?;
         return Ok(true);
     }
+    if op == "DynamicQuantizeLSTM" {
+        dynamic_quantize_lstm(ctx, node, inputs)?;
+        return Ok(true);
+    }
+    if op == "RotaryEmbedding" {
+        rotary(ctx, node, inputs)?;
+        return Ok(true);
+    }
     if op == "EmbedLayerNormalization" {
         embed_layer_norm(ctx, node, inputs)?;
         return Ok(true);
@@ -567,4 +575,78 @@ fn embed_layer_norm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>])
         c.ctx.bind(name, v);
     }
     Ok(())
+}
+
+/// DynamicQuantizeLSTM(X, W, R, B?, sequence_lens?, initial_h?, initial_c?, P?, W_scale,
+/// W_zero_point, R_scale, R_zero_point; LSTM's attributes), as onnxruntime's dynamic quantizer
+/// writes LSTMs: W and R are int8/uint8 and stored [directions, input, 4·hidden] (transposed
+/// from LSTM's), with a scale and zero point per direction or per column. They are dequantized
+/// and transposed, and the node is the standard LSTM over them. onnxruntime also quantizes X
+/// and the hidden state to 8 bits at each step; that rounding is not reproduced (its own
+/// quantization tests compare against float at rtol 1e-2, atol 0.05).
+fn dynamic_quantize_lstm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    let mut c = Chain { ctx, node, label: node_label(node) };
+    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let x = input(&c, 0, "X")?;
+    let mut names = Vec::new();
+    for (q, s, z, what) in [(1, 8, 9, "W"), (2, 10, 11, "R")] {
+        let (q, scale) = (input(&c, q, what)?, input(&c, s, &format!("{what}_scale"))?);
+        let dims = c.dims(scale, &format!("{what}_scale"))?;
+        // The scale (and zero point) per direction, or per direction and column.
+        let shape: Vec<i64> = match dims[..] {
+            [d] => vec![d as i64, 1, 1],
+            [d, cols] => vec![d as i64, 1, cols as i64],
+            _ => return Err(c.err(format!("{what}_scale of shape {dims:?}: expected [directions] or [directions, 4·hidden]"))),
+        };
+        let mut f = c.step(burnc_compiler::ops::cast::like(true), &[q, x]);
+        if let Some(z) = inputs.get(z).copied().flatten() {
+            let z = c.step(burnc_compiler::ops::cast::like(true), &[z, x]);
+            let z = c.reshape(z, &shape);
+            f = c.bin(BinaryOp::Sub, f, z);
+        }
+        let s = c.reshape(scale, &shape);
+        let w = c.bin(BinaryOp::Mul, f, s);
+        let w = c.step(Op::Transpose { perm: Some(vec![0, 2, 1]) }, &[w]);
+        let name = c.ctx.fresh(&c.label);
+        c.ctx.bind(&name, w);
+        names.push(name);
+    }
+    let mut lstm = node.clone();
+    lstm.op_type = Some("LSTM".into());
+    lstm.domain = Some(String::new());
+    lstm.input.truncate(8);
+    lstm.input[1] = names[0].clone();
+    lstm.input[2] = names[1].clone();
+    super::lower::lower_node(c.ctx, &lstm)
+}
+
+/// onnxruntime's RotaryEmbedding(input, position_ids, cos_cache, sin_cache; interleaved,
+/// num_heads, rotary_embedding_dim, scale) as the standard one (opset 23: X, cos_cache,
+/// sin_cache, position_ids). A 3-D input without num_heads rotates whole heads: their size is
+/// twice the cache's width. Positions given as one offset ([1]), packed batching and a scale
+/// other than 1 are refused by name.
+fn rotary(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, label: node_label(node) };
+    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let (x, pos, cos, sin) = (input(&c, 0, "input")?, input(&c, 1, "position_ids")?, input(&c, 2, "cos_cache")?, input(&c, 3, "sin_cache")?);
+    if a.f_or("scale", 1.0) != 1.0 || a.i_or("is_packed_batching", 0) != 0 {
+        return Err(c.err("scale other than 1 and packed batching are not supported"));
+    }
+    if c.dims(pos, "position_ids")?.len() != 2 {
+        return Err(c.err("position_ids must be [batch, sequence] (an offset of shape [1] is not supported)"));
+    }
+    let rotary_embedding_dim = a.i_or("rotary_embedding_dim", 0).max(0) as usize;
+    let mut num_heads = a.i_or("num_heads", 0).max(0) as usize;
+    let xd = c.dims(x, "input")?;
+    if num_heads == 0 && xd.len() == 3 {
+        let half = *c.dims(cos, "cos_cache")?.last().ok_or_else(|| c.err("cos_cache must be 2-D"))?;
+        if half == 0 || xd[2] % (2 * half) != 0 {
+            return Err(c.err(format!("hidden size {} is not a whole number of heads of {}", xd[2], 2 * half)));
+        }
+        num_heads = xd[2] / (2 * half);
+    }
+    let op = Op::RotaryEmbedding { interleaved: a.i_or("interleaved", 0) != 0, rotary_embedding_dim, num_heads };
+    let y = c.step(op, &[x, cos, sin, pos]);
+    c.finish(y)
 }
