@@ -177,6 +177,11 @@ def transformer(rng):
     feeds["mask"] = mask
     yield ("attention", g, feeds, None)
 
+    # SimplifiedLayerNormalization: onnxruntime's RMS normalization, in the default domain.
+    g = helper.make_graph([helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-5)], "simplified_ln",
+                          [vi("x", f32, [2, 3, 8]), vi("scale", f32, [8])], [vi("y", f32, [2, 3, 8])])
+    yield ("simplified_layer_norm", g, {"x": normal(2, 3, 8), "scale": normal(8)}, None)
+
     # RotaryEmbedding on [batch, sequence, hidden] (2 heads of 8), halves and interleaved.
     cache = {k: numpy_helper.from_array(f(np.outer(np.arange(16), 1.0 / 10000 ** (np.arange(4) / 4))).astype(np.float32), k) for k, f in [("cos", np.cos), ("sin", np.sin)]}
     nodes = [helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], [f"rope{i}"], domain=ms, num_heads=2, interleaved=i) for i in (0, 1)]

@@ -4,7 +4,8 @@
 //! FusedMatMul, TransposeMatMul, the QLinear elementwise ops, QLinear(Global)AveragePool,
 //! QLinearConcat, the com.microsoft (De)QuantizeLinear, BiasSplitGelu, MatMulIntegerToFloat,
 //! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask),
-//! EmbedLayerNormalization, RotaryEmbedding and DynamicQuantizeLSTM, through the interpreter and through generated code, against
+//! EmbedLayerNormalization, RotaryEmbedding, SimplifiedLayerNormalization and
+//! DynamicQuantizeLSTM, through the interpreter and through generated code, against
 //! onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd and BiasSplitGelu, which
 //! onnxruntime only has for CUDA, against numpy).
 use burnc_compiler::Tensor;
@@ -75,6 +76,7 @@ fn contrib_ops_match_onnxruntime() {
         ("attention", onnx_tests),
         ("embed_layer_norm", onnx_tests),
         ("rotary_embedding", onnx_tests),
+        ("simplified_layer_norm", onnx_tests),
         ("dynamic_quantize_lstm", onnx_tests),
         ("dynamic_quantize_lstm_ort", (1e-2, 5e-2)),
     ];

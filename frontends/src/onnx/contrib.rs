@@ -62,10 +62,6 @@ impl Chain<'_, '_, '_> {
         Ok(self.add(op, vec![Some(v)], &names))
     }
 
-    fn split_last(&mut self, v: ValueId, parts: usize) -> Result<Vec<ValueId>, OnnxError> {
-        self.split_last_sizes(v, None, parts)
-    }
-
     /// `v` reshaped to `dims` (0 keeps the input's dim).
     fn reshape(&mut self, v: ValueId, dims: &[i64]) -> ValueId {
         let shape = self.ctx.constant(&self.label, Tensor::from_i64s(vec![dims.len()], dims.to_vec()));
@@ -112,7 +108,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         qlinear(ctx, node, inputs)?;
         return Ok(true);
     }
-    if !matches!(op, "Gelu" | "BiasGelu" | "FastGelu" | "QuickGelu" | "BiasAdd" | "BiasSplitGelu" | "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization") {
+    if !matches!(op, "Gelu" | "BiasGelu" | "FastGelu" | "QuickGelu" | "BiasAdd" | "SkipLayerNormalization" | "SkipSimplifiedLayerNormalization") {
         return Ok(false);
     }
     let a = Attrs(&node.attribute);
@@ -140,13 +136,6 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
             let s = c.bin(BinaryOp::Mul, x, alpha);
             let s = c.un(UnaryOp::Sigmoid, s);
             c.bin(BinaryOp::Mul, x, s)
-        }
-        // BiasSplitGelu(X, bias): X + bias halved along the last axis, left · Gelu(right).
-        "BiasSplitGelu" => {
-            let t = c.bin(BinaryOp::Add, x, input(&c, 1, "bias")?);
-            let halves = c.split_last(t, 2)?;
-            let g = c.un(UnaryOp::Gelu { tanh_approx: false }, halves[1]);
-            c.bin(BinaryOp::Mul, halves[0], g)
         }
         // BiasAdd(X, bias, skip) = X + bias + skip.
         "BiasAdd" => {

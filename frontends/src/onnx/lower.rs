@@ -303,6 +303,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         .op()),
         "RMSNormalization" => Some(burnc_compiler::ops::norm::RmsNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }.op()),
+        // onnxruntime's name for RMS normalization (its transformer optimizer writes it in the
+        // default domain, before ONNX had RMSNormalization); its inverse-deviation output is
+        // not supported.
+        "SimplifiedLayerNormalization" => {
+            if node.output.get(1).is_some_and(|o| !o.is_empty()) {
+                return Err(n.err("the inv_std_var output is not supported"));
+            }
+            Some(burnc_compiler::ops::norm::RmsNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }.op())
+        }
         "Attention" => Some(burnc_compiler::ops::attention::Attention {
             is_causal: a.i_or("is_causal", 0) != 0,
             q_num_heads: a.i("q_num_heads").map(|v| v.max(0) as usize),
