@@ -15,12 +15,19 @@ use burnc_compiler::Tensor;
 struct Chain<'c, 'a, 'p> {
     ctx: &'c mut Ctx<'a, 'p>,
     node: &'c NodeProto,
+    /// The node's inputs, resolved.
+    inputs: &'c [Option<ValueId>],
     label: String,
 }
 
 impl Chain<'_, '_, '_> {
     fn err(&self, reason: impl Into<String>) -> OnnxError {
         OnnxError::Node { node: self.label.clone(), op: self.node.op_type().into(), opset: self.ctx.opset, reason: reason.into() }
+    }
+
+    /// Input `i`, which the op requires (`what` names it in the error).
+    fn input(&self, i: usize, what: &str) -> Result<ValueId, OnnxError> {
+        self.inputs.get(i).copied().flatten().ok_or_else(|| self.err(format!("missing input {i} ({what})")))
     }
 
     fn add(&mut self, op: Op, inputs: Vec<Option<ValueId>>, outputs: &[String]) -> Vec<ValueId> {
@@ -112,14 +119,13 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         return Ok(false);
     }
     let a = Attrs(&node.attribute);
-    let mut c = Chain { ctx, node, label: node_label(node) };
-    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
-    let x = input(&c, 0, "X")?;
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
+    let x = c.input(0, "X")?;
     let y = match op {
         // Gelu(X) and BiasGelu(A, B) = Gelu(A + B): ONNX Gelu with erf.
         "Gelu" => c.un(UnaryOp::Gelu { tanh_approx: false }, x),
         "BiasGelu" => {
-            let t = c.bin(BinaryOp::Add, x, input(&c, 1, "bias")?);
+            let t = c.bin(BinaryOp::Add, x, c.input(1, "bias")?);
             c.un(UnaryOp::Gelu { tanh_approx: false }, t)
         }
         // FastGelu(X, bias?): ONNX Gelu's tanh approximation of X (+ bias).
@@ -139,15 +145,15 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         }
         // BiasAdd(X, bias, skip) = X + bias + skip.
         "BiasAdd" => {
-            let t = c.bin(BinaryOp::Add, x, input(&c, 1, "bias")?);
-            c.bin(BinaryOp::Add, t, input(&c, 2, "skip")?)
+            let t = c.bin(BinaryOp::Add, x, c.input(1, "bias")?);
+            c.bin(BinaryOp::Add, t, c.input(2, "skip")?)
         }
         // Skip(Simplified)LayerNormalization(input, skip, gamma, [beta,] bias?): the sum
         // input + skip (+ bias) normalised over the last axis; output 3 is that sum.
         _ => {
             let simplified = op == "SkipSimplifiedLayerNormalization";
-            let skip = input(&c, 1, "skip")?;
-            let gamma = input(&c, 2, "gamma")?;
+            let skip = c.input(1, "skip")?;
+            let gamma = c.input(2, "gamma")?;
             let (beta, bias) = if simplified { (None, inputs.get(3).copied().flatten()) } else { (inputs.get(3).copied().flatten(), inputs.get(4).copied().flatten()) };
             let mut sum = c.bin(BinaryOp::Add, x, skip);
             if let Some(b) = bias {
@@ -205,7 +211,7 @@ fn standard(node: &NodeProto, op_type: &str, inputs: usize, drop: &[&str], out: 
 fn fused(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let op = node.op_type();
     let a = Attrs(&node.attribute);
-    let mut c = Chain { ctx, node, label: node_label(node) };
+    let mut c = Chain { ctx, node, inputs: &[], label: node_label(node) };
     let tmp = c.ctx.fresh(&c.label);
     let activation = a.s("activation");
     let inner = match op {
@@ -281,8 +287,7 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
     use burnc_compiler::ops::quant::{Dequantize, Quantize};
     let op = node.op_type();
     let a = Attrs(&node.attribute);
-    let mut c = Chain { ctx, node, label: node_label(node) };
-    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
     let opt = |i: usize| inputs.get(i).copied().flatten();
     let axis = a.i_or("axis", 1);
     let dq = |c: &mut Chain, x: ValueId, scale: ValueId, zp: Option<ValueId>, axis: i64| {
@@ -295,22 +300,22 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
     };
     let out = match op {
         "DequantizeLinear" => {
-            let (x, s) = (input(&c, 0, "x")?, input(&c, 1, "x_scale")?);
+            let (x, s) = (c.input(0, "x")?, c.input(1, "x_scale")?);
             dq(&mut c, x, s, opt(2), axis)
         }
         "QuantizeLinear" => {
-            let (x, s) = (input(&c, 0, "x")?, input(&c, 1, "y_scale")?);
+            let (x, s) = (c.input(0, "x")?, c.input(1, "y_scale")?);
             q(&mut c, x, s, opt(2), axis)
         }
         "QLinearAdd" | "QLinearMul" => {
-            let (x, xs, y, ys, zs) = (input(&c, 0, "A")?, input(&c, 1, "A_scale")?, input(&c, 3, "B")?, input(&c, 4, "B_scale")?, input(&c, 6, "C_scale")?);
+            let (x, xs, y, ys, zs) = (c.input(0, "A")?, c.input(1, "A_scale")?, c.input(3, "B")?, c.input(4, "B_scale")?, c.input(6, "C_scale")?);
             let fx = dq(&mut c, x, xs, opt(2), 1);
             let fy = dq(&mut c, y, ys, opt(5), 1);
             let f = c.bin(if op == "QLinearAdd" { BinaryOp::Add } else { BinaryOp::Mul }, fx, fy);
             q(&mut c, f, zs, opt(7), 1)
         }
         "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" => {
-            let (x, xs, ys) = (input(&c, 0, "X")?, input(&c, 1, "X_scale")?, input(&c, 3, "Y_scale")?);
+            let (x, xs, ys) = (c.input(0, "X")?, c.input(1, "X_scale")?, c.input(3, "Y_scale")?);
             if op == "QLinearGlobalAveragePool" && a.i_or("channels_last", 0) != 0 {
                 return Err(c.err("channels_last QLinearGlobalAveragePool is not supported"));
             }
@@ -324,7 +329,7 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
         }
         // QLinearAveragePool: AveragePool's attributes, lowered by AveragePool's own lowering.
         "QLinearAveragePool" => {
-            let (x, xs, ys) = (input(&c, 0, "X")?, input(&c, 1, "x_scale")?, input(&c, 3, "y_scale")?);
+            let (x, xs, ys) = (c.input(0, "X")?, c.input(1, "x_scale")?, c.input(3, "y_scale")?);
             if a.i_or("channels_last", 0) != 0 {
                 return Err(c.err("channels_last QLinearAveragePool is not supported"));
             }
@@ -339,7 +344,7 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
         }
         // QLinearConcat(Y_scale, Y_zero_point, (X, X_scale, X_zero_point)…; axis).
         _ => {
-            let (ys, yz) = (input(&c, 0, "Y_scale")?, opt(1));
+            let (ys, yz) = (c.input(0, "Y_scale")?, opt(1));
             let rest = inputs.get(2..).unwrap_or(&[]);
             if rest.is_empty() || rest.len() % 3 != 0 {
                 return Err(c.err(format!("QLinearConcat needs (X, scale, zero point) triples after Y's, got {} inputs", inputs.len())));
@@ -378,8 +383,7 @@ fn dequantize(c: &mut Chain, x: ValueId, scale: ValueId, zero: Option<ValueId>, 
 fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
     let op = node.op_type();
     let a = Attrs(&node.attribute);
-    let mut c = Chain { ctx, node, label: node_label(node) };
-    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
     let opt = |i: usize| inputs.get(i).copied().flatten();
     // B's output columns are its last axis (its second before a transposing QGemm).
     let column_axis = |c: &Chain, b: ValueId, trans: bool| -> Result<i64, OnnxError> {
@@ -389,13 +393,13 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
     let y = match op {
         "MatMulIntegerToFloat" | "DynamicQuantizeMatMul" => {
             let (fa, b, bs, bz, bias) = if op == "MatMulIntegerToFloat" {
-                let (x, xs) = (input(&c, 0, "A")?, input(&c, 2, "a_scale")?);
-                (dequantize(&mut c, x, xs, opt(4), 1)?, input(&c, 1, "B")?, input(&c, 3, "b_scale")?, opt(5), opt(6))
+                let (x, xs) = (c.input(0, "A")?, c.input(2, "a_scale")?);
+                (dequantize(&mut c, x, xs, opt(4), 1)?, c.input(1, "B")?, c.input(3, "b_scale")?, opt(5), opt(6))
             } else {
-                let x = input(&c, 0, "A")?;
+                let x = c.input(0, "A")?;
                 let names: Vec<String> = (0..3).map(|_| c.ctx.fresh(&c.label)).collect();
                 let q = c.add(burnc_compiler::ops::quant::DynamicQuantize::op(), vec![Some(x)], &names);
-                (dequantize(&mut c, q[0], q[1], Some(q[2]), 1)?, input(&c, 1, "B")?, input(&c, 2, "b_scale")?, opt(3), opt(4))
+                (dequantize(&mut c, q[0], q[1], Some(q[2]), 1)?, c.input(1, "B")?, c.input(2, "b_scale")?, opt(3), opt(4))
             };
             let axis = column_axis(&c, b, false)?;
             let fb = dequantize(&mut c, b, bs, bz, axis)?;
@@ -406,7 +410,7 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
             }
         }
         _ => {
-            let (x, xs, b, bs) = (input(&c, 0, "A")?, input(&c, 1, "a_scale")?, input(&c, 3, "B")?, input(&c, 4, "b_scale")?);
+            let (x, xs, b, bs) = (c.input(0, "A")?, c.input(1, "a_scale")?, c.input(3, "B")?, c.input(4, "b_scale")?);
             let trans_b = a.i_or("transB", 0) != 0;
             let fa = dequantize(&mut c, x, xs, opt(2), 1)?;
             let axis = column_axis(&c, b, trans_b)?;
@@ -448,8 +452,7 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
 fn attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
     let op = node.op_type();
     let a = Attrs(&node.attribute);
-    let mut c = Chain { ctx, node, label: node_label(node) };
-    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
     let opt = |i: usize| inputs.get(i).copied().flatten();
     let heads = a.i("num_heads").filter(|&h| h > 0).ok_or_else(|| c.err("num_heads must be given and positive"))? as usize;
     if node.output.iter().skip(1).any(|o| !o.is_empty()) {
@@ -459,7 +462,7 @@ fn attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         if opt(4).is_some() {
             return Err(c.err("past key/value state is not supported"));
         }
-        let (x, w) = (input(&c, 0, "input")?, input(&c, 1, "weights")?);
+        let (x, w) = (c.input(0, "input")?, c.input(1, "weights")?);
         let mut qkv = c.step(Op::MatMul, &[x, w]);
         if let Some(b) = opt(2) {
             qkv = c.bin(BinaryOp::Add, qkv, b);
@@ -474,7 +477,7 @@ fn attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         if opt(6).is_some() || opt(7).is_some() {
             return Err(c.err("past key/value state is not supported"));
         }
-        let (mut q, mut k, mut v) = (input(&c, 0, "query")?, input(&c, 1, "key")?, input(&c, 2, "value")?);
+        let (mut q, mut k, mut v) = (c.input(0, "query")?, c.input(1, "key")?, c.input(2, "value")?);
         if [q, k, v].iter().any(|&t| c.dims(t, "query, key and value").map(|d| d.len() != 3).unwrap_or(true)) {
             return Err(c.err("query, key and value must be [batch, sequence, hidden] (packed layouts are not supported)"));
         }
@@ -527,10 +530,9 @@ fn attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
 /// sum before normalisation.
 fn embed_layer_norm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
     let a = Attrs(&node.attribute);
-    let mut c = Chain { ctx, node, label: node_label(node) };
-    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
     let opt = |i: usize| inputs.get(i).copied().flatten();
-    let (ids, words, positions, gamma, beta) = (input(&c, 0, "input_ids")?, input(&c, 2, "word_embedding")?, input(&c, 3, "position_embedding")?, input(&c, 5, "gamma")?, input(&c, 6, "beta")?);
+    let (ids, words, positions, gamma, beta) = (c.input(0, "input_ids")?, c.input(2, "word_embedding")?, c.input(3, "position_embedding")?, c.input(5, "gamma")?, c.input(6, "beta")?);
     let gather = |c: &mut Chain, table: ValueId, idx: ValueId| c.step(Op::Gather { axis: 0 }, &[table, idx]);
     let mut sum = gather(&mut c, words, ids);
     let pos_ids = match opt(8) {
@@ -574,12 +576,11 @@ fn embed_layer_norm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>])
 /// and the hidden state to 8 bits at each step; that rounding is not reproduced (its own
 /// quantization tests compare against float at rtol 1e-2, atol 0.05).
 fn dynamic_quantize_lstm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
-    let mut c = Chain { ctx, node, label: node_label(node) };
-    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
-    let x = input(&c, 0, "X")?;
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
+    let x = c.input(0, "X")?;
     let mut names = Vec::new();
     for (q, s, z, what) in [(1, 8, 9, "W"), (2, 10, 11, "R")] {
-        let (q, scale) = (input(&c, q, what)?, input(&c, s, &format!("{what}_scale"))?);
+        let (q, scale) = (c.input(q, what)?, c.input(s, &format!("{what}_scale"))?);
         let dims = c.dims(scale, &format!("{what}_scale"))?;
         // The scale (and zero point) per direction, or per direction and column.
         let shape: Vec<i64> = match dims[..] {
@@ -616,9 +617,8 @@ fn dynamic_quantize_lstm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
 /// other than 1 are refused by name.
 fn rotary(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
     let a = Attrs(&node.attribute);
-    let mut c = Chain { ctx, node, label: node_label(node) };
-    let input = |c: &Chain, i: usize, what: &str| inputs.get(i).copied().flatten().ok_or_else(|| c.err(format!("missing input {i} ({what})")));
-    let (x, pos, cos, sin) = (input(&c, 0, "input")?, input(&c, 1, "position_ids")?, input(&c, 2, "cos_cache")?, input(&c, 3, "sin_cache")?);
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
+    let (x, pos, cos, sin) = (c.input(0, "input")?, c.input(1, "position_ids")?, c.input(2, "cos_cache")?, c.input(3, "sin_cache")?);
     if a.f_or("scale", 1.0) != 1.0 || a.i_or("is_packed_batching", 0) != 0 {
         return Err(c.err("scale other than 1 and packed batching are not supported"));
     }
