@@ -21,8 +21,12 @@ pub mod pool;
 #[cfg(feature = "std")]
 pub mod profile;
 pub mod nn;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub mod plain;
 pub mod small;
 pub mod train;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
 
 pub use elem::{Elem, FloatElem};
 
