@@ -320,6 +320,9 @@ pub enum Target {
     Cpu,
     /// CUDA kernels compiled to PTX now, run through `burnc_runtime::cuda` (feature `cuda`).
     Cuda,
+    /// WGSL kernels validated now, run through `burnc_runtime::wgpu` (feature `wgpu`) on
+    /// Vulkan, Metal or DX12.
+    Wgpu,
 }
 
 /// What a compile may choose besides the model: the target, Winograd convolutions and the
@@ -511,6 +514,9 @@ pub fn compile_to(
     if options.target == Target::Cuda {
         return compile_cuda_to(model, out, pins, consts, weights, options);
     }
+    if options.target == Target::Wgpu {
+        return compile_wgpu_to(model, out, pins, consts, weights, options);
+    }
     if options.floats != DType::F32 {
         return Err(BuildError::Invalid(format!("--dtype {} runs on the CUDA target only for now", options.floats)));
     }
@@ -533,6 +539,34 @@ fn compile_cuda_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], cons
     let gen = codegen::cuda::generate(&g, &opts, &name(&ptx))?;
     write_if_changed(&cu, gen.cuda_source.as_bytes())?;
     write_if_changed(&ptx, gen.ptx.as_bytes())?;
+    write_if_changed(out, gen.source.as_bytes())?;
+    write_if_changed(&bin, &gen.weights)?;
+    Ok(Report {
+        source: out.to_path_buf(),
+        weights: bin,
+        arena_bytes: gen.arena_bytes,
+        lower_bound_bytes: gen.arena_bytes,
+        weights_bytes: gen.weights_bytes,
+        inputs: gen.inputs,
+        outputs: gen.outputs,
+        train: None,
+    })
+}
+
+/// [`compile_to`] for the wgpu target: `x.rs`, its weights `x.bin` and its kernels `x.wgsl`
+/// (embedded by the module) beside it.
+fn compile_wgpu_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], consts: &[(String, PathBuf)], weights: Option<&Weights>, options: &CompileOptions) -> Result<Report, BuildError> {
+    if options.tf32 {
+        return Err(BuildError::Invalid("--tf32 runs on the CUDA target only".into()));
+    }
+    let file = |ext: &str| out.with_extension(ext);
+    let name = |p: &Path| p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let (bin, wgsl) = (file("bin"), file("wgsl"));
+    let mut g = load_graph(model, pins, consts, weights)?;
+    burnc_compiler::passes::prepare(&mut g)?;
+    let opts = options.codegen(&name(&bin), &name(model));
+    let gen = codegen::wgsl::generate(&g, &opts, &name(&wgsl))?;
+    write_if_changed(&wgsl, gen.wgsl.as_bytes())?;
     write_if_changed(out, gen.source.as_bytes())?;
     write_if_changed(&bin, &gen.weights)?;
     Ok(Report {

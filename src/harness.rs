@@ -75,44 +75,61 @@ pub fn generate_for(g: &Graph, values: &[RtValue], name: &str, fuse: bool) -> Re
 
 /// [`generate_for`] with every codegen option chosen by the caller.
 pub fn generate_for_with(g: &Graph, values: &[RtValue], opts: &CodegenOptions) -> Result<Prepared, HarnessError> {
-    let tt = |t: &Tensor| TensorType { dtype: t.dtype(), shape: Some(Shape::fixed(&t.shape)) };
-    let attempt = |bake_ints: bool| -> Result<Prepared, HarnessError> {
-        let mut g = g.clone();
-        // Per remaining graph input, in order: its form and the tensors it is fed.
-        let mut kept: Vec<(InputForm, Vec<Tensor>)> = Vec::new();
-        for (pos, v) in values.iter().enumerate().rev() {
-            let id = g.inputs[pos];
-            match v {
-                RtValue::Tensor(t) if bake_ints && (t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id)) => {
-                    bake_tensor(&mut g, pos, t.clone());
-                }
-                RtValue::Tensor(t) => {
-                    // By name and dims, not a `NAME=DIMS` string: a model's names may hold `=`.
-                    let name = g.value(id).name.clone();
-                    crate::build::pin_input(&mut g, &name, &t.shape)?;
-                    kept.push((InputForm::Tensor, vec![t.clone()]));
-                }
-                RtValue::Sequence(items, _) => kept.push((InputForm::Sequence(items.iter().map(tt).collect()), items.clone())),
-                RtValue::Optional(None) => kept.push((InputForm::Optional(None), vec![])),
-                RtValue::Optional(Some(b)) => match b.as_ref() {
-                    RtValue::Tensor(t) => kept.push((InputForm::Optional(Some(tt(t))), vec![t.clone()])),
-                    RtValue::Sequence(items, _) => kept.push((InputForm::OptionalSequence(items.iter().map(tt).collect()), items.clone())),
-                    RtValue::Optional(_) => return Err(HarnessError::Msg("codegen does not support nested optionals".into())),
-                },
-            }
-        }
-        kept.reverse();
-        burnc_compiler::passes::prepare(&mut g)?;
-        let forms: Vec<InputForm> = kept.iter().map(|(f, _)| f.clone()).collect();
-        let outputs = burnc_compiler::passes::unseq::unroll_sequences(&mut g, &forms)?;
-        burnc_compiler::passes::prepare(&mut g)?;
-        let feeds = kept.into_iter().flat_map(|(_, t)| t).collect();
-        Ok(Prepared { gen: codegen::generate(&g, opts)?, feeds, outputs })
-    };
-    match attempt(false) {
+    with_baking(g, values, |p| Ok(Prepared { gen: codegen::generate(&p.graph, opts)?, feeds: p.feeds, outputs: p.outputs }))
+}
+
+/// A graph ready for code generation at the run-time shapes of `values`, the tensors its
+/// remaining inputs are fed, and how its outputs regroup.
+pub struct PreparedGraph {
+    pub graph: Graph,
+    pub feeds: Vec<Tensor>,
+    pub outputs: Vec<OutputForm>,
+}
+
+/// Run `compile` on `g` with every input pinned to its run-time shape; if that fails (shapes
+/// that depend on input values, a Reshape target fed by an input, say), again with the integer
+/// inputs baked in as constants. The first failure is the one reported.
+pub fn with_baking<T>(g: &Graph, values: &[RtValue], compile: impl Fn(PreparedGraph) -> Result<T, HarnessError>) -> Result<T, HarnessError> {
+    match prepare_graph(g, values, false).and_then(&compile) {
         Ok(r) => Ok(r),
-        Err(first) => attempt(true).map_err(|_| first),
+        Err(first) => prepare_graph(g, values, true).and_then(&compile).map_err(|_| first),
     }
+}
+
+/// `g` prepared for the run-time values `values` (see [`with_baking`]).
+pub fn prepare_graph(g: &Graph, values: &[RtValue], bake_ints: bool) -> Result<PreparedGraph, HarnessError> {
+    let tt = |t: &Tensor| TensorType { dtype: t.dtype(), shape: Some(Shape::fixed(&t.shape)) };
+    let mut g = g.clone();
+    // Per remaining graph input, in order: its form and the tensors it is fed.
+    let mut kept: Vec<(InputForm, Vec<Tensor>)> = Vec::new();
+    for (pos, v) in values.iter().enumerate().rev() {
+        let id = g.inputs[pos];
+        match v {
+            RtValue::Tensor(t) if bake_ints && (t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id)) => {
+                bake_tensor(&mut g, pos, t.clone());
+            }
+            RtValue::Tensor(t) => {
+                // By name and dims, not a `NAME=DIMS` string: a model's names may hold `=`.
+                let name = g.value(id).name.clone();
+                crate::build::pin_input(&mut g, &name, &t.shape)?;
+                kept.push((InputForm::Tensor, vec![t.clone()]));
+            }
+            RtValue::Sequence(items, _) => kept.push((InputForm::Sequence(items.iter().map(tt).collect()), items.clone())),
+            RtValue::Optional(None) => kept.push((InputForm::Optional(None), vec![])),
+            RtValue::Optional(Some(b)) => match b.as_ref() {
+                RtValue::Tensor(t) => kept.push((InputForm::Optional(Some(tt(t))), vec![t.clone()])),
+                RtValue::Sequence(items, _) => kept.push((InputForm::OptionalSequence(items.iter().map(tt).collect()), items.clone())),
+                RtValue::Optional(_) => return Err(HarnessError::Msg("codegen does not support nested optionals".into())),
+            },
+        }
+    }
+    kept.reverse();
+    burnc_compiler::passes::prepare(&mut g)?;
+    let forms: Vec<InputForm> = kept.iter().map(|(f, _)| f.clone()).collect();
+    let outputs = burnc_compiler::passes::unseq::unroll_sequences(&mut g, &forms)?;
+    burnc_compiler::passes::prepare(&mut g)?;
+    let feeds = kept.into_iter().flat_map(|(_, t)| t).collect();
+    Ok(PreparedGraph { graph: g, feeds, outputs })
 }
 
 /// Whether graph input `v`'s value reaches, through any chain of nodes, an operand the
@@ -192,6 +209,9 @@ pub enum Profile {
     /// `burnc bench --target cuda`: as [`Profile::Bench`] with the runtime's `cuda` feature,
     /// but portable code (the binary may run on the machine with the GPU, not this one).
     BenchCuda,
+    /// `burnc run --codegen --target wgpu`: as [`Profile::BenchCuda`] with the runtime's
+    /// `wgpu` feature.
+    RunWgpu,
 }
 
 /// Write the harness crate for `gen` and build it; returns the binary's path.
@@ -215,6 +235,7 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     let (name, target_name, profile_toml) = match profile {
         Profile::Run => (format!("burnc-harness-{:016x}", h.finish()), "target", "debug = false\ncodegen-units = 16\n"),
         Profile::BenchCuda => (format!("burnc-bench-cuda-{:016x}", h.finish()), "target-bench-cuda", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\n"),
+        Profile::RunWgpu => (format!("burnc-wgpu-{:016x}", h.finish()), "target-wgpu", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\n"),
         Profile::Bench | Profile::BenchThreads => (
             format!("burnc-bench-{}{:016x}", if profile == Profile::BenchThreads { "mt-" } else { "" }, h.finish()),
             "target-bench",
@@ -232,6 +253,7 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
         match profile {
             Profile::BenchThreads => "threads",
             Profile::BenchCuda => "cuda",
+            Profile::RunWgpu => "wgpu",
             _ => "std",
         }
     );
@@ -532,14 +554,30 @@ pub fn exec_env<S: AsRef<std::ffi::OsStr>>(bin: &Path, args: &[S], env: &[(&str,
 
 /// Read the harness's `out_<i>.bin` back, regrouped into the graph's outputs.
 pub fn read_outputs(p: &Prepared, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
+    read_outputs_of(&p.gen.outputs, &p.outputs, work)
+}
+
+/// [`read_outputs`] for a module with outputs `descs`, regrouped by `forms`.
+pub fn read_outputs_of(descs: &[burnc_compiler::codegen::IoDesc], forms: &[OutputForm], work: &Path) -> Result<Vec<RtValue>, HarnessError> {
     let mut res = Vec::new();
-    for (i, d) in p.gen.outputs.iter().enumerate() {
+    for (i, d) in descs.iter().enumerate() {
         let path = work.join(format!("out_{i}.bin"));
         let bytes = std::fs::read(&path).map_err(|e| io_err(&path, e))?;
         let data = Data::from_le_bytes(d.dtype, &bytes).ok_or_else(|| HarnessError::Msg(format!("output {i} has a bad size")))?;
         res.push(Tensor::new(d.shape.clone(), data));
     }
-    regroup(res, &p.outputs)
+    regroup(res, forms)
+}
+
+/// `burnc run --codegen --target wgpu`: compile `g` for the wgpu target at the shapes of
+/// `values`, build the harness (cached under `key`), run it once on `work` and read back the
+/// graph's outputs.
+pub fn run_wgpu(g: &Graph, values: &[RtValue], opts: &CodegenOptions, key: &str, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
+    let (gen, feeds, forms) = with_baking(g, values, |p| Ok((codegen::wgsl::generate(&p.graph, opts, "model.wgsl")?, p.feeds, p.outputs)))?;
+    let bin = cuda::build_wgpu(&gen, key)?;
+    cuda::write_work(&gen.weights, &feeds, work)?;
+    exec(&bin, &[work.as_os_str(), std::ffi::OsStr::new("0")])?;
+    read_outputs_of(&gen.outputs, &forms, work)
 }
 
 /// Run the built harness on the prepared feeds; returns the graph's outputs.

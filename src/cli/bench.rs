@@ -133,6 +133,9 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     if a.target == TargetArg::Cuda {
         return bench_cuda(&a, g, &values, model_path);
     }
+    if a.target == TargetArg::Wgpu {
+        return Err(CliError::Usage("`burnc bench --target wgpu` is not there yet: run it with `burnc run --codegen --target wgpu`".into()));
+    }
     if a.dtype != DTypeArg::F32 || a.build_only || a.tf32 {
         return Err(CliError::Usage("--dtype, --tf32 and --build-only need --target cuda".into()));
     }
@@ -192,7 +195,7 @@ fn bench_cuda(a: &BenchArgs, mut g: burnc_compiler::ir::Graph, values: &[RtValue
         Some(d) => (d.clone(), true),
         None => (harness::cache_dir().join("runs").join(format!("bench-cuda-{}", std::process::id())), false),
     };
-    harness::cuda::write_work(&gen, &feeds, &work)?;
+    harness::cuda::write_work(&gen.weights, &feeds, &work)?;
     if keep {
         println!("harness: {}", bin.display());
     }

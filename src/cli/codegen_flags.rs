@@ -12,8 +12,9 @@ pub struct CodegenFlags {
     /// more is refused, naming the node with the largest buffer.
     #[arg(long, value_name = "BYTES")]
     pub max_arena: Option<usize>,
-    /// Where the module runs: `cpu` (plain Rust, no_std) or `cuda` (NVIDIA GPUs: kernels
-    /// compiled to PTX now, embedded in the module; the binary links no CUDA library).
+    /// Where the module runs: `cpu` (plain Rust, no_std), `cuda` (NVIDIA GPUs: kernels
+    /// compiled to PTX now, embedded in the module; the binary links no CUDA library) or `wgpu`
+    /// (any Vulkan, Metal or DX12 device: WGSL kernels validated now, embedded in the module).
     #[arg(long, value_name = "TARGET", default_value = "cpu")]
     pub target: TargetArg,
     /// The dtype the model's f32 weights and activations run in (`--target cuda`): `f32`, or
@@ -59,6 +60,7 @@ pub enum TargetArg {
     #[default]
     Cpu,
     Cuda,
+    Wgpu,
 }
 
 impl DTypeArg {
@@ -77,6 +79,7 @@ impl CodegenFlags {
         let target = match self.target {
             TargetArg::Cpu => burnc::build::Target::Cpu,
             TargetArg::Cuda => burnc::build::Target::Cuda,
+            TargetArg::Wgpu => burnc::build::Target::Wgpu,
         };
         CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype(), gpu_arch: self.gpu_arch.arch(), tf32: self.tf32 }
     }

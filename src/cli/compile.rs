@@ -40,8 +40,8 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
             Ok((n.to_string(), PathBuf::from(f)))
         })
         .collect::<Result<Vec<_>, CliError>>()?;
-    if options.target == burnc::build::Target::Cuda && (train.train || bounded) {
-        return Err(CliError::Usage("--target cuda takes static shapes only for now: no bounded dims (`{NAME<=N}`), no --train".into()));
+    if options.target != burnc::build::Target::Cpu && (train.train || bounded) {
+        return Err(CliError::Usage("the GPU targets take static shapes only for now: no bounded dims (`{NAME<=N}`), no --train".into()));
     }
     if train.train && bounded {
         return Err(CliError::Usage("bounded dims (`{NAME<=N}`) are not supported with --train yet; pin them with numbers".into()));

@@ -27,6 +27,10 @@ pub struct RunArgs {
     /// compile once at the bounds and run at the inputs' sizes (the bounded-dims path).
     #[arg(long, value_name = "F", requires = "codegen")]
     pub bound: Option<usize>,
+    /// With --codegen: where the generated module runs, `cpu` or `wgpu` (the WGSL kernels on
+    /// the first Vulkan, Metal or DX12 adapter; static shapes only).
+    #[arg(long, value_name = "TARGET", default_value = "cpu", requires = "codegen")]
+    pub target: super::codegen_flags::TargetArg,
     #[command(flatten)]
     pub weights: super::weights::WeightsArgs,
 }
@@ -61,7 +65,22 @@ pub fn run(a: RunArgs) -> Result<(), CliError> {
     for (i, s) in slots.into_iter().enumerate() {
         values.push(s.ok_or_else(|| CliError::Usage(format!("missing input `{}`", g.value(g.inputs[i]).name)))?);
     }
-    let outputs = if let (true, Some(factor)) = (a.codegen, a.bound) {
+    use super::codegen_flags::TargetArg;
+    if a.target == TargetArg::Cuda {
+        return Err(CliError::Usage("`burnc run --target cuda` is not there: the CUDA modules run through `burnc bench --target cuda` and scripts/gpu_check.sh".into()));
+    }
+    if a.target == TargetArg::Wgpu && (a.bound.is_some() || a.fuse) {
+        return Err(CliError::Usage("--target wgpu takes static shapes and its own fusions: no --bound, no --fuse".into()));
+    }
+    let outputs = if a.codegen && a.target == TargetArg::Wgpu {
+        let weights = a.weights.weights.as_ref().map(|w| format!(" weights={}", w.canonicalize().unwrap_or(w.clone()).display())).unwrap_or_default();
+        let key = format!("{} wgpu{weights}", a.model.canonicalize().unwrap_or(a.model.clone()).display());
+        let opts = burnc_compiler::codegen::CodegenOptions { weights_file: "model.bin".into(), source_name: a.model.display().to_string(), ..Default::default() };
+        let work = burnc::harness::cache_dir().join("runs").join(format!("{}", std::process::id()));
+        let outs = burnc::harness::run_wgpu(g, &values, &opts, &key, &work);
+        let _ = std::fs::remove_dir_all(&work);
+        outs?
+    } else if let (true, Some(factor)) = (a.codegen, a.bound) {
         use burnc::harness::bounded::{build_bounded, generate_bounded_for, run_bounded};
         let opts = burnc_compiler::codegen::CodegenOptions {
             weights_file: "model.bin".into(),

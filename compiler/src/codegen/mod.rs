@@ -4,11 +4,13 @@
 pub mod bounded;
 pub mod cuda;
 pub mod emit;
+pub mod index;
 mod lowering;
 pub(crate) mod module;
 pub mod names;
 pub mod train;
 pub mod weights;
+pub mod wgsl;
 
 use crate::ir::{DType, Graph};
 use crate::memory::{self, PlanOptions};

@@ -90,6 +90,64 @@ impl ScalarOp {
     }
 }
 
+impl Arith {
+    /// The node op this step function is the scalar function of.
+    pub fn op(self) -> BinaryOp {
+        match self {
+            Arith::Add => BinaryOp::Add,
+            Arith::Sub => BinaryOp::Sub,
+            Arith::Mul => BinaryOp::Mul,
+            Arith::Div => BinaryOp::Div,
+            Arith::Max => BinaryOp::Max,
+            Arith::Min => BinaryOp::Min,
+        }
+    }
+}
+
+/// The node op a runtime unary function is the scalar function of (the inverse of
+/// [`ScalarOp::unary`]), so the GPU printers write a step as they write that op.
+pub fn unary_op(u: Unary) -> UnaryOp {
+    match u {
+        Unary::Abs => UnaryOp::Abs,
+        Unary::Neg => UnaryOp::Neg,
+        Unary::Exp => UnaryOp::Exp,
+        Unary::Log => UnaryOp::Log,
+        Unary::Sqrt => UnaryOp::Sqrt,
+        Unary::Reciprocal => UnaryOp::Reciprocal,
+        Unary::Floor => UnaryOp::Floor,
+        Unary::Ceil => UnaryOp::Ceil,
+        Unary::Round => UnaryOp::Round,
+        Unary::Sign => UnaryOp::Sign,
+        Unary::Sin => UnaryOp::Sin,
+        Unary::Cos => UnaryOp::Cos,
+        Unary::Tan => UnaryOp::Tan,
+        Unary::Asin => UnaryOp::Asin,
+        Unary::Acos => UnaryOp::Acos,
+        Unary::Atan => UnaryOp::Atan,
+        Unary::Sinh => UnaryOp::Sinh,
+        Unary::Cosh => UnaryOp::Cosh,
+        Unary::Asinh => UnaryOp::Asinh,
+        Unary::Acosh => UnaryOp::Acosh,
+        Unary::Atanh => UnaryOp::Atanh,
+        Unary::Erf => UnaryOp::Erf,
+        Unary::Relu => UnaryOp::Relu,
+        Unary::Sigmoid => UnaryOp::Sigmoid,
+        Unary::Tanh => UnaryOp::Tanh,
+        Unary::Softplus => UnaryOp::Softplus,
+        Unary::Softsign => UnaryOp::Softsign,
+        Unary::LeakyRelu(alpha) => UnaryOp::LeakyRelu { alpha },
+        Unary::Elu(alpha) => UnaryOp::Elu { alpha },
+        Unary::Selu(alpha, gamma) => UnaryOp::Selu { alpha, gamma },
+        Unary::Celu(alpha) => UnaryOp::Celu { alpha },
+        Unary::HardSigmoid(alpha, beta) => UnaryOp::HardSigmoid { alpha, beta },
+        Unary::HardSwish => UnaryOp::HardSwish,
+        Unary::ThresholdedRelu(alpha) => UnaryOp::ThresholdedRelu { alpha },
+        Unary::Gelu => UnaryOp::Gelu { tanh_approx: false },
+        Unary::GeluTanh => UnaryOp::Gelu { tanh_approx: true },
+        Unary::Mish => UnaryOp::Mish,
+    }
+}
+
 /// One step: `op(args…)`, and the node it came from (for comments and reports).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {

@@ -30,6 +30,10 @@ pub struct Cast {
 }
 
 impl OpDef for Cast {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         let (x, y) = (cx.input(0)?, cx.output(0)?);
         let ((xd, xs), to) = (cx.ty(x)?, cx.ty(y)?.0);

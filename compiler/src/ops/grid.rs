@@ -44,6 +44,10 @@ impl GridSample {
 }
 
 impl OpDef for GridSample {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }

@@ -27,6 +27,7 @@ pub mod select;
 pub mod split;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
+pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
 pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
 
 use crate::codegen::CodegenError;
@@ -60,6 +61,10 @@ pub trait OpDef: fmt::Debug + Send + Sync {
     /// The node's CUDA kernels (`--target cuda`, static shapes); an op the target does not run
     /// yet answers [`CudaCx::unsupported`].
     fn cuda(&self, cx: &CudaCx) -> Result<Vec<CudaKernel>, CodegenError>;
+
+    /// The node's WGSL kernels (`--target wgpu`, static shapes); an op the target does not run
+    /// yet answers [`WgslCx::unsupported`].
+    fn wgsl(&self, cx: &WgslCx) -> Result<Vec<WgslKernel>, CodegenError>;
 
     /// Scratch bytes the emitted code needs, at the given input shapes (for bounded dims, the
     /// shapes at the bounds: the need may not grow as a dim shrinks).

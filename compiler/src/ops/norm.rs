@@ -53,6 +53,10 @@ fn covers_inner(cx: &EmitCx, v: ValueId, inner: &DimExpr) -> Result<bool, Codege
 impl OpDef for LayerNorm {
     // One warp per normalized row: mean, then the centred variance, then the output (the row
     // is read three times, from cache after the first).
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         let x = cx.input(0)?;
         let (xd, xs) = cx.ty(x)?;
@@ -228,6 +232,10 @@ impl RmsNorm {
 }
 
 impl OpDef for RmsNorm {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }
@@ -318,6 +326,10 @@ impl LpNorm {
 }
 
 impl OpDef for LpNorm {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }
@@ -408,6 +420,10 @@ impl Hardmax {
 }
 
 impl OpDef for Hardmax {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }

@@ -109,6 +109,10 @@ fn act_lit(a: &RnnAct) -> String {
 }
 
 impl OpDef for Recurrent {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }

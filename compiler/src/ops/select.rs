@@ -18,6 +18,10 @@ pub fn op() -> Op {
 pub struct Where;
 
 impl OpDef for Where {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }
@@ -162,6 +166,10 @@ impl Trilu {
 }
 
 impl OpDef for Trilu {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }

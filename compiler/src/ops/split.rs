@@ -67,6 +67,10 @@ impl Split {
 }
 
 impl OpDef for Split {
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         Err(cx.unsupported())
     }

@@ -2,9 +2,8 @@
 //! and fused elementwise programs, each printed from the op's meaning (`ir::UnaryOp`,
 //! `ir::BinaryOp`, `ir::scalar`), with the interpreter's semantics (NaN propagates through
 //! Max/Min and Relu, Round is half to even, Mod follows the divisor's sign).
-use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
+use crate::ir::scalar::{unary_op, Operand, ScalarOp, ScalarProgram};
 use crate::ir::{BinaryOp, DType, UnaryOp};
-use burnc_runtime::kernels::unary::Unary;
 
 /// The 16-bit float types every module defines (`c_type` names them): storage only, with no
 /// arithmetic of their own, so every expression on them runs in f32.
@@ -271,51 +270,6 @@ pub fn binary_out(op: BinaryOp, d: DType) -> DType {
     }
 }
 
-/// The runtime unary function `u` on an f32 `x` (a fused program's step): the op it is the
-/// scalar function of, printed as that op is.
-fn runtime_unary(u: Unary, x: &str) -> Option<String> {
-    let op = match u {
-        Unary::Abs => UnaryOp::Abs,
-        Unary::Neg => UnaryOp::Neg,
-        Unary::Exp => UnaryOp::Exp,
-        Unary::Log => UnaryOp::Log,
-        Unary::Sqrt => UnaryOp::Sqrt,
-        Unary::Reciprocal => UnaryOp::Reciprocal,
-        Unary::Floor => UnaryOp::Floor,
-        Unary::Ceil => UnaryOp::Ceil,
-        Unary::Round => UnaryOp::Round,
-        Unary::Sign => UnaryOp::Sign,
-        Unary::Sin => UnaryOp::Sin,
-        Unary::Cos => UnaryOp::Cos,
-        Unary::Tan => UnaryOp::Tan,
-        Unary::Asin => UnaryOp::Asin,
-        Unary::Acos => UnaryOp::Acos,
-        Unary::Atan => UnaryOp::Atan,
-        Unary::Sinh => UnaryOp::Sinh,
-        Unary::Cosh => UnaryOp::Cosh,
-        Unary::Asinh => UnaryOp::Asinh,
-        Unary::Acosh => UnaryOp::Acosh,
-        Unary::Atanh => UnaryOp::Atanh,
-        Unary::Erf => UnaryOp::Erf,
-        Unary::Relu => UnaryOp::Relu,
-        Unary::Sigmoid => UnaryOp::Sigmoid,
-        Unary::Tanh => UnaryOp::Tanh,
-        Unary::Softplus => UnaryOp::Softplus,
-        Unary::Softsign => UnaryOp::Softsign,
-        Unary::LeakyRelu(alpha) => UnaryOp::LeakyRelu { alpha },
-        Unary::Elu(alpha) => UnaryOp::Elu { alpha },
-        Unary::Selu(alpha, gamma) => UnaryOp::Selu { alpha, gamma },
-        Unary::Celu(alpha) => UnaryOp::Celu { alpha },
-        Unary::HardSigmoid(alpha, beta) => UnaryOp::HardSigmoid { alpha, beta },
-        Unary::HardSwish => UnaryOp::HardSwish,
-        Unary::ThresholdedRelu(alpha) => UnaryOp::ThresholdedRelu { alpha },
-        Unary::Gelu => UnaryOp::Gelu { tanh_approx: false },
-        Unary::GeluTanh => UnaryOp::Gelu { tanh_approx: true },
-        Unary::Mish => UnaryOp::Mish,
-    };
-    unary(op, x, DType::F32)
-}
-
 /// The statements computing one element of a fused f32 program: `inputs[i]` is the C
 /// expression of input `i` at this element; the result is left in `s<last>`.
 pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {
@@ -330,18 +284,8 @@ pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)>
         };
         let args: Vec<String> = s.args.iter().map(arg).collect::<Option<_>>()?;
         let e = match s.op {
-            ScalarOp::Unary(u) => runtime_unary(u, args.first()?)?,
-            ScalarOp::Binary(b) => {
-                let op = match b {
-                    Arith::Add => BinaryOp::Add,
-                    Arith::Sub => BinaryOp::Sub,
-                    Arith::Mul => BinaryOp::Mul,
-                    Arith::Div => BinaryOp::Div,
-                    Arith::Max => BinaryOp::Max,
-                    Arith::Min => BinaryOp::Min,
-                };
-                binary(op, args.first()?, args.get(1)?, DType::F32)?
-            }
+            ScalarOp::Unary(u) => unary(unary_op(u), args.first()?, DType::F32)?,
+            ScalarOp::Binary(b) => binary(b.op(), args.first()?, args.get(1)?, DType::F32)?,
         };
         body.push_str(&format!("float s{k} = {e};\n"));
     }

@@ -1,0 +1,645 @@
+//! One node's WGSL kernels. Every kernel binds the module's two buffers as arrays of 32-bit
+//! words, `A` (arena: activations, then inputs) and `W` (weights); each tensor's word offset
+//! and every shape are literals. Words, not floats: a float load would let a driver flush or
+//! quiet the bits of an integer that happens to look like a denormal or a NaN, so an f32 is
+//! `bitcast<f32>(A[k])`, an int32 `bitcast<i32>(A[k])`, an int64 two words (the low one is
+//! computed on), a bool or byte one byte of a word.
+use super::gemm::Load;
+use super::scalar::{self, compute_type};
+use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, strides, MatMulDims};
+use crate::codegen::CodegenError;
+use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
+use crate::memory::MemoryPlan;
+use burnc_runtime::kernels::window::Window3;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Invocations per workgroup of the elementwise-style kernels.
+pub const GROUP: u32 = 256;
+/// Most workgroups of one dispatch dimension (WebGPU's default limit); a grid-stride loop
+/// covers the rest.
+pub const MAX_GROUPS: usize = 65535;
+
+/// A kernel: its WGSL (an entry point and the workgroup variables it uses), name and dispatch.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub name: String,
+    pub source: String,
+    pub workgroups: [u32; 3],
+    /// Invocations per workgroup.
+    pub invocations: u32,
+    /// Bytes of workgroup memory.
+    pub workgroup_bytes: u32,
+}
+
+/// Where a node's operands live.
+pub struct Cx<'a> {
+    pub g: &'a Graph,
+    pub plan: &'a MemoryPlan,
+    /// Weights blob offsets.
+    pub weights: &'a HashMap<ValueId, usize>,
+    /// Arena offsets of the graph inputs (after the planned activations).
+    pub inputs: &'a HashMap<ValueId, usize>,
+}
+
+type R<T> = Result<T, CodegenError>;
+
+/// A tensor in one of the two buffers: `buf` is `A` or `W`, `byte` its byte offset.
+#[derive(Debug, Clone)]
+pub struct Tensor {
+    buf: &'static str,
+    byte: usize,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl Tensor {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The word of element `idx` (a u32 expression) of a tensor of `per` words per element,
+    /// plus `extra` words.
+    fn word(&self, idx: &str, per: usize, extra: usize) -> String {
+        let base = self.byte / 4 + extra;
+        let i = if per == 1 { idx.to_string() } else { format!("{per}u * ({idx})") };
+        if base == 0 {
+            format!("{}[{i}]", self.buf)
+        } else {
+            format!("{}[{base}u + {i}]", self.buf)
+        }
+    }
+
+    /// Element `idx` in its compute type ([`scalar::compute_type`]).
+    pub fn load(&self, idx: &str) -> String {
+        match self.dtype {
+            DType::F32 => format!("bitcast<f32>({})", self.word(idx, 1, 0)),
+            DType::I32 => format!("bitcast<i32>({})", self.word(idx, 1, 0)),
+            DType::I64 => format!("bitcast<i32>({})", self.word(idx, 2, 0)),
+            // Bytes: the one byte of its word.
+            _ => format!("byte_{}({}u + ({idx}))", self.buf, self.byte),
+        }
+    }
+
+    /// Store `v` (the compute type) at element `idx`; 32- and 64-bit types only (bytes are
+    /// written a word at a time by [`pointwise`]).
+    pub fn store(&self, idx: &str, v: &str) -> Option<String> {
+        Some(match self.dtype {
+            DType::F32 | DType::I32 => format!("{} = bitcast<u32>({v});", self.word(idx, 1, 0)),
+            // The high word is the sign of the low one: int64 values computed in 32 bits.
+            DType::I64 => format!("{{ let q = {v}; {} = bitcast<u32>(q); {} = bitcast<u32>(q >> 31u); }}", self.word(idx, 2, 0), self.word(idx, 2, 1)),
+            _ => return None,
+        })
+    }
+}
+
+impl Cx<'_> {
+    pub fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
+        CodegenError::Unsupported { node: n.name.clone(), op: n.op.name(), reason: reason.into() }
+    }
+
+    fn tensor(&self, n: &Node, v: ValueId) -> R<Tensor> {
+        let t = self.g.tensor_type(v).ok_or_else(|| self.err(n, format!("`{}` is not a tensor", self.g.value(v).name)))?;
+        let shape = t.shape.as_ref().and_then(|s| s.as_fixed()).ok_or_else(|| self.err(n, format!("`{}` has no static shape", self.g.value(v).name)))?;
+        if compute_type(t.dtype).is_none() {
+            return Err(self.err(n, format!("{} is not supported by the wgpu target yet", t.dtype)));
+        }
+        let (buf, byte) = match &self.g.value(v).kind {
+            ValueKind::Param(_) | ValueKind::Const(_) => ("W", *self.weights.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?),
+            ValueKind::Input => ("A", *self.inputs.get(&v).ok_or_else(|| self.err(n, "input has no arena slot"))?),
+            ValueKind::Node(_) => ("A", self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("`{}` has no arena slot", self.g.value(v).name)))?.offset),
+            ValueKind::Outer => return Err(self.err(n, "values of an enclosing graph are not supported by the wgpu target")),
+        };
+        if byte % 4 != 0 {
+            return Err(self.err(n, format!("`{}` is not word aligned", self.g.value(v).name)));
+        }
+        Ok(Tensor { buf, byte, dtype: t.dtype, shape })
+    }
+}
+
+/// One node as an op definition sees it when writing its WGSL ([`crate::ops::OpDef::wgsl`]).
+pub struct NodeCx<'a, 'g> {
+    pub(super) cx: &'a Cx<'g>,
+    pub(super) n: &'a Node,
+    pub(super) name: &'a str,
+}
+
+impl NodeCx<'_, '_> {
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    pub fn err(&self, reason: impl Into<String>) -> CodegenError {
+        self.cx.err(self.n, reason)
+    }
+
+    /// The error of an op the wgpu target does not run yet.
+    pub fn unsupported(&self) -> CodegenError {
+        self.err("not supported by the wgpu target yet")
+    }
+
+    pub fn input(&self, i: usize) -> R<Tensor> {
+        let v = self.n.inputs.get(i).copied().flatten().ok_or_else(|| self.err(format!("missing input #{i}")))?;
+        self.cx.tensor(self.n, v)
+    }
+
+    pub fn opt_input(&self, i: usize) -> R<Option<Tensor>> {
+        match self.n.inputs.get(i).copied().flatten() {
+            Some(v) => Ok(Some(self.cx.tensor(self.n, v)?)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn output(&self, i: usize) -> R<Tensor> {
+        let v = self.n.outputs.get(i).copied().ok_or_else(|| self.err(format!("missing output #{i}")))?;
+        self.cx.tensor(self.n, v)
+    }
+
+    /// A kernel computing every element `i` of `y`: `body(i)` gives the statements and the
+    /// value (in `y`'s compute type).
+    pub fn pointwise(&self, y: &Tensor, body: impl Fn(&str) -> R<(String, String)>) -> R<Kernel> {
+        pointwise(self.name, y, &body).map_err(|e| self.err(e))
+    }
+
+    /// A kernel running `body` once per row `row < rows` of `len` elements, one invocation per
+    /// row (reductions along rows).
+    pub fn rows(&self, rows: usize, body: &str) -> Kernel {
+        grid_loop(self.name, rows, "row", body)
+    }
+}
+
+/// `@compute` entry point `name` running `body` for every `var < n` (a grid-stride loop).
+pub fn grid_loop(name: &str, n: usize, var: &str, body: &str) -> Kernel {
+    let groups = n.div_ceil(GROUP as usize).clamp(1, MAX_GROUPS);
+    let stride = groups * GROUP as usize;
+    let source = format!(
+        "@compute @workgroup_size({GROUP})\nfn {name}(@builtin(global_invocation_id) gid: vec3<u32>) {{\n\
+         for (var {var} = gid.x; {var} < {n}u; {var} += {stride}u) {{\n{body}\n}}\n}}\n"
+    );
+    Kernel { name: name.to_string(), source, workgroups: [groups as u32, 1, 1], invocations: GROUP, workgroup_bytes: 0 }
+}
+
+/// Every element of `y`, computed by `body(index) -> (statements, value)`. A byte-sized `y`
+/// is written a word (four elements) per invocation, so no two invocations share a word.
+pub fn pointwise(name: &str, y: &Tensor, body: &dyn Fn(&str) -> R<(String, String)>) -> Result<Kernel, String> {
+    let n = y.numel();
+    let err = |e: CodegenError| e.to_string();
+    if let Some(store) = y.store("i", "v") {
+        let (stmts, v) = body("i").map_err(err)?;
+        return Ok(grid_loop(name, n, "i", &format!("{stmts}let v = {v};\n{store}")));
+    }
+    if y.dtype.size() != 1 {
+        return Err(format!("{} outputs are not supported by the wgpu target yet", y.dtype));
+    }
+    let (stmts, v) = body("e").map_err(err)?;
+    let mask = if y.dtype == DType::Bool { "1u" } else { "0xffu" };
+    let words = n.div_ceil(4);
+    let body = format!(
+        "var word = 0u;\nfor (var u = 0u; u < 4u; u++) {{\nlet e = 4u * w + u;\nif (e >= {n}u) {{ break; }}\n{stmts}word |= (({v}) & {mask}) << (8u * u);\n}}\nA[{}u + w] = word;",
+        y.byte / 4
+    );
+    Ok(grid_loop(name, words, "w", &body))
+}
+
+/// Copy `bytes` bytes (rounded up to words: slots are word aligned and padded) from `x` to `y`.
+fn copy_words(name: &str, x: &Tensor, y: &Tensor, bytes: usize) -> Kernel {
+    let words = bytes.div_ceil(4);
+    grid_loop(name, words, "i", &format!("A[{}u + i] = {}[{}u + i];", y.byte / 4, x.buf, x.byte / 4))
+}
+
+/// The kernels of node `id`, named `name…`; empty when the node needs none (a view whose
+/// output shares its input's slot).
+pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
+    let n = cx.g.node(id);
+    let ncx = NodeCx { cx, n, name };
+    if n.outputs.is_empty() {
+        return Ok(vec![]);
+    }
+    let out = n.outputs[0];
+    let y = cx.tensor(n, out)?;
+    if y.numel() == 0 {
+        return Ok(vec![]);
+    }
+    let od = y.dtype;
+    let one = |k: R<Kernel>| k.map(|k| vec![k]);
+    match &n.op {
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(crate::ir::UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
+            let mut ks = Vec::new();
+            if !cx.plan.aliases.contains_key(&out) {
+                let x = ncx.input(0)?;
+                ks.push(copy_words(name, &x, &y, y.numel() * od.size()));
+            }
+            // Inference Dropout's mask keeps every element.
+            if let (Op::Dropout { .. }, Some(&mask)) = (&n.op, n.outputs.get(1)) {
+                let m = cx.tensor(n, mask)?;
+                ks.push(pointwise(&format!("{name}_mask"), &m, &|_| Ok((String::new(), "1u".into()))).map_err(|e| cx.err(n, e))?);
+            }
+            Ok(ks)
+        }
+        Op::ConstantOfShape { value } => {
+            let v = value.to_f64_vec().first().copied().unwrap_or(0.0);
+            let lit = match compute_type(od) {
+                Some("f32") => scalar::f32_lit(v as f32),
+                Some("i32") => format!("i32({})", v as i32),
+                _ => format!("{}u", v as u32),
+            };
+            one(ncx.pointwise(&y, |_| Ok((String::new(), lit.clone()))))
+        }
+        Op::Unary(u) => {
+            let x = ncx.input(0)?;
+            let e = scalar::unary(*u, "x", x.dtype).ok_or_else(|| cx.err(n, format!("{u:?} on {} is not supported by the wgpu target", x.dtype)))?;
+            one(ncx.pointwise(&y, |i| Ok((format!("let x = {};\n", x.load(i)), e.clone()))))
+        }
+        Op::Binary(b) => {
+            let (a, bb) = (ncx.input(0)?, ncx.input(1)?);
+            let e = scalar::binary(*b, "a", "b", a.dtype).ok_or_else(|| cx.err(n, format!("{b:?} on {} is not supported by the wgpu target", a.dtype)))?;
+            one(ncx.pointwise(&y, |i| {
+                let ai = broadcast_index(&a.shape, &y.shape, i);
+                let bi = broadcast_index(&bb.shape, &y.shape, i);
+                Ok((format!("let a = {};\nlet b = {};\n", a.load(&ai), bb.load(&bi)), e.clone()))
+            }))
+        }
+        Op::Elementwise(p) => {
+            let ins: Vec<Tensor> = (0..n.inputs.len()).map(|k| ncx.input(k)).collect::<R<_>>()?;
+            let on = y.numel();
+            one(ncx.pointwise(&y, |i| {
+                let vals: Vec<String> = ins
+                    .iter()
+                    .map(|t| {
+                        let len = t.numel();
+                        let at = if len == on {
+                            i.to_string()
+                        } else if len == 1 {
+                            "0u".to_string()
+                        } else {
+                            format!("{i} % {len}u")
+                        };
+                        t.load(&at)
+                    })
+                    .collect();
+                scalar::program(p, &vals).ok_or_else(|| cx.err(n, "elementwise program has a step the wgpu target cannot print"))
+            }))
+        }
+        Op::Transpose { perm } => {
+            let x = ncx.input(0)?;
+            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..x.shape.len()).rev().collect());
+            let (os, is) = (strides(&y.shape), strides(&x.shape));
+            let terms: Vec<String> = (0..y.shape.len()).filter(|&k| y.shape[k] != 1).map(|k| format!("((i / {}u) % {}u) * {}u", os[k], y.shape[k], is[perm[k]])).collect();
+            let src = if terms.is_empty() { "0u".into() } else { terms.join(" + ") };
+            one(ncx.pointwise(&y, |_| Ok((String::new(), x.load(&src)))))
+        }
+        Op::Concat { axis } => {
+            let axis = crate::ir::axis::norm_axis(*axis, y.shape.len()).map_err(|e| cx.err(n, e))?;
+            let inner: usize = y.shape[axis + 1..].iter().product();
+            let len = y.shape[axis];
+            let ins: Vec<Tensor> = (0..n.inputs.len()).map(|k| ncx.input(k)).collect::<R<_>>()?;
+            one(ncx.pointwise(&y, |i| {
+                let mut s = format!("let c = ({i} / {inner}u) % {len}u;\nlet o = {i} / {}u;\nlet r = {i} % {inner}u;\nvar v = {};\n", inner * len, zero(od));
+                let mut start = 0;
+                for t in &ins {
+                    let k = t.shape[axis];
+                    if k == 0 {
+                        continue;
+                    }
+                    let _ = writeln!(s, "if (c >= {start}u && c < {}u) {{ v = {}; }}", start + k, t.load(&format!("(o * {k}u + (c - {start}u)) * {inner}u + r")));
+                    start += k;
+                }
+                Ok((s, "v".into()))
+            }))
+        }
+        Op::Gather { axis } => {
+            let (x, ix) = (ncx.input(0)?, ncx.input(1)?);
+            let a = crate::ir::axis::norm_axis(*axis, x.shape.len()).map_err(|e| cx.err(n, e))?;
+            let inner: usize = x.shape[a + 1..].iter().product();
+            let ni = ix.numel();
+            let len = x.shape[a];
+            if !matches!(ix.dtype, DType::I64 | DType::I32) {
+                return Err(cx.err(n, "Gather indices must be int32 or int64"));
+            }
+            // An index out of range reads element 0 rather than memory outside the tensor
+            // (the interpreter refuses such an index; a device kernel cannot stop).
+            one(ncx.pointwise(&y, |i| {
+                Ok((
+                    format!(
+                        "let r = {i} % {inner}u;\nlet j = ({i} / {inner}u) % {ni}u;\nlet o = {i} / {}u;\nvar k = {};\nif (k < 0) {{ k += {len}; }}\nif (k < 0 || k >= {len}) {{ k = 0; }}\n",
+                        inner * ni,
+                        ix.load("j")
+                    ),
+                    x.load(&format!("(o * {len}u + u32(k)) * {inner}u + r")),
+                ))
+            }))
+        }
+        Op::MatMul => matmul(&ncx, &y),
+        Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(&ncx, &y, *alpha, *beta, *trans_a, *trans_b),
+        Op::Conv { window, group } => conv(&ncx, &y, window, *group),
+        Op::Pool { kind, window, .. } => {
+            if n.outputs.len() > 1 {
+                return Err(cx.err(n, "MaxPool indices are not supported by the wgpu target yet"));
+            }
+            let x = ncx.input(0)?;
+            if od != DType::F32 {
+                return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
+            }
+            let kernel = if window.kernel_shape.is_empty() { x.shape[2..].to_vec() } else { window.kernel_shape.clone() };
+            let win = crate::interp::ops::nn::geom::resolve(window, &kernel, &x.shape[2..]).map_err(|e| cx.err(n, e))?;
+            let [id_, ih, iw] = win.input;
+            let [od_, oh, ow] = win.output;
+            let [kd, kh, kw] = win.kernel;
+            let [sd, sh, sw] = win.strides;
+            let [dd, dh, dw] = win.dilations;
+            let [pd, ph, pw] = win.pads_begin;
+            let [ed, eh, ew] = win.pads_end;
+            let (init, acc, fin) = match kind {
+                // The first tap seen starts the maximum (WGSL has no infinity literal).
+                PoolKind::Max => ("var acc = 0.0;\nvar cnt = 0;".to_string(), "if (cnt == 0 || v > acc || v != v) { acc = v; }".to_string(), "acc".to_string()),
+                PoolKind::Avg { .. } => ("var acc = 0.0;\nvar cnt = 0;".into(), "acc += v;".into(), "acc / f32(den)".into()),
+                PoolKind::Lp { p } => ("var acc = 0.0;\nvar cnt = 0;".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p as f32)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p as f32))),
+            };
+            // The averaging divisor: windows clipped to the padded input when pads count, else
+            // to the input itself.
+            let den = match kind {
+                PoolKind::Avg { count_include_pad: true } => format!(
+                    "var den = (min(oz * {sd} + ({kd} - 1) * {dd} - {pd}, {id_} + {ed} - 1) - (oz * {sd} - {pd})) / {dd} + 1;\n\
+                     den *= (min(oy * {sh} + ({kh} - 1) * {dh} - {ph}, {ih} + {eh} - 1) - (oy * {sh} - {ph})) / {dh} + 1;\n\
+                     den *= (min(ox * {sw} + ({kw} - 1) * {dw} - {pw}, {iw} + {ew} - 1) - (ox * {sw} - {pw})) / {dw} + 1;"
+                ),
+                _ => "let den = cnt;".into(),
+            };
+            one(ncx.pointwise(&y, |i| {
+                Ok((
+                    format!(
+                        "{}\nlet p = {i} / {}u;\n{init}\n{}\n{den}\n",
+                        out_coords(&win, i),
+                        od_ * oh * ow,
+                        window_taps(&win, &format!("let v = {};\n{acc}\ncnt += 1;", x.load(&format!("p * {}u + u32((z * {ih} + yy) * {iw} + xx)", id_ * ih * iw)))),
+                    ),
+                    fin.clone(),
+                ))
+            }))
+        }
+        Op::GlobalPool { kind } => {
+            let x = ncx.input(0)?;
+            let len: usize = x.shape[2..].iter().product();
+            if od != DType::F32 {
+                return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
+            }
+            let (init, step, fin) = match kind {
+                PoolKind::Max => (x.load(&format!("{}", "i * LEN")), "if (v > acc || v != v) { acc = v; }".to_string(), "acc".to_string()),
+                PoolKind::Avg { .. } => ("0.0".into(), "acc += v;".into(), format!("acc / {}", scalar::f32_lit(len as f32))),
+                PoolKind::Lp { p } => ("0.0".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p as f32)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p as f32))),
+            };
+            let init = init.replace("LEN", &format!("{len}u"));
+            one(ncx.pointwise(&y, |i| Ok((format!("var acc = {};\nfor (var k = 0u; k < {len}u; k++) {{ let v = {}; {step} }}\n", init.replace("i *", &format!("{i} *")), x.load(&format!("{i} * {len}u + k"))), fin.clone()))))
+        }
+        Op::BatchNorm { epsilon } => {
+            let c = y.shape.get(1).copied().unwrap_or(1);
+            let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+            let ts: Vec<Tensor> = (0..5).map(|k| ncx.input(k)).collect::<R<_>>()?;
+            if od != DType::F32 {
+                return Err(cx.err(n, format!("BatchNorm on {od} is not supported by the wgpu target")));
+            }
+            let eps = scalar::f32_lit(*epsilon);
+            one(ncx.pointwise(&y, |i| {
+                Ok((format!("let c = ({i} / {inner}u) % {c}u;\n"), format!("({} - {}) / sqrt({} + {eps}) * {} + {}", ts[0].load(i), ts[3].load("c"), ts[4].load("c"), ts[1].load("c"), ts[2].load("c"))))
+            }))
+        }
+        Op::Softmax { axis, log, coerce_2d } => {
+            let x = ncx.input(0)?;
+            if od != DType::F32 {
+                return Err(cx.err(n, format!("Softmax on {od} is not supported by the wgpu target")));
+            }
+            let rank = y.shape.len();
+            let a = crate::ir::axis::norm_axis_or_scalar(*axis, rank).map_err(|e| cx.err(n, e))?;
+            let (outer, len, inner) = if *coerce_2d {
+                (y.shape[..a].iter().product::<usize>(), y.shape[a..].iter().product::<usize>(), 1)
+            } else if rank == 0 {
+                (1, 1, 1)
+            } else {
+                (y.shape[..a].iter().product::<usize>(), y.shape[a], y.shape[a + 1..].iter().product::<usize>())
+            };
+            let at = |k: &str| format!("base + {k} * {inner}u");
+            let fin = if *log { format!("bitcast<u32>({} - m - log(s))", x.load(&at("k"))) } else { format!("bitcast<u32>(exp({} - m) / s)", x.load(&at("k"))) };
+            let store = y.store(&at("k"), "V").ok_or_else(|| cx.err(n, "output type"))?.replace("bitcast<u32>(V)", &fin);
+            let body = format!(
+                "let base = (row / {inner}u) * {}u + row % {inner}u;\n\
+                 var m = {};\nfor (var k = 1u; k < {len}u; k++) {{ m = max(m, {}); }}\n\
+                 var s = 0.0;\nfor (var k = 0u; k < {len}u; k++) {{ s += exp({} - m); }}\n\
+                 for (var k = 0u; k < {len}u; k++) {{ {store} }}",
+                len * inner,
+                x.load(&at("0u")),
+                x.load(&at("k")),
+                x.load(&at("k")),
+            );
+            Ok(vec![ncx.rows(outer * inner, &body)])
+        }
+        Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
+            let x = ncx.input(0)?;
+            let rank = x.shape.len();
+            let axes: Vec<i64> = match axes {
+                Some(a) => a.clone(),
+                None => match n.inputs.get(1).copied().flatten() {
+                    Some(v) => crate::autodiff::builder::const_ints(cx.g, Some(v)).ok_or_else(|| cx.err(n, "reduction axes are not constant"))?,
+                    None => vec![],
+                },
+            };
+            let mut red = vec![false; rank];
+            if axes.is_empty() {
+                if !*noop_with_empty_axes {
+                    red = vec![true; rank];
+                }
+            } else {
+                for a in axes {
+                    red[crate::ir::axis::norm_axis(a, rank).map_err(|e| cx.err(n, e))?] = true;
+                }
+            }
+            if x.dtype != DType::F32 || od != DType::F32 {
+                return Err(cx.err(n, format!("reductions on {} are not supported by the wgpu target yet", x.dtype)));
+            }
+            one(reduce(&ncx, *op, &x, &y, &red))
+        }
+        Op::Def(d) => d.wgsl(&ncx),
+        _ => Err(cx.err(n, "not supported by the wgpu target yet")),
+    }
+}
+
+/// Zero of `d`'s compute type.
+fn zero(d: DType) -> &'static str {
+    match compute_type(d) {
+        Some("f32") => "0.0",
+        Some("i32") => "0i",
+        _ => "0u",
+    }
+}
+
+/// The output position of flat index `i` of a window op (`ox`, `oy`, `oz`, as i32).
+fn out_coords(win: &Window3, i: &str) -> String {
+    let [od, oh, ow] = win.output;
+    format!("let ox = i32({i} % {ow}u);\nlet oy = i32(({i} / {ow}u) % {oh}u);\nlet oz = i32(({i} / {}u) % {od}u);", oh * ow)
+}
+
+/// Loops over a window's taps at output position (`oz`, `oy`, `ox`), skipping those in the
+/// padding: `body` sees the tap (`kz`, `ky`, `kx`) and the input position (`z`, `yy`, `xx`).
+fn window_taps(win: &Window3, body: &str) -> String {
+    let [id, ih, iw] = win.input;
+    let [kd, kh, kw] = win.kernel;
+    let [sd, sh, sw] = win.strides;
+    let [dd, dh, dw] = win.dilations;
+    let [pd, ph, pw] = win.pads_begin;
+    format!(
+        "for (var kz = 0; kz < {kd}; kz++) {{ let z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id}) {{ continue; }}\n\
+         for (var ky = 0; ky < {kh}; ky++) {{ let yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) {{ continue; }}\n\
+         for (var kx = 0; kx < {kw}; kx++) {{ let xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) {{ continue; }}\n\
+         {body}\n\
+         }} }} }}"
+    )
+}
+
+/// A reduction over the axes marked in `red`: one invocation per output element walks its
+/// reduced elements.
+fn reduce(cx: &NodeCx, op: ReduceOp, x: &Tensor, y: &Tensor, red: &[bool]) -> R<Kernel> {
+    let st = strides(&x.shape);
+    // Output element i → base offset over the kept dims; reduced element r → offset over the
+    // reduced dims.
+    let kept: Vec<usize> = (0..x.shape.len()).filter(|&d| !red[d]).collect();
+    let gone: Vec<usize> = (0..x.shape.len()).filter(|&d| red[d]).collect();
+    let offset = |dims: &[usize], var: &str| -> String {
+        let sh: Vec<usize> = dims.iter().map(|&d| x.shape[d]).collect();
+        let ss = strides(&sh);
+        let terms: Vec<String> = dims.iter().enumerate().filter(|(_, &d)| x.shape[d] != 1).map(|(k, &d)| format!("(({var} / {}u) % {}u) * {}u", ss[k], sh[k], st[d])).collect();
+        if terms.is_empty() {
+            "0u".into()
+        } else {
+            terms.join(" + ")
+        }
+    };
+    let count: usize = gone.iter().map(|&d| x.shape[d]).product();
+    let (init, step, fin) = match op {
+        ReduceOp::Sum => ("0.0".to_string(), "acc += v;".to_string(), "acc".to_string()),
+        ReduceOp::Mean => ("0.0".into(), "acc += v;".into(), format!("acc / {}", scalar::f32_lit(count as f32))),
+        ReduceOp::Max => ("FIRST".into(), "if (v > acc || v != v) { acc = v; }".into(), "acc".into()),
+        ReduceOp::Min => ("FIRST".into(), "if (v < acc || v != v) { acc = v; }".into(), "acc".into()),
+        ReduceOp::Prod => ("1.0".into(), "acc *= v;".into(), "acc".into()),
+        ReduceOp::L1 => ("0.0".into(), "acc += abs(v);".into(), "acc".into()),
+        ReduceOp::L2 => ("0.0".into(), "acc += v * v;".into(), "sqrt(acc)".into()),
+        ReduceOp::SumSquare => ("0.0".into(), "acc += v * v;".into(), "acc".into()),
+        ReduceOp::LogSum => ("0.0".into(), "acc += v;".into(), "log(acc)".into()),
+        ReduceOp::LogSumExp => ("0.0".into(), "acc += exp(v);".into(), "log(acc)".into()),
+    };
+    if count == 0 && init == "FIRST" {
+        return Err(cx.err("Max/Min over an empty axis"));
+    }
+    cx.pointwise(y, |i| {
+        let base = offset(&kept, i);
+        let first = x.load(&format!("b + {}", offset(&gone, "0u")));
+        Ok((format!("let b = {base};\nvar acc = {};\nfor (var r = 0u; r < {count}u; r++) {{ let v = {}; {step} }}\n", init.replace("FIRST", &first), x.load(&format!("b + {}", offset(&gone, "r")))), fin.clone()))
+    })
+}
+
+/// MatMul (batched, broadcasting) on the tiled product.
+fn matmul(cx: &NodeCx, y: &Tensor) -> R<Vec<Kernel>> {
+    let (a, b) = (cx.input(0)?, cx.input(1)?);
+    if a.dtype != DType::F32 || y.dtype != DType::F32 {
+        return Err(cx.err(format!("matrix products on {} are not supported by the wgpu target yet", a.dtype)));
+    }
+    let MatMulDims { m, k, n, pa, pb, obat, batches } = matmul_dims(&a.shape, &b.shape);
+    if y.numel() != batches * m * n {
+        return Err(cx.err("output shape does not match the product's"));
+    }
+    let (ba, bb) = (batch_offset(&pa, &obat, m * k), batch_offset(&pb, &obat, k * n));
+    let p = super::gemm::Product {
+        m,
+        n,
+        k,
+        batches,
+        a: Load::Expr(a.load(&format!("{ba} + r * {k}u + kk"))),
+        a_k_contiguous: true,
+        b: Load::Expr(b.load(&format!("{bb} + kk * {n}u + c"))),
+        prelude: String::new(),
+        epilogue: y.store(&format!("z * {}u + r * {n}u + c", m * n), "acc").ok_or_else(|| cx.err("output type"))?,
+    };
+    Ok(vec![super::gemm::kernel(cx.name(), &p)])
+}
+
+/// Gemm: `alpha · op(A) · op(B) + beta · C`.
+fn gemm(cx: &NodeCx, y: &Tensor, alpha: f32, beta: f32, ta: bool, tb: bool) -> R<Vec<Kernel>> {
+    let (a, b) = (cx.input(0)?, cx.input(1)?);
+    if a.dtype != DType::F32 || y.dtype != DType::F32 {
+        return Err(cx.err(format!("matrix products on {} are not supported by the wgpu target yet", a.dtype)));
+    }
+    let (m, k) = if ta { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
+    let n = if tb { b.shape[0] } else { b.shape[1] };
+    let ai = if ta { format!("kk * {m}u + r") } else { format!("r * {k}u + kk") };
+    let bi = if tb { format!("c * {k}u + kk") } else { format!("kk * {n}u + c") };
+    let mut v = if alpha == 1.0 { "acc".to_string() } else { format!("{} * acc", scalar::f32_lit(alpha)) };
+    if let Some(c) = cx.opt_input(2)? {
+        let ci = broadcast_index(&c.shape, &[m, n], "(r * N + c)").replace('N', &format!("{n}u"));
+        let term = c.load(&ci);
+        v = if beta == 1.0 { format!("{v} + {term}") } else { format!("{v} + {} * {term}", scalar::f32_lit(beta)) };
+    }
+    let p = super::gemm::Product {
+        m,
+        n,
+        k,
+        batches: 1,
+        a: Load::Expr(a.load(&ai)),
+        a_k_contiguous: !ta,
+        b: Load::Expr(b.load(&bi)),
+        prelude: String::new(),
+        epilogue: y.store(&format!("r * {n}u + c"), &v).ok_or_else(|| cx.err("output type"))?,
+    };
+    Ok(vec![super::gemm::kernel(cx.name(), &p)])
+}
+
+/// Convolution as an implicit GEMM: rows are one group's output channels, columns one
+/// image's output positions, the depth its input channels × taps (read from the input
+/// through the window, zero in the padding).
+fn conv(cx: &NodeCx, y: &Tensor, window: &crate::ir::Window, group: usize) -> R<Vec<Kernel>> {
+    let (x, w) = (cx.input(0)?, cx.input(1)?);
+    if x.dtype != DType::F32 || y.dtype != DType::F32 {
+        return Err(cx.err(format!("Conv on {} is not supported by the wgpu target yet", x.dtype)));
+    }
+    if x.shape.len() < 3 || w.shape.len() != x.shape.len() {
+        return Err(cx.err("convolution input and weights need the same rank, at least 3"));
+    }
+    let win = crate::interp::ops::nn::geom::resolve(window, &w.shape[2..], &x.shape[2..]).map_err(|e| cx.err(e))?;
+    let group = group.max(1);
+    let (c_out, cg) = (w.shape[0], w.shape[1]);
+    let mg = c_out / group;
+    let [id, ih, iw] = win.input;
+    let [od, oh, ow] = win.output;
+    let [kd, kh, kw] = win.kernel;
+    let [sd, sh, sw] = win.strides;
+    let [dd, dh, dw] = win.dilations;
+    let [pd, ph, pw] = win.pads_begin;
+    let (taps, pixels) = (kd * kh * kw, od * oh * ow);
+    let k = cg * taps;
+    let batch = x.shape[0];
+    // z = image · groups + group.
+    let prelude = format!("let img = z / {group}u;\nlet grp = z % {group}u;\n");
+    let x_at = x.load(&format!("((img * {}u + grp * {cg}u + ci) * {}u) + u32((iz * {ih} + iy) * {iw} + ix)", x.shape[1], id * ih * iw));
+    let tap_fn = format!(
+        "let ci = kk / {taps}u; let t = kk % {taps}u;\n\
+         let kz = i32(t / {}u); let ky = i32((t / {kw}u) % {kh}u); let kx = i32(t % {kw}u);\n\
+         let ox = i32(c % {ow}u); let oy = i32((c / {ow}u) % {oh}u); let oz = i32(c / {}u);\n\
+         let iz = oz * {sd} + kz * {dd} - {pd}; let iy = oy * {sh} + ky * {dh} - {ph}; let ix = ox * {sw} + kx * {dw} - {pw};\n\
+         if (iz >= 0 && iz < {id} && iy >= 0 && iy < {ih} && ix >= 0 && ix < {iw}) {{ v = {x_at}; }}",
+        kh * kw,
+        oh * ow,
+    );
+    let mut v = "acc".to_string();
+    if let Some(bias) = cx.opt_input(2)? {
+        v = format!("acc + {}", bias.load(&format!("grp * {mg}u + r")));
+    }
+    let p = super::gemm::Product {
+        m: mg,
+        n: pixels,
+        k,
+        batches: batch * group,
+        a: Load::Expr(w.load(&format!("(grp * {mg}u + r) * {k}u + kk"))),
+        a_k_contiguous: true,
+        b: Load::Stmts(tap_fn),
+        prelude,
+        epilogue: y.store(&format!("(img * {c_out}u + grp * {mg}u + r) * {pixels}u + c"), &v).ok_or_else(|| cx.err("output type"))?,
+    };
+    Ok(vec![super::gemm::kernel(cx.name(), &p)])
+}

@@ -1,0 +1,265 @@
+//! Scalar functions as WGSL expressions: the same meanings the CUDA printer writes in C
+//! (`ir::UnaryOp`, `ir::BinaryOp`, `ir::scalar` programs), with the interpreter's semantics
+//! (NaN propagates through Max/Min and Relu, Round is half to even, Mod follows the divisor's
+//! sign). WGSL has no `erf` or `log1p`, and no literal for infinity (a constant expression
+//! that overflows is an error): [`PRELUDE`] defines them as functions.
+use crate::ir::scalar::{unary_op, Operand, ScalarOp, ScalarProgram};
+use crate::ir::{BinaryOp, DType, UnaryOp};
+
+/// Functions every module's WGSL defines, used by the expressions below.
+pub const PRELUDE: &str = r#"// Infinity from its bits at run time (a constant expression may not overflow).
+fn inf_f32(bits: u32) -> f32 { return bitcast<f32>(bits); }
+// erf: its Taylor series near 0 (relative error below 1e-7), Abramowitz-Stegun 7.1.26 beyond
+// (absolute error below 1.5e-7).
+fn erf_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (a < 0.5) {
+    let x2 = x * x;
+    return 1.1283791671 * x * (1.0 + x2 * (-0.3333333333 + x2 * (0.1 + x2 * (-0.0238095238 + x2 * 0.0046296296))));
+  }
+  let t = 1.0 / (1.0 + 0.3275911 * a);
+  let y = 1.0 - t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) * exp(-a * a);
+  return select(y, -y, x < 0.0);
+}
+// log(1 + x) without losing small x (the rounding of 1 + x is undone).
+fn log1p_f32(x: f32) -> f32 {
+  let u = 1.0 + x;
+  if (u == 1.0) { return x; }
+  return log(u) * x / (u - 1.0);
+}
+"#;
+
+/// The WGSL type arithmetic on elements of `d` runs in: f32; i32 for the signed integers
+/// (int64 tensors are computed in their low 32 bits); u32 for bool and bytes (0/1 for bool).
+pub fn compute_type(d: DType) -> Option<&'static str> {
+    Some(match d {
+        DType::F32 => "f32",
+        DType::I32 | DType::I64 => "i32",
+        DType::Bool | DType::U8 => "u32",
+        _ => return None,
+    })
+}
+
+fn is_float(d: DType) -> bool {
+    d == DType::F32
+}
+
+/// An f32 constant as a WGSL expression with exactly its bits.
+pub fn f32_lit(x: f32) -> String {
+    if x.is_finite() {
+        // `{:?}` keeps a `.0` on whole numbers, so the literal is a float; Rust prints the
+        // shortest text that reads back as the same f32.
+        let t = format!("{x:?}");
+        if x < 0.0 {
+            format!("({t})")
+        } else {
+            t
+        }
+    } else {
+        format!("inf_f32({:#010x}u)", x.to_bits())
+    }
+}
+
+/// A constant of the compute type of `d` (from an f32 attribute).
+fn lit(x: f32, d: DType) -> String {
+    match compute_type(d) {
+        Some("i32") => format!("i32({})", x as i64),
+        Some("u32") => format!("{}u", x.max(0.0) as u64),
+        _ => f32_lit(x),
+    }
+}
+
+/// `c ? a : b`.
+fn sel(c: &str, a: &str, b: &str) -> String {
+    format!("select({b}, {a}, {c})")
+}
+
+/// Element `x` (of `from`'s compute type) converted to `to`'s compute type with the
+/// interpreter's rules: to bool as `!= 0`, float to int truncating and saturating with NaN as
+/// 0, int to float rounding to nearest.
+pub fn cast(x: &str, from: DType, to: DType) -> Option<String> {
+    let (ft, tt) = (compute_type(from)?, compute_type(to)?);
+    Some(if from == to || (ft == tt && to != DType::Bool && from != DType::Bool) {
+        x.to_string()
+    } else if to == DType::Bool {
+        format!("u32({x} != {})", lit(0.0, from))
+    } else if is_float(from) {
+        // WGSL's f32 → i32 conversion already saturates; NaN is 0 as the interpreter's.
+        let t = if to == DType::U8 { format!("u32(clamp({x}, 0.0, 255.0))") } else { format!("{tt}({x})") };
+        sel(&format!("{x} != {x}"), &lit(0.0, to), &t)
+    } else if to == DType::U8 {
+        format!("(u32({x}) & 0xffu)")
+    } else {
+        format!("{tt}({x})")
+    })
+}
+
+/// `u(x)` for an element `x` of `d`'s compute type, or `None` where the op has no meaning on
+/// `d` (or the target has no kernel for it).
+pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
+    let fl = is_float(d);
+    let ct = compute_type(d)?;
+    let one = |v: f32| lit(v, d);
+    let call = |name: &str| format!("{name}({x})");
+    let neg_inf = f32_lit(f32::NEG_INFINITY);
+    let pos_inf = f32_lit(f32::INFINITY);
+    Some(match u {
+        UnaryOp::Identity => x.to_string(),
+        UnaryOp::Neg if ct == "i32" || fl => format!("(-{x})"),
+        UnaryOp::Abs if ct == "i32" || fl => call("abs"),
+        UnaryOp::Sign if ct == "i32" || fl => call("sign"),
+        UnaryOp::Not if d == DType::Bool => format!("(1u - {x})"),
+        UnaryOp::BitwiseNot if ct == "i32" => format!("(~{x})"),
+        UnaryOp::BitwiseNot if d == DType::U8 => format!("(~{x} & 0xffu)"),
+        UnaryOp::IsNaN if fl => format!("u32({x} != {x})"),
+        UnaryOp::IsInf { detect_negative, detect_positive } if fl => {
+            let pos = if detect_positive { format!("{x} == {pos_inf}") } else { "false".into() };
+            let neg = if detect_negative { format!("{x} == {neg_inf}") } else { "false".into() };
+            format!("u32({pos} || {neg})")
+        }
+        _ if !fl => return None,
+        UnaryOp::Exp => call("exp"),
+        UnaryOp::Log => call("log"),
+        UnaryOp::Sqrt => call("sqrt"),
+        UnaryOp::Reciprocal => format!("(1.0 / {x})"),
+        UnaryOp::Floor => call("floor"),
+        UnaryOp::Ceil => call("ceil"),
+        // WGSL's round is half to even.
+        UnaryOp::Round => call("round"),
+        UnaryOp::Sin => call("sin"),
+        UnaryOp::Cos => call("cos"),
+        UnaryOp::Tan => call("tan"),
+        UnaryOp::Asin => call("asin"),
+        UnaryOp::Acos => call("acos"),
+        UnaryOp::Atan => call("atan"),
+        UnaryOp::Sinh => call("sinh"),
+        UnaryOp::Cosh => call("cosh"),
+        UnaryOp::Asinh => call("asinh"),
+        UnaryOp::Acosh => call("acosh"),
+        UnaryOp::Atanh => call("atanh"),
+        UnaryOp::Erf => call("erf_f32"),
+        // tanh of a large argument is NaN on some drivers (exp overflows): clamp first.
+        UnaryOp::Tanh => format!("tanh(clamp({x}, -20.0, 20.0))"),
+        UnaryOp::Relu => sel(&format!("{x} > 0.0"), x, &sel(&format!("{x} != {x}"), x, "0.0")),
+        // One exp of -|x|: never overflows (as the CPU kernel computes it).
+        UnaryOp::Sigmoid => sel(&format!("{x} >= 0.0"), &format!("1.0 / (1.0 + exp(-{x}))"), &format!("exp({x}) / (1.0 + exp({x}))")),
+        UnaryOp::Softplus => sel(&format!("{x} > 20.0"), x, &format!("log1p_f32(exp({x}))")),
+        UnaryOp::Softsign => format!("({x} / (1.0 + abs({x})))"),
+        UnaryOp::LeakyRelu { alpha } => sel(&format!("{x} < 0.0"), &format!("{} * {x}", one(alpha)), x),
+        UnaryOp::Elu { alpha } => sel(&format!("{x} < 0.0"), &format!("{} * (exp({x}) - 1.0)", one(alpha)), x),
+        UnaryOp::Selu { alpha, gamma } => format!("({} * {})", one(gamma), sel(&format!("{x} <= 0.0"), &format!("{} * (exp({x}) - 1.0)", one(alpha)), x)),
+        UnaryOp::Celu { alpha } => format!("(max({x}, 0.0) + min(0.0, {a} * (exp({x} / {a}) - 1.0)))", a = one(alpha)),
+        UnaryOp::HardSigmoid { alpha, beta } => format!("max(0.0, min(1.0, {} * {x} + {}))", one(alpha), one(beta)),
+        UnaryOp::HardSwish => format!("({x} * max(0.0, min(1.0, {x} / 6.0 + 0.5)))"),
+        UnaryOp::ThresholdedRelu { alpha } => sel(&format!("{x} > {}", one(alpha)), x, "0.0"),
+        UnaryOp::Gelu { tanh_approx: false } => format!("(0.5 * {x} * (1.0 + erf_f32({x} * {})))", f32_lit(core::f32::consts::FRAC_1_SQRT_2)),
+        UnaryOp::Gelu { tanh_approx: true } => format!("(0.5 * {x} * (1.0 + tanh(clamp({} * ({x} + 0.044715 * {x} * {x} * {x}), -20.0, 20.0))))", f32_lit(0.797_884_6)),
+        UnaryOp::Mish => format!("({x} * tanh({}))", sel(&format!("{x} > 20.0"), x, &format!("log1p_f32(exp({x}))"))),
+        _ => return None,
+    })
+}
+
+/// `a op b` for elements of `d`'s compute type (comparisons and logic give 0/1 as u32).
+pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
+    let fl = is_float(d);
+    let ct = compute_type(d)?;
+    let int = ct == "i32";
+    let bool_ = d == DType::Bool;
+    let zero = lit(0.0, d);
+    Some(match op {
+        BinaryOp::Add if !bool_ => format!("({a} + {b})"),
+        BinaryOp::Sub if !bool_ => format!("({a} - {b})"),
+        BinaryOp::Mul if !bool_ => format!("({a} * {b})"),
+        BinaryOp::Div if fl => format!("({a} / {b})"),
+        // Integer division by zero is undefined in the reference too; 0 here, never a trap.
+        BinaryOp::Div if int => sel(&format!("{b} == 0"), "0", &format!("{a} / {b}")),
+        BinaryOp::Pow if fl => format!("pow_f32({a}, {b})"),
+        BinaryOp::Mod { fmod: true } if fl => format!("({a} - {b} * trunc({a} / {b}))"),
+        BinaryOp::Mod { fmod } if int => {
+            let r = format!("({a} % select({b}, 1, {b} == 0))");
+            if fmod {
+                sel(&format!("{b} == 0"), "0", &r)
+            } else {
+                sel(&format!("{b} == 0"), "0", &sel(&format!("{r} != 0 && (({r} < 0) != ({b} < 0))"), &format!("{r} + {b}"), &r))
+            }
+        }
+        // NaN in either operand gives NaN, as the reference's Max/Min do.
+        BinaryOp::Max if fl => sel(&format!("{a} > {b} || {a} != {a}"), a, b),
+        BinaryOp::Min if fl => sel(&format!("{a} < {b} || {a} != {a}"), a, b),
+        BinaryOp::Max if !bool_ => format!("max({a}, {b})"),
+        BinaryOp::Min if !bool_ => format!("min({a}, {b})"),
+        BinaryOp::And if bool_ => format!("({a} & {b})"),
+        BinaryOp::Or if bool_ => format!("({a} | {b})"),
+        BinaryOp::Xor if bool_ => format!("({a} ^ {b})"),
+        BinaryOp::Equal => format!("u32({a} == {b})"),
+        BinaryOp::Less => format!("u32({a} < {b})"),
+        BinaryOp::LessOrEqual => format!("u32({a} <= {b})"),
+        BinaryOp::Greater => format!("u32({a} > {b})"),
+        BinaryOp::GreaterOrEqual => format!("u32({a} >= {b})"),
+        BinaryOp::BitAnd if int => format!("({a} & {b})"),
+        BinaryOp::BitOr if int => format!("({a} | {b})"),
+        BinaryOp::BitXor if int => format!("({a} ^ {b})"),
+        BinaryOp::PRelu if fl => sel(&format!("{a} < {zero}"), &format!("{b} * {a}"), a),
+        _ => return None,
+    })
+}
+
+/// `pow` with the reference's results where WGSL leaves them undefined (a negative base with
+/// an integer exponent, a zero base).
+pub const POW: &str = r#"fn pow_f32(a: f32, b: f32) -> f32 {
+  if (b == 0.0) { return 1.0; }
+  if (a == 0.0) { return select(0.0, inf_f32(0x7f800000u), b < 0.0); }
+  let m = pow(abs(a), b);
+  if (a > 0.0) { return m; }
+  if (b != trunc(b)) { return inf_f32(0x7fc00000u); }
+  let odd = abs(b - 2.0 * trunc(b / 2.0)) == 1.0;
+  return select(m, -m, odd);
+}
+"#;
+
+/// The statements computing one element of a fused f32 program: `inputs[i]` is the WGSL
+/// expression of input `i` at this element; the result is left in `s<last>`.
+pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {
+    let mut body = String::new();
+    for (k, s) in p.steps.iter().enumerate() {
+        let arg = |o: &Operand| -> Option<String> {
+            Some(match *o {
+                Operand::Input(i) => inputs.get(i)?.clone(),
+                Operand::Step(j) => format!("s{j}"),
+                Operand::Const(c) => f32_lit(c),
+            })
+        };
+        let args: Vec<String> = s.args.iter().map(arg).collect::<Option<_>>()?;
+        let e = match s.op {
+            ScalarOp::Unary(u) => unary(unary_op(u), args.first()?, DType::F32)?,
+            ScalarOp::Binary(b) => binary(b.op(), args.first()?, args.get(1)?, DType::F32)?,
+        };
+        body.push_str(&format!("let s{k} = {e};\n"));
+    }
+    Some((body, format!("s{}", p.steps.len().checked_sub(1)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_are_floats_with_their_bits() {
+        assert_eq!(f32_lit(1.0), "1.0");
+        assert_eq!(f32_lit(-2.5), "(-2.5)");
+        assert_eq!(f32_lit(f32::INFINITY), "inf_f32(0x7f800000u)");
+        let x = 0.1f32 + 0.2;
+        assert_eq!(f32_lit(x).parse::<f32>().map(f32::to_bits), Ok(x.to_bits()));
+        assert_eq!(f32_lit(1e-30), "1e-30");
+    }
+
+    #[test]
+    fn ops_refuse_types_they_have_no_meaning_on() {
+        assert!(unary(UnaryOp::Exp, "x", DType::I64).is_none());
+        assert!(unary(UnaryOp::Exp, "x", DType::F64).is_none());
+        assert!(binary(BinaryOp::And, "a", "b", DType::F32).is_none());
+        assert_eq!(binary(BinaryOp::Less, "a", "b", DType::F32).as_deref(), Some("u32(a < b)"));
+        assert_eq!(cast("x", DType::I64, DType::I32).as_deref(), Some("x"));
+        assert_eq!(cast("x", DType::F32, DType::Bool).as_deref(), Some("u32(x != 0.0)"));
+    }
+}
