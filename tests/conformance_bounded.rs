@@ -141,7 +141,7 @@ fn node_suite_through_bounded_code() {
         let items: Vec<batch::Module> = chunk
             .iter()
             .enumerate()
-            .map(|(j, c)| batch::Module { source: &c.p.gen.source, weights: &c.p.gen.weights, runner: module_runner(first + j, &c.p) })
+            .map(|(j, c)| batch::Module { source: &c.p.gen.source, weights: &c.p.gen.weights, runner: module_runner(first + j, &c.p), wgsl: None })
             .collect();
         let (bin, failed) = batch::build_batch_with(&base.join(format!("batch{first}")), &target, &items, first, HELPERS);
         for (i, why) in &failed {

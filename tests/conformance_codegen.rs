@@ -109,7 +109,7 @@ fn node_suite_through_generated_code() {
         let items: Vec<batch::Module> = chunk
             .iter()
             .enumerate()
-            .map(|(j, c)| batch::Module { source: &c.p.gen.source, weights: &c.p.gen.weights, runner: module_runner(first + j, &c.p.gen) })
+            .map(|(j, c)| batch::Module { source: &c.p.gen.source, weights: &c.p.gen.weights, runner: module_runner(first + j, &c.p.gen), wgsl: None })
             .collect();
         let (bin, failed) = batch::build_batch(&base.join(format!("batch{first}")), &target, &items, first);
         for (i, why) in &failed {

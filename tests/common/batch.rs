@@ -13,6 +13,8 @@ pub struct Module<'a> {
     pub source: &'a str,
     pub weights: &'a [u8],
     pub runner: String,
+    /// A wgpu module's kernels (`include_str!("model.wgsl")`).
+    pub wgsl: Option<&'a str>,
 }
 
 pub const PRELUDE: &str = r#"#![allow(clippy::all, dead_code, unused_labels)]
@@ -41,6 +43,11 @@ pub fn build_batch(dir: &Path, target: &Path, items: &[Module], first: usize) ->
 
 /// [`build_batch`] with more items (helper functions the runners call) after the prelude.
 pub fn build_batch_with(dir: &Path, target: &Path, items: &[Module], first: usize, helpers: &str) -> (Option<PathBuf>, Vec<(usize, String)>) {
+    build_batch_for(dir, target, items, first, helpers, "std")
+}
+
+/// [`build_batch_with`] against the runtime with `feature` (`std`, or `wgpu` for wgpu modules).
+pub fn build_batch_for(dir: &Path, target: &Path, items: &[Module], first: usize, helpers: &str, feature: &str) -> (Option<PathBuf>, Vec<(usize, String)>) {
     let name = format!("burnc-conformance-batch-{first}");
     let mut alive: Vec<usize> = (0..items.len()).collect();
     let mut failed = Vec::new();
@@ -49,14 +56,19 @@ pub fn build_batch_with(dir: &Path, target: &Path, items: &[Module], first: usiz
     std::fs::write(
         dir.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"std\"] }}\n\n[profile.dev]\ndebug = false\n\n[workspace]\n",
-            runtime.display().to_string()
+            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"{feature}\"] }}\n\n[profile.dev]\ndebug = false\n[profile.dev.package.\"*\"]\nopt-level = {}\n\n[workspace]\n",
+            runtime.display().to_string(),
+            // wgpu and naga run every module's pipelines: optimised, they start in milliseconds.
+            if feature == "wgpu" { 2 } else { 0 }
         ),
     )
     .expect("write Cargo.toml");
     for (j, c) in items.iter().enumerate() {
         let i = first + j;
-        let src = c.source.replace("include_bytes!(\"model.bin\")", &format!("include_bytes!(\"m{i}.bin\")"));
+        let src = c.source.replace("include_bytes!(\"model.bin\")", &format!("include_bytes!(\"m{i}.bin\")")).replace("include_str!(\"model.wgsl\")", &format!("include_str!(\"m{i}.wgsl\")"));
+        if let Some(w) = c.wgsl {
+            std::fs::write(dir.join(format!("src/m{i}.wgsl")), w).expect("write kernels");
+        }
         std::fs::write(dir.join(format!("src/m{i}.rs")), src).expect("write module");
         std::fs::write(dir.join(format!("src/m{i}.bin")), c.weights).expect("write weights");
     }

@@ -31,7 +31,9 @@ pub struct Cast {
 
 impl OpDef for Cast {
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        let (x, y) = (cx.input(0)?, cx.output(0)?);
+        let e = crate::codegen::wgsl::scalar::cast("x", x.dtype, y.dtype).ok_or_else(|| cx.err(format!("cast from {} to {} is not supported by the wgpu target yet", x.dtype, y.dtype)))?;
+        Ok(vec![cx.pointwise(&y, |i| Ok((format!("let x = {};\n", x.load(i)), e.clone())))?])
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {

@@ -53,8 +53,35 @@ fn covers_inner(cx: &EmitCx, v: ValueId, inner: &DimExpr) -> Result<bool, Codege
 impl OpDef for LayerNorm {
     // One warp per normalized row: mean, then the centred variance, then the output (the row
     // is read three times, from cache after the first).
+    // One invocation per normalized row: mean, centred variance, output.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        let (x, y, scale) = (cx.input(0)?, cx.output(0)?, cx.input(1)?);
+        if x.dtype != DType::F32 {
+            return Err(cx.err(format!("LayerNormalization on {} is not supported by the wgpu target yet", x.dtype)));
+        }
+        let a = norm_axis(self.axis, x.shape.len()).map_err(|e| cx.err(e))?;
+        let (outer, inner): (usize, usize) = (x.shape[..a].iter().product(), x.shape[a..].iter().product());
+        let bias = cx.opt_input(2)?;
+        if scale.numel() != inner || bias.as_ref().is_some_and(|b| b.numel() != inner) {
+            return Err(cx.err("a broadcast Scale or B is not supported by the wgpu target yet"));
+        }
+        let b = bias.map(|b| format!(" + {}", b.load("k"))).unwrap_or_default();
+        let mut stats = String::new();
+        for (k, what) in [(1, "mean"), (2, "inv")] {
+            if let Some(t) = cx.used_output(k)? {
+                stats += &t.store("row", what).ok_or_else(|| cx.err("statistics type"))?;
+            }
+        }
+        let store = y.store("at + k", &format!("({} - mean) * inv * {}{b}", x.load("at + k"), scale.load("k"))).ok_or_else(|| cx.err("output type"))?;
+        let body = format!(
+            "let at = row * {inner}u;\nvar s = 0.0;\nfor (var k = 0u; k < {inner}u; k++) {{ s += {x}; }}\nlet mean = s / {n};\n\
+             s = 0.0;\nfor (var k = 0u; k < {inner}u; k++) {{ let d = {x} - mean; s += d * d; }}\n\
+             let inv = 1.0 / sqrt(s / {n} + {eps});\nfor (var k = 0u; k < {inner}u; k++) {{ {store} }}\n{stats}",
+            x = x.load("at + k"),
+            n = crate::codegen::wgsl::scalar::f32_lit(inner as f32),
+            eps = crate::codegen::wgsl::scalar::f32_lit(self.epsilon),
+        );
+        Ok(vec![cx.rows(outer, &body)])
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
@@ -233,7 +260,26 @@ impl RmsNorm {
 
 impl OpDef for RmsNorm {
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        let (x, y, scale) = (cx.input(0)?, cx.output(0)?, cx.input(1)?);
+        if x.dtype != DType::F32 {
+            return Err(cx.err(format!("RMSNormalization on {} is not supported by the wgpu target yet", x.dtype)));
+        }
+        let a = norm_axis(self.axis, x.shape.len()).map_err(|e| cx.err(e))?;
+        let (outer, inner): (usize, usize) = (x.shape[..a].iter().product(), x.shape[a..].iter().product());
+        // The scale over the normalized dims or over all of X (as the CPU kernel takes it).
+        let sl = scale.numel();
+        if sl != inner && sl != x.numel() {
+            return Err(cx.err("a broadcast scale is not supported by the wgpu target yet"));
+        }
+        let store = y.store("at + k", &format!("{} * inv * {}", x.load("at + k"), scale.load(&format!("(at + k) % {sl}u")))).ok_or_else(|| cx.err("output type"))?;
+        let body = format!(
+            "let at = row * {inner}u;\nvar s = 0.0;\nfor (var k = 0u; k < {inner}u; k++) {{ let v = {x}; s += v * v; }}\n\
+             let inv = 1.0 / sqrt(s / {n} + {eps});\nfor (var k = 0u; k < {inner}u; k++) {{ {store} }}",
+            x = x.load("at + k"),
+            n = crate::codegen::wgsl::scalar::f32_lit(inner as f32),
+            eps = crate::codegen::wgsl::scalar::f32_lit(self.epsilon),
+        );
+        Ok(vec![cx.rows(outer, &body)])
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {

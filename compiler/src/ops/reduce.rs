@@ -30,8 +30,26 @@ impl ArgReduce {
 }
 
 impl OpDef for ArgReduce {
+    // One invocation per output: the first (or last) index of the extreme value; NaN wins, as
+    // in the interpreter's comparison.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        let (x, y) = (cx.input(0)?, cx.output(0)?);
+        if x.dtype != DType::F32 {
+            return Err(cx.err(format!("{} on {} is not supported by the wgpu target yet", self.name(), x.dtype)));
+        }
+        let (outer, len, inner): (usize, usize, usize) = match self.axis_of(x.shape.len()).map_err(|e| cx.err(e))? {
+            None => (1, 1, 1),
+            Some(a) => (x.shape[..a].iter().product(), x.shape[a], x.shape[a + 1..].iter().product()),
+        };
+        let _ = outer;
+        let (cmp, eq) = (if self.max { ">" } else { "<" }, if self.select_last_index { "||  v == best" } else { "" });
+        Ok(vec![cx.pointwise(&y, |i| {
+            let at = |k: &str| x.load(&format!("({i} / {inner}u * {len}u + {k}) * {inner}u + {i} % {inner}u"));
+            Ok((
+                format!("var best = {};\nvar arg = 0;\nfor (var k = 1u; k < {len}u; k++) {{ let v = {}; if (!is_nan(best) && (v {cmp} best {eq} || is_nan(v))) {{ best = v; arg = i32(k); }} }}\n", at("0u"), at("k")),
+                "arg".into(),
+            ))
+        })?])
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {

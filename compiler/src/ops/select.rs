@@ -19,7 +19,12 @@ pub struct Where;
 
 impl OpDef for Where {
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        use crate::codegen::index::broadcast_index;
+        let (c, a, b, y) = (cx.input(0)?, cx.input(1)?, cx.input(2)?, cx.output(0)?);
+        Ok(vec![cx.pointwise(&y, |i| {
+            let at = |t: &crate::codegen::wgsl::kernels::Tensor| t.load(&broadcast_index(&t.shape, &y.shape, i));
+            Ok((String::new(), format!("select({}, {}, {} != 0u)", at(&b), at(&a), at(&c))))
+        })?])
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {

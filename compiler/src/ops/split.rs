@@ -68,7 +68,27 @@ impl Split {
 
 impl OpDef for Split {
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        let x = cx.input(0)?;
+        let a = norm_axis(self.axis, x.shape.len()).map_err(|e| cx.err(e))?;
+        let inner: usize = x.shape[a + 1..].iter().product();
+        let len = x.shape[a];
+        let mut ks = Vec::new();
+        let mut start = 0;
+        for k in 0..self.outputs.max(1) {
+            let y = cx.output(k)?;
+            let part = y.shape[a];
+            if cx.used_output(k)?.is_some() && y.numel() > 0 {
+                let mut kernel = cx.pointwise(&y, |i| Ok((String::new(), x.load(&format!("({i} / {}u * {len}u + {start}u + ({i} / {inner}u) % {part}u) * {inner}u + {i} % {inner}u", inner * part)))))?;
+                if !ks.is_empty() {
+                    let renamed = format!("{}_{k}", kernel.name);
+                    kernel.source = kernel.source.replace(&format!("fn {}(", kernel.name), &format!("fn {renamed}("));
+                    kernel.name = renamed;
+                }
+                ks.push(kernel);
+            }
+            start += part;
+        }
+        Ok(ks)
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {

@@ -40,6 +40,9 @@ pub struct Cx<'a> {
     pub weights: &'a HashMap<ValueId, usize>,
     /// Arena offsets of the graph inputs (after the planned activations).
     pub inputs: &'a HashMap<ValueId, usize>,
+    /// Index tables of data-movement ops, appended to the weights blob after `tables_at`.
+    pub tables: std::cell::RefCell<Vec<u8>>,
+    pub tables_at: usize,
 }
 
 type R<T> = Result<T, CodegenError>;
@@ -155,6 +158,14 @@ impl NodeCx<'_, '_> {
         self.cx.tensor(self.n, v)
     }
 
+    /// Output `k` when something reads it (it has an arena slot).
+    pub fn used_output(&self, k: usize) -> R<Option<Tensor>> {
+        match self.n.outputs.get(k) {
+            Some(&v) if self.cx.plan.slots.contains_key(&v) => Ok(Some(self.cx.tensor(self.n, v)?)),
+            _ => Ok(None),
+        }
+    }
+
     /// A kernel computing every element `i` of `y`: `body(i)` gives the statements and the
     /// value (in `y`'s compute type).
     pub fn pointwise(&self, y: &Tensor, body: impl Fn(&str) -> R<(String, String)>) -> R<Kernel> {
@@ -184,9 +195,10 @@ pub fn grid_loop(name: &str, n: usize, var: &str, body: &str) -> Kernel {
 pub fn pointwise(name: &str, y: &Tensor, body: &dyn Fn(&str) -> R<(String, String)>) -> Result<Kernel, String> {
     let n = y.numel();
     let err = |e: CodegenError| e.to_string();
-    if let Some(store) = y.store("i", "v") {
+    if y.store("i", "out").is_some() {
         let (stmts, v) = body("i").map_err(err)?;
-        return Ok(grid_loop(name, n, "i", &format!("{stmts}let v = {v};\n{store}")));
+        let store = y.store("i", "out").ok_or("output type")?;
+        return Ok(grid_loop(name, n, "i", &format!("{stmts}let out = {v};\n{store}")));
     }
     if y.dtype.size() != 1 {
         return Err(format!("{} outputs are not supported by the wgpu target yet", y.dtype));
@@ -351,7 +363,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let [ed, eh, ew] = win.pads_end;
             let (init, acc, fin) = match kind {
                 // The first tap seen starts the maximum (WGSL has no infinity literal).
-                PoolKind::Max => ("var acc = 0.0;\nvar cnt = 0;".to_string(), "if (cnt == 0 || v > acc || v != v) { acc = v; }".to_string(), "acc".to_string()),
+                PoolKind::Max => ("var acc = 0.0;\nvar cnt = 0;".to_string(), "if (cnt == 0 || v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
                 PoolKind::Avg { .. } => ("var acc = 0.0;\nvar cnt = 0;".into(), "acc += v;".into(), "acc / f32(den)".into()),
                 PoolKind::Lp { p } => ("var acc = 0.0;\nvar cnt = 0;".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p as f32)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p as f32))),
             };
@@ -384,7 +396,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
             }
             let (init, step, fin) = match kind {
-                PoolKind::Max => (x.load(&format!("{}", "i * LEN")), "if (v > acc || v != v) { acc = v; }".to_string(), "acc".to_string()),
+                PoolKind::Max => (x.load(&format!("{}", "i * LEN")), "if (v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
                 PoolKind::Avg { .. } => ("0.0".into(), "acc += v;".into(), format!("acc / {}", scalar::f32_lit(len as f32))),
                 PoolKind::Lp { p } => ("0.0".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p as f32)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p as f32))),
             };
@@ -457,9 +469,43 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             }
             one(reduce(&ncx, *op, &x, &y, &red))
         }
+        Op::Slice | Op::Expand | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
         _ => Err(cx.err(n, "not supported by the wgpu target yet")),
     }
+}
+
+/// A data-movement op whose other inputs are constants, as a table of source indices made
+/// when burnc runs (the interpreter run on the indices of input 0) and stored with the
+/// weights: `y[i] = x[table[i] - 1]`, 0 meaning the op's fill (zero).
+fn by_table(cx: &NodeCx, y: &Tensor) -> R<Kernel> {
+    use crate::interp::RtValue;
+    let n = cx.n;
+    let x = cx.input(0)?;
+    let len = x.numel();
+    if len >= u32::MAX as usize || y.numel() > 1 << 26 {
+        return Err(cx.err("too large for an index table"));
+    }
+    let mut args = vec![Some(RtValue::Tensor(crate::tensor::Tensor::from_i64s(x.shape.clone(), (1..=len as i64).collect())))];
+    for (i, inp) in n.inputs.iter().enumerate().skip(1) {
+        args.push(match inp {
+            None => None,
+            Some(v) => Some(RtValue::Tensor(cx.cx.g.const_value(*v).ok_or_else(|| cx.err(format!("input #{i} must be a constant for the wgpu target")))?)),
+        });
+    }
+    let frame = crate::interp::Frame::empty(cx.cx.g);
+    let outs = crate::interp::eval_op(&n.op, args, n.outputs.len(), &frame).map_err(|e| cx.err(e))?;
+    let Some(RtValue::Tensor(t)) = outs.into_iter().next() else { return Err(cx.err("no index table")) };
+    let idx = t.to_i64_vec().ok_or_else(|| cx.err("index table is not integer"))?;
+    if idx.len() != y.numel() {
+        return Err(cx.err("index table does not match the output"));
+    }
+    let mut tables = cx.cx.tables.borrow_mut();
+    let at = tables.len().div_ceil(64) * 64;
+    tables.resize(at, 0);
+    tables.extend(idx.iter().flat_map(|&i| (i.max(0) as u32).to_le_bytes()));
+    let word = (cx.cx.tables_at + at) / 4;
+    cx.pointwise(y, |i| Ok((format!("let t = W[{word}u + {i}];\nvar v = {};\nif (t != 0u) {{ v = {}; }}\n", zero(y.dtype), x.load("t - 1u")), "v".into())))
 }
 
 /// Zero of `d`'s compute type.
@@ -516,8 +562,8 @@ fn reduce(cx: &NodeCx, op: ReduceOp, x: &Tensor, y: &Tensor, red: &[bool]) -> R<
     let (init, step, fin) = match op {
         ReduceOp::Sum => ("0.0".to_string(), "acc += v;".to_string(), "acc".to_string()),
         ReduceOp::Mean => ("0.0".into(), "acc += v;".into(), format!("acc / {}", scalar::f32_lit(count as f32))),
-        ReduceOp::Max => ("FIRST".into(), "if (v > acc || v != v) { acc = v; }".into(), "acc".into()),
-        ReduceOp::Min => ("FIRST".into(), "if (v < acc || v != v) { acc = v; }".into(), "acc".into()),
+        ReduceOp::Max => ("FIRST".into(), "if (v > acc || is_nan(v)) { acc = v; }".into(), "acc".into()),
+        ReduceOp::Min => ("FIRST".into(), "if (v < acc || is_nan(v)) { acc = v; }".into(), "acc".into()),
         ReduceOp::Prod => ("1.0".into(), "acc *= v;".into(), "acc".into()),
         ReduceOp::L1 => ("0.0".into(), "acc += abs(v);".into(), "acc".into()),
         ReduceOp::L2 => ("0.0".into(), "acc += v * v;".into(), "sqrt(acc)".into()),

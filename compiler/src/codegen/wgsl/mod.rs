@@ -59,7 +59,7 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> 
         graph = c;
     }
     let memory = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
-    let weights = super::weights::layout(&graph, &memory.order, Lowering::PLAIN);
+    let mut weights = super::weights::layout(&graph, &memory.order, Lowering::PLAIN);
     let mut input_offsets = HashMap::new();
     let mut end = align_up(memory.arena_bytes);
     for &i in &graph.inputs {
@@ -70,7 +70,8 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> 
     let arena_bytes = end.max(64);
     let mut ks = Vec::new();
     let mut kernel_nodes = Vec::new();
-    let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets };
+    let tables_at = weights.blob.len().div_ceil(64) * 64;
+    let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, tables: Default::default(), tables_at };
     for &id in &memory.order {
         let base = format!("k{}", ks.len());
         for (j, mut k) in kernels::node(&cx, id, &base)?.into_iter().enumerate() {
@@ -83,6 +84,13 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> 
             kernel_nodes.push(graph.node(id).name.clone());
             ks.push(k);
         }
+    }
+    let tables = cx.tables.into_inner();
+    if !tables.is_empty() {
+        weights.blob.resize(tables_at, 0);
+        weights.blob.extend(tables);
+        let end = weights.blob.len().div_ceil(64) * 64;
+        weights.blob.resize(end, 0);
     }
     Ok(WgslPlan { graph, memory, weights, input_offsets, arena_bytes, kernels: ks, kernel_nodes })
 }

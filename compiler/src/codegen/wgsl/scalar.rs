@@ -9,6 +9,11 @@ use crate::ir::{BinaryOp, DType, UnaryOp};
 /// Functions every module's WGSL defines, used by the expressions below.
 pub const PRELUDE: &str = r#"// Infinity from its bits at run time (a constant expression may not overflow).
 fn inf_f32(bits: u32) -> f32 { return bitcast<f32>(bits); }
+// NaN by its bits: drivers may fold `x != x` to false.
+fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+// asin and acos through atan2: some drivers' own are good to 1e-3 only.
+fn asin_f32(x: f32) -> f32 { return atan2(x, sqrt(max(0.0, 1.0 - x * x))); }
+fn acos_f32(x: f32) -> f32 { return atan2(sqrt(max(0.0, 1.0 - x * x)), x); }
 // erf: its Taylor series near 0 (relative error below 1e-7), Abramowitz-Stegun 7.1.26 beyond
 // (absolute error below 1.5e-7).
 fn erf_f32(x: f32) -> f32 {
@@ -86,7 +91,7 @@ pub fn cast(x: &str, from: DType, to: DType) -> Option<String> {
     } else if is_float(from) {
         // WGSL's f32 → i32 conversion already saturates; NaN is 0 as the interpreter's.
         let t = if to == DType::U8 { format!("u32(clamp({x}, 0.0, 255.0))") } else { format!("{tt}({x})") };
-        sel(&format!("{x} != {x}"), &lit(0.0, to), &t)
+        sel(&format!("is_nan({x})"), &lit(0.0, to), &t)
     } else if to == DType::U8 {
         format!("(u32({x}) & 0xffu)")
     } else {
@@ -111,7 +116,7 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
         UnaryOp::Not if d == DType::Bool => format!("(1u - {x})"),
         UnaryOp::BitwiseNot if ct == "i32" => format!("(~{x})"),
         UnaryOp::BitwiseNot if d == DType::U8 => format!("(~{x} & 0xffu)"),
-        UnaryOp::IsNaN if fl => format!("u32({x} != {x})"),
+        UnaryOp::IsNaN if fl => format!("u32(is_nan({x}))"),
         UnaryOp::IsInf { detect_negative, detect_positive } if fl => {
             let pos = if detect_positive { format!("{x} == {pos_inf}") } else { "false".into() };
             let neg = if detect_negative { format!("{x} == {neg_inf}") } else { "false".into() };
@@ -129,8 +134,8 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
         UnaryOp::Sin => call("sin"),
         UnaryOp::Cos => call("cos"),
         UnaryOp::Tan => call("tan"),
-        UnaryOp::Asin => call("asin"),
-        UnaryOp::Acos => call("acos"),
+        UnaryOp::Asin => call("asin_f32"),
+        UnaryOp::Acos => call("acos_f32"),
         UnaryOp::Atan => call("atan"),
         UnaryOp::Sinh => call("sinh"),
         UnaryOp::Cosh => call("cosh"),
@@ -140,7 +145,7 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
         UnaryOp::Erf => call("erf_f32"),
         // tanh of a large argument is NaN on some drivers (exp overflows): clamp first.
         UnaryOp::Tanh => format!("tanh(clamp({x}, -20.0, 20.0))"),
-        UnaryOp::Relu => sel(&format!("{x} > 0.0"), x, &sel(&format!("{x} != {x}"), x, "0.0")),
+        UnaryOp::Relu => sel(&format!("{x} > 0.0"), x, &sel(&format!("is_nan({x})"), x, "0.0")),
         // One exp of -|x|: never overflows (as the CPU kernel computes it).
         UnaryOp::Sigmoid => sel(&format!("{x} >= 0.0"), &format!("1.0 / (1.0 + exp(-{x}))"), &format!("exp({x}) / (1.0 + exp({x}))")),
         UnaryOp::Softplus => sel(&format!("{x} > 20.0"), x, &format!("log1p_f32(exp({x}))")),
@@ -184,8 +189,8 @@ pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
             }
         }
         // NaN in either operand gives NaN, as the reference's Max/Min do.
-        BinaryOp::Max if fl => sel(&format!("{a} > {b} || {a} != {a}"), a, b),
-        BinaryOp::Min if fl => sel(&format!("{a} < {b} || {a} != {a}"), a, b),
+        BinaryOp::Max if fl => sel(&format!("{a} > {b} || is_nan({a})"), a, b),
+        BinaryOp::Min if fl => sel(&format!("{a} < {b} || is_nan({a})"), a, b),
         BinaryOp::Max if !bool_ => format!("max({a}, {b})"),
         BinaryOp::Min if !bool_ => format!("min({a}, {b})"),
         BinaryOp::And if bool_ => format!("({a} & {b})"),
