@@ -59,6 +59,9 @@ pub struct ModuleSpec {
     /// Bytes of the arena (activations, then the inputs).
     pub arena_bytes: usize,
     pub weights_bytes: usize,
+    /// The weights are bound in chunks of this many bytes (the last may be shorter), bindings
+    /// 1, 2, …: no adapter need offer a binding as large as all of them.
+    pub weight_chunk: usize,
     /// The largest workgroup memory of any kernel, in bytes.
     pub workgroup_bytes: u32,
     /// The most invocations in one workgroup of any kernel.
@@ -89,9 +92,15 @@ fn check(limit: &'static str, needed: u64, available: u64) -> Result<(), WgpuErr
     Ok(())
 }
 
+/// How many weight bindings `spec` has.
+fn chunks(spec: &ModuleSpec) -> usize {
+    spec.weights_bytes.div_ceil(spec.weight_chunk.max(4)).max(1)
+}
+
 /// The limits `spec` needs that the adapter's `have` may not offer.
 fn check_limits(spec: &ModuleSpec, have: &wgpu::Limits) -> Result<(), WgpuError> {
-    let largest = words(spec.arena_bytes).max(words(spec.weights_bytes));
+    let largest = words(spec.arena_bytes).max(words(spec.weights_bytes.min(spec.weight_chunk)));
+    check("max_storage_buffers_per_shader_stage", chunks(spec) as u64 + 1, have.max_storage_buffers_per_shader_stage.into())?;
     check("max_storage_buffer_binding_size", largest, have.max_storage_buffer_binding_size)?;
     check("max_buffer_size", largest, have.max_buffer_size)?;
     check("max_compute_workgroup_storage_size", spec.workgroup_bytes.into(), have.max_compute_workgroup_storage_size.into())?;
@@ -133,7 +142,9 @@ impl Session {
             ty: wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only }, has_dynamic_offset: false, min_binding_size: None },
             count: None,
         };
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("arena, weights"), entries: &[storage(0, false), storage(1, true)] });
+        let n = chunks(&spec);
+        let entries: Vec<_> = core::iter::once(storage(0, false)).chain((1..=n as u32).map(|b| storage(b, true))).collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("arena, weights"), entries: &entries });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: None, bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("model.wgsl"), source: wgpu::ShaderSource::Wgsl(spec.wgsl.into()) });
         let pipelines = spec
@@ -152,15 +163,21 @@ impl Session {
             .collect();
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
         let arena = device.create_buffer(&wgpu::BufferDescriptor { label: Some("arena"), size: words(spec.arena_bytes), usage, mapped_at_creation: false });
-        let wbuf = device.create_buffer(&wgpu::BufferDescriptor { label: Some("weights"), size: words(spec.weights_bytes), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        if !weights.is_empty() {
-            queue.write_buffer(&wbuf, 0, &padded(weights));
-        }
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("arena, weights"),
-            layout: &layout,
-            entries: &[wgpu::BindGroupEntry { binding: 0, resource: arena.as_entire_binding() }, wgpu::BindGroupEntry { binding: 1, resource: wbuf.as_entire_binding() }],
-        });
+        let step = spec.weight_chunk.max(4);
+        let wbufs: Vec<wgpu::Buffer> = (0..n)
+            .map(|c| {
+                let part = weights.get(c * step..((c + 1) * step).min(weights.len())).unwrap_or(&[]);
+                let b = device.create_buffer(&wgpu::BufferDescriptor { label: Some("weights"), size: words(part.len()), usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+                if !part.is_empty() {
+                    queue.write_buffer(&b, 0, &padded(part));
+                }
+                b
+            })
+            .collect();
+        let entries: Vec<_> = core::iter::once(wgpu::BindGroupEntry { binding: 0, resource: arena.as_entire_binding() })
+            .chain(wbufs.iter().enumerate().map(|(c, b)| wgpu::BindGroupEntry { binding: c as u32 + 1, resource: b.as_entire_binding() }))
+            .collect();
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("arena, weights"), layout: &layout, entries: &entries });
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(WgpuError::Device { call: "creating the pipelines", message: e.to_string() });
         }
@@ -290,7 +307,7 @@ mod tests {
     use super::*;
 
     fn spec(wgsl: &'static str, kernels: &'static [&'static str], dispatches: &'static [Dispatch]) -> ModuleSpec {
-        ModuleSpec { wgsl, kernels, dispatches, arena_bytes: 64, weights_bytes: 8, workgroup_bytes: 0, invocations: 64 }
+        ModuleSpec { wgsl, kernels, dispatches, arena_bytes: 64, weights_bytes: 8, weight_chunk: 128 << 20, workgroup_bytes: 0, invocations: 64 }
     }
 
     #[test]
@@ -311,13 +328,15 @@ mod tests {
     #[test]
     fn a_kernel_runs_or_the_machine_has_no_adapter() {
         const WGSL: &str = "@group(0) @binding(0) var<storage, read_write> A: array<f32>;\n\
-            @group(0) @binding(1) var<storage, read> W: array<f32>;\n\
+            @group(0) @binding(1) var<storage, read> W0: array<f32>;\n\
+            @group(0) @binding(2) var<storage, read> W1: array<f32>;\n\
             @compute @workgroup_size(64) fn k0(@builtin(global_invocation_id) g: vec3<u32>) {\n\
-              if (g.x < 4u) { A[4u + g.x] = A[g.x] * W[g.x % 2u]; }\n}\n";
+              if (g.x < 4u) { A[4u + g.x] = A[g.x] * select(W1[0], W0[0], g.x % 2u == 0u); }\n}\n";
         static D: [Dispatch; 1] = [Dispatch { kernel: 0, workgroups: [1, 1, 1] }];
         let weights = bytes_of(&[2.0f32, -1.0]).to_vec();
         assert_eq!(Session::new(spec(WGSL, &["k0"], &D), &[0; 4]).err(), Some(WgpuError::Size { what: "weights", expected: 8, got: 4 }));
-        let mut s = match Session::new(spec(WGSL, &["k0"], &D), &weights) {
+        // Two weight bindings of one f32 each.
+        let mut s = match Session::new(ModuleSpec { weight_chunk: 4, ..spec(WGSL, &["k0"], &D) }, &weights) {
             Ok(s) => s,
             // A machine without Vulkan/Metal/DX12; CI installs lavapipe and sets
             // BURNC_REQUIRE_WGPU, so there a missing adapter fails.

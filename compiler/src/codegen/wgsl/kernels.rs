@@ -32,11 +32,27 @@ pub struct Kernel {
     pub workgroup_bytes: u32,
 }
 
+/// Bytes of one weights binding: WebGPU's default `maxStorageBufferBindingSize`, which every
+/// adapter offers, so a model's weights fit any device in chunks of this size (no tensor
+/// straddles two).
+pub const CHUNK: usize = 128 << 20;
+
+/// The binding name and offset in it of a weight at global byte offset `off` of `len` bytes:
+/// `W<c>` when it lies in one chunk, else `W` (read through `W(i)`, which picks the chunk of
+/// global word `i`).
+pub fn chunk_of(off: usize, len: usize) -> (String, usize) {
+    if off / CHUNK == (off + len.max(1) - 1) / CHUNK {
+        (format!("W{}", off / CHUNK), off % CHUNK)
+    } else {
+        ("W".into(), off)
+    }
+}
+
 /// Where a node's operands live.
 pub struct Cx<'a> {
     pub g: &'a Graph,
     pub plan: &'a MemoryPlan,
-    /// Weights blob offsets.
+    /// Weights blob offsets (chunked: see [`CHUNK`]).
     pub weights: &'a HashMap<ValueId, usize>,
     /// Arena offsets of the graph inputs (after the planned activations).
     pub inputs: &'a HashMap<ValueId, usize>,
@@ -47,10 +63,11 @@ pub struct Cx<'a> {
 
 type R<T> = Result<T, CodegenError>;
 
-/// A tensor in one of the two buffers: `buf` is `A` or `W`, `byte` its byte offset.
+/// A tensor in one of the buffers: `buf` is `A` or a weights chunk `W<c>`, `byte` its byte
+/// offset there.
 #[derive(Debug, Clone)]
 pub struct Tensor {
-    buf: &'static str,
+    buf: String,
     byte: usize,
     pub dtype: DType,
     pub shape: Vec<usize>,
@@ -66,6 +83,9 @@ impl Tensor {
     fn word(&self, idx: &str, per: usize, extra: usize) -> String {
         let base = self.byte / 4 + extra;
         let i = if per == 1 { idx.to_string() } else { format!("{per}u * ({idx})") };
+        if self.buf == "W" {
+            return format!("W({base}u + {i})");
+        }
         if base == 0 {
             format!("{}[{i}]", self.buf)
         } else {
@@ -108,9 +128,9 @@ impl Cx<'_> {
             return Err(self.err(n, format!("{} is not supported by the wgpu target yet", t.dtype)));
         }
         let (buf, byte) = match &self.g.value(v).kind {
-            ValueKind::Param(_) | ValueKind::Const(_) => ("W", *self.weights.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?),
-            ValueKind::Input => ("A", *self.inputs.get(&v).ok_or_else(|| self.err(n, "input has no arena slot"))?),
-            ValueKind::Node(_) => ("A", self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("`{}` has no arena slot", self.g.value(v).name)))?.offset),
+            ValueKind::Param(_) | ValueKind::Const(_) => chunk_of(*self.weights.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?, t.dtype.size() * shape.iter().product::<usize>()),
+            ValueKind::Input => ("A".into(), *self.inputs.get(&v).ok_or_else(|| self.err(n, "input has no arena slot"))?),
+            ValueKind::Node(_) => ("A".into(), self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("`{}` has no arena slot", self.g.value(v).name)))?.offset),
             ValueKind::Outer => return Err(self.err(n, "values of an enclosing graph are not supported by the wgpu target")),
         };
         if byte % 4 != 0 {
@@ -216,7 +236,7 @@ pub fn pointwise(name: &str, y: &Tensor, body: &dyn Fn(&str) -> R<(String, Strin
 /// Copy `bytes` bytes (rounded up to words: slots are word aligned and padded) from `x` to `y`.
 fn copy_words(name: &str, x: &Tensor, y: &Tensor, bytes: usize) -> Kernel {
     let words = bytes.div_ceil(4);
-    grid_loop(name, words, "i", &format!("A[{}u + i] = {}[{}u + i];", y.byte / 4, x.buf, x.byte / 4))
+    grid_loop(name, words, "i", &format!("A[{}u + i] = {};", y.byte / 4, x.word("i", 1, 0)))
 }
 
 /// The kernels of node `id`, named `name…`; empty when the node needs none (a view whose
@@ -444,6 +464,26 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             );
             Ok(vec![ncx.rows(outer * inner, &body)])
         }
+        Op::Lrn { size, alpha, beta, bias } => {
+            let x = ncx.input(0)?;
+            if od != DType::F32 {
+                return Err(cx.err(n, format!("LRN on {od} is not supported by the wgpu target")));
+            }
+            let c = y.shape.get(1).copied().unwrap_or(1);
+            let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+            let (lo, hi) = ((size.max(&1) - 1) / 2, (size.max(&1) - 1).div_ceil(2));
+            let (bias, alpha, beta) = (scalar::f32_lit(*bias), scalar::f32_lit(*alpha / *size.max(&1) as f32), scalar::f32_lit(*beta));
+            one(ncx.pointwise(&y, |i| {
+                Ok((
+                    format!(
+                        "let c = i32(({i} / {inner}u) % {c}u);\nvar s = 0.0;\nfor (var k = max(0, c - {lo}); k <= min({}, c + {hi}); k++) {{ let v = {}; s += v * v; }}\n",
+                        c - 1,
+                        x.load(&format!("u32(i32({i}) + (k - c) * {inner})"))
+                    ),
+                    format!("{} / pow_f32({bias} + {alpha} * s, {beta})", x.load(i)),
+                ))
+            }))
+        }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let x = ncx.input(0)?;
             let rank = x.shape.len();
@@ -500,12 +540,12 @@ fn by_table(cx: &NodeCx, y: &Tensor) -> R<Kernel> {
     if idx.len() != y.numel() {
         return Err(cx.err("index table does not match the output"));
     }
+    let bytes: Vec<u8> = idx.iter().flat_map(|&i| (i.max(0) as u32).to_le_bytes()).collect();
     let mut tables = cx.cx.tables.borrow_mut();
-    let at = tables.len().div_ceil(64) * 64;
-    tables.resize(at, 0);
-    tables.extend(idx.iter().flat_map(|&i| (i.max(0) as u32).to_le_bytes()));
-    let word = (cx.cx.tables_at + at) / 4;
-    cx.pointwise(y, |i| Ok((format!("let t = W[{word}u + {i}];\nvar v = {};\nif (t != 0u) {{ v = {}; }}\n", zero(y.dtype), x.load("t - 1u")), "v".into())))
+    let at = super::place(cx.cx.tables_at, &mut tables, &bytes).ok_or_else(|| cx.err("index table larger than a weights binding"))?;
+    let (buf, local) = chunk_of(at, bytes.len());
+    let word = local / 4;
+    cx.pointwise(y, |i| Ok((format!("let t = {buf}[{word}u + {i}];\nvar v = {};\nif (t != 0u) {{ v = {}; }}\n", zero(y.dtype), x.load("t - 1u")), "v".into())))
 }
 
 /// Zero of `d`'s compute type.
