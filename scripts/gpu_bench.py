@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import gpu_bench_models as bm  # noqa: E402
 from gpu_bench_prepare import floats_args  # noqa: E402
 
-DT = {"f32": torch.float32, "bf16": torch.bfloat16, "tf32": torch.float32}
+DT = {"f32": torch.float32, "bf16": torch.bfloat16, "tf32": torch.float32, "wgpu": torch.float32}
 
 
 def torch_model(name):
@@ -136,13 +136,14 @@ def main():
         onnx_path = os.path.join(a.tmp, f"{mname}.onnx")
         onnx.save(build(params()), onnx_path)
         ref_model = torch_model(mname)
+        torch_runs = {}
         for c in [c for c in configs if c["model"] == mname]:
             key = (mname, c["dtype"])
             if key not in blobs:
                 # The blob the module expects, made by the carried burnc from the rebuilt model.
                 d = os.path.join(a.tmp, f"{mname}-{c['dtype']}")
                 os.makedirs(d, exist_ok=True)
-                r = subprocess.run([os.path.join(a.run, "burnc"), onnx_path, "-o", os.path.join(d, "model.rs"), "--target", "cuda"] + floats_args(c["dtype"]) + ["--input", f"{c['input']}={c['dims']}"], capture_output=True, text=True)
+                r = subprocess.run([os.path.join(a.run, "burnc"), onnx_path, "-o", os.path.join(d, "model.rs")] + floats_args(c["dtype"]) + ["--input", f"{c['input']}={c['dims']}"], capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit(f"gpu_bench: burnc on {mname}: {r.stderr.strip()}")
                 blobs[key] = os.path.join(d, "model.bin")
@@ -167,6 +168,14 @@ def main():
                 kernel_times(os.path.join(a.run, c["name"], "harness"), work, os.path.join(a.ncu, c["name"] + ".tsv"))
             out = np.fromfile(os.path.join(work, "out_0.bin"), dtype=np.float32)
             xt = torch.from_numpy(x).cuda()
+            tkey = (c["batch"], DT[c["dtype"]], c["dtype"] == "tf32")
+            if tkey in torch_runs:
+                # The same PyTorch configuration was timed for another burnc target.
+                ref, eager_ms, compile_ms, torch_err = torch_runs[tkey]
+                err = rel_err(out, ref)
+                rows.append((c, burnc_ms, eager_ms, compile_ms, err, torch_err))
+                print(f"{c['name']}: burnc {burnc_ms:.4f} ms, eager {eager_ms:.4f} ms, torch.compile {compile_ms:.4f} ms (timed above), rel_err burnc {err:.2e}", flush=True)
+                continue
             with torch.no_grad():
                 set_tf32(False)
                 ref = call(mname, ref_model, xt).float().cpu().numpy()
@@ -188,6 +197,7 @@ def main():
                 torch._dynamo.reset()
                 set_tf32(False)
             err = rel_err(out, ref)
+            torch_runs[tkey] = (ref, eager_ms, compile_ms, torch_err)
             rows.append((c, burnc_ms, eager_ms, compile_ms, err, torch_err))
             print(f"{c['name']}: burnc {burnc_ms:.4f} ms, eager {eager_ms:.4f} ms, torch.compile {compile_ms:.4f} ms (compiled in {compile_s:.0f} s), "
                   f"rel_err burnc {err:.2e} torch-{c['dtype']} {torch_err:.2e}", flush=True)
@@ -204,6 +214,11 @@ def main():
         print(f"| {c['name']} | {b:.4f} | {e:.4f} | {t:.4f} | {b / t:.3f} | {b / e:.3f} | {err:.2e} | {terr:.2e} |")
         if c["dtype"] == "bf16":
             ratios.append(b / t)
+    # The wgpu target against the CUDA target, same model, batch and f32.
+    cuda_f32 = {(c["model"], c["batch"]): b for c, b, *_ in rows if c["dtype"] == "f32" and b is not None}
+    for c, b, *_ in rows:
+        if c["dtype"] == "wgpu" and b is not None and (c["model"], c["batch"]) in cuda_f32:
+            print(f"wgpu vs cuda f32: {c['model']} bs{c['batch']}: {b:.4f} / {cuda_f32[(c['model'], c['batch'])]:.4f} ms = {b / cuda_f32[(c['model'], c['batch'])]:.2f}x")
     worst = {}
     for c, b, e, t, err, terr in rows:
         if err is not None:

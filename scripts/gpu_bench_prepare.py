@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Build, on this machine, what scripts/gpu_bench.sh runs on a GPU machine (which has no Rust).
 
-    python3 scripts/gpu_bench_prepare.py OUT_DIR [--burnc target/release/burnc]
+    python3 scripts/gpu_bench_prepare.py OUT_DIR [--burnc target/release/burnc] [--only REGEX]
 
-For each configuration (ResNet-50 and MiniLM-L6; batch 1 and 64; f32 and bf16) it builds the
-`burnc bench --target cuda` harness (`--build-only`) and records, in OUT_DIR/run/configs.json,
+For each configuration (ResNet-50 and MiniLM-L6; batch 1 and 64; CUDA in f32, bf16 and TF32,
+and the wgpu target in f32) it builds the `burnc bench` harness (`--build-only`) and records,
+in OUT_DIR/run/configs.json,
 the SHA-256 of the weights blob the module was compiled against. OUT_DIR/run (the device call
 carries it) holds the harnesses and the burnc binary: the models' weights (hundreds of MB) are
 not carried but rebuilt there from the seed of scripts/gpu_bench_models.py, their blob by that
@@ -25,13 +26,16 @@ import gpu_bench_models as bm  # noqa: E402
 # (model, input name, input dims after the batch)
 MODELS = [("resnet50", "input", [3, 224, 224]), ("minilm", "input_ids", [bm.SEQ])]
 BATCHES = [1, 64]
-# tf32: f32 with `--tf32` (PyTorch with allow_tf32 on the other side).
-DTYPES = ["f32", "bf16", "tf32"]
+# tf32: f32 with `--tf32` (PyTorch with allow_tf32 on the other side); wgpu: the wgpu target
+# (WGSL through Vulkan) in f32.
+DTYPES = ["f32", "bf16", "tf32", "wgpu"]
 
 
 def floats_args(dtype):
-    """burnc's flags for a configuration's dtype."""
-    return ["--dtype", "f32", "--tf32"] if dtype == "tf32" else ["--dtype", dtype]
+    """burnc's target and dtype flags for a configuration's dtype."""
+    if dtype == "wgpu":
+        return ["--target", "wgpu"]
+    return ["--target", "cuda"] + (["--dtype", "f32", "--tf32"] if dtype == "tf32" else ["--dtype", dtype])
 
 
 def configs():
@@ -45,6 +49,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--burnc", default=os.path.join(ROOT, "target/release/burnc"))
+    ap.add_argument("--only", default="", help="configurations whose name matches REGEX")
     args = ap.parse_args()
     out = os.path.abspath(args.out)
     models, work, run = (os.path.join(out, d) for d in ("models", "work", "run"))
@@ -57,9 +62,11 @@ def main():
     shutil.rmtree(run, ignore_errors=True)
     os.makedirs(run)
     done = []
-    for c in configs():
+    import re
+
+    for c in [c for c in configs() if re.search(args.only, c["name"])]:
         wd = os.path.join(work, c["name"])
-        cmd = [args.burnc, "bench", os.path.join(models, f"{c['model']}.onnx"), "--target", "cuda"] + floats_args(c["dtype"]) + ["--input", f"{c['input']}={c['dims']}", "--work-dir", wd, "--build-only"]
+        cmd = [args.burnc, "bench", os.path.join(models, f"{c['model']}.onnx")] + floats_args(c["dtype"]) + ["--input", f"{c['input']}={c['dims']}", "--work-dir", wd, "--build-only"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"gpu_bench_prepare: {c['name']}: {r.stderr.strip() or r.stdout.strip()}")
@@ -69,7 +76,7 @@ def main():
         blob = open(os.path.join(wd, "model.bin"), "rb").read()
         c["weights_sha256"] = hashlib.sha256(blob).hexdigest()
         c["weights_bytes"] = len(blob)
-        c["launches"] = next((l for l in r.stdout.splitlines() if l.startswith("cuda: ")), "")
+        c["launches"] = next((l for l in r.stdout.splitlines() if l.startswith(("cuda: ", "wgpu: "))), "")
         done.append(c)
         print(f"gpu_bench_prepare: {c['name']}: {c['launches']}")
     shutil.copy(args.burnc, os.path.join(run, "burnc"))

@@ -539,18 +539,14 @@ fn compile_cuda_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], cons
     let gen = codegen::cuda::generate(&g, &opts, &name(&ptx))?;
     write_if_changed(&cu, gen.cuda_source.as_bytes())?;
     write_if_changed(&ptx, gen.ptx.as_bytes())?;
-    write_if_changed(out, gen.source.as_bytes())?;
-    write_if_changed(&bin, &gen.weights)?;
-    Ok(Report {
-        source: out.to_path_buf(),
-        weights: bin,
-        arena_bytes: gen.arena_bytes,
-        lower_bound_bytes: gen.arena_bytes,
-        weights_bytes: gen.weights_bytes,
-        inputs: gen.inputs,
-        outputs: gen.outputs,
-        train: None,
-    })
+    gpu_report(out, bin, &gen.source, &gen.weights, gen.arena_bytes, gen.inputs, gen.outputs)
+}
+
+/// Write a GPU module and its weights; its report (the arena is the device's, planned once).
+fn gpu_report(out: &Path, bin: PathBuf, source: &str, weights: &[u8], arena_bytes: usize, inputs: Vec<IoDesc>, outputs: Vec<IoDesc>) -> Result<Report, BuildError> {
+    write_if_changed(out, source.as_bytes())?;
+    write_if_changed(&bin, weights)?;
+    Ok(Report { source: out.to_path_buf(), weights: bin, arena_bytes, lower_bound_bytes: arena_bytes, weights_bytes: weights.len(), inputs, outputs, train: None })
 }
 
 /// [`compile_to`] for the wgpu target: `x.rs`, its weights `x.bin` and its kernels `x.wgsl`
@@ -567,18 +563,7 @@ fn compile_wgpu_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], cons
     let opts = options.codegen(&name(&bin), &name(model));
     let gen = codegen::wgsl::generate(&g, &opts, &name(&wgsl))?;
     write_if_changed(&wgsl, gen.wgsl.as_bytes())?;
-    write_if_changed(out, gen.source.as_bytes())?;
-    write_if_changed(&bin, &gen.weights)?;
-    Ok(Report {
-        source: out.to_path_buf(),
-        weights: bin,
-        arena_bytes: gen.arena_bytes,
-        lower_bound_bytes: gen.arena_bytes,
-        weights_bytes: gen.weights_bytes,
-        inputs: gen.inputs,
-        outputs: gen.outputs,
-        train: None,
-    })
+    gpu_report(out, bin, &gen.source, &gen.weights, gen.arena_bytes, gen.inputs, gen.outputs)
 }
 
 /// Compile a graph built in code (a build script that constructs the IR itself instead of

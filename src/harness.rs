@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod bounded;
-pub mod cuda;
+pub mod gpu;
 pub mod cache_limit;
 
 #[derive(Debug, Error)]
@@ -235,7 +235,7 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     let (name, target_name, profile_toml) = match profile {
         Profile::Run => (format!("burnc-harness-{:016x}", h.finish()), "target", "debug = false\ncodegen-units = 16\n"),
         Profile::BenchCuda => (format!("burnc-bench-cuda-{:016x}", h.finish()), "target-bench-cuda", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\n"),
-        Profile::RunWgpu => (format!("burnc-wgpu-{:016x}", h.finish()), "target-wgpu", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\n"),
+        Profile::RunWgpu => (format!("burnc-wgpu-{:016x}", h.finish()), "target-wgpu", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\nstrip = true\n"),
         Profile::Bench | Profile::BenchThreads => (
             format!("burnc-bench-{}{:016x}", if profile == Profile::BenchThreads { "mt-" } else { "" }, h.finish()),
             "target-bench",
@@ -574,8 +574,8 @@ pub fn read_outputs_of(descs: &[burnc_compiler::codegen::IoDesc], forms: &[Outpu
 /// graph's outputs.
 pub fn run_wgpu(g: &Graph, values: &[RtValue], opts: &CodegenOptions, key: &str, work: &Path) -> Result<Vec<RtValue>, HarnessError> {
     let (gen, feeds, forms) = with_baking(g, values, |p| Ok((codegen::wgsl::generate(&p.graph, opts, "model.wgsl")?, p.feeds, p.outputs)))?;
-    let bin = cuda::build_wgpu(&gen, key)?;
-    cuda::write_work(&gen.weights, &feeds, work)?;
+    let bin = gpu::build_wgpu(&gen, key)?;
+    gpu::write_work(&gen.weights, &feeds, work)?;
     exec(&bin, &[work.as_os_str(), std::ffi::OsStr::new("0")])?;
     read_outputs_of(&gen.outputs, &forms, work)
 }

@@ -210,7 +210,7 @@ impl Session {
     /// padded to whole words, so the last word's spare bytes may be written with zeros).
     pub fn write(&mut self, offset: usize, bytes: &[u8]) -> Result<(), WgpuError> {
         self.range("input slot", offset, bytes.len())?;
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(WgpuError::Size { what: "input slot alignment", expected: 4, got: offset % 4 });
         }
         if !bytes.is_empty() {
@@ -292,7 +292,7 @@ impl Session {
 
 /// `bytes` padded with zeros to whole words (what `write_buffer` moves).
 fn padded(bytes: &[u8]) -> alloc::borrow::Cow<'_, [u8]> {
-    if bytes.len() % 4 == 0 {
+    if bytes.len().is_multiple_of(4) {
         return alloc::borrow::Cow::Borrowed(bytes);
     }
     let mut v = bytes.to_vec();

@@ -49,13 +49,14 @@ pub struct BenchArgs {
     /// share (slowest first), then the totals per op type. The timers cost a little.
     #[arg(long)]
     pub profile: bool,
-    /// With --work-dir and --target cuda: build the harness and write DIR, print
+    /// With --work-dir and a GPU target: build the harness and write DIR, print
     /// `harness: PATH`, and stop (for a GPU machine that has no Rust: run `PATH DIR ITERS
     /// WARMUP` there).
     #[arg(long, requires = "work_dir")]
     pub build_only: bool,
-    /// Where the model runs: `cpu`, or `cuda` (the harness times CUDA-graph replays with CUDA
-    /// events on GPU 0; with --work-dir the weights are read from DIR/model.bin at run time).
+    /// Where the model runs: `cpu`, `cuda` (the harness times CUDA-graph replays with CUDA
+    /// events on GPU 0) or `wgpu` (forward passes on the first wgpu adapter, host clock from
+    /// submit to finish); with --work-dir the GPU harnesses read DIR/model.bin at run time.
     #[arg(long, value_name = "TARGET", default_value = "cpu")]
     pub target: TargetArg,
     /// With `--target cuda`: the dtype f32 weights and activations run in (`f32`, `bf16`, `f16`).
@@ -131,13 +132,13 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     }
 
     if a.target == TargetArg::Cuda {
-        return bench_cuda(&a, g, &values, model_path);
+        return bench_gpu(&a, g, &values, model_path, harness::gpu::Gpu::Cuda);
     }
     if a.target == TargetArg::Wgpu {
-        return Err(CliError::Usage("`burnc bench --target wgpu` is not there yet: run it with `burnc run --codegen --target wgpu`".into()));
+        return bench_gpu(&a, g, &values, model_path, harness::gpu::Gpu::Wgpu);
     }
     if a.dtype != DTypeArg::F32 || a.build_only || a.tf32 {
-        return Err(CliError::Usage("--dtype, --tf32 and --build-only need --target cuda".into()));
+        return Err(CliError::Usage("--dtype, --tf32 and --build-only need a GPU target (--target cuda or wgpu)".into()));
     }
     let t0 = Instant::now();
     let opts = CodegenOptions { source_name: model_path.display().to_string(), profile: a.profile, ..Default::default() };
@@ -168,34 +169,48 @@ pub fn bench(a: BenchArgs) -> Result<(), CliError> {
     print_stats(&result?, a.iters)
 }
 
-/// `burnc bench --target cuda`: the CUDA module, built into a harness here; run here when
-/// there is a GPU. With --work-dir the harness and its folder can go to a GPU machine instead.
-fn bench_cuda(a: &BenchArgs, mut g: burnc_compiler::ir::Graph, values: &[RtValue], model_path: &Path) -> Result<(), CliError> {
+/// `burnc bench --target cuda|wgpu`: the GPU module, built into a harness here; run here when
+/// there is a device. With --work-dir the harness and its folder can go to a GPU machine instead.
+fn bench_gpu(a: &BenchArgs, mut g: burnc_compiler::ir::Graph, values: &[RtValue], model_path: &Path, gpu: harness::gpu::Gpu) -> Result<(), CliError> {
+    use harness::gpu::Gpu;
+    let target = if gpu == Gpu::Cuda { "cuda" } else { "wgpu" };
     if a.profile {
-        return Err(CliError::Usage("--profile is not supported with --target cuda yet".into()));
+        return Err(CliError::Usage(format!("--profile is not supported with --target {target} yet")));
+    }
+    if gpu == Gpu::Wgpu && (a.tf32 || a.dtype != DTypeArg::F32) {
+        return Err(CliError::Usage("--target wgpu runs f32 only".into()));
     }
     let feeds: Vec<Tensor> = values
         .iter()
         .map(|v| match v {
             RtValue::Tensor(t) => Ok(t.clone()),
-            _ => Err(CliError::Usage("--target cuda takes tensor inputs only".into())),
+            _ => Err(CliError::Usage(format!("--target {target} takes tensor inputs only"))),
         })
         .collect::<Result<_, _>>()?;
     let t0 = Instant::now();
     burnc_compiler::passes::prepare(&mut g)?;
     let opts = CodegenOptions { source_name: model_path.display().to_string(), floats: a.dtype.dtype(), gpu_arch: a.gpu_arch.arch(), tf32: a.tf32, ..Default::default() };
-    let gen = burnc_compiler::codegen::cuda::generate(&g, &opts, "model.ptx")?;
-    let products = if opts.tf32 { " (TF32 products)" } else { "" };
-    println!("cuda: {} kernel launches per forward pass, floats in {}{products}, arena {} bytes, weights {} bytes", gen.launches, opts.floats, gen.arena_bytes, gen.weights_bytes);
-    let key = format!("{}|{}|{}|{:?}", model_path.canonicalize().unwrap_or(model_path.to_path_buf()).display(), a.inputs.join(";"), opts.floats, opts.gpu_arch);
+    let key = format!("{}|{}|{}|{:?}|{target}", model_path.canonicalize().unwrap_or(model_path.to_path_buf()).display(), a.inputs.join(";"), opts.floats, opts.gpu_arch);
     let key = if opts.tf32 { format!("{key}|tf32") } else { key };
-    let bin = harness::cuda::build(&gen, &key)?;
-    println!("build: {:.1} s (release, opt-level 3, runtime feature cuda, portable code)", t0.elapsed().as_secs_f64());
+    let (bin, weights) = match gpu {
+        Gpu::Cuda => {
+            let gen = burnc_compiler::codegen::cuda::generate(&g, &opts, "model.ptx")?;
+            let products = if opts.tf32 { " (TF32 products)" } else { "" };
+            println!("cuda: {} kernel launches per forward pass, floats in {}{products}, arena {} bytes, weights {} bytes", gen.launches, opts.floats, gen.arena_bytes, gen.weights_bytes);
+            (harness::gpu::build(&gen, &key)?, gen.weights)
+        }
+        Gpu::Wgpu => {
+            let gen = burnc_compiler::codegen::wgsl::generate(&g, &opts, "model.wgsl")?;
+            println!("wgpu: {} dispatches per forward pass, arena {} bytes, weights {} bytes", gen.dispatches, gen.arena_bytes, gen.weights_bytes);
+            (harness::gpu::build_wgpu(&gen, &key)?, gen.weights)
+        }
+    };
+    println!("build: {:.1} s (release, opt-level 3, runtime feature {target}, portable code)", t0.elapsed().as_secs_f64());
     let (work, keep) = match &a.work_dir {
         Some(d) => (d.clone(), true),
-        None => (harness::cache_dir().join("runs").join(format!("bench-cuda-{}", std::process::id())), false),
+        None => (harness::cache_dir().join("runs").join(format!("bench-{target}-{}", std::process::id())), false),
     };
-    harness::cuda::write_work(&gen.weights, &feeds, &work)?;
+    harness::gpu::write_work(&weights, &feeds, &work)?;
     if keep {
         println!("harness: {}", bin.display());
     }

@@ -67,3 +67,36 @@ pub fn batch_offset(p: &[usize], obat: &[usize], mat: usize) -> String {
     }
 }
 
+
+/// The reduced axes of a Reduce node over an input of rank `rank`: its `axes` attribute, or
+/// its constant second input; none given reduces all (or none, with `noop_with_empty_axes`).
+pub fn reduced_axes(g: &crate::ir::Graph, n: &crate::ir::Node, axes: &Option<Vec<i64>>, noop_with_empty_axes: bool, rank: usize) -> Result<Vec<bool>, String> {
+    let axes: Vec<i64> = match axes {
+        Some(a) => a.clone(),
+        None => match n.inputs.get(1).copied().flatten() {
+            Some(v) => crate::autodiff::builder::const_ints(g, Some(v)).ok_or("reduction axes are not constant")?,
+            None => vec![],
+        },
+    };
+    if axes.is_empty() {
+        return Ok(vec![!noop_with_empty_axes; rank]);
+    }
+    let mut red = vec![false; rank];
+    for a in axes {
+        red[crate::ir::axis::norm_axis(a, rank)?] = true;
+    }
+    Ok(red)
+}
+
+/// A Softmax over `shape` as (rows before the axis, length along it, elements after it).
+pub fn softmax_dims(shape: &[usize], axis: i64, coerce_2d: bool) -> Result<(usize, usize, usize), String> {
+    let rank = shape.len();
+    let a = crate::ir::axis::norm_axis_or_scalar(axis, rank)?;
+    Ok(if coerce_2d {
+        (shape[..a].iter().product(), shape[a..].iter().product(), 1)
+    } else if rank == 0 {
+        (1, 1, 1)
+    } else {
+        (shape[..a].iter().product(), shape[a], shape[a + 1..].iter().product())
+    })
+}

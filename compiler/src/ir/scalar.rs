@@ -148,6 +148,43 @@ pub fn unary_op(u: Unary) -> UnaryOp {
     }
 }
 
+/// How a language writes a program's pieces (the GPU targets' printers).
+pub struct Printer<'a> {
+    /// `u(x)` on an f32.
+    pub unary: &'a dyn Fn(UnaryOp, &str) -> Option<String>,
+    /// `a op b` on f32s.
+    pub binary: &'a dyn Fn(BinaryOp, &str, &str) -> Option<String>,
+    /// An f32 literal with exactly its bits.
+    pub lit: &'a dyn Fn(f32) -> String,
+    /// The declaration of step `k` with value `e`.
+    pub decl: &'a dyn Fn(usize, &str) -> String,
+}
+
+impl ScalarProgram {
+    /// The statements computing one element, `inputs[i]` being the expression of input `i`
+    /// at this element; returns them and the name of the result (`s<last>`). `None` when a
+    /// step reads what does not exist or the printer has no text for it.
+    pub fn print(&self, inputs: &[String], p: &Printer) -> Option<(String, String)> {
+        let mut body = String::new();
+        for (k, s) in self.steps.iter().enumerate() {
+            let arg = |o: &Operand| -> Option<String> {
+                Some(match *o {
+                    Operand::Input(i) => inputs.get(i)?.clone(),
+                    Operand::Step(j) => format!("s{j}"),
+                    Operand::Const(c) => (p.lit)(c),
+                })
+            };
+            let args: Vec<String> = s.args.iter().map(arg).collect::<Option<_>>()?;
+            let e = match s.op {
+                ScalarOp::Unary(u) => (p.unary)(unary_op(u), args.first()?)?,
+                ScalarOp::Binary(b) => (p.binary)(b.op(), args.first()?, args.get(1)?)?,
+            };
+            body.push_str(&(p.decl)(k, &e));
+        }
+        Some((body, format!("s{}", self.steps.len().checked_sub(1)?)))
+    }
+}
+
 /// One step: `op(args…)`, and the node it came from (for comments and reports).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {

@@ -505,15 +505,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             )
         }
         Op::Softmax { axis, log, coerce_2d } => {
-            let rank = oshape.len();
-            let a = crate::ir::axis::norm_axis_or_scalar(*axis, rank).map_err(|e| cx.err(n, e))?;
-            let (outer, len, inner) = if *coerce_2d {
-                (oshape[..a].iter().product::<usize>(), oshape[a..].iter().product::<usize>(), 1)
-            } else if rank == 0 {
-                (1, 1, 1)
-            } else {
-                (oshape[..a].iter().product::<usize>(), oshape[a], oshape[a + 1..].iter().product::<usize>())
-            };
+            let (outer, len, inner) = crate::codegen::index::softmax_dims(&oshape, *axis, *coerce_2d).map_err(|e| cx.err(n, e))?;
             let x = cx.ptr(n, cx.input(n, 0)?)?;
             let (exp, logf) = if at == "float" { ("expf", "logf") } else { ("exp", "log") };
             let fin = if *log { format!("{y}[base + k * {inner}] = xr[k * {inner}] - m - {logf}(s);") } else { format!("{y}[base + k * {inner}] = {exp}(xr[k * {inner}] - m) / s;") };
@@ -561,23 +553,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let xv = cx.input(n, 0)?;
             let (xd, xs) = cx.ty(n, xv)?;
             let rank = xs.len();
-            let axes: Vec<i64> = match axes {
-                Some(a) => a.clone(),
-                None => match n.inputs.get(1).copied().flatten() {
-                    Some(v) => crate::autodiff::builder::const_ints(cx.g, Some(v)).ok_or_else(|| cx.err(n, "reduction axes are not constant"))?,
-                    None => vec![],
-                },
-            };
-            let mut red = vec![false; rank];
-            if axes.is_empty() {
-                if !*noop_with_empty_axes {
-                    red = vec![true; rank];
-                }
-            } else {
-                for a in axes {
-                    red[crate::ir::axis::norm_axis(a, rank).map_err(|e| cx.err(n, e))?] = true;
-                }
-            }
+            let red = crate::codegen::index::reduced_axes(cx.g, n, axes, *noop_with_empty_axes, rank).map_err(|e| cx.err(n, e))?;
             if !matches!(xd, DType::F32 | DType::F64 | DType::BF16 | DType::F16) || xd != od {
                 return Err(cx.err(n, format!("reductions on {xd} are not supported by the CUDA target yet")));
             }

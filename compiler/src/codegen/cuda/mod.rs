@@ -14,9 +14,8 @@ pub mod nvrtc;
 pub mod scalar;
 pub mod wgmma;
 
-use super::module::{format_pieces, io};
 use super::{names, CodegenError, CodegenOptions, IoDesc, Lowering};
-use crate::ir::{DType, Graph, ValueKind};
+use crate::ir::{DType, Graph};
 use crate::memory::{self, align_up, PlanOptions};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -181,101 +180,42 @@ pub fn generate(g: &Graph, opts: &CodegenOptions, ptx_file: &str) -> Result<Cuda
     })
 }
 
-fn rust_ty(d: DType) -> Result<&'static str, CodegenError> {
-    Ok(match d {
-        DType::Bool => "bool",
-        _ => super::emit::rust_ty(d).ok_or_else(|| CodegenError::Graph { what: "dtype".into(), reason: format!("{d} is not supported by the CUDA target yet") })?,
-    })
-}
-
 /// The Rust module of a CUDA plan.
 fn host_module(p: &CudaPlan, opts: &CodegenOptions, ptx_file: &str) -> Result<(String, Vec<IoDesc>, Vec<IoDesc>), CodegenError> {
-    let g = &p.graph;
-    let mut taken = HashSet::new();
-    let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io(g, i, &mut taken)).collect::<Result<_, _>>()?;
-    let mut out_taken = HashSet::new();
-    let outputs: Vec<IoDesc> = g.outputs.iter().map(|&o| io(g, o, &mut out_taken)).collect::<Result<_, _>>()?;
-    let mut out_offsets = Vec::new();
-    for (&o, d) in g.outputs.iter().zip(&outputs) {
-        if !matches!(g.value(o).kind, ValueKind::Node(_)) {
-            return Err(CodegenError::Graph { what: format!("output `{}`", d.name), reason: "is not computed by a node".into() });
-        }
-        let slot = p.memory.slots.get(&o).ok_or_else(|| CodegenError::Graph { what: format!("output `{}`", d.name), reason: "has no arena slot".into() })?;
-        out_offsets.push(slot.offset);
-    }
-    let numel = |d: &IoDesc| d.shape.iter().product::<usize>();
-
-    let mut header = super::module::io_header(&opts.source_name, " for CUDA", &inputs, &outputs);
-    let _ = writeln!(header, "// device arena {} bytes, weights {} bytes, {} kernel launches per forward pass", p.arena_bytes, p.weights.blob.len(), p.kernels.len());
-
-    let mut src = String::from("use burnc_runtime as rt;\n");
-    let _ = writeln!(src, "/// Bytes of device memory for activations and inputs.\npub const ARENA_BYTES: usize = {};", p.arena_bytes);
-    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), p.weights.blob.len());
-    let _ = writeln!(src, "/// The kernels, compiled to PTX when burnc ran.\npub static PTX: &str = include_str!({});", names::str_lit(ptx_file));
-    let _ = writeln!(src, "static WEIGHTS: &[u8] = include_bytes!({});", names::str_lit(&opts.weights_file));
+    let mut items = String::new();
+    let _ = writeln!(items, "/// The kernels, compiled to PTX when burnc ran.\npub static PTX: &str = include_str!({});", names::str_lit(ptx_file));
     let knames: Vec<String> = p.kernels.iter().map(|k| names::str_lit(&k.name)).collect();
-    let _ = writeln!(src, "const KERNELS: [&str; {}] = [{}];", knames.len(), knames.join(", "));
+    let _ = writeln!(items, "const KERNELS: [&str; {}] = [{}];", knames.len(), knames.join(", "));
     let launches: Vec<String> = p
         .kernels
         .iter()
         .enumerate()
         .map(|(i, k)| format!("rt::cuda::Launch {{ kernel: {i}, grid: {:?}, block: {:?}, shared: {} }}", k.grid, k.block, k.shared))
         .collect();
-    let _ = writeln!(src, "/// One forward pass, in order (each kernel's node is named in `model.cu`).\nconst LAUNCHES: [rt::cuda::Launch; {}] = [{}];", launches.len(), launches.join(", "));
+    let _ = writeln!(items, "/// One forward pass, in order (each kernel's node is named in `model.cu`).\nconst LAUNCHES: [rt::cuda::Launch; {}] = [{}];", launches.len(), launches.join(", "));
     let _ = writeln!(
-        src,
+        items,
         "/// What the compiler fixed about this module.\npub const SPEC: rt::cuda::ModuleSpec = rt::cuda::ModuleSpec {{ ptx: PTX, kernels: &KERNELS, launches: &LAUNCHES, arena_bytes: ARENA_BYTES, weights_bytes: WEIGHTS_BYTES }};"
     );
-    for (d, &i) in inputs.iter().zip(&g.inputs) {
-        let _ = writeln!(src, "/// Arena offset of input `{}` (for data already on the device).\npub const INPUT_{}: usize = {};", names::text(&d.name), d.ident.to_uppercase(), p.input_offsets[&i]);
-    }
-    for (d, off) in outputs.iter().zip(&out_offsets) {
-        let _ = writeln!(src, "/// Arena offset of output `{}`.\npub const OUTPUT_{}: usize = {off};", names::text(&d.name), d.ident.to_uppercase());
-    }
-    let _ = writeln!(src, "/// The model's outputs, copied back from the device.\npub struct Outputs {{");
-    for d in &outputs {
-        let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: Vec<{}>,", names::text(&d.name), d.dtype, d.shape, d.ident, rust_ty(d.dtype)?);
-    }
-    src.push_str("}\n");
-    src.push_str(
-        "/// The compiled model on one GPU: weights uploaded once, the forward pass a CUDA graph.
-pub struct Model {
-    session: rt::cuda::Session,
-}
-impl Model {
-    /// Load the model on GPU 0 with the weights embedded at compile time.
+    let host = super::gpu_module::GpuHost {
+        rt: "cuda",
+        error: "CudaError",
+        what: " for CUDA",
+        summary: format!("device arena {} bytes, weights {} bytes, {} kernel launches per forward pass", p.arena_bytes, p.weights.blob.len(), p.kernels.len()),
+        items,
+        constructors: "    /// Load the model on GPU 0 with the weights embedded at compile time.
     pub fn new() -> Result<Self, rt::cuda::CudaError> {
         Self::with_weights(0, WEIGHTS)
     }
     /// Load the model on GPU `ordinal` with weights from elsewhere (`WEIGHTS_BYTES` bytes).
     pub fn with_weights(ordinal: usize, weights: &[u8]) -> Result<Self, rt::cuda::CudaError> {
         Ok(Model { session: rt::cuda::Session::new(SPEC, ordinal, weights)? })
-    }
-    /// The device session, for data that stays on the GPU: write inputs at `INPUT_*`, call
-    /// `run`, read outputs at `OUTPUT_*` (or copy them device to device).
-    pub fn session(&mut self) -> &mut rt::cuda::Session {
-        &mut self.session
-    }
-",
-    );
-    let params: Vec<String> = inputs.iter().map(|d| Ok(format!("{}: &[{}; {}]", d.ident, rust_ty(d.dtype)?, numel(d)))).collect::<Result<_, CodegenError>>()?;
-    let _ = writeln!(src, "    /// Copy the inputs to the device, run the forward pass and copy the outputs back.\n    #[allow(clippy::too_many_arguments)]\n    pub fn forward(&mut self, {}) -> Result<Outputs, rt::cuda::CudaError> {{", params.join(", "));
-    for d in &inputs {
-        let bytes = if d.dtype == DType::Bool { format!("&{}.map(u8::from)", d.ident) } else { format!("{}.as_slice()", d.ident) };
-        let _ = writeln!(src, "        self.session.write(INPUT_{}, rt::cuda::bytes_of({bytes}))?;", d.ident.to_uppercase());
-    }
-    src.push_str("        self.session.run()?;\n");
-    for d in &outputs {
-        let up = d.ident.to_uppercase();
-        if d.dtype == DType::Bool {
-            let _ = writeln!(src, "        let mut {0} = vec![0u8; {1}];\n        self.session.read(OUTPUT_{up}, rt::cuda::bytes_of_mut(&mut {0}))?;\n        let {0}: Vec<bool> = {0}.into_iter().map(|b| b != 0).collect();", d.ident, numel(d));
-        } else {
-            let _ = writeln!(src, "        let mut {0} = vec![{1}::default(); {2}];\n        self.session.read(OUTPUT_{up}, rt::cuda::bytes_of_mut(&mut {0}))?;", d.ident, rust_ty(d.dtype)?, numel(d));
-        }
-    }
-    let fields: Vec<&str> = outputs.iter().map(|d| d.ident.as_str()).collect();
-    let _ = writeln!(src, "        Ok(Outputs {{ {} }})\n    }}\n}}", fields.join(", "));
-    let source = format!("{header}{}", format_pieces(vec![src])?);
-    Ok((source, inputs, outputs))
+    }",
+        graph: &p.graph,
+        slots: &p.memory.slots,
+        input_offsets: &p.input_offsets,
+        arena_bytes: p.arena_bytes,
+        weights_bytes: p.weights.blob.len(),
+    };
+    super::gpu_module::write(&host, opts)
 }
-

@@ -2,7 +2,7 @@
 //! and fused elementwise programs, each printed from the op's meaning (`ir::UnaryOp`,
 //! `ir::BinaryOp`, `ir::scalar`), with the interpreter's semantics (NaN propagates through
 //! Max/Min and Relu, Round is half to even, Mod follows the divisor's sign).
-use crate::ir::scalar::{unary_op, Operand, ScalarOp, ScalarProgram};
+use crate::ir::scalar::{Printer, ScalarProgram};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 
 /// The 16-bit float types every module defines (`c_type` names them): storage only, with no
@@ -273,23 +273,13 @@ pub fn binary_out(op: BinaryOp, d: DType) -> DType {
 /// The statements computing one element of a fused f32 program: `inputs[i]` is the C
 /// expression of input `i` at this element; the result is left in `s<last>`.
 pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {
-    let mut body = String::new();
-    for (k, s) in p.steps.iter().enumerate() {
-        let arg = |o: &Operand| -> Option<String> {
-            Some(match *o {
-                Operand::Input(i) => inputs.get(i)?.clone(),
-                Operand::Step(j) => format!("s{j}"),
-                Operand::Const(c) => f32_lit(c),
-            })
-        };
-        let args: Vec<String> = s.args.iter().map(arg).collect::<Option<_>>()?;
-        let e = match s.op {
-            ScalarOp::Unary(u) => unary(unary_op(u), args.first()?, DType::F32)?,
-            ScalarOp::Binary(b) => binary(b.op(), args.first()?, args.get(1)?, DType::F32)?,
-        };
-        body.push_str(&format!("float s{k} = {e};\n"));
-    }
-    Some((body, format!("s{}", p.steps.len().checked_sub(1)?)))
+    let printer = Printer {
+        unary: &|u, x| unary(u, x, DType::F32),
+        binary: &|b, x, y| binary(b, x, y, DType::F32),
+        lit: &f32_lit,
+        decl: &|k, e| format!("float s{k} = {e};\n"),
+    };
+    p.print(inputs, &printer)
 }
 
 #[cfg(test)]

@@ -385,7 +385,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 // The first tap seen starts the maximum (WGSL has no infinity literal).
                 PoolKind::Max => ("var acc = 0.0;\nvar cnt = 0;".to_string(), "if (cnt == 0 || v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
                 PoolKind::Avg { .. } => ("var acc = 0.0;\nvar cnt = 0;".into(), "acc += v;".into(), "acc / f32(den)".into()),
-                PoolKind::Lp { p } => ("var acc = 0.0;\nvar cnt = 0;".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p as f32)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p as f32))),
+                PoolKind::Lp { p } => ("var acc = 0.0;\nvar cnt = 0;".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p))),
             };
             // The averaging divisor: windows clipped to the padded input when pads count, else
             // to the input itself.
@@ -415,13 +415,16 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             if od != DType::F32 {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
             }
-            let (init, step, fin) = match kind {
-                PoolKind::Max => (x.load(&format!("{}", "i * LEN")), "if (v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => ("0.0".into(), "acc += v;".into(), format!("acc / {}", scalar::f32_lit(len as f32))),
-                PoolKind::Lp { p } => ("0.0".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p as f32)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p as f32))),
+            let (step, fin) = match kind {
+                PoolKind::Max => ("if (v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
+                PoolKind::Avg { .. } => ("acc += v;".into(), format!("acc / {}", scalar::f32_lit(len as f32))),
+                PoolKind::Lp { p } => (format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p))),
             };
-            let init = init.replace("LEN", &format!("{len}u"));
-            one(ncx.pointwise(&y, |i| Ok((format!("var acc = {};\nfor (var k = 0u; k < {len}u; k++) {{ let v = {}; {step} }}\n", init.replace("i *", &format!("{i} *")), x.load(&format!("{i} * {len}u + k"))), fin.clone()))))
+            one(ncx.pointwise(&y, |i| {
+                // The maximum starts at the first element (WGSL has no infinity literal).
+                let init = if matches!(kind, PoolKind::Max) { x.load(&format!("{i} * {len}u")) } else { "0.0".into() };
+                Ok((format!("var acc = {init};\nfor (var k = 0u; k < {len}u; k++) {{ let v = {}; {step} }}\n", x.load(&format!("{i} * {len}u + k"))), fin.clone()))
+            }))
         }
         Op::BatchNorm { epsilon } => {
             let c = y.shape.get(1).copied().unwrap_or(1);
@@ -440,15 +443,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             if od != DType::F32 {
                 return Err(cx.err(n, format!("Softmax on {od} is not supported by the wgpu target")));
             }
-            let rank = y.shape.len();
-            let a = crate::ir::axis::norm_axis_or_scalar(*axis, rank).map_err(|e| cx.err(n, e))?;
-            let (outer, len, inner) = if *coerce_2d {
-                (y.shape[..a].iter().product::<usize>(), y.shape[a..].iter().product::<usize>(), 1)
-            } else if rank == 0 {
-                (1, 1, 1)
-            } else {
-                (y.shape[..a].iter().product::<usize>(), y.shape[a], y.shape[a + 1..].iter().product::<usize>())
-            };
+            let (outer, len, inner) = crate::codegen::index::softmax_dims(&y.shape, *axis, *coerce_2d).map_err(|e| cx.err(n, e))?;
             let at = |k: &str| format!("base + {k} * {inner}u");
             let fin = if *log { format!("bitcast<u32>({} - m - log(s))", x.load(&at("k"))) } else { format!("bitcast<u32>(exp({} - m) / s)", x.load(&at("k"))) };
             let store = y.store(&at("k"), "V").ok_or_else(|| cx.err(n, "output type"))?.replace("bitcast<u32>(V)", &fin);
@@ -487,23 +482,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let x = ncx.input(0)?;
             let rank = x.shape.len();
-            let axes: Vec<i64> = match axes {
-                Some(a) => a.clone(),
-                None => match n.inputs.get(1).copied().flatten() {
-                    Some(v) => crate::autodiff::builder::const_ints(cx.g, Some(v)).ok_or_else(|| cx.err(n, "reduction axes are not constant"))?,
-                    None => vec![],
-                },
-            };
-            let mut red = vec![false; rank];
-            if axes.is_empty() {
-                if !*noop_with_empty_axes {
-                    red = vec![true; rank];
-                }
-            } else {
-                for a in axes {
-                    red[crate::ir::axis::norm_axis(a, rank).map_err(|e| cx.err(n, e))?] = true;
-                }
-            }
+            let red = crate::codegen::index::reduced_axes(cx.g, n, axes, *noop_with_empty_axes, rank).map_err(|e| cx.err(n, e))?;
             if x.dtype != DType::F32 || od != DType::F32 {
                 return Err(cx.err(n, format!("reductions on {} are not supported by the wgpu target yet", x.dtype)));
             }

@@ -3,7 +3,7 @@
 //! (NaN propagates through Max/Min and Relu, Round is half to even, Mod follows the divisor's
 //! sign). WGSL has no `erf` or `log1p`, and no literal for infinity (a constant expression
 //! that overflows is an error): [`PRELUDE`] defines them as functions.
-use crate::ir::scalar::{unary_op, Operand, ScalarOp, ScalarProgram};
+use crate::ir::scalar::{Printer, ScalarProgram};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 
 /// Functions every module's WGSL defines, used by the expressions below.
@@ -225,23 +225,13 @@ pub const POW: &str = r#"fn pow_f32(a: f32, b: f32) -> f32 {
 /// The statements computing one element of a fused f32 program: `inputs[i]` is the WGSL
 /// expression of input `i` at this element; the result is left in `s<last>`.
 pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {
-    let mut body = String::new();
-    for (k, s) in p.steps.iter().enumerate() {
-        let arg = |o: &Operand| -> Option<String> {
-            Some(match *o {
-                Operand::Input(i) => inputs.get(i)?.clone(),
-                Operand::Step(j) => format!("s{j}"),
-                Operand::Const(c) => f32_lit(c),
-            })
-        };
-        let args: Vec<String> = s.args.iter().map(arg).collect::<Option<_>>()?;
-        let e = match s.op {
-            ScalarOp::Unary(u) => unary(unary_op(u), args.first()?, DType::F32)?,
-            ScalarOp::Binary(b) => binary(b.op(), args.first()?, args.get(1)?, DType::F32)?,
-        };
-        body.push_str(&format!("let s{k} = {e};\n"));
-    }
-    Some((body, format!("s{}", p.steps.len().checked_sub(1)?)))
+    let printer = Printer {
+        unary: &|u, x| unary(u, x, DType::F32),
+        binary: &|b, x, y| binary(b, x, y, DType::F32),
+        lit: &f32_lit,
+        decl: &|k, e| format!("let s{k} = {e};\n"),
+    };
+    p.print(inputs, &printer)
 }
 
 #[cfg(test)]

@@ -1,0 +1,109 @@
+//! The Rust side of a GPU module, one writer for the CUDA and wgpu targets: the buffer sizes,
+//! the kernels' source embedded, the table of launches, the offsets of inputs and outputs,
+//! and a `Model` whose `forward` copies inputs in, runs the pass and copies outputs back.
+//! What differs per target (the runtime module, how kernels are named and launched, how a
+//! session starts) comes in a [`GpuHost`].
+use super::module::{format_pieces, io};
+use super::{names, CodegenError, CodegenOptions, IoDesc};
+use crate::ir::{DType, Graph, ValueId, ValueKind};
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+/// One target's part of the module.
+pub(crate) struct GpuHost<'a> {
+    /// The runtime module (`cuda`, `wgpu`) and its error type.
+    pub rt: &'static str,
+    pub error: &'static str,
+    /// For the header: " for CUDA", and its last line (sizes, launches).
+    pub what: &'static str,
+    pub summary: String,
+    /// Items after the size constants: the kernels' source, names, launch table and `SPEC`.
+    pub items: String,
+    /// `Model`'s constructors (`new`, `with_weights`), inside its `impl`.
+    pub constructors: &'static str,
+    pub graph: &'a Graph,
+    pub slots: &'a HashMap<ValueId, crate::memory::Slot>,
+    pub input_offsets: &'a HashMap<ValueId, usize>,
+    pub arena_bytes: usize,
+    pub weights_bytes: usize,
+}
+
+fn rust_ty(d: DType) -> Result<&'static str, CodegenError> {
+    Ok(match d {
+        DType::Bool => "bool",
+        _ => super::emit::rust_ty(d).ok_or_else(|| CodegenError::Graph { what: "dtype".into(), reason: format!("{d} is not supported by the GPU targets yet") })?,
+    })
+}
+
+/// The module's source, inputs and outputs.
+pub(crate) fn write(h: &GpuHost, opts: &CodegenOptions) -> Result<(String, Vec<IoDesc>, Vec<IoDesc>), CodegenError> {
+    let (g, rt, error) = (h.graph, h.rt, h.error);
+    let mut taken = HashSet::new();
+    let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io(g, i, &mut taken)).collect::<Result<_, _>>()?;
+    let mut out_taken = HashSet::new();
+    let outputs: Vec<IoDesc> = g.outputs.iter().map(|&o| io(g, o, &mut out_taken)).collect::<Result<_, _>>()?;
+    let mut out_offsets = Vec::new();
+    for (&o, d) in g.outputs.iter().zip(&outputs) {
+        if !matches!(g.value(o).kind, ValueKind::Node(_)) {
+            return Err(CodegenError::Graph { what: format!("output `{}`", d.name), reason: "is not computed by a node".into() });
+        }
+        let slot = h.slots.get(&o).ok_or_else(|| CodegenError::Graph { what: format!("output `{}`", d.name), reason: "has no arena slot".into() })?;
+        out_offsets.push(slot.offset);
+    }
+    let numel = |d: &IoDesc| d.shape.iter().product::<usize>();
+
+    let mut header = super::module::io_header(&opts.source_name, h.what, &inputs, &outputs);
+    let _ = writeln!(header, "// {}", h.summary);
+
+    let mut src = String::from("use burnc_runtime as rt;\n");
+    let _ = writeln!(src, "/// Bytes of device memory for activations and inputs.\npub const ARENA_BYTES: usize = {};", h.arena_bytes);
+    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), h.weights_bytes);
+    let _ = writeln!(src, "static WEIGHTS: &[u8] = include_bytes!({});", names::str_lit(&opts.weights_file));
+    src.push_str(&h.items);
+    for (d, &i) in inputs.iter().zip(&g.inputs) {
+        let _ = writeln!(src, "/// Arena offset of input `{}` (for data already on the device).\npub const INPUT_{}: usize = {};", names::text(&d.name), d.ident.to_uppercase(), h.input_offsets[&i]);
+    }
+    for (d, off) in outputs.iter().zip(&out_offsets) {
+        let _ = writeln!(src, "/// Arena offset of output `{}`.\npub const OUTPUT_{}: usize = {off};", names::text(&d.name), d.ident.to_uppercase());
+    }
+    let _ = writeln!(src, "/// The model's outputs, copied back from the device.\npub struct Outputs {{");
+    for d in &outputs {
+        let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: Vec<{}>,", names::text(&d.name), d.dtype, d.shape, d.ident, rust_ty(d.dtype)?);
+    }
+    src.push_str("}\n");
+    let _ = write!(
+        src,
+        "/// The compiled model on one device: weights uploaded once, the forward pass replayed.
+pub struct Model {{
+    session: rt::{rt}::Session,
+}}
+impl Model {{
+{}
+    /// The device session, for data that stays on the device: write inputs at `INPUT_*`,
+    /// call `run`, read outputs at `OUTPUT_*`.
+    pub fn session(&mut self) -> &mut rt::{rt}::Session {{
+        &mut self.session
+    }}
+",
+        h.constructors
+    );
+    let params: Vec<String> = inputs.iter().map(|d| Ok(format!("{}: &[{}; {}]", d.ident, rust_ty(d.dtype)?, numel(d)))).collect::<Result<_, CodegenError>>()?;
+    let _ = writeln!(src, "    /// Copy the inputs to the device, run the forward pass and copy the outputs back.\n    #[allow(clippy::too_many_arguments)]\n    pub fn forward(&mut self, {}) -> Result<Outputs, rt::{rt}::{error}> {{", params.join(", "));
+    for d in &inputs {
+        let bytes = if d.dtype == DType::Bool { format!("&{}.map(u8::from)", d.ident) } else { format!("{}.as_slice()", d.ident) };
+        let _ = writeln!(src, "        self.session.write(INPUT_{}, rt::{rt}::bytes_of({bytes}))?;", d.ident.to_uppercase());
+    }
+    src.push_str("        self.session.run()?;\n");
+    for d in &outputs {
+        let up = d.ident.to_uppercase();
+        if d.dtype == DType::Bool {
+            let _ = writeln!(src, "        let mut {0} = vec![0u8; {1}];\n        self.session.read(OUTPUT_{up}, rt::{rt}::bytes_of_mut(&mut {0}))?;\n        let {0}: Vec<bool> = {0}.into_iter().map(|b| b != 0).collect();", d.ident, numel(d));
+        } else {
+            let _ = writeln!(src, "        let mut {0} = vec![{1}::default(); {2}];\n        self.session.read(OUTPUT_{up}, rt::{rt}::bytes_of_mut(&mut {0}))?;", d.ident, rust_ty(d.dtype)?, numel(d));
+        }
+    }
+    let fields: Vec<&str> = outputs.iter().map(|d| d.ident.as_str()).collect();
+    let _ = writeln!(src, "        Ok(Outputs {{ {} }})\n    }}\n}}", fields.join(", "));
+    let source = format!("{header}{}", format_pieces(vec![src])?);
+    Ok((source, inputs, outputs))
+}
