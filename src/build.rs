@@ -727,7 +727,8 @@ impl Build {
     }
 
     /// Where the module runs ([`Target::Cpu`] by default). With [`Target::Cuda`] the module
-    /// needs burnc-runtime's `cuda` feature, and `x.ptx` and `x.cu` are written beside it.
+    /// needs burnc-runtime's `cuda` feature, and `x.ptx` and `x.cu` are written beside it;
+    /// with [`Target::Wgpu`] its `wgpu` feature, and `x.wgsl` is written beside it.
     pub fn target(mut self, target: Target) -> Self {
         self.target = target;
         self
