@@ -119,7 +119,16 @@ pub fn run_one(bin: &Path, index: usize, c: &Compiled, work: &Path, tol: Tol) ->
                 }
             }
             Tol::Norm(_) => close(&RtValue::Tensor(got), &RtValue::Tensor(want.clone()), 0.0, 0.0),
-            Tol::Elementwise(rtol) => close(&RtValue::Tensor(got), &RtValue::Tensor(want.clone()), rtol, 1e-5),
+            // A 16-bit output may differ by its rounding: fused chains round once at their end
+            // where the interpreter rounds after every op (two units of the last place).
+            Tol::Elementwise(rtol) => {
+                let rtol = match want.dtype() {
+                    DType::F16 => rtol.max(2.0 * 9.77e-4),
+                    DType::BF16 => rtol.max(2.0 * 7.82e-3),
+                    _ => rtol,
+                };
+                close(&RtValue::Tensor(got), &RtValue::Tensor(want.clone()), rtol, 1e-5)
+            }
         };
         if let Err(e) = checked {
             return Outcome::Fail(format!("output {i}: {e}"));

@@ -56,7 +56,7 @@ impl OpDef for LayerNorm {
     // One invocation per normalized row: mean, centred variance, output.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let (x, y, scale) = (cx.input(0)?, cx.output(0)?, cx.input(1)?);
-        if x.dtype != DType::F32 {
+        if !crate::codegen::wgsl::scalar::is_float(x.dtype) {
             return Err(cx.err(format!("LayerNormalization on {} is not supported by the wgpu target yet", x.dtype)));
         }
         let a = norm_axis(self.axis, x.shape.len()).map_err(|e| cx.err(e))?;
@@ -72,7 +72,10 @@ impl OpDef for LayerNorm {
                 stats += &t.store("row", what).ok_or_else(|| cx.err("statistics type"))?;
             }
         }
-        let store = y.store("at + k", &format!("({} - mean) * inv * {}{b}", x.load("at + k"), scale.load("k"))).ok_or_else(|| cx.err("output type"))?;
+        if !y.owns_words(inner) {
+            return Err(cx.err(format!("rows of {inner} {} elements are not supported by the wgpu target yet", y.dtype)));
+        }
+        let store = y.store_in_word("at + k", &format!("({} - mean) * inv * {}{b}", x.load("at + k"), scale.load("k"))).ok_or_else(|| cx.err("output type"))?;
         let body = format!(
             "let at = row * {inner}u;\nvar s = 0.0;\nfor (var k = 0u; k < {inner}u; k++) {{ s += {x}; }}\nlet mean = s / {n};\n\
              s = 0.0;\nfor (var k = 0u; k < {inner}u; k++) {{ let d = {x} - mean; s += d * d; }}\n\
@@ -261,7 +264,7 @@ impl RmsNorm {
 impl OpDef for RmsNorm {
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let (x, y, scale) = (cx.input(0)?, cx.output(0)?, cx.input(1)?);
-        if x.dtype != DType::F32 {
+        if !crate::codegen::wgsl::scalar::is_float(x.dtype) {
             return Err(cx.err(format!("RMSNormalization on {} is not supported by the wgpu target yet", x.dtype)));
         }
         let a = norm_axis(self.axis, x.shape.len()).map_err(|e| cx.err(e))?;
@@ -271,7 +274,10 @@ impl OpDef for RmsNorm {
         if sl != inner && sl != x.numel() {
             return Err(cx.err("a broadcast scale is not supported by the wgpu target yet"));
         }
-        let store = y.store("at + k", &format!("{} * inv * {}", x.load("at + k"), scale.load(&format!("(at + k) % {sl}u")))).ok_or_else(|| cx.err("output type"))?;
+        if !y.owns_words(inner) {
+            return Err(cx.err(format!("rows of {inner} {} elements are not supported by the wgpu target yet", y.dtype)));
+        }
+        let store = y.store_in_word("at + k", &format!("{} * inv * {}", x.load("at + k"), scale.load(&format!("(at + k) % {sl}u")))).ok_or_else(|| cx.err("output type"))?;
         let body = format!(
             "let at = row * {inner}u;\nvar s = 0.0;\nfor (var k = 0u; k < {inner}u; k++) {{ let v = {x}; s += v * v; }}\n\
              let inv = 1.0 / sqrt(s / {n} + {eps});\nfor (var k = 0u; k < {inner}u; k++) {{ {store} }}",

@@ -34,7 +34,7 @@ impl OpDef for ArgReduce {
     // in the interpreter's comparison.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let (x, y) = (cx.input(0)?, cx.output(0)?);
-        if x.dtype != DType::F32 {
+        if !crate::codegen::wgsl::scalar::is_float(x.dtype) {
             return Err(cx.err(format!("{} on {} is not supported by the wgpu target yet", self.name(), x.dtype)));
         }
         let (outer, len, inner): (usize, usize, usize) = match self.axis_of(x.shape.len()).map_err(|e| cx.err(e))? {

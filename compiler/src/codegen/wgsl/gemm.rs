@@ -47,6 +47,12 @@ fn load(l: &Load, in_range: &str) -> String {
     }
 }
 
+/// The tile column of an invocation's `j`-th column: pairs of adjacent columns (`2·lx`,
+/// `2·lx + 1`, then 32 further), so one invocation writes both halves of a 16-bit output's words.
+fn col_of(j: usize, lx: &str) -> String {
+    format!("2u * {lx} + {}u", (j & 1) + 2 * T * (j >> 1))
+}
+
 /// The kernel `name` computing `p`.
 pub fn kernel(name: &str, p: &Product) -> Kernel {
     let (m, n, k) = (p.m, p.n, p.k);
@@ -59,7 +65,7 @@ pub fn kernel(name: &str, p: &Product) -> Kernel {
         }
     }
     let a_regs: Vec<String> = (0..ri).map(|i| format!("let a{i} = {name}_a[kl * {BM}u + ly + {}u];", i * T)).collect();
-    let b_regs: Vec<String> = (0..cj).map(|j| format!("let b{j} = {name}_b[kl * {BN}u + lx + {}u];", j * T)).collect();
+    let b_regs: Vec<String> = (0..cj).map(|j| format!("let b{j} = {name}_b[kl * {BN}u + {}];", col_of(j, "lx"))).collect();
     let source = format!(
         "var<workgroup> {name}_a: array<f32, {}>;\nvar<workgroup> {name}_b: array<f32, {}>;\n\
          @compute @workgroup_size({T}, {T})\n\
@@ -73,7 +79,7 @@ pub fn kernel(name: &str, p: &Product) -> Kernel {
          for (var kl = 0u; kl < {BK}u; kl++) {{\n{}\n{}\n{fma}}}\n\
          workgroupBarrier();\n}}\n\
          for (var i = 0u; i < {ri}u; i++) {{\nfor (var j = 0u; j < {cj}u; j++) {{\n\
-         let r = row0 + ly + {T}u * i; let c = col0 + lx + {T}u * j;\n\
+         let r = row0 + ly + {T}u * i; let c = col0 + 2u * lx + (j & 1u) + {}u * (j >> 1u);\n\
          if (r < {m}u && c < {n}u) {{\nlet acc = acc[i * {cj}u + j];\n{}\n}}\n}}\n}}\n}}\n",
         BM * BK,
         BK * BN,
@@ -87,6 +93,7 @@ pub fn kernel(name: &str, p: &Product) -> Kernel {
         load(&p.b, &format!("c < {n}u && kk < {k}u")),
         a_regs.join("\n"),
         b_regs.join("\n"),
+        2 * T,
         p.epilogue,
     );
     Kernel {

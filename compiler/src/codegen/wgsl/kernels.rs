@@ -99,6 +99,8 @@ impl Tensor {
             DType::F32 => format!("bitcast<f32>({})", self.word(idx, 1, 0)),
             DType::I32 => format!("bitcast<i32>({})", self.word(idx, 1, 0)),
             DType::I64 => format!("bitcast<i32>({})", self.word(idx, 2, 0)),
+            DType::F16 => format!("f16_value(half_{}({}u + ({idx})))", self.buf, self.byte / 2),
+            DType::BF16 => format!("bitcast<f32>(half_{}({}u + ({idx})) << 16u)", self.buf, self.byte / 2),
             // Bytes: the one byte of its word.
             _ => format!("byte_{}({}u + ({idx}))", self.buf, self.byte),
         }
@@ -113,6 +115,25 @@ impl Tensor {
             DType::I64 => format!("{{ let q = {v}; {} = bitcast<u32>(q); {} = bitcast<u32>(q >> 31u); }}", self.word(idx, 2, 0), self.word(idx, 2, 1)),
             _ => return None,
         })
+    }
+
+    /// [`Tensor::store`], and for 16-bit floats a read-modify-write of the element's half of
+    /// its word: only for kernels in which one invocation writes both halves of every word it
+    /// touches (see [`Tensor::owns_words`]).
+    pub fn store_in_word(&self, idx: &str, v: &str) -> Option<String> {
+        let bits = match self.dtype {
+            DType::F16 => "f16_bits",
+            DType::BF16 => "bf16_bits",
+            _ => return self.store(idx, v),
+        };
+        let w = self.byte / 4;
+        Some(format!("{{ let e = {idx}; let sh = (e & 1u) * 16u; let w = {w}u + e / 2u; A[w] = (A[w] & ~(0xffffu << sh)) | ({bits}({v}) << sh); }}"))
+    }
+
+    /// Whether runs of `run` consecutive elements starting at multiples of `run` cover whole
+    /// words (so one invocation writing such a run owns its words).
+    pub fn owns_words(&self, run: usize) -> bool {
+        self.dtype.size() >= 4 || (self.dtype.size() == 2 && run % 2 == 0)
     }
 }
 
@@ -210,8 +231,9 @@ pub fn grid_loop(name: &str, n: usize, var: &str, body: &str) -> Kernel {
     Kernel { name: name.to_string(), source, workgroups: [groups as u32, 1, 1], invocations: GROUP, workgroup_bytes: 0 }
 }
 
-/// Every element of `y`, computed by `body(index) -> (statements, value)`. A byte-sized `y`
-/// is written a word (four elements) per invocation, so no two invocations share a word.
+/// Every element of `y`, computed by `body(index) -> (statements, value)`. A `y` of 8- or
+/// 16-bit elements is written a word (four or two elements) per invocation, so no two
+/// invocations share a word.
 pub fn pointwise(name: &str, y: &Tensor, body: &dyn Fn(&str) -> R<(String, String)>) -> Result<Kernel, String> {
     let n = y.numel();
     let err = |e: CodegenError| e.to_string();
@@ -220,14 +242,19 @@ pub fn pointwise(name: &str, y: &Tensor, body: &dyn Fn(&str) -> R<(String, Strin
         let store = y.store("i", "out").ok_or("output type")?;
         return Ok(grid_loop(name, n, "i", &format!("{stmts}let out = {v};\n{store}")));
     }
-    if y.dtype.size() != 1 {
-        return Err(format!("{} outputs are not supported by the wgpu target yet", y.dtype));
-    }
+    let (per, bits) = match y.dtype {
+        DType::Bool => (4, "({v}) & 1u".to_string()),
+        DType::U8 => (4, "({v}) & 0xffu".to_string()),
+        DType::F16 => (2, "f16_bits({v})".to_string()),
+        DType::BF16 => (2, "bf16_bits({v})".to_string()),
+        d => return Err(format!("{d} outputs are not supported by the wgpu target yet")),
+    };
     let (stmts, v) = body("e").map_err(err)?;
-    let mask = if y.dtype == DType::Bool { "1u" } else { "0xffu" };
-    let words = n.div_ceil(4);
+    let words = n.div_ceil(per);
     let body = format!(
-        "var word = 0u;\nfor (var u = 0u; u < 4u; u++) {{\nlet e = 4u * w + u;\nif (e >= {n}u) {{ break; }}\n{stmts}word |= (({v}) & {mask}) << (8u * u);\n}}\nA[{}u + w] = word;",
+        "var word = 0u;\nfor (var u = 0u; u < {per}u; u++) {{\nlet e = {per}u * w + u;\nif (e >= {n}u) {{ break; }}\n{stmts}word |= ({}) << ({}u * u);\n}}\nA[{}u + w] = word;",
+        bits.replace("{v}", &v),
+        32 / per,
         y.byte / 4
     );
     Ok(grid_loop(name, words, "w", &body))
@@ -316,9 +343,11 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let x = ncx.input(0)?;
             let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..x.shape.len()).rev().collect());
             let (os, is) = (strides(&y.shape), strides(&x.shape));
-            let terms: Vec<String> = (0..y.shape.len()).filter(|&k| y.shape[k] != 1).map(|k| format!("((i / {}u) % {}u) * {}u", os[k], y.shape[k], is[perm[k]])).collect();
-            let src = if terms.is_empty() { "0u".into() } else { terms.join(" + ") };
-            one(ncx.pointwise(&y, |_| Ok((String::new(), x.load(&src)))))
+            one(ncx.pointwise(&y, |i| {
+                let terms: Vec<String> = (0..y.shape.len()).filter(|&k| y.shape[k] != 1).map(|k| format!("(({i} / {}u) % {}u) * {}u", os[k], y.shape[k], is[perm[k]])).collect();
+                let src = if terms.is_empty() { "0u".into() } else { terms.join(" + ") };
+                Ok((String::new(), x.load(&src)))
+            }))
         }
         Op::Concat { axis } => {
             let axis = crate::ir::axis::norm_axis(*axis, y.shape.len()).map_err(|e| cx.err(n, e))?;
@@ -369,7 +398,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 return Err(cx.err(n, "MaxPool indices are not supported by the wgpu target yet"));
             }
             let x = ncx.input(0)?;
-            if od != DType::F32 {
+            if !scalar::is_float(od) {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
             }
             let kernel = if window.kernel_shape.is_empty() { x.shape[2..].to_vec() } else { window.kernel_shape.clone() };
@@ -412,7 +441,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::GlobalPool { kind } => {
             let x = ncx.input(0)?;
             let len: usize = x.shape[2..].iter().product();
-            if od != DType::F32 {
+            if !scalar::is_float(od) {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
             }
             let (step, fin) = match kind {
@@ -430,7 +459,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let c = y.shape.get(1).copied().unwrap_or(1);
             let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
             let ts: Vec<Tensor> = (0..5).map(|k| ncx.input(k)).collect::<R<_>>()?;
-            if od != DType::F32 {
+            if !scalar::is_float(od) {
                 return Err(cx.err(n, format!("BatchNorm on {od} is not supported by the wgpu target")));
             }
             let eps = scalar::f32_lit(*epsilon);
@@ -440,13 +469,17 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         }
         Op::Softmax { axis, log, coerce_2d } => {
             let x = ncx.input(0)?;
-            if od != DType::F32 {
+            if !scalar::is_float(od) {
                 return Err(cx.err(n, format!("Softmax on {od} is not supported by the wgpu target")));
             }
             let (outer, len, inner) = crate::codegen::index::softmax_dims(&y.shape, *axis, *coerce_2d).map_err(|e| cx.err(n, e))?;
             let at = |k: &str| format!("base + {k} * {inner}u");
-            let fin = if *log { format!("bitcast<u32>({} - m - log(s))", x.load(&at("k"))) } else { format!("bitcast<u32>(exp({} - m) / s)", x.load(&at("k"))) };
-            let store = y.store(&at("k"), "V").ok_or_else(|| cx.err(n, "output type"))?.replace("bitcast<u32>(V)", &fin);
+            // A row of a 16-bit output must fill whole words for one invocation to write it.
+            if !y.owns_words(1) && !(inner == 1 && y.owns_words(len)) {
+                return Err(cx.err(n, format!("Softmax with a {od} output across a strided axis is not supported by the wgpu target yet")));
+            }
+            let fin = if *log { format!("{} - m - log(s)", x.load(&at("k"))) } else { format!("exp({} - m) / s", x.load(&at("k"))) };
+            let store = y.store_in_word(&at("k"), &fin).ok_or_else(|| cx.err(n, "output type"))?;
             let body = format!(
                 "let base = (row / {inner}u) * {}u + row % {inner}u;\n\
                  var m = {};\nfor (var k = 1u; k < {len}u; k++) {{ m = max(m, {}); }}\n\
@@ -461,7 +494,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         }
         Op::Lrn { size, alpha, beta, bias } => {
             let x = ncx.input(0)?;
-            if od != DType::F32 {
+            if !scalar::is_float(od) {
                 return Err(cx.err(n, format!("LRN on {od} is not supported by the wgpu target")));
             }
             let c = y.shape.get(1).copied().unwrap_or(1);
@@ -483,7 +516,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             let x = ncx.input(0)?;
             let rank = x.shape.len();
             let red = crate::codegen::index::reduced_axes(cx.g, n, axes, *noop_with_empty_axes, rank).map_err(|e| cx.err(n, e))?;
-            if x.dtype != DType::F32 || od != DType::F32 {
+            if !scalar::is_float(x.dtype) || !scalar::is_float(od) {
                 return Err(cx.err(n, format!("reductions on {} are not supported by the wgpu target yet", x.dtype)));
             }
             one(reduce(&ncx, *op, &x, &y, &red))
@@ -600,10 +633,20 @@ fn reduce(cx: &NodeCx, op: ReduceOp, x: &Tensor, y: &Tensor, red: &[bool]) -> R<
     })
 }
 
+/// The store of a product's element: its invocation owns pairs of adjacent columns
+/// ([`super::gemm`]), so a 16-bit output whose rows are `cols` long, `cols` even, is written
+/// half by half.
+fn product_store(cx: &NodeCx, y: &Tensor, idx: &str, v: &str, cols: usize) -> R<String> {
+    if !y.owns_words(cols) {
+        return Err(cx.err(format!("a {} product output with rows of {cols} elements is not supported by the wgpu target yet", y.dtype)));
+    }
+    y.store_in_word(idx, v).ok_or_else(|| cx.err("output type"))
+}
+
 /// MatMul (batched, broadcasting) on the tiled product.
 fn matmul(cx: &NodeCx, y: &Tensor) -> R<Vec<Kernel>> {
     let (a, b) = (cx.input(0)?, cx.input(1)?);
-    if a.dtype != DType::F32 || y.dtype != DType::F32 {
+    if !scalar::is_float(a.dtype) || !scalar::is_float(y.dtype) {
         return Err(cx.err(format!("matrix products on {} are not supported by the wgpu target yet", a.dtype)));
     }
     let MatMulDims { m, k, n, pa, pb, obat, batches } = matmul_dims(&a.shape, &b.shape);
@@ -620,7 +663,7 @@ fn matmul(cx: &NodeCx, y: &Tensor) -> R<Vec<Kernel>> {
         a_k_contiguous: true,
         b: Load::Expr(b.load(&format!("{bb} + kk * {n}u + c"))),
         prelude: String::new(),
-        epilogue: y.store(&format!("z * {}u + r * {n}u + c", m * n), "acc").ok_or_else(|| cx.err("output type"))?,
+        epilogue: product_store(cx, y, &format!("z * {}u + r * {n}u + c", m * n), "acc", n)?,
     };
     Ok(vec![super::gemm::kernel(cx.name(), &p)])
 }
@@ -628,7 +671,7 @@ fn matmul(cx: &NodeCx, y: &Tensor) -> R<Vec<Kernel>> {
 /// Gemm: `alpha · op(A) · op(B) + beta · C`.
 fn gemm(cx: &NodeCx, y: &Tensor, alpha: f32, beta: f32, ta: bool, tb: bool) -> R<Vec<Kernel>> {
     let (a, b) = (cx.input(0)?, cx.input(1)?);
-    if a.dtype != DType::F32 || y.dtype != DType::F32 {
+    if !scalar::is_float(a.dtype) || !scalar::is_float(y.dtype) {
         return Err(cx.err(format!("matrix products on {} are not supported by the wgpu target yet", a.dtype)));
     }
     let (m, k) = if ta { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
@@ -650,7 +693,7 @@ fn gemm(cx: &NodeCx, y: &Tensor, alpha: f32, beta: f32, ta: bool, tb: bool) -> R
         a_k_contiguous: !ta,
         b: Load::Expr(b.load(&bi)),
         prelude: String::new(),
-        epilogue: y.store(&format!("r * {n}u + c"), &v).ok_or_else(|| cx.err("output type"))?,
+        epilogue: product_store(cx, y, &format!("r * {n}u + c"), &v, n)?,
     };
     Ok(vec![super::gemm::kernel(cx.name(), &p)])
 }
@@ -660,7 +703,7 @@ fn gemm(cx: &NodeCx, y: &Tensor, alpha: f32, beta: f32, ta: bool, tb: bool) -> R
 /// through the window, zero in the padding).
 fn conv(cx: &NodeCx, y: &Tensor, window: &crate::ir::Window, group: usize) -> R<Vec<Kernel>> {
     let (x, w) = (cx.input(0)?, cx.input(1)?);
-    if x.dtype != DType::F32 || y.dtype != DType::F32 {
+    if !scalar::is_float(x.dtype) || !scalar::is_float(y.dtype) {
         return Err(cx.err(format!("Conv on {} is not supported by the wgpu target yet", x.dtype)));
     }
     if x.shape.len() < 3 || w.shape.len() != x.shape.len() {
@@ -704,7 +747,7 @@ fn conv(cx: &NodeCx, y: &Tensor, window: &crate::ir::Window, group: usize) -> R<
         a_k_contiguous: true,
         b: Load::Stmts(tap_fn),
         prelude,
-        epilogue: y.store(&format!("(img * {c_out}u + grp * {mg}u + r) * {pixels}u + c"), &v).ok_or_else(|| cx.err("output type"))?,
+        epilogue: product_store(cx, y, &format!("(img * {c_out}u + grp * {mg}u + r) * {pixels}u + c"), &v, pixels)?,
     };
     Ok(vec![super::gemm::kernel(cx.name(), &p)])
 }

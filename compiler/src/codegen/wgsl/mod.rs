@@ -51,11 +51,12 @@ pub struct WgslPlan {
 /// Plan memory and write every node's kernels. The graph is fused as the CPU module's exact
 /// path fuses it (elementwise chains into one kernel each, same meaning).
 pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> {
-    if opts.floats != DType::F32 {
-        return Err(CodegenError::Graph { what: "--dtype".into(), reason: format!("{} is not supported by the wgpu target yet (f32 only)", opts.floats) });
-    }
     let mut graph = g.clone();
     crate::passes::fuse::fuse_exact(&mut graph)?;
+    // After fusion, so fused chains run in f32 between their 16-bit loads and stores.
+    if opts.floats != DType::F32 {
+        crate::passes::precision::lower_floats(&mut graph, opts.floats)?;
+    }
     if let Some(c) = super::with_output_copies(&graph) {
         graph = c;
     }
@@ -156,10 +157,12 @@ pub fn wgsl_source(p: &WgslPlan, source_name: &str) -> String {
     // Global word `i` of the weights, for a weight that spans chunks.
     let cases: String = (0..p.chunks).map(|c| format!("    case {c}u: {{ return W{c}[i & {:#x}u]; }}\n", kernels::CHUNK / 4 - 1)).collect();
     let _ = write!(s, "fn W(i: u32) -> u32 {{\n  switch (i >> {}u) {{\n{cases}    default: {{ return 0u; }}\n  }}\n}}\n", (kernels::CHUNK / 4).trailing_zeros());
-    s.push_str("\n// Byte `i` of a buffer (bool and 8-bit tensors).\n");
+    s.push_str("\n// Byte `i` and 16-bit half `i` of a buffer (bool, 8-bit and 16-bit tensors).\n");
     let _ = writeln!(s, "fn byte_W(i: u32) -> u32 {{ return (W(i >> 2u) >> ((i & 3u) * 8u)) & 0xffu; }}");
+    let _ = writeln!(s, "fn half_W(i: u32) -> u32 {{ return (W(i >> 1u) >> ((i & 1u) * 16u)) & 0xffffu; }}");
     for b in std::iter::once("A".to_string()).chain((0..p.chunks).map(|c| format!("W{c}"))) {
         let _ = writeln!(s, "fn byte_{b}(i: u32) -> u32 {{ return ({b}[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu; }}");
+        let _ = writeln!(s, "fn half_{b}(i: u32) -> u32 {{ return ({b}[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu; }}");
     }
     let _ = write!(s, "\n{}\n{}", scalar::PRELUDE, scalar::POW);
     for (k, node) in p.kernels.iter().zip(&p.kernel_nodes) {

@@ -7,7 +7,35 @@ use crate::ir::scalar::{Printer, ScalarProgram};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 
 /// Functions every module's WGSL defines, used by the expressions below.
-pub const PRELUDE: &str = r#"// Infinity from its bits at run time (a constant expression may not overflow).
+pub const PRELUDE: &str = r#"// 16-bit floats as stored: the bits of an f32 rounded to nearest even (NaN stays NaN, past
+// the largest finite value is infinity), and back. Written out: WGSL's pack2x16float leaves
+// out-of-range values undefined and needs a capability some backends lack.
+fn f16_bits(v: f32) -> u32 {
+  let b = bitcast<u32>(v);
+  let sign = (b >> 16u) & 0x8000u;
+  let a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) { return sign | 0x7e00u; }
+  if (a >= 0x477ff000u) { return sign | 0x7c00u; }
+  if (a >= 0x38800000u) {
+    let r = a - 0x38000000u;
+    return sign | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);
+  }
+  return sign | u32(round(bitcast<f32>(a) * 16777216.0));
+}
+fn f16_value(h: u32) -> f32 {
+  let sign = (h & 0x8000u) << 16u;
+  let e = (h >> 10u) & 0x1fu;
+  let m = h & 0x3ffu;
+  if (e == 0u) { return select(1.0, -1.0, sign != 0u) * f32(m) * 5.9604645e-8; }
+  if (e == 31u) { return bitcast<f32>(sign | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(sign | ((e + 112u) << 23u) | (m << 13u));
+}
+fn bf16_bits(v: f32) -> u32 {
+  let b = bitcast<u32>(v);
+  if ((b & 0x7fffffffu) > 0x7f800000u) { return (b >> 16u) | 0x40u; }
+  return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
+}
+// Infinity from its bits at run time (a constant expression may not overflow).
 fn inf_f32(bits: u32) -> f32 { return bitcast<f32>(bits); }
 // NaN by its bits: drivers may fold `x != x` to false.
 fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
@@ -38,15 +66,17 @@ fn log1p_f32(x: f32) -> f32 {
 /// (int64 tensors are computed in their low 32 bits); u32 for bool and bytes (0/1 for bool).
 pub fn compute_type(d: DType) -> Option<&'static str> {
     Some(match d {
-        DType::F32 => "f32",
+        // 16-bit floats are storage only: loads widen, stores round to nearest even.
+        DType::F32 | DType::F16 | DType::BF16 => "f32",
         DType::I32 | DType::I64 => "i32",
         DType::Bool | DType::U8 => "u32",
         _ => return None,
     })
 }
 
-fn is_float(d: DType) -> bool {
-    d == DType::F32
+/// Whether `d` is computed as f32 (f32 and the 16-bit floats).
+pub fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F16 | DType::BF16)
 }
 
 /// An f32 constant as a WGSL expression with exactly its bits.
