@@ -34,8 +34,23 @@ impl GatherElements {
 }
 
 impl OpDef for GatherElements {
+    // Output element i: the data's element at i's coordinates (over the indices' shape), the
+    // one along the axis from the index; out of range reads zero, as the CPU code does.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        use crate::codegen::index::strides;
+        let (x, ix, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
+        let a = norm_axis(self.axis, x.shape.len()).map_err(|e| cx.err(e))?;
+        let (ys, xs) = (strides(&y.shape), strides(&x.shape));
+        let len = x.shape[a];
+        let zero = if crate::codegen::wgsl::scalar::is_float(x.dtype) { "0.0" } else if x.dtype.size() >= 4 { "0i" } else { "0u" };
+        Ok(vec![cx.pointwise(&y, |i| {
+            let rest: Vec<String> = (0..y.shape.len()).filter(|&d| d != a && y.shape[d] != 1).map(|d| format!("(({i} / {}u) % {}u) * {}u", ys[d], y.shape[d], xs[d])).collect();
+            let rest = if rest.is_empty() { "0u".to_string() } else { rest.join(" + ") };
+            Ok((
+                format!("var k = {};\nif (k < 0) {{ k += {len}; }}\nvar v = {zero};\nif (k >= 0 && k < {len}) {{ v = {}; }}\n", ix.load(i), x.load(&format!("{rest} + u32(k) * {}u", xs[a]))),
+                "v".into(),
+            ))
+        })?])
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
