@@ -206,7 +206,7 @@ fn from_f64(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> R<Tensor> {
 
 impl OpDef for Attention {
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        wgsl_attention(self, cx)
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
@@ -435,4 +435,123 @@ mod tests {
         let mut bad = ShapeCx::new(vec![a(vec![c(1), c(3), c(7)]), a(vec![c(1), c(3), c(8)]), a(vec![c(1), c(3), c(8)])]);
         assert!(op.shapes(&mut bad).is_err());
     }
+}
+
+/// The most keys a WGSL attention row holds (its probabilities live in invocation memory).
+const WGSL_MAX_KEYS: usize = 1024;
+
+/// Attention on the wgpu target, f32: one invocation per query row computes the row's bias
+/// (mask, causal and window rules, padding) and scores, the softmax, and P·V, as
+/// `kernels::attention` does (in f32, where the kernel uses f64); present K/V are copies.
+fn wgsl_attention(at: &Attention, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+    use crate::codegen::wgsl::scalar::f32_lit;
+    let ins: Vec<Option<crate::codegen::wgsl::kernels::Tensor>> = (0..7).map(|i| cx.opt_input(i)).collect::<Result<_, _>>()?;
+    let t = |i: usize| ins[i].clone().ok_or_else(|| cx.err(format!("missing input #{i}")));
+    let (q, kt, v) = (t(0)?, t(1)?, t(2)?);
+    if q.dtype != DType::F32 || kt.dtype != DType::F32 || v.dtype != DType::F32 {
+        return Err(cx.err(format!("Attention on {} is not supported by the wgpu target yet (f32 only)", q.dtype)));
+    }
+    let mut scx = ShapeCx::of_shapes(ins.iter().map(|t| t.as_ref().map(|t| (t.dtype, &t.shape[..]))));
+    let g = at.geometry(&mut scx).map_err(|e| cx.err(e))?;
+    let d = g.fixed().map_err(|e| cx.err(e))?;
+    let skv = d.kv_seq();
+    if skv > WGSL_MAX_KEYS {
+        return Err(cx.err(format!("Attention over {skv} keys is not supported by the wgpu target yet (at most {WGSL_MAX_KEYS})")));
+    }
+    let p = at.params(d.head_dim, DType::F32);
+    let (hq, hk, sq, dq, dv) = (d.q_heads, d.kv_heads, d.q_seq, d.head_dim, d.v_head_dim);
+    let group = hq / hk.max(1);
+    // Element [b, h, s, e] of K or V (past rows first), as a WGSL expression.
+    let kv = |past: &Option<crate::codegen::wgsl::kernels::Tensor>, cur: &crate::codegen::wgsl::kernels::Tensor, dd: usize, b: &str, h: &str, s: &str, e: &str| -> String {
+        let cur_i = if d.kv_3d { format!("((({b}) * {}u + ({s}) - {}u) * {hk}u + ({h})) * {dd}u + ({e})", d.cur_seq, d.past_seq) } else { format!("((({b}) * {hk}u + ({h})) * {}u + ({s}) - {}u) * {dd}u + ({e})", d.cur_seq, d.past_seq) };
+        match past {
+            Some(pt) if d.past_seq > 0 => format!("select({}, {}, ({s}) < {}u)", cur.load(&cur_i), pt.load(&format!("((({b}) * {hk}u + ({h})) * {}u + ({s})) * {dd}u + ({e})", d.past_seq)), d.past_seq),
+            _ => cur.load(&cur_i),
+        }
+    };
+    let mut ks = Vec::new();
+    let rename = |mut k: super::WgslKernel, suffix: &str| {
+        let new = format!("{}_{suffix}", k.name);
+        k.source = k.source.replace(&format!("fn {}(", k.name), &format!("fn {new}("));
+        k.name = new;
+        k
+    };
+    for (out, past, cur, dd, suffix) in [(1, &ins[4], &kt, dq, "pk"), (2, &ins[5], &v, dv, "pv")] {
+        if let Some(y) = cx.used_output(out)? {
+            let k = cx.pointwise(&y, |i| Ok((format!("let e = {i} % {dd}u;\nlet s = ({i} / {dd}u) % {skv}u;\nlet h = ({i} / {}u) % {hk}u;\nlet b = {i} / {};\n", dd * skv, dd * skv * hk), kv(past, cur, dd, "b", "h", "s", "e"))))?;
+            ks.push(rename(k, suffix));
+        }
+    }
+    let y = cx.output(0)?;
+    let nonpad = ins[6].clone();
+    let offset = match (&nonpad, &ins[4]) {
+        (Some(np), None) => format!("({} - {sq})", np.load("b")),
+        _ => format!("{}", d.past_seq),
+    };
+    // The row's bias for key j (0, or -inf through `masked`).
+    let mut bias = String::from("var x = 0.0;\nvar masked = false;\n");
+    if let Some(m) = &ins[3] {
+        let ms = fixed4(&mask_dims(&mut scx, &g_dims(&m.shape), &g).map_err(|e| cx.err(e))?).map_err(|e| cx.err(e))?;
+        let coord = ["b", "h", "i", "j"];
+        let mut flat = "0u".to_string();
+        for k in 0..4 {
+            flat = if ms[k] == 1 { format!("({flat}) * 1u") } else { format!("({flat}) * {}u + {}", ms[k], coord[k]) };
+        }
+        let inside = format!("j < {}u", ms[3]);
+        if m.dtype == DType::Bool {
+            bias += &format!("if (!({inside}) || {} == 0u) {{ masked = true; }}\n", m.load(&format!("select(0u, {flat}, {inside})")));
+        } else {
+            bias += &format!("if ({inside}) {{ x += {}; }} else {{ masked = true; }}\n", m.load(&format!("select(0u, {flat}, {inside})")));
+        }
+    }
+    let ii = format!("(i32(i) + {offset})");
+    if p.is_causal {
+        bias += &format!("if (i32(j) > {ii}) {{ masked = true; }}\n");
+    }
+    if p.left_window >= 0 {
+        bias += &format!("if ({ii} - i32(j) > {}) {{ masked = true; }}\n", p.left_window);
+    }
+    if p.right_window >= 0 {
+        bias += &format!("if (i32(j) - {ii} > {}) {{ masked = true; }}\n", p.right_window);
+    }
+    if let Some(np) = &nonpad {
+        bias += &format!("if (i32(j) >= {}) {{ masked = true; }}\n", np.load("b"));
+    }
+    let q_at = |e: &str| if d.q_3d { q.load(&format!("((b * {sq}u + i) * {hq}u + h) * {dq}u + {e}")) } else { q.load(&format!("((b * {hq}u + h) * {sq}u + i) * {dq}u + {e}")) };
+    let sc = f32_lit(p.scale.sqrt() as f32);
+    let mut score = format!("var acc = 0.0;\nfor (var e = 0u; e < {dq}u; e++) {{ acc += ({} * {sc}) * ({} * {sc}); }}\n", q_at("e"), kv(&ins[4], &kt, dq, "b", "kh", "j", "e"));
+    if p.softcap > 0.0 {
+        let cap = f32_lit(p.softcap as f32);
+        score += &format!("acc = {cap} * tanh(clamp(acc / {cap}, -20.0, 20.0));\n");
+    }
+    let qk = cx.used_output(3)?;
+    let qk_store = |what: &str| -> Result<String, CodegenError> {
+        match &qk {
+            Some(t) => t.store(&format!("((b * {hq}u + h) * {sq}u + i) * {skv}u + j"), what).ok_or_else(|| cx.err("qk output type")),
+            None => Ok(String::new()),
+        }
+    };
+    let (qk_raw, qk_soft) = match p.qk_mode {
+        0 | 1 => (qk_store("acc")?, String::new()),
+        2 => (qk_store("select(acc + x, inf_f32(0xff800000u), masked)")?, String::new()),
+        3 => (String::new(), qk_store("pr[j]")?),
+        _ => (qk_store("0.0")?, String::new()),
+    };
+    let y_at = if d.q_3d { format!("((b * {sq}u + i) * {hq}u + h) * {dv}u + e") } else { format!("((b * {hq}u + h) * {sq}u + i) * {dv}u + e") };
+    let y_store = y.store(&y_at, "acc").ok_or_else(|| cx.err("output type"))?;
+    let body = format!(
+        "let i = row % {sq}u;\nlet h = (row / {sq}u) % {hq}u;\nlet b = row / {};\nlet kh = h / {}u;\n\
+         var pr: array<f32, {skv}>;\nvar mx = inf_f32(0xff800000u);\nvar all_masked = true;\n\
+         for (var j = 0u; j < {skv}u; j++) {{\n{bias}{score}{qk_raw}\n\
+         if (masked) {{ pr[j] = inf_f32(0xff800000u); }} else {{ pr[j] = acc + x; all_masked = false; mx = max(mx, pr[j]); }}\n}}\n\
+         var sum = 0.0;\nfor (var j = 0u; j < {skv}u; j++) {{ if (pr[j] == inf_f32(0xff800000u)) {{ pr[j] = 0.0; }} else {{ pr[j] = exp(pr[j] - mx); }} sum += pr[j]; }}\n\
+         if (sum == 0.0) {{ sum = 1.0; }}\n\
+         for (var j = 0u; j < {skv}u; j++) {{ pr[j] = select(pr[j] / sum, 0.0, all_masked); {qk_soft} }}\n\
+         for (var e = 0u; e < {dv}u; e++) {{\nvar acc = 0.0;\nfor (var j = 0u; j < {skv}u; j++) {{ acc += pr[j] * {}; }}\n{y_store}\n}}",
+        sq * hq,
+        group.max(1),
+        kv(&ins[5], &v, dv, "b", "kh", "j", "e"),
+    );
+    ks.push(cx.rows(d.batch * hq * sq, &body));
+    Ok(ks)
 }
