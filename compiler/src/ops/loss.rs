@@ -64,8 +64,55 @@ fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> R<Tensor> {
 }
 
 impl OpDef for NllLoss {
+    // Per sample: the log-sum-exp over the classes (softmax form), the log-probabilities, and
+    // the weighted loss; without reduction one invocation per sample, with one a single
+    // invocation walks every sample (these ops sit at the end of training graphs, small). A
+    // target out of range adds nothing (the interpreter refuses it; a kernel cannot stop).
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
+        use crate::codegen::wgsl::scalar::{f32_lit, is_float};
+        let (x, t, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
+        if !is_float(x.dtype) {
+            return Err(cx.err(format!("{} on {} is not supported by the wgpu target yet", self.name(), x.dtype)));
+        }
+        let weight = cx.opt_input(2)?;
+        let (n, c) = (x.shape[0], x.shape[1]);
+        let d: usize = x.shape[2..].iter().product();
+        let at = |j: &str| format!("(i * {c}u + {j}) * {d}u + k");
+        let mut sample = String::from("var lse = 0.0;\n");
+        if self.softmax {
+            sample += &format!(
+                "var mx = {};\nfor (var j = 1u; j < {c}u; j++) {{ mx = max(mx, {}); }}\nvar se = 0.0;\nfor (var j = 0u; j < {c}u; j++) {{ se += exp({} - mx); }}\nlse = mx + log(se);\n",
+                x.load(&at("0u")),
+                x.load(&at("j")),
+                x.load(&at("j"))
+            );
+            if let Some(lp) = cx.used_output(1)? {
+                if lp.store("0u", "0.0").is_none() {
+                    return Err(cx.err(format!("{} log-probabilities are not supported by the wgpu target yet", lp.dtype)));
+                }
+                sample += &format!("for (var j = 0u; j < {c}u; j++) {{ {} }}\n", lp.store(&at("j"), &format!("{} - lse", x.load(&at("j")))).unwrap_or_default());
+            }
+        }
+        let ignore = self.ignore_index.map(|v| format!(" && tv != {}", v.clamp(i32::MIN as i64, i32::MAX as i64))).unwrap_or_default();
+        let w = weight.as_ref().map(|w| w.load("u32(tv)")).unwrap_or_else(|| "1.0".into());
+        sample += &format!(
+            "let tv = {};\nvar l = 0.0;\nvar w = 0.0;\nif (tv >= 0 && tv < {c}{ignore}) {{ w = {w}; l = -({} - lse) * w; }}\n",
+            t.load(&format!("i * {d}u + k")),
+            x.load(&at("u32(tv)"))
+        );
+        let kernel = match self.reduction {
+            LossReduction::None => {
+                let store = y.store("s", "l").ok_or_else(|| cx.err("loss output type"))?;
+                cx.rows(n * d, &format!("let s = row;\nlet i = s / {d}u;\nlet k = s % {d}u;\n{sample}{store}"))
+            }
+            r => {
+                let denom = if weight.is_some() || self.ignore_index.is_some() { "wsum".to_string() } else { f32_lit((n * d) as f32) };
+                let v = if r == LossReduction::Sum { "total".to_string() } else { format!("total / {denom}") };
+                let store = y.store_in_word("0u", &v).ok_or_else(|| cx.err("loss output type"))?;
+                cx.rows(1, &format!("var total = 0.0;\nvar wsum = 0.0;\nfor (var s = 0u; s < {}u; s++) {{\nlet i = s / {d}u;\nlet k = s % {d}u;\n{sample}total += l;\nwsum += w;\n}}\n{store}", n * d))
+            }
+        };
+        Ok(vec![kernel])
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
