@@ -167,7 +167,8 @@ pub fn compile(case: &str, g: &Graph, inputs: Vec<RtValue>) -> Result<Compiled, 
 /// Build `compiled` in batches under `base` and run each: (case, passed, reason) per case, or
 /// `None` when the machine has no adapter (an error under `BURNC_REQUIRE_WGPU`).
 pub fn run_all(compiled: &[Compiled], base: &Path, tol: Tol) -> Option<Vec<(String, bool, String)>> {
-    let (target, work) = (base.join("target"), base.join("work"));
+    // One target dir for every wgpu batch, so wgpu itself is built once per run.
+    let (target, work) = (super::root().join("target/wgpu-batches"), base.join("work"));
     let mut report = Vec::new();
     let mut first = 0;
     for chunk in compiled.chunks(BATCH) {
