@@ -28,6 +28,19 @@ pub(crate) struct GpuHost<'a> {
     pub weights_bytes: usize,
 }
 
+/// The arena offset of each graph input, placed after the planned activations of `m`, and the
+/// arena's size with them (at least 64 bytes).
+pub(crate) fn inputs_after(g: &Graph, m: &crate::memory::MemoryPlan) -> Result<(HashMap<ValueId, usize>, usize), CodegenError> {
+    let mut offsets = HashMap::new();
+    let mut end = crate::memory::align_up(m.arena_bytes);
+    for &i in &g.inputs {
+        let bytes = crate::schedule::value_bytes(g, i).ok_or_else(|| CodegenError::Graph { what: format!("input `{}`", g.value(i).name), reason: "has no static shape".into() })?;
+        offsets.insert(i, end);
+        end = end.checked_add(crate::memory::align_up(bytes)).ok_or_else(|| CodegenError::Graph { what: "arena".into(), reason: "size overflows".into() })?;
+    }
+    Ok((offsets, end.max(64)))
+}
+
 fn rust_ty(d: DType) -> Result<&'static str, CodegenError> {
     Ok(match d {
         DType::Bool => "bool",

@@ -16,7 +16,7 @@ pub mod wgmma;
 
 use super::{names, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{DType, Graph};
-use crate::memory::{self, align_up, PlanOptions};
+use crate::memory::{self, PlanOptions};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
@@ -85,16 +85,7 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
     let first = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
     let weights = super::weights::layout(&graph, &first.order, Lowering::PLAIN);
     let none = HashMap::new();
-    let inputs_after = |m: &memory::MemoryPlan| -> Result<(HashMap<crate::ir::ValueId, usize>, usize), CodegenError> {
-        let mut offsets = HashMap::new();
-        let mut end = align_up(m.arena_bytes);
-        for &i in &graph.inputs {
-            let bytes = crate::schedule::value_bytes(&graph, i).ok_or_else(|| CodegenError::Graph { what: format!("input `{}`", graph.value(i).name), reason: "has no static shape".into() })?;
-            offsets.insert(i, end);
-            end = end.checked_add(align_up(bytes)).ok_or_else(|| CodegenError::Graph { what: "arena".into(), reason: "size overflows".into() })?;
-        }
-        Ok((offsets, end.max(64)))
-    };
+    let inputs_after = |m: &memory::MemoryPlan| super::gpu_module::inputs_after(&graph, m);
     let (offsets, _) = inputs_after(&first)?;
     let candidates = kernels::fusions(&kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 }, false)?;
     let first_cx = kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 };

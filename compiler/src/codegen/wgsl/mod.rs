@@ -15,7 +15,7 @@ pub mod scalar;
 
 use super::{names, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{DType, Graph};
-use crate::memory::{self, align_up, PlanOptions};
+use crate::memory::{self, PlanOptions};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -62,14 +62,7 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> 
     }
     let memory = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
     let mut weights = chunked(super::weights::layout(&graph, &memory.order, Lowering::PLAIN))?;
-    let mut input_offsets = HashMap::new();
-    let mut end = align_up(memory.arena_bytes);
-    for &i in &graph.inputs {
-        let bytes = crate::schedule::value_bytes(&graph, i).ok_or_else(|| CodegenError::Graph { what: format!("input `{}`", graph.value(i).name), reason: "has no static shape".into() })?;
-        input_offsets.insert(i, end);
-        end = end.checked_add(align_up(bytes)).ok_or_else(|| CodegenError::Graph { what: "arena".into(), reason: "size overflows".into() })?;
-    }
-    let arena_bytes = end.max(64);
+    let (input_offsets, arena_bytes) = super::gpu_module::inputs_after(&graph, &memory)?;
     let mut ks = Vec::new();
     let mut kernel_nodes = Vec::new();
     let tables_at = weights.blob.len().div_ceil(64) * 64;
