@@ -470,16 +470,11 @@ fn wgsl_attention(at: &Attention, cx: &super::WgslCx) -> Result<Vec<super::WgslK
         }
     };
     let mut ks = Vec::new();
-    let rename = |mut k: super::WgslKernel, suffix: &str| {
-        let new = format!("{}_{suffix}", k.name);
-        k.source = k.source.replace(&format!("fn {}(", k.name), &format!("fn {new}("));
-        k.name = new;
-        k
-    };
     for (out, past, cur, dd, suffix) in [(1, &ins[4], &kt, dq, "pk"), (2, &ins[5], &v, dv, "pv")] {
         if let Some(y) = cx.used_output(out)? {
             let k = cx.pointwise(&y, |i| Ok((format!("let e = {i} % {dd}u;\nlet s = ({i} / {dd}u) % {skv}u;\nlet h = ({i} / {}u) % {hk}u;\nlet b = {i} / {};\n", dd * skv, dd * skv * hk), kv(past, cur, dd, "b", "h", "s", "e"))))?;
-            ks.push(rename(k, suffix));
+            let new = format!("{}_{suffix}", k.name);
+            ks.push(k.renamed(&new));
         }
     }
     let y = cx.output(0)?;

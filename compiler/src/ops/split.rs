@@ -80,9 +80,8 @@ impl OpDef for Split {
             if cx.used_output(k)?.is_some() && y.numel() > 0 {
                 let mut kernel = cx.pointwise(&y, |i| Ok((String::new(), x.load(&format!("({i} / {}u * {len}u + {start}u + ({i} / {inner}u) % {part}u) * {inner}u + {i} % {inner}u", inner * part)))))?;
                 if !ks.is_empty() {
-                    let renamed = format!("{}_{k}", kernel.name);
-                    kernel.source = kernel.source.replace(&format!("fn {}(", kernel.name), &format!("fn {renamed}("));
-                    kernel.name = renamed;
+                    let new = format!("{}_{k}", kernel.name);
+                    kernel = kernel.renamed(&new);
                 }
                 ks.push(kernel);
             }

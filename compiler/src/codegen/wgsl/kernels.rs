@@ -48,6 +48,17 @@ pub fn chunk_of(off: usize, len: usize) -> (String, usize) {
     }
 }
 
+impl Kernel {
+    /// The same kernel under the name `new`: its entry point and workgroup variables renamed
+    /// (a node's second and later kernels).
+    pub fn renamed(mut self, new: &str) -> Kernel {
+        let old = std::mem::take(&mut self.name);
+        self.source = self.source.replace(&format!("fn {old}("), &format!("fn {new}(")).replace(&format!("{old}_a"), &format!("{new}_a")).replace(&format!("{old}_b"), &format!("{new}_b"));
+        self.name = new.to_string();
+        self
+    }
+}
+
 /// Where a node's operands live.
 pub struct Cx<'a> {
     pub g: &'a Graph,
@@ -237,9 +248,8 @@ pub fn grid_loop(name: &str, n: usize, var: &str, body: &str) -> Kernel {
 pub fn pointwise(name: &str, y: &Tensor, body: &dyn Fn(&str) -> R<(String, String)>) -> Result<Kernel, String> {
     let n = y.numel();
     let err = |e: CodegenError| e.to_string();
-    if y.store("i", "out").is_some() {
+    if let Some(store) = y.store("i", "out") {
         let (stmts, v) = body("i").map_err(err)?;
-        let store = y.store("i", "out").ok_or("output type")?;
         return Ok(grid_loop(name, n, "i", &format!("{stmts}let out = {v};\n{store}")));
     }
     let (per, bits) = match y.dtype {

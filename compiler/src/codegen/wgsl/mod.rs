@@ -72,9 +72,7 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> 
         for (j, mut k) in kernels::node(&cx, id, &base)?.into_iter().enumerate() {
             if j > 0 && k.name == base {
                 // A node's second and later kernels get their own names.
-                let renamed = format!("{base}_{j}");
-                k.source = k.source.replace(&format!("fn {base}("), &format!("fn {renamed}(")).replace(&format!("{base}_a"), &format!("{renamed}_a")).replace(&format!("{base}_b"), &format!("{renamed}_b"));
-                k.name = renamed;
+                k = k.renamed(&format!("{base}_{j}"));
             }
             kernel_nodes.push(graph.node(id).name.clone());
             ks.push(k);
