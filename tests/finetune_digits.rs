@@ -24,6 +24,8 @@ fn finetune_digits_trains_to_the_bar() {
 
     let svg = Path::new(env!("CARGO_TARGET_TMPDIR")).join("finetune-digits-curves.svg");
     let _ = std::fs::remove_file(&svg);
+    let weights = Path::new(env!("CARGO_TARGET_TMPDIR")).join("finetune-digits.safetensors");
+    let _ = std::fs::remove_file(&weights);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["run", "--release", "--quiet", "--manifest-path"])
@@ -32,6 +34,8 @@ fn finetune_digits_trains_to_the_bar() {
         .arg(target_dir(root))
         .args(["--", "--svg"])
         .arg(&svg)
+        .arg("--save-weights")
+        .arg(&weights)
         .output()
         .expect("cargo runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -45,4 +49,11 @@ fn finetune_digits_trains_to_the_bar() {
     assert!(remapped >= 0.9, "fine-tuned (remapped labels) test accuracy {remapped} < 0.9");
     let text = std::fs::read_to_string(&svg).expect("the SVG curve was written");
     assert!(text.starts_with("<svg") && text.matches("<polyline").count() == 3, "not the curve SVG:\n{text}");
+    // --save-weights: a safetensors file with every parameter, as examples/web-digits compiles.
+    let file = std::fs::read(&weights).expect("the weights were written");
+    let n = u64::from_le_bytes(file[..8].try_into().expect("8-byte header length")) as usize;
+    let header = std::str::from_utf8(&file[8..8 + n]).expect("UTF-8 header");
+    for p in ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"] {
+        assert!(header.contains(&format!("\"{p}\"")), "`{p}` missing from {header}");
+    }
 }

@@ -1,9 +1,11 @@
 """Writes model.onnx: the small CNN examples/finetune-digits trains from scratch.
 
-x [32, 1, 8, 8] → Conv 3×3 (8) → Relu → MaxPool 2 → Conv 3×3 (16) → Relu → MaxPool 2 →
+x [N, 1, 8, 8] → Conv 3×3 (8) → Relu → MaxPool 2 → Conv 3×3 (16) → Relu → MaxPool 2 →
 Flatten (64) → Gemm 64→32 → Relu → Gemm 32→10 (logits). Weights are PyTorch's default
 initialisation (Kaiming-uniform with a = √5, i.e. U(±1/√fan_in) for weights and biases),
-seeded, so the run is reproducible. Needs numpy and onnx (scripts/setup_python.sh).
+seeded, so the run is reproducible. The batch dim is symbolic (`N`): the example's build.rs
+pins it to 32 for training, examples/web-digits to 1 for the page. Needs numpy and onnx
+(scripts/setup_python.sh).
 """
 import os
 
@@ -11,7 +13,6 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-BATCH = 32
 rng = np.random.default_rng(0)
 
 
@@ -43,8 +44,8 @@ nodes = [
 graph = helper.make_graph(
     nodes,
     "digits_cnn",
-    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, 1, 8, 8])],
-    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [BATCH, 10])],
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 8, 8])],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])],
     inits,
 )
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="burnc-examples")

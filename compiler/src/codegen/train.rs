@@ -372,8 +372,10 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
         "/// One training step on a batch: forward, loss, backward and the optimizer update of every\n\
          /// trainable parameter in the state. Returns the loss (before the update).\n\
          #[allow(clippy::too_many_arguments)]\n\
-         pub fn train_step(&mut self, arena: &mut TrainArena, {}) -> f32 {{\n    self.step += 1;\n    let lr = [self.lr];\n    let step = [self.step as i64];\n    // Dropout masks: a new key each step (salted per Dropout by the compiler).\n    let dropout_key = [self.step as i64];\n    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n    let s = rt::arena::Region::of(&mut self.s.0);\n",
-        data_sig.join(", ")
+         pub fn train_step(&mut self, arena: &mut TrainArena, {}) -> f32 {{\n    self.step += 1;\n    let lr = [self.lr];\n    let step = [self.step as i64];\n{}    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n    let s = rt::arena::Region::of(&mut self.s.0);\n",
+        data_sig.join(", "),
+        // Only a graph with Dropout takes a key (an unused one would be a warning in the user's crate).
+        if tg.dropout_key.is_some() { "    // Dropout masks: a new key each step (salted per Dropout by the compiler).\n    let dropout_key = [self.step as i64];\n" } else { "" }
     );
     for i in 0..tparts.len() {
         let _ = writeln!(ts, "    train_part_{i}(a, w, s, {});", targs.iter().map(|a| if matches!(a.as_str(), "lr" | "step" | "dropout_key") { format!("&{a}") } else { a.clone() }).collect::<Vec<_>>().join(", "));

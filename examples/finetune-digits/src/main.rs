@@ -3,9 +3,11 @@
 //! fine-tuned on a changed task (labels remapped y → 9 − y) starting from those weights. All
 //! memory is the compiler's: a `State` for parameters and moments, a `TrainArena` for the step.
 //!
-//! `cargo run --release -- [--epochs N] [--finetune-epochs M] [--svg FILE]`. Prints a progress
-//! bar per epoch, writes the loss/accuracy curve as SVG, and ends with `test_accuracy=<value>`
-//! (the from-scratch model on the held-out digits).
+//! `cargo run --release -- [--epochs N] [--finetune-epochs M] [--svg FILE] [--save-weights FILE]`.
+//! Prints a progress bar per epoch, writes the loss/accuracy curve as SVG, and ends with
+//! `test_accuracy=<value>` (the from-scratch model on the held-out digits). `--save-weights`
+//! writes the from-scratch model's parameters as safetensors, the file `burnc model.onnx
+//! --weights FILE` compiles (examples/web-digits does).
 mod data;
 mod plot;
 
@@ -134,6 +136,15 @@ fn main() {
     let test_accuracy = accuracy(test, same, |x| *m.forward(&mut fwd_arena, x).logits);
     times.sort_by(f64::total_cmp);
     let median_ms = times.get(times.len() / 2).copied().unwrap_or(0.0) * 1e3;
+    if let Some(path) = arg(&args, "--save-weights") {
+        let mut file = vec![0u8; digits::SAFETENSORS_BYTES];
+        let written = m.write_safetensors(&mut file).map(|n| std::fs::write(&path, &file[..n]));
+        match written {
+            Ok(Ok(())) => println!("weights: {path}"),
+            Ok(Err(e)) => eprintln!("warning: cannot write {path}: {e}"),
+            Err(e) => eprintln!("warning: cannot serialise the weights: {e:?}"),
+        }
+    }
     println!("from scratch: test accuracy {test_accuracy:.4}, median {median_ms:.1} ms per epoch ({} steps of {BATCH})", train.len() / BATCH);
 
     // Phase 2: a changed task, only fc2 trains; everything else is frozen in a copy of the

@@ -785,8 +785,7 @@ fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win
         && sh == sw
         && (sh == 1 || sh == 2)
         && super::has_avx2();
-    #[cfg(not(target_arch = "x86_64"))]
-    let fast = false;
+    #[cfg(target_arch = "x86_64")]
     let fused_ep = matches!(ep.act, Act::None | Act::Relu) && ep.scale.is_none() && ep.shift.is_none() && ep.residual.is_none();
     // The input channel whose padded copy `plane` holds (a multiplier of 2 reads each twice).
     let mut have = usize::MAX;

@@ -23,6 +23,7 @@ pub const MR: usize = 6;
 pub const NR: usize = 16;
 /// Columns of the AVX-512 micro-kernel's tile (two zmm registers: 12 accumulators, as the AVX2
 /// kernel, each twice as wide).
+#[cfg(target_arch = "x86_64")]
 const NR512: usize = 32;
 /// k per block.
 pub const KC: usize = 256;
@@ -407,6 +408,8 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
 /// the packed B panel (`b`, [`NR`] wide) of which columns `0..nc` are real, `rows` rows of C
 /// from the first panel's (the last panel may be partial).
 #[derive(Clone, Copy)]
+// Only the x86 kernels read the fields; elsewhere the driver builds them and `no_strip` ignores them.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Strip<'s> {
     kn: usize,
     a: &'s [f32],
@@ -421,6 +424,7 @@ struct Strip<'s> {
 
 /// How far ahead (f32 elements) the AVX2 kernel prefetches packed A: 128 k steps, 3 KiB
 /// (384 and 1536 measured no better; cold weights 0.91–0.96× the time, warm ones unchanged).
+#[cfg(target_arch = "x86_64")]
 const PF_A: usize = 768;
 
 /// Widest remainder a strip kernel takes.
