@@ -2,9 +2,11 @@
 //! (`weights/digits.safetensors`, written by its `--save-weights`):
 //! - `digits_infer`: batch 1, what the page runs on every stroke;
 //! - `digits_teach`: batch `TEACH_BATCH`, `train_step` on the last layer only (`fc2.*`, Adam).
-//! Both are training modules with the same trainable set, so the head the page teaches can be
-//! copied from one state into the other.
-use burnc::{Build, Loss, Optimizer, TrainSpec};
+//! - `digits_gpu` (feature `webgpu`): batch 1 compiled with `--target wgpu`, inference only,
+//!   its head replaced on the device after teaching.
+//! The first two are training modules with the same trainable set, so the head the page
+//! teaches can be copied from one state into the other.
+use burnc::{Build, Loss, Optimizer, Target, TrainSpec};
 
 /// Examples per teach step (the page cycles through the user's examples to fill it).
 const TEACH_BATCH: usize = 8;
@@ -21,6 +23,9 @@ fn main() -> Result<(), burnc::BuildError> {
     std::fs::write(&batch_rs, TEACH_BATCH.to_string()).map_err(|e| burnc::BuildError::File { path: batch_rs.display().to_string(), reason: e.to_string() })?;
     for (name, batch) in [("digits_infer", 1), ("digits_teach", TEACH_BATCH)] {
         Build::new(model).input("x", [batch, 1, 8, 8]).weights(weights).name(name).train(head.clone()).compile()?;
+    }
+    if std::env::var_os("CARGO_FEATURE_WEBGPU").is_some() {
+        Build::new(model).input("x", [1, 1, 8, 8]).weights(weights).name("digits_gpu").target(Target::Wgpu).compile()?;
     }
     Ok(())
 }

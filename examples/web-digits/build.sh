@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the page into www/pkg/: the wasm module twice, with SIMD128 (`www/pkg/simd`) and
-# without (`www/pkg/scalar`), each through wasm-bindgen; and the native reference
-# `native-digits`. Installs what it needs: the wasm32 Rust target, and wasm-bindgen-cli at the
+# Builds the page into www/pkg/: the wasm module three times, each through wasm-bindgen: with
+# SIMD128 (`www/pkg/simd`), without (`www/pkg/scalar`), and with SIMD128 and the WebGPU path
+# (`www/pkg/webgpu`, feature `webgpu`: the model compiled with `--target wgpu` too); and the
+# native reference `native-digits`. Installs what it needs: the wasm32 Rust target, and wasm-bindgen-cli at the
 # exact version Cargo.toml pins (into the target dir, not the system). Prints the sizes.
 # Idempotent; CARGO_TARGET_DIR is honoured (default: the repository's target/).
 set -euo pipefail
@@ -23,13 +24,16 @@ fi
 
 # One target dir for both builds: the host side (burnc itself, the build script) is built once;
 # only the wasm crates are rebuilt for the other flags.
-for variant in scalar simd; do
+for variant in scalar simd webgpu; do
+    features=()
     case $variant in
         simd) flags="-C target-feature=+simd128" ;;
         scalar) flags="-C target-feature=-simd128" ;;
+        # Every browser with WebGPU has SIMD128.
+        webgpu) flags="-C target-feature=+simd128" features=(--features webgpu) ;;
     esac
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$flags" \
-        cargo build --quiet --release --lib --target wasm32-unknown-unknown --target-dir "$target/wasm"
+        cargo build --quiet --release --lib "${features[@]}" --target wasm32-unknown-unknown --target-dir "$target/wasm"
     rm -rf "www/pkg/$variant"
     "$bindgen" --target web --no-typescript --out-dir "www/pkg/$variant" \
         "$target/wasm/wasm32-unknown-unknown/release/web_digits.wasm"

@@ -1,5 +1,8 @@
 //! What a module compiled with `--target wgpu` runs on (feature `wgpu`, std only): WGSL
-//! kernels through wgpu, on Vulkan, Metal or DX12.
+//! kernels through wgpu, on Vulkan, Metal or DX12, and on wasm32 through the browser's WebGPU.
+//! Starting a session and reading a buffer wait for the device: natively they block
+//! ([`Session::new`], [`Session::read`]); on wasm32, where a page must not block, only their
+//! async forms exist ([`Session::new_async`], [`Session::read_async`]).
 //!
 //! The compiler decides everything, as for the CUDA target: the kernels (one WGSL module,
 //! validated with naga when burnc ran, one entry point per kernel), the dispatches of one
@@ -21,6 +24,8 @@ use std::sync::Mutex;
 pub enum WgpuError {
     /// No adapter (GPU or software rasterizer) is available through Vulkan, Metal or DX12.
     NoAdapter { reason: String },
+    /// A weight named in a write is not one the module stores as f32 (or does not exist).
+    NoSuchWeight { name: String },
     /// The adapter's limit `limit` is below what the module needs.
     Limit { limit: &'static str, needed: u64, available: u64 },
     /// A host buffer does not have the size the module was compiled for.
@@ -32,7 +37,8 @@ pub enum WgpuError {
 impl fmt::Display for WgpuError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WgpuError::NoAdapter { reason } => write!(f, "no wgpu adapter (Vulkan, Metal or DX12): {reason}"),
+            WgpuError::NoAdapter { reason } => write!(f, "no wgpu adapter (Vulkan, Metal, DX12 or WebGPU): {reason}"),
+            WgpuError::NoSuchWeight { name } => write!(f, "the module stores no f32 weight `{name}`"),
             WgpuError::Limit { limit, needed, available } => write!(f, "the model needs {limit} = {needed}, the adapter allows {available}"),
             WgpuError::Size { what, expected, got } => write!(f, "{what}: {got} bytes where the module was compiled for {expected}"),
             WgpuError::Device { call, message } => write!(f, "wgpu {call} failed: {message}"),
@@ -75,6 +81,8 @@ pub struct Session {
     pipelines: Vec<wgpu::ComputePipeline>,
     bind_group: wgpu::BindGroup,
     arena: wgpu::Buffer,
+    /// The weight chunks, bindings 1, 2, … (kept for [`Session::write_weights`]).
+    weights: Vec<wgpu::Buffer>,
     spec: ModuleSpec,
     adapter: String,
     errors: Arc<Mutex<Vec<String>>>,
@@ -114,19 +122,26 @@ fn check_limits(spec: &ModuleSpec, have: &wgpu::Limits) -> Result<(), WgpuError>
 impl Session {
     /// Start `spec`'s module on the first adapter wgpu offers (a discrete GPU first) and
     /// upload `weights` (`spec.weights_bytes`).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new(spec: ModuleSpec, weights: &[u8]) -> Result<Session, WgpuError> {
+        pollster::block_on(Self::new_async(spec, weights))
+    }
+
+    /// [`Session::new`] as a future: the only form on wasm32, where the browser's WebGPU hands
+    /// out adapters and devices asynchronously.
+    pub async fn new_async(spec: ModuleSpec, weights: &[u8]) -> Result<Session, WgpuError> {
         if weights.len() != spec.weights_bytes {
             return Err(WgpuError::Size { what: "weights", expected: spec.weights_bytes, got: weights.len() });
         }
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor { backends: wgpu::Backends::PRIMARY, ..wgpu::InstanceDescriptor::new_without_display_handle() });
         let options = wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() };
-        let adapter = pollster::block_on(instance.request_adapter(&options)).map_err(|e| WgpuError::NoAdapter { reason: e.to_string() })?;
+        let adapter = instance.request_adapter(&options).await.map_err(|e| WgpuError::NoAdapter { reason: e.to_string() })?;
         let have = adapter.limits();
         check_limits(&spec, &have)?;
         let info = adapter.get_info();
         // Ask for exactly what the adapter has: the checks above said it is enough.
         let desc = wgpu::DeviceDescriptor { label: Some("burnc"), required_limits: have, ..Default::default() };
-        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| WgpuError::Device { call: "request_device", message: e.to_string() })?;
+        let (device, queue) = adapter.request_device(&desc).await.map_err(|e| WgpuError::Device { call: "request_device", message: e.to_string() })?;
         // Errors outside a scope are kept for the next call to report, not a panic.
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let sink = errors.clone();
@@ -178,11 +193,13 @@ impl Session {
             .chain(wbufs.iter().enumerate().map(|(c, b)| wgpu::BindGroupEntry { binding: c as u32 + 1, resource: b.as_entire_binding() }))
             .collect();
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("arena, weights"), layout: &layout, entries: &entries });
-        if let Some(e) = pollster::block_on(scope.pop()) {
+        if let Some(e) = scope.pop().await {
             return Err(WgpuError::Device { call: "creating the pipelines", message: e.to_string() });
         }
-        let adapter = alloc::format!("{} ({:?}, {})", info.name, info.backend, info.driver);
-        Ok(Session { device, queue, pipelines, bind_group, arena, spec, adapter, errors })
+        // A browser names little (WebGPU hides the device): only the parts it gives.
+        let detail: Vec<String> = [alloc::format!("{:?}", info.backend), info.driver.clone()].into_iter().filter(|s| !s.is_empty()).collect();
+        let adapter = alloc::format!("{} ({})", if info.name.is_empty() { "unnamed adapter" } else { &info.name }, detail.join(", "));
+        Ok(Session { device, queue, pipelines, bind_group, arena, weights: wbufs, spec, adapter, errors })
     }
 
     /// The adapter's name, backend and driver.
@@ -219,8 +236,30 @@ impl Session {
         self.take_errors("write_buffer")
     }
 
+    /// Replace weights bytes at `offset` of the blob (a weight's place, as the module's
+    /// `WEIGHTS_TABLE` gives it; 4-byte aligned, within one chunk): later passes use them.
+    pub fn write_weights(&mut self, offset: usize, bytes: &[u8]) -> Result<(), WgpuError> {
+        let chunk = self.spec.weight_chunk.max(4);
+        let fits = offset.checked_add(bytes.len()).is_some_and(|e| e <= self.spec.weights_bytes && (bytes.is_empty() || offset / chunk == (e - 1) / chunk));
+        if !fits || !offset.is_multiple_of(4) {
+            return Err(WgpuError::Size { what: "weights range", expected: self.spec.weights_bytes, got: offset.saturating_add(bytes.len()) });
+        }
+        let buffer = self.weights.get(offset / chunk).ok_or(WgpuError::Size { what: "weights chunk", expected: self.weights.len(), got: offset / chunk })?;
+        if !bytes.is_empty() {
+            self.queue.write_buffer(buffer, (offset % chunk) as u64, &padded(bytes));
+        }
+        self.take_errors("write_buffer")
+    }
+
     /// Copy the arena's bytes at `offset` into `out` (an output's slot); waits for the device.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), WgpuError> {
+        pollster::block_on(self.read_async(offset, out))
+    }
+
+    /// [`Session::read`] as a future (the only form on wasm32): resolves when the device has
+    /// finished the work queued before it and the bytes are copied.
+    pub async fn read_async(&self, offset: usize, out: &mut [u8]) -> Result<(), WgpuError> {
         self.range("output slot", offset, out.len())?;
         if out.is_empty() {
             return Ok(());
@@ -234,12 +273,14 @@ impl Session {
         enc.copy_buffer_to_buffer(&self.arena, start as u64, &staging, 0, size);
         self.queue.submit([enc.finish()]);
         let slice = staging.slice(..);
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = futures_channel::oneshot::channel();
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
+        // Natively the callback runs inside `poll`; in a browser `poll` does nothing and the
+        // callback comes from the event loop while this future waits.
         self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| WgpuError::Device { call: "poll", message: e.to_string() })?;
-        match rx.recv() {
+        match rx.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(WgpuError::Device { call: "map_async", message: e.to_string() }),
             Err(e) => return Err(WgpuError::Device { call: "map_async", message: e.to_string() }),
@@ -278,6 +319,7 @@ impl Session {
     }
 
     /// Milliseconds of each of `n` forward passes, host clock from submit to finished.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn time_runs(&mut self, n: usize) -> Result<Vec<f32>, WgpuError> {
         let mut t = Vec::with_capacity(n);
         for _ in 0..n {
@@ -353,5 +395,14 @@ mod tests {
         s.read(16, bytes_of_mut(&mut out)).unwrap();
         assert_eq!(out, [2.0, -2.0, 6.0, -4.0]);
         assert!(matches!(s.read(60, bytes_of_mut(&mut out)), Err(WgpuError::Size { .. })));
+        // New weights for later passes; a range across two chunks, past the end or unaligned
+        // is refused.
+        s.write_weights(4, bytes_of(&[10.0f32])).unwrap();
+        s.run().unwrap();
+        s.read(16, bytes_of_mut(&mut out)).unwrap();
+        assert_eq!(out, [2.0, 20.0, 6.0, 40.0]);
+        for (at, len) in [(0, 8), (8, 4), (2, 4)] {
+            assert!(matches!(s.write_weights(at, &[0; 8][..len]), Err(WgpuError::Size { .. })), "{at}+{len}");
+        }
     }
 }

@@ -19,8 +19,11 @@ pub(crate) struct GpuHost<'a> {
     pub summary: String,
     /// Items after the size constants: the kernels' source, names, launch table and `SPEC`.
     pub items: String,
-    /// `Model`'s constructors (`new`, `with_weights`), inside its `impl`.
-    pub constructors: &'static str,
+    /// `Model`'s constructors (`new`, `with_weights`) and target-specific methods, inside its `impl`.
+    pub constructors: String,
+    /// Also a `forward_async` (reads awaited, for wasm32 where nothing may block), and
+    /// `forward` only off wasm32.
+    pub async_forward: bool,
     pub graph: &'a Graph,
     pub slots: &'a HashMap<ValueId, crate::memory::Slot>,
     pub input_offsets: &'a HashMap<ValueId, usize>,
@@ -101,22 +104,38 @@ impl Model {{
         h.constructors
     );
     let params: Vec<String> = inputs.iter().map(|d| Ok(format!("{}: &[{}; {}]", d.ident, rust_ty(d.dtype)?, numel(d)))).collect::<Result<_, CodegenError>>()?;
-    let _ = writeln!(src, "    /// Copy the inputs to the device, run the forward pass and copy the outputs back.\n    #[allow(clippy::too_many_arguments)]\n    pub fn forward(&mut self, {}) -> Result<Outputs, rt::{rt}::{error}> {{", params.join(", "));
-    for d in &inputs {
-        let bytes = if d.dtype == DType::Bool { format!("&{}.map(u8::from)", d.ident) } else { format!("{}.as_slice()", d.ident) };
-        let _ = writeln!(src, "        self.session.write(INPUT_{}, rt::{rt}::bytes_of({bytes}))?;", d.ident.to_uppercase());
-    }
-    src.push_str("        self.session.run()?;\n");
-    for d in &outputs {
-        let up = d.ident.to_uppercase();
-        if d.dtype == DType::Bool {
-            let _ = writeln!(src, "        let mut {0} = vec![0u8; {1}];\n        self.session.read(OUTPUT_{up}, rt::{rt}::bytes_of_mut(&mut {0}))?;\n        let {0}: Vec<bool> = {0}.into_iter().map(|b| b != 0).collect();", d.ident, numel(d));
-        } else {
-            let _ = writeln!(src, "        let mut {0} = vec![{1}::default(); {2}];\n        self.session.read(OUTPUT_{up}, rt::{rt}::bytes_of_mut(&mut {0}))?;", d.ident, rust_ty(d.dtype)?, numel(d));
-        }
-    }
+    let params = params.join(", ");
     let fields: Vec<&str> = outputs.iter().map(|d| d.ident.as_str()).collect();
-    let _ = writeln!(src, "        Ok(Outputs {{ {} }})\n    }}\n}}", fields.join(", "));
+    // The body of `forward` (or `forward_async`, whose reads are awaited).
+    let forward = |read: &str, sync_only: bool| -> Result<String, CodegenError> {
+        let mut f = String::new();
+        if sync_only {
+            f.push_str("    #[cfg(not(target_arch = \"wasm32\"))]\n");
+        }
+        let (asyncness, name, doc) = if read == "read" { ("", "forward", "") } else { ("async ", "forward_async", " The form to use on wasm32.") };
+        let _ = writeln!(f, "    /// Copy the inputs to the device, run the forward pass and copy the outputs back.{doc}\n    #[allow(clippy::too_many_arguments)]\n    pub {asyncness}fn {name}(&mut self, {params}) -> Result<Outputs, rt::{rt}::{error}> {{");
+        for d in &inputs {
+            let bytes = if d.dtype == DType::Bool { format!("&{}.map(u8::from)", d.ident) } else { format!("{}.as_slice()", d.ident) };
+            let _ = writeln!(f, "        self.session.write(INPUT_{}, rt::{rt}::bytes_of({bytes}))?;", d.ident.to_uppercase());
+        }
+        f.push_str("        self.session.run()?;\n");
+        let wait = if read == "read" { "" } else { ".await" };
+        for d in &outputs {
+            let up = d.ident.to_uppercase();
+            if d.dtype == DType::Bool {
+                let _ = writeln!(f, "        let mut {0} = vec![0u8; {1}];\n        self.session.{read}(OUTPUT_{up}, rt::{rt}::bytes_of_mut(&mut {0})){wait}?;\n        let {0}: Vec<bool> = {0}.into_iter().map(|b| b != 0).collect();", d.ident, numel(d));
+            } else {
+                let _ = writeln!(f, "        let mut {0} = vec![{1}::default(); {2}];\n        self.session.{read}(OUTPUT_{up}, rt::{rt}::bytes_of_mut(&mut {0})){wait}?;", d.ident, rust_ty(d.dtype)?, numel(d));
+            }
+        }
+        let _ = writeln!(f, "        Ok(Outputs {{ {} }})\n    }}", fields.join(", "));
+        Ok(f)
+    };
+    src.push_str(&forward("read", h.async_forward)?);
+    if h.async_forward {
+        src.push_str(&forward("read_async", false)?);
+    }
+    src.push_str("}\n");
     let source = format!("{header}{}", format_pieces(vec![src])?);
     Ok((source, inputs, outputs))
 }

@@ -91,6 +91,12 @@ impl Digits {
         self.steps = 0;
     }
 
+    /// The parameters teaching changes (the last layer), by name, as they are now.
+    pub fn head(&mut self) -> Vec<(&'static str, Vec<f32>)> {
+        let model = digits_infer::Model::resume(&mut self.infer, 0);
+        digits_infer::PARAMS.iter().enumerate().filter(|(_, p)| p.trainable).map(|(i, p)| (p.name, model.param(i).to_vec())).collect()
+    }
+
     /// Teach steps taken since the last reset.
     pub fn steps(&self) -> u64 {
         self.steps
@@ -147,7 +153,7 @@ pub fn check(pixels: &[f32]) -> Result<(), Error> {
 }
 
 /// The model's input: pixels 0–16 divided by 16, as examples/finetune-digits trained it.
-fn scaled(pixels: &[f32]) -> Result<[f32; PIXELS], Error> {
+pub(crate) fn scaled(pixels: &[f32]) -> Result<[f32; PIXELS], Error> {
     check(pixels)?;
     let mut x = [0f32; PIXELS];
     for (d, &value) in x.iter_mut().zip(pixels) {
@@ -156,7 +162,7 @@ fn scaled(pixels: &[f32]) -> Result<[f32; PIXELS], Error> {
     Ok(x)
 }
 
-fn softmax(logits: &[f32; CLASSES]) -> [f32; CLASSES] {
+pub(crate) fn softmax(logits: &[f32; CLASSES]) -> [f32; CLASSES] {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut p = logits.map(|l| (l - max).exp());
     let sum: f32 = p.iter().sum();

@@ -62,6 +62,12 @@ impl WebDigits {
         self.digits.steps()
     }
 
+    /// The taught parameters by name (for the WebGPU model).
+    #[cfg(feature = "webgpu")]
+    pub(crate) fn head(&mut self) -> Vec<(&'static str, Vec<f32>)> {
+        self.digits.head()
+    }
+
     /// Examples per teach step (the kept ones are cycled to fill it).
     #[wasm_bindgen(js_name = teachBatch)]
     pub fn teach_batch() -> usize {

@@ -1,7 +1,9 @@
 // The page: a drawing pad, its 8×8 downsampling, live class probabilities and head-only
-// teaching, all through the wasm build of burnc's generated modules (../src). `?wasm=simd` or
-// `?wasm=scalar` forces a build; by default the SIMD128 build runs where the browser has
-// SIMD128. `window.webDigits` is the state the browser test reads.
+// teaching, all through the wasm build of burnc's generated modules (../src). Predictions run
+// on WebGPU where the browser offers an adapter (the `webgpu` build), else on the CPU in wasm
+// (the SIMD128 build where the browser has SIMD128, else the scalar one); teaching always runs
+// on the CPU. `?wasm=webgpu|simd|scalar` forces a build. `window.webDigits` is the state the
+// browser test reads.
 
 const params = new URLSearchParams(location.search);
 
@@ -13,9 +15,21 @@ const SIMD_PROBE = new Uint8Array([
   0x0a, 0x16, 0x01, 0x14, 0x00, 0xfd, 0x0c, ...new Array(16).fill(0), 0x0b, // v128.const 0; end
 ]);
 
-function chooseVariant() {
+async function chooseVariant() {
   const forced = params.get("wasm");
-  if (forced === "simd" || forced === "scalar") return forced;
+  if (["webgpu", "simd", "scalar"].includes(forced)) return forced;
+  if (navigator.gpu) {
+    try {
+      const a = await navigator.gpu.requestAdapter();
+      if (a) {
+        // What WebGPU tells a page about the device (often only vendor and architecture).
+        state.adapterInfo = [a.info.vendor, a.info.architecture, a.info.description].filter((x) => x).join(" ");
+        return "webgpu";
+      }
+    } catch (e) {
+      // No adapter: the CPU path.
+    }
+  }
   return WebAssembly.validate(SIMD_PROBE) ? "simd" : "scalar";
 }
 
@@ -175,13 +189,16 @@ const median = (xs) => {
 };
 
 // ---- the model ---------------------------------------------------------------------------
-let model = null;
+let model = null; // the CPU model (wasm): predictions without WebGPU, and all teaching
+let gpu = null; // the WebGPU model, when the page runs on one
 
-function predict() {
+const infer = (grid) => (gpu ? gpu.predict(new Float32Array(grid)) : model.predict(new Float32Array(grid)));
+
+async function runPrediction() {
   const grid = downsample();
   drawGrid(grid);
   const t = performance.now();
-  const probs = model.predict(new Float32Array(grid));
+  const probs = await infer(grid);
   const ms = performance.now() - t;
   state.predictMs.push(ms);
   if (state.firstPredictionMs === null) state.firstPredictionMs = performance.now();
@@ -191,17 +208,22 @@ function predict() {
   $("latency").textContent = `last prediction ${ms.toFixed(3)} ms (median ${median(state.predictMs).toFixed(3)} ms over ${state.predictMs.length})`;
 }
 
+// Predictions run one after another (a GPU prediction is asynchronous); `settled` resolves
+// when the last one asked for has shown.
+let chain = Promise.resolve();
+function predict() {
+  chain = chain.then(runPrediction).catch(showError);
+  return chain;
+}
+window.webDigits.settled = () => chain.then(() => state);
+
 let pending = false;
 function schedulePredict() {
   if (pending) return;
   pending = true;
   requestAnimationFrame(() => {
     pending = false;
-    try {
-      predict();
-    } catch (e) {
-      showError(e);
-    }
+    predict();
   });
 }
 
@@ -228,7 +250,8 @@ function guarded(f) {
   try {
     $("error").textContent = "";
     state.error = null;
-    f();
+    const r = f();
+    if (r && r.catch) r.catch(showError);
   } catch (e) {
     showError(e);
   }
@@ -239,8 +262,8 @@ function selectLabel(d) {
   for (const b of $("labels").children) b.classList.toggle("on", Number(b.dataset.label) === d);
 }
 
-function addExample() {
-  predict();
+async function addExample() {
+  await predict();
   state.examples = model.addExample(new Float32Array(state.grid), state.label);
   $("examples").textContent = `${state.examples} example${state.examples === 1 ? "" : "s"} (a step uses ${state.teachBatch}, cycling through them)`;
 }
@@ -248,6 +271,7 @@ function addExample() {
 function teach() {
   const t = performance.now();
   const loss = model.teach();
+  if (gpu) gpu.setHead(model);
   state.teachMs.push(performance.now() - t);
   state.losses.push(loss);
   $("loss").textContent = `step ${state.losses.length}: loss ${loss.toFixed(4)} (${state.teachMs.at(-1).toFixed(2)} ms)`;
@@ -256,6 +280,7 @@ function teach() {
 
 function reset() {
   model.reset();
+  if (gpu) gpu.setHead(model);
   state.examples = 0;
   state.losses = [];
   $("examples").textContent = "0 examples";
@@ -264,15 +289,16 @@ function reset() {
 }
 
 // The browser test times these without the drawing around them: the median over `rounds` of
-// the mean time of `n` calls (a single call is below the timer's resolution in a page).
-window.webDigits.bench = (what, n, rounds = 7) => {
+// the mean time of `n` calls (a single CPU call is below the timer's resolution in a page).
+window.webDigits.bench = async (what, n, rounds = 7) => {
+  await chain;
   const grid = new Float32Array(state.grid);
   const per = [];
   for (let r = 0; r < rounds; r++) {
     const t = performance.now();
     for (let i = 0; i < n; i++) {
       if (what === "teach") model.teach();
-      else model.predict(grid);
+      else await infer(grid);
     }
     per.push((performance.now() - t) / n);
   }
@@ -280,7 +306,7 @@ window.webDigits.bench = (what, n, rounds = 7) => {
 };
 window.webDigits.clear = () => {
   clearPad();
-  predict();
+  return predict();
 };
 window.webDigits.selectLabel = selectLabel;
 
@@ -288,15 +314,27 @@ async function main() {
   setupBars();
   setupPad(schedulePredict);
   setupTeach();
-  const variant = chooseVariant();
+  const variant = await chooseVariant();
   const wasm = await import(`./pkg/${variant}/web_digits.js`);
   await wasm.default();
   model = new wasm.WebDigits();
+  const cpu = `CPU (wasm ${variant === "scalar" ? "scalar" : "SIMD128"})`;
   state.variant = variant;
-  state.backend = `CPU (wasm ${variant === "simd" ? "SIMD128" : "scalar"})`;
+  state.backend = cpu;
+  if (variant === "webgpu") {
+    try {
+      gpu = await wasm.GpuDigits.create();
+      state.adapter = state.adapterInfo || gpu.adapter();
+      state.backend = "WebGPU";
+    } catch (e) {
+      state.gpuError = String(e && e.message ? e.message : e);
+    }
+  }
   state.teachBatch = wasm.WebDigits.teachBatch();
-  $("backend").textContent = `Running on: ${state.backend}`;
-  predict();
+  $("backend").textContent = gpu
+    ? `Running on: WebGPU (${state.adapter}); teaching on the ${cpu}`
+    : `Running on: ${cpu}${state.gpuError ? ` (WebGPU failed: ${state.gpuError})` : ""}`;
+  await predict();
   state.ready = true;
 }
 

@@ -201,7 +201,8 @@ fn host_module(p: &CudaPlan, opts: &CodegenOptions, ptx_file: &str) -> Result<(S
     /// Load the model on GPU `ordinal` with weights from elsewhere (`WEIGHTS_BYTES` bytes).
     pub fn with_weights(ordinal: usize, weights: &[u8]) -> Result<Self, rt::cuda::CudaError> {
         Ok(Model { session: rt::cuda::Session::new(SPEC, ordinal, weights)? })
-    }",
+    }".into(),
+        async_forward: false,
         graph: &p.graph,
         slots: &p.memory.slots,
         input_offsets: &p.input_offsets,

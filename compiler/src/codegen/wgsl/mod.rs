@@ -176,7 +176,7 @@ pub fn generate(g: &Graph, opts: &CodegenOptions, wgsl_file: &str) -> Result<Wgs
     let p = plan(g, opts)?;
     let wgsl = wgsl_source(&p, &opts.source_name);
     validate(&wgsl)?;
-    let (source, inputs, outputs) = host_module(&p, opts, wgsl_file)?;
+    let (source, inputs, outputs) = host_module(g, &p, opts, wgsl_file)?;
     Ok(WgslGenerated {
         source,
         wgsl,
@@ -190,7 +190,22 @@ pub fn generate(g: &Graph, opts: &CodegenOptions, wgsl_file: &str) -> Result<Wgs
 }
 
 /// The Rust module of a wgpu plan.
-fn host_module(p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) -> Result<(String, Vec<IoDesc>, Vec<IoDesc>), CodegenError> {
+/// The f32 initializers of the model (`g`, as the user gave it) that the blob stores as they
+/// are (not folded into others, not lowered to 16 bits): name, byte offset, elements, in blob
+/// order. What `Model::set_weight` may replace on the device.
+fn weights_table(g: &Graph, p: &WgslPlan) -> Vec<(String, usize, usize)> {
+    let original: std::collections::HashSet<&str> = g.params().filter(|(_, q)| q.dtype == DType::F32).map(|(v, _)| g.value(v).name.as_str()).collect();
+    let mut table: Vec<(String, usize, usize)> = p
+        .graph
+        .params()
+        .filter(|(v, q)| q.dtype == DType::F32 && original.contains(p.graph.value(*v).name.as_str()))
+        .filter_map(|(v, q)| Some((p.graph.value(v).name.clone(), *p.weights.offsets.get(&v)?, q.shape.iter().product())))
+        .collect();
+    table.sort_by_key(|t| t.1);
+    table
+}
+
+fn host_module(g: &Graph, p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) -> Result<(String, Vec<IoDesc>, Vec<IoDesc>), CodegenError> {
     let workgroup_bytes = p.kernels.iter().map(|k| k.workgroup_bytes).max().unwrap_or(0);
     let invocations = p.kernels.iter().map(|k| k.invocations).max().unwrap_or(1);
     let mut items = String::new();
@@ -204,6 +219,13 @@ fn host_module(p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) -> Result<(
         "/// What the compiler fixed about this module.\npub const SPEC: rt::wgpu::ModuleSpec = rt::wgpu::ModuleSpec {{ wgsl: WGSL, kernels: &KERNELS, dispatches: &DISPATCHES, arena_bytes: ARENA_BYTES, weights_bytes: WEIGHTS_BYTES, weight_chunk: {}, workgroup_bytes: {workgroup_bytes}, invocations: {invocations} }};",
         kernels::CHUNK
     );
+    let table: Vec<String> = weights_table(g, p).iter().map(|(n, off, len)| format!("({}, {off}, {len})", names::str_lit(n))).collect();
+    let _ = writeln!(
+        items,
+        "/// The model's f32 weights as the blob stores them: (name, byte offset, elements). What\n/// [`Model::set_weight`] replaces; weights folded into others are not listed.\npub const WEIGHTS_TABLE: [(&str, usize, usize); {}] = [{}];",
+        table.len(),
+        table.join(", ")
+    );
     let host = super::gpu_module::GpuHost {
         rt: "wgpu",
         error: "WgpuError",
@@ -211,13 +233,33 @@ fn host_module(p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) -> Result<(
         summary: format!("arena {} bytes, weights {} bytes, {} dispatches per forward pass", p.arena_bytes, p.weights.blob.len(), p.kernels.len()),
         items,
         constructors: "    /// Load the model on the first adapter wgpu offers, with the weights embedded at compile time.
+    #[cfg(not(target_arch = \"wasm32\"))]
     pub fn new() -> Result<Self, rt::wgpu::WgpuError> {
         Self::with_weights(WEIGHTS)
     }
     /// Load the model with weights from elsewhere (`WEIGHTS_BYTES` bytes).
+    #[cfg(not(target_arch = \"wasm32\"))]
     pub fn with_weights(weights: &[u8]) -> Result<Self, rt::wgpu::WgpuError> {
         Ok(Model { session: rt::wgpu::Session::new(SPEC, weights)? })
-    }",
+    }
+    /// [`Model::new`] as a future: the form to use on wasm32 (the browser's WebGPU).
+    pub async fn new_async() -> Result<Self, rt::wgpu::WgpuError> {
+        Self::with_weights_async(WEIGHTS).await
+    }
+    /// [`Model::with_weights`] as a future.
+    pub async fn with_weights_async(weights: &[u8]) -> Result<Self, rt::wgpu::WgpuError> {
+        Ok(Model { session: rt::wgpu::Session::new_async(SPEC, weights).await? })
+    }
+    /// Replace weight `name` (listed in [`WEIGHTS_TABLE`]) on the device, e.g. with parameters
+    /// trained since: later passes use `values`.
+    pub fn set_weight(&mut self, name: &str, values: &[f32]) -> Result<(), rt::wgpu::WgpuError> {
+        let &(_, offset, len) = WEIGHTS_TABLE.iter().find(|w| w.0 == name).ok_or_else(|| rt::wgpu::WgpuError::NoSuchWeight { name: name.into() })?;
+        if values.len() != len {
+            return Err(rt::wgpu::WgpuError::Size { what: \"weight values\", expected: 4 * len, got: 4 * values.len() });
+        }
+        self.session.write_weights(offset, rt::wgpu::bytes_of(values))
+    }".into(),
+        async_forward: true,
         graph: &p.graph,
         slots: &p.memory.slots,
         input_offsets: &p.input_offsets,
