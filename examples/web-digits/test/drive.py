@@ -143,7 +143,8 @@ def browser_run(wd, url, digits, screenshot):
     """Draws `digits`, teaches them, returns what the page showed and timings."""
     wd.cmd("POST", "/url", {"url": url})
     st = wait_ready(wd)
-    run = {"backend": st["backend"], "adapter": st.get("adapter"), "gpu_error": st.get("gpuError"), "first_prediction_ms": st["firstPredictionMs"], "drawn": []}
+    errors = check_errors(wd)
+    run = {"errors_checked": errors, "backend": st["backend"], "adapter": st.get("adapter"), "gpu_error": st.get("gpuError"), "first_prediction_ms": st["firstPredictionMs"], "drawn": []}
     for d in digits:
         wd.js("return window.webDigits.clear()")
         wd.draw("#pad", STROKES[d])
@@ -172,6 +173,32 @@ def browser_run(wd, url, digits, screenshot):
     run["predict_ms"] = wd.js(f"return window.webDigits.bench('predict', {calls})")
     run["teach_ms"] = wd.js("return window.webDigits.bench('teach', 100)")
     return run
+
+
+# Bad calls from JavaScript: each must throw an Error carrying the Rust error's message (never
+# a trap from a panic). Runs in the page on a second model of the build the page loaded.
+ERRORS = """
+const m = await import(`./pkg/${window.webDigits.state.variant}/web_digits.js`);
+const d = new m.WebDigits();
+const msg = (f) => { try { f(); return "no error"; } catch (e) { return (e instanceof Error ? "" : "not an Error: ") + e.message; } };
+const nan = new Float32Array(64); nan[9] = NaN;
+return [
+  msg(() => d.predict(new Float32Array(3))),
+  msg(() => d.predict(nan)),
+  msg(() => d.teach()),
+  msg(() => d.addExample(new Float32Array(64), 12)),
+  msg(() => d.predict(new Float32Array(64).fill(17))),
+];
+"""
+EXPECTED_ERRORS = ["an image has 64 pixels (8×8), got 3", "pixel 9 is NaN", "teaching needs at least one labelled example", "label 12 is not a digit 0–9", "pixel 0 is 17"]
+
+
+def check_errors(wd):
+    got = wd.js("return (async () => {" + ERRORS + "})()")
+    bad = [(w, g) for w, g in zip(EXPECTED_ERRORS, got) if not g.startswith(w)]
+    if bad or len(got) != len(EXPECTED_ERRORS):
+        raise RuntimeError(f"errors across the JS boundary: want messages starting {EXPECTED_ERRORS}, got {got}")
+    return len(got)
 
 
 def native_replay(native, run):
@@ -237,7 +264,7 @@ def main():
                     print(
                         f"{label}: backend={run['backend']!r}{adapter} drew={args.digits} browser_prediction={browser_pred} native_prediction={native_pred} "
                         f"max_prob_diff={prob_diff:.3g} (tolerance {tol:g}) teach_loss={run['loss']:.6f} teach_loss_diff={loss_diff:.3g} teach_moved_probs={moved:.3g} "
-                        f"first_prediction_ms={run['first_prediction_ms']:.1f} predict_ms={run['predict_ms']:.4f} teach_step_ms={run['teach_ms']:.3f} screenshot={shot}"
+                        f"js_errors_checked={run['errors_checked']} first_prediction_ms={run['first_prediction_ms']:.1f} predict_ms={run['predict_ms']:.4f} teach_step_ms={run['teach_ms']:.3f} screenshot={shot}"
                     )
                     worst_prob, worst_loss = max(worst_prob, prob_diff), max(worst_loss, loss_diff)
                     if summary is None:
