@@ -493,7 +493,7 @@ impl Report {
 }
 
 /// Write `bytes` unless the file already holds exactly them (keeps mtimes stable).
-fn write_if_changed(p: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+pub(crate) fn write_if_changed(p: &Path, bytes: &[u8]) -> Result<(), BuildError> {
     if std::fs::read(p).is_ok_and(|old| old == bytes) {
         return Ok(());
     }

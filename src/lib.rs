@@ -21,6 +21,7 @@ pub use burnc_runtime as runtime;
 pub use burnc_runtime::include_model;
 
 pub mod build;
+pub mod clib;
 pub mod harness;
 
 pub use build::{Build, BuildError, Report, Target, TrainReport};

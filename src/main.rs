@@ -27,6 +27,18 @@ struct Cli {
     train: cli::train::TrainArgs,
     #[command(flatten)]
     codegen: cli::codegen_flags::CodegenFlags,
+    /// What to write: `rust` (the module and its weights, default) or `c-lib` (`-o DIR`:
+    /// `DIR/lib<name>.a` and `DIR/<name>.h`, a static library with a C interface).
+    #[arg(long, value_enum, default_value = "rust")]
+    emit: cli::compile::Emit,
+    /// With `--emit c-lib`: the C prefix of the library's names (default: the model's file
+    /// stem, made a C identifier).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// With `--emit c-lib`: the rustc target to build the library for (default: this machine),
+    /// e.g. `thumbv7em-none-eabihf` (install it with `rustup target add`).
+    #[arg(long = "triple", value_name = "TRIPLE")]
+    triple: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -53,7 +65,14 @@ fn main() -> ExitCode {
         None => match cli.model {
             Some(m) => {
                 let options = cli.codegen.options();
-                cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train, &options)
+                match cli.emit {
+                    cli::compile::Emit::Rust if cli.name.is_some() || cli.triple.is_some() => Err(cli::CliError::Usage("--name and --triple go with --emit c-lib".into())),
+                    cli::compile::Emit::Rust => cli::compile::compile(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train, &options),
+                    cli::compile::Emit::CLib => {
+                        let lib = cli::compile::CLibArgs { name: cli.name.as_deref(), triple: cli.triple.as_deref() };
+                        cli::compile::compile_c_lib(&m, cli.output.as_deref(), &cli.inputs, &cli.consts, &cli.weights, &cli.train, &options, &lib)
+                    }
+                }
             }
             None => Err(cli::CliError::Usage("give a model to compile, or a subcommand (run, inspect, bench, train); see --help".into())),
         },

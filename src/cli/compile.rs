@@ -1,6 +1,7 @@
 //! `burnc MODEL.onnx -o model.rs [--input NAME=DIMS]... [--const NAME=FILE]... [--weights FILE]`: ahead-of-time
 //! compilation to a Rust module plus its weights blob (the work is in `burnc::build`, shared
-//! with the build-script API).
+//! with the build-script API); with `--emit c-lib -o DIR`, a static library and its C header
+//! (`burnc::clib`).
 use super::weights::WeightsArgs;
 use super::CliError;
 use super::train::TrainArgs;
@@ -8,8 +9,53 @@ use burnc::build::{compile_bounded_to, compile_to, compile_train_to, has_bounded
 use std::path::{Path, PathBuf};
 
 
+/// What `burnc MODEL -o` writes.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Emit {
+    #[default]
+    Rust,
+    CLib,
+}
+
+/// `--emit c-lib`'s own options.
+pub struct CLibArgs<'a> {
+    pub name: Option<&'a str>,
+    pub triple: Option<&'a str>,
+}
+
 fn split<'a>(spec: &'a str, what: &str) -> Result<(&'a str, &'a str), CliError> {
     spec.split_once('=').ok_or_else(|| CliError::Usage(format!("expected {what}, got `{spec}`")))
+}
+
+/// `burnc MODEL --emit c-lib -o DIR`: `DIR/lib<name>.a` and `DIR/<name>.h`.
+#[allow(clippy::too_many_arguments)]
+pub fn compile_c_lib(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs, options: &CompileOptions, lib: &CLibArgs) -> Result<(), CliError> {
+    if train.train {
+        return Err(CliError::Usage("--emit c-lib exposes forward only; leave out --train".into()));
+    }
+    let dir = output.ok_or_else(|| CliError::Usage("--emit c-lib needs -o DIR (the folder for lib<name>.a and <name>.h)".into()))?;
+    let name = match lib.name {
+        Some(n) => n.to_string(),
+        None => burnc::clib::name_from_stem(&model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+    };
+    let pins = pins
+        .iter()
+        .map(|p| {
+            let (n, d) = split(p, "NAME=DIMS")?;
+            Ok((n.to_string(), parse_dims(d).map_err(|_| CliError::Usage(format!("--emit c-lib takes fixed dims only, got `{p}`")))?))
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let consts = consts
+        .iter()
+        .map(|c| {
+            let (n, f) = split(c, "NAME=FILE")?;
+            Ok((n.to_string(), PathBuf::from(f)))
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let out = burnc::clib::emit(model, dir, &name, lib.triple, &pins, &consts, weights.spec()?.as_ref(), options)?;
+    println!("{}", out.report.memory_line());
+    println!("c-lib: {} {}", out.library.display(), out.header.display());
+    Ok(())
 }
 
 pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs, options: &CompileOptions) -> Result<(), CliError> {
