@@ -2,6 +2,7 @@
 //! (`burnc MODEL -o model.rs`) and the [`Build`] API for build scripts.
 use burnc_compiler::codegen::{self, CodegenOptions, Generated, IoDesc, TrainGenerated};
 pub use burnc_compiler::codegen::cuda::GpuArch;
+pub use burnc_compiler::codegen::LinkedWeights;
 use burnc_compiler::train::{TrainGraph, TrainSpec};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::ir::{DType, Dim, Graph, Shape, TensorType, ValueKind, ValueType};
@@ -327,7 +328,7 @@ pub enum Target {
 
 /// What a compile may choose besides the model: the target, Winograd convolutions and the
 /// arena limit.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CompileOptions {
     /// [`CodegenOptions::winograd`].
     pub winograd: bool,
@@ -340,11 +341,14 @@ pub struct CompileOptions {
     pub gpu_arch: GpuArch,
     /// [`CodegenOptions::tf32`].
     pub tf32: bool,
+    /// [`CodegenOptions::linked_weights`]: the caller writes the library
+    /// ([`crate::weights_object::write_archive`]).
+    pub link: Option<LinkedWeights>,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu, floats: DType::F32, gpu_arch: GpuArch::default(), tf32: false }
+        CompileOptions { winograd: true, max_arena: burnc_compiler::size::DEFAULT_MAX_ARENA_BYTES, target: Target::Cpu, floats: DType::F32, gpu_arch: GpuArch::default(), tf32: false, link: None }
     }
 }
 
@@ -352,7 +356,17 @@ impl CompileOptions {
     /// The code generator's options for these choices, the weights blob named `weights_file`
     /// and the model `source_name` (for the header comment).
     pub fn codegen(&self, weights_file: &str, source_name: &str) -> CodegenOptions {
-        CodegenOptions { weights_file: weights_file.into(), source_name: source_name.into(), winograd: self.winograd, max_arena: self.max_arena, floats: self.floats, gpu_arch: self.gpu_arch, tf32: self.tf32, ..Default::default() }
+        CodegenOptions {
+            weights_file: weights_file.into(),
+            source_name: source_name.into(),
+            winograd: self.winograd,
+            max_arena: self.max_arena,
+            floats: self.floats,
+            gpu_arch: self.gpu_arch,
+            tf32: self.tf32,
+            linked_weights: self.link.clone(),
+            ..Default::default()
+        }
     }
 }
 
@@ -424,12 +438,14 @@ pub fn generate_train(
     weights: Option<&Weights>,
     weights_file: &str,
     spec: &TrainSpec,
+    link: Option<&LinkedWeights>,
 ) -> Result<TrainGenerated, BuildError> {
     let g = load_graph(model, pins, consts, weights)?;
     let (forward, tg, frozen) = train_graphs(g, spec)?;
     let opts = CodegenOptions {
         weights_file: weights_file.to_string(),
         source_name: model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+        linked_weights: link.cloned(),
         ..Default::default()
     };
     Ok(codegen::generate_train(&forward, &tg, &frozen, &opts)?)
@@ -443,10 +459,11 @@ pub fn compile_train_to(
     consts: &[(String, PathBuf)],
     weights: Option<&Weights>,
     spec: &TrainSpec,
+    link: Option<&LinkedWeights>,
 ) -> Result<TrainGenerated, BuildError> {
     let bin = out.with_extension("bin");
     let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "model.bin".into());
-    let gen = generate_train(model, pins, consts, weights, &bin_name, spec)?;
+    let gen = generate_train(model, pins, consts, weights, &bin_name, spec, link)?;
     write_if_changed(out, gen.source.as_bytes())?;
     write_if_changed(&bin, &gen.weights)?;
     Ok(gen)
@@ -625,6 +642,7 @@ pub struct Build {
     floats: DType,
     gpu_arch: GpuArch,
     tf32: bool,
+    link_weights: Option<bool>,
 }
 
 impl Build {
@@ -649,6 +667,7 @@ impl Build {
             floats: DType::F32,
             gpu_arch: GpuArch::default(),
             tf32: false,
+            link_weights: None,
         }
     }
 
@@ -763,6 +782,42 @@ impl Build {
         self
     }
 
+    /// How the module gets its weights. `true`: as a static library burnc writes beside the
+    /// module (`lib<name>_weights.a`, one object with the blob under one symbol) that the
+    /// module links through an extern static, so rustc never reads, hashes or embeds the
+    /// blob; the build script tells cargo where it is. `false`: `include_bytes!` of
+    /// `<name>.bin`. Default: linked in a build script whose target burnc writes objects for
+    /// (ELF, Mach-O, COFF on x86-64, AArch64, Arm, RISC-V), embedded otherwise (wasm32, bounded
+    /// dims, `cargo_metadata(false)`).
+    pub fn link_weights(mut self, on: bool) -> Self {
+        self.link_weights = Some(on);
+        self
+    }
+
+    /// The library the module links its weights from, when it does (see [`Build::link_weights`]).
+    fn weights_link(&self, name: &str, bounded: bool) -> Result<Option<(LinkedWeights, String)>, BuildError> {
+        let triple = std::env::var("TARGET").ok();
+        let supported = triple.as_deref().and_then(crate::weights_object::format_for).is_some();
+        let want = match self.link_weights {
+            Some(on) => on,
+            None => self.cargo_metadata && supported && !bounded,
+        };
+        if !want {
+            return Ok(None);
+        }
+        let triple = match triple {
+            Some(t) if supported => t,
+            Some(t) => return Err(BuildError::Invalid(format!("link_weights(true): burnc writes no object files for `{t}`; use link_weights(false)"))),
+            None => return Err(BuildError::Invalid("link_weights(true) runs in a build script (TARGET is not set)".into())),
+        };
+        if bounded {
+            return Err(BuildError::Invalid("link_weights(true) is not supported with bounded dims yet".into()));
+        }
+        let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "model".into());
+        let lib = format!("{}_weights", name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>());
+        Ok(Some((LinkedWeights { lib, symbol: crate::weights_object::symbol(&package, name) }, triple)))
+    }
+
     /// Generate the module and its weights; see [`Build`].
     pub fn compile(&self) -> Result<Report, BuildError> {
         if self.cargo_metadata {
@@ -795,20 +850,41 @@ impl Build {
         for (n, spec) in &self.dim_specs {
             specs.push((n.clone(), parse_pin_dims(spec)?));
         }
-        if has_bounded(&specs) {
+        let link = self.weights_link(&name, has_bounded(&specs))?;
+        let report = self.compile_module(&out, &specs, weights.as_ref(), link.as_ref().map(|l| &l.0))?;
+        if let Some((l, triple)) = &link {
+            // The blob as written beside the module, now as the library the module links.
+            let blob = std::fs::read(&report.weights).map_err(|e| file_err(&report.weights, e))?;
+            crate::weights_object::write_archive(&dir, &l.lib, &l.symbol, &blob, triple)?;
+            if self.cargo_metadata {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+            }
+        }
+        Ok(report)
+    }
+
+    fn compile_module(&self, out: &Path, specs: &[(String, Vec<PinDim>)], weights: Option<&Weights>, link: Option<&LinkedWeights>) -> Result<Report, BuildError> {
+        if has_bounded(specs) {
             if self.train.is_some() {
                 return Err(BuildError::Invalid("bounded dims are not supported with training yet; pin them with numbers".into()));
             }
-            return compile_bounded_to(&self.model, &out, &specs, &self.consts, weights.as_ref());
+            return compile_bounded_to(&self.model, out, specs, &self.consts, weights);
         }
         let pins: Vec<(String, Vec<usize>)> =
             specs.iter().map(|(n, d)| (n.clone(), d.iter().map(|x| if let PinDim::Fixed(v) = x { *v } else { 0 }).collect())).collect();
         match &self.train {
-            None => compile_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target, floats: self.floats, gpu_arch: self.gpu_arch, tf32: self.tf32 }),
+            None => compile_to(
+                &self.model,
+                out,
+                &pins,
+                &self.consts,
+                weights,
+                &CompileOptions { winograd: self.winograd, max_arena: self.max_arena, target: self.target, floats: self.floats, gpu_arch: self.gpu_arch, tf32: self.tf32, link: link.cloned() },
+            ),
             Some(spec) => {
-                let gen = compile_train_to(&self.model, &out, &pins, &self.consts, weights.as_ref(), spec)?;
+                let gen = compile_train_to(&self.model, out, &pins, &self.consts, weights, spec, link)?;
                 Ok(Report {
-                    source: out.clone(),
+                    source: out.to_path_buf(),
                     weights: out.with_extension("bin"),
                     arena_bytes: gen.arena_bytes,
                     lower_bound_bytes: gen.arena_bytes,

@@ -23,6 +23,7 @@ pub use burnc_runtime::include_model;
 pub mod build;
 pub mod clib;
 pub mod harness;
+pub mod weights_object;
 
 pub use build::{Build, BuildError, Report, Target, TrainReport};
 /// Training options for [`Build::train`].

@@ -57,7 +57,7 @@ fn mlp_train() {
         trainable: vec![],
         output: None,
     };
-    let gen = burnc::build::generate_train(&model, &[], &[], None, "mlp_train.bin", &spec).unwrap_or_else(|e| panic!("mlp train: {e}"));
+    let gen = burnc::build::generate_train(&model, &[], &[], None, "mlp_train.bin", &spec, None).unwrap_or_else(|e| panic!("mlp train: {e}"));
     let source = gen.source.replacen(&format!("burnc {} from", env!("CARGO_PKG_VERSION")), "burnc [version] from", 1);
     insta::assert_snapshot!("mlp_train", format!("{}\n\n{source}", gen.memory_line()));
 }

@@ -171,23 +171,14 @@ impl Data {
         }
         macro_rules! dec {
             ($t:ty, $variant:ident) => {
-                Data::$variant(
-                    bytes
-                        .chunks_exact(size)
-                        .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or_default()))
-                        .collect(),
-                )
+                Data::$variant(from_le::<$t>(bytes))
             };
         }
         Some(match dtype {
             DType::F32 => dec!(f32, F32),
             DType::F64 => dec!(f64, F64),
-            DType::F16 => Data::F16(
-                bytes.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]])).collect(),
-            ),
-            DType::BF16 => Data::BF16(
-                bytes.chunks_exact(2).map(|c| bf16::from_le_bytes([c[0], c[1]])).collect(),
-            ),
+            DType::F16 => dec!(f16, F16),
+            DType::BF16 => dec!(bf16, BF16),
             DType::I8 => Data::I8(bytes.iter().map(|&b| b as i8).collect()),
             DType::I16 => dec!(i16, I16),
             DType::I32 => dec!(i32, I32),
@@ -205,7 +196,7 @@ impl Data {
     pub fn to_le_bytes(&self) -> Vec<u8> {
         macro_rules! enc {
             ($v:expr) => {
-                $v.iter().flat_map(|x| x.to_le_bytes()).collect()
+                to_le($v)
             };
         }
         match self {
@@ -224,6 +215,51 @@ impl Data {
             Data::Bool(v) => v.iter().map(|&b| b as u8).collect(),
             Data::F8(_, v) => v.clone(),
         }
+    }
+}
+
+/// Numbers that have a little-endian byte form (every element type but bool and the 8-bit floats).
+pub trait LeBytes: bytemuck::Pod {
+    fn from_le(b: &[u8]) -> Self;
+    fn write_le(self, out: &mut Vec<u8>);
+}
+
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for $t {
+            fn from_le(b: &[u8]) -> Self {
+                let mut a = [0u8; core::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+            fn write_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+        }
+    )*};
+}
+le_bytes!(f32, f64, f16, bf16, i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// The numbers of little-endian `bytes` (a whole number of elements; a partial one at the end is
+/// dropped). One copy on little-endian hosts: build scripts run this over whole weight files,
+/// in debug builds, where an element-by-element loop costs seconds.
+pub fn from_le<T: LeBytes>(bytes: &[u8]) -> Vec<T> {
+    let n = bytes.len() / core::mem::size_of::<T>() * core::mem::size_of::<T>();
+    if cfg!(target_endian = "little") {
+        bytemuck::pod_collect_to_vec(&bytes[..n])
+    } else {
+        bytes[..n].chunks_exact(core::mem::size_of::<T>()).map(T::from_le).collect()
+    }
+}
+
+/// The little-endian bytes of `v` (one copy on little-endian hosts, see [`from_le`]).
+pub fn to_le<T: LeBytes>(v: &[T]) -> Vec<u8> {
+    if cfg!(target_endian = "little") {
+        bytemuck::cast_slice(v).to_vec()
+    } else {
+        let mut out = Vec::with_capacity(std::mem::size_of_val(v));
+        v.iter().for_each(|x| x.write_le(&mut out));
+        out
     }
 }
 

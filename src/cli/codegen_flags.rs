@@ -81,6 +81,6 @@ impl CodegenFlags {
             TargetArg::Cuda => burnc::build::Target::Cuda,
             TargetArg::Wgpu => burnc::build::Target::Wgpu,
         };
-        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype(), gpu_arch: self.gpu_arch.arch(), tf32: self.tf32 }
+        CompileOptions { winograd: !self.no_winograd, max_arena: self.max_arena.unwrap_or(defaults.max_arena), target, floats: self.dtype.dtype(), gpu_arch: self.gpu_arch.arch(), tf32: self.tf32, link: None }
     }
 }

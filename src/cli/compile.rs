@@ -93,7 +93,7 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
         return Err(CliError::Usage("bounded dims (`{NAME<=N}`) are not supported with --train yet; pin them with numbers".into()));
     }
     if train.train {
-        let gen = compile_train_to(model, &out, &pins, &consts, weights.spec()?.as_ref(), &train.spec()?)?;
+        let gen = compile_train_to(model, &out, &pins, &consts, weights.spec()?.as_ref(), &train.spec()?, None)?;
         println!("{}", gen.memory_line());
         return Ok(());
     }

@@ -59,7 +59,7 @@ pub fn run_steps(
     pins: &[(String, Vec<usize>)],
     weights: Option<&Weights>,
 ) -> Result<(), CliError> {
-    let gen = generate_train(&a.model, pins, &[], weights, "model.bin", spec)?;
+    let gen = generate_train(&a.model, pins, &[], weights, "model.bin", spec, None)?;
     eprintln!("{}", gen.memory_line());
     let main = main_rs(&gen);
     let key = format!("train {} {spec:?} {pins:?} {:?}", a.model.canonicalize().unwrap_or(a.model.clone()).display(), a.weights.weights);

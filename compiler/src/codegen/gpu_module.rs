@@ -74,7 +74,7 @@ pub(crate) fn write(h: &GpuHost, opts: &CodegenOptions) -> Result<(String, Vec<I
     let mut src = String::from("use burnc_runtime as rt;\n");
     let _ = writeln!(src, "/// Bytes of device memory for activations and inputs.\npub const ARENA_BYTES: usize = {};", h.arena_bytes);
     let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), h.weights_bytes);
-    let _ = writeln!(src, "static WEIGHTS: &[u8] = include_bytes!({});", names::str_lit(&opts.weights_file));
+    src.push_str(&super::weights::weights_static(opts));
     src.push_str(&h.items);
     for (d, &i) in inputs.iter().zip(&g.inputs) {
         let _ = writeln!(src, "/// Arena offset of input `{}` (for data already on the device).\npub const INPUT_{}: usize = {};", names::text(&d.name), d.ident.to_uppercase(), h.input_offsets[&i]);

@@ -66,6 +66,17 @@ pub struct CodegenOptions {
     /// f32 matrix products and convolutions on tensor cores with TF32 inputs (10-bit
     /// mantissas) and f32 sums, as PyTorch's `allow_tf32` (the CUDA target only).
     pub tf32: bool,
+    /// The weights as an extern static linked from a static library burnc wrote
+    /// (`weights_object`), instead of `include_bytes!(weights_file)`: rustc never reads them.
+    pub linked_weights: Option<LinkedWeights>,
+}
+
+/// Where a module with [`CodegenOptions::linked_weights`] finds its blob: `lib<lib>.a`, whose
+/// one object defines `symbol`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedWeights {
+    pub lib: String,
+    pub symbol: String,
 }
 
 impl Default for CodegenOptions {
@@ -81,6 +92,7 @@ impl Default for CodegenOptions {
             floats: DType::F32,
             gpu_arch: cuda::GpuArch::default(),
             tf32: false,
+            linked_weights: None,
         }
     }
 }

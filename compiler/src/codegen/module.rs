@@ -204,11 +204,7 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
          impl Arena {{\n    pub const fn new() -> Self {{ Arena([0; ARENA_BYTES]) }}\n}}\n\
          impl Default for Arena {{\n    fn default() -> Self {{ Self::new() }}\n}}"
     );
-    let _ = writeln!(
-        src,
-        "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));",
-        names::str_lit(&opts.weights_file)
-    );
+    src.push_str(&super::weights::weights_static(opts));
     // Outputs struct.
     let _ = writeln!(src, "/// The model's outputs, borrowed from the arena.\npub struct Outputs<'a> {{");
     for d in &outputs {

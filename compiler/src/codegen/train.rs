@@ -270,7 +270,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
              impl Default for {name} {{\n    fn default() -> Self {{ Self::new() }}\n}}"
         );
     }
-    let _ = writeln!(src, "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));", names::str_lit(&opts.weights_file));
+    src.push_str(&super::weights::weights_static(opts));
     let _ = writeln!(src, "/// Every f32 parameter: trainable ones in [`State`], frozen ones in the weights blob.\npub const PARAMS: &[rt::train::ParamInfo] = &[");
     for p in &params {
         let _ = writeln!(

@@ -6,6 +6,31 @@ use std::collections::HashMap;
 
 pub const ALIGN: usize = 64;
 
+/// The module's `WEIGHTS` static (`WEIGHTS_BYTES` bytes, 64-byte aligned): the blob embedded
+/// with `include_bytes!`, or, with [`super::LinkedWeights`], an extern static the linker
+/// resolves from the static library burnc wrote beside the module.
+pub fn weights_static(opts: &super::CodegenOptions) -> String {
+    match &opts.linked_weights {
+        None => format!(
+            "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));\n",
+            super::names::str_lit(&opts.weights_file)
+        ),
+        Some(l) => format!(
+            "#[link(name = {lib}, kind = \"static\")]\n\
+             unsafe extern \"C\" {{\n\
+             \x20   /// The weights blob, from `lib{lib_text}.a` (burnc wrote it beside this module).\n\
+             \x20   #[link_name = {sym}]\n\
+             \x20   static WEIGHTS_BLOB: rt::arena::Aligned<[u8; WEIGHTS_BYTES]>;\n\
+             }}\n\
+             /// The blob (sound: burnc defined the symbol as WEIGHTS_BYTES bytes, 64-byte aligned, never written).\n\
+             static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = unsafe {{ &WEIGHTS_BLOB }};\n",
+            lib = super::names::str_lit(&l.lib),
+            lib_text = super::names::text(&l.lib),
+            sym = super::names::str_lit(&l.symbol),
+        ),
+    }
+}
+
 pub struct WeightsLayout {
     pub offsets: HashMap<ValueId, usize>,
     /// f32 convolution weights stored packed for the GEMM (`conv_fused_prepacked`) or
@@ -43,11 +68,11 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
             // Convolution weights in the GEMM's packed layout, packed here once instead of on
             // every call (a weight shared with a plain reader is stored both ways).
             if let (Some((d, win)), Some(bytes)) = (pre, value_bytes(&g.value(*v).kind)) {
-                let w: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                let w: Vec<f32> = crate::tensor::from_le(&bytes);
                 let wp = super::emit::nn::packed_conv_weights(g, node, lw, &d, &win, &w);
                 let off = blob.len().div_ceil(ALIGN) * ALIGN;
                 blob.resize(off, 0);
-                blob.extend(wp.iter().flat_map(|x| x.to_le_bytes()));
+                blob.extend_from_slice(&crate::tensor::to_le(&wp));
                 packed.insert(key, (off, wp.len()));
                 continue;
             }

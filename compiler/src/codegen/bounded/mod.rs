@@ -337,7 +337,7 @@ fn build(
          impl Arena {{\n    pub const fn new() -> Self {{ Arena([0; ARENA_BYTES]) }}\n}}\n\
          impl Default for Arena {{\n    fn default() -> Self {{ Self::new() }}\n}}"
     );
-    let _ = writeln!(src, "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));", names::str_lit(&opts.weights_file));
+    src.push_str(&crate::codegen::weights::weights_static(opts));
     let _ = writeln!(src, "/// The actual sizes of the bounded dims for one call of [`Model::forward`].\n#[derive(Debug, Clone, Copy, PartialEq, Eq)]\npub struct Dims {{");
     for (n, b) in dims {
         let _ = writeln!(src, "    /// `{}`, at most {b}.\n    pub {}: usize,", names::text(n), dim_field(n));

@@ -196,7 +196,7 @@ fn host_module(p: &CudaPlan, opts: &CodegenOptions, ptx_file: &str) -> Result<(S
         items,
         constructors: "    /// Load the model on GPU 0 with the weights embedded at compile time.
     pub fn new() -> Result<Self, rt::cuda::CudaError> {
-        Self::with_weights(0, WEIGHTS)
+        Self::with_weights(0, &WEIGHTS.0)
     }
     /// Load the model on GPU `ordinal` with weights from elsewhere (`WEIGHTS_BYTES` bytes).
     pub fn with_weights(ordinal: usize, weights: &[u8]) -> Result<Self, rt::cuda::CudaError> {

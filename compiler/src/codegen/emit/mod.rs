@@ -146,28 +146,28 @@ impl<'a> Ctx<'a> {
 
     /// Store a `u32` table in the weights blob; returns an expression of type `&[u32]`.
     pub fn table(&self, v: &[u32]) -> String {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let bytes = crate::tensor::to_le(v);
         let off = self.weights.borrow_mut().push_table(&bytes);
         format!("unsafe {{ rt::arena::weights::<u32>(w, {off}, {}) }}", v.len())
     }
 
     /// Store an `f64` table in the weights blob; returns an expression of type `&[f64]`.
     pub fn table_f64(&self, v: &[f64]) -> String {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let bytes = crate::tensor::to_le(v);
         let off = self.weights.borrow_mut().push_table(&bytes);
         format!("unsafe {{ rt::arena::weights::<f64>(w, {off}, {}) }}", v.len())
     }
 
     /// Store an `i64` table in the weights blob; returns an expression of type `&[i64]`.
     pub fn table_i64(&self, v: &[i64]) -> String {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let bytes = crate::tensor::to_le(v);
         let off = self.weights.borrow_mut().push_table(&bytes);
         format!("unsafe {{ rt::arena::weights::<i64>(w, {off}, {}) }}", v.len())
     }
 
     /// Store an `f32` table in the weights blob; returns an expression of type `&[f32]`.
     pub fn table_f32(&self, v: &[f32]) -> String {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let bytes = crate::tensor::to_le(v);
         let off = self.weights.borrow_mut().push_table(&bytes);
         format!("unsafe {{ rt::arena::weights::<f32>(w, {off}, {}) }}", v.len())
     }

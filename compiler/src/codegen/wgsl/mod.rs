@@ -235,7 +235,7 @@ fn host_module(g: &Graph, p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) 
         constructors: "    /// Load the model on the first adapter wgpu offers, with the weights embedded at compile time.
     #[cfg(not(target_arch = \"wasm32\"))]
     pub fn new() -> Result<Self, rt::wgpu::WgpuError> {
-        Self::with_weights(WEIGHTS)
+        Self::with_weights(&WEIGHTS.0)
     }
     /// Load the model with weights from elsewhere (`WEIGHTS_BYTES` bytes).
     #[cfg(not(target_arch = \"wasm32\"))]
@@ -244,7 +244,7 @@ fn host_module(g: &Graph, p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) 
     }
     /// [`Model::new`] as a future: the form to use on wasm32 (the browser's WebGPU).
     pub async fn new_async() -> Result<Self, rt::wgpu::WgpuError> {
-        Self::with_weights_async(WEIGHTS).await
+        Self::with_weights_async(&WEIGHTS.0).await
     }
     /// [`Model::with_weights`] as a future.
     pub async fn with_weights_async(weights: &[u8]) -> Result<Self, rt::wgpu::WgpuError> {
