@@ -164,3 +164,23 @@ fn c_firmware_runs_the_library_under_qemu() {
     let arena: usize = parse_line(&output, "arena_bytes:").split_whitespace().next().and_then(|v| v.parse().ok()).expect("arena_bytes");
     assert!(size_of(".bss") >= arena, "the arena should be a static in .bss");
 }
+
+#[test]
+fn bad_c_lib_requests_are_clear_errors() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(model()).args(args).output().expect("run burnc");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let dir = work("clib-bad");
+    let d = dir.to_str().expect("UTF-8 path");
+    for (args, says) in [
+        (vec!["--emit", "c-lib"], "needs -o DIR"),
+        (vec!["--emit", "c-lib", "-o", d, "--name", "a;b"], "bad library name"),
+        (vec!["--emit", "c-lib", "-o", d, "--name", "x", "--target", "wgpu"], "CPU module"),
+        (vec!["-o", d, "--name", "x"], "go with --emit c-lib"),
+    ] {
+        let (code, stderr) = run(&args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: ") && stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

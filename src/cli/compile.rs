@@ -27,6 +27,17 @@ fn split<'a>(spec: &'a str, what: &str) -> Result<(&'a str, &'a str), CliError> 
     spec.split_once('=').ok_or_else(|| CliError::Usage(format!("expected {what}, got `{spec}`")))
 }
 
+/// `--const NAME=FILE` pairs.
+fn parse_consts(consts: &[String]) -> Result<Vec<(String, PathBuf)>, CliError> {
+    consts
+        .iter()
+        .map(|c| {
+            let (n, f) = split(c, "NAME=FILE")?;
+            Ok((n.to_string(), PathBuf::from(f)))
+        })
+        .collect()
+}
+
 /// `burnc MODEL --emit c-lib -o DIR`: `DIR/lib<name>.a` and `DIR/<name>.h`.
 #[allow(clippy::too_many_arguments)]
 pub fn compile_c_lib(model: &Path, output: Option<&Path>, pins: &[String], consts: &[String], weights: &WeightsArgs, train: &TrainArgs, options: &CompileOptions, lib: &CLibArgs) -> Result<(), CliError> {
@@ -45,13 +56,7 @@ pub fn compile_c_lib(model: &Path, output: Option<&Path>, pins: &[String], const
             Ok((n.to_string(), parse_dims(d).map_err(|_| CliError::Usage(format!("--emit c-lib takes fixed dims only, got `{p}`")))?))
         })
         .collect::<Result<Vec<_>, CliError>>()?;
-    let consts = consts
-        .iter()
-        .map(|c| {
-            let (n, f) = split(c, "NAME=FILE")?;
-            Ok((n.to_string(), PathBuf::from(f)))
-        })
-        .collect::<Result<Vec<_>, CliError>>()?;
+    let consts = parse_consts(consts)?;
     let out = burnc::clib::emit(model, dir, &name, lib.triple, &pins, &consts, weights.spec()?.as_ref(), options)?;
     println!("{}", out.report.memory_line());
     println!("c-lib: {} {}", out.library.display(), out.header.display());
@@ -79,13 +84,7 @@ pub fn compile(model: &Path, output: Option<&Path>, pins: &[String], consts: &[S
             Ok((n.to_string(), parse_dims(d)?))
         })
         .collect::<Result<Vec<_>, CliError>>()?;
-    let consts = consts
-        .iter()
-        .map(|c| {
-            let (n, f) = split(c, "NAME=FILE")?;
-            Ok((n.to_string(), PathBuf::from(f)))
-        })
-        .collect::<Result<Vec<_>, CliError>>()?;
+    let consts = parse_consts(consts)?;
     if options.target != burnc::build::Target::Cpu && (train.train || bounded) {
         return Err(CliError::Usage("the GPU targets take static shapes only for now: no bounded dims (`{NAME<=N}`), no --train".into()));
     }
