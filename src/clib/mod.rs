@@ -3,7 +3,8 @@
 //! functions take raw pointers, built as a `staticlib` for the requested target with cargo,
 //! and described by a C header:
 //!
-//! - `DIR/lib<name>.a`: the module, its kernels and its weights (embedded);
+//! - `DIR/lib<name>.a`: the module, its kernels and its weights (a linked object where burnc
+//!   writes one for the target, as `Build` does; else embedded);
 //! - `DIR/<name>.h`: sizes, input and output names, dtypes and shapes as constants, the
 //!   functions `<name>_arena_bytes`, `<name>_weights_bytes`, `<name>_forward` and
 //!   `<name>_forward_with_weights`, and their error codes.
@@ -65,10 +66,24 @@ pub fn emit(
     let work = dir.join(".build");
     let src = work.join("src");
     std::fs::create_dir_all(&src).map_err(|e| file_err(&src, e))?;
-    let report = compile_to(model, &src.join("model.rs"), pins, consts, weights, options)?;
+    // The weights as a linked object where burnc writes one for the target (rustc then never
+    // embeds them; the archive goes into the library as a bundled native library).
+    let object_triple = match triple {
+        Some(t) => Some(t.to_string()),
+        None => host_triple(),
+    }
+    .filter(|t| crate::weights_object::format_for(t).is_some());
+    let link = object_triple.as_ref().map(|_| crate::build::LinkedWeights { lib: format!("{name}_weights"), symbol: crate::weights_object::symbol("clib", name) });
+    let options = CompileOptions { link: link.clone(), ..options.clone() };
+    let report = compile_to(model, &src.join("model.rs"), pins, consts, weights, &options)?;
+    if let (Some(l), Some(t)) = (&link, &object_triple) {
+        let blob = std::fs::read(&report.weights).map_err(|e| file_err(&report.weights, e))?;
+        crate::weights_object::write_archive(&src, &l.lib, &l.symbol, &blob, t)?;
+    }
     let (inputs, outputs) = (&report.inputs, &report.outputs);
     let crate_name = format!("burnc_clib_{name}");
     write(&work.join("Cargo.toml"), &wrapper::manifest(&crate_name))?;
+    write(&work.join("build.rs"), wrapper::BUILD_RS)?;
     write(&src.join("lib.rs"), &wrapper::source(name, inputs, outputs)?)?;
     let header = dir.join(format!("{name}.h"));
     let source_name = model.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
@@ -98,6 +113,13 @@ pub fn emit(
     let library = dir.join(format!("lib{name}.a"));
     std::fs::copy(&built, &library).map_err(|e| file_err(&built, e))?;
     Ok(CLib { library, header, report })
+}
+
+/// The host's target triple, as rustc names it.
+fn host_triple() -> Option<String> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc).arg("-vV").output().ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.strip_prefix("host: ")).map(|t| t.trim().to_string())
 }
 
 fn write(path: &Path, text: &str) -> Result<(), BuildError> {
