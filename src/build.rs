@@ -33,7 +33,7 @@ pub enum BuildError {
     NoOutDir,
 }
 
-fn file_err(p: &Path, e: impl ToString) -> BuildError {
+pub(crate) fn file_err(p: &Path, e: impl ToString) -> BuildError {
     BuildError::File { path: p.display().to_string(), reason: e.to_string() }
 }
 
@@ -853,9 +853,7 @@ impl Build {
         let link = self.weights_link(&name, has_bounded(&specs))?;
         let report = self.compile_module(&out, &specs, weights.as_ref(), link.as_ref().map(|l| &l.0))?;
         if let Some((l, triple)) = &link {
-            // The blob as written beside the module, now as the library the module links.
-            let blob = std::fs::read(&report.weights).map_err(|e| file_err(&report.weights, e))?;
-            crate::weights_object::write_archive(&dir, &l.lib, &l.symbol, &blob, triple)?;
+            crate::weights_object::archive_of_blob(&dir, l, &report.weights, triple)?;
             if self.cargo_metadata {
                 println!("cargo:rustc-link-search=native={}", dir.display());
             }

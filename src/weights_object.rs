@@ -58,6 +58,13 @@ pub fn symbol(package: &str, name: &str) -> String {
     format!("burnc_weights_{}_{}", clean(package), clean(name))
 }
 
+/// [`write_archive`] of the blob burnc wrote to `bin` beside the module, for `link`'s library
+/// and symbol.
+pub fn archive_of_blob(dir: &Path, link: &crate::build::LinkedWeights, bin: &Path, triple: &str) -> Result<std::path::PathBuf, BuildError> {
+    let blob = std::fs::read(bin).map_err(|e| crate::build::file_err(bin, e))?;
+    write_archive(dir, &link.lib, &link.symbol, &blob, triple)
+}
+
 /// Write `lib<lib>.a` into `dir`: one object with `blob` under `symbol`, for `triple`.
 pub fn write_archive(dir: &Path, lib: &str, symbol: &str, blob: &[u8], triple: &str) -> Result<std::path::PathBuf, BuildError> {
     let (format, arch, endian, flags) = format_for(triple).ok_or_else(|| BuildError::Invalid(format!("burnc writes no object files for `{triple}`")))?;

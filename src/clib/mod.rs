@@ -14,6 +14,7 @@ mod header;
 mod wrapper;
 
 use crate::build::{compile_to, CompileOptions, Report, Weights};
+use crate::build::file_err;
 use crate::BuildError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -77,8 +78,7 @@ pub fn emit(
     let options = CompileOptions { link: link.clone(), ..options.clone() };
     let report = compile_to(model, &src.join("model.rs"), pins, consts, weights, &options)?;
     if let (Some(l), Some(t)) = (&link, &object_triple) {
-        let blob = std::fs::read(&report.weights).map_err(|e| file_err(&report.weights, e))?;
-        crate::weights_object::write_archive(&src, &l.lib, &l.symbol, &blob, t)?;
+        crate::weights_object::archive_of_blob(&src, l, &report.weights, t)?;
     }
     let (inputs, outputs) = (&report.inputs, &report.outputs);
     let crate_name = format!("burnc_clib_{name}");
@@ -126,9 +126,6 @@ fn write(path: &Path, text: &str) -> Result<(), BuildError> {
     crate::build::write_if_changed(path, text.as_bytes())
 }
 
-fn file_err(p: &Path, e: impl ToString) -> BuildError {
-    BuildError::File { path: p.display().to_string(), reason: e.to_string() }
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,6 @@
 //! The Rust side of a C library: a `no_std` crate around the generated module whose
 //! `extern "C"` functions check the caller's pointers and call `forward`.
 use burnc_compiler::codegen::{emit::rust_ty, CodegenError, IoDesc};
-use burnc_compiler::ir::DType;
 use std::fmt::Write;
 
 /// `Cargo.toml` of the wrapper crate: a static library over burnc-runtime without features
@@ -31,18 +30,13 @@ fn main() {\n\
     }\n\
 }\n";
 
-/// The element type of a tensor in the Rust wrapper (`None`: not supported across C).
-pub fn elem(d: DType) -> Option<&'static str> {
-    rust_ty(d)
-}
-
 fn numel(d: &IoDesc) -> usize {
     d.shape.iter().product()
 }
 
 /// `lib.rs` of the wrapper crate.
 pub fn source(name: &str, inputs: &[IoDesc], outputs: &[IoDesc]) -> Result<String, CodegenError> {
-    let ty = |d: &IoDesc| elem(d.dtype).ok_or_else(|| CodegenError::Graph { what: format!("tensor `{}`", burnc_compiler::codegen::names::text(&d.name)), reason: format!("{} does not cross the C interface", d.dtype) });
+    let ty = |d: &IoDesc| rust_ty(d.dtype).ok_or_else(|| CodegenError::Graph { what: format!("tensor `{}`", burnc_compiler::codegen::names::text(&d.name)), reason: format!("{} does not cross the C interface", d.dtype) });
     let mut params = Vec::new();
     for d in inputs {
         params.push(format!("input_{}: *const {}", d.ident, ty(d)?));
