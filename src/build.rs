@@ -815,7 +815,7 @@ impl Build {
         }
         let package = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "model".into());
         let lib = format!("{}_weights", name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>());
-        Ok(Some((LinkedWeights { lib, symbol: crate::weights_object::symbol(&package, name) }, triple)))
+        Ok(Some((LinkedWeights::library(lib, crate::weights_object::symbol(&package, name)), triple)))
     }
 
     /// Generate the module and its weights; see [`Build`].

@@ -61,8 +61,9 @@ pub fn symbol(package: &str, name: &str) -> String {
 /// [`write_archive`] of the blob burnc wrote to `bin` beside the module, for `link`'s library
 /// and symbol.
 pub fn archive_of_blob(dir: &Path, link: &crate::build::LinkedWeights, bin: &Path, triple: &str) -> Result<std::path::PathBuf, BuildError> {
+    let lib = link.lib().ok_or_else(|| BuildError::Invalid("internal: weights assembled into the module have no library".into()))?;
     let blob = std::fs::read(bin).map_err(|e| crate::build::file_err(bin, e))?;
-    write_archive(dir, &link.lib, &link.symbol, &blob, triple)
+    write_archive(dir, lib, &link.symbol, &blob, triple)
 }
 
 /// Write `lib<lib>.a` into `dir`: one object with `blob` under `symbol`, for `triple`.

@@ -2,19 +2,16 @@
 //! weights, run the compiler, and parse the generated source back into tokens.
 use crate::layers::{self, Kind, Layer};
 use crate::lower::{check_returns, forward_args, Defs, Lower, SubDef};
-use crate::ImplInput;
-use burnc_compiler::codegen::{self, CodegenOptions};
+use crate::{cache, ImplInput};
+use burnc_compiler::codegen::{self, CodegenOptions, LinkFrom, LinkedWeights};
 use burnc_compiler::ir::{Op, UnaryOp, ValueKind};
 use burnc_compiler::passes::{self, PassError};
-use proc_macro2::{Group, Literal, TokenStream, TokenTree};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use burnc_frontends::safetensors::{Rename, WeightsOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
 use syn::{Error, Result};
-
-/// The `include_bytes!` path codegen is given; the expansion puts the blob in its place.
-const WEIGHTS_MARKER: &str = "weights embedded by #[model]";
 
 struct Options {
     weights: Option<syn::LitStr>,
@@ -159,7 +156,12 @@ pub fn expand(input: &ImplInput, raw: TokenStream) -> Result<TokenStream> {
     if input.broken_defs {
         return Ok(define(true));
     }
-    match compile(input, &layers, &defs, &opts, t0) {
+    let entry = cache::Entry::new(&raw, opts.weights.as_ref().map(weights_path).as_deref(), &module_name(&opts, name).to_string());
+    if let Some(ts) = entry.load() {
+        let d = define(false);
+        return Ok(quote! { #ts #d });
+    }
+    match compile(input, &layers, &defs, &opts, t0, &entry) {
         Ok(ts) => {
             let d = define(false);
             Ok(quote! { #ts #d })
@@ -176,11 +178,25 @@ pub fn expand(input: &ImplInput, raw: TokenStream) -> Result<TokenStream> {
 pub(crate) fn expand_standalone(input: &ImplInput) -> Result<TokenStream> {
     let layers = layers::parse_struct(&input.strukt)?;
     let opts = parse_options(input.attr.clone())?;
-    compile(input, &layers, &Defs::new(), &opts, std::time::Instant::now())
+    let (strukt, attr, imp) = (&input.strukt, &input.attr, &input.imp);
+    let entry = cache::Entry::new(&quote! { #strukt #attr #imp }, opts.weights.as_ref().map(weights_path).as_deref(), &module_name(&opts, &strukt.ident).to_string());
+    compile(input, &layers, &Defs::new(), &opts, std::time::Instant::now(), &entry)
 }
 
-/// Lower, compile and generate the module (nothing for an `inline` model).
-fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0: std::time::Instant) -> Result<TokenStream> {
+/// A `weights = "…"` file, relative to the crate's manifest.
+fn weights_path(lit: &syn::LitStr) -> std::path::PathBuf {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    std::path::Path::new(&dir).join(lit.value())
+}
+
+/// The generated module's name: `module = …`, else the struct's name in snake case.
+fn module_name(opts: &Options, name: &syn::Ident) -> syn::Ident {
+    opts.module.clone().unwrap_or_else(|| format_ident!("{}", snake(&name.to_string())))
+}
+
+/// Lower, compile and generate the module (nothing for an `inline` model), its blob written to
+/// `entry`'s file and the expansion stored there.
+fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0: std::time::Instant, entry: &cache::Entry) -> Result<TokenStream> {
     let (strukt, imp) = (&input.strukt, &input.imp);
     let name = &strukt.ident;
     let vis = &strukt.vis;
@@ -218,8 +234,7 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
     // Weights: embedded from a safetensors file, or zeros.
     let mut track = quote! {};
     if let Some(lit) = &opts.weights {
-        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-        let path = std::path::Path::new(&dir).join(lit.value());
+        let path = weights_path(lit);
         let mut file = burnc_frontends::weights::load(&path).map_err(|e| Error::new_spanned(lit, format!("{e}")))?;
         // PyTorch's BatchNorm counter is no weight.
         file.tensors.retain(|k, _| !k.ends_with(".num_batches_tracked") && !opts.ignore.iter().any(|(_, r)| r.apply(k).is_some()));
@@ -238,12 +253,20 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
     let t_lower = t0.elapsed();
     let mut g = lower.g.clone();
     passes::prepare(&mut g).map_err(|e| Error::new(span_of(&e), format!("{e}")))?;
-    let modname = opts.module.clone().unwrap_or_else(|| format_ident!("{}", snake(&name.to_string())));
-    let copts = CodegenOptions { weights_file: WEIGHTS_MARKER.into(), source_name: format!("#[model] {name}"), ..Default::default() };
+    let modname = module_name(opts, name);
+    // The blob is assembled into the module from its file (or included, on targets without
+    // that route): rustc never lexes or embeds the bytes itself.
+    let blob_file = entry.blob.display().to_string();
+    let symbol = weights_symbol(&modname.to_string(), &entry.key);
+    let copts = CodegenOptions {
+        weights_file: blob_file.clone(),
+        source_name: format!("#[model] {name}"),
+        linked_weights: Some(LinkedWeights { symbol, from: LinkFrom::Assembler(blob_file) }),
+        ..Default::default()
+    };
     let gen = codegen::generate(&g, &copts).map_err(|e| Error::new_spanned(&imp.self_ty, format!("burnc: {e}")))?;
     let body = TokenStream::from_str(&gen.source).map_err(|e| Error::new_spanned(&imp.self_ty, format!("internal: generated code does not tokenize: {e}")))?;
-    let blob = blob_tokens(&gen.weights, &modname.to_string()).map_err(|e| Error::new_spanned(&imp.self_ty, format!("burnc: cannot write the weights blob: {e}")))?;
-    let body = embed_weights(body, &blob);
+    entry.write_blob(&gen.weights).map_err(|e| Error::new_spanned(&imp.self_ty, format!("burnc: cannot write the weights blob {}: {e}", entry.blob.display())))?;
     if std::env::var_os("BURNC_MACRO_TIMINGS").is_some() {
         eprintln!(
             "burnc #[model] {name}: lower + weights {:.1} ms, compile + codegen + tokens {:.1} ms, {} nodes, {} bytes of weights",
@@ -266,7 +289,7 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
         .collect();
     let idents: Vec<&syn::Ident> = args.iter().map(|a| &a.0).collect();
     let doc = format!(" Run the compiled model: arena of [`{modname}::ARENA_BYTES`] bytes, outputs borrowed from it.");
-    Ok(quote! {
+    let expansion = quote! {
         /// The compiled model (generated by burnc's `#[model]`).
         #[allow(dead_code, clippy::all)]
         #vis mod #modname {
@@ -280,67 +303,13 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
             }
         }
         #track
-    })
-}
-
-/// Blobs above this are written to a file and included; below, a byte string literal keeps the
-/// expansion self-contained.
-const INLINE_BLOB_MAX: usize = 4 << 20;
-
-/// The tokens that stand for the weights blob: a byte string literal, or for a large blob
-/// (rustc lexes a 90 MB literal slowly and in several times its size of memory) `include_bytes!`
-/// of a file named by the blob's hash in `OUT_DIR` (crates with a build script) or the temp
-/// directory. Named by content, so a rebuild with the same weights reuses the file.
-fn blob_tokens(blob: &[u8], module: &str) -> std::io::Result<TokenStream> {
-    if blob.len() <= INLINE_BLOB_MAX {
-        return Ok(TokenTree::Literal(Literal::byte_string(blob)).into());
-    }
-    // FNV-1a over the bytes, 8 at a time (a name, not a security property).
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for c in blob.chunks(8) {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    let dir = match std::env::var_os("OUT_DIR") {
-        Some(d) => std::path::PathBuf::from(d),
-        None => std::env::temp_dir().join("burnc-macros"),
     };
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{module}-{h:016x}-{}.bin", blob.len()));
-    if std::fs::metadata(&path).map(|m| m.len() != blob.len() as u64).unwrap_or(true) {
-        // Write then rename, so a concurrent build never includes half a file.
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, blob)?;
-        std::fs::rename(&tmp, &path)?;
-    }
-    let p = path.display().to_string();
-    Ok(quote! { include_bytes!(#p) })
+    entry.store(&expansion, gen.weights.len());
+    Ok(expansion)
 }
 
-/// Replace `include_bytes!("<marker>")` in the generated tokens with `blob` (the tokens of
-/// [`blob_tokens`]; a proc macro has no file next to the module to include).
-fn embed_weights(ts: TokenStream, blob: &TokenStream) -> TokenStream {
-    let tokens: Vec<TokenTree> = ts.into_iter().collect();
-    let mut out = Vec::with_capacity(tokens.len());
-    let mut i = 0;
-    while i < tokens.len() {
-        if let (TokenTree::Ident(id), Some(TokenTree::Punct(p)), Some(TokenTree::Group(g))) = (&tokens[i], tokens.get(i + 1), tokens.get(i + 2)) {
-            if id == "include_bytes" && p.as_char() == '!' && g.stream().to_string().contains(WEIGHTS_MARKER) {
-                out.extend(blob.clone());
-                i += 3;
-                continue;
-            }
-        }
-        match &tokens[i] {
-            TokenTree::Group(g) => {
-                let mut ng = Group::new(g.delimiter(), embed_weights(g.stream(), blob));
-                ng.set_span(g.span());
-                out.push(TokenTree::Group(ng));
-            }
-            t => out.push(t.clone()),
-        }
-        i += 1;
-    }
-    out.into_iter().collect()
+/// The blob's symbol: the package, module and cache key make it unique in a link.
+fn weights_symbol(module: &str, key: &str) -> String {
+    let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
+    format!("burnc_weights_{}_{}_{key}", clean(&std::env::var("CARGO_PKG_NAME").unwrap_or_default()), clean(module))
 }

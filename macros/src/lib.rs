@@ -45,6 +45,7 @@ use quote::{format_ident, quote};
 use syn::parse::{Parse, ParseStream};
 use syn::{parse_macro_input, DeriveInput};
 
+mod cache;
 mod expand;
 mod layers;
 mod lower;

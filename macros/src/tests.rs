@@ -30,7 +30,19 @@ fn imp() -> syn::ItemImpl {
 }
 
 fn write(name: &str, tensors: &[(&str, &[usize])]) -> String {
-    let data: Vec<Vec<u8>> = tensors.iter().map(|(_, s)| vec![0u8; s.iter().product::<usize>() * 4]).collect();
+    // Values 1, 2, 3 … across the file, so a test can find them in the blob.
+    let mut next = 0.0f32;
+    let data: Vec<Vec<u8>> = tensors
+        .iter()
+        .map(|(_, s)| {
+            (0..s.iter().product::<usize>())
+                .flat_map(|_| {
+                    next += 1.0;
+                    next.to_le_bytes()
+                })
+                .collect()
+        })
+        .collect();
     let entries: Vec<(&str, DType, &[usize], &[u8])> = tensors.iter().zip(&data).map(|((n, s), d)| (*n, DType::F32, *s, &d[..])).collect();
     let path = std::env::temp_dir().join(format!("burnc-macros-{}-{name}.safetensors", std::process::id()));
     std::fs::write(&path, burnc_frontends::safetensors::serialize(&entries)).unwrap();
@@ -69,9 +81,19 @@ fn weights_that_fit_are_embedded() {
     let path = write("fit", &[("fc.weight", &[2, 4]), ("fc.bias", &[2])]);
     let out = expand(&net(), quote! { weights = #path }, &imp()).unwrap_or_else(|e| panic!("{e}"));
     let text = out.to_string();
-    assert!(text.contains("include_bytes !"), "the file is tracked");
-    assert!(!text.contains("include_bytes ! (\"weights embedded"), "the blob replaced the generated include_bytes!");
-    assert_eq!(text.matches("include_bytes !").count(), 1, "only the tracking include is left");
+    assert!(text.contains(&format!("include_bytes ! (\"{path}\")")), "the file is tracked");
+    // The blob is assembled from a file beside the expansion (included where that route is
+    // not taken); it holds the file's values: the bias 9, 10 as written, and 1 … 8.
+    let incbin = text.split(".incbin \\\"").nth(1).expect("the blob is assembled");
+    let blob_path = &incbin[..incbin.find("\\\"").expect("a closed path")];
+    assert_eq!(text.matches(&format!("include_bytes ! (\"{blob_path}\")")).count(), 1, "the other targets include the blob file");
+    let blob = std::fs::read(blob_path).expect("the blob file is written");
+    let floats: Vec<f32> = blob.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    assert!(floats.windows(2).any(|w| w == [9.0, 10.0]), "the bias is in the blob");
+    assert!((1..=8).all(|v| floats.contains(&(v as f32))), "every weight is in the blob");
+    // A second expansion of the same input is the stored one.
+    let again = expand(&net(), quote! { weights = #path }, &imp()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.to_string(), text);
     let _ = std::fs::remove_file(&path);
 }
 

@@ -74,7 +74,7 @@ pub fn emit(
         None => host_triple(),
     }
     .filter(|t| crate::weights_object::format_for(t).is_some());
-    let link = object_triple.as_ref().map(|_| crate::build::LinkedWeights { lib: format!("{name}_weights"), symbol: crate::weights_object::symbol("clib", name) });
+    let link = object_triple.as_ref().map(|_| crate::build::LinkedWeights::library(format!("{name}_weights"), crate::weights_object::symbol("clib", name)));
     let options = CompileOptions { link: link.clone(), ..options.clone() };
     let report = compile_to(model, &src.join("model.rs"), pins, consts, weights, &options)?;
     if let (Some(l), Some(t)) = (&link, &object_triple) {

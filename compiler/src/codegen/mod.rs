@@ -71,12 +71,39 @@ pub struct CodegenOptions {
     pub linked_weights: Option<LinkedWeights>,
 }
 
-/// Where a module with [`CodegenOptions::linked_weights`] finds its blob: `lib<lib>.a`, whose
-/// one object defines `symbol`.
+/// Where a module with [`CodegenOptions::linked_weights`] finds its blob: the object symbol
+/// `symbol`, defined as the blob's bytes, 64-byte aligned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkedWeights {
-    pub lib: String,
     pub symbol: String,
+    pub from: LinkFrom,
+}
+
+/// Who defines a [`LinkedWeights`] symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkFrom {
+    /// `lib<name>.a`, which burnc wrote beside the module (a build script prints its search
+    /// path).
+    Library(String),
+    /// The module itself: `global_asm!` assembles the blob file at this path into the module's
+    /// object with `.incbin`, so rustc never reads the bytes and no search path is needed (the
+    /// macros, which cannot add one). ELF targets; elsewhere the module includes the file.
+    Assembler(String),
+}
+
+impl LinkedWeights {
+    /// The weights from `lib<lib>.a`, whose one object defines `symbol`.
+    pub fn library(lib: impl Into<String>, symbol: impl Into<String>) -> Self {
+        LinkedWeights { symbol: symbol.into(), from: LinkFrom::Library(lib.into()) }
+    }
+
+    /// The library's name, for weights linked from one.
+    pub fn lib(&self) -> Option<&str> {
+        match &self.from {
+            LinkFrom::Library(l) => Some(l),
+            LinkFrom::Assembler(_) => None,
+        }
+    }
 }
 
 impl Default for CodegenOptions {

@@ -8,27 +8,90 @@ pub const ALIGN: usize = 64;
 
 /// The module's `WEIGHTS` static (`WEIGHTS_BYTES` bytes, 64-byte aligned): the blob embedded
 /// with `include_bytes!`, or, with [`super::LinkedWeights`], an extern static the linker
-/// resolves from the static library burnc wrote beside the module.
+/// resolves from the static library burnc wrote beside the module or from the blob the module
+/// assembles itself.
 pub fn weights_static(opts: &super::CodegenOptions) -> String {
-    match &opts.linked_weights {
-        None => format!(
-            "static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));\n",
-            super::names::str_lit(&opts.weights_file)
-        ),
-        Some(l) => format!(
-            "#[link(name = {lib}, kind = \"static\")]\n\
-             unsafe extern \"C\" {{\n\
-             \x20   /// The weights blob, from `lib{lib_text}.a` (burnc wrote it beside this module).\n\
+    let Some(l) = &opts.linked_weights else {
+        return included(&opts.weights_file);
+    };
+    let sym = super::names::str_lit(&l.symbol);
+    let extern_static = |from: &str| {
+        format!(
+            "unsafe extern \"C\" {{\n\
+             \x20   /// The weights blob, {from}.\n\
              \x20   #[link_name = {sym}]\n\
              \x20   static WEIGHTS_BLOB: rt::arena::Aligned<[u8; WEIGHTS_BYTES]>;\n\
              }}\n\
              /// The blob (sound: burnc defined the symbol as WEIGHTS_BYTES bytes, 64-byte aligned, never written).\n\
-             static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = unsafe {{ &WEIGHTS_BLOB }};\n",
-            lib = super::names::str_lit(&l.lib),
-            lib_text = super::names::text(&l.lib),
-            sym = super::names::str_lit(&l.symbol),
+             static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = unsafe {{ &WEIGHTS_BLOB }};\n"
+        )
+    };
+    match &l.from {
+        super::LinkFrom::Library(lib) => format!(
+            "#[link(name = {}, kind = \"static\")]\n{}",
+            super::names::str_lit(lib),
+            extern_static(&format!("from `lib{}.a` (burnc wrote it beside this module)", super::names::text(lib)))
         ),
+        super::LinkFrom::Assembler(path) => assembled(&l.symbol, path, &extern_static("assembled from the blob file by `global_asm!` above")),
     }
+}
+
+/// `static WEIGHTS` as the bytes of `file`, through `include_bytes!`.
+fn included(file: &str) -> String {
+    format!("static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!({}));\n", super::names::str_lit(file))
+}
+
+/// The targets where [`assembled`] defines the blob: ELF objects (GNU/LLVM assembler syntax) on
+/// the architectures with stable `global_asm!`; Miri runs no assembly.
+const ASSEMBLED_CFG: &str = "all(not(miri), any(target_os = \"linux\", target_os = \"android\", target_os = \"freebsd\", target_os = \"netbsd\", target_os = \"openbsd\", target_os = \"dragonfly\", target_os = \"none\"), any(target_arch = \"x86_64\", target_arch = \"x86\", target_arch = \"aarch64\", target_arch = \"arm\", target_arch = \"riscv32\", target_arch = \"riscv64\"))";
+
+/// The blob at `path` assembled into the module's object as `symbol` (`.incbin`: the assembler
+/// copies the file, so rustc and LLVM never hold the bytes), in a module of its own so that one
+/// `cfg` picks it or, on other targets, `include_bytes!` of the same file. A path the assembler
+/// string cannot carry (control characters) is included everywhere.
+fn assembled(symbol: &str, path: &str, extern_static: &str) -> String {
+    if path.chars().any(|c| c.is_control()) || !symbol.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return included(path);
+    }
+    // GNU assembler string escapes, then `{`/`}` doubled for global_asm!'s template.
+    let asm_path: String = path
+        .chars()
+        .flat_map(|c| match c {
+            '"' => vec!['\\', '"'],
+            '\\' => vec!['\\', '\\'],
+            '{' => vec!['{', '{'],
+            '}' => vec!['}', '}'],
+            c => vec![c],
+        })
+        .collect();
+    let lines = [
+        format!(".pushsection .rodata.{symbol},\"a\""),
+        ".balign 64".into(),
+        format!(".globl {symbol}"),
+        format!(".hidden {symbol}"),
+        format!(".type {symbol}, %object"),
+        format!("{symbol}:"),
+        format!(".incbin \"{asm_path}\""),
+        format!(".size {symbol}, . - {symbol}"),
+        ".popsection".into(),
+    ];
+    let asm: String = lines.iter().map(|l| format!("        {},\n", super::names::str_lit(l))).collect();
+    let decl: String = extern_static.replace("\nstatic WEIGHTS", "\npub(super) static WEIGHTS").lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "#[cfg({ASSEMBLED_CFG})]\n\
+         mod weights_blob {{\n\
+         \x20   use super::{{rt, WEIGHTS_BYTES}};\n\
+         \x20   core::arch::global_asm!(\n{asm}    );\n\
+         {decl}\
+         }}\n\
+         #[cfg(not({ASSEMBLED_CFG}))]\n\
+         mod weights_blob {{\n\
+         \x20   use super::{{rt, WEIGHTS_BYTES}};\n\
+         \x20   pub(super) {inc}\
+         }}\n\
+         use weights_blob::WEIGHTS;\n",
+        inc = included(path),
+    )
 }
 
 pub struct WeightsLayout {
@@ -108,5 +171,39 @@ impl WeightsLayout {
         let end = self.blob.len().div_ceil(ALIGN) * ALIGN;
         self.blob.resize(end, 0);
         off
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{CodegenOptions, LinkFrom, LinkedWeights};
+
+    fn assembled(path: &str) -> String {
+        let opts = CodegenOptions { linked_weights: Some(LinkedWeights { symbol: "burnc_weights_t".into(), from: LinkFrom::Assembler(path.into()) }), ..Default::default() };
+        super::weights_static(&opts)
+    }
+
+    #[test]
+    fn assembled_weights_pick_the_assembler_or_the_include_by_one_cfg() {
+        let src = assembled("/out/w.bin");
+        assert_eq!(src.matches("mod weights_blob").count(), 2, "{src}");
+        assert!(src.contains("core::arch::global_asm!("), "{src}");
+        assert!(src.contains(r#"".incbin \"/out/w.bin\"""#), "{src}");
+        assert!(src.contains(r#"#[link_name = "burnc_weights_t"]"#), "{src}");
+        assert!(src.contains(r#"pub(super) static WEIGHTS: &rt::arena::Aligned<[u8; WEIGHTS_BYTES]> = &rt::arena::Aligned(*include_bytes!("/out/w.bin"));"#), "{src}");
+        assert!(src.ends_with("use weights_blob::WEIGHTS;\n"), "{src}");
+    }
+
+    #[test]
+    fn a_path_is_escaped_for_the_assembler_the_template_and_rust() {
+        // `"` and `\` escaped for the assembler's string, braces doubled for global_asm!'s
+        // template, then all of it escaped once more as a Rust string literal.
+        let src = assembled(r#"/o"u{t}\w.bin"#);
+        assert!(src.contains(r#"".incbin \"/o\\\"u{{t}}\\\\w.bin\"""#), "{src}");
+        assert!(src.contains(r#"include_bytes!("/o\"u{t}\\w.bin")"#), "{src}");
+        // A path the assembler cannot carry is included on every target.
+        let src = assembled("/o\nut/w.bin");
+        assert!(!src.contains("global_asm"), "{src}");
+        assert!(src.contains("include_bytes!"), "{src}");
     }
 }
