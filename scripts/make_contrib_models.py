@@ -69,6 +69,7 @@ def main():
     for name, graph, feeds, expected in transformer(rng):
         write_case(os.path.join(out, name), graph, feeds, expected)
     dynamic_lstm(out, rng)
+    matmul_nbits(os.path.join(out, "matmul_nbits"), rng)
     print(f"make_contrib_models: wrote {out}")
 
 def fused(out, rng):
@@ -235,6 +236,66 @@ def dynamic_lstm(out, rng):
     want = ort.InferenceSession(os.path.join(work, "dequantized.onnx"), providers=["CPUExecutionProvider"]).run(None, feeds)
     write_case(os.path.join(out, "dynamic_quantize_lstm"), q.graph, feeds, want)
     write_case(os.path.join(out, "dynamic_quantize_lstm_ort"), q.graph, feeds)
+
+
+
+def pack_nbits(q, bits):
+    """[rows, values] of unsigned `bits`-bit ints as MatMulNBits packs them per row: 8 bits a
+    byte each, 4 bits two to a byte, the even value in the low nibble (an odd count padded)."""
+    q = q.astype(np.uint8)
+    if bits == 8:
+        return q
+    if q.shape[1] % 2:
+        q = np.concatenate([q, np.zeros((q.shape[0], 1), np.uint8)], axis=1)
+    return (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
+
+
+def nbits_node(rng, name, a, k, n, bits, block, zero, bias):
+    """One MatMulNBits node on input `a` with random packed weights as initializers; `zero` is
+    "packed" (uint8), "float" or None (the default 2^(bits-1))."""
+    blocks = -(-k // block)
+    q = rng.integers(0, 1 << bits, size=(n, blocks * block))
+    b = pack_nbits(q, bits).reshape(n, blocks, block * bits // 8)
+    scales = (rng.random(n * blocks) * 0.05 + 0.005).astype(np.float32)
+    inits = [numpy_helper.from_array(b, f"{name}_b"), numpy_helper.from_array(scales, f"{name}_scales")]
+    ins = [a, f"{name}_b", f"{name}_scales"]
+    if zero == "packed":
+        z = pack_nbits(rng.integers(0, 1 << bits, size=(n, blocks)), bits).reshape(-1)
+        inits.append(numpy_helper.from_array(z, f"{name}_zp"))
+        ins.append(f"{name}_zp")
+    elif zero == "float":
+        inits.append(numpy_helper.from_array((rng.random(n * blocks) * (1 << bits)).astype(np.float32), f"{name}_zp"))
+        ins.append(f"{name}_zp")
+    elif bias:
+        ins.append("")
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), f"{name}_bias"))
+        ins += ["", f"{name}_bias"]
+    node = helper.make_node("MatMulNBits", ins, [name], domain="com.microsoft", K=k, N=n, bits=bits, block_size=block)
+    return node, inits
+
+
+def matmul_nbits(out, rng):
+    """MatMulNBits (onnxruntime-genai's int4 and int8 block-quantized weights): 4 bits with
+    packed zero points and a bias, a padded last block without zero points, float zero points,
+    and 8 bits; onnxruntime's outputs (accuracy_level 0: f32 arithmetic)."""
+    cases = [
+        ("q4_zp_bias", "x3", 96, 40, 4, 32, "packed", True),
+        ("q4_padded", "x1", 100, 24, 4, 16, None, False),
+        ("q4_float_zp", "x3", 96, 8, 4, 64, "float", False),
+        ("q8_zp", "x3", 96, 16, 8, 32, "packed", True),
+        ("q4_wide", "x2", 256, 64, 4, 128, "packed", False),
+    ]
+    inputs = {"x3": [2, 3, 96], "x1": [1, 100], "x2": [2, 256]}
+    nodes, inits, outs = [], [], []
+    for name, a, k, n, bits, block, zero, bias in cases:
+        node, i = nbits_node(rng, name, a, k, n, bits, block, zero, bias)
+        nodes.append(node)
+        inits += i
+        outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, inputs[a][:-1] + [n]))
+    g = helper.make_graph(nodes, "matmul_nbits", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in inputs.items()], outs, initializer=inits)
+    feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in inputs.items()}
+    write_case(out, g, feeds)
 
 
 if __name__ == "__main__":

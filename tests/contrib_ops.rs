@@ -5,7 +5,7 @@
 //! QLinearConcat, the com.microsoft (De)QuantizeLinear, BiasSplitGelu, MatMulIntegerToFloat,
 //! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask),
 //! EmbedLayerNormalization, RotaryEmbedding, SimplifiedLayerNormalization and
-//! DynamicQuantizeLSTM, through the interpreter and through generated code, against
+//! DynamicQuantizeLSTM, and MatMulNBits (int4 and int8 blocks, kept packed), through the interpreter and through generated code, against
 //! onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd and BiasSplitGelu, which
 //! onnxruntime only has for CUDA, against numpy).
 use burnc_compiler::Tensor;
@@ -79,6 +79,7 @@ fn contrib_ops_match_onnxruntime() {
         ("simplified_layer_norm", onnx_tests),
         ("dynamic_quantize_lstm", onnx_tests),
         ("dynamic_quantize_lstm_ort", (1e-2, 5e-2)),
+        ("matmul_nbits", onnx_tests),
     ];
     for (case, tol) in std::iter::once((dir.clone(), onnx_tests)).chain(cases.iter().map(|(c, tol)| (dir.join(c), *tol))) {
         check(&case, false, tol);

@@ -15,6 +15,7 @@ pub mod cumulative;
 pub mod gather;
 pub mod grid;
 pub mod loss;
+pub mod nbits;
 pub mod one_hot;
 pub mod pad;
 pub mod norm;
@@ -141,6 +142,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(recurrent::examples());
     v.extend(quant::examples());
     v.extend(one_hot::examples());
+    v.extend(nbits::examples());
     v
 }
 

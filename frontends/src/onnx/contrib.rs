@@ -107,6 +107,10 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         rotary(ctx, node, inputs)?;
         return Ok(true);
     }
+    if op == "MatMulNBits" {
+        matmul_nbits(ctx, node, inputs)?;
+        return Ok(true);
+    }
     if op == "EmbedLayerNormalization" {
         embed_layer_norm(ctx, node, inputs)?;
         return Ok(true);
@@ -637,5 +641,30 @@ fn rotary(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result
     }
     let op = Op::RotaryEmbedding { interleaved: a.i_or("interleaved", 0) != 0, rotary_embedding_dim, num_heads };
     let y = c.step(op, &[x, cos, sin, pos]);
+    c.finish(y)
+}
+
+/// MatMulNBits: the packed product op itself (`ops::nbits`), the weights staying packed in the
+/// blob. `accuracy_level` lets onnxruntime compute in lower precision; burnc always sums in
+/// f32, which every level allows.
+fn matmul_nbits(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
+    let attr = |name: &str| -> Result<usize, OnnxError> {
+        let v = a.i(name).ok_or_else(|| c.err(format!("attribute `{name}` is required")))?;
+        usize::try_from(v).map_err(|_| c.err(format!("attribute `{name}` = {v} must not be negative")))
+    };
+    let (k, n, block) = (attr("K")?, attr("N")?, attr("block_size")?);
+    let bits = u32::try_from(a.i_or("bits", 4)).map_err(|_| c.err("attribute `bits` is out of range"))?;
+    let op = burnc_compiler::ops::nbits::MatMulNBits::new(k, n, bits, block).map_err(|e| c.err(e))?;
+    c.input(0, "A")?;
+    c.input(1, "B")?;
+    c.input(2, "scales")?;
+    if inputs.get(4).copied().flatten().is_some() {
+        return Err(c.err("g_idx (act-order weights) is not supported"));
+    }
+    let ins: Vec<Option<ValueId>> = (0..6).map(|i| inputs.get(i).copied().flatten()).collect();
+    let name = c.ctx.fresh(&c.label);
+    let y = c.add(op.op(), ins, &[name])[0];
     c.finish(y)
 }

@@ -20,6 +20,7 @@ mod lanes;
 pub mod linear_attention;
 pub mod loss;
 pub mod ml;
+pub mod nbits;
 pub mod norm;
 pub mod packed;
 pub mod pad;
