@@ -5,7 +5,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="${PYTHON:-python3}"
-check='import onnx, onnxruntime, numpy, sys, importlib.metadata as m; sys.exit(0 if (onnx.__version__, onnxruntime.__version__, m.version("nvidia-cuda-nvrtc")) == ("1.23.2", "1.32.0", "13.0.88") else 1)'
+check='import onnx, onnxruntime, numpy, sys, importlib.metadata as m; sys.exit(0 if (onnx.__version__, onnxruntime.__version__, m.version("nvidia-cuda-nvrtc"), m.version("onnx-ir")) == ("1.23.2", "1.32.0", "13.0.88", "1.1.0") else 1)'
 if "$PY" -c "$check" >/dev/null 2>&1; then
     exit 0
 fi

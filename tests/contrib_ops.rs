@@ -64,6 +64,17 @@ fn contrib_ops_match_onnxruntime() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("contrib_ops");
     let status = Command::new("python3").arg(common::root().join("scripts/make_contrib_models.py")).arg(&dir).status().expect("run make_contrib_models.py");
     assert!(status.success(), "make_contrib_models.py failed");
+    // A decoder step with a KV cache whose MatMuls onnxruntime's own MatMulNBitsQuantizer
+    // turned into int4 and int8 blocks (scripts/make_decoder_model.py), small enough for a test.
+    for bits in ["4", "8"] {
+        let status = Command::new("python3")
+            .arg(common::root().join("scripts/make_decoder_model.py"))
+            .arg(dir.join(format!("decoder_q{bits}")))
+            .args(["--layers", "2", "--hidden", "128", "--heads", "4", "--ffn", "256", "--vocab", "512", "--past", "16", "--bits", bits, "--reference"])
+            .status()
+            .expect("run make_decoder_model.py");
+        assert!(status.success(), "make_decoder_model.py failed");
+    }
     // The ONNX tests' tolerance, but against onnxruntime's own DynamicQuantizeLSTM kernel
     // (which also rounds X and the hidden state to 8 bits) its quantization tests' one.
     let onnx_tests = (1e-3, 1e-5);
@@ -80,6 +91,8 @@ fn contrib_ops_match_onnxruntime() {
         ("dynamic_quantize_lstm", onnx_tests),
         ("dynamic_quantize_lstm_ort", (1e-2, 5e-2)),
         ("matmul_nbits", onnx_tests),
+        ("decoder_q4", onnx_tests),
+        ("decoder_q8", onnx_tests),
     ];
     for (case, tol) in std::iter::once((dir.clone(), onnx_tests)).chain(cases.iter().map(|(c, tol)| (dir.join(c), *tol))) {
         check(&case, false, tol);
