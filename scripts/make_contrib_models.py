@@ -70,6 +70,7 @@ def main():
         write_case(os.path.join(out, name), graph, feeds, expected)
     dynamic_lstm(out, rng)
     matmul_nbits(os.path.join(out, "matmul_nbits"), rng)
+    gather_block_quantized(os.path.join(out, "gather_block_quantized"), rng)
     print(f"make_contrib_models: wrote {out}")
 
 def fused(out, rng):
@@ -297,6 +298,59 @@ def matmul_nbits(out, rng):
     feeds = {k: rng.standard_normal(v).astype(np.float32) for k, v in inputs.items()}
     write_case(out, g, feeds)
 
+
+
+def gather_block_quantized(out, rng):
+    """GatherBlockQuantized as onnxruntime's MatMulNBitsQuantizer writes it for embedding
+    tables (op_types_to_quantize with Gather): uint4 with zero points (asymmetric) and int4
+    without (symmetric); and 8 bits (uint8 data, `bits` = 8), which the quantizer does not
+    write, by hand. One output per table, onnxruntime's outputs."""
+    import onnx_ir  # noqa: F401  (the quantizer needs it; fail here with its name if missing)
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    ids = np.array([[1, 5, 63], [0, 0, 7]], np.int64)
+    outs = []
+    for name, bits, symmetric in [("u4_zp", 4, False), ("i4_sym", 4, True)]:
+        table = numpy_helper.from_array(rng.standard_normal((64, 96)).astype(np.float32), f"{name}_table")
+        g = helper.make_graph([helper.make_node("Gather", [f"{name}_table", "ids"], [name])], name,
+                              [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3, 96])], initializer=[table])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+        q = MatMulNBitsQuantizer(m, bits=bits, block_size=32, is_symmetric=symmetric, op_types_to_quantize=("Gather",), quant_axes=(("Gather", 1),))
+        q.process()
+        outs.append(q.model.model.graph)
+    # One model: the three quantized tables side by side.
+    nodes = [n for g in outs for n in g.node]
+    inits = [i for g in outs for i in g.initializer]
+    assert [n.op_type for n in nodes] == ["GatherBlockQuantized"] * 2, [n.op_type for n in nodes]
+    inits += [numpy_helper.from_array(rng.integers(0, 256, (64, 96)).astype(np.uint8), "u8_data"),
+              numpy_helper.from_array((rng.random((64, 3)) * 0.02 + 0.001).astype(np.float32), "u8_scales"),
+              numpy_helper.from_array(rng.integers(0, 256, (64, 3)).astype(np.uint8), "u8_zp")]
+    nodes.append(helper.make_node("GatherBlockQuantized", ["u8_data", "ids", "u8_scales", "u8_zp"], ["u8_out"], domain="com.microsoft", bits=8, block_size=32, gather_axis=0, quantize_axis=1))
+    outs.append(helper.make_graph([], "u8", [], [helper.make_tensor_value_info("u8_out", TensorProto.FLOAT, [2, 3, 96])]))
+    g = helper.make_graph(nodes, "gather_block_quantized", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])],
+                          [o for g in outs for o in g.output], initializer=inits)
+    write_gbq(out, g, ids)
+    # The same tables without zero points (uint4 centred on 0, uint8 on 128).
+    for n in g.node:
+        del n.input[3:]
+    del g.initializer[:]
+    g.initializer.extend(i for i in inits if "zero" not in i.name and i.name != "u8_zp")
+    write_gbq(out + "_default_zero", g, ids)
+
+
+def write_gbq(out, g, ids):
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]), path)
+    feeds = {"ids": ids}
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for i, (k, v) in enumerate(feeds.items()):
+        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, k).SerializeToString())
+    for i, v in enumerate(expected):
+        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v).SerializeToString())
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,8 @@
 //! QLinearConcat, the com.microsoft (De)QuantizeLinear, BiasSplitGelu, MatMulIntegerToFloat,
 //! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask),
 //! EmbedLayerNormalization, RotaryEmbedding, SimplifiedLayerNormalization and
-//! DynamicQuantizeLSTM, and MatMulNBits (int4 and int8 blocks, kept packed), through the interpreter and through generated code, against
+//! DynamicQuantizeLSTM, MatMulNBits (int4 and int8 blocks, kept packed) and
+//! GatherBlockQuantized, through the interpreter and through generated code, against
 //! onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd and BiasSplitGelu, which
 //! onnxruntime only has for CUDA, against numpy).
 use burnc_compiler::Tensor;
@@ -91,6 +92,8 @@ fn contrib_ops_match_onnxruntime() {
         ("dynamic_quantize_lstm", onnx_tests),
         ("dynamic_quantize_lstm_ort", (1e-2, 5e-2)),
         ("matmul_nbits", onnx_tests),
+        ("gather_block_quantized", onnx_tests),
+        ("gather_block_quantized_default_zero", onnx_tests),
         ("decoder_q4", onnx_tests),
         ("decoder_q8", onnx_tests),
     ];

@@ -107,6 +107,10 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         rotary(ctx, node, inputs)?;
         return Ok(true);
     }
+    if op == "GatherBlockQuantized" {
+        gather_block_quantized(ctx, node, inputs)?;
+        return Ok(true);
+    }
     if op == "MatMulNBits" {
         matmul_nbits(ctx, node, inputs)?;
         return Ok(true);
@@ -666,5 +670,57 @@ fn matmul_nbits(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> 
     let ins: Vec<Option<ValueId>> = (0..6).map(|i| inputs.get(i).copied().flatten()).collect();
     let name = c.ctx.fresh(&c.label);
     let y = c.add(op.op(), ins, &[name])[0];
+    c.finish(y)
+}
+
+/// GatherBlockQuantized (embedding tables in 4- or 8-bit blocks): the rows gathered while still
+/// quantized, their scales and zero points gathered alike, then the standard blocked
+/// DequantizeLinear along the quantized axis, which is its definition. Only the rows a step
+/// reads are ever dequantized; the table stays quantized in the blob.
+fn gather_block_quantized(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    use burnc_compiler::ir::DType;
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
+    let (data, ids, scales) = (c.input(0, "data")?, c.input(1, "indices")?, c.input(2, "scales")?);
+    let zero = inputs.get(3).copied().flatten();
+    let ty = |c: &Chain, v: ValueId| c.ctx.graph.tensor_type(v).map(|t| t.dtype);
+    let bits = a.i_or("bits", 4);
+    match (ty(&c, data), bits) {
+        (Some(DType::U4 | DType::I4), 4) | (Some(DType::U8), 8) => {}
+        (Some(DType::U8), 4) => return Err(c.err("uint8 data with two 4-bit values per byte is not supported (int4/uint4 data is)")),
+        (t, b) => return Err(c.err(format!("data of type {} with bits = {b} is not supported", t.map_or("unknown".to_string(), |t| t.to_string())))),
+    }
+    let block = a.i_or("block_size", 128);
+    if block < 16 || (block & (block - 1)) != 0 {
+        return Err(c.err(format!("block_size {block} must be a power of two, at least 16")));
+    }
+    let rank = c.dims(data, "data")?.len() as i64;
+    let ids_rank = c.dims(ids, "indices")?.len() as i64;
+    let norm = |v: i64| if v < 0 { v + rank } else { v };
+    let (g, q) = (norm(a.i_or("gather_axis", 0)), norm(a.i_or("quantize_axis", 1)));
+    if !(0..rank).contains(&g) || !(0..rank).contains(&q) {
+        return Err(c.err(format!("gather_axis {g} or quantize_axis {q} out of range for rank {rank}")));
+    }
+    if g == q {
+        return Err(c.err("gathering along the quantized axis is not supported"));
+    }
+    // Without zero points uint8 values are centred on 128 (onnxruntime's kernel); 4-bit ones
+    // on 0.
+    let zero = match (zero, ty(&c, data)) {
+        (None, Some(DType::U8)) => {
+            let dims = c.dims(scales, "scales")?;
+            let n = dims.iter().product();
+            Some(c.ctx.constant(&c.label, Tensor::new(dims, burnc_compiler::tensor::Data::U8(vec![128; n]))))
+        }
+        (z, _) => z,
+    };
+    let rows = c.step(Op::Gather { axis: g }, &[data, ids]);
+    let row_scales = c.step(Op::Gather { axis: g }, &[scales, ids]);
+    let row_zero = zero.map(|z| c.step(Op::Gather { axis: g }, &[z, ids]));
+    // The quantized axis in the gathered tensor: the indices' dims replace the gathered one.
+    let axis = if q > g { q + ids_rank - 1 } else { q };
+    let deq = burnc_compiler::ops::quant::Dequantize { axis, block_size: block as usize, output_dtype: None };
+    let name = c.ctx.fresh(&c.label);
+    let y = c.add(deq.op(), vec![Some(rows), Some(row_scales), row_zero], &[name])[0];
     c.finish(y)
 }
