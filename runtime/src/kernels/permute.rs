@@ -40,6 +40,15 @@ pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T])
     let rank = r;
     let mut idx = [0usize; 16];
     let mut off = 0usize;
+    #[cfg(target_arch = "x86_64")]
+    if core::mem::size_of::<T>() == 4 && rank >= 2 && st[rank - 1] != 1 && st[rank - 2] == 1 && super::has_avx2() {
+        let n: usize = shape.iter().product();
+        assert!(x.len() >= n && out.len() == n, "permute: buffers do not hold the shape");
+        // SAFETY: T is 4 bytes and Copy, so its values move as u32 bits; the CPU has AVX2; every
+        // index the plane walk makes is below the shape's element count (asserted above).
+        unsafe { transpose_planes_avx2(x.as_ptr() as *const f32, x.len(), &dims[..rank], &st[..rank], out.as_mut_ptr() as *mut f32, out.len()) };
+        return;
+    }
     let inner = dims[rank - 1];
     let inner_stride = st[rank - 1];
     let mut pos = 0;
@@ -53,6 +62,85 @@ pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T])
         }
         pos += inner;
         let mut d = rank - 1;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            off += st[d];
+            if idx[d] < dims[d] {
+                break;
+            }
+            off -= st[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/// The permutation of 4-byte values when its two innermost (merged) output axes are a plain
+/// transpose (attention's keys, [.., n, d] → [.., d, n]): the next-to-last output axis reads the
+/// input's contiguous one, the last a strided one. Each plane goes in 8×8 tiles through AVX2
+/// registers (eight row loads, a register transpose, eight row stores) instead of one strided
+/// load per element; the edges element by element. Values move as bits (shuffles only).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose_planes_avx2(x: *const f32, xlen: usize, dims: &[usize], st: &[usize], out: *mut f32, olen: usize) {
+    use core::arch::x86_64::*;
+    let rank = dims.len();
+    let (rows, cols, s) = (dims[rank - 2], dims[rank - 1], st[rank - 1]);
+    let plane = rows * cols;
+    let mut idx = [0usize; 16];
+    let (mut off, mut pos) = (0usize, 0usize);
+    while pos < olen {
+        // Plane: out[pos + a·cols + b] = x[off + a + b·s], a < rows, b < cols; the caller's
+        // shape bounds every such index inside x (xlen) and out (olen).
+        debug_assert!(off + (rows - 1) + (cols - 1) * s < xlen && pos + plane <= olen);
+        let (r8, c8) = (rows / 8 * 8, cols / 8 * 8);
+        for a0 in (0..r8).step_by(8) {
+            for b0 in (0..c8).step_by(8) {
+                let p = x.add(off + a0 + b0 * s);
+                let r: [__m256; 8] = core::array::from_fn(|i| _mm256_loadu_ps(p.add(i * s)));
+                let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+                let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+                let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+                let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+                let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+                let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+                let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+                let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+                let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+                let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+                let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+                let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+                let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+                let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+                let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+                let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+                let c = [
+                    _mm256_permute2f128_ps::<0x20>(u0, u4),
+                    _mm256_permute2f128_ps::<0x20>(u1, u5),
+                    _mm256_permute2f128_ps::<0x20>(u2, u6),
+                    _mm256_permute2f128_ps::<0x20>(u3, u7),
+                    _mm256_permute2f128_ps::<0x31>(u0, u4),
+                    _mm256_permute2f128_ps::<0x31>(u1, u5),
+                    _mm256_permute2f128_ps::<0x31>(u2, u6),
+                    _mm256_permute2f128_ps::<0x31>(u3, u7),
+                ];
+                let q = out.add(pos + a0 * cols + b0);
+                for (j, v) in c.iter().enumerate() {
+                    _mm256_storeu_ps(q.add(j * cols), *v);
+                }
+            }
+        }
+        // The edges: columns past the last whole tile for every row, rows past the last whole
+        // tile for the tiled columns.
+        for a in 0..rows {
+            let from = if a < r8 { c8 } else { 0 };
+            for b in from..cols {
+                *out.add(pos + a * cols + b) = *x.add(off + a + b * s);
+            }
+        }
+        pos += plane;
+        // The next plane: an odometer over the outer axes.
+        let mut d = rank - 2;
         while d > 0 {
             d -= 1;
             idx[d] += 1;
@@ -95,7 +183,10 @@ mod tests {
 
     #[test]
     fn permute_matches_naive() {
-        let cases: [(&[usize], &[usize]); 10] = [
+        let cases: [(&[usize], &[usize]); 13] = [
+            (&[2, 8, 129, 64], &[0, 1, 3, 2]),
+            (&[16, 24], &[1, 0]),
+            (&[3, 9, 17, 5], &[0, 3, 1, 2]),
             (&[1, 8, 37, 20], &[0, 1, 3, 2]),
             (&[3, 2, 5, 4], &[1, 0, 3, 2]),
             (&[40, 33], &[1, 0]),
