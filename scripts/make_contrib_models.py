@@ -37,12 +37,12 @@ def model():
     return g
 
 
-def write_case(out, graph, feeds, expected=None):
+def write_case(out, graph, feeds, expected=None, opset=17):
     """OUT/model.onnx (`graph`, with the com.microsoft opset), OUT/input_<i>.pb from `feeds`
     and OUT/output_<i>.pb: `expected`, else onnxruntime's outputs."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "model.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]), path)
     if expected is None:
         expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
     for i, (k, v) in enumerate(feeds.items()):
@@ -330,27 +330,14 @@ def gather_block_quantized(out, rng):
     outs.append(helper.make_graph([], "u8", [], [helper.make_tensor_value_info("u8_out", TensorProto.FLOAT, [2, 3, 96])]))
     g = helper.make_graph(nodes, "gather_block_quantized", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])],
                           [o for g in outs for o in g.output], initializer=inits)
-    write_gbq(out, g, ids)
+    write_case(out, g, {"ids": ids}, opset=21)
     # The same tables without zero points (uint4 centred on 0, uint8 on 128).
     for n in g.node:
         del n.input[3:]
     del g.initializer[:]
     g.initializer.extend(i for i in inits if "zero" not in i.name and i.name != "u8_zp")
-    write_gbq(out + "_default_zero", g, ids)
+    write_case(out + "_default_zero", g, {"ids": ids}, opset=21)
 
-
-def write_gbq(out, g, ids):
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "model.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)]), path)
-    feeds = {"ids": ids}
-    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    for i, (k, v) in enumerate(feeds.items()):
-        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v, k).SerializeToString())
-    for i, v in enumerate(expected):
-        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v).SerializeToString())
 
 if __name__ == "__main__":
     main()

@@ -114,21 +114,8 @@ pub fn would_split(m: usize, k: usize, n: usize) -> bool {
 #[cfg(feature = "std")]
 const PARALLEL_MACS: usize = 1 << 20;
 
-/// A pointer that may cross threads: each task writes its own disjoint block of C.
 #[cfg(feature = "std")]
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-#[cfg(feature = "std")]
-unsafe impl Send for SendPtr {}
-#[cfg(feature = "std")]
-unsafe impl Sync for SendPtr {}
-#[cfg(feature = "std")]
-impl SendPtr {
-    /// Through a method, so closures capture the whole (Sync) wrapper, not the raw pointer.
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-}
+use super::SendPtr;
 
 /// [`sgemm`] split into blocks of rows of C (or of columns, for few rows), one per task of the
 /// thread pool. Bounds were checked by the caller.

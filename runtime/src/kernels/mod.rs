@@ -40,6 +40,26 @@ pub mod unpool;
 pub mod window;
 pub mod winograd;
 
+/// A pointer that pool tasks may share: each task writes its own disjoint part of the buffer
+/// it points to (see each call site's SAFETY note).
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr(pub(crate) *mut f32);
+// SAFETY: only used to hand disjoint parts of one buffer to pool tasks.
+unsafe impl Send for SendPtr {}
+unsafe impl Sync for SendPtr {}
+impl SendPtr {
+    /// Through a method, so closures capture the whole (Sync) wrapper, not the raw pointer.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    pub(crate) fn get(self) -> *mut f32 {
+        self.0
+    }
+
+    /// The pointer `i` elements on.
+    pub(crate) fn at(self, i: usize) -> *mut f32 {
+        self.0.wrapping_add(i)
+    }
+}
+
 /// Whether the CPU has AVX2: detected at run time under std, the build's target otherwise.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_avx2() -> bool {

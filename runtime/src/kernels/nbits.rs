@@ -110,7 +110,7 @@ fn rows(w: &NBits, lanes: &[f32], sums: &[f32], out: &mut [f32], bias: Option<&[
         let threads = crate::pool::threads();
         if threads > 1 && w.n * w.k >= PARALLEL_WEIGHTS && w.n >= 2 * threads {
             let per = w.n.div_ceil(2 * threads);
-            let op = OutPtr(out.as_mut_ptr());
+            let op = super::SendPtr(out.as_mut_ptr());
             crate::pool::parallel_for(w.n.div_ceil(per), &|t| {
                 let (lo, hi) = (t * per, ((t + 1) * per).min(w.n));
                 // SAFETY: tasks write disjoint ranges [lo, hi) of `out`, which holds n
@@ -127,20 +127,6 @@ fn rows(w: &NBits, lanes: &[f32], sums: &[f32], out: &mut [f32], bias: Option<&[
 /// Weights (n · k) below which one product stays on one thread.
 #[cfg(feature = "std")]
 const PARALLEL_WEIGHTS: usize = 1 << 16;
-
-#[cfg(feature = "std")]
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-#[cfg(feature = "std")]
-unsafe impl Send for OutPtr {}
-#[cfg(feature = "std")]
-unsafe impl Sync for OutPtr {}
-#[cfg(feature = "std")]
-impl OutPtr {
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-}
 
 /// Outputs `first .. first + out.len()` of one row.
 fn span(w: &NBits, lanes: &[f32], sums: &[f32], first: usize, out: &mut [f32], bias: Option<&[f32]>) {

@@ -61,18 +61,25 @@ pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T])
             }
         }
         pos += inner;
-        let mut d = rank - 1;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            off += st[d];
-            if idx[d] < dims[d] {
-                break;
-            }
-            off -= st[d] * dims[d];
-            idx[d] = 0;
-        }
+        off = advance(&mut idx, off, &dims[..rank - 1], &st[..rank - 1]);
     }
+}
+
+/// The input offset after one step of an odometer over `dims` (last axis fastest), each
+/// axis' input stride in `st`; `idx` holds the position and wraps to zeros at the end.
+fn advance(idx: &mut [usize; 16], mut off: usize, dims: &[usize], st: &[usize]) -> usize {
+    let mut d = dims.len();
+    while d > 0 {
+        d -= 1;
+        idx[d] += 1;
+        off += st[d];
+        if idx[d] < dims[d] {
+            break;
+        }
+        off -= st[d] * dims[d];
+        idx[d] = 0;
+    }
+    off
 }
 
 /// The permutation of 4-byte values when its two innermost (merged) output axes are a plain
@@ -139,18 +146,7 @@ unsafe fn transpose_planes_avx2(x: *const f32, xlen: usize, dims: &[usize], st: 
             }
         }
         pos += plane;
-        // The next plane: an odometer over the outer axes.
-        let mut d = rank - 2;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            off += st[d];
-            if idx[d] < dims[d] {
-                break;
-            }
-            off -= st[d] * dims[d];
-            idx[d] = 0;
-        }
+        off = advance(&mut idx, off, &dims[..rank - 2], &st[..rank - 2]);
     }
 }
 

@@ -272,18 +272,7 @@ fn output_tiles(mc: &[f32], g: &Tiling, ty: usize, tx0: usize, n: usize, out: &m
     }
 }
 
-/// A pointer tasks may share (each writes its own part of what it points to).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut f32);
-// SAFETY: used only to hand disjoint parts of one buffer to pool tasks (see the call sites).
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-impl SendPtr {
-    /// Through a method, so closures capture the `SendPtr`, not its raw field.
-    fn at(self, i: usize) -> *mut f32 {
-        self.0.wrapping_add(i)
-    }
-}
+use super::SendPtr;
 
 /// Parts [`split`] makes of `n` items.
 fn split_tasks(n: usize) -> usize {
