@@ -235,6 +235,7 @@ def bench_model(model, args, burnc, tract_ok, tmp):
         try:
             b2 = Burnc(burnc, model, feeds, tmp / f"w{abs(hash(str(model)))}-mt", args.threads)
             runners["burnc-mt"] = lambda: b2.median(args.iters, args.warmup)
+            row["mt_diff"] = max_abs_diff(b2.outputs(ref), ref)
         except (RuntimeError, subprocess.CalledProcessError) as e:
             print(f"   burnc --threads {args.threads} failed: {e}", file=sys.stderr)
     for name in ("ort-1t", "ort-2t"):
@@ -342,6 +343,9 @@ def main():
         mt = [r["burnc-mt"] / r["ort-2t"] for r in rows if r.get("burnc-mt") and r.get("ort-2t")]
         print(f"burnc with {args.threads} threads / ort-2t: " + ", ".join(f"{r['model']} {r['burnc-mt'] / r['ort-2t']:.2f}" for r in rows if r.get("burnc-mt") and r.get("ort-2t"))
               + (f"; geomean {geomean(mt):.2f}" if mt else ""))
+    if any("mt_diff" in r for r in rows):
+        diffs = ", ".join(f"{r['model']} {diff_str(r['mt_diff'])}" for r in rows if "mt_diff" in r)
+        print(f"burnc-mt max|d| vs ort (rel.): {diffs}")
     if tract_ok:
         diffs = ", ".join(f"{r['model']} {diff_str(r['tract_diff'])}" for r in rows if "tract_diff" in r)
         print(f"\ntract max|d| vs ort (rel.): {diffs}")
