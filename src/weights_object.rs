@@ -51,12 +51,7 @@ pub fn format_for(triple: &str) -> Option<(BinaryFormat, Architecture, Endiannes
     Some((format, arch, endian, flags))
 }
 
-/// The symbol of module `name`'s weights in package `package`: unique per package and module,
-/// and a C identifier.
-pub fn symbol(package: &str, name: &str) -> String {
-    let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
-    format!("burnc_weights_{}_{}", clean(package), clean(name))
-}
+pub use burnc_compiler::codegen::weights::symbol;
 
 /// [`write_archive`] of the blob burnc wrote to `bin` beside the module, for `link`'s library
 /// and symbol.

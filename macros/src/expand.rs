@@ -310,6 +310,5 @@ fn compile(input: &ImplInput, layers: &[Layer], defs: &Defs, opts: &Options, t0:
 
 /// The blob's symbol: the package, module and cache key make it unique in a link.
 fn weights_symbol(module: &str, key: &str) -> String {
-    let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
-    format!("burnc_weights_{}_{}_{key}", clean(&std::env::var("CARGO_PKG_NAME").unwrap_or_default()), clean(module))
+    codegen::weights::symbol(&std::env::var("CARGO_PKG_NAME").unwrap_or_default(), &format!("{module}_{key}"))
 }

@@ -6,6 +6,13 @@ use std::collections::HashMap;
 
 pub const ALIGN: usize = 64;
 
+/// The symbol of module `name`'s weights in package `package`: unique per package and module,
+/// and a C identifier.
+pub fn symbol(package: &str, name: &str) -> String {
+    let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
+    format!("burnc_weights_{}_{}", clean(package), clean(name))
+}
+
 /// The module's `WEIGHTS` static (`WEIGHTS_BYTES` bytes, 64-byte aligned): the blob embedded
 /// with `include_bytes!`, or, with [`super::LinkedWeights`], an extern static the linker
 /// resolves from the static library burnc wrote beside the module or from the blob the module
