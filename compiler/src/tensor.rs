@@ -22,6 +22,8 @@ pub enum Data {
     /// A small type (float8, float4, 4- and 2-bit ints; `DType::is_small`), raw bits, one
     /// element per byte.
     F8(DType, Vec<u8>),
+    /// UTF-8 text (`DType::Str`). Macros over the numeric variants send it to their `f8` arm.
+    Str(Vec<String>),
 }
 
 /// Run `$body` with `$v` bound to the typed `Vec` of any non-f8 variant; f8 runs `$f8`.
@@ -42,7 +44,7 @@ macro_rules! with_data {
             $crate::tensor::Data::U32($v) => $body,
             $crate::tensor::Data::U64($v) => $body,
             $crate::tensor::Data::Bool($v) => $body,
-            $crate::tensor::Data::F8(..) => $f8,
+            $crate::tensor::Data::F8(..) | $crate::tensor::Data::Str(..) => $f8,
         }
     };
 }
@@ -65,7 +67,7 @@ macro_rules! map_data {
             $crate::tensor::Data::U32($v) => $crate::tensor::Data::U32($body),
             $crate::tensor::Data::U64($v) => $crate::tensor::Data::U64($body),
             $crate::tensor::Data::Bool($v) => $crate::tensor::Data::Bool($body),
-            $crate::tensor::Data::F8(..) => $f8,
+            $crate::tensor::Data::F8(..) | $crate::tensor::Data::Str(..) => $f8,
         }
     };
 }
@@ -101,11 +103,12 @@ impl Data {
             Data::U64(_) => DType::U64,
             Data::Bool(_) => DType::Bool,
             Data::F8(d, _) => *d,
+            Data::Str(_) => DType::Str,
         }
     }
 
     pub fn len(&self) -> usize {
-        with_data!(self, v => v.len(), f8 => match self { Data::F8(_, v) => v.len(), _ => 0 })
+        with_data!(self, v => v.len(), f8 => match self { Data::F8(_, v) => v.len(), Data::Str(v) => v.len(), _ => 0 })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -128,12 +131,16 @@ impl Data {
             DType::U32 => Data::U32(vec![0; n]),
             DType::U64 => Data::U64(vec![0; n]),
             DType::Bool => Data::Bool(vec![false; n]),
+            DType::Str => Data::Str(vec![String::new(); n]),
             d => Data::F8(d, vec![0; n]),
         }
     }
 
     /// Decode `n` elements from packed little-endian bytes (sub-byte types low bits first).
     pub fn from_packed(dtype: DType, bytes: &[u8], n: usize) -> Option<Data> {
+        if dtype == DType::Str {
+            return decode_strings(bytes).filter(|v| v.len() == n).map(Data::Str);
+        }
         let bits = dtype.bits();
         if bits >= 8 {
             return Data::from_le_bytes(dtype, bytes).filter(|d| d.len() == n);
@@ -165,6 +172,9 @@ impl Data {
     /// Decode little-endian bytes (ONNX raw_data, .npy payloads). `None` when the length is
     /// not a multiple of the element size.
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Option<Data> {
+        if dtype == DType::Str {
+            return decode_strings(bytes).map(Data::Str);
+        }
         let size = dtype.size();
         if !bytes.len().is_multiple_of(size) {
             return None;
@@ -192,7 +202,7 @@ impl Data {
         })
     }
 
-    /// Little-endian bytes of the elements.
+    /// Little-endian bytes of the elements (strings: their packed form, `encode_strings`).
     pub fn to_le_bytes(&self) -> Vec<u8> {
         macro_rules! enc {
             ($v:expr) => {
@@ -214,8 +224,33 @@ impl Data {
             Data::U64(v) => enc!(v),
             Data::Bool(v) => v.iter().map(|&b| b as u8).collect(),
             Data::F8(_, v) => v.clone(),
+            Data::Str(v) => encode_strings(v),
         }
     }
+}
+
+/// Strings as bytes (the weights blob, test files): each a `u32` little-endian byte length
+/// followed by its UTF-8 bytes.
+pub fn encode_strings(v: &[String]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.iter().map(|s| s.len() + 4).sum());
+    for s in v {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+/// The inverse of [`encode_strings`]; `None` when a length runs past the end or a string is
+/// not UTF-8.
+pub fn decode_strings(mut b: &[u8]) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+        let text = b.get(4..4usize.checked_add(len)?)?;
+        out.push(String::from_utf8(text.to_vec()).ok()?);
+        b = &b[4 + len..];
+    }
+    Some(out)
 }
 
 /// Numbers that have a little-endian byte form (every element type but bool and the 8-bit floats).

@@ -24,6 +24,8 @@ pub mod nn;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub mod plain;
 pub mod small;
+#[cfg(feature = "strings")]
+pub mod strings;
 pub mod train;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;

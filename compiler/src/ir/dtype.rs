@@ -29,10 +29,14 @@ pub enum DType {
     I4,
     U2,
     I2,
+    /// UTF-8 text, one string per element. In memory a string tensor holds handles (pointer
+    /// and length, `DType::size` bytes each) to text kept elsewhere; files and the weights
+    /// blob hold it length-prefixed (`Data::to_packed`).
+    Str,
 }
 
 impl DType {
-    pub const ALL: [DType; 23] = [
+    pub const ALL: [DType; 24] = [
         DType::F32,
         DType::F64,
         DType::F16,
@@ -56,6 +60,7 @@ impl DType {
         DType::I4,
         DType::U2,
         DType::I2,
+        DType::Str,
     ];
 
     /// Bits per element as stored in files (sub-byte types are packed there; in memory every
@@ -64,6 +69,8 @@ impl DType {
         match self {
             DType::U4 | DType::I4 | DType::F4E2M1 => 4,
             DType::U2 | DType::I2 => 2,
+            // Variable length: `packed_bytes` does not apply (see `Data::to_packed`).
+            DType::Str => 0,
             d => d.size() * 8,
         }
     }
@@ -94,6 +101,8 @@ impl DType {
     /// Bytes per element in memory.
     pub fn size(self) -> usize {
         match self {
+            // A handle: pointer and length, padded to 16 bytes on every target.
+            DType::Str => 16,
             DType::F64 | DType::I64 | DType::U64 => 8,
             DType::F32 | DType::I32 | DType::U32 => 4,
             DType::F16 | DType::BF16 | DType::I16 | DType::U16 => 2,
@@ -155,6 +164,7 @@ impl DType {
             DType::F8E8M0 => 24,
             DType::U2 => 25,
             DType::I2 => 26,
+            DType::Str => 8,
         }
     }
 
@@ -187,6 +197,7 @@ impl DType {
             DType::I4 => "i4",
             DType::U2 => "u2",
             DType::I2 => "i2",
+            DType::Str => "string",
         }
     }
 }
@@ -201,7 +212,6 @@ impl fmt::Display for DType {
 pub fn onnx_code_name(code: i32) -> &'static str {
     match code {
         0 => "UNDEFINED",
-        8 => "STRING",
         14 => "COMPLEX64",
         15 => "COMPLEX128",
         _ => match DType::from_onnx_code(code) {

@@ -249,6 +249,16 @@ impl<'a> EmitCx<'a> {
         self.size(&prod)
     }
 
+    /// Store bytes in the weights blob (64-byte aligned); returns their offset.
+    pub fn blob(&self, bytes: &[u8]) -> usize {
+        self.cx.weights.borrow_mut().push_table(bytes)
+    }
+
+    /// Store an `i64` table in the weights blob; returns an expression of type `&[i64]`.
+    pub fn table_i64(&self, v: &[i64]) -> String {
+        self.cx.table_i64(v)
+    }
+
     /// `&[T]` over `v`.
     pub fn read(&self, v: ValueId) -> Result<String, CodegenError> {
         match self.bounded {

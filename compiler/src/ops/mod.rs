@@ -24,8 +24,10 @@ mod cx;
 pub mod quant;
 pub mod recurrent;
 pub mod reduce;
+mod regex;
 pub mod select;
 pub mod split;
+pub mod strings;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
@@ -143,6 +145,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(quant::examples());
     v.extend(one_hot::examples());
     v.extend(nbits::examples());
+    v.extend(strings::examples());
     v
 }
 

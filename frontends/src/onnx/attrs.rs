@@ -31,6 +31,10 @@ impl<'a> Attrs<'a> {
     pub fn ints(&self, name: &str) -> Option<Vec<i64>> {
         self.get(name).map(|a| a.ints.clone())
     }
+    /// A list of strings; `Err(index)` names the first one that is not UTF-8.
+    pub fn strings(&self, name: &str) -> Option<Result<Vec<String>, usize>> {
+        self.get(name).map(|a| a.strings.iter().enumerate().map(|(i, b)| String::from_utf8(b.to_vec()).map_err(|_| i)).collect())
+    }
     pub fn floats(&self, name: &str) -> Option<Vec<f32>> {
         self.get(name).map(|a| a.floats.clone())
     }

@@ -528,6 +528,30 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "Range" => Some(Op::Range),
         "NonZero" => Some(Op::NonZero),
+        "StringConcat" => Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::StringConcat)),
+        "StringNormalizer" => {
+            use burnc_compiler::ops::strings::Case;
+            let case = match a.s_or("case_change_action", "NONE").as_str() {
+                "NONE" => Case::Keep,
+                "LOWER" => Case::Lower,
+                "UPPER" => Case::Upper,
+                c => return Err(n.err(format!("unknown case_change_action `{c}`"))),
+            };
+            let stopwords = a.strings("stopwords").unwrap_or(Ok(vec![])).map_err(|i| n.err(format!("stopwords[{i}] is not UTF-8")))?;
+            let case_sensitive = a.i_or("is_case_sensitive", 0) != 0;
+            Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::StringNormalizer { case, case_sensitive, stopwords }))
+        }
+        "StringSplit" => {
+            let maxsplit = match a.i("maxsplit") {
+                Some(m) => Some(usize::try_from(m).map_err(|_| n.err(format!("maxsplit {m} is negative")))?),
+                None => None,
+            };
+            Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::StringSplit { delimiter: a.s("delimiter"), maxsplit }))
+        }
+        "RegexFullMatch" => {
+            let pattern = a.s("pattern").ok_or_else(|| n.err("missing attribute `pattern`"))?;
+            Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::RegexFullMatch::new(&pattern).map_err(|e| n.err(e))?))
+        }
         "Trilu" => Some(burnc_compiler::ops::select::Trilu { upper: a.i_or("upper", 1) != 0 }.op()),
         "DepthToSpace" => Some(Op::DepthToSpace {
             blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,

@@ -76,8 +76,55 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, opset: i64) -> Result<(), OnnxErro
             l.add(ctx, Op::TreeEnsemble(Box::new(attrs)), &[Some(x)], true)?;
             Ok(())
         }
+        "LabelEncoder" => {
+            let x = l.input(ctx, 0)?;
+            let op = label_encoder(&l, &a, ctx)?;
+            l.add(ctx, burnc_compiler::ops::strings::op(op), &[Some(x)], true)?;
+            Ok(())
+        }
         other => Err(OnnxError::UnsupportedOp { node: l.label.clone(), op: other.into(), domain: "ai.onnx.ml".into(), opset }),
     }
+}
+
+/// LabelEncoder's keys, values and default from whichever attributes the opset names them by
+/// (`keys_strings`/`keys_int64s`/`keys_floats`/`keys_tensor`, the same for values, and
+/// `default_*`, whose default is "_Unused", -1 or -0.0 by the values' type).
+fn label_encoder(l: &L, a: &Attrs, ctx: &Ctx) -> Result<burnc_compiler::ops::strings::LabelEncoder, OnnxError> {
+    use burnc_compiler::{Data, Tensor};
+    let list = |side: &str| -> Result<Option<Tensor>, OnnxError> {
+        let strings = a.strings(&format!("{side}_strings")).filter(|v| !matches!(v, Ok(v) if v.is_empty()));
+        if let Some(v) = strings {
+            let v = v.map_err(|i| l.err(format!("{side}_strings[{i}] is not UTF-8")))?;
+            return Ok(Some(Tensor::new(vec![v.len()], Data::Str(v))));
+        }
+        if let Some(v) = a.ints(&format!("{side}_int64s")).filter(|v| !v.is_empty()) {
+            return Ok(Some(Tensor::from_i64s(vec![v.len()], v)));
+        }
+        if let Some(v) = a.floats(&format!("{side}_floats")).filter(|v| !v.is_empty()) {
+            return Ok(Some(Tensor::from_f32s(vec![v.len()], v)));
+        }
+        match a.t(&format!("{side}_tensor")) {
+            Some(t) => {
+                let t = tensor::to_tensor(t, ctx.model_dir)?;
+                Ok(Some(Tensor::new(vec![t.numel()], t.data)))
+            }
+            None => Ok(None),
+        }
+    };
+    let keys = list("keys")?.ok_or_else(|| l.err("no keys (keys_strings, keys_int64s, keys_floats or keys_tensor)"))?;
+    let values = list("values")?.ok_or_else(|| l.err("no values (values_strings, values_int64s, values_floats or values_tensor)"))?;
+    let default = if let Some(t) = a.t("default_tensor") {
+        let t = tensor::to_tensor(t, ctx.model_dir)?;
+        Tensor::new(vec![], t.data)
+    } else {
+        match values.dtype() {
+            burnc_compiler::ir::DType::Str => Tensor::new(vec![], Data::Str(vec![a.s("default_string").unwrap_or_else(|| "_Unused".into())])),
+            burnc_compiler::ir::DType::I64 => Tensor::from_i64s(vec![], vec![a.i_or("default_int64", -1)]),
+            burnc_compiler::ir::DType::F32 => Tensor::from_f32s(vec![], vec![a.f_or("default_float", -0.0)]),
+            d => Tensor::new(vec![], Data::zeros(d, 1)),
+        }
+    };
+    burnc_compiler::ops::strings::LabelEncoder::new(keys, values, default).map_err(|e| l.err(e))
 }
 
 /// TfIdfVectorizer (default domain), integer pools only.

@@ -39,6 +39,9 @@ pub fn to_param(t: &TensorProto, model_dir: Option<&Path>) -> Result<Param, Onnx
     let dtype = tensor_dtype(t)?;
     let shape = tensor_shape(t)?;
     let n = checked_numel(t.name(), &shape)?;
+    if dtype == DType::Str {
+        return Ok(Param { dtype, shape, bytes: Bytes::from(strings(t, n)?.to_packed()) });
+    }
     let bytes = if t.data_location == Some(1) {
         read_external(t, model_dir)?
     } else if let Some(raw) = &t.raw_data {
@@ -59,6 +62,22 @@ pub fn to_param(t: &TensorProto, model_dir: Option<&Path>) -> Result<Param, Onnx
 pub fn to_tensor(t: &TensorProto, model_dir: Option<&Path>) -> Result<Tensor, OnnxError> {
     let p = to_param(t, model_dir)?;
     p.to_tensor().ok_or_else(|| err(t.name(), "inconsistent byte length"))
+}
+
+/// A string tensor's elements: `string_data` only (ONNX allows neither raw nor external data
+/// for strings), each valid UTF-8.
+fn strings(t: &TensorProto, n: usize) -> Result<Data, OnnxError> {
+    let name = t.name();
+    if t.raw_data.is_some() || t.data_location == Some(1) {
+        return Err(err(name, "a string tensor must keep its elements in string_data"));
+    }
+    if t.string_data.len() != n {
+        return Err(err(name, format!("holds {} strings but its dims need {n}", t.string_data.len())));
+    }
+    let v = t.string_data.iter().enumerate().map(|(i, b)| {
+        String::from_utf8(b.to_vec()).map_err(|_| err(name, format!("string #{i} is not UTF-8")))
+    });
+    Ok(Data::Str(v.collect::<Result<_, _>>()?))
 }
 
 fn typed_fields(t: &TensorProto, dtype: DType, n: usize) -> Result<Data, OnnxError> {
@@ -167,6 +186,15 @@ fn read_external(t: &TensorProto, model_dir: Option<&Path>) -> Result<Bytes, Onn
 
 /// Encode an IR tensor as a TensorProto (raw_data, little-endian).
 pub fn from_tensor(name: &str, t: &Tensor) -> TensorProto {
+    if let Data::Str(v) = &t.data {
+        return TensorProto {
+            dims: t.shape.iter().map(|&d| d as i64).collect(),
+            data_type: Some(t.dtype().onnx_code()),
+            name: Some(name.to_string()),
+            string_data: v.iter().map(|s| Bytes::from(s.clone().into_bytes())).collect(),
+            ..Default::default()
+        };
+    }
     TensorProto {
         dims: t.shape.iter().map(|&d| d as i64).collect(),
         data_type: Some(t.dtype().onnx_code()),

@@ -59,6 +59,8 @@ pub fn rust_ty(d: DType) -> Option<&'static str> {
         DType::U64 => "u64",
         // Bools are bytes holding 0 or 1 (any bit pattern in the arena is a valid u8).
         DType::Bool => "u8",
+        // Handles to text (runtime feature `strings`).
+        DType::Str => "rt::strings::Str",
         // Small types are raw bits, one element per byte.
         d if d.is_small() => "u8",
         _ => return None,

@@ -284,6 +284,11 @@ pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor, String> {
         _ => {}
     }
     same_type(a, b, op)?;
+    if let (Equal, Data::Str(x), Data::Str(y)) = (op, &a.data, &b.data) {
+        let (x, y): (Vec<&str>, Vec<&str>) = (x.iter().map(String::as_str).collect(), y.iter().map(String::as_str).collect());
+        let (s, v) = zip(&x, &a.shape, &y, &b.shape, |p, q| p == q)?;
+        return Ok(Tensor::new(s, Data::Bool(v)));
+    }
     if matches!(op, Equal | Less | LessOrEqual | Greater | GreaterOrEqual) {
         macro_rules! cmp_all {
             ($($variant:ident),*) => {

@@ -1,0 +1,271 @@
+//! String tensors (feature `strings`): the element type generated code keeps in the arena and
+//! the kernels of the string ops, which the interpreter calls too.
+//!
+//! A string tensor holds [`Str`] handles — a pointer and a length, like `&str`, but valid when
+//! zeroed (the empty string), so an arena slot can hold them. The text they point to belongs
+//! to the caller's inputs, to constants in the module, or to the [`Heap`] a `forward` call is
+//! given for the strings it makes (concatenation, case changes); a model that only compares,
+//! looks up, splits or moves strings never allocates.
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+
+/// One string element: `&'a str` that is valid when all-zero (the empty string).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Str<'a> {
+    ptr: *const u8,
+    len: usize,
+    _text: PhantomData<&'a str>,
+}
+
+// SAFETY: a `Str` is a shared borrow of UTF-8 bytes, as `&str` is.
+unsafe impl Send for Str<'_> {}
+unsafe impl Sync for Str<'_> {}
+
+impl<'a> Str<'a> {
+    pub const EMPTY: Str<'static> = Str { ptr: core::ptr::null(), len: 0, _text: PhantomData };
+
+    pub const fn new(s: &'a str) -> Str<'a> {
+        Str { ptr: s.as_ptr(), len: s.len(), _text: PhantomData }
+    }
+
+    /// The text, for as long as it lives (not only as long as this handle).
+    pub fn as_str(&self) -> &'a str {
+        if self.len == 0 {
+            return "";
+        }
+        // SAFETY: a non-empty `Str` is only made by `new` from a `&'a str`.
+        unsafe { core::str::from_utf8_unchecked(core::slice::from_raw_parts(self.ptr, self.len)) }
+    }
+}
+
+/// Handles to `N` strings (a string input of generated code).
+pub fn strs<'a, const N: usize>(v: [&'a str; N]) -> [Str<'a>; N] {
+    v.map(Str::new)
+}
+
+impl Default for Str<'_> {
+    fn default() -> Self {
+        Str::EMPTY
+    }
+}
+
+impl core::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Str<'_> {
+    fn eq(&self, o: &Self) -> bool {
+        self.as_str() == o.as_str()
+    }
+}
+
+impl PartialEq<str> for Str<'_> {
+    fn eq(&self, o: &str) -> bool {
+        self.as_str() == o
+    }
+}
+
+impl PartialEq<&str> for Str<'_> {
+    fn eq(&self, o: &&str) -> bool {
+        self.as_str() == *o
+    }
+}
+
+impl core::fmt::Debug for Str<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl core::fmt::Display for Str<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Text of lifetime `'s`: the interpreter's `&str`, generated code's [`Str`].
+pub trait Text<'s>: Copy {
+    fn text(self) -> &'s str;
+}
+
+impl<'s> Text<'s> for &'s str {
+    fn text(self) -> &'s str {
+        self
+    }
+}
+
+impl<'s> Text<'s> for Str<'s> {
+    fn text(self) -> &'s str {
+        self.as_str()
+    }
+}
+
+/// The strings one `forward` call makes. `forward` empties it first, so the outputs of a call
+/// stay valid until the next call (which needs the heap back mutably).
+#[derive(Default)]
+pub struct Heap {
+    items: Vec<Box<str>>,
+}
+
+impl Heap {
+    pub const fn new() -> Heap {
+        Heap { items: Vec::new() }
+    }
+
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+
+    /// Keep `s` and hand out its handle.
+    pub fn keep(&mut self, s: String) -> Str<'static> {
+        let b: Box<str> = s.into_boxed_str();
+        // A box's bytes do not move when the vector grows, and nothing frees them before
+        // `clear`, which needs `&mut self`: generated code holds the heap borrowed mutably for
+        // as long as its outputs live.
+        let h = Str { ptr: b.as_ptr(), len: b.len(), _text: PhantomData };
+        self.items.push(b);
+        h
+    }
+}
+
+/// StringNormalizer's case change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    Keep,
+    Lower,
+    Upper,
+}
+
+/// `s` in `case` (Unicode rules; the text is unchanged for `Keep`).
+pub fn change_case(s: &str, case: Case) -> Option<String> {
+    match case {
+        Case::Keep => None,
+        Case::Lower => Some(s.to_lowercase()),
+        Case::Upper => Some(s.to_uppercase()),
+    }
+}
+
+/// Whether `s` is one of `stopwords`, compared exactly or, when `case_sensitive` is false,
+/// after lowercasing both.
+pub fn is_stopword(s: &str, stopwords: &[&str], case_sensitive: bool) -> bool {
+    if case_sensitive {
+        stopwords.contains(&s)
+    } else {
+        let l = s.to_lowercase();
+        stopwords.iter().any(|w| w.to_lowercase() == l)
+    }
+}
+
+/// The pieces StringSplit cuts `s` into: at each `delimiter`, or (none or empty) at runs of
+/// whitespace with empty pieces dropped, as Python's `str.split`; at most `maxsplit` cuts.
+pub fn split<'s>(s: &'s str, delimiter: Option<&str>, maxsplit: Option<usize>, mut put: impl FnMut(&'s str)) {
+    let max = maxsplit.unwrap_or(usize::MAX);
+    match delimiter.filter(|d| !d.is_empty()) {
+        Some(d) => {
+            let mut rest = s;
+            let mut cuts = 0;
+            while cuts < max {
+                match rest.find(d) {
+                    Some(at) => {
+                        put(&rest[..at]);
+                        rest = &rest[at + d.len()..];
+                        cuts += 1;
+                    }
+                    None => break,
+                }
+            }
+            put(rest);
+        }
+        None => {
+            let mut rest = s.trim_start();
+            let mut cuts = 0;
+            while !rest.is_empty() {
+                if cuts == max {
+                    put(rest.trim_end());
+                    return;
+                }
+                let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+                put(&rest[..end]);
+                rest = rest[end..].trim_start();
+                cuts += 1;
+            }
+        }
+    }
+}
+
+/// The number of pieces [`split`] cuts `s` into.
+pub fn split_count(s: &str, delimiter: Option<&str>, maxsplit: Option<usize>) -> usize {
+    let mut n = 0;
+    split(s, delimiter, maxsplit, |_| n += 1);
+    n
+}
+
+/// StringSplit over `x`: row `i` of `y` (`width` strings) holds the pieces of `x[i]`, padded
+/// with empty strings, and `counts[i]` their number. Pieces beyond `width` are dropped.
+pub fn split_rows<'s, T: Text<'s>>(x: &[T], delimiter: Option<&str>, maxsplit: Option<usize>, width: usize, y: &mut [Str<'s>], counts: &mut [i64]) {
+    for (i, &s) in x.iter().enumerate() {
+        let row = &mut y[i * width..(i + 1) * width];
+        row.fill(Str::EMPTY);
+        let mut k = 0;
+        split(s.text(), delimiter, maxsplit, |p| {
+            if k < width {
+                row[k] = Str::new(p);
+            }
+            k += 1;
+        });
+        counts[i] = k as i64;
+    }
+}
+
+/// RegexFullMatch: whether all of `s` matches the compiled pattern, a dense DFA serialized by
+/// the compiler (anchored, ending in `\z`). `None` when the DFA bytes do not deserialize.
+pub fn full_match(dfa: &[u8], x: &[Str], y: &mut [u8]) -> Option<()> {
+    use regex_automata::dfa::{dense::DFA, Automaton};
+    use regex_automata::{Anchored, Input};
+    let (dfa, _) = DFA::from_bytes(dfa).ok()?;
+    for (o, s) in y.iter_mut().zip(x) {
+        let input = Input::new(s.as_str()).anchored(Anchored::Yes);
+        *o = matches!(dfa.try_search_fwd(&input), Ok(Some(_))) as u8;
+    }
+    Some(())
+}
+
+/// StringConcat: `y[i] = a[ia] + b[ib]` under numpy broadcasting (strides 0 on broadcast
+/// dims, as `kernels::broadcast`), the results kept in `heap`.
+#[allow(clippy::too_many_arguments)]
+pub fn concat(a: &[Str], a_strides: &[usize], b: &[Str], b_strides: &[usize], y: &mut [Str<'static>], shape: &[usize], heap: &mut Heap) {
+    let mut made: Vec<String> = alloc::vec![String::new(); y.len()];
+    crate::kernels::broadcast::binary(a, a_strides, b, b_strides, &mut made, shape, |p, q| {
+        let mut s = String::with_capacity(p.len() + q.len());
+        s.push_str(p.as_str());
+        s.push_str(q.as_str());
+        s
+    });
+    for (o, s) in y.iter_mut().zip(made) {
+        *o = heap.keep(s);
+    }
+}
+
+/// StringNormalizer: the elements of `x` that are not stopwords, in `case`, written to the
+/// front of `y`; returns how many. Strings a case change makes are kept in `heap`, the others
+/// are `x`'s own.
+pub fn normalize<'s>(x: &[Str<'s>], stopwords: &[&str], case_sensitive: bool, case: Case, y: &mut [Str<'s>], heap: &mut Heap) -> usize {
+    let mut k = 0;
+    for &s in x {
+        if is_stopword(s.as_str(), stopwords, case_sensitive) {
+            continue;
+        }
+        y[k] = match change_case(s.as_str(), case) {
+            Some(c) if c != s.as_str() => heap.keep(c),
+            _ => s,
+        };
+        k += 1;
+    }
+    k
+}
