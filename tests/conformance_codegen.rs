@@ -8,7 +8,7 @@
 //! tests/conformance/codegen_passlist.txt stops passing (`BURNC_UPDATE_PASSLIST=1` rewrites it).
 mod common;
 use burnc::harness::Prepared;
-use burnc_compiler::codegen::{emit::rust_ty, Generated};
+use burnc_compiler::codegen::Generated;
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::{Data, Tensor};
 use common::{batch, close, close_in_range, data_dir, machine_dependent, root, InRangeOnly};
@@ -28,16 +28,18 @@ struct Compiled {
 fn module_runner(i: usize, gen: &Generated) -> String {
     let mut s = format!("fn run_{i}(dir: &Path, _: &[String]) {{\n");
     let mut args = Vec::new();
+    if gen.heap {
+        s += "    let mut heap = rt::strings::Heap::new();\n";
+        args.push("&mut heap".to_string());
+    }
     for (k, d) in gen.inputs.iter().enumerate() {
-        let t = rust_ty(d.dtype).unwrap_or("f32");
-        let n: usize = d.shape.iter().product();
-        s += &format!("    let in_{k}: Box<[{t}; {n}]> = read(&dir.join(\"in_{k}.bin\"));\n");
+        s += &burnc::harness::read_input(k, d);
         args.push(format!("&in_{k}"));
     }
     s += &format!("    let mut arena: Box<m{i}::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};\n");
     s += &format!("    let out = m{i}::Model::new().forward(&mut arena, {});\n", args.join(", "));
     for (k, d) in gen.outputs.iter().enumerate() {
-        s += &format!("    write(&dir.join(\"out_{k}.bin\"), &out.{}[..]);\n", d.ident);
+        s += &burnc::harness::write_output(k, d);
     }
     s + "}\n"
 }

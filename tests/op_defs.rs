@@ -45,6 +45,9 @@ fn resized(t: &Tensor, size: usize) -> Tensor {
     let idx: Vec<usize> = (0..size * row).map(|i| (i / row) % rows * row + i % row).collect();
     let mut shape = t.shape.clone();
     shape[0] = size;
+    if let burnc_compiler::tensor::Data::Str(v) = &t.data {
+        return Tensor::new(shape, burnc_compiler::tensor::Data::Str(idx.iter().map(|&i| v[i].clone()).collect()));
+    }
     let data = burnc_compiler::tensor::Data::from_le_bytes(t.dtype(), &gather_bytes(t, &idx)).expect("same dtype");
     Tensor::new(shape, data)
 }

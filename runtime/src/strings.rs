@@ -269,3 +269,27 @@ pub fn normalize<'s>(x: &[Str<'s>], stopwords: &[&str], case_sensitive: bool, ca
     }
     k
 }
+
+/// Strings as bytes, each a `u32` little-endian byte length and its UTF-8 bytes (how the
+/// compiler's harnesses pass string tensors through files).
+pub fn encode(v: &[Str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in v {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+/// The strings [`encode`] wrote, borrowed from `b`; `None` when a length runs past the end or a
+/// string is not UTF-8.
+pub fn decode(mut b: &[u8]) -> Option<Vec<Str<'_>>> {
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let len = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+        let text = core::str::from_utf8(b.get(4..4usize.checked_add(len)?)?).ok()?;
+        out.push(Str::new(text));
+        b = &b[4 + len..];
+    }
+    Some(out)
+}

@@ -56,7 +56,7 @@ pub fn build_batch_for(dir: &Path, target: &Path, items: &[Module], first: usize
     std::fs::write(
         dir.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"{feature}\"] }}\n\n[profile.dev]\ndebug = false\n[profile.dev.package.\"*\"]\nopt-level = {}\n\n[workspace]\n",
+            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nburnc-runtime = {{ path = {:?}, features = [\"{feature}\", \"strings\"] }}\n\n[profile.dev]\ndebug = false\n[profile.dev.package.\"*\"]\nopt-level = {}\n\n[workspace]\n",
             runtime.display().to_string(),
             // wgpu and naga run every module's pipelines: optimised, they start in milliseconds.
             if feature == "wgpu" { 2 } else { 0 }

@@ -20,6 +20,9 @@ pub struct Generated {
     pub outputs: Vec<IoDesc>,
     /// Nodes timed by `PROFILE_NS` (0 unless `CodegenOptions::profile`).
     pub profiled_nodes: usize,
+    /// Whether `forward` takes a `&mut rt::strings::Heap` (first, after the arena) for the
+    /// strings the model makes.
+    pub heap: bool,
 }
 
 /// The module's opening comment: where it came from (`what` says for which target, with a
@@ -35,6 +38,19 @@ pub(crate) fn io_header(source_name: &str, what: &str, inputs: &[IoDesc], output
         let _ = writeln!(header, "// output `{}`: {} {:?}", names::text(&d.name), d.dtype, d.shape);
     }
     header
+}
+
+/// The element type of a graph input or output: string handles carry the lifetime `life`.
+pub(crate) fn elem_ty(d: crate::ir::DType, life: &str) -> String {
+    match d {
+        crate::ir::DType::Str => format!("rt::strings::Str<{life}>"),
+        d => rust_ty(d).unwrap_or("f32").to_string(),
+    }
+}
+
+/// Whether a node makes string tensors, so `forward` takes a heap for the text.
+pub(crate) fn needs_heap(g: &Graph) -> bool {
+    g.nodes.iter().flat_map(|n| &n.outputs).any(|&o| g.tensor_type(o).is_some_and(|t| t.dtype == crate::ir::DType::Str))
 }
 
 /// Where inputs live inside the part functions: `in_<ident>`, a name no emitter's local takes.
@@ -182,15 +198,25 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
     };
 
     // Node statements, grouped into functions of `nodes_per_fn` nodes.
-    let param = |name: &str, d: &IoDesc| format!("{name}: &[{}; {}]", rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
-    let input_params: Vec<String> = inputs.iter().map(|d| param(&d.ident, d)).collect();
-    let part_params: Vec<String> = inputs.iter().map(|d| param(&part_param(&d.ident), d)).collect();
-    let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
+    let param = |name: &str, d: &IoDesc, life: &str| format!("{name}: &[{}; {}]", elem_ty(d.dtype, life), d.shape.iter().product::<usize>());
+    // Strings a caller passes must outlive the outputs, which may point into them.
+    let heap = needs_heap(g);
+    let mut input_params: Vec<String> = inputs.iter().map(|d| param(&d.ident, d, "'a")).collect();
+    let mut part_params: Vec<String> = inputs.iter().map(|d| param(&part_param(&d.ident), d, "'_")).collect();
+    let mut input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
+    if heap {
+        input_params.insert(0, "heap: &'a mut rt::strings::Heap".into());
+        part_params.insert(0, "h: &mut rt::strings::Heap".into());
+        input_args.insert(0, "heap".into());
+    }
     let mut timed = Vec::new();
     let parts = emit_parts(&cx, plan, opts.nodes_per_fn, opts.profile.then_some(&mut timed))?;
 
     let wl = cx.weights.into_inner();
     let mut header = io_header(&opts.source_name, "", &inputs, &outputs);
+    if g.values.iter().any(|v| matches!(&v.ty, crate::ir::ValueType::Tensor(t) if t.dtype == crate::ir::DType::Str)) {
+        let _ = writeln!(header, "// string tensors: needs burnc-runtime's `strings` feature");
+    }
     let _ = writeln!(header, "// arena {} bytes (lower bound {}), weights {} bytes", plan.arena_bytes, plan.lower_bound_bytes, wl.blob.len());
     let mut src = String::new();
     let _ = writeln!(src, "use burnc_runtime as rt;");
@@ -208,7 +234,7 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
     // Outputs struct.
     let _ = writeln!(src, "/// The model's outputs, borrowed from the arena.\npub struct Outputs<'a> {{");
     for d in &outputs {
-        let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: &'a [{}; {}],", names::text(&d.name), d.dtype, d.shape, d.ident, rust_ty(d.dtype).unwrap_or("f32"), d.shape.iter().product::<usize>());
+        let _ = writeln!(src, "    /// `{}`: {} {:?}\n    pub {}: &'a [{}; {}],", names::text(&d.name), d.dtype, d.shape, d.ident, elem_ty(d.dtype, "'a"), d.shape.iter().product::<usize>());
     }
     let _ = writeln!(src, "}}");
     if opts.profile {
@@ -216,8 +242,10 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
     }
     let _ = writeln!(src, "{MODEL_STRUCT}");
     let mut fwd = format!(
-        "/// Run the model. Every shape is fixed at compile time, so this cannot fail.\n#[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n",
-        input_params.join(", ")
+        "/// Run the model. Every shape is fixed at compile time, so this cannot fail.{}\n#[allow(clippy::too_many_arguments)]\npub fn forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a> {{\n    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n{}",
+        if heap { "\n/// Strings the model makes are kept in `heap` (emptied first) until the next call." } else { "" },
+        input_params.join(", "),
+        if heap { "    heap.clear();\n" } else { "" }
     );
     for (i, _) in parts.iter().enumerate() {
         let _ = writeln!(fwd, "    part_{i}(a, w, {});", input_args.join(", "));
@@ -243,5 +271,6 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
         inputs,
         outputs,
         profiled_nodes: timed.len(),
+        heap,
     })
 }

@@ -161,6 +161,9 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
 /// The bytes generated code reads for a weight (`None` for values that are not weights).
 pub fn value_bytes(kind: &ValueKind) -> Option<Vec<u8>> {
     match kind {
+        // String constants are written into the module as literals (`emit::str_array`).
+        ValueKind::Param(p) if p.dtype == crate::ir::DType::Str => None,
+        ValueKind::Const(t) if t.dtype() == crate::ir::DType::Str => None,
         // Sub-byte types are packed in the file; generated code reads one per byte.
         ValueKind::Param(p) if p.dtype.bits() < 8 => p.to_tensor().map(|t| t.data.to_le_bytes()),
         ValueKind::Param(p) => Some(p.bytes.to_vec()),

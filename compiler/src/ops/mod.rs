@@ -14,6 +14,7 @@ pub mod attention;
 pub mod cumulative;
 pub mod gather;
 pub mod grid;
+pub mod image;
 pub mod loss;
 pub mod nbits;
 pub mod one_hot;

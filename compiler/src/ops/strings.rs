@@ -2,6 +2,7 @@
 //! The interpreter and generated code call the same kernels (`runtime::strings`), over string
 //! handles; strings an op makes go to the `forward` call's heap (`h` in generated code).
 use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::emit::str_array;
 use crate::codegen::CodegenError;
 use crate::interp::ops::util::{broadcast_shapes, broadcast_strides};
 use crate::ir::{DType, DimExpr, Op, ValueId};
@@ -32,12 +33,6 @@ fn string_arg(cx: &ShapeCx, i: usize) -> R<Option<Vec<DimExpr>>> {
 /// A Rust string literal.
 fn lit(s: &str) -> String {
     format!("{s:?}")
-}
-
-/// A constant slice of string handles in generated code.
-fn str_array(v: &[&str]) -> String {
-    let items: Vec<String> = v.iter().map(|s| format!("rt::strings::Str::new({})", lit(s))).collect();
-    format!("{{ const S: [rt::strings::Str<'static>; {}] = [{}]; &S[..] }}", v.len(), items.join(", "))
 }
 
 /// The rules every string op shares: none runs on a GPU target, none has a gradient, none
@@ -464,7 +459,7 @@ impl OpDef for LabelEncoder {
             "let (keys, values, x, y) = ({keys}, {values}, {}, {});\n\
              for (o, &k) in y.iter_mut().zip(x) {{\n\
              let k = {key_of};\n\
-             *o = match keys.binary_search_by(|p| {cmp}) {{ Ok(i) => values[i], Err(_) => {default} }};\n\
+             *o = match keys.binary_search_by(|p| {cmp}) {{ Ok(i) => values[i], Err(_) => ({default}) }};\n\
              }}",
             cx.read(x)?,
             cx.write(y)?
@@ -485,7 +480,7 @@ pub fn examples() -> Vec<super::Example> {
     let s = |shape: Vec<usize>, v: &[&str]| Tensor::new(shape, Data::Str(v.iter().map(|s| s.to_string()).collect()));
     let words = s(vec![2, 2], &["Hello World", "a.b.c", "Grüße, Welt", ""]);
     vec![
-        super::Example { consts: vec![], op: OpRef::new(StringConcat), inputs: vec![words.clone(), s(vec![2], &["!", "?"])] },
+        super::Example { consts: vec![], op: OpRef::new(StringConcat), inputs: vec![words.clone(), s(vec![1, 2], &["!", "?"])] },
         super::Example {
             consts: vec![],
             op: OpRef::new(StringNormalizer { case: Case::Upper, case_sensitive: true, stopwords: vec![] }),

@@ -528,6 +528,16 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "Range" => Some(Op::Range),
         "NonZero" => Some(Op::NonZero),
+        "ImageDecoder" => {
+            use burnc_compiler::ops::image::{ImageDecoder, PixelFormat};
+            let format = match a.s_or("pixel_format", "RGB").as_str() {
+                "RGB" => PixelFormat::Rgb,
+                "BGR" => PixelFormat::Bgr,
+                "Grayscale" => PixelFormat::Grayscale,
+                f => return Err(n.err(format!("unknown pixel_format `{f}`"))),
+            };
+            Some(ImageDecoder { format }.op())
+        }
         "StringConcat" => Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::StringConcat)),
         "StringNormalizer" => {
             use burnc_compiler::ops::strings::Case;

@@ -14,7 +14,7 @@ pub(crate) mod emit;
 mod resize;
 
 use super::emit::{rust_ty, Ctx};
-use super::module::{block_label, part_param, Generated};
+use super::module::{block_label, elem_ty, needs_heap, part_param, Generated};
 use super::names;
 use super::{weights, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{Dim, DimExpr, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
@@ -286,10 +286,16 @@ fn build(
     let bx = emit::Bx { cx: &cx, info, sizes: &sizes, dims };
 
     // Node statements in functions of `nodes_per_fn` nodes, as the static module.
-    let param = |name: &str, d: &IoDesc| format!("{name}: &[{}]", rust_ty(d.dtype).unwrap_or("f32"));
-    let input_params: Vec<String> = inputs.iter().map(|d| param(&d.ident, d)).collect();
-    let part_params: Vec<String> = inputs.iter().map(|d| param(&part_param(&d.ident), d)).collect();
-    let input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
+    let param = |name: &str, d: &IoDesc, life: &str| format!("{name}: &[{}]", elem_ty(d.dtype, life));
+    let heap = needs_heap(g);
+    let mut input_params: Vec<String> = inputs.iter().map(|d| param(&d.ident, d, "'a")).collect();
+    let mut part_params: Vec<String> = inputs.iter().map(|d| param(&part_param(&d.ident), d, "'_")).collect();
+    let mut input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
+    if heap {
+        input_params.insert(0, "heap: &'a mut rt::strings::Heap".into());
+        part_params.insert(0, "h: &mut rt::strings::Heap".into());
+        input_args.insert(0, "heap".into());
+    }
     let mut parts: Vec<String> = Vec::new();
     let (mut current, mut in_part, mut labels) = (String::new(), 0, HashSet::new());
     for &id in &plan.order {
@@ -345,7 +351,7 @@ fn build(
     let _ = writeln!(src, "}}");
     let _ = writeln!(src, "/// The model's outputs, borrowed from the arena, with their run-time shapes.\npub struct Outputs<'a> {{");
     for (d, ex) in outputs.iter().zip(&output_shapes) {
-        let t = rust_ty(d.dtype).unwrap_or("f32");
+        let t = elem_ty(d.dtype, "'a");
         let _ = writeln!(src, "    /// `{}`: {} {}\n    pub {}: &'a [{t}],\n    pub {}_shape: [usize; {}],", names::text(&d.name), d.dtype, names::text(&shape_str(ex)), d.ident, d.ident, ex.len());
     }
     let _ = writeln!(src, "}}");
@@ -384,6 +390,9 @@ fn build(
         let _ = writeln!(fwd, "    rt::dims::check_len({}, {}.len(), {len})?;", names::str_lit(&d.name), d.ident);
     }
     let _ = writeln!(fwd, "    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;");
+    if heap {
+        let _ = writeln!(fwd, "    heap.clear();");
+    }
     for (i, _) in parts.iter().enumerate() {
         let _ = writeln!(fwd, "    part_{i}(a, w, sz, {});", input_args.join(", "));
     }
@@ -411,6 +420,7 @@ fn build(
     let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(format!("{e}\n{src}")))?;
     let source = format!("{header}{}", prettyplease::unparse(&file));
     let gen = Generated {
+        heap,
         source,
         weights_bytes: wl.blob.len(),
         weights: wl.blob,

@@ -157,6 +157,9 @@ pub fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
                 return Err(cx.err("mixed element types"));
             }
             let at = cx.elem(a)?;
+            if ad == DType::Str && *b != BinaryOp::Equal {
+                return Err(cx.err(format!("{b:?} on strings")));
+            }
             let f = match b {
                 BinaryOp::Equal => format!("|p: {at}, q: {at}| (p == q) as u8"),
                 BinaryOp::Less => format!("|p: {at}, q: {at}| (p < q) as u8"),

@@ -67,6 +67,13 @@ pub fn rust_ty(d: DType) -> Option<&'static str> {
     })
 }
 
+/// A constant slice of string handles (`&[rt::strings::Str]`): the strings as literals in the
+/// module, promoted to a static.
+pub fn str_array<S: AsRef<str>>(v: &[S]) -> String {
+    let items: Vec<String> = v.iter().map(|s| format!("rt::strings::Str::new({:?})", s.as_ref())).collect();
+    format!("{{ const S: [rt::strings::Str<'static>; {}] = [{}]; &S[..] }}", v.len(), items.join(", "))
+}
+
 impl<'a> Ctx<'a> {
     pub fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
         let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| n.op.name());
@@ -100,6 +107,10 @@ impl<'a> Ctx<'a> {
         let len: usize = shape.iter().product();
         let t = self.elem(n, v)?;
         match &self.g.value(v).kind {
+            ValueKind::Param(_) | ValueKind::Const(_) if t == "rt::strings::Str" => match self.konst(v).map(|t| t.data) {
+                Some(crate::tensor::Data::Str(s)) => Ok(str_array(&s)),
+                _ => Err(self.err(n, "a string constant could not be read")),
+            },
             ValueKind::Param(_) | ValueKind::Const(_) => {
                 let off = *self.weights.borrow().offsets.get(&v).ok_or_else(|| self.err(n, "weight missing from the layout"))?;
                 Ok(format!("unsafe {{ rt::arena::weights::<{t}>(w, {off}, {len}) }}"))
