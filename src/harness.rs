@@ -394,9 +394,26 @@ pub fn read_input(i: usize, d: &burnc_compiler::codegen::IoDesc) -> String {
 
 /// The statement of a harness writing output `d` (field `out.<ident>`) to `out_<i>.bin`.
 pub fn write_output(i: usize, d: &burnc_compiler::codegen::IoDesc) -> String {
+    write_slice(i, d, &format!("&out.{}[..]", d.ident))
+}
+
+/// The statement of a harness writing `slice` (an expression of type `&[T]`, output `d`'s
+/// elements) to `out_<i>.bin` under `dir`.
+pub fn write_slice(i: usize, d: &burnc_compiler::codegen::IoDesc, slice: &str) -> String {
     match d.dtype {
-        DType::Str => format!("    std::fs::write(dir.join(\"out_{i}.bin\"), rt::strings::encode(&out.{}[..])).expect(\"write output\");\n", d.ident),
-        _ => format!("    write(&dir.join(\"out_{i}.bin\"), &out.{}[..]);\n", d.ident),
+        DType::Str => format!("    std::fs::write(dir.join(\"out_{i}.bin\"), rt::strings::encode({slice})).expect(\"write output\");\n"),
+        _ => format!("    write(&dir.join(\"out_{i}.bin\"), {slice});\n"),
+    }
+}
+
+/// [`read_input`] for bounded modules: `in_<i>` a `Vec` as long as the file says (the helper
+/// `read_vec` reads numbers).
+pub fn read_input_vec(i: usize, d: &burnc_compiler::codegen::IoDesc) -> String {
+    match d.dtype {
+        DType::Str => format!(
+            "    let bytes_{i} = std::fs::read(dir.join(\"in_{i}.bin\")).expect(\"read input\");\n    let in_{i} = rt::strings::decode(&bytes_{i}).expect(\"strings\");\n"
+        ),
+        t => format!("    let in_{i}: Vec<{}> = read_vec(&dir.join(\"in_{i}.bin\"));\n", rust_ty(t).unwrap_or("f32")),
     }
 }
 
@@ -471,24 +488,16 @@ pub fn bounded_main_rs(gen: &Generated, info: &burnc_compiler::codegen::BoundedI
         args.push("&mut heap".into());
     }
     for (i, d) in gen.inputs.iter().enumerate() {
-        reads += &match d.dtype {
-            DType::Str => format!(
-                "    let bytes_{i} = std::fs::read(dir.join(\"in_{i}.bin\")).expect(\"read input\");\n    let in_{i} = rt::strings::decode(&bytes_{i}).expect(\"strings\");\n"
-            ),
-            t => format!("    let in_{i}: Vec<{}> = read_vec(&dir.join(\"in_{i}.bin\"));\n", rust_ty(t).unwrap_or("f32")),
-        };
+        reads += &read_input_vec(i, d);
         args.push(format!("&in_{i}"));
     }
     args.push("dims".into());
     let dims: Vec<String> = info.dims.iter().map(|(n, _)| format!("{}: num()", burnc_compiler::codegen::bounded::dim_field(n))).collect();
     let mut writes = String::new();
     for (i, d) in gen.outputs.iter().enumerate() {
-        let write = match d.dtype {
-            DType::Str => format!("std::fs::write(dir.join(\"out_{i}.bin\"), rt::strings::encode(out.{})).expect(\"write output\")", d.ident),
-            _ => format!("write(&dir.join(\"out_{i}.bin\"), out.{})", d.ident),
-        };
+        writes += &write_slice(i, d, &format!("out.{}", d.ident));
         writes += &format!(
-            "    {write};\n    std::fs::write(dir.join(\"out_{i}.shape\"), out.{id}_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(\" \")).expect(\"write shape\");\n",
+            "    std::fs::write(dir.join(\"out_{i}.shape\"), out.{id}_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(\" \")).expect(\"write shape\");\n",
             id = d.ident
         );
     }

@@ -8,7 +8,7 @@
 //! it). Which cases fail and why is in that report; docs/BOUNDED_DIMS.md says what is missing.
 mod common;
 use burnc::harness::bounded::{generate_bounded_for, BoundedPrepared};
-use burnc_compiler::codegen::{bounded::dim_field, emit::rust_ty, CodegenOptions};
+use burnc_compiler::codegen::{bounded::dim_field, CodegenOptions};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::{Data, Tensor};
 use common::{batch, close, close_in_range, data_dir, machine_dependent, root, InRangeOnly};
@@ -31,9 +31,12 @@ fn module_runner(i: usize, p: &BoundedPrepared) -> String {
     let mut s = format!("fn run_{i}(dir: &Path, dims: &[String]) {{\n");
     s += "    let d = |k: usize| -> usize { dims[k].parse().expect(\"a dim\") };\n";
     let mut args = vec!["&mut arena".to_string()];
+    if p.gen.heap {
+        s += "    let mut heap = rt::strings::Heap::new();\n";
+        args.push("&mut heap".into());
+    }
     for (k, d) in p.gen.inputs.iter().enumerate() {
-        let t = rust_ty(d.dtype).unwrap_or("f32");
-        s += &format!("    let in_{k}: Vec<{t}> = read_vec(&dir.join(\"in_{k}.bin\"));\n");
+        s += &burnc::harness::read_input_vec(k, d);
         args.push(format!("&in_{k}"));
     }
     args.push("dims".into());
@@ -43,7 +46,8 @@ fn module_runner(i: usize, p: &BoundedPrepared) -> String {
     s += &format!("    let out = match m{i}::Model::new().forward({}) {{\n", args.join(", "));
     s += "        Ok(o) => o,\n        Err(e) => { eprintln!(\"error: {e}\"); std::process::exit(2) }\n    };\n";
     for (k, d) in p.gen.outputs.iter().enumerate() {
-        s += &format!("    write(&dir.join(\"out_{k}.bin\"), &out.{0}[..]);\n    write_shape(&dir.join(\"out_{k}.shape\"), &out.{0}_shape);\n", d.ident);
+        s += &burnc::harness::write_slice(k, d, &format!("&out.{}[..]", d.ident));
+        s += &format!("    write_shape(&dir.join(\"out_{k}.shape\"), &out.{}_shape);\n", d.ident);
     }
     s + "}\n"
 }
