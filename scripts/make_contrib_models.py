@@ -71,7 +71,47 @@ def main():
     dynamic_lstm(out, rng)
     matmul_nbits(os.path.join(out, "matmul_nbits"), rng)
     gather_block_quantized(os.path.join(out, "gather_block_quantized"), rng)
+    strings(os.path.join(out, "strings"), rng)
     print(f"make_contrib_models: wrote {out}")
+
+
+def strings(out, rng):
+    """String tensors as a text-preprocessing front end uses them: case change, concatenation,
+    regex match, a vocabulary lookup, splitting, equality, and Cast to and from string."""
+    S = TensorProto.STRING
+    nodes = [
+        # onnxruntime's default locale (en_US.UTF-8) needs a language pack; C maps ASCII only.
+        helper.make_node("StringNormalizer", ["text"], ["upper"], case_change_action="UPPER", locale="C"),
+        helper.make_node("StringConcat", ["upper", "suffix"], ["joined"]),
+        helper.make_node("RegexFullMatch", ["text"], ["matched"], pattern=r"[a-z]+\s\d+"),
+        helper.make_node("LabelEncoder", ["text"], ["ids"], domain="ai.onnx.ml", keys_strings=["apple 12", "pear", "fig 7"], values_int64s=[3, 1, 4], default_int64=-1),
+        helper.make_node("StringSplit", ["text"], ["pieces", "counts"], delimiter=" "),
+        helper.make_node("Equal", ["text", "probe"], ["same"]),
+        helper.make_node("Cast", ["num"], ["num_text"], to=S),
+        helper.make_node("Cast", ["num_text"], ["num_back"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["digits"], ["parsed"], to=TensorProto.INT64),
+    ]
+    g = helper.make_graph(
+        nodes, "strings",
+        [helper.make_tensor_value_info("text", S, [4]), helper.make_tensor_value_info("num", TensorProto.FLOAT, [5]), helper.make_tensor_value_info("digits", S, [3])],
+        [helper.make_tensor_value_info(n, t, None) for n, t in [("joined", S), ("matched", TensorProto.BOOL), ("ids", TensorProto.INT64), ("pieces", S), ("counts", TensorProto.INT64), ("same", TensorProto.BOOL), ("num_text", S), ("num_back", TensorProto.FLOAT), ("parsed", TensorProto.INT64)]],
+        [numpy_helper.from_array(np.array(["!"], dtype=object), "suffix"), numpy_helper.from_array(np.array(["pear"], dtype=object), "probe")],
+    )
+    feeds = {
+        "text": np.array(["apple 12", "pear", "Grüße aus Köln", "fig 7"], dtype=object),
+        "num": np.array([0.3, -1234567.8, 1e-7, 42.0, rng.standard_normal()], dtype=np.float32),
+        "digits": np.array(["17", " -4", "+250"], dtype=object),
+    }
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 2)]), path)
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for i, (k, v) in enumerate(feeds.items()):
+        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, k).SerializeToString())
+    for i, v in enumerate(expected):
+        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(v)).SerializeToString())
 
 def fused(out, rng):
     """FusedConv (with Z, Relu; LeakyRelu), FusedGemm (Tanh), FusedMatMul (alpha, transA),

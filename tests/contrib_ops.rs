@@ -6,9 +6,10 @@
 //! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask),
 //! EmbedLayerNormalization, RotaryEmbedding, SimplifiedLayerNormalization and
 //! DynamicQuantizeLSTM, MatMulNBits (int4 and int8 blocks, kept packed) and
-//! GatherBlockQuantized, through the interpreter and through generated code, against
-//! onnxruntime's outputs (scripts/make_contrib_models.py; BiasAdd and BiasSplitGelu, which
-//! onnxruntime only has for CUDA, against numpy).
+//! GatherBlockQuantized, and string tensors (StringNormalizer, StringConcat, RegexFullMatch,
+//! LabelEncoder, StringSplit, Equal, Cast to and from string), through the interpreter and
+//! through generated code, against onnxruntime's outputs (scripts/make_contrib_models.py;
+//! BiasAdd and BiasSplitGelu, which onnxruntime only has for CUDA, against numpy).
 use burnc_compiler::Tensor;
 use std::path::Path;
 use std::process::Command;
@@ -45,7 +46,7 @@ fn check(dir: &Path, codegen: bool, (rtol, atol): (f64, f64)) {
         let got = pb(&out.join(format!("output_{i}.pb")));
         let want = pb(w);
         let what = if codegen { "generated code" } else { "interpreter" };
-        if want.dtype().is_float() {
+        if want.dtype().is_float() || want.dtype() == burnc_compiler::ir::DType::Str {
             common::close_tensor(&got, &want, rtol, atol).unwrap_or_else(|e| panic!("{} output {i} ({what}): {e}", dir.display()));
         } else {
             // Quantized outputs: onnxruntime folds the scales its own way; like its tests, allow
@@ -94,6 +95,7 @@ fn contrib_ops_match_onnxruntime() {
         ("matmul_nbits", onnx_tests),
         ("gather_block_quantized", onnx_tests),
         ("gather_block_quantized_default_zero", onnx_tests),
+        ("strings", onnx_tests),
         ("decoder_q4", onnx_tests),
         ("decoder_q8", onnx_tests),
     ];

@@ -134,20 +134,25 @@ impl Heap {
     }
 }
 
-/// StringNormalizer's case change.
+/// StringNormalizer's case change: Unicode's mapping, or (the `C` and `POSIX` locales) ASCII
+/// letters only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Case {
     Keep,
     Lower,
     Upper,
+    AsciiLower,
+    AsciiUpper,
 }
 
-/// `s` in `case` (Unicode rules; the text is unchanged for `Keep`).
+/// `s` in `case` (`None`: unchanged).
 pub fn change_case(s: &str, case: Case) -> Option<String> {
     match case {
         Case::Keep => None,
         Case::Lower => Some(s.to_lowercase()),
         Case::Upper => Some(s.to_uppercase()),
+        Case::AsciiLower => Some(s.to_ascii_lowercase()),
+        Case::AsciiUpper => Some(s.to_ascii_uppercase()),
     }
 }
 
@@ -292,4 +297,61 @@ pub fn decode(mut b: &[u8]) -> Option<Vec<Str<'_>>> {
         b = &b[4 + len..];
     }
     Some(out)
+}
+
+/// A number as Cast writes it to a string: `%.8g` (8 significant digits, trailing zeros
+/// dropped, an exponent of two digits or more), `NaN`, `INF` and `-INF`, as onnxruntime.
+pub fn float_text(x: f64) -> String {
+    use alloc::format;
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "INF".into() } else { "-INF".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    // Rounded to 8 significant digits first: the exponent is the rounded number's.
+    let sci = format!("{:.7e}", x);
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').into()
+        } else {
+            s.into()
+        }
+    };
+    if !(-4..8).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mant), exp.unsigned_abs())
+    } else {
+        trim(&format!("{:.*}", (7 - exp) as usize, x))
+    }
+}
+
+/// An integer as Cast writes it to a string.
+pub fn int_text(x: i64) -> String {
+    use alloc::string::ToString;
+    x.to_string()
+}
+
+/// An unsigned integer as Cast writes it to a string.
+pub fn uint_text(x: u64) -> String {
+    use alloc::string::ToString;
+    x.to_string()
+}
+
+/// A string read as a float for Cast: surrounding whitespace ignored, `inf`, `infinity` and
+/// `nan` in any case; `None` when it is not a number.
+pub fn parse_float(s: &str) -> Option<f64> {
+    s.trim().parse::<f64>().ok()
+}
+
+/// A string read as an integer for Cast (an optional sign, decimal digits, surrounding
+/// whitespace ignored); `None` when it is not one or does not fit 64 bits.
+pub fn parse_int(s: &str) -> Option<i128> {
+    let v = s.trim().parse::<i128>().ok()?;
+    (i64::MIN as i128..=u64::MAX as i128).contains(&v).then_some(v)
 }

@@ -144,9 +144,12 @@ pub(super) fn check_input(name: &str, declared: &burnc_compiler::ir::ValueType, 
 }
 
 fn few_values(t: &Tensor) -> String {
-    let v = t.to_f64_vec();
-    let shown: Vec<String> = v.iter().take(6).map(|x| format!("{x:.6}")).collect();
-    let more = if v.len() > 6 { ", …" } else { "" };
+    let shown: Vec<String> = match &t.data {
+        // Quoted and escaped: the text is the model's, not ours.
+        burnc_compiler::Data::Str(v) => v.iter().take(6).map(|s| format!("{s:?}")).collect(),
+        _ => t.to_f64_vec().iter().take(6).map(|x| format!("{x:.6}")).collect(),
+    };
+    let more = if t.numel() > 6 { ", …" } else { "" };
     format!("[{}{more}]", shown.join(", "))
 }
 

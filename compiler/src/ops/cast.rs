@@ -117,6 +117,34 @@ fn emit_cast(cx: &EmitCx, to: DType, saturate: bool) -> Result<String, CodegenEr
     let decoded = |xs: burnc_runtime::small::Small| format!("rt::small::small_to_f64(rt::small::Small::{xs:?}, v)");
     let conv = if xd == to {
         "v".to_string()
+    } else if to == DType::Str {
+        // The text is made here and kept in the call's heap (`runtime::strings::*_text`).
+        let text = match small_of(xd) {
+            Some(xs) if xd.is_int() => format!("rt::strings::int_text(({}) as i64)", decoded(xs)),
+            Some(xs) => format!("rt::strings::float_text({})", decoded(xs)),
+            None if xd.is_float() => "rt::strings::float_text(rt::Elem::to_f64(v))".into(),
+            None if xd == DType::U64 => "rt::strings::uint_text(v)".into(),
+            None if xd == DType::Bool => "rt::strings::int_text(v as i64)".into(),
+            None => "rt::strings::int_text(rt::Elem::to_i64(v))".into(),
+        };
+        format!("h.keep({text})")
+    } else if xd == DType::Str {
+        // Text that is not a number reads as NaN (0 for integer types): generated code does not
+        // fail, where the interpreter reports it.
+        if to.is_int() {
+            let i = "rt::strings::parse_int(v.as_str()).map_or(0, |i| i as i64)";
+            match small_of(to) {
+                Some(ts) => format!("rt::small::small_from_i64(rt::small::Small::{ts:?}, {i})"),
+                None => format!("<{tt} as rt::Elem>::from_i64({i})"),
+            }
+        } else {
+            let f = "rt::strings::parse_float(v.as_str()).unwrap_or(f64::NAN)";
+            match small_of(to) {
+                Some(ts) => format!("rt::small::small_from_f64(rt::small::Small::{ts:?}, ({f}) as f32 as f64, {saturate})"),
+                None if to == DType::Bool => format!("(({f}) != 0.0) as u8"),
+                None => format!("<{tt} as rt::Elem>::from_f64({f})"),
+            }
+        }
     } else if let Some(ts) = small_of(to) {
         let src_int = xd.is_int() || xd == DType::Bool;
         if to.is_int() && src_int {
@@ -164,6 +192,15 @@ pub fn examples() -> Vec<super::Example> {
         v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: Some(to), saturate: true }), inputs: vec![ramp(&[2, 3, 4], from)] });
     }
     v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: None, saturate: true }), inputs: vec![ramp(&[3, 5], DType::F32), ramp(&[1], DType::F64)] });
+    // To and from strings.
+    for from in [DType::F32, DType::I64, DType::Bool, DType::F16] {
+        v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: Some(DType::Str), saturate: true }), inputs: vec![ramp(&[2, 3], from)] });
+    }
+    let text = |v: &[&str]| Tensor::new(vec![v.len()], crate::tensor::Data::Str(v.iter().map(|s| s.to_string()).collect()));
+    for to in [DType::F32, DType::I32, DType::U8, DType::F64] {
+        v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: Some(to), saturate: true }), inputs: vec![text(&[" 12", "-3", "+7", "0"])] });
+    }
+    v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: Some(DType::F32), saturate: true }), inputs: vec![text(&["1.5", "NaN", "-inf", "1e3"])] });
     v
 }
 
@@ -180,5 +217,20 @@ mod tests {
         let like = Tensor::from_i64s(vec![1], vec![0]);
         let z = Cast { to: None, saturate: true }.eval(&[Some(&x), Some(&like)]).expect("eval");
         assert_eq!((z[0].dtype(), z[0].to_i64_vec()), (DType::I64, Some(vec![-1, 0, 2, 300])));
+    }
+
+    /// onnxruntime's text (`%.8g`, NaN, INF) and its reading back.
+    #[test]
+    fn cast_to_and_from_strings() {
+        use crate::tensor::Data;
+        let x = Tensor::from_f32s(vec![8], vec![0.3, 123456789.0, 1e-5, -0.0, f32::NAN, f32::NEG_INFINITY, 1e20, 100000.0]);
+        let y = Cast { to: Some(DType::Str), saturate: true }.eval(&[Some(&x)]).expect("eval");
+        let want = ["0.30000001", "1.2345679e+08", "9.9999997e-06", "-0", "NaN", "-INF", "1e+20", "100000"];
+        let Data::Str(got) = &y[0].data else { panic!("not strings") };
+        assert_eq!(got[..], want[..]);
+        let back = Cast { to: Some(DType::F32), saturate: true }.eval(&[Some(&y[0])]).expect("eval");
+        assert_eq!(back[0].to_f64_vec()[..2], [0.30000001192092896, 123456792.0]);
+        let bad = Tensor::new(vec![1], Data::Str(vec!["abc".into()]));
+        assert!(Cast { to: Some(DType::I32), saturate: true }.eval(&[Some(&bad)]).is_err());
     }
 }

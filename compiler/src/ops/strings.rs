@@ -183,11 +183,7 @@ impl OpDef for StringNormalizer {
         if !self.stopwords.is_empty() {
             return Err(cx.err("with stopwords the output's length depends on the input's values: make the input a constant"));
         }
-        let case = match self.case {
-            Case::Keep => "Keep",
-            Case::Lower => "Lower",
-            Case::Upper => "Upper",
-        };
+        let case = format!("{:?}", self.case);
         Ok(format!(
             "rt::strings::normalize({}, &[], {}, rt::strings::Case::{case}, {}, h);",
             cx.read(cx.input(0)?)?,

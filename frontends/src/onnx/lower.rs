@@ -541,11 +541,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "StringConcat" => Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::StringConcat)),
         "StringNormalizer" => {
             use burnc_compiler::ops::strings::Case;
-            let case = match a.s_or("case_change_action", "NONE").as_str() {
-                "NONE" => Case::Keep,
-                "LOWER" => Case::Lower,
-                "UPPER" => Case::Upper,
-                c => return Err(n.err(format!("unknown case_change_action `{c}`"))),
+            // The C and POSIX locales change ASCII letters only; any other uses Unicode's rules.
+            let ascii = matches!(a.s_or("locale", "en_US").as_str(), "C" | "POSIX");
+            let case = match (a.s_or("case_change_action", "NONE").as_str(), ascii) {
+                ("NONE", _) => Case::Keep,
+                ("LOWER", false) => Case::Lower,
+                ("UPPER", false) => Case::Upper,
+                ("LOWER", true) => Case::AsciiLower,
+                ("UPPER", true) => Case::AsciiUpper,
+                (c, _) => return Err(n.err(format!("unknown case_change_action `{c}`"))),
             };
             let stopwords = a.strings("stopwords").unwrap_or(Ok(vec![])).map_err(|i| n.err(format!("stopwords[{i}] is not UTF-8")))?;
             let case_sensitive = a.i_or("is_case_sensitive", 0) != 0;

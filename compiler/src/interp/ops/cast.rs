@@ -57,6 +57,12 @@ pub fn cast(x: &Tensor, to: DType, saturate: bool) -> Result<Tensor, String> {
     if x.dtype() == to {
         return Ok(x.clone());
     }
+    if let Data::Str(v) = &x.data {
+        return cast(&parse_strings(v, x.shape.clone(), to)?, to, saturate);
+    }
+    if to == DType::Str {
+        return Ok(Tensor::new(x.shape.clone(), Data::Str(texts(x))));
+    }
     let data = if to.is_small() {
         let src_int = x.dtype().is_int() || x.dtype() == DType::Bool;
         match (to.is_int(), src_int) {
@@ -80,6 +86,31 @@ pub fn cast(x: &Tensor, to: DType, saturate: bool) -> Result<Tensor, String> {
         crate::with_data!(&x.data, v => to_type(v, to), f8 => unreachable_f8())
     };
     Ok(Tensor::new(x.shape.clone(), data))
+}
+
+/// Strings read as numbers for a Cast to `to`: integers for integer targets, floats otherwise
+/// (`runtime::strings::parse_*`, which generated code calls too).
+fn parse_strings(v: &[String], shape: Vec<usize>, to: DType) -> Result<Tensor, String> {
+    use burnc_runtime::strings::{parse_float, parse_int};
+    let bad = |s: &String| format!("cannot read {s:?} as a number of type {to}");
+    Ok(if to.is_int() {
+        // Above i64::MAX the bits wrap and come back unsigned in the cast to u64.
+        let ints = v.iter().map(|s| parse_int(s).map(|i| i as i64).ok_or_else(|| bad(s))).collect::<Result<_, _>>()?;
+        Tensor::new(shape, Data::I64(ints))
+    } else {
+        Tensor::new(shape, Data::F64(v.iter().map(|s| parse_float(s).ok_or_else(|| bad(s))).collect::<Result<_, _>>()?))
+    })
+}
+
+/// Elements as Cast writes them to strings (`runtime::strings::*_text`).
+fn texts(x: &Tensor) -> Vec<String> {
+    use burnc_runtime::strings::{float_text, int_text, uint_text};
+    match &x.data {
+        Data::U64(v) => v.iter().map(|&u| uint_text(u)).collect(),
+        Data::Bool(v) => v.iter().map(|&b| int_text(b as i64)).collect(),
+        _ if x.dtype().is_float() => x.to_f64_vec().into_iter().map(float_text).collect(),
+        _ => x.to_i64_vec().unwrap_or_default().into_iter().map(int_text).collect(),
+    }
 }
 
 fn unreachable_f8() -> Data {
