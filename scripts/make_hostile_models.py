@@ -1246,6 +1246,96 @@ def deep_nested_if_text_limit(root):
     c.save(_nested_ifs(31), "compiles", note="31 levels: 96 nested messages, just under a limit of 100")
 
 
+# ---------------------------------------------------------------------------------------------
+# String tensors and images: text that reaches the module as literals, patterns whose automaton
+# explodes, lookups that do not add up, text that is not UTF-8, an image header that lies.
+
+S = TensorProto.STRING
+
+
+def _strings(name, values):
+    t = TensorProto(name=name, data_type=S, dims=[len(values)])
+    t.string_data.extend(v if isinstance(v, bytes) else v.encode() for v in values)
+    return t
+
+
+@case
+def inj_string_constant(root):
+    c = Case(root, "inj_string_constant")
+    payload = ['"); } INJECTED(); fn f() { ("', "\\\"\n INJECTED()", "*/ INJECTED() /*", "\x7f\x00 INJECTED"]
+    m = model([helper.make_node("Equal", ["text", "probe"], ["same"], name="eq")], [vi("text", [4], S)], [vi("same", [4], TensorProto.BOOL)],
+              [_strings("probe", payload)], opset=21, ir=10)
+    c.save(m, "compiles", note="string constants are written as escaped literals")
+
+
+@case
+def inj_label_encoder_strings(root):
+    c = Case(root, "inj_label_encoder_strings")
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], name="enc", domain="ai.onnx.ml", keys_int64s=[1, 2],
+                            values_strings=['"); INJECTED(); ("', "x\ny INJECTED"], default_string="*/ INJECTED /*")
+    m = model([node], [vi("x", [3], I64)], [vi("y", [3], S)], opset=21, ir=10)
+    m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 4))
+    c.save(m, "compiles", note="LabelEncoder's values become literals")
+
+
+@case
+def regex_dfa_explodes(root):
+    c = Case(root, "regex_dfa_explodes")
+    node = helper.make_node("RegexFullMatch", ["x"], ["y"], name="grep_bomb", pattern="[ab]*a[ab]{40}")
+    m = model([node], [vi("x", [2], S)], [vi("y", [2], TensorProto.BOOL)], opset=21, ir=10)
+    c.save(m, "error", contains=["grep_bomb", "pattern"], timeout=60, max_memory_mb=1024, note="a DFA of 2^40 states: refused at the size limit")
+
+
+@case
+def inj_regex_pattern(root):
+    c = Case(root, "inj_regex_pattern")
+    node = helper.make_node("RegexFullMatch", ["x"], ["y"], name="grep", pattern="x*/\nINJECTED();\n/*")
+    m = model([node], [vi("x", [2], S)], [vi("y", [2], TensorProto.BOOL)], opset=21, ir=10)
+    c.save(m, "compiles", note="the pattern reaches the module only in an escaped comment")
+
+
+@case
+def regex_bad_syntax(root):
+    c = Case(root, "regex_bad_syntax")
+    node = helper.make_node("RegexFullMatch", ["x"], ["y"], name="grep_bad", pattern="(unclosed")
+    m = model([node], [vi("x", [2], S)], [vi("y", [2], TensorProto.BOOL)], opset=21, ir=10)
+    c.save(m, "error", contains=["grep_bad", "pattern"])
+
+
+@case
+def label_encoder_counts_differ(root):
+    c = Case(root, "label_encoder_counts_differ")
+    node = helper.make_node("LabelEncoder", ["x"], ["y"], name="enc_short", domain="ai.onnx.ml", keys_strings=["a", "b", "c"], values_int64s=[1, 2])
+    m = model([node], [vi("x", [3], S)], [vi("y", [3], I64)], opset=21, ir=10)
+    m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 2))
+    c.save(m, "error", contains=["enc_short", "3 keys but 2 values"])
+
+
+@case
+def string_not_utf8(root):
+    c = Case(root, "string_not_utf8")
+    m = model([helper.make_node("Equal", ["text", "probe"], ["same"], name="eq")], [vi("text", [2], S)], [vi("same", [2], TensorProto.BOOL)],
+              [_strings("probe", [b"ok", b"\xff\xfe"])], opset=21, ir=10)
+    c.save(m, "error", contains=["probe", "UTF-8"])
+
+
+def _png_header_only(width, height):
+    import struct, zlib
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 16)) + chunk(b"IEND", b"")
+
+
+@case
+def image_header_lies(root):
+    c = Case(root, "image_header_lies")
+    png = np.frombuffer(_png_header_only(200000, 200000), dtype=np.uint8)
+    m = model([helper.make_node("ImageDecoder", ["img"], ["pixels"], name="decode_bomb")], [], [vi("pixels", None, TensorProto.UINT8)],
+              [numpy_helper.from_array(png.copy(), "img")], opset=21, ir=10)
+    c.save(m, "error", contains=["decode_bomb"], max_memory_mb=1024, note="a PNG claiming 200000x200000 pixels (120 GB): refused by the decoder's limits")
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_hostile_models.py OUT_DIR")

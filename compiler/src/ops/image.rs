@@ -6,6 +6,9 @@ use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Op, ValueId};
 use crate::tensor::{Data, Tensor};
 
+/// The largest width or height decoded.
+const MAX_SIDE: u32 = 16384;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PixelFormat {
     Rgb,
@@ -24,7 +27,15 @@ impl ImageDecoder {
     }
 
     fn decode(&self, bytes: &[u8]) -> R<Tensor> {
-        let img = image::load_from_memory(bytes).map_err(|e| format!("cannot decode the image: {e}"))?;
+        // A file is untrusted: a header may claim any size, so the decoder's allocations are
+        // capped (16384 pixels a side, 256 MiB).
+        let mut limits = image::Limits::default();
+        limits.max_image_width = Some(MAX_SIDE);
+        limits.max_image_height = Some(MAX_SIDE);
+        limits.max_alloc = Some(256 << 20);
+        let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes)).with_guessed_format().map_err(|e| format!("cannot read the image: {e}"))?;
+        reader.limits(limits);
+        let img = reader.decode().map_err(|e| format!("cannot decode the image: {e}"))?;
         let rgb = img.to_rgb8();
         let (w, h) = (rgb.width() as usize, rgb.height() as usize);
         let px = rgb.as_raw();
