@@ -59,6 +59,31 @@ fn check(dir: &Path, codegen: bool, (rtol, atol): (f64, f64)) {
     }
 }
 
+/// Light models as onnxruntime's optimiser leaves them at the `all` level (com.microsoft.nchwc
+/// ops, FusedConv, FusedGemm), a mobile-style net with depthwise convolutions through the same
+/// optimiser, and light models quantized by onnxruntime.quantization (QOperator, per channel):
+/// scripts/make_optimized_models.py, against onnxruntime on the same files, at the ONNX tests'
+/// tolerance (the quantized ones match exactly here).
+#[test]
+fn optimized_and_quantized_models_match_onnxruntime() {
+    let status = Command::new("bash").arg(common::root().join("scripts/setup_python.sh")).status().expect("run setup_python.sh");
+    assert!(status.success());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("optimized_models");
+    let status = Command::new("python3")
+        .arg(common::root().join("scripts/make_optimized_models.py"))
+        .arg(common::data_dir())
+        .arg(&dir)
+        .status()
+        .expect("run make_optimized_models.py");
+    assert!(status.success(), "make_optimized_models.py failed");
+    let cases: Vec<_> = std::fs::read_dir(&dir).expect("cases").filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("model.onnx").exists()).collect();
+    assert!(cases.len() >= 7, "{} cases", cases.len());
+    for case in cases {
+        check(&case, false, (1e-3, 1e-5));
+        check(&case, true, (1e-3, 1e-5));
+    }
+}
+
 #[test]
 fn contrib_ops_match_onnxruntime() {
     let status = Command::new("bash").arg(common::root().join("scripts/setup_python.sh")).status().expect("run setup_python.sh");

@@ -438,6 +438,12 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![t(cx.dtype(0), dims)]
         }
         Op::Conv { window, group } | Op::FusedConv { window, group, .. } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
+        // Integer products: i32 accumulators, or requantized to y_zero_point's type (uint8
+        // when it is absent).
+        Op::ConvInteger { window, group } => vec![t(Some(DType::I32), conv(cx, window, *group)?)],
+        Op::QLinearConv { window, group } => vec![t(Some(cx.dtype(7).unwrap_or(DType::U8)), conv_of(cx, 0, 3, window, *group)?)],
+        Op::MatMulInteger => vec![t(Some(DType::I32), matmul(cx)?)],
+        Op::QLinearMatMul => vec![t(Some(cx.dtype(7).unwrap_or(DType::U8)), matmul_of(cx, 0, 3)?)],
         Op::ScaleShift { .. } => same(),
         // Inputs have the output's shape or one element: the output is the largest input.
         Op::Elementwise(_) => {
@@ -933,10 +939,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         | Op::CenterCropPad { .. }
         | Op::Seq(_)
         | Op::SequenceMap { .. }
-        | Op::MatMulInteger
-        | Op::QLinearMatMul
-        | Op::ConvInteger { .. }
-        | Op::QLinearConv { .. }
         | Op::Shrink { .. }
         | Op::Det => vec![],
     })
@@ -956,7 +958,12 @@ fn reduce_dims(x: &[Dim], ax: &[usize], keepdims: bool) -> Vec<Dim> {
 }
 
 fn matmul(cx: &Cx) -> R<Option<Vec<Dim>>> {
-    let (Some(a), Some(b)) = (cx.shape(0), cx.shape(1)) else { return Ok(None) };
+    matmul_of(cx, 0, 1)
+}
+
+/// The dims of the product of inputs `ai` and `bi` (MatMul's rules).
+fn matmul_of(cx: &Cx, ai: usize, bi: usize) -> R<Option<Vec<Dim>>> {
+    let (Some(a), Some(b)) = (cx.shape(ai), cx.shape(bi)) else { return Ok(None) };
     if a.is_empty() || b.is_empty() {
         return Err("MatMul inputs must have rank >= 1".into());
     }
@@ -1039,8 +1046,13 @@ fn spatial(cx: &Cx, xs: &[Dim], k: &[usize], w: &Window, pool: bool) -> R<Vec<Di
 }
 
 fn conv(cx: &Cx, w: &Window, group: usize) -> R<Option<Vec<Dim>>> {
-    let (Some(x), Some(wt)) = (cx.shape(0), cx.shape(1)) else {
-        return Ok(cx.shape(0).map(|x| cx.fresh_dims(x.len())));
+    conv_of(cx, 0, 1, w, group)
+}
+
+/// The dims of a convolution of input `xi` by weights `wi` (Conv's rules).
+fn conv_of(cx: &Cx, xi: usize, wi: usize, w: &Window, group: usize) -> R<Option<Vec<Dim>>> {
+    let (Some(x), Some(wt)) = (cx.shape(xi), cx.shape(wi)) else {
+        return Ok(cx.shape(xi).map(|x| cx.fresh_dims(x.len())));
     };
     if x.len() < 3 || wt.len() != x.len() {
         return Err(format!("input rank {} and weight rank {} do not fit a convolution", x.len(), wt.len()));

@@ -119,7 +119,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         embed_layer_norm(ctx, node, inputs)?;
         return Ok(true);
     }
-    if matches!(op, "QuantizeLinear" | "DequantizeLinear" | "QLinearAdd" | "QLinearMul" | "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" | "QLinearAveragePool" | "QLinearConcat") {
+    if matches!(op, "QuantizeLinear" | "DequantizeLinear" | "QLinearAdd" | "QLinearMul" | "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" | "QLinearAveragePool" | "QLinearConcat" | "QLinearSoftmax") {
         qlinear(ctx, node, inputs)?;
         return Ok(true);
     }
@@ -333,6 +333,17 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
                 "QLinearLeakyRelu" => c.un(UnaryOp::LeakyRelu { alpha: a.f_or("alpha", 0.01) }, f),
                 _ => c.step(Op::GlobalPool { kind: burnc_compiler::ir::PoolKind::Avg { count_include_pad: false } }, &[f]),
             };
+            q(&mut c, f, ys, opt(4), 1)
+        }
+        // QLinearSoftmax: Softmax of the real values; `opset` is the replaced Softmax's (before
+        // 13 the input is coerced to 2-D at `axis`).
+        "QLinearSoftmax" => {
+            let (x, xs, ys) = (c.input(0, "X")?, c.input(1, "x_scale")?, c.input(3, "y_scale")?);
+            let f = dq(&mut c, x, xs, opt(2), 1);
+            // The axis defaults to -1 whatever the opset (onnxruntime's schema).
+            let coerce_2d = a.i_or("opset", 13) < 13;
+            let axis = a.i_or("axis", -1);
+            let f = c.step(Op::Softmax { axis, log: false, coerce_2d }, &[f]);
             q(&mut c, f, ys, opt(4), 1)
         }
         // QLinearAveragePool: AveragePool's attributes, lowered by AveragePool's own lowering.

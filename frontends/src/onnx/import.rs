@@ -31,6 +31,8 @@ pub struct Ctx<'a, 'p> {
     pub opset: i64,
     pub model_dir: Option<&'a Path>,
     fresh: usize,
+    /// The graph's `com.microsoft.nchwc` block and blocked values, when it has such ops.
+    pub nchwc: Option<super::nchwc::Nchwc>,
 }
 
 impl<'a, 'p> Ctx<'a, 'p> {
@@ -110,7 +112,7 @@ fn build_graph(
     model_dir: Option<&Path>,
     is_subgraph: bool,
 ) -> Result<Graph, OnnxError> {
-    let mut ctx = Ctx { graph: Graph { name: g.name().to_string(), ..Default::default() }, scope, opset, model_dir, fresh: 0 };
+    let mut ctx = Ctx { graph: Graph { name: g.name().to_string(), ..Default::default() }, scope, opset, model_dir, fresh: 0, nchwc: super::nchwc::scan(g) };
     let declared: HashMap<&str, &ValueInfoProto> =
         g.value_info.iter().chain(&g.output).chain(&g.input).map(|v| (v.name(), v)).collect();
     // Initializers first: an input with the same name is an overridable default, which burnc

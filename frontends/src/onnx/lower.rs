@@ -84,6 +84,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     if domain == "ai.onnx.ml" {
         return super::ml::lower(ctx, node, ctx.opset);
     }
+    if domain == super::nchwc::DOMAIN {
+        return super::nchwc::lower(ctx, node);
+    }
     if !matches!(domain, "" | "ai.onnx" | "com.microsoft") {
         return Err(OnnxError::UnsupportedOp {
             node: n.label.clone(),

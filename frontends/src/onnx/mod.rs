@@ -6,6 +6,7 @@ mod flex;
 mod import;
 mod lower;
 mod ml;
+mod nchwc;
 mod rnn;
 mod scan8;
 mod training;

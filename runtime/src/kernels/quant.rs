@@ -159,10 +159,16 @@ pub fn scale_ratio(a: f64, b: f64, y: f64, p: ScalePrec) -> f64 {
     }
 }
 
-/// round(acc * mult) + zp, saturated to `Q`.
+/// round(acc * mult) + zp, saturated to `Q`. With f32 scales the product is an f32 one, as
+/// onnxruntime's requantization (MLAS) and the ONNX reference (float32 arrays) compute it: a
+/// product in f64 rounds the other way where the f32 one lands on a half.
 #[inline]
-pub fn requantize_one<Q: Elem>(acc: i64, mult: f64, zp: i64) -> Q {
-    sat((rint(acc as f64 * mult) as i64).saturating_add(zp))
+pub fn requantize_one<Q: Elem>(acc: i64, mult: f64, zp: i64, prec: ScalePrec) -> Q {
+    let v = match prec {
+        ScalePrec::F32 => (acc as f32 * mult as f32) as f64,
+        _ => acc as f64 * mult,
+    };
+    sat((rint(v) as i64).saturating_add(zp))
 }
 
 #[inline]
@@ -227,7 +233,7 @@ pub fn qlinear_matmul_requant<S: Elem, Q: Elem>(
     for (i, (o, &c)) in y.iter_mut().zip(acc).enumerate() {
         let (col, row) = (i % n.max(1), (i / n.max(1)) % m.max(1));
         let mult = scale_ratio(per(a_scale, row).to_f64(), per(b_scale, col).to_f64(), ys, prec);
-        *o = requantize_one(c as i64, mult, yz);
+        *o = requantize_one(c as i64, mult, yz, prec);
     }
 }
 
@@ -364,6 +370,6 @@ pub fn qlinear_conv<X: Elem, W: Elem, S: Elem, Q: Elem>(
     let yz = y_zp.first().map(|z| z.to_i64()).unwrap_or(0);
     conv_integer(x, w, xz, wz, g, y, |_, mo, s| {
         let acc = s + bias.get(mo).map(|&b| b as i64).unwrap_or(0);
-        requantize_one(acc, scale_ratio(xs, per(w_scale, mo).to_f64(), ys, prec), yz)
+        requantize_one(acc, scale_ratio(xs, per(w_scale, mo).to_f64(), ys, prec), yz, prec)
     });
 }
