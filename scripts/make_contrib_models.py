@@ -72,7 +72,49 @@ def main():
     matmul_nbits(os.path.join(out, "matmul_nbits"), rng)
     gather_block_quantized(os.path.join(out, "gather_block_quantized"), rng)
     strings(os.path.join(out, "strings"), rng)
+    group_query_attention(out, rng)
     print(f"make_contrib_models: wrote {out}")
+
+
+def group_query_attention(out, rng):
+    """GroupQueryAttention as onnxruntime-genai's decoders use it: a right-padded first prompt,
+    decode steps with a cache longer than the valid tokens (per-batch lengths from seqlens_k),
+    a cache buffer shared between past and present, rotary embedding (both layouts), packed
+    QKV, sliding window, softcap, 4 query heads per kv head."""
+    cases = {
+        "gqa_prompt": dict(B=2, S=4, P=0, Hq=4, Hkv=2, D=16, seqlens=[3, 1], total=4, do_rotary=1),
+        "gqa_decode": dict(B=2, S=1, P=6, Hq=4, Hkv=2, D=16, seqlens=[6, 4], total=7, do_rotary=1, rotary_interleaved=1, scale=0.3, softcap=2.0),
+        "gqa_shared_buffer": dict(B=2, S=1, P=8, Hq=4, Hkv=2, D=16, seqlens=[6, 4], total=7, local_window_size=3),
+        "gqa_packed": dict(B=1, S=3, P=6, Hq=4, Hkv=1, D=16, seqlens=[8], total=9, packed=True),
+    }
+    for name, c in cases.items():
+        B, S, P, Hq, Hkv, D = (c.pop(k) for k in ["B", "S", "P", "Hq", "Hkv", "D"])
+        seqlens, total, packed = c.pop("seqlens"), c.pop("total"), c.pop("packed", False)
+        f = lambda *shape: (rng.standard_normal(shape)).astype(np.float32)
+        feeds = {}
+        if packed:
+            feeds["q"] = f(B, S, (Hq + 2 * Hkv) * D)
+            names = ["q", "", ""]
+        else:
+            feeds.update(q=f(B, S, Hq * D), k=f(B, S, Hkv * D), v=f(B, S, Hkv * D))
+            names = ["q", "k", "v"]
+        if P:
+            feeds.update(past_k=f(B, Hkv, P, D), past_v=f(B, Hkv, P, D))
+            names += ["past_k", "past_v"]
+        else:
+            names += ["", ""]
+        feeds["seqlens_k"] = np.array(seqlens, np.int32)
+        feeds["total"] = np.array(total, np.int32)
+        names += ["seqlens_k", "total"]
+        if c.get("do_rotary"):
+            half = D // 2
+            angles = np.outer(np.arange(total + 8), 1.0 / (10000 ** (np.arange(half) / half)))
+            feeds["cos"], feeds["sin"] = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+            names += ["cos", "sin"]
+        node = helper.make_node("GroupQueryAttention", names, ["y", "present_k", "present_v"], domain="com.microsoft", num_heads=Hq, kv_num_heads=Hkv, **c)
+        ins = [helper.make_tensor_value_info(k, TensorProto.INT32 if v.dtype == np.int32 else TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()]
+        g = helper.make_graph([node], name, ins, [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["y", "present_k", "present_v"]])
+        write_case(os.path.join(out, name), g, feeds)
 
 
 def strings(out, rng):

@@ -6,7 +6,8 @@
 //! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask),
 //! EmbedLayerNormalization, RotaryEmbedding, SimplifiedLayerNormalization and
 //! DynamicQuantizeLSTM, MatMulNBits (int4 and int8 blocks, kept packed) and
-//! GatherBlockQuantized, and string tensors (StringNormalizer, StringConcat, RegexFullMatch,
+//! GatherBlockQuantized, GroupQueryAttention (prompt, decode, shared buffer, packed QKV), and
+//! string tensors (StringNormalizer, StringConcat, RegexFullMatch,
 //! LabelEncoder, StringSplit, Equal, Cast to and from string), through the interpreter and
 //! through generated code, against onnxruntime's outputs (scripts/make_contrib_models.py;
 //! BiasAdd and BiasSplitGelu, which onnxruntime only has for CUDA, against numpy).
@@ -121,6 +122,10 @@ fn contrib_ops_match_onnxruntime() {
         ("gather_block_quantized", onnx_tests),
         ("gather_block_quantized_default_zero", onnx_tests),
         ("strings", onnx_tests),
+        ("gqa_prompt", onnx_tests),
+        ("gqa_decode", onnx_tests),
+        ("gqa_shared_buffer", onnx_tests),
+        ("gqa_packed", onnx_tests),
         ("decoder_q4", onnx_tests),
         ("decoder_q8", onnx_tests),
     ];

@@ -107,6 +107,10 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         rotary(ctx, node, inputs)?;
         return Ok(true);
     }
+    if op == "GroupQueryAttention" {
+        group_query_attention(ctx, node, inputs)?;
+        return Ok(true);
+    }
     if op == "GatherBlockQuantized" {
         gather_block_quantized(ctx, node, inputs)?;
         return Ok(true);
@@ -734,4 +738,198 @@ fn gather_block_quantized(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Valu
     let name = c.ctx.fresh(&c.label);
     let y = c.add(deq.op(), vec![Some(rows), Some(row_scales), row_zero], &[name])[0];
     c.finish(y)
+}
+
+/// GroupQueryAttention (onnxruntime-genai's decoders): queries of `num_heads` heads attend
+/// keys and values of `kv_num_heads` heads, each shared by `num_heads / kv_num_heads` query
+/// heads, through a KV cache. Per batch `b`, `seqlens_k[b] + 1` tokens are valid; the new
+/// tokens sit after the `past_len = seqlens_k[b] + 1 - S` cached ones (0 with no past: a first
+/// prompt, right-padded). `present` is the cache `max(past, total_sequence_length)` long:
+/// the past up to `past_len`, the new keys after it, zeros beyond the valid length (a first
+/// prompt's cache is its keys, padding included). Optional
+/// rotary embedding of queries and keys at their positions (the cos/sin caches), sliding
+/// window (`local_window_size`), `softcap`, `scale` (default 1/√head_size). Lowered to standard
+/// ops whose sizes follow the shapes, so one lowering serves every head size.
+fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    use burnc_compiler::ir::DType;
+    let a = Attrs(&node.attribute);
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
+    let opt = |i: usize| inputs.get(i).copied().flatten();
+    let (hq, hkv) = (a.i_or("num_heads", 0), a.i_or("kv_num_heads", 0));
+    if hq <= 0 || hkv <= 0 || hq % hkv != 0 {
+        return Err(c.err(format!("num_heads {hq} must be a positive multiple of kv_num_heads {hkv}")));
+    }
+    for (i, what) in [(9, "position_ids"), (10, "attention_bias"), (11, "head_sink")] {
+        if opt(i).is_some() {
+            return Err(c.err(format!("input {i} ({what}) is not supported")));
+        }
+    }
+    if a.i_or("smooth_softmax", 0) != 0 || a.i_or("qk_output", 0) != 0 {
+        return Err(c.err("smooth_softmax and qk_output are not supported"));
+    }
+    let q = c.input(0, "query")?;
+    let (seqlens, total) = (c.input(5, "seqlens_k")?, c.input(6, "total_sequence_length")?);
+    let i64s = |c: &mut Chain, v: Vec<i64>| c.ctx.constant(&c.label, Tensor::from_i64s(vec![v.len()], v));
+    let i64_scalar = |c: &mut Chain, v: i64| c.ctx.constant(&c.label, Tensor::from_i64s(vec![], vec![v]));
+    let bnsd = Op::Transpose { perm: Some(vec![0, 2, 1, 3]) };
+    // [B, S, heads·D] → [B, heads, S, D]; packed QKV when key and value are absent.
+    let (q4, k4, v4) = match (opt(1), opt(2)) {
+        (Some(k), Some(v)) => {
+            let heads = |c: &mut Chain, x: ValueId, h: i64| {
+                let r = c.reshape(x, &[0, 0, h, -1]);
+                c.step(bnsd.clone(), &[r])
+            };
+            (heads(&mut c, q, hq), heads(&mut c, k, hkv), heads(&mut c, v, hkv))
+        }
+        (None, None) => {
+            let r = c.reshape(q, &[0, 0, hq + 2 * hkv, -1]);
+            let names: Vec<String> = (0..3).map(|_| c.ctx.fresh(&c.label)).collect();
+            let parts = c.add(burnc_compiler::ops::split::Split { axis: 2, sizes: Some(vec![hq, hkv, hkv]), outputs: 3 }.op(), vec![Some(r)], &names);
+            (c.step(bnsd.clone(), &[parts[0]]), c.step(bnsd.clone(), &[parts[1]]), c.step(bnsd.clone(), &[parts[2]]))
+        }
+        _ => return Err(c.err("key and value must both be given, or both be absent (packed QKV)")),
+    };
+    let past = match (opt(3), opt(4)) {
+        (Some(k), Some(v)) => Some((k, v)),
+        (None, None) => None,
+        _ => return Err(c.err("past_key and past_value must both be given or both be absent")),
+    };
+    // Lengths: valid tokens per batch, the new tokens' count, where they start.
+    let sl = c.step(burnc_compiler::ops::cast::op(DType::I64, false), &[seqlens]);
+    let one = i64s(&mut c, vec![1]);
+    let sl = c.bin(BinaryOp::Add, sl, one);
+    let s = c.step(Op::Shape { start: 1, end: Some(2) }, &[q]);
+    let past_len = match past {
+        Some(_) => c.bin(BinaryOp::Sub, sl, s),
+        None => {
+            let zero = i64s(&mut c, vec![0]);
+            c.bin(BinaryOp::Mul, sl, zero)
+        }
+    };
+    let zero_s = i64_scalar(&mut c, 0);
+    let one_s = i64_scalar(&mut c, 1);
+    let s_scalar = c.step(Op::Squeeze { axes: Some(vec![0]) }, &[s]);
+    let steps = c.step(Op::Range, &[zero_s, s_scalar, one_s]);
+    let past_col = c.step(Op::Unsqueeze { axes: Some(vec![1]) }, &[past_len]);
+    let pos = c.bin(BinaryOp::Add, past_col, steps); // [B, S]
+    let (q4, k4) = if a.i_or("do_rotary", 0) != 0 {
+        let (cos, sin) = (c.input(7, "cos_cache")?, c.input(8, "sin_cache")?);
+        let op = Op::RotaryEmbedding { interleaved: a.i_or("rotary_interleaved", 0) != 0, rotary_embedding_dim: 0, num_heads: 0 };
+        (c.step(op.clone(), &[q4, cos, sin, pos]), c.step(op, &[k4, cos, sin, pos]))
+    } else {
+        (q4, k4)
+    };
+    // The cache: Tp = max(past, total) positions.
+    let total = c.step(burnc_compiler::ops::cast::op(DType::I64, false), &[total]);
+    let total = c.reshape(total, &[1]);
+    let tp = match past {
+        Some((pk, _)) => {
+            let p = c.step(Op::Shape { start: 2, end: Some(3) }, &[pk]);
+            c.bin(BinaryOp::Max, p, total)
+        }
+        None => total,
+    };
+    let tp_scalar = c.step(Op::Squeeze { axes: Some(vec![0]) }, &[tp]);
+    let t = c.step(Op::Range, &[zero_s, tp_scalar, one_s]); // [Tp]
+    let t_row = c.step(Op::Unsqueeze { axes: Some(vec![0]) }, &[t]); // [1, Tp]
+    let sl_col = c.step(Op::Unsqueeze { axes: Some(vec![1]) }, &[sl]);
+    let is_past = c.bin(BinaryOp::Less, t_row, past_col); // [B, Tp]
+    let valid = c.bin(BinaryOp::Less, t_row, sl_col);
+    // Index of the new token each position holds, clipped into range for the gather.
+    let idx = c.bin(BinaryOp::Sub, t_row, past_col);
+    let s_minus_1 = c.bin(BinaryOp::Sub, s, one);
+    let zero = i64s(&mut c, vec![0]);
+    let idx = c.bin(BinaryOp::Max, idx, zero);
+    let idx = c.bin(BinaryOp::Min, idx, s_minus_1);
+    let to_4d = |c: &mut Chain, m: ValueId| c.step(Op::Unsqueeze { axes: Some(vec![1, 3]) }, &[m]); // [B, 1, Tp, 1]
+    let (is_past4, valid4, idx4) = (to_4d(&mut c, is_past), to_4d(&mut c, valid), to_4d(&mut c, idx));
+    let cache = |c: &mut Chain, new: ValueId, old: Option<ValueId>| -> Result<ValueId, OnnxError> {
+        // [B, Hkv, Tp, D]: Shape(new) with Tp in place of S.
+        let head = c.step(Op::Shape { start: 0, end: Some(2) }, &[new]);
+        let d = c.step(Op::Shape { start: 3, end: Some(4) }, &[new]);
+        let dims = c.step(Op::Concat { axis: 0 }, &[head, tp, d]);
+        let wide_idx = c.step(Op::Expand, &[idx4, dims]);
+        let gathered = c.step(burnc_compiler::ops::gather::GatherElements { axis: 2 }.op(), &[new, wide_idx]);
+        Ok(match old {
+            // A first prompt: the cache is the new keys, padding included (as onnxruntime).
+            None => gathered,
+            Some(old) => {
+                let zero_f = c.scalar(0.0, new);
+                let fresh = c.step(burnc_compiler::ops::select::op(), &[valid4, gathered, zero_f]);
+                // The past padded with zeros to Tp.
+                let p = c.step(Op::Shape { start: 2, end: Some(3) }, &[old]);
+                let grow = c.bin(BinaryOp::Sub, tp, p);
+                let zero = i64s(c, vec![0]);
+                let pads = c.step(Op::Concat { axis: 0 }, &[zero, grow]);
+                let axes = i64s(c, vec![2]);
+                let name = c.ctx.fresh(&c.label);
+                let padded = c.add(burnc_compiler::ops::pad::Pad { mode: burnc_compiler::ir::PadMode::Constant }.op(), vec![Some(old), Some(pads), None, Some(axes)], &[name])[0];
+                c.step(burnc_compiler::ops::select::op(), &[is_past4, padded, fresh])
+            }
+        })
+    };
+    let present_k = cache(&mut c, k4, past.map(|p| p.0))?;
+    let present_v = cache(&mut c, v4, past.map(|p| p.1))?;
+    // Each kv head serves `g` query heads.
+    let g = hq / hkv;
+    let spread = |c: &mut Chain, x: ValueId| -> ValueId {
+        if g == 1 {
+            return x;
+        }
+        let u = c.step(Op::Unsqueeze { axes: Some(vec![2]) }, &[x]);
+        let reps = i64s(c, vec![1, 1, g, 1, 1]);
+        let e = c.step(Op::Expand, &[u, reps]);
+        let bq = c.step(Op::Shape { start: 0, end: Some(2) }, &[q4]);
+        let rest = c.step(Op::Shape { start: 2, end: Some(4) }, &[x]);
+        let dims = c.step(Op::Concat { axis: 0 }, &[bq, rest]);
+        c.step(Op::Reshape { allowzero: false }, &[e, dims])
+    };
+    let (kk, vv) = (spread(&mut c, present_k), spread(&mut c, present_v));
+    let kt = c.step(Op::Transpose { perm: Some(vec![0, 1, 3, 2]) }, &[kk]);
+    let mut scores = c.step(Op::MatMul, &[q4, kt]);
+    let scale = a.f_or("scale", 0.0);
+    let scale = if scale != 0.0 {
+        c.scalar(scale, scores)
+    } else {
+        let d = c.step(Op::Shape { start: 3, end: Some(4) }, &[q4]);
+        let d = c.step(burnc_compiler::ops::cast::like(true), &[d, scores]);
+        let r = c.un(UnaryOp::Sqrt, d);
+        c.un(UnaryOp::Reciprocal, r)
+    };
+    scores = c.bin(BinaryOp::Mul, scores, scale);
+    let softcap = a.f_or("softcap", 0.0);
+    if softcap > 0.0 {
+        let cap = c.scalar(softcap, scores);
+        let x = c.bin(BinaryOp::Div, scores, cap);
+        let x = c.un(UnaryOp::Tanh, x);
+        scores = c.bin(BinaryOp::Mul, x, cap);
+    }
+    // Key t is seen by the query at position p when t <= p, t is valid, and (sliding window)
+    // t > p - window.
+    let pos4 = c.step(Op::Unsqueeze { axes: Some(vec![1, 3]) }, &[pos]); // [B, 1, S, 1]
+    let t4 = c.step(Op::Unsqueeze { axes: Some(vec![0, 1, 2]) }, &[t]); // [1, 1, 1, Tp]
+    let causal = c.bin(BinaryOp::LessOrEqual, t4, pos4);
+    let sl4 = c.step(Op::Unsqueeze { axes: Some(vec![1, 2, 3]) }, &[sl]); // [B, 1, 1, 1]
+    let inside = c.bin(BinaryOp::Less, t4, sl4);
+    let mut seen = c.bin(BinaryOp::And, causal, inside);
+    let window = a.i_or("local_window_size", -1);
+    if window > 0 {
+        let w = i64s(&mut c, vec![window]);
+        let lo = c.bin(BinaryOp::Sub, pos4, w);
+        let near = c.bin(BinaryOp::Greater, t4, lo);
+        seen = c.bin(BinaryOp::And, seen, near);
+    }
+    let lowest = c.scalar(f32::MIN, scores);
+    scores = c.step(burnc_compiler::ops::select::op(), &[seen, scores, lowest]);
+    let probs = c.step(Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[scores]);
+    let o = c.step(Op::MatMul, &[probs, vv]);
+    let o = c.step(bnsd, &[o]);
+    let o = c.reshape(o, &[0, 0, -1]);
+    for (k, v) in [(1, present_k), (2, present_v)] {
+        if let Some(name) = node.output.get(k).filter(|n| !n.is_empty()) {
+            let out = c.add(Op::Unary(UnaryOp::Identity), vec![Some(v)], &[name.clone()])[0];
+            c.ctx.bind(name, out);
+        }
+    }
+    c.finish(o)
 }
