@@ -73,7 +73,23 @@ def main():
     gather_block_quantized(os.path.join(out, "gather_block_quantized"), rng)
     strings(os.path.join(out, "strings"), rng)
     group_query_attention(out, rng)
+    nhwc_conv(os.path.join(out, "nhwc_conv"), rng)
     print(f"make_contrib_models: wrote {out}")
+
+
+def nhwc_conv(out, rng):
+    """NhwcConv (onnxruntime has it for CUDA, not for its CPU): NHWC in and out, OIHW weights;
+    the reference is onnxruntime's Conv between two Transposes."""
+    x = rng.standard_normal([2, 6, 7, 4]).astype(np.float32)
+    w = numpy_helper.from_array((rng.standard_normal([8, 2, 3, 3]) * 0.5).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal([8]).astype(np.float32), "b")
+    attrs = dict(kernel_shape=[3, 3], pads=[1, 0, 1, 2], strides=[1, 2], group=2)
+    io = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 7, 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    ref = helper.make_graph([helper.make_node("Transpose", ["x"], ["xc"], perm=[0, 3, 1, 2]), helper.make_node("Conv", ["xc", "w", "b"], ["yc"], **attrs),
+                             helper.make_node("Transpose", ["yc"], ["y"], perm=[0, 2, 3, 1])], "ref", *io, [w, b])
+    want = ort.InferenceSession(helper.make_model(ref, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    g = helper.make_graph([helper.make_node("NhwcConv", ["x", "w", "b"], ["y"], domain="com.microsoft", **attrs)], "nhwc_conv", *io, [w, b])
+    write_case(out, g, {"x": x}, want)
 
 
 def group_query_attention(out, rng):

@@ -16,7 +16,9 @@ model.onnx, input_0.pb and output_0.pb (onnxruntime's output for that very file)
   the same optimiser.
 - quant_<model>: a model quantized by onnxruntime.quantization.quantize_static (QOperator
   format: QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QLinearConcat … ; per channel),
-  calibrated on random inputs.
+  calibrated on random inputs;
+- optquant_<model>: that quantized model through the optimiser (channels-last QLinearConv,
+  QLinearGlobalAveragePool, nchwc pools).
 The light models' final Softmax is cut off first: their probabilities saturate.
 """
 import glob
@@ -155,6 +157,13 @@ def main():
         quantize(src, os.path.join(d, "model.onnx"), x, rng)
         os.remove(src)
         write_case(d, os.path.join(d, "model.onnx"), x)
+        # The quantized model through the optimiser too: onnxruntime's NHWC rewrite of 8-bit
+        # convolutions (com.microsoft QLinearConv and QLinearGlobalAveragePool with
+        # channels_last, Transposes around them) and nchwc pools.
+        o = os.path.join(out, f"optquant_{name}")
+        os.makedirs(o, exist_ok=True)
+        optimize(os.path.join(d, "model.onnx"), os.path.join(o, "model.onnx"))
+        write_case(o, os.path.join(o, "model.onnx"), x)
     print(f"make_optimized_models: wrote {out}")
 
 

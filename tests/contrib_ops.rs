@@ -6,7 +6,8 @@
 //! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask),
 //! EmbedLayerNormalization, RotaryEmbedding, SimplifiedLayerNormalization and
 //! DynamicQuantizeLSTM, MatMulNBits (int4 and int8 blocks, kept packed) and
-//! GatherBlockQuantized, GroupQueryAttention (prompt, decode, shared buffer, packed QKV), and
+//! GatherBlockQuantized, NhwcConv (against Conv between Transposes: onnxruntime has no CPU
+//! kernel for it), GroupQueryAttention (prompt, decode, shared buffer, packed QKV), and
 //! string tensors (StringNormalizer, StringConcat, RegexFullMatch,
 //! LabelEncoder, StringSplit, Equal, Cast to and from string), through the interpreter and
 //! through generated code, against onnxruntime's outputs (scripts/make_contrib_models.py;
@@ -62,7 +63,8 @@ fn check(dir: &Path, codegen: bool, (rtol, atol): (f64, f64)) {
 
 /// Light models as onnxruntime's optimiser leaves them at the `all` level (com.microsoft.nchwc
 /// ops, FusedConv, FusedGemm), a mobile-style net with depthwise convolutions through the same
-/// optimiser, and light models quantized by onnxruntime.quantization (QOperator, per channel):
+/// optimiser, light models quantized by onnxruntime.quantization (QOperator, per channel), and
+/// those through the optimiser (channels-last QLinearConv, QLinearGlobalAveragePool):
 /// scripts/make_optimized_models.py, against onnxruntime on the same files, at the ONNX tests'
 /// tolerance (the quantized ones match exactly here).
 #[test]
@@ -78,7 +80,7 @@ fn optimized_and_quantized_models_match_onnxruntime() {
         .expect("run make_optimized_models.py");
     assert!(status.success(), "make_optimized_models.py failed");
     let cases: Vec<_> = std::fs::read_dir(&dir).expect("cases").filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("model.onnx").exists()).collect();
-    assert!(cases.len() >= 7, "{} cases", cases.len());
+    assert!(cases.len() >= 9, "{} cases", cases.len());
     for case in cases {
         check(&case, false, (1e-3, 1e-5));
         check(&case, true, (1e-3, 1e-5));
@@ -126,6 +128,7 @@ fn contrib_ops_match_onnxruntime() {
         ("gqa_decode", onnx_tests),
         ("gqa_shared_buffer", onnx_tests),
         ("gqa_packed", onnx_tests),
+        ("nhwc_conv", onnx_tests),
         ("decoder_q4", onnx_tests),
         ("decoder_q8", onnx_tests),
     ];

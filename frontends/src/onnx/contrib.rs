@@ -87,6 +87,16 @@ impl Chain<'_, '_, '_> {
 /// Lower contrib node `node` if it is one of these; `Ok(false)` when it is not.
 pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<bool, OnnxError> {
     let op = node.op_type();
+    let channels_last = Attrs(&node.attribute).i_or("channels_last", 0) != 0;
+    if matches!(op, "NhwcConv" | "NhwcMaxPool") || (channels_last && matches!(op, "QLinearConv" | "QLinearGlobalAveragePool" | "QLinearAveragePool")) {
+        nhwc(ctx, node)?;
+        return Ok(true);
+    }
+    if op == "QLinearConv" {
+        // The NCHW form is the standard op.
+        super::lower::lower_node(ctx, &standard(node, "QLinearConv", 9, &["channels_last"], node.output.first().cloned().unwrap_or_default()))?;
+        return Ok(true);
+    }
     if matches!(op, "FusedConv" | "FusedGemm" | "FusedMatMul" | "TransposeMatMul") {
         fused(ctx, node)?;
         return Ok(true);
@@ -217,6 +227,33 @@ fn standard(node: &NodeProto, op_type: &str, inputs: usize, drop: &[&str], out: 
     n
 }
 
+/// The channels-last ops of onnxruntime's NHWC optimiser (NhwcConv, NhwcMaxPool, and
+/// QLinearConv / QLinear(Global)AveragePool with `channels_last`): the 4-D input transposed to
+/// NCHW, the NCHW op, its output transposed back. Weights keep the OIHW layout, as
+/// onnxruntime's shape rules for these ops read them.
+fn nhwc(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
+    let mut c = Chain { ctx, node, inputs: &[], label: node_label(node) };
+    let x_name = node.input.first().filter(|s| !s.is_empty()).ok_or_else(|| c.err("missing input 0"))?;
+    let x = c.ctx.lookup(&c.label, x_name)?.ok_or_else(|| c.err("missing input 0"))?;
+    let xt = c.step(Op::Transpose { perm: Some(vec![0, 3, 1, 2]) }, &[x]);
+    let (xt_name, tmp) = (c.ctx.fresh(&c.label), c.ctx.fresh(&c.label));
+    c.ctx.bind(&xt_name, xt);
+    let mut inner = node.clone();
+    inner.attribute.retain(|a| a.name() != "channels_last");
+    inner.input[0] = xt_name;
+    inner.output = vec![tmp.clone()];
+    match node.op_type() {
+        "NhwcConv" => (inner.domain, inner.op_type) = (Some(String::new()), Some("Conv".into())),
+        "NhwcMaxPool" => (inner.domain, inner.op_type) = (Some(String::new()), Some("MaxPool".into())),
+        "QLinearConv" => inner.domain = Some(String::new()),
+        _ => {}
+    }
+    super::lower::lower_node(c.ctx, &inner)?;
+    let y = c.ctx.lookup(&c.label, &tmp)?.ok_or_else(|| c.err("the NCHW op gave no output"))?;
+    let y = c.step(Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, &[y]);
+    c.finish(y)
+}
+
 /// FusedConv / FusedGemm (the standard op, then `Z` for FusedConv and the activation its
 /// attributes name) and FusedMatMul / TransposeMatMul (`alpha · op(A) · op(B)`, op
 /// transposing the last two dims): the standard op lowered as the standard op is, then the rest.
@@ -328,9 +365,6 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
         }
         "QLinearSigmoid" | "QLinearLeakyRelu" | "QLinearGlobalAveragePool" => {
             let (x, xs, ys) = (c.input(0, "X")?, c.input(1, "X_scale")?, c.input(3, "Y_scale")?);
-            if op == "QLinearGlobalAveragePool" && a.i_or("channels_last", 0) != 0 {
-                return Err(c.err("channels_last QLinearGlobalAveragePool is not supported"));
-            }
             let f = dq(&mut c, x, xs, opt(2), 1);
             let f = match op {
                 "QLinearSigmoid" => c.un(UnaryOp::Sigmoid, f),
@@ -353,9 +387,6 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
         // QLinearAveragePool: AveragePool's attributes, lowered by AveragePool's own lowering.
         "QLinearAveragePool" => {
             let (x, xs, ys) = (c.input(0, "X")?, c.input(1, "x_scale")?, c.input(3, "y_scale")?);
-            if a.i_or("channels_last", 0) != 0 {
-                return Err(c.err("channels_last QLinearAveragePool is not supported"));
-            }
             let f = dq(&mut c, x, xs, opt(2), 1);
             let (fname, tmp) = (c.ctx.fresh(&c.label), c.ctx.fresh(&c.label));
             c.ctx.bind(&fname, f);
