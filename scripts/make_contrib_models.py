@@ -277,6 +277,22 @@ def transformer(rng):
     feeds["mask"] = mask
     yield ("attention", g, feeds, None)
 
+    # QAttention (8-bit input and weights, per-tensor and per-column weight scales), a mask.
+    inits = [
+        numpy_helper.from_array(rng.integers(-100, 100, (8, 24)).astype(np.int8), "qw"),
+        numpy_helper.from_array(normal(24), "qb"),
+        helper.make_tensor("x_scale", f32, [], [0.03]), helper.make_tensor("x_zero", u8, [], [120]),
+        helper.make_tensor("w_scale", f32, [], [0.02]), helper.make_tensor("w_zero", TensorProto.INT8, [], [3]),
+        numpy_helper.from_array((rng.random(24) * 0.02 + 0.005).astype(np.float32), "w_scales"),
+        numpy_helper.from_array(np.zeros(24, np.int8), "w_zeros"),
+    ]
+    nodes = [
+        helper.make_node("QAttention", ["qx", "qw", "qb", "x_scale", "w_scale", "mask", "x_zero", "w_zero"], ["qattn"], domain=ms, num_heads=2),
+        helper.make_node("QAttention", ["qx", "qw", "qb", "x_scale", "w_scales", "", "x_zero", "w_zeros"], ["qattn_cols"], domain=ms, num_heads=2, unidirectional=1),
+    ]
+    g = helper.make_graph(nodes, "qattention", [vi("qx", u8, [2, 4, 8]), vi("mask", i32, [2, 4])], [vi("qattn", f32, [2, 4, 8]), vi("qattn_cols", f32, [2, 4, 8])], inits)
+    yield ("qattention", g, {"qx": rng.integers(0, 256, (2, 4, 8)).astype(np.uint8), "mask": mask}, None)
+
     # SimplifiedLayerNormalization: onnxruntime's RMS normalization, in the default domain.
     g = helper.make_graph([helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-5)], "simplified_ln",
                           [vi("x", f32, [2, 3, 8]), vi("scale", f32, [8])], [vi("y", f32, [2, 3, 8])])

@@ -4,6 +4,7 @@
 //! FusedMatMul, TransposeMatMul, the QLinear elementwise ops, QLinear(Global)AveragePool,
 //! QLinearConcat, the com.microsoft (De)QuantizeLinear, BiasSplitGelu, MatMulIntegerToFloat,
 //! DynamicQuantizeMatMul, QGemm, Attention and MultiHeadAttention (with a padding mask),
+//! QAttention (per-tensor and per-column weight scales),
 //! EmbedLayerNormalization, RotaryEmbedding, SimplifiedLayerNormalization and
 //! DynamicQuantizeLSTM, MatMulNBits (int4 and int8 blocks, kept packed) and
 //! GatherBlockQuantized, NhwcConv (against Conv between Transposes: onnxruntime has no CPU
@@ -115,6 +116,7 @@ fn contrib_ops_match_onnxruntime() {
         ("bias_split_gelu", onnx_tests),
         ("quantized_products", onnx_tests),
         ("attention", onnx_tests),
+        ("qattention", onnx_tests),
         ("embed_layer_norm", onnx_tests),
         ("rotary_embedding", onnx_tests),
         ("simplified_layer_norm", onnx_tests),

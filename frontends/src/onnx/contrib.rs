@@ -117,6 +117,10 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
         rotary(ctx, node, inputs)?;
         return Ok(true);
     }
+    if op == "QAttention" {
+        qattention(ctx, node, inputs)?;
+        return Ok(true);
+    }
     if op == "GroupQueryAttention" {
         group_query_attention(ctx, node, inputs)?;
         return Ok(true);
@@ -963,4 +967,29 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
         }
     }
     c.finish(o)
+}
+
+/// QAttention (onnxruntime's int8 BERT attention): input and weights dequantized (per-tensor
+/// input, per-tensor or per-column weight scales and zero points), then Attention as above.
+/// onnxruntime multiplies the 8-bit values in integers and scales the i32 sums once; in real
+/// arithmetic that is the same product.
+fn qattention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
+    use burnc_compiler::ops::quant::Dequantize;
+    let mut c = Chain { ctx, node, inputs, label: node_label(node) };
+    let opt = |i: usize| inputs.get(i).copied().flatten();
+    if opt(8).is_some() {
+        return Err(c.err("past state is not supported"));
+    }
+    let (x, w, xs, ws) = (c.input(0, "input")?, c.input(1, "weight")?, c.input(3, "input_scale")?, c.input(4, "weight_scale")?);
+    let dq = |c: &mut Chain, v: ValueId, s: ValueId, zp: Option<ValueId>, axis: i64| {
+        let name = c.ctx.fresh(&c.label);
+        c.add(Dequantize { axis, block_size: 0, output_dtype: None }.op(), vec![Some(v), Some(s), zp], &[name])[0]
+    };
+    let xf = dq(&mut c, x, xs, opt(6), 1);
+    // Per-column weight parameters run along the weight's last axis.
+    let wf = dq(&mut c, w, ws, opt(7), 1);
+    let mut inner = node.clone();
+    inner.op_type = Some("Attention".into());
+    let ins = vec![Some(xf), Some(wf), opt(2), opt(5)];
+    attention(c.ctx, &inner, &ins)
 }
