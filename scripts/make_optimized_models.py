@@ -89,7 +89,7 @@ def mobile(path, rng):
     → AveragePool → Resize ×2 (nearest) → MaxPool → GlobalAveragePool → flatten."""
     def w(name, shape, scale=0.3):
         return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
-    c = 24
+    c = 32
     inits = [w("w0", [c, 3, 3, 3]), w("b0", [c]), w("wd", [c, 1, 3, 3]), w("bd", [c]), w("wp", [c, c, 1, 1], 0.2), w("bp", [c]),
              numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
     nodes = [
@@ -102,7 +102,7 @@ def mobile(path, rng):
         helper.make_node("Add", ["p0", "r0"], ["s0"]),
         helper.make_node("Relu", ["s0"], ["s1"]),
         helper.make_node("AveragePool", ["s1"], ["a0"], kernel_shape=[2, 2], strides=[2, 2]),
-        helper.make_node("Resize", ["a0", "", "scales"], ["u0"], mode="nearest"),
+        helper.make_node("Resize", ["a0", "", "scales"], ["u0"], mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
         helper.make_node("MaxPool", ["u0"], ["m0"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         helper.make_node("GlobalAveragePool", ["m0"], ["gp"]),
         helper.make_node("Flatten", ["gp"], ["y"]),

@@ -185,6 +185,8 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 ..Default::default()
             };
             r.attribute = node.attribute.iter().filter(|at| matches!(at.name(), "mode" | "coordinate_transformation_mode")).cloned().collect();
+            // MLAS's nearest upsampling repeats each pixel: floor of the asymmetric source.
+            r.attribute.push(super::proto::AttributeProto { name: Some("nearest_mode".into()), s: Some(b"floor".to_vec().into()), r#type: Some(3), ..Default::default() });
             super::lower::lower_node(ctx, &r)?;
             mark(ctx, &out);
             Ok(())
