@@ -29,7 +29,7 @@ publish = false
 [dependencies]
 burnc-runtime = { path = "$root/runtime", features = ["std"] }
 [build-dependencies]
-burnc = { path = "$root" }
+burnc = { path = "$root", default-features = false }
 [workspace]
 TOML
 # The profile docs/BUILD_SPEED.md recommends: burnc-runtime at release's opt-level even where

@@ -7,6 +7,7 @@ use crate::ir::{DType, DimExpr, Op, ValueId};
 use crate::tensor::{Data, Tensor};
 
 /// The largest width or height decoded.
+#[cfg(feature = "image")]
 const MAX_SIDE: u32 = 16384;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +27,12 @@ impl ImageDecoder {
         Op::Def(OpRef::new(self))
     }
 
+    #[cfg(not(feature = "image"))]
+    fn decode(&self, _: &[u8]) -> R<Tensor> {
+        Err("this burnc was built without ImageDecoder (feature `image`)".into())
+    }
+
+    #[cfg(feature = "image")]
     fn decode(&self, bytes: &[u8]) -> R<Tensor> {
         // A file is untrusted: a header may claim any size, so the decoder's allocations are
         // capped (16384 pixels a side, 256 MiB).

@@ -5,17 +5,24 @@
 //! while Rust's are Unicode: the pattern's syntax tree is rewritten to the ASCII classes
 //! before it is compiled.
 use super::R;
-use regex_automata::dfa::dense;
-use regex_automata::dfa::StartKind;
-use regex_automata::nfa::thompson;
-use regex_automata::MatchKind;
+#[cfg(feature = "regex")]
+use regex_automata::{dfa::dense, dfa::StartKind, nfa::thompson, MatchKind};
+#[cfg(feature = "regex")]
 use regex_syntax::ast::{self, Ast};
+
+/// Without the `regex` feature patterns are not compiled: the op is refused.
+#[cfg(not(feature = "regex"))]
+pub fn compile(pattern: &str) -> R<Vec<u8>> {
+    Err(format!("pattern {pattern:?}: this burnc was built without RegexFullMatch (feature `regex`)"))
+}
 
 /// Patterns whose automaton grows past this many bytes are refused (a hostile pattern can
 /// make a DFA exponential in its length).
+#[cfg(feature = "regex")]
 const DFA_LIMIT: usize = 8 << 20;
 
 /// The pattern as a full-match DFA (`^(?:pattern)\z`, anchored), serialized little-endian.
+#[cfg(feature = "regex")]
 pub fn compile(pattern: &str) -> R<Vec<u8>> {
     let mut tree = ast::parse::Parser::new().parse(pattern).map_err(|e| format!("pattern {pattern:?}: {e}"))?;
     ascii_classes(&mut tree);
@@ -57,6 +64,7 @@ impl Aligned {
     }
 }
 
+#[cfg(feature = "regex")]
 /// Rewrite Perl classes and word boundaries to their ASCII forms, as RE2 reads them.
 fn ascii_classes(a: &mut Ast) {
     match a {
@@ -80,6 +88,7 @@ fn ascii_classes(a: &mut Ast) {
     }
 }
 
+#[cfg(feature = "regex")]
 fn set(s: &mut ast::ClassSet) {
     match s {
         ast::ClassSet::Item(i) => item(i),
@@ -90,6 +99,7 @@ fn set(s: &mut ast::ClassSet) {
     }
 }
 
+#[cfg(feature = "regex")]
 fn item(i: &mut ast::ClassSetItem) {
     match i {
         ast::ClassSetItem::Perl(p) => *i = ast::ClassSetItem::Ascii(ascii(p)),
@@ -99,6 +109,7 @@ fn item(i: &mut ast::ClassSetItem) {
     }
 }
 
+#[cfg(feature = "regex")]
 fn ascii(p: &ast::ClassPerl) -> ast::ClassAscii {
     let kind = match p.kind {
         ast::ClassPerlKind::Digit => ast::ClassAsciiKind::Digit,
