@@ -18,7 +18,10 @@ model.onnx, input_0.pb and output_0.pb (onnxruntime's output for that very file)
   format: QLinearConv, QLinearAdd, QLinearGlobalAveragePool, QLinearConcat … ; per channel),
   calibrated on random inputs;
 - optquant_<model>: that quantized model through the optimiser (channels-last QLinearConv,
-  QLinearGlobalAveragePool, nchwc pools).
+  QLinearGlobalAveragePool, nchwc pools);
+- opt_encoder, quant_encoder: a small BERT encoder through onnxruntime.transformers.optimizer
+  (SkipLayerNormalization, BiasGelu), then quantize_dynamic (DynamicQuantizeLinear,
+  MatMulInteger).
 The light models' final Softmax is cut off first: their probabilities saturate.
 """
 import glob
@@ -164,7 +167,33 @@ def main():
         os.makedirs(o, exist_ok=True)
         optimize(os.path.join(d, "model.onnx"), os.path.join(o, "model.onnx"))
         write_case(o, os.path.join(o, "model.onnx"), x)
+    encoder(out)
     print(f"make_optimized_models: wrote {out}")
+
+
+def encoder(out):
+    """A small BERT encoder (scripts/gpu_bench_models.py's MiniLM graph at hidden 64, 2 heads,
+    2 layers, sequence 80) through onnxruntime.transformers.optimizer's own fusions (its
+    attention pattern, without a mask, is not fused: SkipLayerNormalization and BiasGelu are),
+    then that encoder quantized by quantize_dynamic (DynamicQuantizeLinear, MatMulInteger)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gpu_bench_models import small_encoder
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    model, ids = small_encoder()
+    d = os.path.join(out, "opt_encoder")
+    os.makedirs(d, exist_ok=True)
+    plain = os.path.join(d, "plain.onnx")
+    onnx.save(model, plain)
+    opt = optimize_model(plain, model_type="bert", num_heads=2, hidden_size=64, opt_level=0)
+    opt.save_model_to_file(os.path.join(d, "model.onnx"))
+    os.remove(plain)
+    write_case(d, os.path.join(d, "model.onnx"), ids)
+    q = os.path.join(out, "quant_encoder")
+    os.makedirs(q, exist_ok=True)
+    quantize_dynamic(os.path.join(d, "model.onnx"), os.path.join(q, "model.onnx"), weight_type=QuantType.QInt8, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    write_case(q, os.path.join(q, "model.onnx"), ids)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ fn check(dir: &Path, codegen: bool, (rtol, atol): (f64, f64)) {
 /// Light models as onnxruntime's optimiser leaves them at the `all` level (com.microsoft.nchwc
 /// ops, FusedConv, FusedGemm), a mobile-style net with depthwise convolutions through the same
 /// optimiser, light models quantized by onnxruntime.quantization (QOperator, per channel), and
-/// those through the optimiser (channels-last QLinearConv, QLinearGlobalAveragePool):
+/// those through the optimiser (channels-last QLinearConv, QLinearGlobalAveragePool), and a
+/// small BERT encoder through onnxruntime.transformers.optimizer, then quantize_dynamic:
 /// scripts/make_optimized_models.py, against onnxruntime on the same files, at the ONNX tests'
 /// tolerance (the quantized ones match exactly here).
 #[test]
@@ -81,7 +82,7 @@ fn optimized_and_quantized_models_match_onnxruntime() {
         .expect("run make_optimized_models.py");
     assert!(status.success(), "make_optimized_models.py failed");
     let cases: Vec<_> = std::fs::read_dir(&dir).expect("cases").filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("model.onnx").exists()).collect();
-    assert!(cases.len() >= 9, "{} cases", cases.len());
+    assert!(cases.len() >= 11, "{} cases", cases.len());
     for case in cases {
         check(&case, false, (1e-3, 1e-5));
         check(&case, true, (1e-3, 1e-5));
