@@ -37,12 +37,13 @@ def model():
     return g
 
 
-def write_case(out, graph, feeds, expected=None, opset=17):
-    """OUT/model.onnx (`graph`, with the com.microsoft opset), OUT/input_<i>.pb from `feeds`
-    and OUT/output_<i>.pb: `expected`, else onnxruntime's outputs."""
+def write_case(out, graph, feeds, expected=None, opset=17, domains=(("com.microsoft", 1),)):
+    """OUT/model.onnx (`graph`, with the opsets of `domains`), OUT/input_<i>.pb from `feeds`
+    and OUT/output_<i>.pb: `expected`, else onnxruntime's outputs (string outputs come back
+    from onnxruntime as lists)."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "model.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in domains]), path)
     if expected is None:
         expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
     for i, (k, v) in enumerate(feeds.items()):
@@ -50,7 +51,7 @@ def write_case(out, graph, feeds, expected=None, opset=17):
             f.write(numpy_helper.from_array(v, k).SerializeToString())
     for i, v in enumerate(expected):
         with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v).SerializeToString())
+            f.write(numpy_helper.from_array(np.asarray(v)).SerializeToString())
 
 
 def main():
@@ -160,16 +161,7 @@ def strings(out, rng):
         "num": np.array([0.3, -1234567.8, 1e-7, 42.0, rng.standard_normal()], dtype=np.float32),
         "digits": np.array(["17", " -4", "+250"], dtype=object),
     }
-    os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "model.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml", 2)]), path)
-    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
-    for i, (k, v) in enumerate(feeds.items()):
-        with open(os.path.join(out, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(v, k).SerializeToString())
-    for i, v in enumerate(expected):
-        with open(os.path.join(out, f"output_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(np.asarray(v)).SerializeToString())
+    write_case(out, g, feeds, opset=21, domains=(("ai.onnx.ml", 2),))
 
 def fused(out, rng):
     """FusedConv (with Z, Relu; LeakyRelu), FusedGemm (Tanh), FusedMatMul (alpha, transA),

@@ -53,6 +53,30 @@ pub(crate) fn needs_heap(g: &Graph) -> bool {
     g.nodes.iter().flat_map(|n| &n.outputs).any(|&o| g.tensor_type(o).is_some_and(|t| t.dtype == crate::ir::DType::Str))
 }
 
+/// The inputs as `forward` takes them, as the part functions take them, and the arguments
+/// `forward` passes on; the heap first when the model makes strings.
+pub(crate) struct Params {
+    pub forward: Vec<String>,
+    pub parts: Vec<String>,
+    pub args: Vec<String>,
+}
+
+/// [`Params`] for `inputs`, input `d` being a `&{slice(d, lifetime)}`. Strings a caller passes
+/// carry `forward`'s `'a`: they must outlive the outputs, which may point into them.
+pub(crate) fn params(inputs: &[IoDesc], heap: bool, slice: impl Fn(&IoDesc, &str) -> String) -> Params {
+    let mut p = Params {
+        forward: inputs.iter().map(|d| format!("{}: &{}", d.ident, slice(d, "'a"))).collect(),
+        parts: inputs.iter().map(|d| format!("{}: &{}", part_param(&d.ident), slice(d, "'_"))).collect(),
+        args: inputs.iter().map(|d| d.ident.clone()).collect(),
+    };
+    if heap {
+        p.forward.insert(0, "heap: &'a mut rt::strings::Heap".into());
+        p.parts.insert(0, "h: &mut rt::strings::Heap".into());
+        p.args.insert(0, "heap".into());
+    }
+    p
+}
+
 /// Where inputs live inside the part functions: `in_<ident>`, a name no emitter's local takes.
 pub(crate) fn part_param(ident: &str) -> String {
     format!("in_{ident}")
@@ -198,17 +222,9 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
     };
 
     // Node statements, grouped into functions of `nodes_per_fn` nodes.
-    let param = |name: &str, d: &IoDesc, life: &str| format!("{name}: &[{}; {}]", elem_ty(d.dtype, life), d.shape.iter().product::<usize>());
-    // Strings a caller passes must outlive the outputs, which may point into them.
     let heap = needs_heap(g);
-    let mut input_params: Vec<String> = inputs.iter().map(|d| param(&d.ident, d, "'a")).collect();
-    let mut part_params: Vec<String> = inputs.iter().map(|d| param(&part_param(&d.ident), d, "'_")).collect();
-    let mut input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
-    if heap {
-        input_params.insert(0, "heap: &'a mut rt::strings::Heap".into());
-        part_params.insert(0, "h: &mut rt::strings::Heap".into());
-        input_args.insert(0, "heap".into());
-    }
+    let Params { forward: input_params, parts: part_params, args: input_args } =
+        params(&inputs, heap, |d, life| format!("[{}; {}]", elem_ty(d.dtype, life), d.shape.iter().product::<usize>()));
     let mut timed = Vec::new();
     let parts = emit_parts(&cx, plan, opts.nodes_per_fn, opts.profile.then_some(&mut timed))?;
 

@@ -443,11 +443,8 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
     let a = Attrs(&node.attribute);
     let mut c = Chain { ctx, node, inputs, label: node_label(node) };
     let opt = |i: usize| inputs.get(i).copied().flatten();
-    // B's output columns are its last axis (its second before a transposing QGemm).
-    let column_axis = |c: &Chain, b: ValueId, trans: bool| -> Result<i64, OnnxError> {
-        let rank = c.dims(b, "B")?.len() as i64;
-        Ok(if trans { rank - 2 } else { rank - 1 })
-    };
+    // B's output columns are its last axis.
+    let column_axis = |c: &Chain, b: ValueId| -> Result<i64, OnnxError> { Ok(c.dims(b, "B")?.len() as i64 - 1) };
     let y = match op {
         "MatMulIntegerToFloat" | "DynamicQuantizeMatMul" => {
             let (fa, b, bs, bz, bias) = if op == "MatMulIntegerToFloat" {
@@ -459,7 +456,7 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
                 let q = c.add(burnc_compiler::ops::quant::DynamicQuantize::op(), vec![Some(x)], &names);
                 (dequantize(&mut c, q[0], q[1], Some(q[2]), 1)?, c.input(1, "B")?, c.input(2, "b_scale")?, opt(3), opt(4))
             };
-            let axis = column_axis(&c, b, false)?;
+            let axis = column_axis(&c, b)?;
             let fb = dequantize(&mut c, b, bs, bz, axis)?;
             let y = c.step(Op::MatMul, &[fa, fb]);
             match bias {
@@ -471,7 +468,8 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
             let (x, xs, b, bs) = (c.input(0, "A")?, c.input(1, "a_scale")?, c.input(3, "B")?, c.input(4, "b_scale")?);
             let trans_b = a.i_or("transB", 0) != 0;
             let fa = dequantize(&mut c, x, xs, opt(2), 1)?;
-            let axis = column_axis(&c, b, trans_b)?;
+            // Gemm's B is 2-D (its columns the first axis when transposed): known before shapes are.
+            let axis = if trans_b { 0 } else { 1 };
             let fb = dequantize(&mut c, b, bs, opt(5), axis)?;
             let mut args = vec![Some(fa), Some(fb)];
             if let Some(bias) = opt(6) {

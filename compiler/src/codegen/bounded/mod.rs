@@ -14,7 +14,7 @@ pub(crate) mod emit;
 mod resize;
 
 use super::emit::{rust_ty, Ctx};
-use super::module::{block_label, elem_ty, needs_heap, part_param, Generated};
+use super::module::{block_label, elem_ty, needs_heap, params, part_param, Generated, Params};
 use super::names;
 use super::{weights, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{Dim, DimExpr, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
@@ -286,16 +286,8 @@ fn build(
     let bx = emit::Bx { cx: &cx, info, sizes: &sizes, dims };
 
     // Node statements in functions of `nodes_per_fn` nodes, as the static module.
-    let param = |name: &str, d: &IoDesc, life: &str| format!("{name}: &[{}]", elem_ty(d.dtype, life));
     let heap = needs_heap(g);
-    let mut input_params: Vec<String> = inputs.iter().map(|d| param(&d.ident, d, "'a")).collect();
-    let mut part_params: Vec<String> = inputs.iter().map(|d| param(&part_param(&d.ident), d, "'_")).collect();
-    let mut input_args: Vec<String> = inputs.iter().map(|d| d.ident.clone()).collect();
-    if heap {
-        input_params.insert(0, "heap: &'a mut rt::strings::Heap".into());
-        part_params.insert(0, "h: &mut rt::strings::Heap".into());
-        input_args.insert(0, "heap".into());
-    }
+    let Params { forward: input_params, parts: part_params, args: input_args } = params(&inputs, heap, |d, life| format!("[{}]", elem_ty(d.dtype, life)));
     let mut parts: Vec<String> = Vec::new();
     let (mut current, mut in_part, mut labels) = (String::new(), 0, HashSet::new());
     for &id in &plan.order {
