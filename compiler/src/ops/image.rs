@@ -27,22 +27,38 @@ impl ImageDecoder {
         Op::Def(OpRef::new(self))
     }
 
+    #[cfg(feature = "image")]
+    fn channels(&self) -> usize {
+        if self.format == PixelFormat::Grayscale {
+            1
+        } else {
+            3
+        }
+    }
+
     #[cfg(not(feature = "image"))]
     fn decode(&self, _: &[u8]) -> R<Tensor> {
         Err("this burnc was built without ImageDecoder (feature `image`)".into())
     }
 
+    #[cfg(not(feature = "image"))]
+    fn dims(&self, bytes: &[u8]) -> R<[usize; 3]> {
+        self.decode(bytes).map(|_| [0; 3])
+    }
+
+    /// The output's dims from the image's header, without decoding its pixels.
+    #[cfg(feature = "image")]
+    fn dims(&self, bytes: &[u8]) -> R<[usize; 3]> {
+        let (w, h) = reader(bytes)?.into_dimensions().map_err(|e| format!("cannot read the image: {e}"))?;
+        if w > MAX_SIDE || h > MAX_SIDE {
+            return Err(format!("cannot decode the image: {w}x{h} pixels exceeds the limit of {MAX_SIDE} a side"));
+        }
+        Ok([h as usize, w as usize, self.channels()])
+    }
+
     #[cfg(feature = "image")]
     fn decode(&self, bytes: &[u8]) -> R<Tensor> {
-        // A file is untrusted: a header may claim any size, so the decoder's allocations are
-        // capped (16384 pixels a side, 256 MiB).
-        let mut limits = image::Limits::default();
-        limits.max_image_width = Some(MAX_SIDE);
-        limits.max_image_height = Some(MAX_SIDE);
-        limits.max_alloc = Some(256 << 20);
-        let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes)).with_guessed_format().map_err(|e| format!("cannot read the image: {e}"))?;
-        reader.limits(limits);
-        let img = reader.decode().map_err(|e| format!("cannot decode the image: {e}"))?;
+        let img = reader(bytes)?.decode().map_err(|e| format!("cannot decode the image: {e}"))?;
         let rgb = img.to_rgb8();
         let (w, h) = (rgb.width() as usize, rgb.height() as usize);
         let px = rgb.as_raw();
@@ -56,9 +72,21 @@ impl ImageDecoder {
                 .map(|p| ((p[0] as u32 * 19595 + p[1] as u32 * 38470 + p[2] as u32 * 7471 + 0x8000) >> 16) as u8)
                 .collect(),
         };
-        let c = if self.format == PixelFormat::Grayscale { 1 } else { 3 };
-        Ok(Tensor::new(vec![h, w, c], Data::U8(data)))
+        Ok(Tensor::new(vec![h, w, self.channels()], Data::U8(data)))
     }
+}
+
+/// A reader of the encoded image. A file is untrusted: a header may claim any size, so the
+/// decoder's allocations are capped (16384 pixels a side, 256 MiB).
+#[cfg(feature = "image")]
+fn reader(bytes: &[u8]) -> R<image::ImageReader<std::io::Cursor<&[u8]>>> {
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(256 << 20);
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes)).with_guessed_format().map_err(|e| format!("cannot read the image: {e}"))?;
+    reader.limits(limits);
+    Ok(reader)
 }
 
 impl OpDef for ImageDecoder {
@@ -85,7 +113,8 @@ impl OpDef for ImageDecoder {
             }
         }
         let dims = match &x.value {
-            Some(v) => Some(self.eval(&[Some(v)])?[0].shape.iter().map(|&d| DimExpr::constant(d as i64)).collect()),
+            Some(Tensor { data: Data::U8(bytes), .. }) => Some(self.dims(bytes)?.iter().map(|&d| DimExpr::constant(d as i64)).collect()),
+            Some(_) => return Err("the encoded image must be uint8".into()),
             None => None,
         };
         Ok(vec![OutType { dtype: DType::U8, dims }])

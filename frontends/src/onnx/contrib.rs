@@ -12,25 +12,30 @@ use burnc_compiler::Tensor;
 
 /// Writes the chain of one contrib node: every intermediate gets a fresh name, the last step
 /// the node's output name.
-struct Chain<'c, 'a, 'p> {
-    ctx: &'c mut Ctx<'a, 'p>,
+pub(super) struct Chain<'c, 'a, 'p> {
+    pub(super) ctx: &'c mut Ctx<'a, 'p>,
     node: &'c NodeProto,
     /// The node's inputs, resolved.
     inputs: &'c [Option<ValueId>],
-    label: String,
+    pub(super) label: String,
 }
 
-impl Chain<'_, '_, '_> {
-    fn err(&self, reason: impl Into<String>) -> OnnxError {
+impl<'c, 'a, 'p> Chain<'c, 'a, 'p> {
+    /// The chain of `node`, whose `inputs` are resolved.
+    pub(super) fn new(ctx: &'c mut Ctx<'a, 'p>, node: &'c NodeProto, inputs: &'c [Option<ValueId>]) -> Self {
+        Chain { ctx, node, inputs, label: node_label(node) }
+    }
+
+    pub(super) fn err(&self, reason: impl Into<String>) -> OnnxError {
         OnnxError::Node { node: self.label.clone(), op: self.node.op_type().into(), opset: self.ctx.opset, reason: reason.into() }
     }
 
     /// Input `i`, which the op requires (`what` names it in the error).
-    fn input(&self, i: usize, what: &str) -> Result<ValueId, OnnxError> {
+    pub(super) fn input(&self, i: usize, what: &str) -> Result<ValueId, OnnxError> {
         self.inputs.get(i).copied().flatten().ok_or_else(|| self.err(format!("missing input {i} ({what})")))
     }
 
-    fn add(&mut self, op: Op, inputs: Vec<Option<ValueId>>, outputs: &[String]) -> Vec<ValueId> {
+    pub(super) fn add(&mut self, op: Op, inputs: Vec<Option<ValueId>>, outputs: &[String]) -> Vec<ValueId> {
         let (_, outs) = self.ctx.graph.add_node(self.label.clone(), op, inputs, outputs);
         if let Some(last) = self.ctx.graph.nodes.last_mut() {
             last.source_op = Some((self.node.op_type().to_string(), self.ctx.opset));
@@ -38,12 +43,12 @@ impl Chain<'_, '_, '_> {
         outs
     }
 
-    fn step(&mut self, op: Op, inputs: &[ValueId]) -> ValueId {
+    pub(super) fn step(&mut self, op: Op, inputs: &[ValueId]) -> ValueId {
         let name = self.ctx.fresh(&self.label);
         self.add(op, inputs.iter().map(|&v| Some(v)).collect(), &[name])[0]
     }
 
-    fn bin(&mut self, op: BinaryOp, a: ValueId, b: ValueId) -> ValueId {
+    pub(super) fn bin(&mut self, op: BinaryOp, a: ValueId, b: ValueId) -> ValueId {
         self.step(Op::Binary(op), &[a, b])
     }
 
@@ -76,7 +81,7 @@ impl Chain<'_, '_, '_> {
     }
 
     /// The node's output 0 is `v` (an Identity keeps the chain's last step anonymous).
-    fn finish(&mut self, v: ValueId) -> Result<(), OnnxError> {
+    pub(super) fn finish(&mut self, v: ValueId) -> Result<(), OnnxError> {
         let name = self.node.output.first().filter(|o| !o.is_empty()).ok_or_else(|| self.err("output 0 has no name"))?.clone();
         let out = self.add(Op::Unary(UnaryOp::Identity), vec![Some(v)], &[name.clone()])[0];
         self.ctx.bind(&name, out);

@@ -15,6 +15,7 @@
 //! layer padded by 8 or more channels), else taken to be the compiling machine's, as
 //! onnxruntime says such a model runs only where it was optimised.
 use super::attrs::Attrs;
+use super::contrib::Chain;
 use super::import::{node_label, Ctx};
 use super::proto::{GraphProto, NodeProto};
 use super::OnnxError;
@@ -100,42 +101,39 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let out = node.output.first().filter(|s| !s.is_empty()).ok_or_else(|| err("output 0 has no name".into()))?.clone();
     let blocked_input = node.input.first().is_some_and(|x| state.blocked.contains(x));
     match node.op_type() {
-        "ReorderInput" => {
-            // NCHW (or NHWC with channels_last) to NCHW with the channels padded to the block:
-            // the pad is `(b - C mod b) mod b`, computed from the shape (folded when it is known).
-            let x = input(ctx, 0)?;
-            let x = if a.i_or("channels_last", 0) != 0 { standard_step(ctx, &label, Op::Transpose { perm: Some(vec![0, 3, 1, 2]) }, &[x]) } else { x };
-            let t = |ctx: &mut Ctx, v: Vec<i64>| ctx.constant(&label, Tensor::from_i64s(vec![v.len()], v));
-            let c = standard_step(ctx, &label, Op::Shape { start: 1, end: Some(2) }, &[x]);
-            let bc = t(ctx, vec![b]);
-            let m = standard_step(ctx, &label, Op::Binary(BinaryOp::Mod { fmod: false }), &[c, bc]);
-            let p = standard_step(ctx, &label, Op::Binary(BinaryOp::Sub), &[bc, m]);
-            let p = standard_step(ctx, &label, Op::Binary(BinaryOp::Mod { fmod: false }), &[p, bc]);
-            let zero = t(ctx, vec![0]);
-            let pads = standard_step(ctx, &label, Op::Concat { axis: 0 }, &[zero, p]);
-            let axes = t(ctx, vec![1]);
-            let name = ctx.fresh(&label);
-            let (_, outs) = ctx.graph.add_node(
-                label.clone(),
-                burnc_compiler::ops::pad::Pad { mode: burnc_compiler::ir::PadMode::Constant }.op(),
-                vec![Some(x), Some(pads), None, Some(axes)],
-                &[name],
-            );
-            finish(ctx, &label, node, &out, outs[0], true)
-        }
-        "ReorderOutput" => {
-            let x = input(ctx, 0)?;
-            let c = a.i("channels").ok_or_else(|| err("missing attribute `channels`".into()))?;
-            let t = |ctx: &mut Ctx, v: Vec<i64>| ctx.constant(&label, Tensor::from_i64s(vec![v.len()], v));
-            let (starts, ends, axes) = (t(ctx, vec![0]), t(ctx, vec![c]), t(ctx, vec![1]));
-            let mut y = standard_step(ctx, &label, Op::Slice, &[x, starts, ends, axes]);
-            if a.i_or("channels_last", 0) != 0 {
-                y = standard_step(ctx, &label, Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, &[y]);
+        "ReorderInput" | "ReorderOutput" => {
+            let inputs = [input(ctx, 0).map(Some)?];
+            let mut c = Chain::new(ctx, node, &inputs);
+            let x = c.input(0, "X")?;
+            let ints = |c: &mut Chain, v: Vec<i64>| c.ctx.constant(&c.label, Tensor::from_i64s(vec![v.len()], v));
+            let last = a.i_or("channels_last", 0) != 0;
+            let y = if node.op_type() == "ReorderInput" {
+                // NCHW (or NHWC) to NCHW with the channels padded to the block: the pad is
+                // `(b - C mod b) mod b`, computed from the shape (folded when it is known).
+                let x = if last { c.step(Op::Transpose { perm: Some(vec![0, 3, 1, 2]) }, &[x]) } else { x };
+                let ch = c.step(Op::Shape { start: 1, end: Some(2) }, &[x]);
+                let bc = ints(&mut c, vec![b]);
+                let m = c.bin(BinaryOp::Mod { fmod: false }, ch, bc);
+                let p = c.bin(BinaryOp::Sub, bc, m);
+                let p = c.bin(BinaryOp::Mod { fmod: false }, p, bc);
+                let zero = ints(&mut c, vec![0]);
+                let pads = c.step(Op::Concat { axis: 0 }, &[zero, p]);
+                let axes = ints(&mut c, vec![1]);
+                let name = c.ctx.fresh(&c.label);
+                c.add(burnc_compiler::ops::pad::Pad { mode: burnc_compiler::ir::PadMode::Constant }.op(), vec![Some(x), Some(pads), None, Some(axes)], &[name])[0]
+            } else {
+                let ch = a.i("channels").ok_or_else(|| c.err("missing attribute `channels`"))?;
+                let (starts, ends, axes) = (ints(&mut c, vec![0]), ints(&mut c, vec![ch]), ints(&mut c, vec![1]));
+                let y = c.step(Op::Slice, &[x, starts, ends, axes]);
+                if last { c.step(Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, &[y]) } else { y }
+            };
+            c.finish(y)?;
+            if node.op_type() == "ReorderInput" {
+                mark(ctx, &out);
             }
-            finish(ctx, &label, node, &out, y, false)
+            Ok(())
         }
         "Conv" => {
-            let w_name = node.input.get(1).ok_or_else(|| err("missing input 1 (W)".into()))?;
             let wv = input(ctx, 1)?;
             let w = ctx.graph.const_value(wv).ok_or_else(|| err("the weights must be an initializer".into()))?;
             // A first layer reads NCHW, a depthwise one has one input channel per group: both
@@ -151,7 +149,6 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             fc.domain = Some("com.microsoft".into());
             fc.op_type = Some("FusedConv".into());
             fc.input[1] = wname;
-            let _ = w_name;
             super::contrib::lower(ctx, &fc, &[])?;
             mark(ctx, &out);
             Ok(())
@@ -203,6 +200,17 @@ enum Layout {
     OIHWBo,
 }
 
+impl Layout {
+    /// Where MLAS stores weight `(oc, ic, s)` (`s` the kernel position of `hw`) of `i` input
+    /// channels, `b` the block.
+    fn index(self, b: usize, i: usize, hw: usize, oc: usize, ic: usize, s: usize) -> usize {
+        match self {
+            Layout::OIHWBiBo => ((((oc / b) * (i / b) + ic / b) * hw + s) * b + ic % b) * b + oc % b,
+            Layout::OIHWBo => (((oc / b) * i + ic) * hw + s) * b + oc % b,
+        }
+    }
+}
+
 /// Weights of dims `[O, I, kh, kw]` stored in `layout` back in OIHW order.
 fn unblock(w: &Tensor, b: usize, layout: Layout) -> Result<Tensor, String> {
     let Data::F32(v) = &w.data else { return Err(format!("the weights must be f32, got {}", w.dtype())) };
@@ -215,36 +223,13 @@ fn unblock(w: &Tensor, b: usize, layout: Layout) -> Result<Tensor, String> {
     for oc in 0..o {
         for ic in 0..i {
             for s in 0..hw {
-                let src = match layout {
-                    Layout::OIHWBiBo => ((((oc / b) * (i / b) + ic / b) * hw + s) * b + ic % b) * b + oc % b,
-                    Layout::OIHWBo => (((oc / b) * i + ic) * hw + s) * b + oc % b,
-                };
-                out[(oc * i + ic) * hw + s] = v[src];
+                out[(oc * i + ic) * hw + s] = v[layout.index(b, i, hw, oc, ic, s)];
             }
         }
     }
     Ok(Tensor::new(w.shape.clone(), Data::F32(out)))
 }
 
-
-fn standard_step(ctx: &mut Ctx, label: &str, op: Op, inputs: &[ValueId]) -> ValueId {
-    let name = ctx.fresh(label);
-    let (_, outs) = ctx.graph.add_node(label.to_string(), op, inputs.iter().map(|&v| Some(v)).collect(), &[name]);
-    outs[0]
-}
-
-/// Bind the node's output to `y` (through an Identity that carries the output's name).
-fn finish(ctx: &mut Ctx, label: &str, node: &NodeProto, out: &str, y: ValueId, blocked: bool) -> Result<(), OnnxError> {
-    let (_, outs) = ctx.graph.add_node(label.to_string(), Op::Unary(burnc_compiler::ir::UnaryOp::Identity), vec![Some(y)], &[out.to_string()]);
-    if let Some(last) = ctx.graph.nodes.last_mut() {
-        last.source_op = Some((format!("{DOMAIN}.{}", node.op_type()), 1));
-    }
-    ctx.bind(out, outs[0]);
-    if blocked {
-        mark(ctx, out);
-    }
-    Ok(())
-}
 
 fn mark(ctx: &mut Ctx, name: &str) {
     if let Some(s) = ctx.nchwc.as_mut() {
@@ -267,11 +252,7 @@ mod tests {
             for oc in 0..o {
                 for ic in 0..i {
                     for s in 0..hw {
-                        let dst = match layout {
-                            Layout::OIHWBiBo => ((((oc / b) * (i / b) + ic / b) * hw + s) * b + ic % b) * b + oc % b,
-                            Layout::OIHWBo => (((oc / b) * i + ic) * hw + s) * b + oc % b,
-                        };
-                        blocked[dst] = w[(oc * i + ic) * hw + s];
+                        blocked[layout.index(b, i, hw, oc, ic, s)] = w[(oc * i + ic) * hw + s];
                     }
                 }
             }
