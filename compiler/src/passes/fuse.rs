@@ -9,6 +9,7 @@
 //!
 //! The last two keep the unfused ops' order of operations, so they give the same bits; each
 //! saves one or more full passes over a tensor in memory.
+use burnc_runtime::kernels::norm::batch_norm_coeffs;
 use super::fold::renumber;
 use super::PassError;
 use crate::ir::{Act, BinaryOp, DType, Graph, NodeId, Op, UnaryOp, ValueId, ValueKind};
@@ -320,11 +321,8 @@ fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
         let konst = |v: Option<ValueId>| v.and_then(|v| g.const_value(v)).and_then(|t| f32s(&t)).filter(|p| p.len() == m);
         let [scale, beta, mean, var] = [1, 2, 3, 4].map(|i| konst(b.inputs[i]));
         let (Some(scale), Some(beta), Some(mean), Some(var)) = (scale, beta, mean, var) else { continue };
-        // As `kernels::norm::batch_norm`: a = scale / √(var + ε), b = beta − mean·a in f64,
-        // each rounded once.
-        let a64: Vec<f64> = (0..m).map(|c| scale[c] as f64 / (var[c] as f64 + epsilon as f64).sqrt()).collect();
-        let a: Vec<f32> = a64.iter().map(|&v| v as f32).collect();
-        let bb: Vec<f32> = (0..m).map(|c| (beta[c] as f64 - mean[c] as f64 * a64[c]) as f32).collect();
+        // The coefficients `kernels::norm::batch_norm` uses, rounded the same way.
+        let (a, bb): (Vec<f32>, Vec<f32>) = (0..m).map(|c| batch_norm_coeffs(scale[c], beta[c], mean[c], var[c], epsilon as f64)).unzip();
         let (mul, add, mut chain, v) = mul_add(g, &cons, &remove, b.outputs[0], &shape);
         let mut act = Act::None;
         if let Some(j) = sole_consumer(g, &cons, v).filter(|&j| !remove[j]) {

@@ -169,15 +169,14 @@ fn zero_part(w: &NBits, n: usize, sums: &[f32]) -> f32 {
 }
 
 /// The outputs of rows `first ..` two at a time (rows n and n + 1, or n twice at an odd end,
-/// its second result dropped): `pair(n, n2)` gives both rows' `Σ_j scale · Σ q·lanes`; the
-/// zero points and the bias are added here. First it checks what the vector builds' pointer
-/// walks rely on: the lanes cover every block, a block is a multiple of `align` bytes, and W
-/// holds every row asked for.
+/// its second result dropped): `pair(n, n2)` gives both rows' `Σ_j scale · Σ q·lanes`,
+/// `zero_part(n)` the zero points' share of row n, and the bias is added here. First it
+/// checks what the vector builds' pointer walks rely on: the lanes cover every block, a block
+/// is a multiple of `align` bytes, and W holds every row asked for.
 #[allow(clippy::too_many_arguments)]
 fn by_pairs(
     w: &NBits,
     lanes: &[f32],
-    sums: &[f32],
     first: usize,
     out: &mut [f32],
     bias: Option<&[f32]>,
@@ -207,7 +206,7 @@ fn by_pairs(
 #[cfg(target_arch = "x86_64")]
 fn span_avx2(w: &NBits, lanes: &[f32], sums: &[f32], first: usize, out: &mut [f32], bias: Option<&[f32]>) {
     // SAFETY: the CPU has AVX2 and FMA (the caller checked); by_pairs checked the bounds.
-    by_pairs(w, lanes, sums, first, out, bias, 8, |n, n2| unsafe { pair_avx2(w, lanes, n, n2) }, |n| zero_part(w, n, sums));
+    by_pairs(w, lanes, first, out, bias, 8, |n, n2| unsafe { pair_avx2(w, lanes, n, n2) }, |n| zero_part(w, n, sums));
 }
 
 /// Rows n and n2 of W against the lanes: per block the dot product stays a vector of eight
@@ -302,7 +301,7 @@ fn has_avx512() -> bool {
 fn span_avx512(w: &NBits, lanes: &[f32], sums: &[f32], first: usize, out: &mut [f32], bias: Option<&[f32]>) {
     // SAFETY: the CPU has AVX-512F (the caller checked); by_pairs checked the bounds, and
     // zero_part_avx512 checks its own.
-    by_pairs(w, lanes, sums, first, out, bias, 16, |n, n2| unsafe { pair_avx512(w, lanes, n, n2) }, |n| unsafe {
+    by_pairs(w, lanes, first, out, bias, 16, |n, n2| unsafe { pair_avx512(w, lanes, n, n2) }, |n| unsafe {
         zero_part_avx512(w, n, sums)
     });
 }

@@ -3,13 +3,22 @@
 use super::conv::Act;
 use super::real::Real;
 
-/// Inference batch normalization: `y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]`.
+/// Per-channel `(a, b)` of inference batch normalization, `y = x·a + b`: `a = 1/√(var + ε) ·
+/// scale`, `b = bias − mean·a`, each step rounded to `R`, as onnxruntime computes them. The
+/// same formula in f64 would be closer to exact, but a quantized model with a float
+/// BatchNormalization between its quantized layers then rounds some values to the other
+/// side of a quantization step than onnxruntime does, and the difference grows layer by layer.
+pub fn batch_norm_coeffs<R: Real>(scale: R, bias: R, mean: R, var: R, eps: f64) -> (R, R) {
+    let a = R::from_f64(1.0).div(var.add(R::from_f64(eps)).sqrt()).mul(scale);
+    (a, bias.sub(mean.mul(a)))
+}
+
+/// Inference batch normalization: `y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c]`,
+/// as `x·a + b` ([`batch_norm_coeffs`]).
 #[allow(clippy::too_many_arguments)]
 pub fn batch_norm<R: Real>(x: &[R], y: &mut [R], batch: usize, channels: usize, plane: usize, scale: &[R], bias: &[R], mean: &[R], var: &[R], eps: f64) {
     for c in 0..channels {
-        let a = scale[c].to_f64() / (var[c].to_f64() + eps).sqrt_f64();
-        let b = bias[c].to_f64() - mean[c].to_f64() * a;
-        let (a, b) = (R::from_f64(a), R::from_f64(b));
+        let (a, b) = batch_norm_coeffs(scale[c], bias[c], mean[c], var[c], eps);
         for n in 0..batch {
             let off = (n * channels + c) * plane;
             for (o, &v) in y[off..off + plane].iter_mut().zip(&x[off..off + plane]) {
