@@ -34,7 +34,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 LIGHT = ["squeezenet", "shufflenet", "resnet50", "bvlc_alexnet"]
-QUANT = ["squeezenet", "shufflenet", "inception_v1", "resnet50"]
+QUANT = ["squeezenet", "shufflenet", "inception_v1", "resnet50", "bvlc_alexnet"]
 
 
 def strip_unused_inputs(path):

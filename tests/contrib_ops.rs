@@ -82,7 +82,7 @@ fn optimized_and_quantized_models_match_onnxruntime() {
         .expect("run make_optimized_models.py");
     assert!(status.success(), "make_optimized_models.py failed");
     let cases: Vec<_> = std::fs::read_dir(&dir).expect("cases").filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("model.onnx").exists()).collect();
-    assert!(cases.len() >= 15, "{} cases", cases.len());
+    assert!(cases.len() >= 17, "{} cases", cases.len());
     for case in cases {
         check(&case, false, (1e-3, 1e-5));
         check(&case, true, (1e-3, 1e-5));

@@ -435,14 +435,14 @@ fn dequantize(c: &mut Chain, x: ValueId, scale: ValueId, zero: Option<ValueId>, 
     Ok(c.add(Dequantize { axis, block_size: 0, output_dtype: None }.op(), vec![Some(x), Some(scale), zero], &[name])[0])
 }
 
-/// onnxruntime's quantized products as what they compute: the operands dequantized (A per
-/// tensor, B per tensor or per output column), the float product, the bias.
+/// onnxruntime's quantized products as what they compute. The first two: the operands
+/// dequantized (A per tensor, B per tensor or per output column), the float product, the bias.
 /// - MatMulIntegerToFloat(A, B, a_scale, b_scale, a_zero_point?, b_zero_point?, bias?);
 /// - DynamicQuantizeMatMul(A, B, b_scale, b_zero_point?, bias?): A is first quantized to
 ///   uint8 as DynamicQuantizeLinear does, so its rounding is onnxruntime's;
 /// - QGemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C?, y_scale?, y_zero_point?;
-///   alpha, transA, transB): C is int32 at scale a_scale · b_scale, added to the integer sums
-///   (so alpha scales it too); with y_scale the result is quantized again.
+///   alpha, transA, transB): integer sums (MatMulInteger) plus C (int32 at scale
+///   a_scale · b_scale, so alpha scales it too), scaled once; with y_scale quantized again.
 fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result<(), OnnxError> {
     let op = node.op_type();
     let a = Attrs(&node.attribute);
@@ -470,29 +470,37 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
             }
         }
         _ => {
+            // As onnxruntime computes it: exact int32 sums (C added to them), one f32 product
+            // by `alpha · a_scale · b_scale[n] (/ y_scale)`, then rounding to nearest even and
+            // saturation. A float product of the dequantized operands would round differently
+            // and, where a value lands on a half, quantize to the neighbouring step.
             let (x, xs, b, bs) = (c.input(0, "A")?, c.input(1, "a_scale")?, c.input(3, "B")?, c.input(4, "b_scale")?);
-            let trans_b = a.i_or("transB", 0) != 0;
-            let fa = dequantize(&mut c, x, xs, opt(2), 1)?;
-            // Gemm's B is 2-D (its columns the first axis when transposed): known before shapes are.
-            let axis = if trans_b { 0 } else { 1 };
-            let fb = dequantize(&mut c, b, bs, opt(5), axis)?;
-            let mut args = vec![Some(fa), Some(fb)];
-            if let Some(bias) = opt(6) {
-                // int32 at scale a_scale · b_scale, zero point 0.
-                let scale = c.bin(BinaryOp::Mul, xs, bs);
-                let f = c.step(burnc_compiler::ops::cast::like(true), &[bias, scale]);
-                args.push(Some(c.bin(BinaryOp::Mul, f, scale)));
-            }
+            let transpose = |c: &mut Chain, v: ValueId| c.step(Op::Transpose { perm: Some(vec![1, 0]) }, &[v]);
+            let x = if a.i_or("transA", 0) != 0 { transpose(&mut c, x) } else { x };
+            let b = if a.i_or("transB", 0) != 0 { transpose(&mut c, b) } else { b };
+            // A's zero point is one value (MatMulInteger would read a [1] as one per row).
+            let az = opt(2).map(|z| c.reshape(z, &[]));
             let name = c.ctx.fresh(&c.label);
-            // C joins the integer sums before they are scaled: alpha scales it too.
-            let alpha = a.f_or("alpha", 1.0);
-            let gemm = Op::Gemm { alpha, beta: alpha, trans_a: a.i_or("transA", 0) != 0, trans_b };
-            let y = c.add(gemm, args, &[name])[0];
+            let acc = c.add(Op::MatMulInteger, vec![Some(x), Some(b), az, opt(5)], &[name])[0];
+            let acc = match opt(6) {
+                Some(bias) => c.bin(BinaryOp::Add, acc, bias),
+                None => acc,
+            };
+            let alpha = c.scalar(a.f_or("alpha", 1.0), xs);
+            let scale = c.bin(BinaryOp::Mul, alpha, xs);
+            let mut scale = c.bin(BinaryOp::Mul, scale, bs);
+            if let Some(ys) = opt(7) {
+                scale = c.bin(BinaryOp::Div, scale, ys);
+            }
+            let acc = c.step(burnc_compiler::ops::cast::like(true), &[acc, scale]);
+            let y = c.bin(BinaryOp::Mul, acc, scale);
             match opt(7) {
-                Some(ys) => {
+                Some(_) => {
+                    // The scales are applied: quantize with scale 1 (x / 1 is exact).
+                    let one = c.scalar(1.0, scale);
                     let name = c.ctx.fresh(&c.label);
                     let q = burnc_compiler::ops::quant::Quantize { axis: 1, block_size: 0, output_dtype: None, saturate: true }.op();
-                    c.add(q, vec![Some(y), Some(ys), opt(8)], &[name])[0]
+                    c.add(q, vec![Some(y), Some(one), opt(8)], &[name])[0]
                 }
                 None => y,
             }

@@ -198,17 +198,29 @@ pub fn matmul_integer<A: Elem, B: Elem>(
 ) {
     for (bi, (&ab, &bb)) in a_base.iter().zip(b_base).enumerate() {
         let (ab, bb) = (ab as usize, bb as usize);
+        // Row by row of B (contiguous, so the inner loop vectorizes); B's zero points come
+        // off at the end of each output row: Σ_t x_t·(b_tc − zb_c) = Σ_t x_t·b_tc − zb_c·Σ_t x_t,
+        // the same in wrapping i32 arithmetic.
         for r in 0..m {
             let za = if az.is_empty() { 0 } else { per(az, r).to_i64() as i32 };
-            for c in 0..n {
-                let zb = if bz.is_empty() { 0 } else { per(bz, c).to_i64() as i32 };
-                let mut s = 0i32;
-                for t in 0..k {
-                    let x = (a[ab + r * k + t].to_i64() as i32).wrapping_sub(za);
-                    let w = (b[bb + t * n + c].to_i64() as i32).wrapping_sub(zb);
-                    s = s.wrapping_add(x.wrapping_mul(w));
+            let row = &mut y[(bi * m + r) * n..(bi * m + r + 1) * n];
+            row.fill(0);
+            let mut xsum = 0i32;
+            for t in 0..k {
+                let x = (a[ab + r * k + t].to_i64() as i32).wrapping_sub(za);
+                if x == 0 {
+                    // Activations at their zero point (after a ReLU, often most of them).
+                    continue;
                 }
-                y[(bi * m + r) * n + c] = s;
+                xsum = xsum.wrapping_add(x);
+                for (o, w) in row.iter_mut().zip(&b[bb + t * n..bb + (t + 1) * n]) {
+                    *o = o.wrapping_add(x.wrapping_mul(w.to_i64() as i32));
+                }
+            }
+            if !bz.is_empty() {
+                for (c, o) in row.iter_mut().enumerate() {
+                    *o = o.wrapping_sub(xsum.wrapping_mul(per(bz, c).to_i64() as i32));
+                }
             }
         }
     }
@@ -372,4 +384,40 @@ pub fn qlinear_conv<X: Elem, W: Elem, S: Elem, Q: Elem>(
         let acc = s + bias.get(mo).map(|&b| b as i64).unwrap_or(0);
         requantize_one(acc, scale_ratio(xs, per(w_scale, mo).to_f64(), ys, prec), yz, prec)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    /// matmul_integer against the definition, per-row and per-column zero points, two batches
+    /// sharing B, and values that make the i32 sums wrap.
+    #[test]
+    fn matmul_integer_matches_the_definition() {
+        let (m, k, n) = (3, 70, 5);
+        let a: Vec<u8> = (0..2 * m * k).map(|i| (i * 37 % 256) as u8).collect();
+        let b: Vec<i8> = (0..k * n).map(|i| (i * 53 % 256) as u8 as i8).collect();
+        for (az, bz) in [(vec![], vec![]), (vec![7u8], vec![-3i8]), (vec![1u8, 200, 0], vec![5i8, -128, 0, 127, 1])] {
+            let mut y = vec![0i32; 2 * m * n];
+            matmul_integer(&a, &b, &az, &bz, &[0, (m * k) as u32], &[0, 0], m, k, n, &mut y);
+            for bi in 0..2 {
+                for r in 0..m {
+                    for c in 0..n {
+                        let za = if az.is_empty() { 0 } else { az[r % az.len()] as i64 };
+                        let zb = if bz.is_empty() { 0 } else { bz[c % bz.len()] as i64 };
+                        let want: i64 = (0..k).map(|t| (a[bi * m * k + r * k + t] as i64 - za) * (b[t * n + c] as i64 - zb)).sum();
+                        assert_eq!(y[(bi * m + r) * n + c], want as i32, "batch {bi} [{r}][{c}] az {az:?} bz {bz:?}");
+                    }
+                }
+            }
+        }
+        // Sums past i32 wrap as i32 arithmetic does.
+        let (a, b) = (vec![255u8; 40_000], vec![-128i8; 40_000]);
+        let mut y = [0i32];
+        matmul_integer(&a, &b, &[], &[], &[0], &[0], 1, 40_000, 1, &mut y);
+        assert_eq!(y[0], (255i64 * -128 * 40_000) as i32);
+    }
 }
