@@ -385,18 +385,11 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
         ldc,
         apack,
         bpack,
-        // SAFETY (both closures): they run inside a function compiled for, and only called
-        // on, CPUs with AVX-512F.
-        // The epilogue after the store (AVX-512 is not the default anywhere it was measured).
-        |kc, a, b, c, ldc, load, fin: Fin| unsafe {
-            kernel_avx512(kc, a, b, c, ldc, load);
-            fin.apply(c, ldc, MR, NR512);
-        },
-        |kc, a, b, c, ldc, load, fin: Fin| unsafe {
-            kernel_avx512_narrow(kc, a, b, c, ldc, load);
-            fin.apply(c, ldc, MR, NR512 / 2);
-        },
-        no_partial,
+        // SAFETY (all three closures): they run inside a function compiled for, and only
+        // called on, CPUs with AVX-512F.
+        |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_r::<MR, 2>(kc, a, b, c, ldc, load, fin) },
+        |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_r::<MR, 1>(kc, a, b, c, ldc, load, fin) },
+        |mr, kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_rows(mr, kc, a, b, c, ldc, load, fin) },
         no_strip,
         done,
     );
@@ -1097,75 +1090,100 @@ unsafe fn kernel_avx2_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc
     }
 }
 
-/// The AVX-512 micro-kernel: [`kernel_avx2`] with zmm registers, MR × 32 (12 accumulators;
-/// per step two loads of B, six broadcasts of A, twelve fused multiply-adds). Each element is
-/// the same chain of fused multiply-adds as in [`kernel_avx2`], so the bits are the same.
+/// The AVX-512 micro-kernel for the first `R` rows and `V` vectors of 16 columns of an MR × 32
+/// tile (`R = MR, V = 2`: the full tile, 12 accumulators; `V = 1`: edge panels of at most 16
+/// columns; `R < MR`: the last rows of a matrix whose rows are not a multiple of MR, straight
+/// into C), with the tile's epilogue applied in registers before the one store, as the AVX2
+/// family does. Each element is the same chain of fused multiply-adds in k order whatever R
+/// and V, then the same bias, residual and ReLU, so the same bits.
 ///
 /// # Safety
-/// The CPU supports AVX-512F; the slices meet the contract stated at [`driver`] with W = 32.
+/// The CPU supports AVX-512F; the slices meet the contract stated at [`driver`] for R rows
+/// and 16·V columns (checked here once per tile, so the loop itself runs on raw pointers);
+/// `fin.bias`, when not null, points at R values and `fin.res` at R rows of 16·V, `fin.ldr`
+/// apart.
 #[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn kernel_avx512(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
+unsafe fn kernel_avx512_r<const R: usize, const V: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
     use core::arch::x86_64::*;
-    assert!(a.len() >= kc * MR && b.len() >= kc * NR512 && c.len() >= (MR - 1) * ldc + NR512);
+    assert!(R >= 1 && R <= MR && (V == 1 || V == 2) && a.len() >= kc * MR && b.len() >= kc * NR512 && c.len() >= (R - 1) * ldc + 16 * V);
     let cp = c.as_mut_ptr();
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    let mut acc = [[_mm512_setzero_ps(); V]; R];
     if load {
-        for i in 0..MR {
-            acc[i][0] = _mm512_loadu_ps(cp.add(i * ldc));
-            acc[i][1] = _mm512_loadu_ps(cp.add(i * ldc + 16));
+        for i in 0..R {
+            for v in 0..V {
+                acc[i][v] = _mm512_loadu_ps(cp.add(i * ldc + 16 * v));
+            }
         }
     }
     let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
     for _ in 0..kc {
-        let b0 = _mm512_loadu_ps(bp);
-        let b1 = _mm512_loadu_ps(bp.add(16));
-        for i in 0..MR {
+        // As in the AVX2 kernel: packed A streams from memory the first time it is used.
+        _mm_prefetch::<_MM_HINT_T0>(ap.wrapping_add(PF_A) as *const i8);
+        let bv: [__m512; V] = core::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
+        for i in 0..R {
             let av = _mm512_set1_ps(*ap.add(i));
-            acc[i][0] = _mm512_fmadd_ps(av, b0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(av, b1, acc[i][1]);
+            for v in 0..V {
+                acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+            }
         }
         ap = ap.add(MR);
         bp = bp.add(NR512);
     }
-    for i in 0..MR {
-        _mm512_storeu_ps(cp.add(i * ldc), acc[i][0]);
-        _mm512_storeu_ps(cp.add(i * ldc + 16), acc[i][1]);
+    if !fin.bias.is_null() {
+        for (i, row) in acc.iter_mut().enumerate() {
+            let bias = _mm512_set1_ps(*fin.bias.add(i));
+            for x in row.iter_mut() {
+                *x = _mm512_add_ps(*x, bias);
+            }
+        }
+    }
+    if !fin.res.is_null() {
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (v, x) in row.iter_mut().enumerate() {
+                *x = _mm512_add_ps(*x, _mm512_loadu_ps(fin.res.add(i * fin.ldr + 16 * v)));
+            }
+        }
+    }
+    if fin.relu {
+        let z = _mm512_setzero_ps();
+        for row in acc.iter_mut() {
+            for x in row.iter_mut() {
+                *x = _mm512_max_ps(*x, z);
+            }
+        }
+    }
+    for i in 0..R {
+        for v in 0..V {
+            _mm512_storeu_ps(cp.add(i * ldc + 16 * v), acc[i][v]);
+        }
     }
 }
 
-/// [`kernel_avx512`] for the first 16 columns only (6 accumulators): edge panels.
+/// [`kernel_avx512_r`] for the first `mr` (1 to MR − 1) rows of a full-width tile, straight
+/// into C (see [`kernel_avx2_rows`]).
 ///
 /// # Safety
-/// As [`kernel_avx512`].
-#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
+/// The CPU supports AVX-512F; as [`kernel_avx512_r`] for `mr` rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn kernel_avx512_narrow(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
-    use core::arch::x86_64::*;
-    assert!(a.len() >= kc * MR && b.len() >= kc * NR512 && c.len() >= (MR - 1) * ldc + 16);
-    let cp = c.as_mut_ptr();
-    let mut acc = [_mm512_setzero_ps(); MR];
-    if load {
-        for i in 0..MR {
-            acc[i] = _mm512_loadu_ps(cp.add(i * ldc));
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_avx512_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) -> bool {
+    // SAFETY (each arm): the caller's contract.
+    unsafe {
+        match mr {
+            1 => kernel_avx512_r::<1, 2>(kc, a, b, c, ldc, load, fin),
+            2 => kernel_avx512_r::<2, 2>(kc, a, b, c, ldc, load, fin),
+            3 => kernel_avx512_r::<3, 2>(kc, a, b, c, ldc, load, fin),
+            4 => kernel_avx512_r::<4, 2>(kc, a, b, c, ldc, load, fin),
+            5 => kernel_avx512_r::<5, 2>(kc, a, b, c, ldc, load, fin),
+            _ => return false,
         }
     }
-    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
-    for _ in 0..kc {
-        let b0 = _mm512_loadu_ps(bp);
-        for i in 0..MR {
-            acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(*ap.add(i)), b0, acc[i]);
-        }
-        ap = ap.add(MR);
-        bp = bp.add(NR512);
-    }
-    for i in 0..MR {
-        _mm512_storeu_ps(cp.add(i * ldc), acc[i]);
-    }
+    true
 }
 
 #[cfg(test)]
