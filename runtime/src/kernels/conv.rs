@@ -431,7 +431,9 @@ impl GemmPart<'_> {
         // More parts than threads (up to PARTS_PER_THREAD each), so a thread that starts late
         // (another process holds its core) leaves its share to the others rather than making
         // them wait; output-channel parts each pack every B panel, so fewer of those.
-        let by_cols = ncols >= tasks * 3 * NR || mg < 2 * MR;
+        // When the output channels outnumber the columns, the weights are the bigger operand
+        // and a column split would make every thread stream all of them: rows then.
+        let by_cols = (ncols >= tasks * 3 * NR && mg <= ncols) || mg < 2 * MR;
         let (parts, per) = if by_cols {
             let per = ncols.div_ceil(tasks * PARTS_PER_THREAD).max(3 * NR).div_ceil(NR) * NR;
             (ncols.div_ceil(per), per)
