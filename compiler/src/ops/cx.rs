@@ -301,6 +301,22 @@ impl<'a> EmitCx<'a> {
         Ok(format!("[{}]", dims.iter().map(|d| self.size(d)).collect::<Result<Vec<_>, _>>()?.join(", ")))
     }
 
+    /// A `Window3` literal for a window op from input `x` to output `y` (`kernel`: the
+    /// spatial kernel dims): resolved at compile time when the spatial dims are fixed, else the
+    /// geometry at the bounds with the run-time spatial sizes (and SAME pads computed from them).
+    pub fn window(&self, w: &crate::ir::Window, kernel: &[usize], x: ValueId, y: ValueId) -> Result<String, CodegenError> {
+        let at_bound = self.cx.ty(self.n, x)?.1;
+        let sp = at_bound.get(2..).ok_or_else(|| self.err("a window op needs rank at least 3"))?;
+        let win = crate::interp::ops::nn::geom::resolve(w, kernel, sp).map_err(|e| self.err(e))?;
+        let (xs, ys) = (self.dims(x)?, self.dims(y)?);
+        match self.bounded {
+            Some(bx) if xs[2..].iter().chain(ys.get(2..).unwrap_or(&[])).any(|d| d.as_const().is_none()) => {
+                Ok(bx.window(w, &win, &xs[2..], ys.get(2..).ok_or_else(|| self.err("output rank below 3"))?))
+            }
+            _ => Ok(crate::codegen::emit::nn::window_lit(&win)),
+        }
+    }
+
     /// Output `k` when something reads it (the memory plan gave it a slot), else `None`: an
     /// optional output nobody uses is not computed.
     pub fn used_output(&self, k: usize) -> Option<ValueId> {

@@ -7,7 +7,7 @@ use super::Sizes;
 use crate::codegen::emit::Ctx;
 use crate::codegen::{CodegenError, Lowering};
 use crate::interp::ops::nn::geom::resolve;
-use crate::ir::{AutoPad, DType, DimExpr, Graph, Node, NodeId, Op, PoolKind, UnaryOp, ValueId, ValueKind, Window};
+use crate::ir::{AutoPad, DType, DimExpr, Graph, Node, NodeId, Op, UnaryOp, ValueId, ValueKind, Window};
 use crate::passes::symbolic::SymInfo;
 use crate::codegen::emit::nn::{act_lit, prepacked_conv, prepacked_weights};
 use burnc_runtime::kernels::conv::{conv_scratch_len, is_direct_depthwise, ConvDims};
@@ -115,7 +115,7 @@ impl Bx<'_> {
 
     /// A `Window3` literal: the static geometry at the bounds with the spatial input and output
     /// sizes from the run-time table.
-    fn window(&self, w: &Window, win_at_bound: &Window3, xs: &[DimExpr], ys: &[DimExpr]) -> String {
+    pub(crate) fn window(&self, w: &Window, win_at_bound: &Window3, xs: &[DimExpr], ys: &[DimExpr]) -> String {
         let k = xs.len();
         let fill = |v: &[DimExpr]| {
             let mut a: Vec<String> = vec!["1usize".into(); 3 - k];
@@ -240,209 +240,11 @@ impl Bx<'_> {
                     self.write(n, out)?
                 )))
             }
-            Op::Pool { kind, window, storage_order } => {
-                if !od.is_float() && !matches!(kind, PoolKind::Max) {
-                    return Err(self.err(n, format!("{kind:?} pooling on {od} is not supported by codegen yet")));
-                }
-                if n.outputs.get(1).is_some_and(|iv| self.cx.plan.slots.contains_key(iv)) {
-                    return Err(self.err(n, "MaxPool's indices with bounded dims are not supported yet; pin them with --input"));
-                }
-                let x = self.input(n, 0)?;
-                let (xs, ys) = (self.shape(n, x)?, self.shape(n, out)?);
-                let xb = fixed(g, Some(x)).unwrap_or_default();
-                let xsp = xb.get(2..).ok_or_else(|| self.err(n, "pooling needs rank at least 3"))?;
-                let win_b = resolve(window, &window.kernel_shape, xsp).map_err(|e| self.err(n, e))?;
-                let win = self.window(window, &win_b, &xs[2..], &ys[2..]);
-                let planes = self.sizes.numel(&xs[..2]);
-                let (rx, y) = (self.read(n, x)?, self.write(n, out)?);
-                Ok(Some(match kind {
-                    PoolKind::Max => format!("let win = {win}; rt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, None, {});", *storage_order != 0),
-                    PoolKind::Avg { count_include_pad } => {
-                        format!("let win = {win}; rt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
-                    }
-                    PoolKind::Lp { p } => format!("let win = {win}; rt::kernels::pool::lp_pool({rx}, {planes}, &win, {y}, {});", crate::codegen::emit::f64_lit(*p as f64)),
-                }))
-            }
-            Op::GlobalPool { kind } => {
-                f32_only("GlobalPool")?;
-                let x = self.input(n, 0)?;
-                let xs = self.shape(n, x)?;
-                let (code, p) = match kind {
-                    PoolKind::Max => (0, 0.0),
-                    PoolKind::Avg { .. } => (1, 0.0),
-                    PoolKind::Lp { p } => (2, *p as f64),
-                };
-                Ok(Some(format!(
-                    "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, {});",
-                    self.read(n, x)?,
-                    self.sizes.numel(&xs[..2]),
-                    self.sizes.numel(&xs[2..]),
-                    self.write(n, out)?,
-                    crate::codegen::emit::f64_lit(p)
-                )))
-            }
-            Op::Gemm { alpha, beta, trans_a, trans_b } => {
-                f32_only("Gemm")?;
-                let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
-                let (ash, osh) = (self.dims(n, a)?, self.dims(n, out)?);
-                let (m, k) = if *trans_a { (&ash[1], &ash[0]) } else { (&ash[0], &ash[1]) };
-                let nn = &osh[1];
-                let la = if *trans_a { layout("1usize", m) } else { layout(k, "1usize") };
-                let lb = if *trans_b { layout("1usize", k) } else { layout(nn, "1usize") };
-                // As the static emitter (and the interpreter): A @ B, then alpha, then beta·C.
-                let mut s = format!(
-                    "let (m, k, nn) = ({m}, {k}, {nn});\nlet y = {};\nrt::kernels::gemm::sgemm(m, k, nn, 1.0, {}, {la}, {}, {lb}, 0.0, y, rt::kernels::gemm::Layout {{ row_stride: nn as isize, col_stride: 1 }});\n",
-                    self.write(n, out)?,
-                    self.read(n, a)?,
-                    self.read(n, b)?
-                );
-                if *alpha != 1.0 {
-                    s += &format!("for v in y.iter_mut() {{ *v = *v * {}; }}\n", f32_lit(*alpha));
-                }
-                if let Some(c) = n.inputs.get(2).copied().flatten() {
-                    let cs = self.shape(n, c)?;
-                    let os = self.shape(n, out)?;
-                    let st = self.bcast_strides(&cs, &os);
-                    let scaled = if *beta == 1.0 { "c[i * s0 + j * s1]".to_string() } else { format!("c[i * s0 + j * s1] * {}", f32_lit(*beta)) };
-                    s += &format!(
-                        "let c = {}; let (s0, s1) = ({}, {}); for i in 0..m {{ for j in 0..nn {{ y[i * nn + j] = y[i * nn + j] + {scaled}; }} }}\n",
-                        self.read(n, c)?,
-                        st[0],
-                        st[1]
-                    );
-                }
-                Ok(Some(s))
-            }
-            Op::MatMul => {
-                f32_only("MatMul")?;
-                let (a, b) = (self.input(n, 0)?, self.input(n, 1)?);
-                let (ash, bsh, osh) = (self.shape(n, a)?, self.shape(n, b)?, self.shape(n, out)?);
-                let r = osh.len();
-                let (m, k, nn) = (self.sizes.dim(&ash[ash.len() - 2]), self.sizes.dim(&ash[ash.len() - 1]), self.sizes.dim(&bsh[bsh.len() - 1]));
-                let batch = &osh[..r - 2];
-                let sa = self.bcast_strides(&ash[..ash.len() - 2], batch);
-                let sb = self.bcast_strides(&bsh[..bsh.len() - 2], batch);
-                let bd: Vec<String> = batch.iter().map(|d| self.sizes.dim(d)).collect();
-                Ok(Some(format!(
-                    "let (a, b, y) = ({}, {}, {});\nlet (m, k, nn) = ({m}, {k}, {nn});\n\
-                     let bd: [usize; {nb}] = [{}]; let sa: [usize; {nb}] = [{}]; let sb: [usize; {nb}] = [{}];\n\
-                     for bi in 0..bd.iter().product::<usize>() {{\n\
-                       let (mut rem, mut oa, mut ob) = (bi, 0usize, 0usize);\n\
-                       for d in (0..{nb}).rev() {{ let ix = rem % bd[d]; rem /= bd[d]; oa += ix * sa[d]; ob += ix * sb[d]; }}\n\
-                       let (oa, ob) = (oa * m * k, ob * k * nn);\n\
-                       rt::kernels::gemm::sgemm(m, k, nn, 1.0, &a[oa..oa + m * k], {}, &b[ob..ob + k * nn], {}, 0.0, &mut y[bi * m * nn..(bi + 1) * m * nn], {});\n\
-                     }}",
-                    self.read(n, a)?,
-                    self.read(n, b)?,
-                    self.write(n, out)?,
-                    bd.join(", "),
-                    sa.join(", "),
-                    sb.join(", "),
-                    layout("k", "1usize"),
-                    layout("nn", "1usize"),
-                    layout("nn", "1usize"),
-                    nb = batch.len()
-                )))
-            }
-            Op::Softmax { axis, log, coerce_2d } => {
-                f32_only("Softmax")?;
-                let os = self.shape(n, out)?;
-                let r = os.len() as i64;
-                let ax = if *axis < 0 { axis + r } else { *axis };
-                if ax < 0 || ax >= r.max(1) {
-                    return Err(self.err(n, format!("axis {axis} out of range")));
-                }
-                let ax = ax as usize;
-                let outer = self.sizes.numel(&os[..ax]);
-                let (nn, inner) = if *coerce_2d { (self.sizes.numel(&os[ax..]), "1usize".to_string()) } else { (self.sizes.dim(&os[ax]), self.sizes.numel(&os[ax + 1..])) };
-                Ok(Some(format!(
-                    "rt::kernels::softmax::softmax({}, {outer}, {nn}, {inner}, {}, {log});",
-                    self.read(n, self.input(n, 0)?)?,
-                    self.write(n, out)?
-                )))
-            }
-            // BatchNormalization (with its activation) as fusion rewrote it when it could not fold
-            // it into a conv: per-channel scale and shift over run-time batch and plane.
-            Op::ScaleShift { act } => {
-                f32_only("ScaleShift")?;
-                let x = self.input(n, 0)?;
-                let xs = self.shape(n, x)?;
-                if xs.len() < 2 {
-                    return Err(self.err(n, "ScaleShift needs rank at least 2"));
-                }
-                let (sc, sh) = (self.input(n, 1)?, self.input(n, 2)?);
-                Ok(Some(format!(
-                    "rt::kernels::norm::scale_shift({}, {}, {}, {}, {}, {}, {}, {}, {}, {});",
-                    self.read(n, x)?,
-                    self.write(n, out)?,
-                    self.sizes.dim(&xs[0]),
-                    self.sizes.dim(&xs[1]),
-                    self.sizes.numel(&xs[2..]),
-                    self.read(n, sc)?,
-                    self.read(n, sh)?,
-                    self.opt_read(n, 3)?,
-                    self.opt_read(n, 4)?,
-                    act_lit(*act)
-                )))
-            }
-            // Inference BatchNormalization that fusion could not fold into a conv (e.g. after a
-            // separate bias Add): the same per-channel kernel with run-time batch and plane.
-            Op::BatchNorm { epsilon } => {
-                f32_only("BatchNormalization")?;
-                let x = self.input(n, 0)?;
-                let xs = self.shape(n, x)?;
-                if xs.len() < 2 {
-                    return Err(self.err(n, "BatchNormalization needs rank at least 2"));
-                }
-                let args: Vec<String> = (1..5).map(|i| self.input(n, i).and_then(|v| self.read(n, v))).collect::<Result<_, _>>()?;
-                Ok(Some(format!(
-                    "rt::kernels::norm::batch_norm({}, {}, {}, {}, {}, {}, {}, {}, {}, {:?}_f64);",
-                    self.read(n, x)?,
-                    self.write(n, out)?,
-                    self.sizes.dim(&xs[0]),
-                    self.sizes.dim(&xs[1]),
-                    self.sizes.numel(&xs[2..]),
-                    args[0],
-                    args[1],
-                    args[2],
-                    args[3],
-                    *epsilon as f64
-                )))
-            }
+            // The static emitter, with run-time sizes.
+            Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::Softmax { .. } | Op::ScaleShift { .. }
+            | Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Reduce { .. } => crate::codegen::emit::emit_layer(&crate::ops::EmitCx::bounded(self, id)),
             Op::Transpose { .. } => self.transpose(n, out, od),
             Op::Gather { .. } => self.gather(n, out),
-            Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
-                let x = self.input(n, 0)?;
-                if self.cx.ty(n, x)?.0 == DType::Bool {
-                    return Err(self.err(n, "reductions over bool are not supported by codegen yet"));
-                }
-                let xs = self.shape(n, x)?;
-                let axes: Vec<i64> = match axes {
-                    Some(a) => a.clone(),
-                    None => match n.inputs.get(1).copied().flatten() {
-                        Some(v) => self.cx.konst(v).and_then(|t| t.to_i64_vec()).ok_or_else(|| self.err(n, "axes must be a constant"))?,
-                        None => vec![],
-                    },
-                };
-                let (rx, y) = (self.read(n, x)?, self.write(n, out)?);
-                if axes.is_empty() && *noop_with_empty_axes {
-                    return Ok(Some(format!("{y}.copy_from_slice({rx});")));
-                }
-                let mut ax: Vec<usize> = if axes.is_empty() { (0..xs.len()).collect() } else { axes.iter().map(|&a| norm(a, xs.len())).collect::<Result<_, _>>().map_err(|e| self.err(n, e))? };
-                ax.sort_unstable();
-                ax.dedup();
-                let (lo, hi) = (ax[0], ax[ax.len() - 1]);
-                if hi - lo + 1 != ax.len() {
-                    return Err(self.err(n, "a reduction over non-adjacent axes with bounded dims is not supported yet; pin them with --input"));
-                }
-                let kind = crate::interp::ops::reduce::kind(*op);
-                Ok(Some(format!(
-                    "rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {}, {}, {}, {y});",
-                    self.sizes.numel(&xs[..lo]),
-                    self.sizes.numel(&xs[lo..=hi]),
-                    self.sizes.numel(&xs[hi + 1..])
-                )))
-            }
             Op::Resize(_) => self.resize(id, n, out),
             Op::Slice => self.slice(n, out, od),
             Op::ConstantOfShape { value } => {
@@ -486,8 +288,3 @@ pub(super) fn norm(a: i64, r: usize) -> Result<usize, String> {
     }
     Ok(v as usize)
 }
-
-fn layout(row: &str, col: &str) -> String {
-    format!("rt::kernels::gemm::Layout {{ row_stride: ({row}) as isize, col_stride: ({col}) as isize }}")
-}
-

@@ -6,6 +6,7 @@ mod detect;
 mod dropout;
 mod elementwise;
 mod extra;
+mod layer;
 mod misc;
 mod ml;
 pub(crate) mod nn;
@@ -22,6 +23,7 @@ mod wide;
 
 pub use elementwise::{f32_lit, f64_lit, unary_lit};
 pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInput};
+pub(crate) use layer::emit as emit_layer;
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
@@ -239,9 +241,9 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Def(d) => d.emit(&crate::ops::EmitCx::fixed(cx, id)).map(Some),
         Op::Unary(_) | Op::Binary(_) => elementwise::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Elementwise(p) => elementwise::emit_program(cx, id, n, p).map(Some),
-        Op::Reduce { .. } => nn::emit_reduce(cx, id, n),
-        Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
-        | Op::Softmax { .. } | Op::Lrn { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::emit(cx, id, n),
+        Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(cx, id, n),
+        Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
+        | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
         Op::TopK { .. } | Op::Shrink { .. }

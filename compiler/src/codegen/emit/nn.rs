@@ -1,12 +1,12 @@
-//! Convolution, pooling, GEMM/MatMul, normalization and softmax: calls into the runtime's
-//! kernels with geometry resolved at compile time (the same resolution the interpreter uses).
-use crate::codegen::emit::f64_lit;
+//! Convolution: calls into the runtime's kernels with geometry resolved at compile time (the
+//! same resolution the interpreter uses), weights prepacked or Winograd-transformed where that
+//! pays; and the scratch space of the ops `layer.rs` emits.
 use super::elementwise::f32_lit;
 use super::wide::{carve, is_half, narrow, widen};
 use super::Ctx;
 use crate::codegen::{CodegenError, Lowering};
 use crate::interp::ops::nn::geom::resolve;
-use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind};
+use crate::ir::{DType, Graph, Node, NodeId, Op};
 use burnc_runtime::kernels::conv::{conv_prepacked_scratch_len, conv_scratch_len, takes_prepacked, ConvDims};
 use burnc_runtime::kernels::window::Window3;
 
@@ -129,35 +129,23 @@ fn half_conv_parts(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> [(&'stat
 fn reduce_perm(g: &Graph, n: &Node) -> Option<(Vec<usize>, Vec<usize>)> {
     let Op::Reduce { axes, noop_with_empty_axes, .. } = &n.op else { return None };
     let xs = g.tensor_type(n.inputs.first().copied().flatten()?)?.shape.as_ref()?.as_fixed()?;
-    let axes = match axes {
-        Some(a) => a.clone(),
-        None => match n.inputs.get(1).copied().flatten() {
-            Some(v) => g.const_value(v)?.to_i64_vec()?,
-            None => vec![],
-        },
+    let given = match n.inputs.get(1).copied().flatten() {
+        Some(v) => Some(g.const_value(v)?.to_i64_vec()?),
+        None => None,
     };
-    if axes.is_empty() && *noop_with_empty_axes {
-        return None;
-    }
-    let mut ax = crate::interp::ops::util::norm_axes(&axes, xs.len()).ok()?;
-    ax.sort_unstable();
-    ax.dedup();
-    if reduce_split(&xs, &ax).is_some() {
+    let ax = super::layer::reduce_axes(axes, given, *noop_with_empty_axes, xs.len()).ok()??;
+    if super::layer::contiguous(&ax) {
         return None;
     }
     let perm: Vec<usize> = (0..xs.len()).filter(|d| !ax.contains(d)).chain(ax.iter().copied()).collect();
     Some((perm, xs))
 }
 
-pub(super) fn window_lit(w: &Window3) -> String {
+pub(crate) fn window_lit(w: &Window3) -> String {
     format!(
         "rt::kernels::window::Window3 {{ input: {:?}, output: {:?}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: {:?}, pads_end: {:?} }}",
         w.input, w.output, w.kernel, w.strides, w.dilations, w.pads_begin, w.pads_end
     )
-}
-
-fn layout(row: usize, col: usize) -> String {
-    format!("rt::kernels::gemm::Layout {{ row_stride: {row}, col_stride: {col} }}")
 }
 
 /// A fused op's activation as a runtime `Act` literal.
@@ -173,7 +161,7 @@ pub(crate) fn act_lit(a: crate::ir::Act) -> String {
 
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let (od, oshape) = cx.ty(n, out)?;
+    let (od, _) = cx.ty(n, out)?;
     let t = cx.elem(n, out)?;
     let float = matches!(od, DType::F32 | DType::F64);
     let gemm_impl = if od == DType::F32 { "rt::kernels::conv::Sgemm" } else { "rt::kernels::conv::Dgemm" };
@@ -256,216 +244,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 cx.scratch(n, id, t, col_len)?
             )))
         }
-        Op::ScaleShift { act } => {
-            if !float {
-                return Err(cx.err(n, format!("ScaleShift on {od} is not supported by codegen")));
-            }
-            let plane: usize = oshape[2..].iter().product();
-            let opt = |i: usize| -> Result<String, CodegenError> {
-                Ok(match n.inputs.get(i).copied().flatten() {
-                    Some(v) => format!("Some({})", cx.read(n, v)?),
-                    None => "None".into(),
-                })
-            };
-            Ok(Some(format!(
-                "rt::kernels::norm::scale_shift({}, {}, {}, {}, {plane}, {}, {}, {}, {}, {});",
-                cx.read(n, cx.input(n, 0)?)?,
-                cx.write(n, out)?,
-                oshape[0],
-                oshape[1],
-                cx.read(n, cx.input(n, 1)?)?,
-                cx.read(n, cx.input(n, 2)?)?,
-                opt(3)?,
-                opt(4)?,
-                act_lit(*act)
-            )))
-        }
-        Op::Pool { kind, window, .. } => {
-            let indices = match n.outputs.get(1) {
-                Some(&iv) if cx.plan.slots.contains_key(&iv) => Some(cx.write(n, iv)?),
-                _ => None,
-            };
-            let x = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, x)?;
-            let win = resolve(window, &window.kernel_shape, &xs[2..]).map_err(|e| cx.err(n, e))?;
-            let planes = xs[0] * xs[1];
-            let (rx, y, w) = (cx.read(n, x)?, cx.write(n, out)?, window_lit(&win));
-            Ok(Some(match kind {
-                PoolKind::Max => {
-                    let Op::Pool { storage_order, .. } = &n.op else { unreachable!() };
-                    let ind = indices.map(|i| format!("Some({i})")).unwrap_or_else(|| "None".into());
-                    format!("let win = {w}; rt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, {ind}, {});", *storage_order != 0)
-                }
-                PoolKind::Avg { count_include_pad } if float => {
-                    format!("let win = {w}; rt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
-                }
-                PoolKind::Lp { p } if float => format!("let win = {w}; rt::kernels::pool::lp_pool({rx}, {planes}, &win, {y}, {});", f64_lit(*p as f64)),
-                _ => return Err(cx.err(n, format!("{kind:?} pooling on {od} is not supported by codegen yet"))),
-            }))
-        }
-        Op::GlobalPool { kind } => {
-            let x = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, x)?;
-            let planes = xs[0] * xs[1];
-            let size: usize = xs[2..].iter().product();
-            let (code, p) = match kind {
-                PoolKind::Max => (0, 0.0),
-                PoolKind::Avg { .. } => (1, 0.0),
-                PoolKind::Lp { p } => (2, *p as f64),
-            };
-            Ok(Some(format!(
-                "rt::kernels::pool::global_pool({}, {planes}, {size}, {}, {code}, {});",
-                cx.read(n, x)?,
-                cx.write(n, out)?,
-                f64_lit(p)
-            )))
-        }
-        Op::Gemm { alpha, beta, trans_a, trans_b } => {
-            let (a, b) = (cx.input(n, 0)?, cx.input(n, 1)?);
-            let (_, ash) = cx.ty(n, a)?;
-            let (_, bsh) = cx.ty(n, b)?;
-            if ash.len() != 2 || bsh.len() != 2 || !float {
-                return Err(cx.err(n, "Gemm needs 2-D float operands"));
-            }
-            let (m, k) = if *trans_a { (ash[1], ash[0]) } else { (ash[0], ash[1]) };
-            let nn = oshape[1];
-            let la = if *trans_a { layout(1, m) } else { layout(k, 1) };
-            let lb = if *trans_b { layout(1, k) } else { layout(nn, 1) };
-            // Same order of operations as the interpreter: y = A @ B, then y *= alpha, then
-            // y += beta * C, so both give the same bits.
-            let y = cx.write(n, out)?;
-            let (gemm, lit): (&str, fn(f32) -> String) =
-                if od == DType::F32 { ("sgemm", f32_lit) } else { ("dgemm", |v| f64_lit(v as f64)) };
-            let mut s = format!(
-                "let y = {y};\nrt::kernels::gemm::{gemm}({m}, {k}, {nn}, 1.0, {}, {la}, {}, {lb}, 0.0, y, rt::kernels::gemm::Layout {{ row_stride: {nn}, col_stride: 1 }});\n",
-                cx.read(n, a)?,
-                cx.read(n, b)?
-            );
-            if *alpha != 1.0 {
-                s += &format!("for v in y.iter_mut() {{ *v = *v * {}; }}\n", lit(*alpha));
-            }
-            if let Some(c) = n.inputs.get(2).copied().flatten() {
-                let (_, cs) = cx.ty(n, c)?;
-                let st = crate::interp::ops::util::broadcast_strides(&cs, &[m, nn]);
-                let scaled = if *beta == 1.0 { "c[i * S0 + j * S1]".to_string() } else { format!("c[i * S0 + j * S1] * {}", lit(*beta)) };
-                s += &format!(
-                    "let c = {}; const S0: usize = {}; const S1: usize = {}; for i in 0..{m} {{ for j in 0..{nn} {{ y[i * {nn} + j] = y[i * {nn} + j] + {scaled}; }} }}\n",
-                    cx.read(n, c)?,
-                    st[0],
-                    st[1]
-                );
-            }
-            Ok(Some(s))
-        }
-        Op::MatMul => {
-            let (a, b) = (cx.input(n, 0)?, cx.input(n, 1)?);
-            let (_, ash) = cx.ty(n, a)?;
-            let (_, bsh) = cx.ty(n, b)?;
-            if ash.is_empty() || bsh.is_empty() {
-                return Err(cx.err(n, "MatMul of scalars"));
-            }
-            let a2: Vec<usize> = if ash.len() == 1 { vec![1, ash[0]] } else { ash.clone() };
-            let b2: Vec<usize> = if bsh.len() == 1 { vec![bsh[0], 1] } else { bsh.clone() };
-            let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
-            let nn = b2[b2.len() - 1];
-            let (ba, bb) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
-            let batch = crate::interp::ops::util::broadcast_shapes(ba, bb).map_err(|e| cx.err(n, e))?;
-            let sa = crate::interp::ops::util::broadcast_strides(ba, &batch);
-            let sb = crate::interp::ops::util::broadcast_strides(bb, &batch);
-            let nb: usize = batch.iter().product();
-            let mut offs = Vec::with_capacity(nb);
-            for bi in 0..nb {
-                let (mut rem, mut oa, mut ob) = (bi, 0, 0);
-                for d in (0..batch.len()).rev() {
-                    let ix = rem % batch[d];
-                    rem /= batch[d];
-                    oa += ix * sa[d];
-                    ob += ix * sb[d];
-                }
-                offs.push((oa * m * k, ob * k * nn));
-            }
-            let call = match od {
-                DType::F32 => format!("rt::kernels::gemm::sgemm({m}, {k}, {nn}, 1.0, &a[oa..oa + {}], {}, &b[ob..ob + {}], {}, 0.0, &mut y[bi * {}..(bi + 1) * {}], {})", m * k, layout(k, 1), k * nn, layout(nn, 1), m * nn, m * nn, layout(nn, 1)),
-                DType::F64 => format!("rt::kernels::gemm::dgemm({m}, {k}, {nn}, 1.0, &a[oa..oa + {}], {}, &b[ob..ob + {}], {}, 0.0, &mut y[bi * {}..(bi + 1) * {}], {})", m * k, layout(k, 1), k * nn, layout(nn, 1), m * nn, m * nn, layout(nn, 1)),
-                _ => format!("rt::kernels::gemm::gemm_generic({m}, {k}, {nn}, &a[oa..oa + {}], {}, &b[ob..ob + {}], {}, &mut y[bi * {}..(bi + 1) * {}], {})", m * k, layout(k, 1), k * nn, layout(nn, 1), m * nn, m * nn, layout(nn, 1)),
-            };
-            let (ra, rb, y) = (cx.read(n, a)?, cx.read(n, b)?, cx.write(n, out)?);
-            if nb == 1 {
-                return Ok(Some(format!("let (a, b, y) = ({ra}, {rb}, {y}); let (bi, oa, ob) = (0usize, 0usize, 0usize); {call};")));
-            }
-            let oa: Vec<usize> = offs.iter().map(|o| o.0).collect();
-            let ob: Vec<usize> = offs.iter().map(|o| o.1).collect();
-            Ok(Some(format!(
-                "let (a, b, y) = ({ra}, {rb}, {y});\nconst OA: [usize; {nb}] = {oa:?};\nconst OB: [usize; {nb}] = {ob:?};\n\
-                 for bi in 0..{nb} {{ let (oa, ob) = (OA[bi], OB[bi]); {call}; }}"
-            )))
-        }
-        Op::BatchNorm { epsilon } => {
-            if !float {
-                return Err(cx.err(n, format!("BatchNormalization on {od} is not supported by codegen yet")));
-            }
-            let x = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, x)?;
-            let plane: usize = xs[2..].iter().product();
-            let args: Vec<String> = (1..5).map(|i| cx.read(n, cx.input(n, i)?)).collect::<Result<_, _>>()?;
-            Ok(Some(format!(
-                "rt::kernels::norm::batch_norm({}, {}, {}, {}, {plane}, {}, {}, {}, {}, {});",
-                cx.read(n, x)?,
-                cx.write(n, out)?,
-                xs[0],
-                xs[1],
-                args[0],
-                args[1],
-                args[2],
-                args[3],
-                f64_lit(*epsilon as f64)
-            )))
-        }
-        Op::Softmax { axis, log, coerce_2d } => {
-            if !float && !is_half(od) {
-                return Err(cx.err(n, format!("Softmax on {od} is not supported by codegen yet")));
-            }
-            let r = oshape.len() as i64;
-            let a = if *axis < 0 { axis + r } else { *axis };
-            if a < 0 || a >= r.max(1) {
-                return Err(cx.err(n, format!("axis {axis} out of range")));
-            }
-            let a = a as usize;
-            let outer: usize = oshape[..a].iter().product();
-            let (nn, inner) = if *coerce_2d { (oshape[a..].iter().product(), 1) } else { (oshape[a], oshape[a + 1..].iter().product()) };
-            let (rx, y) = (cx.read(n, cx.input(n, 0)?)?, cx.write(n, out)?);
-            if !is_half(od) {
-                return Ok(Some(format!("rt::kernels::softmax::softmax({rx}, {outer}, {nn}, {inner}, {y}, {log});")));
-            }
-            if !*log {
-                // As the interpreter: rounded to the storage type step by step.
-                let sum_in_t = od == DType::BF16;
-                return Ok(Some(format!("rt::kernels::softmax::softmax_stepped({rx}, {outer}, {nn}, {inner}, {y}, {sum_in_t});")));
-            }
-            // As the interpreter: in f32, rounded once at the end.
-            let len: usize = oshape.iter().product();
-            let mut s = carve(&cx.scratch(n, id, "f32", 2 * len)?, "f32", &[("xw", len), ("yw", len)]);
-            s += &widen("xw", &rx, "f32");
-            s += &format!("rt::kernels::softmax::softmax(xw, {outer}, {nn}, {inner}, yw, {log});\n");
-            s += &narrow(&y, "yw", t, "f32");
-            Ok(Some(s))
-        }
-        Op::Lrn { size, alpha, beta, bias } => {
-            if !float {
-                return Err(cx.err(n, format!("LRN on {od} is not supported by codegen yet")));
-            }
-            let plane: usize = oshape[2..].iter().product();
-            Ok(Some(format!(
-                "rt::kernels::norm::lrn({}, {}, {}, {}, {plane}, {size}, {}, {}, {});",
-                cx.read(n, cx.input(n, 0)?)?,
-                cx.write(n, out)?,
-                oshape[0],
-                oshape[1],
-                f64_lit(*alpha as f64),
-                f64_lit(*beta as f64),
-                f64_lit(*bias as f64)
-            )))
-        }
         _ => Err(cx.err(n, "not an nn op")),
     }
 }
@@ -509,75 +287,6 @@ fn half_conv(cx: &Ctx, id: NodeId, n: &Node, out: crate::ir::ValueId, t: &str) -
     );
     s += &narrow(&cx.write(n, out)?, "yw", t, "f32");
     Ok(Some(s))
-}
-
-/// The reduced axes of a Reduce node as one contiguous `(outer, red, inner)` split, when they
-/// are contiguous (others need a transpose first).
-fn reduce_split(shape: &[usize], axes: &[usize]) -> Option<(usize, usize, usize)> {
-    if axes.is_empty() {
-        return Some((1, shape.iter().product(), 1));
-    }
-    let (lo, hi) = (*axes.iter().min()?, *axes.iter().max()?);
-    if hi - lo + 1 != axes.len() {
-        return None;
-    }
-    Some((shape[..lo].iter().product(), shape[lo..=hi].iter().product(), shape[hi + 1..].iter().product()))
-}
-
-pub fn emit_reduce(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let x = cx.input(n, 0)?;
-    let (_, xs) = cx.ty(n, x)?;
-    let rank = xs.len();
-    let norm = |a: i64| -> Result<usize, CodegenError> {
-        let r = rank as i64;
-        let v = if a < 0 { a + r } else { a };
-        if v < 0 || v >= r.max(1) {
-            return Err(cx.err(n, format!("axis {a} out of range")));
-        }
-        Ok(v as usize)
-    };
-    match &n.op {
-        Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
-            let axes: Vec<i64> = match axes {
-                Some(a) => a.clone(),
-                None => match n.inputs.get(1).copied().flatten() {
-                    Some(v) => cx.konst(v).and_then(|t| t.to_i64_vec()).ok_or_else(|| cx.err(n, "axes must be a constant for codegen"))?,
-                    None => vec![],
-                },
-            };
-            let (rx, y) = (cx.read(n, x)?, cx.write(n, out)?);
-            let mut pre = String::new();
-            if axes.is_empty() && *noop_with_empty_axes {
-                return Ok(Some(format!("{y}.copy_from_slice({rx});")));
-            }
-            let mut ax: Vec<usize> = axes.iter().map(|&a| norm(a)).collect::<Result<_, _>>()?;
-            ax.sort_unstable();
-            ax.dedup();
-            // Non-contiguous axes: the input permuted into scratch, then reduced as one block.
-            let (rx, (outer, red, inner)) = match reduce_split(&xs, &ax) {
-                Some(split) => (rx, split),
-                None => {
-                    let (perm, _) = reduce_perm(cx.g, n).ok_or_else(|| cx.err(n, "cannot plan the reduction"))?;
-                    if xs.len() > 16 {
-                        return Err(cx.err(n, "rank above 16"));
-                    }
-                    let numel: usize = xs.iter().product();
-                    let red: usize = ax.iter().map(|&d| xs[d]).product();
-                    let outer: usize = (0..xs.len()).filter(|d| !ax.contains(d)).map(|d| xs[d]).product();
-                    let sc = cx.scratch(n, id, cx.elem(n, x)?, numel)?;
-                    pre = format!("let sc = {sc};\nrt::kernels::permute::permute({rx}, &{xs:?}, &{perm:?}, sc);\n");
-                    ("sc".to_string(), (outer, red, 1))
-                }
-            };
-            let kind = crate::interp::ops::reduce::kind(*op);
-            if cx.ty(n, x)?.0 == DType::Bool {
-                return Err(cx.err(n, "reductions over bool are not supported by codegen yet"));
-            }
-            Ok(Some(format!("{pre}rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {rx}, {outer}, {red}, {inner}, {y});")))
-        }
-        _ => Err(cx.err(n, "not a reduction")),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,329 @@
+//! Pooling, GEMM/MatMul, batch and local response normalization, softmax and reductions: one
+//! emitter for fixed shapes and bounded dims. Sizes come from [`EmitCx::size`] (a literal for a
+//! fixed dim, the run-time size table for a bounded one), so the same statements serve both.
+use super::elementwise::f32_lit;
+use super::nn::act_lit;
+use super::wide::{is_half, narrow, widen};
+use super::f64_lit;
+use crate::codegen::CodegenError;
+use crate::ir::{DType, DimExpr, Op, PoolKind, ValueId};
+use crate::ops::EmitCx;
+
+type Res = Result<Option<String>, CodegenError>;
+
+pub(crate) fn emit(cx: &EmitCx) -> Res {
+    let n = cx.node();
+    let out = cx.output(0)?;
+    let od = cx.dtype(out)?;
+    let float = matches!(od, DType::F32 | DType::F64);
+    match &n.op {
+        Op::ScaleShift { act } => {
+            if !float {
+                return Err(cx.err(format!("ScaleShift on {od} is not supported by codegen")));
+            }
+            let (b, c, plane) = batch_channels_plane(cx, out)?;
+            Ok(Some(format!(
+                "rt::kernels::norm::scale_shift({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
+                cx.read(cx.input(0)?)?,
+                cx.write(out)?,
+                cx.read(cx.input(1)?)?,
+                cx.read(cx.input(2)?)?,
+                opt_read(cx, 3)?,
+                opt_read(cx, 4)?,
+                act_lit(*act)
+            )))
+        }
+        Op::BatchNorm { epsilon } => {
+            if !float {
+                return Err(cx.err(format!("BatchNormalization on {od} is not supported by codegen yet")));
+            }
+            let (b, c, plane) = batch_channels_plane(cx, out)?;
+            let args: Vec<String> = (1..5).map(|i| cx.read(cx.input(i)?)).collect::<Result<_, _>>()?;
+            Ok(Some(format!(
+                "rt::kernels::norm::batch_norm({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
+                cx.read(cx.input(0)?)?,
+                cx.write(out)?,
+                args[0],
+                args[1],
+                args[2],
+                args[3],
+                f64_lit(*epsilon as f64)
+            )))
+        }
+        Op::Lrn { size, alpha, beta, bias } => {
+            if !float {
+                return Err(cx.err(format!("LRN on {od} is not supported by codegen yet")));
+            }
+            let (b, c, plane) = batch_channels_plane(cx, out)?;
+            Ok(Some(format!(
+                "rt::kernels::norm::lrn({}, {}, {b}, {c}, {plane}, {size}, {}, {}, {});",
+                cx.read(cx.input(0)?)?,
+                cx.write(out)?,
+                f64_lit(*alpha as f64),
+                f64_lit(*beta as f64),
+                f64_lit(*bias as f64)
+            )))
+        }
+        Op::Pool { kind, window, storage_order } => {
+            let x = cx.input(0)?;
+            let xs = cx.dims(x)?;
+            if xs.len() < 3 {
+                return Err(cx.err("pooling needs rank at least 3"));
+            }
+            let win = cx.window(window, &window.kernel_shape, x, out)?;
+            let planes = cx.size(&crate::ops::product(&xs[..2]))?;
+            let (rx, y) = (cx.read(x)?, cx.write(out)?);
+            Ok(Some(match kind {
+                PoolKind::Max => {
+                    let ind = match cx.used_output(1) {
+                        Some(iv) => format!("Some({})", cx.write(iv)?),
+                        None => "None".into(),
+                    };
+                    format!("let win = {win};\nrt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, {ind}, {});", *storage_order != 0)
+                }
+                PoolKind::Avg { count_include_pad } if float => {
+                    format!("let win = {win};\nrt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
+                }
+                PoolKind::Lp { p } if float => format!("let win = {win};\nrt::kernels::pool::lp_pool({rx}, {planes}, &win, {y}, {});", f64_lit(*p as f64)),
+                _ => return Err(cx.err(format!("{kind:?} pooling on {od} is not supported by codegen yet"))),
+            }))
+        }
+        Op::GlobalPool { kind } => {
+            let x = cx.input(0)?;
+            let xs = cx.dims(x)?;
+            if xs.len() < 2 {
+                return Err(cx.err("global pooling needs rank at least 2"));
+            }
+            let (code, p) = match kind {
+                PoolKind::Max => (0, 0.0),
+                PoolKind::Avg { .. } => (1, 0.0),
+                PoolKind::Lp { p } => (2, *p as f64),
+            };
+            Ok(Some(format!(
+                "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, {});",
+                cx.read(x)?,
+                cx.size(&crate::ops::product(&xs[..2]))?,
+                cx.size(&crate::ops::product(&xs[2..]))?,
+                cx.write(out)?,
+                f64_lit(p)
+            )))
+        }
+        Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(cx, out, od, *alpha, *beta, *trans_a, *trans_b),
+        Op::MatMul => matmul(cx, out, od),
+        Op::Softmax { axis, log, coerce_2d } => softmax(cx, out, od, *axis, *log, *coerce_2d),
+        Op::Reduce { .. } => reduce(cx, out),
+        _ => Err(cx.err("not a layer op")),
+    }
+}
+
+/// `Some(read)` for optional input `i`, else `None`.
+fn opt_read(cx: &EmitCx, i: usize) -> Result<String, CodegenError> {
+    Ok(match cx.opt_input(i) {
+        Some(v) => format!("Some({})", cx.read(v)?),
+        None => "None".into(),
+    })
+}
+
+/// Batch, channels and plane size (the product of the other dims) of an NC… tensor.
+fn batch_channels_plane(cx: &EmitCx, v: ValueId) -> Result<(String, String, String), CodegenError> {
+    let s = cx.dims(v)?;
+    if s.len() < 2 {
+        return Err(cx.err("needs rank at least 2"));
+    }
+    Ok((cx.size(&s[0])?, cx.size(&s[1])?, cx.size(&crate::ops::product(&s[2..]))?))
+}
+
+/// A `gemm::Layout` literal; a size that is not a plain number is converted to `isize`.
+fn layout(row: &str, col: &str) -> String {
+    let s = |e: &str| if e.parse::<usize>().is_ok() { e.to_string() } else { format!("{e} as isize") };
+    format!("rt::kernels::gemm::Layout {{ row_stride: {}, col_stride: {} }}", s(row), s(col))
+}
+
+fn gemm(cx: &EmitCx, out: ValueId, od: DType, alpha: f32, beta: f32, trans_a: bool, trans_b: bool) -> Res {
+    let (a, b) = (cx.input(0)?, cx.input(1)?);
+    let (ash, bsh, osh) = (cx.dims(a)?, cx.dims(b)?, cx.dims(out)?);
+    if ash.len() != 2 || bsh.len() != 2 || osh.len() != 2 || !matches!(od, DType::F32 | DType::F64) {
+        return Err(cx.err("Gemm needs 2-D float operands"));
+    }
+    let (m, k) = if trans_a { (&ash[1], &ash[0]) } else { (&ash[0], &ash[1]) };
+    let (m_d, nn_d) = (m.clone(), osh[1].clone());
+    let (m, k, nn) = (cx.size(m)?, cx.size(k)?, cx.size(&nn_d)?);
+    let la = if trans_a { layout("1", "m") } else { layout("k", "1") };
+    let lb = if trans_b { layout("1", "k") } else { layout("nn", "1") };
+    let (gemm, lit): (&str, fn(f32) -> String) = if od == DType::F32 { ("sgemm", f32_lit) } else { ("dgemm", |v| f64_lit(v as f64)) };
+    // As the interpreter: y = A @ B, then y *= alpha, then y += beta * C, so both give the
+    // same bits.
+    let mut s = format!(
+        "let (m, k, nn) = ({m}, {k}, {nn});\nlet y = {};\n\
+         rt::kernels::gemm::{gemm}(m, k, nn, 1.0, {}, {la}, {}, {lb}, 0.0, y, {});\n",
+        cx.write(out)?,
+        cx.read(a)?,
+        cx.read(b)?,
+        layout("nn", "1")
+    );
+    if alpha != 1.0 {
+        s += &format!("for v in y.iter_mut() {{ *v = *v * {}; }}\n", lit(alpha));
+    }
+    if let Some(c) = cx.opt_input(2) {
+        let st = cx.broadcast_strides(&cx.dims(c)?, &[m_d, nn_d])?;
+        let scaled = if beta == 1.0 { "c[i * s0 + j * s1]".to_string() } else { format!("c[i * s0 + j * s1] * {}", lit(beta)) };
+        s += &format!(
+            "let c = {};\nlet (s0, s1): (usize, usize) = ({}, {});\n\
+             for i in 0..m {{ for j in 0..nn {{ y[i * nn + j] = y[i * nn + j] + {scaled}; }} }}\n",
+            cx.read(c)?,
+            st[0],
+            st[1]
+        );
+    }
+    Ok(Some(s))
+}
+
+/// MatMul with numpy semantics: 1-D operands promoted (and the added dim dropped again), the
+/// batch dims broadcast; one GEMM per batch entry at offsets from the broadcast strides.
+fn matmul(cx: &EmitCx, out: ValueId, od: DType) -> Res {
+    let (a, b) = (cx.input(0)?, cx.input(1)?);
+    let (ash, bsh, osh) = (cx.dims(a)?, cx.dims(b)?, cx.dims(out)?);
+    if ash.is_empty() || bsh.is_empty() {
+        return Err(cx.err("MatMul of scalars"));
+    }
+    let one = DimExpr::constant(1);
+    let a2: Vec<DimExpr> = if ash.len() == 1 { vec![one.clone(), ash[0].clone()] } else { ash.clone() };
+    let b2: Vec<DimExpr> = if bsh.len() == 1 { vec![bsh[0].clone(), one] } else { bsh.clone() };
+    let (m, k, nn) = (&a2[a2.len() - 2], &a2[a2.len() - 1], &b2[b2.len() - 1]);
+    // The output is the batch dims, then m unless A was 1-D, then n unless B was 1-D.
+    let kept = usize::from(ash.len() >= 2) + usize::from(bsh.len() >= 2);
+    let batch = osh.get(..osh.len().checked_sub(kept).ok_or_else(|| cx.err("output rank too small"))?).unwrap_or(&[]);
+    let (ba, bb) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
+    let (sa, sb) = (cx.broadcast_strides(ba, batch)?, cx.broadcast_strides(bb, batch)?);
+    let args = "&a[oa..oa + m * k], rt::kernels::gemm::Layout { row_stride: k as isize, col_stride: 1 }, \
+                &b[ob..ob + k * nn], rt::kernels::gemm::Layout { row_stride: nn as isize, col_stride: 1 }";
+    let y = "&mut y[bi * m * nn..(bi + 1) * m * nn], rt::kernels::gemm::Layout { row_stride: nn as isize, col_stride: 1 }";
+    let call = match od {
+        DType::F32 => format!("rt::kernels::gemm::sgemm(m, k, nn, 1.0, {args}, 0.0, {y})"),
+        DType::F64 => format!("rt::kernels::gemm::dgemm(m, k, nn, 1.0, {args}, 0.0, {y})"),
+        _ => format!("rt::kernels::gemm::gemm_generic(m, k, nn, {args}, {y})"),
+    };
+    let head = format!(
+        "let (a, b, y) = ({}, {}, {});\nlet (m, k, nn): (usize, usize, usize) = ({}, {}, {});\n",
+        cx.read(a)?,
+        cx.read(b)?,
+        cx.write(out)?,
+        cx.size(m)?,
+        cx.size(k)?,
+        cx.size(nn)?
+    );
+    if batch.iter().all(|d| d.as_const() == Some(1)) {
+        return Ok(Some(format!("{head}let (bi, oa, ob) = (0usize, 0usize, 0usize);\n{call};")));
+    }
+    let nb = batch.len();
+    Ok(Some(format!(
+        "{head}let batch: [usize; {nb}] = {};\nlet (sa, sb): ([usize; {nb}], [usize; {nb}]) = ([{}], [{}]);\n\
+         for bi in 0..batch.iter().product::<usize>() {{\n\
+           // The operands' batch entries under broadcasting.\n\
+           let (mut rest, mut oa, mut ob) = (bi, 0usize, 0usize);\n\
+           for d in (0..{nb}).rev() {{ let ix = rest % batch[d]; rest /= batch[d]; oa += ix * sa[d]; ob += ix * sb[d]; }}\n\
+           let (oa, ob) = (oa * m * k, ob * k * nn);\n\
+           {call};\n\
+         }}",
+        cx.sizes(batch)?,
+        sa.join(", "),
+        sb.join(", ")
+    )))
+}
+
+fn softmax(cx: &EmitCx, out: ValueId, od: DType, axis: i64, log: bool, coerce_2d: bool) -> Res {
+    if !matches!(od, DType::F32 | DType::F64) && !is_half(od) {
+        return Err(cx.err(format!("Softmax on {od} is not supported by codegen yet")));
+    }
+    let os = cx.dims(out)?;
+    let r = os.len() as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if a < 0 || a >= r.max(1) {
+        return Err(cx.err(format!("axis {axis} out of range")));
+    }
+    let a = a as usize;
+    let p = crate::ops::product;
+    let outer = cx.size(&p(&os[..a]))?;
+    let (nn, inner) = if coerce_2d { (cx.size(&p(&os[a..]))?, "1".to_string()) } else { (cx.size(&os[a])?, cx.size(&p(&os[a + 1..]))?) };
+    let (rx, y) = (cx.read(cx.input(0)?)?, cx.write(out)?);
+    if !is_half(od) {
+        return Ok(Some(format!("rt::kernels::softmax::softmax({rx}, {outer}, {nn}, {inner}, {y}, {log});")));
+    }
+    if !log {
+        // As the interpreter: rounded to the storage type step by step.
+        let sum_in_t = od == DType::BF16;
+        return Ok(Some(format!("rt::kernels::softmax::softmax_stepped({rx}, {outer}, {nn}, {inner}, {y}, {sum_in_t});")));
+    }
+    // As the interpreter: in f32, rounded once at the end.
+    let len = cx.numel(out)?;
+    let mut s = format!("let len = {len};\nlet (xw, rest) = {}.split_at_mut(len);\nlet yw = &mut rest[..len];\n", cx.scratch(DType::F32)?);
+    s += &widen("xw", &rx, "f32");
+    s += &format!("rt::kernels::softmax::softmax(xw, {outer}, {nn}, {inner}, yw, {log});\n");
+    s += &narrow(&y, "yw", cx.elem(out)?, "f32");
+    Ok(Some(s))
+}
+
+/// The reduced axes of a Reduce node, normalized, sorted and deduplicated (`None`: the node
+/// copies its input, `noop_with_empty_axes` without axes).
+pub(crate) fn reduce_axes(axes: &Option<Vec<i64>>, given: Option<Vec<i64>>, noop: bool, rank: usize) -> Result<Option<Vec<usize>>, String> {
+    let axes = match axes {
+        Some(a) => a.clone(),
+        None => given.unwrap_or_default(),
+    };
+    if axes.is_empty() && noop {
+        return Ok(None);
+    }
+    if axes.is_empty() {
+        return Ok(Some((0..rank).collect()));
+    }
+    let mut ax = crate::interp::ops::util::norm_axes(&axes, rank)?;
+    ax.sort_unstable();
+    ax.dedup();
+    Ok(Some(ax))
+}
+
+/// Whether sorted `axes` are one contiguous run (reduced in place as outer × red × inner).
+pub(crate) fn contiguous(axes: &[usize]) -> bool {
+    axes.last().zip(axes.first()).is_none_or(|(hi, lo)| hi - lo + 1 == axes.len())
+}
+
+fn reduce(cx: &EmitCx, out: ValueId) -> Res {
+    let Op::Reduce { op, axes, noop_with_empty_axes, .. } = &cx.node().op else { return Err(cx.err("not a reduction")) };
+    let x = cx.input(0)?;
+    if cx.dtype(x)? == DType::Bool {
+        return Err(cx.err("reductions over bool are not supported by codegen yet"));
+    }
+    let xs = cx.dims(x)?;
+    let given = match cx.opt_input(1) {
+        Some(_) => Some(cx.const_ints(1).ok_or_else(|| cx.err("axes must be a constant for codegen"))?),
+        None => None,
+    };
+    let (rx, y) = (cx.read(x)?, cx.write(out)?);
+    let Some(ax) = reduce_axes(axes, given, *noop_with_empty_axes, xs.len()).map_err(|e| cx.err(e))? else {
+        return Ok(Some(format!("{y}.copy_from_slice({rx});")));
+    };
+    let kind = crate::interp::ops::reduce::kind(*op);
+    let p = crate::ops::product;
+    let call = |src: &str, outer: String, red: String, inner: String| {
+        format!("rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {src}, {outer}, {red}, {inner}, {y});")
+    };
+    if ax.is_empty() {
+        return Ok(Some(call(&rx, "1".into(), cx.numel(x)?, "1".into())));
+    }
+    if contiguous(&ax) {
+        let (lo, hi) = (ax[0], ax[ax.len() - 1]);
+        return Ok(Some(call(&rx, cx.size(&p(&xs[..lo]))?, cx.size(&p(&xs[lo..=hi]))?, cx.size(&p(&xs[hi + 1..]))?)));
+    }
+    // Axes apart: the input permuted into scratch (kept axes first, then the reduced ones, as
+    // the interpreter does), then reduced as one block.
+    let perm: Vec<usize> = (0..xs.len()).filter(|d| !ax.contains(d)).chain(ax.iter().copied()).collect();
+    let kept: Vec<DimExpr> = (0..xs.len()).filter(|d| !ax.contains(d)).map(|d| xs[d].clone()).collect();
+    let red: Vec<DimExpr> = ax.iter().map(|&d| xs[d].clone()).collect();
+    let pre = format!(
+        "let sc = &mut {}[..{}];\nrt::kernels::permute::permute({rx}, &{}, &{perm:?}, sc);\n",
+        cx.scratch(cx.dtype(x)?)?,
+        cx.numel(x)?,
+        cx.sizes(&xs)?
+    );
+    Ok(Some(pre + &call("sc", cx.size(&p(&kept))?, cx.size(&p(&red))?, "1".into())))
+}
