@@ -133,9 +133,7 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Reduce { .. } | Op::Softmax { .. } => reduce::rule(b, n, dys, need),
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::rule(b, n, dys, need),
         Op::BatchNorm { .. }
-        | Op::BatchNormTraining { .. }
-        | Op::GroupNorm { .. }
-        | Op::InstanceNorm { .. } => norm::rule(b, n, dys, need),
+        | Op::BatchNormTraining { .. } => norm::rule(b, n, dys, need),
         Op::Dropout { .. } => dropout::rule(b, n, dys, need),
         other => Err(format!("no gradient rule for {}", other.name())),
     }

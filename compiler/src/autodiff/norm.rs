@@ -82,67 +82,84 @@ pub(crate) fn scale_norm(b: &mut B<'_>, n: &Node, dy: ValueId, need: &[bool], ax
 }
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
-    let want = |i: usize| need.get(i).copied().unwrap_or(false);
     let x = input(n, 0)?;
     let r = b.rank(x)?;
     let mut out = vec![None; n.inputs.len()];
     match &n.op {
-        Op::InstanceNorm { epsilon } | Op::BatchNormTraining { epsilon, .. } => {
-            let Some(dy) = dys.first().copied().flatten() else { return Ok(out) };
-            if r < 2 {
-                return Err(format!("input of rank {r} (need batch and channels)"));
-            }
-            let spatial: Vec<i64> = (2..r as i64).collect();
-            let axes = if matches!(n.op, Op::InstanceNorm { .. }) { spatial } else { [vec![0], spatial].concat() };
-            let st = stats(b, x, axes, *epsilon, true)?;
-            let not_c: Vec<i64> = std::iter::once(0).chain(2..r as i64).collect();
-            if want(0) {
-                let s = per_channel(b, input(n, 1)?, r)?;
-                let dxhat = b.mul(dy, s)?;
-                out[0] = Some(st.dx(b, dxhat)?);
-            }
-            if want(1) {
-                let t = b.mul(dy, st.xhat)?;
-                out[1] = Some(b.reduce_sum(t, not_c.clone(), false)?);
-            }
-            if want(2) {
-                out[2] = Some(b.reduce_sum(dy, not_c, false)?);
-            }
-        }
+        Op::BatchNormTraining { epsilon, .. } => return channel_norm(b, n, dys, need, *epsilon, true),
         Op::BatchNorm { epsilon } => batch_norm(b, n, dy0(dys)?, *epsilon, r, &mut out, need)?,
-        Op::GroupNorm { num_groups, epsilon, per_channel } => {
-            let dy = dy0(dys)?;
-            let xd = b.fixed_dims(x)?;
-            let (nb, c, g) = (xd[..1].iter().product::<usize>(), xd.get(1).copied().unwrap_or(1), *num_groups);
-            if r < 2 || g == 0 || c % g != 0 {
-                return Err(format!("{c} channels of {xd:?} do not split into {g} groups"));
-            }
-            let sp: usize = xd[2..].iter().product();
-            let v4 = b.ints(&[nb as i64, g as i64, (c / g) as i64, sp as i64]);
-            let x4 = b.node(Op::Reshape { allowzero: false }, &[x, v4])?;
-            let dy4 = b.node(Op::Reshape { allowzero: false }, &[dy, v4])?;
-            let st = stats(b, x4, vec![2, 3], *epsilon, true)?;
-            // Scale/bias as [1, G, C/G, 1] (per channel) or [1, G, 1, 1] (per group).
-            let (pshape, paxes): (Vec<i64>, Vec<i64>) =
-                if *per_channel { (vec![1, g as i64, (c / g) as i64, 1], vec![0, 3]) } else { (vec![1, g as i64, 1, 1], vec![0, 2, 3]) };
-            if want(0) {
-                let ps = b.ints(&pshape);
-                let s = b.node(Op::Reshape { allowzero: false }, &[input(n, 1)?, ps])?;
-                let dxhat = b.mul(dy4, s)?;
-                let dx4 = st.dx(b, dxhat)?;
-                out[0] = Some(b.reshape_like(dx4, x)?);
-            }
-            if want(1) {
-                let t = b.mul(dy4, st.xhat)?;
-                let t = b.reduce_sum(t, paxes.clone(), false)?;
-                out[1] = Some(b.reshape_like(t, input(n, 1)?)?);
-            }
-            if want(2) {
-                let t = b.reduce_sum(dy4, paxes, false)?;
-                out[2] = Some(b.reshape_like(t, input(n, 2)?)?);
-            }
-        }
         other => return Err(format!("no gradient rule for {}", other.name())),
+    }
+    Ok(out)
+}
+
+/// InstanceNormalization (statistics per sample and channel) and training-mode
+/// BatchNormalization (`with_batch`: per channel over the batch too): X's, the scale's and
+/// the bias's gradients.
+pub(crate) fn channel_norm(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool], epsilon: f32, with_batch: bool) -> R<Vec<Option<ValueId>>> {
+    let want = |i: usize| need.get(i).copied().unwrap_or(false);
+    let x = input(n, 0)?;
+    let r = b.rank(x)?;
+    let mut out = vec![None; n.inputs.len()];
+    let Some(dy) = dys.first().copied().flatten() else { return Ok(out) };
+    if r < 2 {
+        return Err(format!("input of rank {r} (need batch and channels)"));
+    }
+    let spatial: Vec<i64> = (2..r as i64).collect();
+    let axes = if with_batch { [vec![0], spatial].concat() } else { spatial };
+    let st = stats(b, x, axes, epsilon, true)?;
+    let not_c: Vec<i64> = std::iter::once(0).chain(2..r as i64).collect();
+    if want(0) {
+        let s = per_channel(b, input(n, 1)?, r)?;
+        let dxhat = b.mul(dy, s)?;
+        out[0] = Some(st.dx(b, dxhat)?);
+    }
+    if want(1) {
+        let t = b.mul(dy, st.xhat)?;
+        out[1] = Some(b.reduce_sum(t, not_c.clone(), false)?);
+    }
+    if want(2) {
+        out[2] = Some(b.reduce_sum(dy, not_c, false)?);
+    }
+    Ok(out)
+}
+
+/// GroupNormalization: statistics per sample and group of channels; scale and bias per
+/// channel or per group.
+pub(crate) fn group_norm(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool], num_groups: usize, epsilon: f32, per_channel: bool) -> R<Vec<Option<ValueId>>> {
+    let want = |i: usize| need.get(i).copied().unwrap_or(false);
+    let x = input(n, 0)?;
+    let r = b.rank(x)?;
+    let mut out = vec![None; n.inputs.len()];
+    let dy = dy0(dys)?;
+    let xd = b.fixed_dims(x)?;
+    let (nb, c, g) = (xd[..1].iter().product::<usize>(), xd.get(1).copied().unwrap_or(1), num_groups);
+    if r < 2 || g == 0 || c % g != 0 {
+        return Err(format!("{c} channels of {xd:?} do not split into {g} groups"));
+    }
+    let sp: usize = xd[2..].iter().product();
+    let v4 = b.ints(&[nb as i64, g as i64, (c / g) as i64, sp as i64]);
+    let x4 = b.node(Op::Reshape { allowzero: false }, &[x, v4])?;
+    let dy4 = b.node(Op::Reshape { allowzero: false }, &[dy, v4])?;
+    let st = stats(b, x4, vec![2, 3], epsilon, true)?;
+    // Scale/bias as [1, G, C/G, 1] (per channel) or [1, G, 1, 1] (per group).
+    let (pshape, paxes): (Vec<i64>, Vec<i64>) =
+        if per_channel { (vec![1, g as i64, (c / g) as i64, 1], vec![0, 3]) } else { (vec![1, g as i64, 1, 1], vec![0, 2, 3]) };
+    if want(0) {
+        let ps = b.ints(&pshape);
+        let s = b.node(Op::Reshape { allowzero: false }, &[input(n, 1)?, ps])?;
+        let dxhat = b.mul(dy4, s)?;
+        let dx4 = st.dx(b, dxhat)?;
+        out[0] = Some(b.reshape_like(dx4, x)?);
+    }
+    if want(1) {
+        let t = b.mul(dy4, st.xhat)?;
+        let t = b.reduce_sum(t, paxes.clone(), false)?;
+        out[1] = Some(b.reshape_like(t, input(n, 1)?)?);
+    }
+    if want(2) {
+        let t = b.reduce_sum(dy4, paxes, false)?;
+        out[2] = Some(b.reshape_like(t, input(n, 2)?)?);
     }
     Ok(out)
 }

@@ -177,9 +177,7 @@ pub enum Op {
     /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
     /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
     BatchNormTraining { epsilon: f32, momentum: f32 },
-    InstanceNorm { epsilon: f32 },
     Lrn { size: usize, alpha: f32, beta: f32, bias: f32 },
-    MeanVarianceNorm { axes: Vec<i64> },
     /// Softmax / LogSoftmax over `axis`; `coerce_2d` is the opset < 13 semantics
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
@@ -192,9 +190,6 @@ pub enum Op {
     /// present_state).
     LinearAttention(Box<LinearAttentionAttrs>),
 
-    /// GroupNormalization (X, scale, bias); `per_channel` is the opset >= 21 semantics
-    /// (scale/bias of C entries), else one per group.
-    GroupNorm { num_groups: usize, epsilon: f32, per_channel: bool },
     /// RotaryEmbedding (X, cos_cache, sin_cache, position_ids?) (opset 23).
     RotaryEmbedding { interleaved: bool, rotary_embedding_dim: usize, num_heads: usize },
     /// Dropout (x, key?) → (y, mask?). Inference (`training: false`): y = x, mask all true

@@ -21,6 +21,7 @@ pub mod one_hot;
 pub mod pad;
 pub mod norm;
 pub mod cast;
+pub mod channel_norm;
 mod cx;
 pub mod quant;
 pub mod recurrent;
@@ -137,6 +138,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(attention::examples());
     v.extend(loss::examples());
     v.extend(norm::examples());
+    v.extend(channel_norm::examples());
     v.extend(cumulative::examples());
     v.extend(grid::examples());
     v.extend(pad::examples());

@@ -84,10 +84,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Lrn { size, .. } => mul(&[2, out?, *size as u64]),
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
-        Op::InstanceNorm { .. }
-        | Op::GroupNorm { .. }
-        | Op::MeanVarianceNorm { .. }
-        | Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
+        Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
         Op::RotaryEmbedding { .. } => mul(&[3, out?]),
         Op::Resize(_) | Op::RoiAlign { .. } => mul(&[8, out?]),
         Op::AffineGrid { .. } => mul(&[3, out?]),

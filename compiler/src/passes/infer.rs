@@ -490,10 +490,10 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
         }
-        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::MeanVarianceNorm { .. } => same(),
+        Op::BatchNorm { .. } | Op::Lrn { .. } => same(),
         Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
-        Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
+        Op::RotaryEmbedding { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),

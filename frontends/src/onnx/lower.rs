@@ -8,7 +8,7 @@ use burnc_compiler::ir::{
     ValueId, Window, WindowKind,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
-use burnc_compiler::ops::{activation, OpRef};
+use burnc_compiler::ops::{activation, channel_norm, OpRef};
 use burnc_compiler::Tensor;
 
 struct N<'n> {
@@ -383,7 +383,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
             }
         }
-        "InstanceNormalization" => Some(Op::InstanceNorm { epsilon: a.f_or("epsilon", 1e-5) }),
+        "InstanceNormalization" => Some(channel_norm::InstanceNorm::op(a.f_or("epsilon", 1e-5))),
         "LayerNormalization" => Some(burnc_compiler::ops::norm::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }.op()),
         "LRN" => Some(Op::Lrn {
             size: a.i("size").ok_or_else(|| n.err("missing attribute `size`"))?.max(1) as usize,
@@ -392,7 +392,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             bias: a.f_or("bias", 1.0),
         }),
         "LpNormalization" => Some(burnc_compiler::ops::norm::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }.op()),
-        "MeanVarianceNormalization" => Some(Op::MeanVarianceNorm { axes: a.ints("axes").unwrap_or(vec![0, 2, 3]) }),
+        "MeanVarianceNormalization" => Some(channel_norm::MeanVarianceNorm::op(a.ints("axes").unwrap_or(vec![0, 2, 3]))),
         "Softmax" | "LogSoftmax" => Some(Op::Softmax {
             axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }),
             log: op_type == "LogSoftmax",
@@ -432,11 +432,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "CumProd" => Some(burnc_compiler::ops::cumulative::Cumulative { product: true, exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }.op()),
         "Swish" => Some(Op::Def(OpRef::new(activation::Swish { alpha: a.f_or("alpha", 1.0) }))),
         "SwiGLU" => Some(Op::Def(OpRef::new(activation::SwiGlu { alpha: a.f_or("alpha", 1.0) }))),
-        "GroupNormalization" => Some(Op::GroupNorm {
-            num_groups: a.i("num_groups").ok_or_else(|| n.err("missing attribute `num_groups`"))?.max(0) as usize,
-            epsilon: a.f_or("epsilon", 1e-5),
-            per_channel: opset >= 21,
-        }),
+        "GroupNormalization" => Some(
+            channel_norm::GroupNorm {
+                num_groups: a.i("num_groups").ok_or_else(|| n.err("missing attribute `num_groups`"))?.max(0) as usize,
+                epsilon: a.f_or("epsilon", 1e-5),
+                per_channel: opset >= 21,
+            }
+            .op(),
+        ),
         "RotaryEmbedding" => Some(Op::RotaryEmbedding {
             interleaved: a.i_or("interleaved", 0) != 0,
             rotary_embedding_dim: a.i_or("rotary_embedding_dim", 0).max(0) as usize,

@@ -56,9 +56,9 @@ fn layer_norm_and_rms_norm() {
 fn group_and_instance_norm() {
     for per_channel in [true, false] {
         let p = if per_channel { 6 } else { 3 };
-        check(&[&[2, 6, 2, 3], &[p], &[p]], |g, x| node(g, Op::GroupNorm { num_groups: 3, epsilon: 1e-5, per_channel }, x));
+        check(&[&[2, 6, 2, 3], &[p], &[p]], |g, x| node(g, crate::ops::channel_norm::GroupNorm { num_groups: 3, epsilon: 1e-5, per_channel }.op(), x));
     }
-    check(&[&[2, 4, 5], &[2], &[2]], |g, x| node(g, Op::GroupNorm { num_groups: 2, epsilon: 1e-3, per_channel: false }, x));
-    check(&[&[2, 3, 4, 2], &[3], &[3]], |g, x| node(g, Op::InstanceNorm { epsilon: 1e-5 }, x));
-    check(&[&[2, 3, 5], &[3], &[3]], |g, x| node(g, Op::InstanceNorm { epsilon: 1e-3 }, x));
+    check(&[&[2, 4, 5], &[2], &[2]], |g, x| node(g, crate::ops::channel_norm::GroupNorm { num_groups: 2, epsilon: 1e-3, per_channel: false }.op(), x));
+    check(&[&[2, 3, 4, 2], &[3], &[3]], |g, x| node(g, crate::ops::channel_norm::InstanceNorm::op(1e-5), x));
+    check(&[&[2, 3, 5], &[3], &[3]], |g, x| node(g, crate::ops::channel_norm::InstanceNorm::op(1e-3), x));
 }

@@ -206,7 +206,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
     // Each op has one emitter family, so at most one of these is non-zero.
     nn::scratch_bytes(g, id, lw)
         + misc::scratch_bytes(g, id)
-        + norm::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id, lw)
         + resize::scratch_bytes(g, id)
@@ -248,10 +247,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
         Op::TopK { .. } | Op::Shrink { .. }
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
-        Op::InstanceNorm { .. } | Op::MeanVarianceNorm { .. }
-        | Op::GroupNorm { .. } | Op::BatchNormTraining { .. } => {
-            norm::emit(cx, id, n)
-        }
+        Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(cx, id, n),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),

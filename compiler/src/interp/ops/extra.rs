@@ -26,7 +26,6 @@ fn float_in(t: &Tensor, op: &str) -> Result<Vec<f64>, String> {
 
 pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     match op {
-        Op::GroupNorm { num_groups, epsilon, per_channel } => group_norm(args, *num_groups, *epsilon as f64, *per_channel),
         Op::RotaryEmbedding { interleaved, rotary_embedding_dim, num_heads } => {
             rotary(args, *interleaved, *rotary_embedding_dim, *num_heads)
         }
@@ -35,10 +34,9 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     }
 }
 
-fn group_norm(args: &[Option<RtValue>], groups: usize, eps: f64, per_channel: bool) -> OpResult {
-    let x = arg(args, 0)?;
-    let scale = arg(args, 1)?.to_f64_vec();
-    let bias = arg(args, 2)?.to_f64_vec();
+/// GroupNormalization, in f64 whatever the storage type (rounded once at the end).
+pub fn group_norm(x: &Tensor, scale: &Tensor, bias: &Tensor, groups: usize, eps: f64, per_channel: bool) -> Result<Tensor, String> {
+    let (scale, bias) = (scale.to_f64_vec(), bias.to_f64_vec());
     let xv = float_in(x, "GroupNormalization")?;
     if x.rank() < 2 {
         return Err(format!("input must have rank >= 2, got {:?}", x.shape));
@@ -54,7 +52,7 @@ fn group_norm(args: &[Option<RtValue>], groups: usize, eps: f64, per_channel: bo
     let spatial: usize = x.shape[2..].iter().product();
     let mut out = vec![0.0f64; xv.len()];
     burnc_runtime::kernels::norm::group_norm(&xv, &mut out, n, c, spatial, groups, &scale, &bias, per_channel, eps);
-    one_t(back(x.dtype(), x.shape.clone(), out)?)
+    back(x.dtype(), x.shape.clone(), out)
 }
 
 fn rotary(args: &[Option<RtValue>], interleaved: bool, rdim: usize, num_heads: usize) -> OpResult {
@@ -178,8 +176,8 @@ mod tests {
 
     #[test]
     fn bad_inputs_are_errors() {
-        let op = Op::GroupNorm { num_groups: 3, epsilon: 1e-5, per_channel: true };
-        assert!(eval(&op, &[t(vec![1, 4, 1], vec![0.0; 4]), t(vec![4], vec![1.0; 4]), t(vec![4], vec![0.0; 4])]).is_err());
+        let f = |s: Vec<usize>, v: f32| Tensor::from_f32s(s.clone(), vec![v; s.iter().product()]);
+        assert!(group_norm(&f(vec![1, 4, 1], 0.0), &f(vec![4], 1.0), &f(vec![4], 0.0), 3, 1e-5, true).is_err());
         let op = Op::RotaryEmbedding { interleaved: false, rotary_embedding_dim: 0, num_heads: 0 };
         let x = t(vec![1, 1, 2, 4], vec![0.0; 8]);
         let c = t(vec![3, 2], vec![1.0; 6]);

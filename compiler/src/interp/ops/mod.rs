@@ -79,9 +79,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
-        | Op::InstanceNorm { .. }
         | Op::Lrn { .. }
-        | Op::MeanVarianceNorm { .. }
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. }
@@ -105,8 +103,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
-        Op::GroupNorm { .. }
-        | Op::RotaryEmbedding { .. }
+        Op::RotaryEmbedding { .. }
         | Op::CenterCropPad { .. } => extra::eval(op, &args),
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::AffineGrid { .. } | Op::TensorScatter { .. } => grid::eval(op, &args),

@@ -1,0 +1,340 @@
+//! Normalizations by statistics over the spatial dims of an `[N, C, …]` input:
+//! InstanceNormalization (per sample and channel), GroupNormalization (per sample and group of
+//! channels) and MeanVarianceNormalization (over any axes, no scale). Each computes its
+//! statistics at run time, so every dim may be bounded; the sizes the scale and bias must have
+//! are relations the shape rule declares.
+use super::{input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::emit::f64_lit;
+use crate::codegen::CodegenError;
+use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::tensor::Tensor;
+
+/// X's dims, which must be at least `[N, C]`, and output 0 typed like X.
+fn like_nc(cx: &ShapeCx, what: &str) -> R<(Vec<DimExpr>, Vec<OutType>)> {
+    let x = cx.arg(0)?;
+    if !x.dtype.is_float() {
+        return Err(format!("{what} needs a float input, got {}", x.dtype));
+    }
+    let xs = x.dims()?.to_vec();
+    if xs.len() < 2 {
+        return Err(format!("{what} needs an input of rank at least 2, got {}", xs.len()));
+    }
+    Ok((xs.clone(), vec![OutType { dtype: x.dtype, dims: Some(xs) }]))
+}
+
+/// Inputs `i` (scale, bias) hold `len` elements of X's dtype.
+fn params_of(cx: &mut ShapeCx, ins: &[usize], len: &DimExpr) -> R<()> {
+    let dt = cx.arg(0)?.dtype;
+    for &i in ins {
+        let a = cx.arg(i)?.clone();
+        if a.dtype != dt {
+            return Err(format!("input #{i} is {}, X is {dt}", a.dtype));
+        }
+        cx.equal(&format!("input #{i}'s size"), &product(a.dims()?), len)?;
+    }
+    Ok(())
+}
+
+/// The kernels' precision: f32 and f64 (the runtime's statistics kernels are generic over it).
+fn float_only(cx: &EmitCx, what: &str) -> Result<(ValueId, Vec<DimExpr>), CodegenError> {
+    let x = cx.input(0)?;
+    let d = cx.dtype(x)?;
+    if !matches!(d, DType::F32 | DType::F64) {
+        return Err(cx.err(format!("{what} on {d} is not supported by codegen yet")));
+    }
+    Ok((x, cx.dims(x)?))
+}
+
+/// InstanceNormalization: `(x − mean)/sqrt(var + ε)·scale[c] + bias[c]`, statistics per
+/// sample and channel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InstanceNorm {
+    pub epsilon: f32,
+}
+
+impl InstanceNorm {
+    pub fn op(epsilon: f32) -> Op {
+        Op::Def(OpRef::new(InstanceNorm { epsilon }))
+    }
+}
+
+impl OpDef for InstanceNorm {
+    fn name(&self) -> &'static str {
+        "InstanceNormalization"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let (xs, out) = like_nc(cx, "InstanceNormalization")?;
+        params_of(cx, &[1, 2], &xs[1])?;
+        Ok(out)
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let y = crate::interp::ops::norm::stats::instance_norm(input(ins, 0)?, input(ins, 1)?, input(ins, 2)?, self.epsilon as f64)?;
+        Ok(vec![y])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, xs) = float_only(cx, "InstanceNormalization")?;
+        Ok(format!(
+            "rt::kernels::norm::instance_norm({}, {}, {}, {}, {}, {}, {}, {});",
+            cx.read(x)?,
+            cx.write(cx.output(0)?)?,
+            cx.size(&xs[0])?,
+            cx.size(&xs[1])?,
+            cx.size(&product(&xs[2..]))?,
+            cx.read(cx.input(1)?)?,
+            cx.read(cx.input(2)?)?,
+            f64_lit(self.epsilon as f64)
+        ))
+    }
+
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(ins.first()?)?.checked_mul(5)
+    }
+
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
+        crate::autodiff::norm::channel_norm(cx.b, cx.n, cx.dys, &need, self.epsilon, false)
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// GroupNormalization: statistics per sample and group of `C / num_groups` channels; scale
+/// and bias per channel (opset 21) or per group (opset 18).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupNorm {
+    pub num_groups: usize,
+    pub epsilon: f32,
+    pub per_channel: bool,
+}
+
+impl GroupNorm {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for GroupNorm {
+    fn name(&self) -> &'static str {
+        "GroupNormalization"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let (xs, out) = like_nc(cx, "GroupNormalization")?;
+        if self.num_groups == 0 {
+            return Err("num_groups must be positive".into());
+        }
+        let groups = DimExpr::constant(self.num_groups as i64);
+        cx.divides("the channels into num_groups groups", &groups, &xs[1])?;
+        params_of(cx, &[1, 2], if self.per_channel { &xs[1] } else { &groups })?;
+        Ok(out)
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let y = crate::interp::ops::extra::group_norm(input(ins, 0)?, input(ins, 1)?, input(ins, 2)?, self.num_groups, self.epsilon as f64, self.per_channel)?;
+        Ok(vec![y])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, xs) = float_only(cx, "GroupNormalization")?;
+        Ok(format!(
+            "rt::kernels::norm::group_norm({}, {}, {}, {}, {}, {}, {}, {}, {}, {});",
+            cx.read(x)?,
+            cx.write(cx.output(0)?)?,
+            cx.size(&xs[0])?,
+            cx.size(&xs[1])?,
+            cx.size(&product(&xs[2..]))?,
+            self.num_groups,
+            cx.read(cx.input(1)?)?,
+            cx.read(cx.input(2)?)?,
+            self.per_channel,
+            f64_lit(self.epsilon as f64)
+        ))
+    }
+
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
+    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
+        0
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(ins.first()?)?.checked_mul(5)
+    }
+
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
+        crate::autodiff::norm::group_norm(cx.b, cx.n, cx.dys, &need, self.num_groups, self.epsilon, self.per_channel)
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// MeanVarianceNormalization: `(x − mean)/(std + 1e-9)` over `axes`. The reduced axes are
+/// moved last, normalized as rows and moved back (no move when they are last already).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeanVarianceNorm {
+    pub axes: Vec<i64>,
+}
+
+impl MeanVarianceNorm {
+    pub fn op(axes: Vec<i64>) -> Op {
+        Op::Def(OpRef::new(MeanVarianceNorm { axes }))
+    }
+
+    /// The permutation putting the reduced axes last, and how many axes are kept.
+    fn perm(&self, rank: usize) -> R<(Vec<usize>, usize)> {
+        if rank > 16 {
+            return Err(format!("MeanVarianceNormalization supports rank <= 16, got {rank}"));
+        }
+        let red = crate::interp::ops::util::norm_axes(&self.axes, rank)?;
+        let mut perm: Vec<usize> = (0..rank).filter(|d| !red.contains(d)).collect();
+        let kept = perm.len();
+        perm.extend(red.iter().copied());
+        Ok((perm, kept))
+    }
+}
+
+fn is_identity(p: &[usize]) -> bool {
+    p.iter().enumerate().all(|(i, &d)| i == d)
+}
+
+impl OpDef for MeanVarianceNorm {
+    fn name(&self) -> &'static str {
+        "MeanVarianceNormalization"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?;
+        if !x.dtype.is_float() {
+            return Err(format!("MeanVarianceNormalization needs a float input, got {}", x.dtype));
+        }
+        if let Some(xs) = &x.dims {
+            self.perm(xs.len())?;
+        }
+        Ok(vec![OutType { dtype: x.dtype, dims: x.dims.clone() }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        Ok(vec![crate::interp::ops::norm::stats::mean_var_norm(input(ins, 0)?, &self.axes)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, xs) = float_only(cx, "MeanVarianceNormalization")?;
+        let (perm, kept) = self.perm(xs.len()).map_err(|e| cx.err(e))?;
+        let pshape: Vec<DimExpr> = perm.iter().map(|&d| xs[d].clone()).collect();
+        let (outer, inner) = (cx.size(&product(&pshape[..kept]))?, cx.size(&product(&pshape[kept..]))?);
+        let (rx, y) = (cx.read(x)?, cx.write(cx.output(0)?)?);
+        if is_identity(&perm) {
+            return Ok(format!("rt::kernels::norm::mean_var_norm({rx}, {y}, {outer}, {inner});"));
+        }
+        let mut inv = vec![0; perm.len()];
+        for (i, &p) in perm.iter().enumerate() {
+            inv[p] = i;
+        }
+        Ok(format!(
+            "let len = {};\nlet (xp, rest) = {}.split_at_mut(len);\nlet yp = &mut rest[..len];\n\
+             rt::kernels::permute::permute({rx}, &{}, &{perm:?}, xp);\n\
+             rt::kernels::norm::mean_var_norm(xp, yp, {outer}, {inner});\n\
+             rt::kernels::permute::permute(yp, &{}, &{inv:?}, {y});",
+            cx.numel(x)?,
+            cx.scratch(cx.dtype(x)?)?,
+            cx.sizes(&xs)?,
+            cx.sizes(&pshape)?
+        ))
+    }
+
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Err(cx.unsupported())
+    }
+
+    /// The permuted input and output, when the reduced axes are not last already.
+    fn scratch_bytes(&self, ins: &[Option<(DType, Vec<usize>)>]) -> usize {
+        let Some(Some((d, xs))) = ins.first() else { return 0 };
+        match self.perm(xs.len()) {
+            Ok((p, _)) if !is_identity(&p) => xs.iter().product::<usize>().saturating_mul(2 * d.size()),
+            _ => 0,
+        }
+    }
+
+    fn in_place(&self, _: usize) -> bool {
+        false
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(ins.first()?)?.checked_mul(5)
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("MeanVarianceNormalization has no gradient yet".into())
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        false
+    }
+
+    fn forwards_values(&self) -> Option<usize> {
+        None
+    }
+}
+
+pub fn examples() -> Vec<super::Example> {
+    let x = Tensor::from_f32s(vec![2, 4, 3], (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect());
+    let c4 = |v: [f32; 4]| Tensor::from_f32s(vec![4], v.to_vec());
+    let g2 = |v: [f32; 2]| Tensor::from_f32s(vec![2], v.to_vec());
+    vec![
+        super::Example { consts: vec![], op: OpRef::new(InstanceNorm { epsilon: 1e-5 }), inputs: vec![x.clone(), c4([1.0, 0.5, -1.5, 2.0]), c4([0.25, -0.5, 0.0, 1.0])] },
+        super::Example {
+            consts: vec![],
+            op: OpRef::new(GroupNorm { num_groups: 2, epsilon: 1e-5, per_channel: true }),
+            inputs: vec![x.clone(), c4([1.0, 0.5, -1.5, 2.0]), c4([0.25, -0.5, 0.0, 1.0])],
+        },
+        super::Example { consts: vec![], op: OpRef::new(GroupNorm { num_groups: 2, epsilon: 1e-3, per_channel: false }), inputs: vec![x.clone(), g2([1.5, -1.0]), g2([0.5, 0.0])] },
+        super::Example { consts: vec![], op: OpRef::new(MeanVarianceNorm { axes: vec![0, 2] }), inputs: vec![x.clone()] },
+        super::Example { consts: vec![], op: OpRef::new(MeanVarianceNorm { axes: vec![2] }), inputs: vec![x] },
+    ]
+}
