@@ -172,6 +172,16 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
                 s.ints.insert(out, i);
             }
+            // The mask has X's shape.
+            if let Some(&m) = n.outputs.get(1) {
+                s.shapes.insert(m, x(0)?);
+            }
+            x(0)?
+        }
+        Op::Dropout { training: true, .. } => {
+            if let Some(&m) = n.outputs.get(1) {
+                s.shapes.insert(m, x(0)?);
+            }
             x(0)?
         }
         Op::Def(d) => {
@@ -440,6 +450,10 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             let k: Vec<i64> = window.kernel_shape.iter().map(|&v| v as i64).collect();
             let mut d = xs[..2].to_vec();
             d.extend(window_out(window, &k, &xs[2..])?);
+            // MaxPool's indices have the output's shape.
+            if let Some(&i) = n.outputs.get(1) {
+                s.shapes.insert(i, d.clone());
+            }
             d
         }
         Op::GlobalPool { .. } => {

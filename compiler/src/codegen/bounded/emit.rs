@@ -173,12 +173,13 @@ impl Bx<'_> {
         };
         match &n.op {
             Op::Def(d) => Ok(Some(d.emit(&crate::ops::EmitCx::bounded(self, id))?)),
-            Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
+            Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(UnaryOp::Identity) => {
                 if self.cx.plan.aliases.contains_key(&out) {
                     return Ok(None);
                 }
                 Ok(Some(format!("{}.copy_from_slice({});", self.write(n, out)?, self.read(n, self.input(n, 0)?)?)))
             }
+            Op::Dropout { .. } => crate::codegen::emit::emit_dropout(&crate::ops::EmitCx::bounded(self, id)),
             Op::Elementwise(p) => {
                 // Inputs of one element at the bounds have one at every size (dims of bound 1).
                 let oshape = self.shape(n, out)?;

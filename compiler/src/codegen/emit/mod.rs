@@ -24,6 +24,7 @@ mod wide;
 pub use elementwise::{f32_lit, f64_lit, unary_lit};
 pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInput};
 pub(crate) use layer::emit as emit_layer;
+pub(crate) use dropout::emit as emit_dropout;
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
@@ -249,7 +250,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
-        Op::Dropout { .. } => dropout::emit(cx, id, n),
+        Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
         Op::CausalConv { .. } | Op::LinearAttention(_) => recurrent::emit(cx, id, n),
         Op::MatMulInteger
