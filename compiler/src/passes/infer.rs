@@ -490,7 +490,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
         }
-        Op::BatchNorm { .. } | Op::Lrn { .. } => same(),
+        Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Shrink { .. } => same(),
         Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
         Op::RotaryEmbedding { .. } => same(),
@@ -939,7 +939,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         | Op::CenterCropPad { .. }
         | Op::Seq(_)
         | Op::SequenceMap { .. }
-        | Op::Shrink { .. }
         | Op::Det => vec![],
     })
 }

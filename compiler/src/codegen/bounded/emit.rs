@@ -180,6 +180,7 @@ impl Bx<'_> {
                 Ok(Some(format!("{}.copy_from_slice({});", self.write(n, out)?, self.read(n, self.input(n, 0)?)?)))
             }
             Op::Dropout { .. } => crate::codegen::emit::emit_dropout(&crate::ops::EmitCx::bounded(self, id)),
+            Op::Shrink { .. } => crate::codegen::emit::emit_shrink(&crate::ops::EmitCx::bounded(self, id)),
             Op::Elementwise(p) => {
                 // Inputs of one element at the bounds have one at every size (dims of bound 1).
                 let oshape = self.shape(n, out)?;

@@ -96,17 +96,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 cx.read(n, x)?
             )))
         }
-        Op::Shrink { lambd, bias } => {
-            let x = cx.input(n, 0)?;
-            let t = cx.elem(n, x)?;
-            let (l, b) = (*lambd as f64, *bias as f64);
-            if !l.is_finite() || !b.is_finite() {
-                return Err(cx.err(n, "non-finite Shrink parameters"));
-            }
-            // Through f64 and back, as the interpreter.
-            let e = format!("<{t} as rt::Elem>::from_f64({{ let v = rt::Elem::to_f64(v); if v < -{l:?} {{ v + {b:?} }} else if v > {l:?} {{ v - {b:?} }} else {{ 0.0 }} }})");
-            Ok(Some(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = {e}; }}", cx.write(n, out)?, cx.read(n, x)?)))
-        }
         Op::ConvTranspose { group, .. } => {
             let (d, win, dt) = conv_transpose_geom(cx.g, n).ok_or_else(|| cx.err(n, "ConvTranspose geometry is not static"))?;
             let (t, gemm) = match dt {
@@ -135,4 +124,19 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
         }
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
+}
+
+/// Shrink: elementwise, so one emitter serves fixed and bounded dims (sizes only reach it
+/// through the views).
+pub(crate) fn emit_shrink(cx: &crate::ops::EmitCx) -> Result<Option<String>, CodegenError> {
+    let Op::Shrink { lambd, bias } = &cx.node().op else { return Err(cx.err("not a Shrink")) };
+    let x = cx.input(0)?;
+    let t = cx.elem(x)?;
+    let (l, b) = (*lambd as f64, *bias as f64);
+    if !l.is_finite() || !b.is_finite() {
+        return Err(cx.err("non-finite Shrink parameters"));
+    }
+    // Through f64 and back, as the interpreter.
+    let e = format!("<{t} as rt::Elem>::from_f64({{ let v = rt::Elem::to_f64(v); if v < -{l:?} {{ v + {b:?} }} else if v > {l:?} {{ v - {b:?} }} else {{ 0.0 }} }})");
+    Ok(Some(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = {e}; }}", cx.write(cx.output(0)?)?, cx.read(x)?)))
 }

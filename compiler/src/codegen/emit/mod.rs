@@ -25,6 +25,7 @@ pub use elementwise::{f32_lit, f64_lit, unary_lit};
 pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInput};
 pub(crate) use layer::emit as emit_layer;
 pub(crate) use dropout::emit as emit_dropout;
+pub(crate) use misc::emit_shrink;
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
@@ -246,8 +247,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
-        Op::TopK { .. } | Op::Shrink { .. }
-        | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
+        Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
+        Op::TopK { .. } | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
