@@ -252,7 +252,7 @@ impl OpDef for Resize {
             Some(t) if t.numel() > 0 => self.full_roi(Some(t.to_f64_vec()), x.rank())?,
             _ => Vec::new(),
         };
-        let len: usize = out.iter().product();
+        let len = crate::interp::ops::util::numel(&out)?;
         fn run<T: burnc_runtime::Elem + Default>(x: &[T], xd: &[usize], yd: &[usize], s: &[f64], roi: &[f64], f: &Filter, len: usize) -> Vec<T> {
             let mut y = vec![T::default(); len];
             k::resize(x, xd, yd, s, roi, f, &mut y);
