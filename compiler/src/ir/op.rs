@@ -240,7 +240,6 @@ pub enum Op {
     Compress { axis: Option<i64> },
     ReverseSequence { batch_axis: i64, time_axis: i64 },
     Einsum { equation: String },
-    Resize(Box<ResizeAttrs>),
 
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),
@@ -364,19 +363,6 @@ pub struct LinearAttentionAttrs {
     pub delta: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResizeAttrs {
-    pub mode: String,
-    pub coordinate_transformation_mode: String,
-    pub nearest_mode: String,
-    pub cubic_coeff_a: f32,
-    pub exclude_outside: bool,
-    pub extrapolation_value: f32,
-    pub antialias: bool,
-    pub axes: Option<Vec<i64>>,
-    pub keep_aspect_ratio_policy: String,
-}
-
 impl Op {
     /// Inputs the op overwrites when it runs in place (generated training code): every other
     /// reader of them must run first.
@@ -398,7 +384,6 @@ impl Op {
                 PoolKind::Avg { .. } => "AvgPool".into(),
                 PoolKind::Lp { .. } => "LpPool".into(),
             },
-            Op::Resize(_) => "Resize".into(),
             Op::Def(d) => d.name().into(),
             other => format!("{other:?}").split([' ', '{', '(']).next().unwrap_or("?").to_string(),
         }

@@ -26,6 +26,7 @@ mod cx;
 pub mod quant;
 pub mod recurrent;
 pub mod reduce;
+pub mod resize;
 mod regex;
 pub mod select;
 pub mod split;
@@ -149,6 +150,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(one_hot::examples());
     v.extend(nbits::examples());
     v.extend(strings::examples());
+    v.extend(resize::examples());
     v
 }
 

@@ -819,7 +819,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::Resize(attrs) => vec![t(cx.dtype(0), resize(cx, attrs)?)],
         Op::If { then_branch, else_branch } => {
             let k = n.outputs.len();
             (0..k)
@@ -1344,45 +1343,3 @@ fn slice(cx: &Cx) -> R<Option<Vec<Dim>>> {
     Ok(Some(out))
 }
 
-fn resize(cx: &Cx, attrs: &crate::ir::ResizeAttrs) -> R<Option<Vec<Dim>>> {
-    let Some(x) = cx.shape(0) else { return Ok(None) };
-    let r = x.len();
-    let axes: Vec<usize> = match &attrs.axes {
-        Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
-        None => (0..r).collect(),
-    };
-    let sizes = if cx.has(3) { cx.ints(3).filter(|s| !s.is_empty()) } else { None };
-    let scales = if cx.has(2) { cx.konst(2).map(|t| t.to_f64_vec()).filter(|s| !s.is_empty()) } else { None };
-    let mut out = x.to_vec();
-    if let Some(sizes) = sizes {
-        if sizes.len() != axes.len() {
-            return Err(format!("sizes has {} entries for {} axes", sizes.len(), axes.len()));
-        }
-        let policy = attrs.keep_aspect_ratio_policy.as_str();
-        if policy == "stretch" {
-            for (i, &a) in axes.iter().enumerate() {
-                out[a] = Dim::Fixed(sizes[i].max(0) as usize);
-            }
-        } else {
-            let ins: Option<Vec<usize>> = axes.iter().map(|&a| x[a].fixed()).collect();
-            let Some(ins) = ins else { return Ok(Some(cx.fresh_dims(r))) };
-            let ratios = ins.iter().zip(&sizes).map(|(&i, &s)| s as f64 / i as f64);
-            let scale = if policy == "not_larger" { ratios.fold(f64::INFINITY, f64::min) } else { ratios.fold(0.0, f64::max) };
-            for (i, &a) in axes.iter().enumerate() {
-                out[a] = Dim::Fixed((scale * ins[i] as f64 + 0.5).floor() as usize);
-            }
-        }
-    } else if let Some(scales) = scales {
-        if scales.len() != axes.len() {
-            return Err(format!("scales has {} entries for {} axes", scales.len(), axes.len()));
-        }
-        for (i, &a) in axes.iter().enumerate() {
-            if scales[i] != 1.0 {
-                out[a] = map_dim(cx, &x[a], |n| Some((n as f64 * scales[i]).floor() as usize));
-            }
-        }
-    } else {
-        return Ok(Some(cx.fresh_dims(r)));
-    }
-    Ok(Some(out))
-}

@@ -299,11 +299,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             Some(t) => t.clone(),
             None => ints_of(g, s, input(n, 0)?).ok_or_else(|| unsupported(n))?,
         },
-        Op::Resize(at) => {
-            let xs = x(0)?;
-            let scales = resize_scales(g, n, at, xs.len())?;
-            xs.iter().zip(&scales).map(|(d, &k)| d.scale(k)).collect()
-        }
         Op::Unsqueeze { .. } | Op::Squeeze { .. } => {
             let xs = x(0)?;
             let axes = match &n.op {
@@ -643,25 +638,6 @@ pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
         start[ax] = a;
     }
     Ok((start, out, need))
-}
-
-/// A Resize's integer scale per axis, when bounded dims can take it: constant `scales`, no
-/// `sizes`, every scale a whole number (so the output is `k·in`), all axes, no aspect policy.
-pub fn resize_scales(g: &Graph, n: &Node, at: &crate::ir::ResizeAttrs, rank: usize) -> R<Vec<i64>> {
-    let given = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)).filter(|t| t.numel() > 0);
-    let nonconst = |i: usize| n.inputs.get(i).copied().flatten().is_some_and(|v| g.const_value(v).is_none());
-    let refuse = |why: &str| format!("`Resize` {why} with bounded dims is not supported yet; pin them with --input");
-    if given(3).is_some() || nonconst(3) || nonconst(2) || nonconst(1) {
-        return Err(refuse("with `sizes` or computed inputs"));
-    }
-    if at.axes.is_some() || at.keep_aspect_ratio_policy != "stretch" {
-        return Err(refuse("with `axes` or keep_aspect_ratio_policy"));
-    }
-    let sc = given(2).map(|t| t.to_f64_vec()).ok_or_else(|| refuse("without constant scales"))?;
-    if sc.len() != rank {
-        return Err(format!("scales has {} entries for rank {rank}", sc.len()));
-    }
-    sc.iter().map(|&v| if v >= 1.0 && v.fract() == 0.0 && v <= 64.0 { Ok(v as i64) } else { Err(refuse(&format!("by the non-integer scale {v}"))) }).collect()
 }
 
 /// The symbolic target of every Reshape whose target a shape subgraph computes from named

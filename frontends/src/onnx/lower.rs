@@ -4,7 +4,7 @@ use super::import::{node_label, Ctx};
 use super::proto::NodeProto;
 use super::{tensor, OnnxError};
 use burnc_compiler::ir::{
-    AutoPad, BinaryOp, DType, Op, PadMode, PoolKind, ReduceOp, ResizeAttrs, ScatterReduction, SeqOp, UnaryOp,
+    AutoPad, BinaryOp, DType, Op, PadMode, PoolKind, ReduceOp, ScatterReduction, SeqOp, UnaryOp,
     ValueId, Window, WindowKind,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
@@ -587,25 +587,42 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "ReverseSequence" => Some(Op::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }),
         "Einsum" => Some(Op::Einsum { equation: a.s("equation").ok_or_else(|| n.err("missing attribute `equation`"))? }),
         "Resize" | "Upsample" => {
-            let mut attrs = ResizeAttrs {
-                mode: a.s_or("mode", "nearest"),
-                coordinate_transformation_mode: a.s_or("coordinate_transformation_mode", "half_pixel"),
-                nearest_mode: a.s_or("nearest_mode", "round_prefer_floor"),
-                cubic_coeff_a: a.f_or("cubic_coeff_a", -0.75),
-                exclude_outside: a.i_or("exclude_outside", 0) != 0,
-                extrapolation_value: a.f_or("extrapolation_value", 0.0),
-                antialias: a.i_or("antialias", 0) != 0,
-                axes: a.ints("axes"),
-                keep_aspect_ratio_policy: a.s_or("keep_aspect_ratio_policy", "stretch"),
+            use burnc_compiler::ops::resize::{AspectPolicy, Coord, Filter, Mode, Nearest, Resize};
+            let bad = |what: &str, v: &str| n.err(format!("unknown {what} `{v}`"));
+            let mode = match a.s_or("mode", "nearest").as_str() {
+                "nearest" => Mode::Nearest,
+                "linear" | "bilinear" | "trilinear" => Mode::Linear,
+                "cubic" | "bicubic" => Mode::Cubic,
+                m => return Err(bad("mode", m)),
+            };
+            let mut coord = match a.s_or("coordinate_transformation_mode", "half_pixel").as_str() {
+                "half_pixel" => Coord::HalfPixel,
+                "half_pixel_symmetric" => Coord::HalfPixelSymmetric,
+                "pytorch_half_pixel" => Coord::PytorchHalfPixel,
+                "align_corners" => Coord::AlignCorners,
+                "asymmetric" => Coord::Asymmetric,
+                "tf_crop_and_resize" => Coord::TfCropAndResize,
+                "tf_half_pixel_for_nn" => Coord::TfHalfPixelForNn,
+                m => return Err(bad("coordinate_transformation_mode", m)),
+            };
+            let mut nearest = match a.s_or("nearest_mode", "round_prefer_floor").as_str() {
+                "round_prefer_floor" => Nearest::RoundPreferFloor,
+                "round_prefer_ceil" => Nearest::RoundPreferCeil,
+                "floor" => Nearest::Floor,
+                "ceil" => Nearest::Ceil,
+                m => return Err(bad("nearest_mode", m)),
+            };
+            let policy = match a.s_or("keep_aspect_ratio_policy", "stretch").as_str() {
+                "stretch" => AspectPolicy::Stretch,
+                "not_larger" => AspectPolicy::NotLarger,
+                "not_smaller" => AspectPolicy::NotSmaller,
+                p => return Err(bad("keep_aspect_ratio_policy", p)),
             };
             // Upsample and Resize-10 are "asymmetric" nearest/linear with scales as input.
             if op_type == "Upsample" || opset < 11 {
-                attrs.coordinate_transformation_mode = "asymmetric".into();
-                if attrs.mode == "linear" || attrs.mode == "bilinear" {
-                    attrs.mode = "linear".into();
-                }
+                coord = Coord::Asymmetric;
                 // floor when upsampling, ceil when downsampling (Resize-10 backend tests, ORT).
-                attrs.nearest_mode = "simple".into();
+                nearest = Nearest::Simple;
                 let scales = if let Some(s) = a.floats("scales") {
                     Some(ctx.constant(&n.label, Tensor::from_f32s(vec![s.len()], s)))
                 } else {
@@ -614,7 +631,16 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 // Core form: (X, roi, scales, sizes)
                 inputs = vec![inputs.first().copied().flatten(), None, scales, None];
             }
-            Some(Op::Resize(Box::new(attrs)))
+            let filter = Filter {
+                mode,
+                coord,
+                nearest,
+                cubic_coeff_a: a.f_or("cubic_coeff_a", -0.75) as f64,
+                exclude_outside: a.i_or("exclude_outside", 0) != 0,
+                antialias: a.i_or("antialias", 0) != 0,
+                extrapolation_value: a.f_or("extrapolation_value", 0.0) as f64,
+            };
+            Some(Resize { filter, axes: a.ints("axes"), policy }.op())
         }
         "If" => {
             let then_g = a.g("then_branch").ok_or_else(|| n.err("missing attribute `then_branch`"))?;

@@ -1,7 +1,7 @@
 //! Emitters for nodes whose shapes depend on bounded dims: the same runtime kernels as the
 //! static emitters, with sizes read from the run-time table `sz` instead of literals. Here:
 //! the helpers, the dispatch and the compute ops; data movement is in `data.rs`, recurrent
-//! ops in `rnn.rs`, Resize in `resize.rs`. Ops not listed are an error naming the node ("pin
+//! ops in `rnn.rs`. Ops not listed are an error naming the node ("pin
 //! the dims with --input").
 use super::Sizes;
 use crate::codegen::emit::Ctx;
@@ -18,8 +18,6 @@ pub(crate) struct Bx<'a> {
     pub cx: &'a Ctx<'a>,
     pub info: &'a SymInfo,
     pub sizes: &'a Sizes,
-    /// The named dims and their bounds.
-    pub dims: &'a [(String, usize)],
 }
 
 pub(super) fn fixed(g: &Graph, v: Option<ValueId>) -> Option<Vec<usize>> {
@@ -247,7 +245,6 @@ impl Bx<'_> {
             | Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Reduce { .. } => crate::codegen::emit::emit_layer(&crate::ops::EmitCx::bounded(self, id)),
             Op::Transpose { .. } => self.transpose(n, out, od),
             Op::Gather { .. } => self.gather(n, out),
-            Op::Resize(_) => self.resize(id, n, out),
             Op::Slice => self.slice(n, out, od),
             Op::ConstantOfShape { value } => {
                 f32_only("ConstantOfShape")?;

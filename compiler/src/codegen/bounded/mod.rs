@@ -11,7 +11,6 @@
 //! runtime kernels.
 mod data;
 pub(crate) mod emit;
-mod resize;
 
 use super::emit::{rust_ty, Ctx};
 use super::module::{block_label, elem_ty, needs_heap, params, part_param, Generated, Params};
@@ -283,7 +282,7 @@ fn build(
         state: HashMap::new(),
         lowering: Lowering::EXACT,
     };
-    let bx = emit::Bx { cx: &cx, info, sizes: &sizes, dims };
+    let bx = emit::Bx { cx: &cx, info, sizes: &sizes };
 
     // Node statements in functions of `nodes_per_fn` nodes, as the static module.
     let heap = needs_heap(g);

@@ -13,7 +13,6 @@ pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 mod norm;
 mod quant;
-mod resize;
 mod recurrent;
 mod scatter;
 mod unpool;
@@ -210,7 +209,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
         + misc::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id, lw)
-        + resize::scratch_bytes(g, id)
         + extra::scratch_bytes(g, id)
         + recurrent::scratch_bytes(g, id)
         + signal::scratch_bytes(g, id)
@@ -257,7 +255,6 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
-        Op::Resize(_) => resize::emit(cx, id, n),
         Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }

@@ -218,6 +218,21 @@ impl NodeCx<'_, '_> {
         }
     }
 
+    /// Whether input `i` is given.
+    pub fn has_input(&self, i: usize) -> bool {
+        self.n.inputs.get(i).copied().flatten().is_some()
+    }
+
+    /// The value of input `i` when it is a constant.
+    pub fn konst(&self, i: usize) -> Option<crate::tensor::Tensor> {
+        self.cx.g.const_value(self.n.inputs.get(i).copied().flatten()?)
+    }
+
+    /// A table of `bytes` stored with the weights: its buffer and word offset there.
+    pub fn table(&self, bytes: &[u8]) -> R<(String, usize)> {
+        table(self, bytes)
+    }
+
     /// A kernel computing every element `i` of `y`: `body(i)` gives the statements and the
     /// value (in `y`'s compute type).
     pub fn pointwise(&self, y: &Tensor, body: impl Fn(&str) -> R<(String, String)>) -> R<Kernel> {
@@ -531,7 +546,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             }
             one(reduce(&ncx, *op, &x, &y, &red))
         }
-        Op::Resize(at) => one(resize(&ncx, &y, at)),
         Op::ConvTranspose { window, group, output_padding, output_shape } => one(conv_transpose(&ncx, &y, window, *group, output_padding, output_shape)),
         Op::Slice | Op::Expand | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
@@ -588,85 +602,6 @@ fn table(cx: &NodeCx, bytes: &[u8]) -> R<(String, usize)> {
     let at = super::place(cx.cx.tables_at, &mut tables, bytes).ok_or_else(|| cx.err("index table larger than a weights binding"))?;
     let (buf, local) = chunk_of(at, bytes.len());
     Ok((buf, local / 4))
-}
-
-/// Resize in every mode, as the interpreter plans it: per resized axis, a table of taps
-/// (source index and weight per output position, made when burnc runs), and one kernel that
-/// sums over the product of the axes' taps (the per-axis filters are linear and separable, and
-/// their weights sum to one, so this is their sequence). An output position outside the roi
-/// (tf_crop_and_resize) is the extrapolation value.
-fn resize(cx: &NodeCx, y: &Tensor, at: &crate::ir::ResizeAttrs) -> R<Kernel> {
-    let x = cx.input(0)?;
-    if !scalar::is_float(x.dtype) {
-        return Err(cx.err(format!("Resize on {} is not supported by the wgpu target yet", x.dtype)));
-    }
-    let konst = |i: usize| cx.n.inputs.get(i).copied().flatten().map(|v| cx.cx.g.const_value(v).ok_or_else(|| cx.err(format!("input #{i} must be a constant for the wgpu target")))).transpose();
-    let given = |t: Option<crate::tensor::Tensor>| t.filter(|t| t.numel() > 0);
-    let roi = given(konst(1)?).map(|t| t.to_f64_vec());
-    let scales = given(konst(2)?).map(|t| t.to_f64_vec());
-    let sizes = match given(konst(3)?) {
-        Some(t) => Some(t.to_i64_vec().ok_or_else(|| cx.err("sizes must be integers"))?),
-        None => None,
-    };
-    let (steps, shape) = crate::interp::ops::resize::plan(at, &x.shape, roi, scales, sizes).map_err(|e| cx.err(e))?;
-    if shape != y.shape {
-        return Err(cx.err("Resize plan does not match the output shape"));
-    }
-    // Which axis each step resamples, tracked through the shapes between steps.
-    let mut cur = x.shape.clone();
-    let mut axes = Vec::new();
-    for st in &steps {
-        let a = (0..cur.len())
-            .find(|&a| cur[a] == st.in_len && cur[..a].iter().product::<usize>() == st.outer && cur[a + 1..].iter().product::<usize>() == st.inner)
-            .ok_or_else(|| cx.err("Resize step matches no axis"))?;
-        cur[a] = st.out_len;
-        axes.push(a);
-    }
-    let (ys, xs) = (strides(&y.shape), strides(&x.shape));
-    let resized: Vec<usize> = axes.clone();
-    let mut tabs = Vec::new();
-    for st in &steps {
-        let idx: Vec<u8> = st.idx.iter().flat_map(|&i| i.to_le_bytes()).collect();
-        let w: Vec<u8> = st.w.iter().flat_map(|&w| (w as f32).to_le_bytes()).collect();
-        let ext: Vec<u8> = (0..st.out_len).flat_map(|o| u32::from(st.extrap.get(o).is_some_and(|&e| e != 0)).to_le_bytes()).collect();
-        tabs.push((table(cx, &idx)?, table(cx, &w)?, table(cx, &ext)?));
-    }
-    let extrap = scalar::f32_lit(at.extrapolation_value);
-    cx.pointwise(y, |i| {
-        // The input offset of the axes that keep their length.
-        let kept: Vec<String> = (0..y.shape.len()).filter(|a| !resized.contains(a) && y.shape[*a] != 1).map(|a| format!("(({i} / {}u) % {}u) * {}u", ys[a], y.shape[a], xs[a])).collect();
-        let mut s = format!("let base = {};
-var acc = 0.0;
-var outside = false;
-", if kept.is_empty() { "0u".into() } else { kept.join(" + ") });
-        let mut close = String::new();
-        let mut term = vec!["1.0".to_string()];
-        let mut src = vec!["base".to_string()];
-        for (k, (st, &a)) in steps.iter().zip(&axes).enumerate() {
-            let ((ib, iw), (wb, ww), (eb, ew)) = &tabs[k];
-            let taps = st.taps;
-            let _ = write!(
-                s,
-                "let o{k} = ({i} / {}u) % {}u;
-if ({eb}[{ew}u + o{k}] != 0u) {{ outside = true; }}
-for (var t{k} = 0u; t{k} < {taps}u; t{k}++) {{
-let j{k} = o{k} * {taps}u + t{k};
-let w{k} = bitcast<f32>({wb}[{ww}u + j{k}]);
-let i{k} = {ib}[{iw}u + j{k}];
-",
-                ys[a],
-                y.shape[a],
-            );
-            close.push_str("}
-");
-            term.push(format!("w{k}"));
-            src.push(format!("i{k} * {}u", xs[a]));
-        }
-        s.push_str(&format!("acc += {} * {};
-", term.join(" * "), x.load(&src.join(" + "))));
-        s.push_str(&close);
-        Ok((s, format!("select(acc, {extrap}, outside)")))
-    })
 }
 
 /// A data-movement op whose other inputs are constants, as a table of source indices made

@@ -1,5 +1,5 @@
 //! Interpreter semantics: index family (Gather*, Scatter*, NonZero, Compress, Trilu,
-//! EyeLike, ReverseSequence; Resize lives in `resize.rs`). Gathers are written as a flat
+//! EyeLike, ReverseSequence). Gathers are written as a flat
 //! source index per output element and one generic [`take`]; scatters go through the runtime's
 //! `scatter` kernel. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
@@ -24,7 +24,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
         Op::ReverseSequence { batch_axis, time_axis } => {
             one(reverse_sequence(arg(args, 0)?, arg(args, 1)?, *batch_axis, *time_axis)?)
         }
-        Op::Resize(attrs) => one(super::resize::resize(attrs, args)?),
         _ => Err(format!("{} is not an index op", op.name())),
     }
 }

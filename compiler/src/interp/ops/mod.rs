@@ -17,7 +17,6 @@ pub(crate) mod qint;
 pub(crate) mod quant;
 pub(crate) mod recurrent;
 pub(crate) mod reduce;
-pub(crate) mod resize;
 mod seq;
 pub(crate) mod shape;
 pub(crate) mod train;
@@ -89,8 +88,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::NonZero
         | Op::Compress { .. }
         | Op::EyeLike { .. }
-        | Op::ReverseSequence { .. }
-        | Op::Resize(_) => index::eval(op, &args, n_outputs),
+        | Op::ReverseSequence { .. } => index::eval(op, &args, n_outputs),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
         Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
         Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
