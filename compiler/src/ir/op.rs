@@ -184,14 +184,6 @@ pub enum Op {
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
 
-    /// CausalConvWithState (opset 27): (input, weight, bias?, past_state?) → (output,
-    /// present_state); a depthwise causal 1-D conv carrying the last k - 1 inputs, then
-    /// x·sigmoid(x) when `silu`.
-    CausalConv { silu: bool },
-    /// LinearAttention (opset 27): (query, key, value, past_state?, decay?, beta?) → (output,
-    /// present_state).
-    LinearAttention(Box<LinearAttentionAttrs>),
-
     /// GroupNormalization (X, scale, bias); `per_channel` is the opset >= 21 semantics
     /// (scale/bias of C entries), else one per group.
     GroupNorm { num_groups: usize, epsilon: f32, per_channel: bool },
@@ -355,18 +347,6 @@ pub struct RnnAttrs {
     pub clip: Option<f32>,
     /// layout = 1.
     pub batch_first: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinearAttentionAttrs {
-    pub q_num_heads: usize,
-    pub kv_num_heads: usize,
-    /// None: 1/sqrt(d_k).
-    pub scale: Option<f32>,
-    /// The state decays by exp(decay) each step (`gated`, `gated_delta`).
-    pub gated: bool,
-    /// Delta-rule correction of the written value by beta (`delta`, `gated_delta`).
-    pub delta: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

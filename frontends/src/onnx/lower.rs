@@ -326,13 +326,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             right_window_size: a.i_or("right_window_size", -1),
         }
         .op()),
-        "CausalConvWithState" => Some(Op::CausalConv {
+        "CausalConvWithState" => Some(burnc_compiler::ops::causal_conv::CausalConv {
             silu: match a.s_or("activation", "none").as_str() {
                 "none" => false,
                 "silu" | "swish" => true,
                 other => return Err(n.err(format!("unknown activation `{other}`"))),
             },
-        }),
+        }
+        .op()),
         "LinearAttention" => {
             let heads = |name: &str| -> Result<usize, OnnxError> {
                 let v = a.i(name).ok_or_else(|| n.err(format!("missing attribute `{name}`")))?;
@@ -345,13 +346,16 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 "gated_delta" => (true, true),
                 other => return Err(n.err(format!("unknown update_rule `{other}`"))),
             };
-            Some(Op::LinearAttention(Box::new(burnc_compiler::ir::LinearAttentionAttrs {
-                q_num_heads: heads("q_num_heads")?,
-                kv_num_heads: heads("kv_num_heads")?,
-                scale: a.f("scale"),
-                gated,
-                delta,
-            })))
+            Some(
+                burnc_compiler::ops::linear_attention::LinearAttention {
+                    q_num_heads: heads("q_num_heads")?,
+                    kv_num_heads: heads("kv_num_heads")?,
+                    scale: a.f("scale"),
+                    gated,
+                    delta,
+                }
+                .op(),
+            )
         }
         "Gemm" => Some(Op::Gemm {
             alpha: a.f_or("alpha", 1.0),

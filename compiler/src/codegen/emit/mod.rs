@@ -13,7 +13,6 @@ pub(crate) use nn::prepacked_conv;
 mod norm;
 mod quant;
 mod resize;
-mod recurrent;
 mod scatter;
 mod unpool;
 mod signal;
@@ -209,7 +208,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
         + control::scratch_bytes(g, id, lw)
         + resize::scratch_bytes(g, id)
         + extra::scratch_bytes(g, id)
-        + recurrent::scratch_bytes(g, id)
         + signal::scratch_bytes(g, id)
         + detect::scratch_bytes(g, id)
 }
@@ -253,7 +251,6 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(cx, id, n),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
-        Op::CausalConv { .. } | Op::LinearAttention(_) => recurrent::emit(cx, id, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),

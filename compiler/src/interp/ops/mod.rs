@@ -15,7 +15,6 @@ pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod qint;
 pub(crate) mod quant;
-pub(crate) mod recurrent;
 pub(crate) mod reduce;
 pub(crate) mod resize;
 mod seq;
@@ -94,8 +93,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ReverseSequence { .. }
         | Op::Resize(_) => index::eval(op, &args, n_outputs),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
-        Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
-        Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
