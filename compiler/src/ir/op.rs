@@ -187,8 +187,6 @@ pub enum Op {
     /// GroupNormalization (X, scale, bias); `per_channel` is the opset >= 21 semantics
     /// (scale/bias of C entries), else one per group.
     GroupNorm { num_groups: usize, epsilon: f32, per_channel: bool },
-    /// RotaryEmbedding (X, cos_cache, sin_cache, position_ids?) (opset 23).
-    RotaryEmbedding { interleaved: bool, rotary_embedding_dim: usize, num_heads: usize },
     /// Dropout (x, key?) → (y, mask?). Inference (`training: false`): y = x, mask all true
     /// (a free view, like Identity). Training: each element is kept with probability
     /// 1 - `ratio` by a counter-based hash of (key, element index) and kept values are scaled

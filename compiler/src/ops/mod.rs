@@ -27,6 +27,7 @@ mod cx;
 pub mod quant;
 pub mod recurrent;
 pub mod reduce;
+pub mod rotary;
 mod regex;
 pub mod select;
 pub mod split;
@@ -147,6 +148,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(recurrent::examples());
     v.extend(causal_conv::examples());
     v.extend(linear_attention::examples());
+    v.extend(rotary::examples());
     v.extend(quant::examples());
     v.extend(one_hot::examples());
     v.extend(nbits::examples());

@@ -86,7 +86,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::GroupNorm { .. }
         | Op::MeanVarianceNorm { .. }
         | Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
-        Op::RotaryEmbedding { .. } => mul(&[3, out?]),
         Op::Resize(_) | Op::RoiAlign { .. } => mul(&[8, out?]),
         Op::AffineGrid { .. } => mul(&[3, out?]),
         Op::Col2Im { .. } => in_numel(g, n, 0)?,

@@ -493,7 +493,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::MeanVarianceNorm { .. } => same(),
         Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
-        Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
+        Op::GroupNorm { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),

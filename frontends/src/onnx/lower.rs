@@ -441,11 +441,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             epsilon: a.f_or("epsilon", 1e-5),
             per_channel: opset >= 21,
         }),
-        "RotaryEmbedding" => Some(Op::RotaryEmbedding {
-            interleaved: a.i_or("interleaved", 0) != 0,
-            rotary_embedding_dim: a.i_or("rotary_embedding_dim", 0).max(0) as usize,
-            num_heads: a.i_or("num_heads", 0).max(0) as usize,
-        }),
+        "RotaryEmbedding" => Some(
+            burnc_compiler::ops::rotary::RotaryEmbedding {
+                interleaved: a.i_or("interleaved", 0) != 0,
+                rotary_embedding_dim: a.i_or("rotary_embedding_dim", 0).max(0) as usize,
+                num_heads: a.i_or("num_heads", 0).max(0) as usize,
+            }
+            .op(),
+        ),
         "CenterCropPad" => Some(Op::CenterCropPad { axes: a.ints("axes") }),
         "CumSum" => Some(burnc_compiler::ops::cumulative::Cumulative { product: false, exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }.op()),
         "TopK" => {

@@ -255,7 +255,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
         Op::Resize(_) => resize::emit(cx, id, n),
-        Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
+        Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }

@@ -103,7 +103,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::QLinearConv { .. }
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
         Op::GroupNorm { .. }
-        | Op::RotaryEmbedding { .. }
         | Op::CenterCropPad { .. } => extra::eval(op, &args),
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::AffineGrid { .. } | Op::TensorScatter { .. } => grid::eval(op, &args),
