@@ -182,16 +182,6 @@ pub enum Op {
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
 
-    /// CausalConvWithState (opset 27): (input, weight, bias?, past_state?) → (output,
-    /// present_state); a depthwise causal 1-D conv carrying the last k - 1 inputs, then
-    /// x·sigmoid(x) when `silu`.
-    CausalConv { silu: bool },
-    /// LinearAttention (opset 27): (query, key, value, past_state?, decay?, beta?) → (output,
-    /// present_state).
-    LinearAttention(Box<LinearAttentionAttrs>),
-
-    /// RotaryEmbedding (X, cos_cache, sin_cache, position_ids?) (opset 23).
-    RotaryEmbedding { interleaved: bool, rotary_embedding_dim: usize, num_heads: usize },
     /// Dropout (x, key?) → (y, mask?). Inference (`training: false`): y = x, mask all true
     /// (a free view, like Identity). Training: each element is kept with probability
     /// 1 - `ratio` by a counter-based hash of (key, element index) and kept values are scaled
@@ -349,18 +339,6 @@ pub struct RnnAttrs {
     pub clip: Option<f32>,
     /// layout = 1.
     pub batch_first: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinearAttentionAttrs {
-    pub q_num_heads: usize,
-    pub kv_num_heads: usize,
-    /// None: 1/sqrt(d_k).
-    pub scale: Option<f32>,
-    /// The state decays by exp(decay) each step (`gated`, `gated_delta`).
-    pub gated: bool,
-    /// Delta-rule correction of the written value by beta (`delta`, `gated_delta`).
-    pub delta: bool,
 }
 
 impl Op {

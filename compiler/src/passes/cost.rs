@@ -75,8 +75,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
             let k = *x.last()? as u64;
             mul(&[in_numel(g, n, 0)? / mul(&[k, k]).max(1), mul(&[2, k, k, k]) / 3])
         }
-        Op::LinearAttention(_) => return None,
-        Op::CausalConv { .. } => mul(&[2, out?, *in_shape(g, n, 1)?.last()? as u64]),
 
         // ---- windows, normalizations, softmax
         Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
@@ -85,7 +83,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
-        Op::RotaryEmbedding { .. } => mul(&[3, out?]),
         Op::RoiAlign { .. } => mul(&[8, out?]),
         Op::AffineGrid { .. } => mul(&[3, out?]),
         Op::Col2Im { .. } => in_numel(g, n, 0)?,

@@ -493,7 +493,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Shrink { .. } => same(),
         Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
         Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
-        Op::RotaryEmbedding { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),
@@ -906,27 +905,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let f = |v: Vec<usize>| Some(v.into_iter().map(Dim::Fixed).collect());
             let ints = |i: usize| if cx.has(i) { cx.ints(i).map(Some) } else { Some(None) };
             super::infer_unpool::infer(&n.op, &fixed, &ints)?.into_iter().map(|s| t(cx.dtype(0), s.and_then(f))).collect()
-        }
-        Op::CausalConv { .. } => {
-            let fixed = |i: usize| -> Option<Vec<usize>> {
-                cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
-            };
-            let (Some(x), Some(w)) = (fixed(0), fixed(1)) else { return Ok(vec![]) };
-            let (b, p) = (fixed(2), fixed(3));
-            let d = crate::interp::ops::recurrent::causal_conv_dims(&x, &w, b.as_deref(), p.as_deref())?;
-            let f = |v: &[usize]| Some(v.iter().map(|&x| Dim::Fixed(x)).collect());
-            vec![t(cx.dtype(0), f(&x)), t(cx.dtype(0), f(&[d.batch, d.channels, d.k - 1]))]
-        }
-        Op::LinearAttention(a) => {
-            let fixed = |i: usize| -> Option<Vec<usize>> {
-                cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
-            };
-            let (Some(q), Some(k), Some(v)) = (fixed(0), fixed(1), fixed(2)) else { return Ok(vec![]) };
-            let (dec, beta) = (fixed(4), fixed(5));
-            let d = crate::interp::ops::recurrent::linear_attention_dims(a, &q, &k, &v, dec.as_deref(), beta.as_deref())?;
-            let f = |v: &[usize]| Some(v.iter().map(|&x| Dim::Fixed(x)).collect());
-            let state = if n.inputs.get(3).copied().flatten().is_some() { cx.dtype(3) } else { cx.dtype(0) };
-            vec![t(cx.dtype(0), f(&[d.batch, d.seq, d.q_heads.saturating_mul(d.dv)])), t(state, f(&[d.batch, d.kv_heads, d.dk, d.dv]))]
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
         | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,

@@ -704,7 +704,7 @@ fn rotary(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Result
         }
         num_heads = xd[2] / (2 * half);
     }
-    let op = Op::RotaryEmbedding { interleaved: a.i_or("interleaved", 0) != 0, rotary_embedding_dim, num_heads };
+    let op = burnc_compiler::ops::rotary::RotaryEmbedding { interleaved: a.i_or("interleaved", 0) != 0, rotary_embedding_dim, num_heads }.op();
     let y = c.step(op, &[x, cos, sin, pos]);
     c.finish(y)
 }
@@ -860,7 +860,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let pos = c.bin(BinaryOp::Add, past_col, steps); // [B, S]
     let (q4, k4) = if a.i_or("do_rotary", 0) != 0 {
         let (cos, sin) = (c.input(7, "cos_cache")?, c.input(8, "sin_cache")?);
-        let op = Op::RotaryEmbedding { interleaved: a.i_or("rotary_interleaved", 0) != 0, rotary_embedding_dim: 0, num_heads: 0 };
+        let op = burnc_compiler::ops::rotary::RotaryEmbedding { interleaved: a.i_or("rotary_interleaved", 0) != 0, rotary_embedding_dim: 0, num_heads: 0 }.op();
         (c.step(op.clone(), &[q4, cos, sin, pos]), c.step(op, &[k4, cos, sin, pos]))
     } else {
         (q4, k4)

@@ -326,13 +326,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             right_window_size: a.i_or("right_window_size", -1),
         }
         .op()),
-        "CausalConvWithState" => Some(Op::CausalConv {
+        "CausalConvWithState" => Some(burnc_compiler::ops::causal_conv::CausalConv {
             silu: match a.s_or("activation", "none").as_str() {
                 "none" => false,
                 "silu" | "swish" => true,
                 other => return Err(n.err(format!("unknown activation `{other}`"))),
             },
-        }),
+        }
+        .op()),
         "LinearAttention" => {
             let heads = |name: &str| -> Result<usize, OnnxError> {
                 let v = a.i(name).ok_or_else(|| n.err(format!("missing attribute `{name}`")))?;
@@ -345,13 +346,16 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 "gated_delta" => (true, true),
                 other => return Err(n.err(format!("unknown update_rule `{other}`"))),
             };
-            Some(Op::LinearAttention(Box::new(burnc_compiler::ir::LinearAttentionAttrs {
-                q_num_heads: heads("q_num_heads")?,
-                kv_num_heads: heads("kv_num_heads")?,
-                scale: a.f("scale"),
-                gated,
-                delta,
-            })))
+            Some(
+                burnc_compiler::ops::linear_attention::LinearAttention {
+                    q_num_heads: heads("q_num_heads")?,
+                    kv_num_heads: heads("kv_num_heads")?,
+                    scale: a.f("scale"),
+                    gated,
+                    delta,
+                }
+                .op(),
+            )
         }
         "Gemm" => Some(Op::Gemm {
             alpha: a.f_or("alpha", 1.0),
@@ -440,11 +444,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             .op(),
         ),
-        "RotaryEmbedding" => Some(Op::RotaryEmbedding {
-            interleaved: a.i_or("interleaved", 0) != 0,
-            rotary_embedding_dim: a.i_or("rotary_embedding_dim", 0).max(0) as usize,
-            num_heads: a.i_or("num_heads", 0).max(0) as usize,
-        }),
+        "RotaryEmbedding" => Some(
+            burnc_compiler::ops::rotary::RotaryEmbedding {
+                interleaved: a.i_or("interleaved", 0) != 0,
+                rotary_embedding_dim: a.i_or("rotary_embedding_dim", 0).max(0) as usize,
+                num_heads: a.i_or("num_heads", 0).max(0) as usize,
+            }
+            .op(),
+        ),
         "CenterCropPad" => Some(Op::CenterCropPad { axes: a.ints("axes") }),
         "CumSum" => Some(burnc_compiler::ops::cumulative::Cumulative { product: false, exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }.op()),
         "TopK" => {

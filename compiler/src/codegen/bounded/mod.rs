@@ -135,8 +135,9 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
 }
 
 /// Named dims an op allows only one value (a grid's last dim must be its spatial rank, a past
-/// key's heads K's): pinned at that value rather than at the bound, where the graph would not
-/// be valid; `forward` still checks the value (the constraint stays). Found in the bounded
+/// key's heads K's), or less than their bound (a past state one step shorter than a bounded
+/// kernel): pinned at that value rather than at the bound, where the graph would not be
+/// valid; `forward` still checks the value (the constraint stays). Found in the bounded
 /// analysis of the unpinned graph.
 fn forced_dims(info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<String, i64>, CodegenError> {
     let mut forced = HashMap::new();
@@ -152,6 +153,35 @@ fn forced_dims(info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<Strin
             return Err(graph_err(format!("dim `{name}`"), format!("must be {k} ({}), outside 1..={b}", c.what)));
         }
         forced.insert(name.clone(), k);
+    }
+    // `d == R(other dims)` with R monotone: d never exceeds R at the others' bounds, so a
+    // smaller value than d's bound is where the graph is valid. Each pin lowers a dim, so this
+    // ends.
+    let limit = |forced: &HashMap<String, i64>, n: &str| forced.get(n).copied().or_else(|| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64));
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for c in info.constraints.iter().filter(|c| c.rel == crate::ir::Rel::Equal) {
+            let diff = c.left.sub(&c.right);
+            for (name, _) in dims {
+                let v = DimExpr::var(name);
+                let r = if !diff.sub(&v).vars().contains(name) {
+                    diff.sub(&v).scale(-1)
+                } else if !diff.add(&v).vars().contains(name) {
+                    diff.add(&v)
+                } else {
+                    continue;
+                };
+                if r.as_const().is_some() || !r.is_monotone() {
+                    continue;
+                }
+                let (Some(at), Some(now)) = (r.eval(&|n| limit(&forced, n)), limit(&forced, name)) else { continue };
+                if (1..now).contains(&at) {
+                    forced.insert(name.clone(), at);
+                    changed = true;
+                }
+            }
+        }
     }
     Ok(forced)
 }

@@ -1,9 +1,7 @@
-//! RotaryEmbedding, Einsum, Det and BitCast: calls into the
-//! runtime kernels the interpreter uses, with the geometry the interpreter resolves (from
-//! static shapes) written out.
+//! Einsum, Det and BitCast: calls into the runtime kernels the interpreter uses, with the
+//! geometry the interpreter resolves (from static shapes) written out.
 use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::interp::ops::extra::rotary_geometry;
 use crate::interp::ops::linalg::{det_size, einsum_plan};
 use crate::ir::{DType, Graph, Node, NodeId, Op};
 use burnc_runtime::kernels::einsum::{MAX_INPUTS, MAX_LABELS};
@@ -26,38 +24,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     let float = xd.is_float() && !xd.is_small();
     let y = cx.write(n, out)?;
     match &n.op {
-        Op::RotaryEmbedding { interleaved, rotary_embedding_dim, num_heads } if float => {
-            let (c, s) = (cx.input(n, 1)?, cx.input(n, 2)?);
-            let (cd, cs) = cx.ty(n, c)?;
-            let (sd, ss) = cx.ty(n, s)?;
-            if cd != sd || !cd.is_float() || cd.is_small() {
-                return Err(cx.err(n, format!("RotaryEmbedding caches of {cd} and {sd} are not supported by codegen")));
-            }
-            let pos = n.inputs.get(3).copied().flatten();
-            let n_pos = match pos {
-                Some(p) => {
-                    let (pd, ps) = cx.ty(n, p)?;
-                    if !pd.is_int() || pd.is_small() {
-                        return Err(cx.err(n, format!("position_ids of {pd}")));
-                    }
-                    Some(ps.iter().product())
-                }
-                None => None,
-            };
-            let (r, max_pos) = rotary_geometry(&xs, &cs, &ss, n_pos, *interleaved, *rotary_embedding_dim, *num_heads).map_err(|e| cx.err(n, e))?;
-            let pos = match pos {
-                Some(p) => format!("Some({})", cx.read(n, p)?),
-                None => "None::<&[i64]>".into(),
-            };
-            // Position ids are data: one outside the cache leaves Y unwritten (the
-            // interpreter reports it as an error; generated code has no error path).
-            Ok(Some(format!(
-                "let _ = rt::kernels::extra::rotary({}, {}, {}, {pos}, {max_pos}, rt::kernels::extra::{r:?}, {y});",
-                cx.read(n, x)?,
-                cx.read(n, c)?,
-                cx.read(n, s)?
-            )))
-        }
         Op::BitCast { to } => {
             let (od, _) = cx.ty(n, out)?;
             let plain = |d: DType| d != DType::Bool && !d.is_small();

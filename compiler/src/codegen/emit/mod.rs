@@ -13,7 +13,6 @@ pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 mod norm;
 mod quant;
-mod recurrent;
 mod scatter;
 mod unpool;
 mod signal;
@@ -210,7 +209,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id, lw)
         + extra::scratch_bytes(g, id)
-        + recurrent::scratch_bytes(g, id)
         + signal::scratch_bytes(g, id)
         + detect::scratch_bytes(g, id)
 }
@@ -251,11 +249,10 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
-        Op::CausalConv { .. } | Op::LinearAttention(_) => recurrent::emit(cx, id, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
-        Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
+        Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }

@@ -15,7 +15,6 @@ pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod qint;
 pub(crate) mod quant;
-pub(crate) mod recurrent;
 pub(crate) mod reduce;
 mod seq;
 pub(crate) mod shape;
@@ -90,8 +89,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. } => index::eval(op, &args, n_outputs),
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
-        Op::CausalConv { silu } => recurrent::causal_conv(*silu, &args),
-        Op::LinearAttention(a) => recurrent::linear_attention(a, &args),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
@@ -101,7 +98,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
-        Op::RotaryEmbedding { .. }
         | Op::CenterCropPad { .. } => extra::eval(op, &args),
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::AffineGrid { .. } | Op::TensorScatter { .. } => grid::eval(op, &args),
