@@ -10,6 +10,7 @@ use super::builder::{norm_axis, B, R};
 use super::{dy0, dy_or_zeros, input};
 use crate::ir::{Node, Op, PadMode, ReduceOp, ScatterReduction, ValueId};
 use crate::tensor::Tensor;
+use crate::ops::scatter::ScatterElements;
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let x = input(n, 0)?;
@@ -149,7 +150,7 @@ fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId, fill: bool) ->
         }
     };
     let zeros = b.node(Op::ConstantOfShape { value: super::builder::scalar_tensor(0.0, dt)? }, &[len])?;
-    let sc = b.node(Op::ScatterElements { axis: 0, reduction: ScatterReduction::Add }, &[zeros, idx, upd])?;
+    let sc = b.node(ScatterElements { axis: 0, reduction: ScatterReduction::Add }.op(), &[zeros, idx, upd])?;
     let (one, big) = (b.ints(&[1]), b.ints(&[i64::MAX]));
     let cut = b.node(Op::Slice, &[sc, one, big])?;
     b.reshape_like(cut, x)
@@ -170,6 +171,6 @@ pub(super) fn scatter_add(b: &mut B<'_>, x: ValueId, flat_idx: ValueId, dy: Valu
         }
     };
     let zeros = b.node(Op::ConstantOfShape { value: super::builder::scalar_tensor(0.0, dt)? }, &[size])?;
-    let sc = b.node(Op::ScatterElements { axis: 0, reduction: ScatterReduction::Add }, &[zeros, idx, upd])?;
+    let sc = b.node(ScatterElements { axis: 0, reduction: ScatterReduction::Add }.op(), &[zeros, idx, upd])?;
     b.reshape_like(sc, x)
 }

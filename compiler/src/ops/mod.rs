@@ -26,6 +26,7 @@ pub mod quant;
 pub mod recurrent;
 pub mod reduce;
 mod regex;
+pub mod scatter;
 pub mod select;
 pub mod split;
 pub mod strings;
@@ -142,6 +143,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(pad::examples());
     v.extend(split::examples());
     v.extend(gather::examples());
+    v.extend(scatter::examples());
     v.extend(recurrent::examples());
     v.extend(quant::examples());
     v.extend(one_hot::examples());

@@ -109,8 +109,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Slice
         | Op::Gather { .. }
         | Op::GatherNd { .. }
-        | Op::ScatterElements { .. }
-        | Op::ScatterNd { .. }
         | Op::Expand
         | Op::Tile
         | Op::Shape { .. }
@@ -125,7 +123,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::ReverseSequence { .. }
         | Op::CenterCropPad { .. }
         | Op::MaxUnpool { .. }
-        | Op::TensorScatter { .. }
         | Op::Unique { .. }
         | Op::Seq(_) => 0,
 

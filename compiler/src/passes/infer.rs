@@ -492,7 +492,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         }
         Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::Lrn { .. } | Op::MeanVarianceNorm { .. } => same(),
         Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
-        Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
         Op::GroupNorm { .. } | Op::RotaryEmbedding { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
@@ -930,7 +929,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![t(cx.dtype(0), f(&[d.batch, d.seq, d.q_heads.saturating_mul(d.dv)])), t(state, f(&[d.batch, d.kv_heads, d.dk, d.dv]))]
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
+        | Op::AffineGrid { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass

@@ -495,8 +495,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Gather" => Some(Op::Gather { axis: a.i_or("axis", 0) }),
         "GatherElements" => Some(burnc_compiler::ops::gather::GatherElements { axis: a.i_or("axis", 0) }.op()),
         "GatherND" => Some(Op::GatherNd { batch_dims: a.i_or("batch_dims", 0) }),
-        "ScatterElements" | "Scatter" => Some(Op::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }),
-        "ScatterND" => Some(Op::ScatterNd { reduction: reduction(&n)? }),
+        "ScatterElements" | "Scatter" => Some(burnc_compiler::ops::scatter::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }.op()),
+        "ScatterND" => Some(burnc_compiler::ops::scatter::ScatterNd { reduction: reduction(&n)? }.op()),
         "Expand" => Some(Op::Expand),
         "Tile" => Some(Op::Tile),
         "Pad" => {
@@ -757,14 +757,17 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             group: usize::try_from(a.i_or("group", 1)).map_err(|_| n.err("negative group"))?,
             offset_group: usize::try_from(a.i_or("offset_group", 1)).map_err(|_| n.err("negative offset_group"))?,
         }),
-        "TensorScatter" => Some(Op::TensorScatter {
-            axis: a.i_or("axis", -2),
-            circular: match a.s_or("mode", "linear").as_str() {
-                "linear" => false,
-                "circular" => true,
-                m => return Err(n.err(format!("unknown mode `{m}`"))),
-            },
-        }),
+        "TensorScatter" => Some(
+            burnc_compiler::ops::scatter::TensorScatter {
+                axis: a.i_or("axis", -2),
+                circular: match a.s_or("mode", "linear").as_str() {
+                    "linear" => false,
+                    "circular" => true,
+                    m => return Err(n.err(format!("unknown mode `{m}`"))),
+                },
+            }
+            .op(),
+        ),
         _ => None,
     };
     let Some(op) = op else {

@@ -84,8 +84,6 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
         Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => vec![0],
         Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),
-        Op::ScatterElements { reduction: crate::ir::ScatterReduction::None, .. }
-        | Op::ScatterNd { reduction: crate::ir::ScatterReduction::None } => vec![0, 2],
         _ => return None,
     })
 }

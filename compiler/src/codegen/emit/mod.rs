@@ -14,7 +14,6 @@ mod norm;
 mod quant;
 mod resize;
 mod recurrent;
-mod scatter;
 mod unpool;
 mod signal;
 mod train;
@@ -24,7 +23,7 @@ pub use elementwise::{f32_lit, f64_lit, unary_lit};
 pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInput};
 use super::weights::WeightsLayout;
 use super::CodegenError;
-use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
+use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
 use std::collections::HashMap;
 
@@ -256,13 +255,12 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::CausalConv { .. } | Op::LinearAttention(_) => recurrent::emit(cx, id, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
         Op::Resize(_) => resize::emit(cx, id, n),
         Op::RotaryEmbedding { .. } | Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
+        | Op::AffineGrid { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),
