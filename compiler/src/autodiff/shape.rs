@@ -1,7 +1,7 @@
 //! Data movement. Reshapes move no data, so the gradient is reshaped back; Transpose is undone
 //! by the inverse permutation; Concat's gradient is a Split at the operands' sizes and Split's
-//! a Concat; Expand's is summed over the broadcast dims. Slice, Gather, GatherElements, Tile,
-//! Pad, DepthToSpace and SpaceToDepth pick elements, so their gradient scatters dY back,
+//! a Concat; Expand's is summed over the broadcast dims. Slice, Gather, GatherElements, Tile
+//! and Pad pick elements, so their gradient scatters dY back,
 //! adding where an element was picked twice: the same op applied to an "iota" (each element holding its own flat index) tells
 //! where each output element came from, and ScatterElements(add) into zeros puts it there.
 //! That reuses the forward op's own index semantics (negative indices, steps, clamping), so
@@ -32,7 +32,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
         }
         Op::Concat { axis } => concat(b, n, *axis, dy, need),
         // Only the data input is differentiable; starts, indices, repeats are integers.
-        Op::Slice | Op::Gather { .. } | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => {
+        Op::Slice | Op::Gather { .. } | Op::Tile => {
             out[0] = Some(scatter_back(b, n, x, dy, false)?);
             Ok(out)
         }

@@ -236,9 +236,6 @@ pub enum Op {
     ConstantOfShape { value: Tensor },
     Range,
     NonZero,
-    DepthToSpace { blocksize: usize, crd: bool },
-    /// `crd`: channels ordered (C, block row, block col), opset 25's mode=CRD; else DCR.
-    SpaceToDepth { blocksize: usize, crd: bool },
     EyeLike { dtype: Option<DType>, k: i64 },
     Compress { axis: Option<i64> },
     ReverseSequence { batch_axis: i64, time_axis: i64 },

@@ -12,6 +12,7 @@
 pub mod activation;
 pub mod attention;
 pub mod cumulative;
+pub mod depth_space;
 pub mod gather;
 pub mod grid;
 pub mod image;
@@ -144,6 +145,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(split::examples());
     v.extend(gather::examples());
     v.extend(scatter::examples());
+    v.extend(depth_space::examples());
     v.extend(recurrent::examples());
     v.extend(quant::examples());
     v.extend(one_hot::examples());

@@ -116,8 +116,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::ConstantOfShape { .. }
         | Op::Range
         | Op::NonZero
-        | Op::DepthToSpace { .. }
-        | Op::SpaceToDepth { .. }
         | Op::EyeLike { .. }
         | Op::Compress { .. }
         | Op::ReverseSequence { .. }

@@ -570,14 +570,20 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::RegexFullMatch::new(&pattern).map_err(|e| n.err(e))?))
         }
         "Trilu" => Some(burnc_compiler::ops::select::Trilu { upper: a.i_or("upper", 1) != 0 }.op()),
-        "DepthToSpace" => Some(Op::DepthToSpace {
-            blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
-            crd: a.s_or("mode", "DCR") == "CRD",
-        }),
-        "SpaceToDepth" => Some(Op::SpaceToDepth {
-            blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
-            crd: a.s_or("mode", "DCR") == "CRD",
-        }),
+        "DepthToSpace" => Some(
+            burnc_compiler::ops::depth_space::DepthToSpace {
+                blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+                crd: a.s_or("mode", "DCR") == "CRD",
+            }
+            .op(),
+        ),
+        "SpaceToDepth" => Some(
+            burnc_compiler::ops::depth_space::SpaceToDepth {
+                blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+                crd: a.s_or("mode", "DCR") == "CRD",
+            }
+            .op(),
+        ),
         "OneHot" => Some(burnc_compiler::ops::one_hot::OneHot { axis: a.i_or("axis", -1) }.op()),
         "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
         "Compress" => Some(Op::Compress { axis: a.i("axis") }),
