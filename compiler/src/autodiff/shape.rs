@@ -1,7 +1,7 @@
 //! Data movement. Reshapes move no data, so the gradient is reshaped back; Transpose is undone
 //! by the inverse permutation; Concat's gradient is a Split at the operands' sizes and Split's
-//! a Concat; Expand's is summed over the broadcast dims. Slice, Gather, GatherElements, Tile,
-//! Pad, DepthToSpace and SpaceToDepth pick elements, so their gradient scatters dY back,
+//! a Concat; Expand's is summed over the broadcast dims. Slice, Gather, GatherElements, Tile
+//! and Pad pick elements, so their gradient scatters dY back,
 //! adding where an element was picked twice: the same op applied to an "iota" (each element holding its own flat index) tells
 //! where each output element came from, and ScatterElements(add) into zeros puts it there.
 //! That reuses the forward op's own index semantics (negative indices, steps, clamping), so
@@ -10,6 +10,7 @@ use super::builder::{norm_axis, B, R};
 use super::{dy0, dy_or_zeros, input};
 use crate::ir::{Node, Op, PadMode, ReduceOp, ScatterReduction, ValueId};
 use crate::tensor::Tensor;
+use crate::ops::scatter::ScatterElements;
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let x = input(n, 0)?;
@@ -31,7 +32,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
         }
         Op::Concat { axis } => concat(b, n, *axis, dy, need),
         // Only the data input is differentiable; starts, indices, repeats are integers.
-        Op::Slice | Op::Gather { .. } | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => {
+        Op::Slice | Op::Gather { .. } | Op::Tile => {
             out[0] = Some(scatter_back(b, n, x, dy, false)?);
             Ok(out)
         }
@@ -149,7 +150,7 @@ fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId, fill: bool) ->
         }
     };
     let zeros = b.node(Op::ConstantOfShape { value: super::builder::scalar_tensor(0.0, dt)? }, &[len])?;
-    let sc = b.node(Op::ScatterElements { axis: 0, reduction: ScatterReduction::Add }, &[zeros, idx, upd])?;
+    let sc = b.node(ScatterElements { axis: 0, reduction: ScatterReduction::Add }.op(), &[zeros, idx, upd])?;
     let (one, big) = (b.ints(&[1]), b.ints(&[i64::MAX]));
     let cut = b.node(Op::Slice, &[sc, one, big])?;
     b.reshape_like(cut, x)
@@ -170,6 +171,6 @@ pub(super) fn scatter_add(b: &mut B<'_>, x: ValueId, flat_idx: ValueId, dy: Valu
         }
     };
     let zeros = b.node(Op::ConstantOfShape { value: super::builder::scalar_tensor(0.0, dt)? }, &[size])?;
-    let sc = b.node(Op::ScatterElements { axis: 0, reduction: ScatterReduction::Add }, &[zeros, idx, upd])?;
+    let sc = b.node(ScatterElements { axis: 0, reduction: ScatterReduction::Add }.op(), &[zeros, idx, upd])?;
     b.reshape_like(sc, x)
 }

@@ -213,8 +213,6 @@ pub enum Op {
     Slice,
     Gather { axis: i64 },
     GatherNd { batch_dims: i64 },
-    ScatterElements { axis: i64, reduction: ScatterReduction },
-    ScatterNd { reduction: ScatterReduction },
     Expand,
     Tile,
     /// (data, pads, constant_value?, axes?).
@@ -223,9 +221,6 @@ pub enum Op {
     ConstantOfShape { value: Tensor },
     Range,
     NonZero,
-    DepthToSpace { blocksize: usize, crd: bool },
-    /// `crd`: channels ordered (C, block row, block col), opset 25's mode=CRD; else DCR.
-    SpaceToDepth { blocksize: usize, crd: bool },
     EyeLike { dtype: Option<DType>, k: i64 },
     Compress { axis: Option<i64> },
     ReverseSequence { batch_axis: i64, time_axis: i64 },
@@ -263,8 +258,6 @@ pub enum Op {
     AffineGrid { align_corners: bool },
     /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
     Unique { axis: Option<i64>, sorted: bool },
-    /// (past_cache, update, write_indices?) → the cache with the update written along `axis`.
-    TensorScatter { axis: i64, circular: bool },
 
     // ---- detection (interp::ops::detect)
     /// (boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?) →

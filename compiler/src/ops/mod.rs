@@ -12,6 +12,7 @@
 pub mod activation;
 pub mod attention;
 pub mod cumulative;
+pub mod depth_space;
 pub mod gather;
 pub mod grid;
 pub mod image;
@@ -31,6 +32,7 @@ pub mod reduce;
 pub mod resize;
 pub mod rotary;
 mod regex;
+pub mod scatter;
 pub mod select;
 pub mod split;
 pub mod strings;
@@ -148,6 +150,8 @@ pub fn examples() -> Vec<Example> {
     v.extend(pad::examples());
     v.extend(split::examples());
     v.extend(gather::examples());
+    v.extend(scatter::examples());
+    v.extend(depth_space::examples());
     v.extend(recurrent::examples());
     v.extend(causal_conv::examples());
     v.extend(linear_attention::examples());

@@ -103,8 +103,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Slice
         | Op::Gather { .. }
         | Op::GatherNd { .. }
-        | Op::ScatterElements { .. }
-        | Op::ScatterNd { .. }
         | Op::Expand
         | Op::Tile
         | Op::Shape { .. }
@@ -112,14 +110,11 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::ConstantOfShape { .. }
         | Op::Range
         | Op::NonZero
-        | Op::DepthToSpace { .. }
-        | Op::SpaceToDepth { .. }
         | Op::EyeLike { .. }
         | Op::Compress { .. }
         | Op::ReverseSequence { .. }
         | Op::CenterCropPad { .. }
         | Op::MaxUnpool { .. }
-        | Op::TensorScatter { .. }
         | Op::Unique { .. }
         | Op::Seq(_) => 0,
 

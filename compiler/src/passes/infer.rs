@@ -492,7 +492,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         }
         Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Shrink { .. } => same(),
         Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
-        Op::ScatterElements { .. } | Op::ScatterNd { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),
@@ -761,50 +760,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         }
         Op::NonZero => vec![t(Some(DType::I64), Some(vec![cx.shape(0).map(|x| Dim::Fixed(x.len())).unwrap_or_else(|| cx.fresh()), cx.fresh()]))],
         Op::EyeLike { dtype, .. } => vec![t(dtype.or(cx.dtype(0)), cx.shape(0).map(|s| s.to_vec()))],
-        Op::DepthToSpace { blocksize: b, .. } => {
-            let b = *b;
-            let dims = match cx.shape(0) {
-                Some(x) if x.len() == 4 => {
-                    if let Dim::Fixed(c) = x[1] {
-                        if c % b.saturating_mul(b) != 0 {
-                            return Err(format!("channels {c} not divisible by blocksize² {}", b.saturating_mul(b)));
-                        }
-                    }
-                    Some(vec![
-                        x[0].clone(),
-                        map_dim(cx, &x[1], |c| Some(c / b.saturating_mul(b))),
-                        map_dim(cx, &x[2], |h| Some(h.saturating_mul(b))),
-                        map_dim(cx, &x[3], |w| Some(w.saturating_mul(b))),
-                    ])
-                }
-                Some(x) => return Err(format!("expects a rank-4 input, got rank {}", x.len())),
-                None => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
-        Op::SpaceToDepth { blocksize: b, .. } => {
-            let b = *b;
-            let dims = match cx.shape(0) {
-                Some(x) if x.len() == 4 => {
-                    for d in &x[2..] {
-                        if let Dim::Fixed(v) = d {
-                            if v % b != 0 {
-                                return Err(format!("spatial dim {v} not divisible by blocksize {b}"));
-                            }
-                        }
-                    }
-                    Some(vec![
-                        x[0].clone(),
-                        map_dim(cx, &x[1], |c| Some(c.saturating_mul(b).saturating_mul(b))),
-                        map_dim(cx, &x[2], |h| Some(h / b)),
-                        map_dim(cx, &x[3], |w| Some(w / b)),
-                    ])
-                }
-                Some(x) => return Err(format!("expects a rank-4 input, got rank {}", x.len())),
-                None => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Compress { axis } => {
             let dims = match (cx.shape(0), axis) {
                 (Some(x), Some(a)) => {
@@ -907,7 +862,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             super::infer_unpool::infer(&n.op, &fixed, &ints)?.into_iter().map(|s| t(cx.dtype(0), s.and_then(f))).collect()
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::AffineGrid { .. } | Op::Unique { .. } | Op::TensorScatter { .. } => signal::infer(cx, &n.op)?,
+        | Op::AffineGrid { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass

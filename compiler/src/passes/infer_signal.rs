@@ -1,4 +1,4 @@
-//! Inference for the signal, grid, Unique and TensorScatter ops: exact shapes from the
+//! Inference for the signal, grid and Unique ops: exact shapes from the
 //! interpreter's own geometry functions when the shape-deciding operands are known.
 use super::{t, Cx, R};
 use crate::interp::ops::{grid, signal};
@@ -61,7 +61,6 @@ pub(super) fn infer(cx: &Cx, op: &Op) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), shape)]
         }
-        Op::TensorScatter { .. } => vec![t(cx.dtype(0), cx.shape(0).map(|s| s.to_vec()))],
         // Counts of unique values are data-dependent; the inverse indices' length is not.
         Op::Unique { axis, .. } => {
             let x = cx.shape(0);

@@ -201,7 +201,7 @@ fn shape_ops_with_constant_operands() {
     let k = ints(&mut g, vec![3]);
     let tk = g.add_node("topk", Op::TopK { axis: -1, largest: true, sorted: true }, vec![Some(x), Some(k)], &["tv".into(), "ti".into()]).1;
     let rd = node(&mut g, Op::Reduce { op: crate::ir::ReduceOp::Mean, axes: Some(vec![2, 3]), keepdims: false, noop_with_empty_axes: false }, vec![Some(x)]);
-    let d2s = node(&mut g, Op::DepthToSpace { blocksize: 2, crd: false }, vec![Some(x)]);
+    let d2s = node(&mut g, crate::ops::depth_space::DepthToSpace { blocksize: 2, crd: false }.op(), vec![Some(x)]);
     let rep = ints(&mut g, vec![1, 2, 1, 1]);
     let ti = node(&mut g, Op::Tile, vec![Some(x), Some(rep)]);
     let es = ints(&mut g, vec![3, 1, 1, 1, 1]);

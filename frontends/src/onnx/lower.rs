@@ -505,8 +505,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Gather" => Some(Op::Gather { axis: a.i_or("axis", 0) }),
         "GatherElements" => Some(burnc_compiler::ops::gather::GatherElements { axis: a.i_or("axis", 0) }.op()),
         "GatherND" => Some(Op::GatherNd { batch_dims: a.i_or("batch_dims", 0) }),
-        "ScatterElements" | "Scatter" => Some(Op::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }),
-        "ScatterND" => Some(Op::ScatterNd { reduction: reduction(&n)? }),
+        "ScatterElements" | "Scatter" => Some(burnc_compiler::ops::scatter::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }.op()),
+        "ScatterND" => Some(burnc_compiler::ops::scatter::ScatterNd { reduction: reduction(&n)? }.op()),
         "Expand" => Some(Op::Expand),
         "Tile" => Some(Op::Tile),
         "Pad" => {
@@ -580,14 +580,20 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             Some(burnc_compiler::ops::strings::op(burnc_compiler::ops::strings::RegexFullMatch::new(&pattern).map_err(|e| n.err(e))?))
         }
         "Trilu" => Some(burnc_compiler::ops::select::Trilu { upper: a.i_or("upper", 1) != 0 }.op()),
-        "DepthToSpace" => Some(Op::DepthToSpace {
-            blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
-            crd: a.s_or("mode", "DCR") == "CRD",
-        }),
-        "SpaceToDepth" => Some(Op::SpaceToDepth {
-            blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
-            crd: a.s_or("mode", "DCR") == "CRD",
-        }),
+        "DepthToSpace" => Some(
+            burnc_compiler::ops::depth_space::DepthToSpace {
+                blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+                crd: a.s_or("mode", "DCR") == "CRD",
+            }
+            .op(),
+        ),
+        "SpaceToDepth" => Some(
+            burnc_compiler::ops::depth_space::SpaceToDepth {
+                blocksize: a.i("blocksize").ok_or_else(|| n.err("missing attribute `blocksize`"))?.max(1) as usize,
+                crd: a.s_or("mode", "DCR") == "CRD",
+            }
+            .op(),
+        ),
         "OneHot" => Some(burnc_compiler::ops::one_hot::OneHot { axis: a.i_or("axis", -1) }.op()),
         "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
         "Compress" => Some(Op::Compress { axis: a.i("axis") }),
@@ -793,14 +799,17 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             group: usize::try_from(a.i_or("group", 1)).map_err(|_| n.err("negative group"))?,
             offset_group: usize::try_from(a.i_or("offset_group", 1)).map_err(|_| n.err("negative offset_group"))?,
         }),
-        "TensorScatter" => Some(Op::TensorScatter {
-            axis: a.i_or("axis", -2),
-            circular: match a.s_or("mode", "linear").as_str() {
-                "linear" => false,
-                "circular" => true,
-                m => return Err(n.err(format!("unknown mode `{m}`"))),
-            },
-        }),
+        "TensorScatter" => Some(
+            burnc_compiler::ops::scatter::TensorScatter {
+                axis: a.i_or("axis", -2),
+                circular: match a.s_or("mode", "linear").as_str() {
+                    "linear" => false,
+                    "circular" => true,
+                    m => return Err(n.err(format!("unknown mode `{m}`"))),
+                },
+            }
+            .op(),
+        ),
         _ => None,
     };
     let Some(op) = op else {

@@ -48,8 +48,8 @@ fn gather_elements_depth_space() {
         node(g, crate::ops::gather::GatherElements { axis: 0 }.op(), &[x[0], i])
     });
     for crd in [false, true] {
-        check(&[&[1, 8, 2, 3]], |g, x| node(g, Op::DepthToSpace { blocksize: 2, crd }, &[x[0]]));
-        check(&[&[1, 2, 4, 6]], |g, x| node(g, Op::SpaceToDepth { blocksize: 2, crd }, &[x[0]]));
+        check(&[&[1, 8, 2, 3]], |g, x| node(g, crate::ops::depth_space::DepthToSpace { blocksize: 2, crd }.op(), &[x[0]]));
+        check(&[&[1, 2, 4, 6]], |g, x| node(g, crate::ops::depth_space::SpaceToDepth { blocksize: 2, crd }.op(), &[x[0]]));
     }
 }
 

@@ -81,11 +81,8 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => vec![0],
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
         Op::Slice | Op::Gather { .. } | Op::GatherNd { .. } | Op::Expand | Op::Tile => vec![0],
-        Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => vec![0],
         Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),
-        Op::ScatterElements { reduction: crate::ir::ScatterReduction::None, .. }
-        | Op::ScatterNd { reduction: crate::ir::ScatterReduction::None } => vec![0, 2],
         _ => return None,
     })
 }

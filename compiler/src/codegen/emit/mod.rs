@@ -13,7 +13,6 @@ pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 mod norm;
 mod quant;
-mod scatter;
 mod unpool;
 mod signal;
 mod train;
@@ -26,7 +25,7 @@ pub(crate) use dropout::emit as emit_dropout;
 pub(crate) use misc::emit_shrink;
 use super::weights::WeightsLayout;
 use super::CodegenError;
-use crate::ir::{DType, Graph, Node, NodeId, Op, ScatterReduction, ValueId, ValueKind};
+use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
 use std::collections::HashMap;
 
@@ -251,12 +250,11 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } if *reduction != ScatterReduction::None => scatter::emit(cx, id, n),
         Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::AffineGrid { .. } | Op::TensorScatter { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
+        | Op::AffineGrid { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),

@@ -1,4 +1,4 @@
-//! DFT, STFT, windows, MelWeightMatrix, AffineGrid and TensorScatter: calls into
+//! DFT, STFT, windows, MelWeightMatrix and AffineGrid: calls into
 //! the runtime kernels the interpreter uses, with the geometry the interpreter resolves
 //! (`interp::ops::{signal, grid}`). Unique has data-dependent shapes: only a constant input,
 //! folded before codegen, gets through.
@@ -58,7 +58,7 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
     }
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
     let (od, _) = cx.ty(n, out)?;
-    if !is_float(od) && !matches!(n.op, Op::TensorScatter { .. }) {
+    if !is_float(od) {
         return Err(cx.err(n, format!("output type {od} is not supported by codegen")));
     }
     let y = cx.write(n, out)?;
@@ -104,27 +104,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
             let size = cx.konst(cx.input(n, 1)?).and_then(|t| t.to_i64_vec()).ok_or_else(|| cx.err(n, "size must be a constant"))?;
             let (batch, sp, _) = grid::affine_dims(&ts, &size).map_err(|e| cx.err(n, e))?;
             format!("rt::kernels::grid::affine_grid({}, {batch}, &{sp:?}, {align_corners}, {y});", cx.read(n, theta)?)
-        }
-        Op::TensorScatter { axis, circular } => {
-            let (past, upd) = (cx.input(n, 0)?, cx.input(n, 1)?);
-            let ((_, ps), (_, us)) = (cx.ty(n, past)?, cx.ty(n, upd)?);
-            let d = grid::cache_dims(&ps, &us, *axis).map_err(|e| cx.err(n, e))?;
-            let wi = match n.inputs.get(2).copied().flatten() {
-                Some(w) => {
-                    let (wd, ws) = cx.ty(n, w)?;
-                    if wd != DType::I64 || ws.iter().product::<usize>() != d.batch {
-                        return Err(cx.err(n, format!("write_indices must be {} int64 values", d.batch)));
-                    }
-                    format!("Some({})", cx.read(n, w)?)
-                }
-                None => "None".into(),
-            };
-            // Out-of-range indices skip their rows (the interpreter reports them as errors).
-            format!(
-                "let _ = rt::kernels::cache::tensor_scatter({}, {}, {wi}, &rt::kernels::cache::{d:?}, {circular}, {y});",
-                cx.read(n, past)?,
-                cx.read(n, upd)?
-            )
         }
         _ => return Err(cx.err(n, "not a signal op")),
     };

@@ -547,7 +547,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             one(reduce(&ncx, *op, &x, &y, &red))
         }
         Op::ConvTranspose { window, group, output_padding, output_shape } => one(conv_transpose(&ncx, &y, window, *group, output_padding, output_shape)),
-        Op::Slice | Op::Expand | Op::Tile | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => one(by_table(&ncx, &y)),
+        Op::Slice | Op::Expand | Op::Tile | Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
         _ => Err(cx.err(n, "not supported by the wgpu target yet")),
     }

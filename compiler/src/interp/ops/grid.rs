@@ -1,12 +1,11 @@
-//! GridSample, AffineGrid and TensorScatter: geometry resolved here (shared with inference
-//! and codegen), math in `burnc_runtime::kernels::{grid, cache}`.
+//! GridSample and AffineGrid: geometry resolved here (shared with inference and codegen),
+//! math in `burnc_runtime::kernels::grid`.
 use super::signal::floats;
-use super::util::{arg, ints_arg, norm_axis_or_scalar, opt_arg};
+use super::util::{arg, ints_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
 use crate::tensor::{Data, Tensor};
-use burnc_runtime::kernels::cache::{self, CacheDims};
 use burnc_runtime::kernels::grid::{self, GridDims};
 
 /// GridSample geometry and output shape [N, C, grid spatial…] from X's and the grid's shapes.
@@ -37,16 +36,6 @@ pub fn affine_dims(ts: &[usize], size: &[i64]) -> Result<(usize, Vec<usize>, Vec
     Ok((dims[0], sp, out))
 }
 
-/// TensorScatter geometry: cache and update agree but on `axis` (not the batch axis), where the
-/// update is no longer than the cache.
-pub fn cache_dims(cs: &[usize], us: &[usize], axis: i64) -> Result<CacheDims, String> {
-    let ax = norm_axis_or_scalar(axis, cs.len())?;
-    if ax == 0 || us.len() != cs.len() || (0..cs.len()).any(|i| if i == ax { us[i] > cs[i] } else { us[i] != cs[i] }) {
-        return Err(format!("TensorScatter update {us:?} does not fit cache {cs:?} on axis {axis}"));
-    }
-    Ok(CacheDims { batch: cs[0], mid: cs[1..ax].iter().product(), max_seq: cs[ax], seq: us[ax], inner: cs[ax + 1..].iter().product() })
-}
-
 pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     let t = match op {
         Op::AffineGrid { align_corners } => {
@@ -59,40 +48,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
                 y
             }, "AffineGrid");
             Tensor::new(shape, data)
-        }
-        Op::TensorScatter { axis, circular } => {
-            let (past, upd) = (arg(args, 0)?, arg(args, 1)?);
-            if past.dtype() != upd.dtype() {
-                return Err(format!("update of type {} for a cache of {}", upd.dtype(), past.dtype()));
-            }
-            let d = cache_dims(&past.shape, &upd.shape, *axis)?;
-            let wi = opt_arg(args, 2)?.map(|t| t.to_i64_vec().ok_or("write_indices must be integers")).transpose()?;
-            if wi.as_ref().is_some_and(|w| w.len() != d.batch) {
-                return Err(format!("write_indices must hold {} entries", d.batch));
-            }
-            let ok;
-            macro_rules! go {
-                ($($variant:ident),*) => {
-                    match (&past.data, &upd.data) {
-                        $((Data::$variant(v), Data::$variant(u)) => {
-                            let mut y = v.clone();
-                            ok = cache::tensor_scatter(v, u, wi.as_deref(), &d, *circular, &mut y);
-                            Data::$variant(y)
-                        })*
-                        (Data::F8(dt, v), Data::F8(_, u)) => {
-                            let mut y = v.clone();
-                            ok = cache::tensor_scatter(v, u, wi.as_deref(), &d, *circular, &mut y);
-                            Data::F8(*dt, y)
-                        }
-                        _ => return Err(format!("update of type {} for a cache of {}", upd.dtype(), past.dtype())),
-                    }
-                };
-            }
-            let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool);
-            if !ok {
-                return Err("a write index puts the update outside the cache".into());
-            }
-            Tensor::new(past.shape.clone(), data)
         }
         _ => return Err(format!("{} is not a grid op", op.name())),
     };

@@ -1,23 +1,17 @@
-//! Interpreter semantics: index family (Gather*, Scatter*, NonZero, Compress, Trilu,
-//! EyeLike, ReverseSequence). Gathers are written as a flat
-//! source index per output element and one generic [`take`]; scatters go through the runtime's
-//! `scatter` kernel. Index tensors are validated: out-of-range is an error, negatives wrap.
+//! Interpreter semantics: index family (Gather, GatherND, NonZero, Compress, Trilu,
+//! EyeLike, ReverseSequence). Gathers are written as a flat source index per output element and
+//! one generic [`take`]. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
 use super::util::{arg, norm_axis_or_scalar, numel, one, strides};
 use super::OpResult;
 use crate::interp::RtValue;
-use crate::ir::{DType, Op, ScatterReduction};
+use crate::ir::{DType, Op};
 use crate::tensor::{Data, Tensor};
-use burnc_runtime::kernels::scatter::{scatter, ScatterMode};
 
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Gather { axis } => one(gather(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::GatherNd { batch_dims } => one(gather_nd(arg(args, 0)?, arg(args, 1)?, *batch_dims)?),
-        Op::ScatterElements { axis, reduction } => {
-            one(scatter_elements(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *axis, *reduction)?)
-        }
-        Op::ScatterNd { reduction } => one(scatter_nd(arg(args, 0)?, arg(args, 1)?, arg(args, 2)?, *reduction)?),
         Op::NonZero => one(nonzero(arg(args, 0)?)?),
         Op::Compress { axis } => one(compress(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
@@ -76,29 +70,6 @@ fn gather(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
     Ok(Tensor::new(shape, take(&data.data, &idx)))
 }
 
-/// Flat data offsets for GatherElements / ScatterElements: `indices`' position with the
-/// `axis` coordinate replaced by the index value.
-fn element_targets(ds: &[usize], ind: &Tensor, axis: i64, what: &str) -> Result<Vec<usize>, String> {
-    let r = ds.len();
-    if ind.rank() != r || r == 0 {
-        return Err(format!("{what}: indices rank {} differs from data rank {r}", ind.rank()));
-    }
-    let ax = norm_axis_or_scalar(axis, r)?;
-    for d in 0..r {
-        if d != ax && ind.shape[d] > ds[d] {
-            return Err(format!("{what}: indices shape {:?} exceeds data shape {:?} off axis {ax}", ind.shape, ds));
-        }
-    }
-    let iv = wrap_all(&indices(ind, "indices")?, ds[ax], what)?;
-    let st = strides(ds);
-    let ist = strides(&ind.shape);
-    index_map(&ind.shape, |ix| {
-        let flat: usize = ix.iter().zip(&ist).map(|(i, s)| i * s).sum();
-        ix.iter().enumerate().map(|(d, &i)| if d == ax { iv[flat] } else { i } * st[d]).sum()
-    })
-}
-
-
 /// Resolve GatherND/ScatterND index tuples (last dim of `ind`) against `data`, with the first
 /// `b` dims shared as batch dims. Returns the flat data offset of each tuple's slice, the
 /// slice length, and the shape of the tuple grid.
@@ -145,76 +116,6 @@ fn gather_nd(data: &Tensor, ind: &Tensor, batch_dims: i64) -> Result<Tensor, Str
     shape.extend_from_slice(&data.shape[b + m..]);
     let idx: Vec<usize> = offs.iter().flat_map(|&o| o..o + slice).collect();
     Ok(Tensor::new(shape, take(&data.data, &idx)))
-}
-
-fn mode(r: ScatterReduction) -> ScatterMode {
-    match r {
-        ScatterReduction::None => ScatterMode::Replace,
-        ScatterReduction::Add => ScatterMode::Add,
-        ScatterReduction::Mul => ScatterMode::Mul,
-        ScatterReduction::Max => ScatterMode::Max,
-        ScatterReduction::Min => ScatterMode::Min,
-    }
-}
-
-fn scatter_data(data: &Tensor, upd: &Tensor, dst: &[usize], chunk: usize, red: ScatterReduction) -> Result<Data, String> {
-    if data.dtype() != upd.dtype() {
-        return Err(format!("updates type {} differs from data type {}", upd.dtype(), data.dtype()));
-    }
-    let m = mode(red);
-    macro_rules! go {
-        ($($variant:ident),*) => {
-            match (&data.data, &upd.data) {
-                $((Data::$variant(d), Data::$variant(u)) => {
-                    let mut out = d.clone();
-                    scatter(&mut out, u, dst, chunk, m);
-                    Data::$variant(out)
-                })*
-                (Data::F8(dt, d), Data::F8(_, u)) if m == ScatterMode::Replace => {
-                    let mut out = d.clone();
-                    scatter(&mut out, u, dst, chunk, m);
-                    Data::F8(*dt, out)
-                }
-                _ => return Err(format!("scatter with reduction {red:?} is not defined on {}", data.dtype())),
-            }
-        };
-    }
-    Ok(go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64, Bool))
-}
-
-/// Where scatter updates land: each update's (or, for ScatterND, each slice's) flat offset in
-/// the output and the slice length. Shared with codegen, which bakes it into a table.
-pub fn scatter_targets(op: &Op, ds: &[usize], ind: &Tensor, us: &[usize]) -> Result<(Vec<usize>, usize), String> {
-    match op {
-        Op::ScatterElements { axis, .. } => {
-            if us != &ind.shape[..] {
-                return Err(format!("updates shape {us:?} differs from indices shape {:?}", ind.shape));
-            }
-            Ok((element_targets(ds, ind, *axis, "ScatterElements")?, 1))
-        }
-        Op::ScatterNd { .. } => {
-            let (offs, slice, _) = nd_offsets(ds, ind, 0, "ScatterND")?;
-            let q = ind.rank();
-            let m = ind.shape[q - 1];
-            let mut want = ind.shape[..q - 1].to_vec();
-            want.extend_from_slice(&ds[m..]);
-            if us != &want[..] {
-                return Err(format!("updates shape {us:?} should be {want:?}"));
-            }
-            Ok((offs, slice))
-        }
-        _ => Err(format!("{} is not a scatter", op.name())),
-    }
-}
-
-fn scatter_elements(data: &Tensor, ind: &Tensor, upd: &Tensor, axis: i64, red: ScatterReduction) -> Result<Tensor, String> {
-    let (dst, chunk) = scatter_targets(&Op::ScatterElements { axis, reduction: red }, &data.shape, ind, &upd.shape)?;
-    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &dst, chunk, red)?))
-}
-
-fn scatter_nd(data: &Tensor, ind: &Tensor, upd: &Tensor, red: ScatterReduction) -> Result<Tensor, String> {
-    let (dst, chunk) = scatter_targets(&Op::ScatterNd { reduction: red }, &data.shape, ind, &upd.shape)?;
-    Ok(Tensor::new(data.shape.clone(), scatter_data(data, upd, &dst, chunk, red)?))
 }
 
 fn nonzero_mask(x: &Tensor) -> Result<Vec<bool>, String> {
@@ -342,21 +243,6 @@ mod tests {
         let x = f(&[2, 2, 2], &[0., 1., 2., 3., 4., 5., 6., 7.]);
         let y = gather_nd(&x, &i(&[2, 1], &[1, 0]), 1).unwrap();
         assert_eq!(y, f(&[2, 2], &[2., 3., 4., 5.]));
-    }
-
-    #[test]
-    fn scatter_nd_add_duplicates() {
-        let x = f(&[4], &[1., 2., 3., 4.]);
-        let y = scatter_nd(&x, &i(&[2, 1], &[1, 1]), &f(&[2], &[10., 20.]), ScatterReduction::Add).unwrap();
-        assert_eq!(y, f(&[4], &[1., 32., 3., 4.]));
-        assert!(scatter_nd(&x, &i(&[1, 1], &[4]), &f(&[1], &[0.]), ScatterReduction::None).is_err());
-    }
-
-    #[test]
-    fn scatter_elements_axis1() {
-        let x = f(&[1, 5], &[1., 2., 3., 4., 5.]);
-        let y = scatter_elements(&x, &i(&[1, 2], &[1, 3]), &f(&[1, 2], &[1.1, 2.1]), 1, ScatterReduction::None).unwrap();
-        assert_eq!(y, f(&[1, 5], &[1., 1.1, 3., 2.1, 5.]));
     }
 
     #[test]

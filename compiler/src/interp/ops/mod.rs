@@ -82,8 +82,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Reduce { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. }
         | Op::GatherNd { .. }
-        | Op::ScatterElements { .. }
-        | Op::ScatterNd { .. }
         | Op::NonZero
         | Op::Compress { .. }
         | Op::EyeLike { .. }
@@ -100,7 +98,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
         | Op::CenterCropPad { .. } => extra::eval(op, &args),
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
-        Op::AffineGrid { .. } | Op::TensorScatter { .. } => grid::eval(op, &args),
+        Op::AffineGrid { .. } => grid::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::eval(op, &args),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::eval(op, &args),

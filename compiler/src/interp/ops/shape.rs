@@ -97,8 +97,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let (s, l, d) = (arg(args, 0)?, arg(args, 1)?, arg(args, 2)?);
             one(range(s, l, d)?)
         }
-        Op::DepthToSpace { blocksize, crd } => one(depth_to_space(arg(args, 0)?, *blocksize, *crd)?),
-        Op::SpaceToDepth { blocksize, crd } => one(space_to_depth(arg(args, 0)?, *blocksize, *crd)?),
         _ => Err(format!("{} is not implemented in the interpreter yet", op.name())),
     }
 }
@@ -350,41 +348,6 @@ fn range(s: &Tensor, l: &Tensor, d: &Tensor) -> Result<Tensor, String> {
         super::cast::cast(&Tensor::from_i64s(vec![n], vals), dtype, true)
     }
 }
-
-fn depth_to_space(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
-    if x.rank() != 4 || !x.shape[1].is_multiple_of(b * b) {
-        return Err(format!("needs NCHW input with C divisible by {}, got {:?}", b * b, x.shape));
-    }
-    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
-    let oc = c / (b * b);
-    let out = vec![n, oc, h * b, w * b];
-    let st = strides(&x.shape);
-    let idx = index_map(&out, |ix| {
-        let (bn, ch, y, xx) = (ix[0], ix[1], ix[2], ix[3]);
-        let (by, bx) = (y % b, xx % b);
-        let src_c = if crd { ch * b * b + by * b + bx } else { by * b * oc + bx * oc + ch };
-        bn * st[0] + src_c * st[1] + (y / b) * st[2] + (xx / b) * st[3]
-    })?;
-    Ok(Tensor::new(out, take(&x.data, &idx)))
-}
-
-fn space_to_depth(x: &Tensor, b: usize, crd: bool) -> Result<Tensor, String> {
-    if x.rank() != 4 || !x.shape[2].is_multiple_of(b) || !x.shape[3].is_multiple_of(b) {
-        return Err(format!("needs NCHW input with H, W divisible by {b}, got {:?}", x.shape));
-    }
-    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
-    let out = vec![n, c * b * b, h / b, w / b];
-    let st = strides(&x.shape);
-    let idx = index_map(&out, |ix| {
-        let (bn, oc, y, xx) = (ix[0], ix[1], ix[2], ix[3]);
-        // DCR: oc = (by · b + bx) · C + ch; CRD: oc = ch · b² + by · b + bx.
-        let (ch, blk) = if crd { (oc / (b * b), oc % (b * b)) } else { (oc % c, oc / c) };
-        let (by, bx) = (blk / b, blk % b);
-        bn * st[0] + ch * st[1] + (y * b + by) * st[2] + (xx * b + bx) * st[3]
-    })?;
-    Ok(Tensor::new(out, take(&x.data, &idx)))
-}
-
 
 /// Element count of an integer Range: ceil((limit - start) / delta), at least 0, exact for
 /// any i64 bounds (the difference is taken in i128; f64 rounds it near the limits). `delta`
