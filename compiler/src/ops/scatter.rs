@@ -68,18 +68,8 @@ impl OpDef for ScatterElements {
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, ind, upd) = (cx.input(0)?, cx.input(1)?, cx.input(2)?);
         let a = self.axis(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
-        let f = combine(self.reduction, cx.dtype(x)?).map_err(|e| cx.err(e))?;
-        Ok(format!(
-            "let y = {};\ny.copy_from_slice({});\nrt::kernels::scatter::scatter_elements(y, &{}, {}, &{}, {}, {a}, {f});",
-            cx.write(cx.output(0)?)?,
-            cx.read(x)?,
-            cx.sizes(&cx.dims(x)?)?,
-            cx.read(ind)?,
-            cx.sizes(&cx.dims(ind)?)?,
-            cx.read(upd)?,
-        ))
+        emit_scatter(cx, "scatter_elements", &format!("{a}, "), self.reduction)
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
@@ -166,18 +156,8 @@ impl OpDef for ScatterNd {
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, ind, upd) = (cx.input(0)?, cx.input(1)?, cx.input(2)?);
         Self::tuple_len(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
-        let f = combine(self.reduction, cx.dtype(x)?).map_err(|e| cx.err(e))?;
-        Ok(format!(
-            "let y = {};\ny.copy_from_slice({});\nrt::kernels::scatter::scatter_nd(y, &{}, {}, &{}, {}, {f});",
-            cx.write(cx.output(0)?)?,
-            cx.read(x)?,
-            cx.sizes(&cx.dims(x)?)?,
-            cx.read(ind)?,
-            cx.sizes(&cx.dims(ind)?)?,
-            cx.read(upd)?,
-        ))
+        emit_scatter(cx, "scatter_nd", "", self.reduction)
     }
 
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
@@ -522,6 +502,22 @@ pub fn examples() -> Vec<super::Example> {
     let bytes = Tensor::new(vec![2, 4], Data::U8((0..8).collect()));
     v.push(super::Example { consts: vec![], op: ts(1, false), inputs: vec![bytes, Tensor::new(vec![2, 1], Data::U8(vec![100, 200]))] });
     v
+}
+
+/// `y = data`, then the runtime's `kernel(y, dims, indices, index dims, updates, {extra}combine)`
+/// (ScatterElements passes its axis in `extra`).
+fn emit_scatter(cx: &EmitCx, kernel: &str, extra: &str, reduction: ScatterReduction) -> Result<String, CodegenError> {
+    let (x, ind, upd) = (cx.input(0)?, cx.input(1)?, cx.input(2)?);
+    let f = combine(reduction, cx.dtype(x)?).map_err(|e| cx.err(e))?;
+    Ok(format!(
+        "let y = {};\ny.copy_from_slice({});\nrt::kernels::scatter::{kernel}(y, &{}, {}, &{}, {}, {extra}{f});",
+        cx.write(cx.output(0)?)?,
+        cx.read(x)?,
+        cx.sizes(&cx.dims(x)?)?,
+        cx.read(ind)?,
+        cx.sizes(&cx.dims(ind)?)?,
+        cx.read(upd)?,
+    ))
 }
 
 #[cfg(test)]
