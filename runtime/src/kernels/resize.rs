@@ -2,8 +2,13 @@
 //! (the per-axis filters are separable), the taps of a position computed from the lengths and
 //! scale given at run time, as the ONNX reference does: the `n` taps nearest the source
 //! coordinate, edge-clamped, with nearest / linear / cubic (optionally antialiased) weights.
-//! Works in f64 over any element type; needs no tables and no scratch, so the same call serves
-//! the interpreter, fixed shapes and bounded dims.
+//! Works in f64 over any element type (a lone tap of weight 1 is copied exactly); needs no
+//! scratch, so the same call serves the interpreter, fixed shapes and bounded dims.
+//!
+//! Speed: the taps of a run of innermost-axis positions are tabulated once on the stack and
+//! reused for every row, and an outer row's tap combinations once per row, so the work per
+//! element is the weighted sum itself (nearest: one load). Shapes whose taps do not fit the
+//! tables (extreme antialiased downsampling) take the per-element path.
 use crate::math::{floor, rint};
 use crate::Elem;
 
@@ -255,14 +260,7 @@ pub fn resize<T: Elem>(x: &[T], xd: &[usize], yd: &[usize], scales: &[f64], roi:
     if r > MAX_RANK || yd.len() != r || scales.len() != r || !(roi.is_empty() || roi.len() == 2 * r) {
         return;
     }
-    let mut axes = [Axis::default(); MAX_RANK];
-    let mut stride = 1;
-    for d in (0..r).rev() {
-        let roi_d = (!roi.is_empty()).then(|| (roi[d], roi[r + d]));
-        let active = resamples(xd[d], yd[d], scales[d], roi_d);
-        axes[d] = Axis { in_len: xd[d], out_len: yd[d], scale: scales[d], roi: roi_d, stride, active };
-        stride = stride.saturating_mul(xd[d]);
-    }
+    let (axes, stride) = axes_of(xd, yd, scales, roi);
     let total = yd.iter().fold(1usize, |a, &d| a.saturating_mul(d));
     let n = total.min(y.len());
     let y = &mut y[..n];
@@ -275,6 +273,139 @@ pub fn resize<T: Elem>(x: &[T], xd: &[usize], yd: &[usize], scales: &[f64], roi:
     }
     let (lo, hi) = (T::lowest().to_f64(), T::highest().to_f64());
     let narrow = |v: f64| if T::IS_FLOAT { T::from_f64(v) } else { T::from_f64(rint(v).clamp(lo, hi)) };
+    if n == total && by_rows(x, &axes[..r], f, y, &narrow) {
+        return;
+    }
+    by_elements(x, &axes[..r], yd, f, y, &narrow);
+}
+
+/// The axes of a resize (rank ≤ `MAX_RANK`, `roi` empty or `2 · rank` long, as `resize`
+/// checks) and the input's element count.
+fn axes_of(xd: &[usize], yd: &[usize], scales: &[f64], roi: &[f64]) -> ([Axis; MAX_RANK], usize) {
+    let r = xd.len();
+    let mut axes = [Axis::default(); MAX_RANK];
+    let mut stride = 1usize;
+    for d in (0..r).rev() {
+        let roi_d = (!roi.is_empty()).then(|| (roi[d], roi[r + d]));
+        let active = resamples(xd[d], yd[d], scales[d], roi_d);
+        axes[d] = Axis { in_len: xd[d], out_len: yd[d], scale: scales[d], roi: roi_d, stride, active };
+        stride = stride.saturating_mul(xd[d]);
+    }
+    (axes, stride)
+}
+
+/// Tap slots of the innermost-axis table (index and weight each; 3–4 KiB of stack).
+const TABLE: usize = 256;
+/// Innermost positions tabulated at once.
+const CHUNK: usize = 64;
+/// Tap combinations of the outer axes a row may have.
+const OUTER: usize = 32;
+
+/// The fast path: output rows along the innermost axis, in runs of up to `CHUNK` positions
+/// whose taps are tabulated once for all rows. Returns false, having written nothing, when
+/// the taps do not fit the tables.
+fn by_rows<T: Elem>(x: &[T], axes: &[Axis], f: &Filter, y: &mut [T], narrow: &impl Fn(f64) -> T) -> bool {
+    let Some((inner, outer)) = axes.split_last() else { return false };
+    let width = if inner.active { tap_count(f, inner.scale) } else { 1 };
+    let combos = outer.iter().filter(|a| a.active).fold(1usize, |c, a| c.saturating_mul(tap_count(f, a.scale)));
+    if width > TABLE || combos > OUTER || inner.out_len == 0 {
+        return false;
+    }
+    let chunk = (TABLE / width).min(CHUNK);
+    let rows = y.len() / inner.out_len;
+    let (mut idx, mut wt) = ([0usize; TABLE], [0f64; TABLE]);
+    let (mut count, mut outside) = ([0usize; CHUNK], [false; CHUNK]);
+    let (mut off, mut ow) = ([0usize; OUTER], [0f64; OUTER]);
+    let mut x0 = 0;
+    while x0 < inner.out_len {
+        let c = chunk.min(inner.out_len - x0);
+        for i in 0..c {
+            let slots = i * width;
+            if inner.active {
+                let t = f.taps(x0 + i, inner);
+                outside[i] = t.outside;
+                count[i] = 0;
+                // Zero-weight taps (nearest's other neighbour, exact positions) are dropped.
+                for j in 0..t.n {
+                    let w = f.weight(&t, j, inner);
+                    if w != 0.0 {
+                        idx[slots + count[i]] = t.index(j, inner.in_len);
+                        wt[slots + count[i]] = w;
+                        count[i] += 1;
+                    }
+                }
+            } else {
+                (idx[slots], wt[slots], count[i], outside[i]) = (x0 + i, 1.0, 1, false);
+            }
+        }
+        let mut at = [0usize; MAX_RANK];
+        for row in 0..rows {
+            let (m, row_outside) = row_taps(f, outer, &at[..outer.len()], &mut off, &mut ow);
+            let start = row * inner.out_len + x0;
+            for (i, out) in y[start..start + c].iter_mut().enumerate() {
+                let (ii, ww) = (&idx[i * width..i * width + count[i]], &wt[i * width..i * width + count[i]]);
+                *out = if row_outside || outside[i] {
+                    T::from_f64(f.extrapolation_value)
+                } else if m == 1 && ii.len() == 1 && ow[0] == 1.0 && ww[0] == 1.0 {
+                    x[off[0] + ii[0]]
+                } else {
+                    let mut acc = 0.0;
+                    for (&o, &w) in off[..m].iter().zip(&ow[..m]) {
+                        let s: f64 = ii.iter().zip(ww).map(|(&k, &v)| v * x[o + k].to_f64()).sum();
+                        acc += w * s;
+                    }
+                    narrow(acc)
+                };
+            }
+            // Next row: the outer positions as an odometer.
+            for d in (0..outer.len()).rev() {
+                at[d] += 1;
+                if at[d] < outer[d].out_len {
+                    break;
+                }
+                at[d] = 0;
+            }
+        }
+        x0 += c;
+    }
+    true
+}
+
+/// The input offsets and weights of a row's tap combinations over the outer axes (`at`: the
+/// row's output position there), non-zero weights only; returns their count and whether the
+/// row lies outside the crop. The caller has checked that the combinations fit `off`.
+fn row_taps(f: &Filter, outer: &[Axis], at: &[usize], off: &mut [usize; OUTER], ow: &mut [f64; OUTER]) -> (usize, bool) {
+    let base = outer.iter().zip(at).filter(|(a, _)| !a.active).map(|(a, &p)| p * a.stride).sum();
+    (off[0], ow[0]) = (base, 1.0);
+    let mut m = 1;
+    let mut outside = false;
+    for (a, &p) in outer.iter().zip(at).filter(|(a, _)| a.active) {
+        let t = f.taps(p, a);
+        outside |= t.outside;
+        let mut kept = [(0usize, 0f64); OUTER];
+        let mut k = 0;
+        for j in 0..t.n {
+            let w = f.weight(&t, j, a);
+            if w != 0.0 && k < OUTER {
+                kept[k] = (t.index(j, a.in_len) * a.stride, w);
+                k += 1;
+            }
+        }
+        // Expand in place from the back: combination e's children land at e·k.. (≥ e).
+        for e in (0..m).rev() {
+            let (o, w) = (off[e], ow[e]);
+            for (j, &(ko, kw)) in kept[..k].iter().enumerate().rev() {
+                (off[e * k + j], ow[e * k + j]) = (o + ko, w * kw);
+            }
+        }
+        m *= k;
+    }
+    (m, outside)
+}
+
+/// The general path: each output element through every combination of its active axes' taps.
+fn by_elements<T: Elem>(x: &[T], axes: &[Axis], yd: &[usize], f: &Filter, y: &mut [T], narrow: &impl Fn(f64) -> T) {
+    let r = axes.len();
     let mut at = [0usize; MAX_RANK];
     let mut taps = [Taps::default(); MAX_RANK];
     let mut tj = [0usize; MAX_RANK];
@@ -378,6 +509,45 @@ mod tests {
         let mut y = [0f64; 4];
         resize(&[0f64, 4.0], &[2], &[4], &[2.0], &[-1e30, 1e30], &f, &mut y);
         assert_eq!(y, [7.0; 4]);
+    }
+
+    /// The row path against the per-element path, over filters, crops and axis mixes.
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn rows_agree_with_elements() {
+        use alloc::{vec, vec::Vec};
+        let nearest = Filter { mode: Mode::Nearest, coord: Coord::Asymmetric, ..LINEAR };
+        let filters = [
+            LINEAR,
+            nearest,
+            Filter { nearest: Nearest::RoundPreferCeil, coord: Coord::HalfPixel, ..nearest },
+            Filter { mode: Mode::Cubic, exclude_outside: true, ..LINEAR },
+            Filter { mode: Mode::Cubic, antialias: true, coord: Coord::PytorchHalfPixel, ..LINEAR },
+            Filter { antialias: true, coord: Coord::AlignCorners, ..LINEAR },
+            Filter { coord: Coord::TfCropAndResize, extrapolation_value: -3.0, ..LINEAR },
+        ];
+        let cases: [(&[usize], &[usize], &[f64]); 5] = [
+            (&[2, 3, 5, 4], &[2, 3, 10, 8], &[1.0, 1.0, 2.0, 2.0]),
+            (&[1, 2, 9, 7], &[1, 2, 4, 3], &[1.0, 1.0, 4.0 / 9.0, 3.0 / 7.0]),
+            (&[3, 6, 5], &[3, 4, 5], &[1.0, 4.0 / 6.0, 1.0]),
+            (&[70], &[150], &[150.0 / 70.0]),
+            (&[4, 40], &[9, 13], &[2.25, 13.0 / 40.0]),
+        ];
+        for f in &filters {
+            for &(xd, yd, scales) in &cases {
+                let r = xd.len();
+                let roi: Vec<f64> = if f.coord == Coord::TfCropAndResize { (0..2 * r).map(|i| if i < r { -0.2 } else { 0.9 }).collect() } else { vec![] };
+                let (axes, len) = axes_of(xd, yd, scales, &roi);
+                let x: Vec<f64> = (0..len).map(|i| (i * 37 % 101) as f64 / 7.0 - 5.0).collect();
+                let total = yd.iter().product();
+                let (mut a, mut b) = (vec![0f64; total], vec![0f64; total]);
+                assert!(by_rows(&x, &axes[..r], f, &mut a, &|v| v));
+                by_elements(&x, &axes[..r], yd, f, &mut b, &|v| v);
+                for (p, q) in a.iter().zip(&b) {
+                    assert!((p - q).abs() <= 1e-12 * (1.0 + q.abs()), "{f:?} {xd:?}->{yd:?}: {p} vs {q}");
+                }
+            }
+        }
     }
 
     #[test]
