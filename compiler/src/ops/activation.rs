@@ -5,7 +5,7 @@ use crate::codegen::emit::f64_lit;
 use super::{input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
 use crate::codegen::CodegenError;
-use crate::ir::{DType, Op, UnaryOp, ValueId};
+use crate::ir::{Op, UnaryOp, ValueId};
 use crate::map_float_data;
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::extra::{bias_split_gelu, swiglu_map, swish_map};
@@ -26,13 +26,7 @@ pub struct Swish {
 }
 
 impl OpDef for Swish {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "Swish"
@@ -59,14 +53,6 @@ impl OpDef for Swish {
         Ok(format!("rt::kernels::extra::swish_map({}, {}, {});", cx.read(x)?, f64_lit(self.alpha as f64), cx.write(y)?))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // A multiply, an exponential, an add and a divide per element.
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(numel(outs.first()?)?.saturating_mul(4))
@@ -78,14 +64,6 @@ impl OpDef for Swish {
         let d = swish_grad(cx.b, x, self.alpha)?;
         Ok(vec![Some(cx.b.mul(dy, d)?)])
     }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
-    }
 }
 
 /// `A · sigmoid(alpha · A) · B` over two inputs of one shape (ONNX SwiGLU, opset 24).
@@ -95,13 +73,7 @@ pub struct SwiGlu {
 }
 
 impl OpDef for SwiGlu {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "SwiGlu"
@@ -139,14 +111,6 @@ impl OpDef for SwiGlu {
         Ok(format!("rt::kernels::extra::swiglu_map({}, {}, {}, {});", cx.read(a)?, cx.read(b)?, f64_lit(self.alpha as f64), cx.write(y)?))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // Swish's four and the product with B.
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(numel(outs.first()?)?.saturating_mul(5))
@@ -170,14 +134,6 @@ impl OpDef for SwiGlu {
         };
         Ok(vec![da, dc])
     }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
-    }
 }
 
 /// onnxruntime's BiasSplitGelu (`com.microsoft`, as its transformer optimizer writes for
@@ -187,13 +143,8 @@ impl OpDef for SwiGlu {
 pub struct BiasSplitGelu;
 
 impl OpDef for BiasSplitGelu {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    // Not in place: the output is half as large as X.
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "BiasSplitGelu"
@@ -248,15 +199,6 @@ impl OpDef for BiasSplitGelu {
         Ok(format!("rt::kernels::extra::bias_split_gelu({}, {}, {});", cx.read(x)?, cx.read(bias)?, cx.write(y)?))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    // The output is half as large as X.
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // Two bias adds, the erf (counted as one) and four multiplies or adds per output element.
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(numel(outs.first()?)?.saturating_mul(7))
@@ -297,14 +239,6 @@ impl OpDef for BiasSplitGelu {
         let want = (cx.wants(0), cx.wants(1));
         let dbias = if want.1 { Some(cx.b.sum_to(dx, bias)?) } else { None };
         Ok(vec![want.0.then_some(dx), dbias])
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

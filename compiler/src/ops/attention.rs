@@ -205,12 +205,10 @@ fn from_f64(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> R<Tensor> {
 }
 
 impl OpDef for Attention {
+    none_of!(cuda, in_place, decides_shapes, forwards_values);
+
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         wgsl_attention(self, cx)
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
     }
 
     fn name(&self) -> &'static str {
@@ -367,10 +365,6 @@ impl OpDef for Attention {
         }
     }
 
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // Q·Kᵀ and P·V: 4 FLOPs per query element per key position.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         let k = ins.get(1)?.as_ref()?;
@@ -379,14 +373,6 @@ impl OpDef for Attention {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("Attention has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

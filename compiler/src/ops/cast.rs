@@ -30,6 +30,8 @@ pub struct Cast {
 }
 
 impl OpDef for Cast {
+    none_of!(scratch_bytes, in_place, decides_shapes);
+
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let (x, y) = (cx.input(0)?, cx.output(0)?);
         let e = crate::codegen::wgsl::scalar::cast("x", x.dtype, y.dtype).ok_or_else(|| cx.err(format!("cast from {} to {} is not supported by the wgpu target yet", x.dtype, y.dtype)))?;
@@ -75,14 +77,6 @@ impl OpDef for Cast {
         emit_cast(cx, to, self.saturate)
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)
     }
@@ -97,10 +91,6 @@ impl OpDef for Cast {
 
     // A shape cast to an integer type keeps its dims (Shape → Cast → Concat → Reshape);
     // CastLike's target is not known here, so it passes nothing (as before it moved).
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
     fn forwards_values(&self) -> Option<usize> {
         self.to.map(|_| 0)
     }

@@ -59,6 +59,8 @@ impl InstanceNorm {
 }
 
 impl OpDef for InstanceNorm {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     fn name(&self) -> &'static str {
         "InstanceNormalization"
     }
@@ -89,22 +91,6 @@ impl OpDef for InstanceNorm {
         ))
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(5)
     }
@@ -112,14 +98,6 @@ impl OpDef for InstanceNorm {
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
         crate::autodiff::norm::channel_norm(cx.b, cx.n, cx.dys, &need, self.epsilon, false)
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -139,6 +117,8 @@ impl GroupNorm {
 }
 
 impl OpDef for GroupNorm {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     fn name(&self) -> &'static str {
         "GroupNormalization"
     }
@@ -176,22 +156,6 @@ impl OpDef for GroupNorm {
         ))
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(5)
     }
@@ -199,14 +163,6 @@ impl OpDef for GroupNorm {
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
         crate::autodiff::norm::group_norm(cx.b, cx.n, cx.dys, &need, self.num_groups, self.epsilon, self.per_channel)
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -240,6 +196,8 @@ fn is_identity(p: &[usize]) -> bool {
 }
 
 impl OpDef for MeanVarianceNorm {
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
+
     fn name(&self) -> &'static str {
         "MeanVarianceNormalization"
     }
@@ -284,14 +242,6 @@ impl OpDef for MeanVarianceNorm {
         ))
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
     /// The permuted input and output, when the reduced axes are not last already.
     fn scratch_bytes(&self, ins: &[Option<(DType, Vec<usize>)>]) -> usize {
         let Some(Some((d, xs))) = ins.first() else { return 0 };
@@ -301,24 +251,12 @@ impl OpDef for MeanVarianceNorm {
         }
     }
 
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(5)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("MeanVarianceNormalization has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

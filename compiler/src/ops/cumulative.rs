@@ -40,13 +40,7 @@ impl Cumulative {
 }
 
 impl OpDef for Cumulative {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
 
     fn name(&self) -> &'static str {
         if self.product {
@@ -108,14 +102,6 @@ impl OpDef for Cumulative {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)
     }
@@ -126,10 +112,6 @@ impl OpDef for Cumulative {
 
     fn decides_shapes(&self, i: usize) -> bool {
         i == 1
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

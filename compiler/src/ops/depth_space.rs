@@ -5,7 +5,7 @@
 //! interpreter (on the elements' bytes, every dtype) and in generated code.
 use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, Op, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::permute::permute;
 
@@ -85,6 +85,8 @@ impl SpaceToDepth {
 macro_rules! block_op {
     ($t:ty, $name:literal, $inverse:ident) => {
         impl OpDef for $t {
+            none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+
             fn name(&self) -> &'static str {
                 $name
             }
@@ -113,10 +115,6 @@ macro_rules! block_op {
                 Ok(format!("rt::kernels::permute::permute({}, &{}, &{:?}, {});", cx.read(x)?, cx.sizes(&m.view)?, m.perm, cx.write(cx.output(0)?)?))
             }
 
-            fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-                Err(cx.unsupported())
-            }
-
             // Output element i reads the input at the view's coordinates, which are i's in the
             // permuted order.
             fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
@@ -133,14 +131,6 @@ macro_rules! block_op {
                 })?])
             }
 
-            fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-                0
-            }
-
-            fn in_place(&self, _: usize) -> bool {
-                false
-            }
-
             fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
                 Some(0)
             }
@@ -150,14 +140,6 @@ macro_rules! block_op {
                 let dy = cx.dy()?;
                 let inverse = $inverse { blocksize: self.blocksize, crd: self.crd };
                 Ok(vec![Some(cx.b.node(inverse.op(), &[dy])?)])
-            }
-
-            fn decides_shapes(&self, _: usize) -> bool {
-                false
-            }
-
-            fn forwards_values(&self) -> Option<usize> {
-                None
             }
         }
     };

@@ -34,6 +34,8 @@ impl GatherElements {
 }
 
 impl OpDef for GatherElements {
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     // Output element i: the data's element at i's coordinates (over the indices' shape), the
     // one along the axis from the index; out of range reads zero, as the CPU code does.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
@@ -51,10 +53,6 @@ impl OpDef for GatherElements {
                 "v".into(),
             ))
         })?])
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
     }
 
     fn name(&self) -> &'static str {
@@ -97,14 +95,6 @@ impl OpDef for GatherElements {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
     }
@@ -113,14 +103,6 @@ impl OpDef for GatherElements {
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         let dy = cx.dy()?;
         crate::autodiff::shape::picked(cx.b, cx.n, dy)
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

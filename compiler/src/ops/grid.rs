@@ -2,7 +2,7 @@
 //! coordinates `[N, out spatial…, k]`, by the runtime kernel `kernels::grid::grid_sample`.
 use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, GridMode, GridPadding, Op, ValueId};
+use crate::ir::{DimExpr, GridMode, GridPadding, Op, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::grid as k;
 
@@ -44,13 +44,7 @@ impl GridSample {
 }
 
 impl OpDef for GridSample {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "GridSample"
@@ -112,14 +106,6 @@ impl OpDef for GridSample {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // About eight operations per output element (bilinear: four taps, two weights each).
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)?.checked_mul(8)
@@ -127,14 +113,6 @@ impl OpDef for GridSample {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("GridSample has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

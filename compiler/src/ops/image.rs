@@ -90,13 +90,7 @@ fn reader(bytes: &[u8]) -> R<image::ImageReader<std::io::Cursor<&[u8]>>> {
 }
 
 impl OpDef for ImageDecoder {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
 
     fn name(&self) -> &'static str {
         "ImageDecoder"
@@ -130,14 +124,6 @@ impl OpDef for ImageDecoder {
         Err(cx.err("the output's dims are the image's: make the encoded image a constant"))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         None
     }
@@ -148,10 +134,6 @@ impl OpDef for ImageDecoder {
 
     fn decides_shapes(&self, _: usize) -> bool {
         true
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

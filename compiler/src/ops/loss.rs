@@ -64,6 +64,8 @@ fn back(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> R<Tensor> {
 }
 
 impl OpDef for NllLoss {
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     // Per sample: the log-sum-exp over the classes (softmax form), the log-probabilities, and
     // the weighted loss; without reduction one invocation per sample, with one a single
     // invocation walks every sample (these ops sit at the end of training graphs, small). A
@@ -113,10 +115,6 @@ impl OpDef for NllLoss {
             }
         };
         Ok(vec![kernel])
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
     }
 
     fn name(&self) -> &'static str {
@@ -201,14 +199,6 @@ impl OpDef for NllLoss {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // About one operation per input element.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)
@@ -216,14 +206,6 @@ impl OpDef for NllLoss {
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         gradient(self, cx)
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

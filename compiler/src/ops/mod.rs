@@ -9,6 +9,44 @@
 //! the method. A new op is a type in a family file here (e.g. `activation.rs`), its kernel in
 //! burnc-runtime, and its lowering in a frontend: three files. Ops still written as other `Op`
 //! variants move here family by family (docs/DECISIONS.md, "One definition per op").
+/// Implements the listed [`OpDef`] methods with their "none" answer, one line for what most
+/// ops do not have: `cuda`, `wgsl` (the target does not run the op yet), `scratch_bytes` (0),
+/// `in_place` (never), `decides_shapes` (no input's values do), `forwards_values` (none).
+/// Methods not listed are written out, so every op still states every rule.
+macro_rules! none_of {
+    ($($method:ident),+ $(,)?) => { $( none_of!(@ $method); )+ };
+    (@ cuda) => {
+        fn cuda(&self, cx: &$crate::ops::CudaCx) -> Result<Vec<$crate::ops::CudaKernel>, $crate::codegen::CodegenError> {
+            Err(cx.unsupported())
+        }
+    };
+    (@ wgsl) => {
+        fn wgsl(&self, cx: &$crate::ops::WgslCx) -> Result<Vec<$crate::ops::WgslKernel>, $crate::codegen::CodegenError> {
+            Err(cx.unsupported())
+        }
+    };
+    (@ scratch_bytes) => {
+        fn scratch_bytes(&self, _: &[Option<($crate::ir::DType, Vec<usize>)>]) -> usize {
+            0
+        }
+    };
+    (@ in_place) => {
+        fn in_place(&self, _: usize) -> bool {
+            false
+        }
+    };
+    (@ decides_shapes) => {
+        fn decides_shapes(&self, _: usize) -> bool {
+            false
+        }
+    };
+    (@ forwards_values) => {
+        fn forwards_values(&self) -> Option<usize> {
+            None
+        }
+    };
+}
+
 pub mod activation;
 pub mod attention;
 pub mod cumulative;

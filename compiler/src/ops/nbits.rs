@@ -67,6 +67,8 @@ fn count(cx: &mut ShapeCx, what: &str, dims: &[DimExpr], want: usize) -> R<()> {
 }
 
 impl OpDef for MatMulNBits {
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
+
     fn name(&self) -> &'static str {
         "MatMulNBits"
     }
@@ -181,20 +183,8 @@ impl OpDef for MatMulNBits {
         ))
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
     fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
         nk::scratch_len(self.k, self.block) * 4
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
     }
 
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
@@ -203,14 +193,6 @@ impl OpDef for MatMulNBits {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("MatMulNBits has no gradient (its weights are quantized constants)".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

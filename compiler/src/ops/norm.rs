@@ -51,6 +51,8 @@ fn covers_inner(cx: &EmitCx, v: ValueId, inner: &DimExpr) -> Result<bool, Codege
 }
 
 impl OpDef for LayerNorm {
+    none_of!(in_place, decides_shapes, forwards_values);
+
     // One warp per normalized row: mean, then the centred variance, then the output (the row
     // is read three times, from cache after the first).
     // One invocation per normalized row: mean, centred variance, output.
@@ -224,10 +226,6 @@ impl OpDef for LayerNorm {
         }
     }
 
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(5)
     }
@@ -236,14 +234,6 @@ impl OpDef for LayerNorm {
         let dy = cx.dy()?;
         let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
         crate::autodiff::norm::scale_norm(cx.b, cx.n, dy, &need, self.axis, self.epsilon, true)
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -262,6 +252,8 @@ impl RmsNorm {
 }
 
 impl OpDef for RmsNorm {
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let (x, y, scale) = (cx.input(0)?, cx.output(0)?, cx.input(1)?);
         if !crate::codegen::wgsl::scalar::is_float(x.dtype) {
@@ -286,10 +278,6 @@ impl OpDef for RmsNorm {
             eps = crate::codegen::wgsl::scalar::f32_lit(self.epsilon),
         );
         Ok(vec![cx.rows(outer, &body)])
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
     }
 
     fn name(&self) -> &'static str {
@@ -336,14 +324,6 @@ impl OpDef for RmsNorm {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // Square, sum, scale: about four per element.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(4)
@@ -353,14 +333,6 @@ impl OpDef for RmsNorm {
         let dy = cx.dy()?;
         let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
         crate::autodiff::norm::scale_norm(cx.b, cx.n, dy, &need, self.axis, self.epsilon, false)
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -378,13 +350,7 @@ impl LpNorm {
 }
 
 impl OpDef for LpNorm {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "LpNormalization"
@@ -423,28 +389,12 @@ impl OpDef for LpNorm {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(3)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("LpNormalization has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -472,13 +422,7 @@ impl Hardmax {
 }
 
 impl OpDef for Hardmax {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "Hardmax"
@@ -511,28 +455,12 @@ impl OpDef for Hardmax {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("Hardmax has no gradient: its output is piecewise constant".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

@@ -6,7 +6,7 @@ use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis_or_scalar;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, Op, ValueId};
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -46,13 +46,7 @@ impl OneHot {
 }
 
 impl OpDef for OneHot {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
 
     fn name(&self) -> &'static str {
         "OneHot"
@@ -120,14 +114,6 @@ impl OpDef for OneHot {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     /// Data movement: no arithmetic.
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
@@ -139,10 +125,6 @@ impl OpDef for OneHot {
 
     fn decides_shapes(&self, i: usize) -> bool {
         i == 1
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

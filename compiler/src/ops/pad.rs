@@ -7,7 +7,7 @@ use crate::codegen::emit::data::scalar_lit;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, PadMode, ValueId};
+use crate::ir::{DimExpr, Op, PadMode, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::pad::pad;
 
@@ -61,13 +61,7 @@ impl Pad {
 }
 
 impl OpDef for Pad {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
 
     fn name(&self) -> &'static str {
         "Pad"
@@ -156,14 +150,6 @@ impl OpDef for Pad {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
     }
@@ -176,10 +162,6 @@ impl OpDef for Pad {
 
     fn decides_shapes(&self, i: usize) -> bool {
         i == 1 || i == 3
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

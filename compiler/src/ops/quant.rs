@@ -130,13 +130,7 @@ impl Quantize {
 }
 
 impl OpDef for Quantize {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "QuantizeLinear"
@@ -195,28 +189,12 @@ impl OpDef for Quantize {
         }
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?).map(|n| n.saturating_mul(2))
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("QuantizeLinear has no gradient".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -236,13 +214,7 @@ impl Dequantize {
 }
 
 impl OpDef for Dequantize {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "DequantizeLinear"
@@ -305,28 +277,12 @@ impl OpDef for Dequantize {
         }
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?).map(|n| n.saturating_mul(2))
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("DequantizeLinear has no gradient".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -342,13 +298,7 @@ impl DynamicQuantize {
 }
 
 impl OpDef for DynamicQuantize {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "DynamicQuantizeLinear"
@@ -385,14 +335,6 @@ impl OpDef for DynamicQuantize {
         Ok(s)
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     /// A pass for the range, one to quantize.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?).map(|n| n.saturating_mul(4))
@@ -400,14 +342,6 @@ impl OpDef for DynamicQuantize {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("DynamicQuantizeLinear has no gradient".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

@@ -109,13 +109,7 @@ fn act_lit(a: &RnnAct) -> String {
 }
 
 impl OpDef for Recurrent {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         match self.0.cell {
@@ -254,10 +248,6 @@ impl OpDef for Recurrent {
         rnn::scratch_len(self.0.cell, h.max(0) as usize) * dt.size()
     }
 
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     /// 2 FLOPs per weight per step for the input and recurrent GEMMs (X is `[seq, batch, ·]`
     /// or, batch first, `[batch, seq, ·]`: the same product).
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
@@ -269,14 +259,6 @@ impl OpDef for Recurrent {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err(format!("{} has no gradient yet", self.name()))
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

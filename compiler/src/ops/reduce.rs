@@ -30,6 +30,8 @@ impl ArgReduce {
 }
 
 impl OpDef for ArgReduce {
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     // One invocation per output: the first (or last) index of the extreme value; NaN wins, as
     // in the interpreter's comparison.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
@@ -50,10 +52,6 @@ impl OpDef for ArgReduce {
                 "arg".into(),
             ))
         })?])
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
     }
 
     fn name(&self) -> &'static str {
@@ -105,14 +103,6 @@ impl OpDef for ArgReduce {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     // One comparison per input element.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         super::numel(ins.first()?)
@@ -120,14 +110,6 @@ impl OpDef for ArgReduce {
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err(format!("{} has no gradient: its output is an index", self.name()))
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

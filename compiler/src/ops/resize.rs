@@ -9,7 +9,7 @@ use super::{input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, Op, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::resize as k;
 pub use burnc_runtime::kernels::resize::{Coord, Filter, Mode, Nearest};
@@ -233,6 +233,8 @@ impl Resize {
 }
 
 impl OpDef for Resize {
+    none_of!(cuda, scratch_bytes, in_place, forwards_values);
+
     fn name(&self) -> &'static str {
         "Resize"
     }
@@ -326,10 +328,6 @@ impl OpDef for Resize {
         ))
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
     /// Per resized axis, a table of taps (source index and weight per output position, made
     /// when burnc runs), and one kernel that sums over the product of the axes' taps, as the
     /// runtime kernel does. An output position outside the roi (tf_crop_and_resize) is the
@@ -408,14 +406,6 @@ impl OpDef for Resize {
         })?])
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], outputs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outputs.first()?).map(|n| n.saturating_mul(8))
     }
@@ -428,10 +418,6 @@ impl OpDef for Resize {
     // the output dims.
     fn decides_shapes(&self, i: usize) -> bool {
         i >= 1
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

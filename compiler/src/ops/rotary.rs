@@ -86,13 +86,7 @@ impl RotaryEmbedding {
 }
 
 impl OpDef for RotaryEmbedding {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "RotaryEmbedding"
@@ -170,28 +164,12 @@ impl OpDef for RotaryEmbedding {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)?.checked_mul(3)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("RotaryEmbedding has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

@@ -47,6 +47,8 @@ impl ScatterElements {
 }
 
 impl OpDef for ScatterElements {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     fn name(&self) -> &'static str {
         "ScatterElements"
     }
@@ -72,36 +74,12 @@ impl OpDef for ScatterElements {
         emit_scatter(cx, "scatter_elements", &format!("{a}, "), self.reduction)
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("ScatterElements has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -135,6 +113,8 @@ impl ScatterNd {
 }
 
 impl OpDef for ScatterNd {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     fn name(&self) -> &'static str {
         "ScatterND"
     }
@@ -160,36 +140,12 @@ impl OpDef for ScatterNd {
         emit_scatter(cx, "scatter_nd", "", self.reduction)
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("ScatterND has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -354,6 +310,8 @@ impl TensorScatter {
 }
 
 impl OpDef for TensorScatter {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     fn name(&self) -> &'static str {
         "TensorScatter"
     }
@@ -410,36 +368,12 @@ impl OpDef for TensorScatter {
         ))
     }
 
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("TensorScatter has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

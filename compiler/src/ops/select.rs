@@ -18,6 +18,8 @@ pub fn op() -> Op {
 pub struct Where;
 
 impl OpDef for Where {
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         use crate::codegen::index::broadcast_index;
         let (c, a, b, y) = (cx.input(0)?, cx.input(1)?, cx.input(2)?, cx.output(0)?);
@@ -25,10 +27,6 @@ impl OpDef for Where {
             let at = |t: &crate::codegen::wgsl::kernels::Tensor| t.load(&broadcast_index(&t.shape, &y.shape, i));
             Ok((String::new(), format!("select({}, {}, {} != 0u)", at(&b), at(&a), at(&c))))
         })?])
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
     }
 
     fn name(&self) -> &'static str {
@@ -99,14 +97,6 @@ impl OpDef for Where {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)
     }
@@ -118,14 +108,6 @@ impl OpDef for Where {
         let dx = side(cx, 1, [c, dy, zero])?;
         let dz = side(cx, 2, [c, zero, dy])?;
         Ok(vec![None, dx, dz])
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 
@@ -171,13 +153,7 @@ impl Trilu {
 }
 
 impl OpDef for Trilu {
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
-    }
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn name(&self) -> &'static str {
         "Trilu"
@@ -215,28 +191,12 @@ impl OpDef for Trilu {
         ))
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("Trilu has no gradient yet".into())
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

@@ -6,7 +6,7 @@
 use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, Op, ValueId};
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +67,8 @@ impl Split {
 }
 
 impl OpDef for Split {
+    none_of!(cuda, scratch_bytes, in_place, forwards_values);
+
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let x = cx.input(0)?;
         let a = norm_axis(self.axis, x.shape.len()).map_err(|e| cx.err(e))?;
@@ -88,10 +90,6 @@ impl OpDef for Split {
             start += part;
         }
         Ok(ks)
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Err(cx.unsupported())
     }
 
     fn name(&self) -> &'static str {
@@ -154,14 +152,6 @@ impl OpDef for Split {
         Ok(s)
     }
 
-    fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-        0
-    }
-
-    fn in_place(&self, _: usize) -> bool {
-        false
-    }
-
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         Some(0)
     }
@@ -173,10 +163,6 @@ impl OpDef for Split {
 
     fn decides_shapes(&self, i: usize) -> bool {
         i == 1
-    }
-
-    fn forwards_values(&self) -> Option<usize> {
-        None
     }
 }
 

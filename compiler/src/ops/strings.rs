@@ -39,26 +39,13 @@ fn lit(s: &str) -> String {
 /// works in place or needs scratch.
 macro_rules! no_gpu_no_grad {
     () => {
-        fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-            Err(cx.unsupported())
-        }
-        fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-            Err(cx.unsupported())
-        }
-        fn scratch_bytes(&self, _: &[Option<(DType, Vec<usize>)>]) -> usize {
-            0
-        }
-        fn in_place(&self, _: usize) -> bool {
-            false
-        }
+        none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
+
         fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
             numel(outs.first()?)
         }
         fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
             Err(format!("{} has no gradient (strings are not differentiable)", self.name()))
-        }
-        fn forwards_values(&self) -> Option<usize> {
-            None
         }
     };
 }
@@ -68,6 +55,8 @@ macro_rules! no_gpu_no_grad {
 pub struct StringConcat;
 
 impl OpDef for StringConcat {
+    none_of!(decides_shapes);
+
     no_gpu_no_grad!();
 
     fn name(&self) -> &'static str {
@@ -107,10 +96,6 @@ impl OpDef for StringConcat {
             cx.write(y)?,
             cx.sizes(&os)?
         ))
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
     }
 }
 
@@ -281,6 +266,8 @@ impl RegexFullMatch {
 }
 
 impl OpDef for RegexFullMatch {
+    none_of!(decides_shapes);
+
     no_gpu_no_grad!();
 
     fn name(&self) -> &'static str {
@@ -309,10 +296,6 @@ impl OpDef for RegexFullMatch {
             cx.read(cx.input(0)?)?,
             cx.write(cx.output(0)?)?
         ))
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
     }
 }
 
@@ -379,6 +362,8 @@ impl LabelEncoder {
 }
 
 impl OpDef for LabelEncoder {
+    none_of!(decides_shapes);
+
     no_gpu_no_grad!();
 
     fn name(&self) -> &'static str {
@@ -460,10 +445,6 @@ impl OpDef for LabelEncoder {
             cx.read(x)?,
             cx.write(y)?
         ))
-    }
-
-    fn decides_shapes(&self, _: usize) -> bool {
-        false
     }
 }
 
