@@ -51,6 +51,7 @@ pub mod activation;
 pub mod attention;
 pub mod cumulative;
 pub mod depth_space;
+pub mod dim_values;
 pub mod gather;
 pub mod grid;
 pub mod image;
@@ -199,6 +200,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(nbits::examples());
     v.extend(strings::examples());
     v.extend(resize::examples());
+    v.extend(dim_values::examples());
     v
 }
 

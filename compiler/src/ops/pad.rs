@@ -197,6 +197,7 @@ pub fn examples() -> Vec<super::Example> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::DType;
     use crate::ops::Arg;
 
     #[test]

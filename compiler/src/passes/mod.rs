@@ -2,6 +2,7 @@
 //! verifier in debug builds.
 pub mod cost;
 pub mod dce;
+pub mod dim_values;
 pub mod fold;
 pub mod fuse;
 mod fuse_chain;

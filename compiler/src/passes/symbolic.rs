@@ -22,6 +22,21 @@ pub struct SymInfo {
     pub constraints: Vec<Constraint>,
 }
 
+impl SymInfo {
+    /// Whether `v` holds integers computed from named dims (a shape computation's value).
+    pub fn dim_valued(&self, v: ValueId) -> bool {
+        self.ints.get(&v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none()))
+    }
+
+    /// Whether node `n` reads its input `i` as a shape: a shape computation (its outputs are
+    /// dim values too) or the target of a Reshape, Expand or ConstantOfShape.
+    pub fn reads_as_shape(&self, n: &Node, i: usize) -> bool {
+        let shape_op = n.outputs.iter().all(|o| self.ints.contains_key(o));
+        let target = (matches!(n.op, Op::Reshape { .. } | Op::Expand) && i == 1) || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0);
+        shape_op || target
+    }
+}
+
 /// Record that `a` and `b` must be equal for node `n`'s `what`: nothing when they are the same
 /// expression, an error when both are constants that differ, else a run-time [`Constraint`].
 fn require_equal(s: &mut SymInfo, n: &Node, what: &str, a: &DimExpr, b: &DimExpr) -> R<()> {
@@ -135,11 +150,11 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
             }
         }
     };
-    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. }) {
+    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. } | Op::Size) {
         statik(s);
         return Ok(());
     }
-    match rule(g, n, s, targets, &ins, sym_ints) {
+    match rule(g, n, s, targets, &ins) {
         Ok(shape) => {
             s.shapes.insert(n.outputs[0], shape);
             Ok(())
@@ -154,7 +169,7 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
 }
 
 /// The output dims of `n` (and the values of shape computations, into `s.ints`).
-fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<Vec<DimExpr>>], sym_ints: bool) -> R<Vec<DimExpr>> {
+fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<Vec<DimExpr>>]) -> R<Vec<DimExpr>> {
     let x = |i: usize| -> R<Vec<DimExpr>> { ins.get(i).cloned().flatten().ok_or_else(|| format!("input #{i} has no known shape")) };
     let out = *n.outputs.first().ok_or("no output")?;
     let shape: Vec<DimExpr> = match &n.op {
@@ -167,6 +182,10 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             let len = v.len();
             s.ints.insert(out, v);
             vec![c(len as i64)]
+        }
+        Op::Size => {
+            s.ints.insert(out, vec![crate::ops::product(&x(0)?)]);
+            vec![]
         }
         Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
             if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
@@ -384,14 +403,11 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                             })
                         })
                         .collect::<R<Vec<_>>>();
-                    // Arithmetic on fixed shape values without a rule is only a value not
-                    // tracked; on bounded ones it must be refused.
-                    match vals {
-                        Ok(v) => {
-                            s.ints.insert(out, v);
-                        }
-                        Err(e) if sym_ints => return Err(e),
-                        Err(_) => {}
+                    // Arithmetic without a rule (a comparison, a division by a dim) is a value
+                    // not tracked: computed at run time from its inputs, which are then dim
+                    // values read as data (`passes::dim_values` makes them at run time).
+                    if let Ok(v) = vals {
+                        s.ints.insert(out, v);
                     }
                 }
             }
@@ -695,21 +711,14 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
 /// anything else would be folded at the bound. Refused here, naming the node that reads one.
 pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(), PassError> {
     let info = analyze(g, inputs, &Targets::new())?;
-    let dim_valued = |v: &ValueId| info.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none()));
     for n in &g.nodes {
         for (i, v) in n.inputs.iter().enumerate() {
-            let Some(v) = v else { continue };
-            if !dim_valued(v) {
-                continue;
-            }
-            let shape_op = n.outputs.iter().all(|o| info.ints.contains_key(o));
-            let target = (matches!(n.op, Op::Reshape { .. } | Op::Expand) && i == 1) || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0);
-            if !shape_op && !target {
+            if v.is_some_and(|v| info.dim_valued(v)) && !info.reads_as_shape(n, i) {
                 return Err(node_err(n, "computes with the value of a bounded dim (a shape computation not feeding a Reshape target); pin the dims with --input".into()));
             }
         }
     }
-    if let Some(o) = g.outputs.iter().find(|o| dim_valued(o)) {
+    if let Some(o) = g.outputs.iter().find(|&&o| info.dim_valued(o)) {
         return Err(PassError::Node { node: g.value(*o).name.clone(), op: "output".into(), reason: "is computed from bounded dims; pin them with --input".into() });
     }
     Ok(())

@@ -68,6 +68,36 @@ fn a_dim_value_feeding_arithmetic_is_refused_naming_the_node() {
 }
 
 #[test]
+fn a_dim_value_read_as_data_is_computed_at_run_time() {
+    let mut g = Graph::default();
+    let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
+    let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
+    let f = node(&mut g, crate::ops::cast::op(DType::F32, true), vec![Some(sh)]);
+    let y = node(&mut g, Op::Unary(UnaryOp::Sqrt), vec![Some(f)]);
+    g.outputs = vec![y, sh];
+    crate::passes::infer::infer(&mut g).expect("infer");
+    let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
+    let out_name = g.value(sh).name.clone();
+    // The Cast's float value (Sqrt reads it) and the Shape (a graph output).
+    assert_eq!(crate::passes::dim_values::materialize(&mut g, &ins).expect("materialize"), 2);
+    check_no_dim_values(&g, &ins).expect("no dim value is read as data any more");
+    let producer = |v: ValueId| match g.value(v).kind {
+        ValueKind::Node(id) => format!("{:?}", g.node(id).op),
+        _ => String::new(),
+    };
+    let sqrt = g.nodes.iter().find(|n| matches!(n.op, Op::Unary(UnaryOp::Sqrt))).expect("sqrt");
+    let read = producer(sqrt.inputs[0].expect("input"));
+    assert!(read.contains("DimValues") && read.contains("F32"), "{read}");
+    assert!(producer(g.outputs[1]).contains("DimValues"));
+    assert_eq!(g.value(g.outputs[1]).name, out_name, "the output keeps its name");
+    // Its values are the dim read from the input at run time.
+    let x3 = crate::interp::RtValue::Tensor(Tensor::from_f32s(vec![3, 4], vec![0.0; 12]));
+    let outs = crate::interp::run(&g, vec![x3]).expect("run");
+    assert_eq!(outs[1].as_tensor().expect("tensor").to_i64_vec(), Some(vec![3]));
+    assert_eq!(outs[0].as_tensor().expect("tensor").to_f64_vec(), vec![3f64.sqrt() as f32 as f64]);
+}
+
+#[test]
 fn ops_without_a_rule_are_refused_with_the_op_name() {
     let mut g = Graph::default();
     let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);

@@ -82,6 +82,9 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     unique_node_names(&mut g);
     // Constant subexpressions fold now (shape subgraphs on named dims stay).
     crate::passes::prepare(&mut g)?;
+    // Dim values that reach data are computed at run time, not folded at the bounds.
+    let ins = inputs_of(&g);
+    crate::passes::dim_values::materialize(&mut g, &ins)?;
     symbolic::check_no_dim_values(&g, &inputs_of(&g))?;
     let (targets, unpinned) = symbolic::reshape_targets(&g, &inputs_of(&g))?;
 
