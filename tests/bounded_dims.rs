@@ -469,3 +469,42 @@ fn unprovable_equal_dims_are_checked_at_every_size() {
     // and Concat then needs a >= b), which bounded code refuses (2 sizes); it refuses the rest.
     assert_eq!(check_against_interpreter(&g, "bounded-concat-broadcast", &grid(3, 3, &|a, b| vec![a, b])), (3, 2));
 }
+
+/// A comparison of dims (`rows == cols`, as attention graphs compare head counts) is decided
+/// at the bounds and folded; `forward` checks that the run-time dims decide it the same way.
+/// Sizes that agree equal the interpreter; the others are `DimError`s, never the other branch
+/// computed as this one.
+#[test]
+fn comparisons_of_dims_are_guarded_at_run_time() {
+    use burnc_compiler::interp::RtValue;
+    use burnc_compiler::ir::{BinaryOp, DType, Dim, Graph, Op, Shape, TensorType, ValueKind, ValueType};
+    let bounded = |name: &str| Dim::Sym { name: name.into(), bound: Some(3) };
+    let mut g = Graph::default();
+    let x = g.add_value("x", ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![bounded("r"), bounded("c")])) }), ValueKind::Input);
+    g.inputs.push(x);
+    let node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
+    let rows = node(&mut g, "rows", Op::Shape { start: 0, end: Some(1) }, vec![x]);
+    let cols = node(&mut g, "cols", Op::Shape { start: 1, end: Some(2) }, vec![x]);
+    let square = node(&mut g, "square", Op::Binary(BinaryOp::Equal), vec![rows, cols]);
+    let (two, three) = (g.add_const("two", Tensor::from_f32s(vec![1], vec![2.0])), g.add_const("three", Tensor::from_f32s(vec![1], vec![3.0])));
+    let k = node(&mut g, "k", burnc_compiler::ops::select::op(), vec![square, two, three]);
+    let y = node(&mut g, "y", Op::Binary(BinaryOp::Mul), vec![x, k]);
+    g.outputs = vec![y];
+
+    let (gen, info) = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).expect("compiles");
+    assert!(gen.source.contains("rt::dims::same(") && gen.source.contains("decided at the bounds"), "the guard is in forward");
+    let main = bounded_main_rs(&gen, &info);
+    let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
+    let b = Built { bin: build_crate("bounded-guarded-comparison", &files, Profile::Run).expect("builds"), gen, info };
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bounded-guarded-comparison");
+    for (r, c) in [(1, 1), (2, 2), (3, 3), (2, 3), (3, 1)] {
+        let xs: Vec<f32> = (0..r * c).map(|i| i as f32 - 1.5).collect();
+        let want = burnc_compiler::interp::run(&g, vec![RtValue::Tensor(Tensor::new(vec![r, c], burnc_compiler::Data::F32(xs.clone())))]).expect("interpreter");
+        let RtValue::Tensor(want) = &want[0] else { panic!("a tensor") };
+        match run(&b, &work, &xs, &[r, c]) {
+            Ok(got) if r == c => common::close_tensor(&got, want, 1e-6, 0.0).unwrap_or_else(|e| panic!("{r}x{c}: {e}")),
+            Err((2, err)) if r != c => assert!(err.contains("decided at the bounds") && err.contains("must be equal"), "{r}x{c}: {err}"),
+            other => panic!("{r}x{c}: {other:?}"),
+        }
+    }
+}

@@ -18,6 +18,9 @@ pub enum DimError {
     Exceeds { what: &'static str, left: i64, right: i64 },
     /// A size the model needs a multiple of another (heads into groups) is not.
     NotMultiple { what: &'static str, left: i64, right: i64 },
+    /// Two sizes the model was compiled for as different (a comparison of head counts it
+    /// decided) are equal for these dims.
+    Coincide { what: &'static str, value: i64 },
 }
 
 impl fmt::Display for DimError {
@@ -29,6 +32,7 @@ impl fmt::Display for DimError {
             DimError::Mismatch { what, left, right } => write!(f, "{what} must be equal; these dims give {left} and {right}"),
             DimError::Exceeds { what, left, right } => write!(f, "{what}: the first may not exceed the second; these dims give {left} and {right}"),
             DimError::NotMultiple { what, left, right } => write!(f, "{what}: the second must be a multiple of the first; these dims give {left} and {right}"),
+            DimError::Coincide { what, value } => write!(f, "{what} must differ; these dims give {value} for both"),
         }
     }
 }
@@ -84,6 +88,14 @@ pub fn divides(what: &'static str, left: i64, right: i64) -> Result<(), DimError
     Ok(())
 }
 
+/// Whether `left != right` for `what`.
+pub fn differ(what: &'static str, left: i64, right: i64) -> Result<(), DimError> {
+    if left == right {
+        return Err(DimError::Coincide { what, value: left });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +110,8 @@ mod tests {
         assert_eq!(same("inner dims", 6, 6), Ok(()));
         assert_eq!(same("inner dims", 6, 8), Err(DimError::Mismatch { what: "inner dims", left: 6, right: 8 }));
         assert!(at_most("mask", 3, 4).is_ok() && at_most("mask", 5, 4).is_err());
+        assert!(differ("heads", 3, 4).is_ok());
+        assert_eq!(differ("heads", 4, 4), Err(DimError::Coincide { what: "heads", value: 4 }));
         assert!(divides("heads", 3, 9).is_ok() && divides("heads", 2, 9).is_err() && divides("heads", 0, 0).is_err());
     }
 }

@@ -263,6 +263,8 @@ pub enum Rel {
     AtMost,
     /// `right` is a multiple of `left`.
     Divides,
+    /// `left != right` (a comparison of dims the graph was compiled for as unequal).
+    Differ,
 }
 
 /// A relation between two sizes that an op needs and the dims alone do not decide: bounded
@@ -278,14 +280,19 @@ pub struct Constraint {
 impl Constraint {
     /// Whether it holds, when both sides are constants (or the same expression).
     pub fn holds(&self) -> Option<bool> {
-        if self.left == self.right && self.rel != Rel::Divides {
-            return Some(true);
+        if self.left == self.right {
+            match self.rel {
+                Rel::Equal | Rel::AtMost => return Some(true),
+                Rel::Differ => return Some(false),
+                Rel::Divides => {}
+            }
         }
         let (l, r) = (self.left.as_const()?, self.right.as_const()?);
         Some(match self.rel {
             Rel::Equal => l == r,
             Rel::AtMost => l <= r,
             Rel::Divides => l != 0 && r % l == 0,
+            Rel::Differ => l != r,
         })
     }
 
@@ -296,6 +303,7 @@ impl Constraint {
             Rel::Equal => format!("{} are {l} and {r}", self.what),
             Rel::AtMost => format!("{}: {l} is more than {r}", self.what),
             Rel::Divides => format!("{}: {r} is not a multiple of {l}", self.what),
+            Rel::Differ => format!("{}: {l} and {r} are equal", self.what),
         }
     }
 }

@@ -91,7 +91,7 @@ impl OpDef for Cast {
 
     // A shape cast to an integer type keeps its dims (Shape → Cast → Concat → Reshape);
     // CastLike's target is not known here, so it passes nothing (as before it moved).
-    fn forwards_values(&self) -> Option<usize> {
+    fn forwards_values(&self, _: &[Option<Vec<i64>>]) -> Option<usize> {
         self.to.map(|_| 0)
     }
 }

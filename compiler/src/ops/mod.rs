@@ -41,7 +41,7 @@ macro_rules! none_of {
         }
     };
     (@ forwards_values) => {
-        fn forwards_values(&self) -> Option<usize> {
+        fn forwards_values(&self, _: &[Option<Vec<i64>>]) -> Option<usize> {
             None
         }
     };
@@ -137,8 +137,10 @@ pub trait OpDef: fmt::Debug + Send + Sync {
     fn decides_shapes(&self, i: usize) -> bool;
 
     /// For shape computations (`Shape → Cast → Concat → Reshape`): the input whose integer
-    /// values output 0 repeats unchanged, if any, so named dims flow through the op.
-    fn forwards_values(&self) -> Option<usize>;
+    /// values output 0 repeats unchanged, if any, so named dims flow through the op. `known`
+    /// holds the inputs' values where they are known integers (a Where's decided condition).
+    /// The caller checks that the input has as many values as the output.
+    fn forwards_values(&self, known: &[Option<Vec<i64>>]) -> Option<usize>;
 }
 
 /// A shared handle to an op definition, as the IR stores it.

@@ -18,7 +18,19 @@ pub fn op() -> Op {
 pub struct Where;
 
 impl OpDef for Where {
-    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes);
+
+    // A condition known to be all true or all false picks one side (a shape computation that
+    // branches on a decided comparison of dims).
+    fn forwards_values(&self, known: &[Option<Vec<i64>>]) -> Option<usize> {
+        let cond = known.first()?.as_ref()?;
+        match (cond.iter().all(|&c| c != 0), cond.iter().all(|&c| c == 0)) {
+            _ if cond.is_empty() => None,
+            (true, _) => Some(1),
+            (_, true) => Some(2),
+            _ => None,
+        }
+    }
 
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         use crate::codegen::index::broadcast_index;

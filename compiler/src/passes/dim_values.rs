@@ -2,7 +2,7 @@
 //! a comparison) gets a [`DimValues`] node that computes them from the run-time dims, since
 //! the graph is pinned at the bounds before it folds (see `ops::dim_values`).
 use super::fold::renumber;
-use super::symbolic::{analyze, Targets};
+use super::symbolic::{analyze_at, Targets};
 use super::PassError;
 use crate::ir::{DimExpr, Graph, Node, Op, ValueId, ValueType};
 use crate::ops::dim_values::DimValues;
@@ -13,9 +13,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 /// `DimValues` node reading the graph inputs its dims come from, and point those readers and
 /// outputs at it (an output keeps its name). Shape readers keep the symbolic value. Returns how
 /// many values were made; a value whose dims have no input to come from is left as it is (the
-/// bounded analysis refuses it by name).
-pub fn materialize(g: &mut Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<usize, PassError> {
-    let info = analyze(g, inputs, &Targets::new())?;
+/// bounded analysis refuses it by name). Comparisons of dims are decided at `at`.
+pub fn materialize(g: &mut Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &HashMap<String, i64>) -> Result<usize, PassError> {
+    let info = analyze_at(g, inputs, &Targets::new(), at)?;
     // Each named dim from the first input axis that is exactly it.
     let mut source: HashMap<String, (ValueId, usize)> = HashMap::new();
     for &x in &g.inputs {

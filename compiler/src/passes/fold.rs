@@ -5,7 +5,9 @@
 //! - A node whose inputs are all constants (Const or Param) and whose outputs are small is run
 //!   through the interpreter (`interp::run` on a one-node graph); its outputs become
 //!   `ValueKind::Const` and the node goes. An interpreter error means "do not fold".
-//! - `If` with a constant condition is replaced by the taken branch's nodes.
+//! - `If` with a constant condition is replaced by the taken branch's nodes; an op that repeats
+//!   one input given its constant inputs (`OpDef::forwards_values`: a Where with a decided
+//!   condition) becomes that input's Identity.
 //! - `Loop` (with a small constant trip count) and `Scan` fold like other nodes when the
 //!   enclosing values their bodies read are constants as well.
 //!
@@ -15,7 +17,7 @@
 use super::infer::{infer, node_err};
 use super::PassError;
 use crate::interp::{self, RtValue};
-use crate::ir::{Dim, Graph, Node, NodeId, Op, TensorType, ValueId, ValueKind, ValueType};
+use crate::ir::{BinaryOp, Dim, Graph, Node, NodeId, Op, TensorType, ValueId, ValueKind, ValueType};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
@@ -54,6 +56,12 @@ pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
                 }
             }
         }
+        if let Some(i) = forwarded_input(g, &g.nodes[ni]) {
+            let n = &mut g.nodes[ni];
+            n.op = Op::Unary(crate::ir::UnaryOp::Identity);
+            n.inputs = vec![n.inputs[i]];
+            changed = true;
+        }
         if let Some(outs) = try_fold(g, &g.nodes[ni]) {
             for (&o, t) in g.nodes[ni].outputs.clone().iter().zip(outs) {
                 let v = g.value_mut(o);
@@ -86,6 +94,18 @@ pub fn renumber(g: &mut Graph) {
     }
 }
 
+/// The input an op repeats unchanged given its constant inputs (a Where whose condition is
+/// all true or all false), when it has the output's type and shape: the node is then that
+/// input's Identity, and the other side's computation goes.
+fn forwarded_input(g: &Graph, n: &Node) -> Option<usize> {
+    let Op::Def(d) = &n.op else { return None };
+    let known: Vec<Option<Vec<i64>>> = n.inputs.iter().map(|v| const_small(g, (*v)?).filter(|t| t.numel() <= MAX_FOLD_ELEMS)?.to_i64_vec()).collect();
+    let i = d.forwards_values(&known)?;
+    let x = g.tensor_type(n.inputs.get(i).copied().flatten()?)?;
+    let y = g.tensor_type(*n.outputs.first()?)?;
+    (n.outputs.len() == 1 && x.dtype == y.dtype && x.shape.is_some() && x.shape == y.shape && x.shape.as_ref()?.as_fixed().is_some()).then_some(i)
+}
+
 fn const_small(g: &Graph, v: ValueId) -> Option<Tensor> {
     match &g.value(v).kind {
         ValueKind::Const(t) => Some(t.clone()),
@@ -110,6 +130,19 @@ fn shape_range(start: i64, end: Option<i64>, r: usize) -> std::ops::Range<usize>
 /// The constant outputs of `n`, if it can be folded.
 fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
     match &n.op {
+        // `false ∧ x` and `true ∨ x`, whatever x (a decided comparison of dims beside a
+        // run-time one).
+        Op::Binary(b @ (BinaryOp::And | BinaryOp::Or)) => {
+            let absorbing = *b == BinaryOp::Or;
+            let decides = |v: Option<ValueId>| v.and_then(|v| const_small(g, v)).and_then(|t| t.to_i64_vec()).is_some_and(|v| !v.is_empty() && v.iter().all(|&x| (x != 0) == absorbing));
+            if decides(n.inputs.first().copied().flatten()) || decides(n.inputs.get(1).copied().flatten()) {
+                let shape = fixed_dims(g, *n.outputs.first()?)?.into_iter().collect::<Option<Vec<usize>>>()?;
+                let len = shape.iter().product::<usize>();
+                if len <= MAX_FOLD_ELEMS {
+                    return Some(vec![Tensor::new(shape, crate::tensor::Data::Bool(vec![absorbing; len]))]);
+                }
+            }
+        }
         Op::Shape { start, end } => {
             let dims = fixed_dims(g, (*n.inputs.first()?)?)?;
             let sel: Option<Vec<i64>> = dims[shape_range(*start, *end, dims.len())].iter().map(|d| d.map(|d| d as i64)).collect();

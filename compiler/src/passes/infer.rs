@@ -1109,8 +1109,11 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
             sym_ints(g, input(0)?, depth + 1)
         }
         // An op that repeats an input's values into an integer output (a Cast to int).
-        Op::Def(d) if g.tensor_type(v).is_some_and(|t| t.dtype.is_int()) && d.forwards_values().is_some() => {
-            sym_ints(g, input(d.forwards_values()?)?, depth + 1)
+        Op::Def(d) if g.tensor_type(v).is_some_and(|t| t.dtype.is_int()) => {
+            let known: Vec<Option<Vec<i64>>> = n.inputs.iter().map(|i| g.const_value((*i)?)?.to_i64_vec()).collect();
+            let out = sym_ints(g, input(d.forwards_values(&known)?)?, depth + 1)?;
+            let len = g.tensor_type(v)?.shape.as_ref()?.as_fixed()?.iter().product::<usize>();
+            (out.len() == len).then_some(out)
         }
         Op::Concat { .. } => {
             let mut out = vec![];

@@ -20,6 +20,11 @@ pub struct SymInfo {
     /// Sizes an op needs equal that the analysis cannot prove equal (a MatMul's inner dims
     /// `c*h*w` and `400`): bounded code checks each at run time and returns a `DimError`.
     pub constraints: Vec<Constraint>,
+    /// Where comparisons of dims are decided (the bounds); empty: they are run-time values.
+    pub at: HashMap<String, i64>,
+    /// What keeps each decided comparison as decided (`q_heads == kv_heads`), for `forward`
+    /// to check: the graph folds it at the bounds.
+    pub guards: Vec<Constraint>,
 }
 
 impl SymInfo {
@@ -96,7 +101,12 @@ pub fn fill_key(value_name: &str) -> String {
 /// Analyse `g` with graph inputs' dims from `inputs` (other inputs keep their static types)
 /// and the Reshape targets recorded before folding.
 pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets) -> Result<SymInfo, PassError> {
-    let mut s = SymInfo { shapes: inputs.clone(), ints: HashMap::new(), constraints: Vec::new() };
+    analyze_at(g, inputs, targets, &HashMap::new())
+}
+
+/// [`analyze`], deciding comparisons of dims at the values `at` (each with its guard).
+pub fn analyze_at(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets, at: &HashMap<String, i64>) -> Result<SymInfo, PassError> {
+    let mut s = SymInfo { shapes: inputs.clone(), at: at.clone(), ..SymInfo::default() };
     for (i, v) in g.values.iter().enumerate() {
         if let (crate::ir::ValueKind::Const(_), Some(sh)) = (&v.kind, targets.get(&fill_key(&v.name))) {
             s.shapes.insert(ValueId(i as u32), sh.clone());
@@ -168,6 +178,71 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
     }
 }
 
+/// Elementwise `b` of two shape values (one of them may be a single value).
+fn int_binary(s: &mut SymInfo, n: &Node, b: BinaryOp, p: &[DimExpr], q: &[DimExpr]) -> R<Vec<DimExpr>> {
+    let len = p.len().max(q.len());
+    let get = |v: &[DimExpr], i: usize| if v.len() == 1 { v.first().cloned() } else { v.get(i).cloned() };
+    let mut out = Vec::with_capacity(len);
+    for i in 0..len {
+        let (Some(l), Some(r)) = (get(p, i), get(q, i)) else { return Err("shape values of different lengths".to_string()) };
+        let (lc, rc) = (l.as_const(), r.as_const());
+        out.push(match b {
+            BinaryOp::Add => l.add(&r),
+            BinaryOp::Sub => l.sub(&r),
+            BinaryOp::Mul => l.mul(&r),
+            BinaryOp::Div => match rc {
+                Some(k) if k > 0 => l.floor_div(k),
+                _ => return Err(unsupported(n)),
+            },
+            // Booleans as 0 / 1: one known side may decide the result.
+            BinaryOp::And => match (lc, rc) {
+                (Some(0), _) | (_, Some(0)) => c(0),
+                (Some(_), _) => r,
+                (_, Some(_)) => l,
+                _ => return Err(unsupported(n)),
+            },
+            BinaryOp::Or => match (lc, rc) {
+                (Some(x), _) | (_, Some(x)) if x != 0 => c(1),
+                (Some(_), _) => r,
+                (_, Some(_)) => l,
+                _ => return Err(unsupported(n)),
+            },
+            BinaryOp::Equal | BinaryOp::Less | BinaryOp::LessOrEqual | BinaryOp::Greater | BinaryOp::GreaterOrEqual => decide(s, n, b, &l, &r)?,
+            _ => return Err(unsupported(n)),
+        });
+    }
+    Ok(out)
+}
+
+/// Comparison `b` of two dim values, decided at `s.at` (the bounds) with the guard that keeps
+/// it so recorded in `s.guards`; an error when a dim has no value there.
+fn decide(s: &mut SymInfo, n: &Node, b: BinaryOp, l: &DimExpr, r: &DimExpr) -> R<DimExpr> {
+    let at = |name: &str| s.at.get(name).copied();
+    let (Some(x), Some(y)) = (l.eval(&at), r.eval(&at)) else { return Err(unsupported(n)) };
+    let holds = match b {
+        BinaryOp::Equal => x == y,
+        BinaryOp::Less => x < y,
+        BinaryOp::LessOrEqual => x <= y,
+        BinaryOp::Greater => x > y,
+        _ => x >= y,
+    };
+    if l.as_const().is_none() || r.as_const().is_none() {
+        let (rel, left, right) = match (b, holds) {
+            (BinaryOp::Equal, true) => (Rel::Equal, l.clone(), r.clone()),
+            (BinaryOp::Equal, false) => (Rel::Differ, l.clone(), r.clone()),
+            (BinaryOp::Less, true) | (BinaryOp::GreaterOrEqual, false) => (Rel::AtMost, l.add(&c(1)), r.clone()),
+            (BinaryOp::Less, false) | (BinaryOp::GreaterOrEqual, true) => (Rel::AtMost, r.clone(), l.clone()),
+            (BinaryOp::LessOrEqual, true) | (BinaryOp::Greater, false) => (Rel::AtMost, l.clone(), r.clone()),
+            _ => (Rel::AtMost, r.add(&c(1)), l.clone()),
+        };
+        let guard = Constraint { what: format!("node `{}` ({b:?} decided at the bounds)", n.name), rel, left, right };
+        if !s.guards.contains(&guard) {
+            s.guards.push(guard);
+        }
+    }
+    Ok(c(i64::from(holds)))
+}
+
 /// The output dims of `n` (and the values of shape computations, into `s.ints`).
 fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<Vec<DimExpr>>]) -> R<Vec<DimExpr>> {
     let x = |i: usize| -> R<Vec<DimExpr>> { ins.get(i).cloned().flatten().ok_or_else(|| format!("input #{i} has no known shape")) };
@@ -204,9 +279,8 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             x(0)?
         }
         Op::Def(d) => {
-            if let Some(i) = d.forwards_values().and_then(|i| n.inputs.get(i).copied().flatten()).and_then(|v| s.ints.get(&v).cloned()) {
-                s.ints.insert(out, i);
-            }
+            let known: Vec<Option<Vec<i64>>> = n.inputs.iter().map(|v| ints_of(g, s, (*v)?)?.iter().map(|e| e.as_const()).collect()).collect();
+            let forwarded = d.forwards_values(&known).and_then(|i| n.inputs.get(i).copied().flatten()).and_then(|v| ints_of(g, s, v));
             // The op's own shape rule; the equalities it needs become run-time checks.
             let mut args = Vec::with_capacity(n.inputs.len());
             for (i, v) in n.inputs.iter().enumerate() {
@@ -232,7 +306,17 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             for (&o, d) in n.outputs.iter().skip(1).zip(dims) {
                 s.shapes.insert(o, d?);
             }
+            // Repeated values, when the input has as many as the output.
+            if let Some(v) = forwarded.filter(|v| prod(&first).as_const() == Some(v.len() as i64)) {
+                s.ints.insert(out, v);
+            }
             first
+        }
+        Op::Unary(UnaryOp::Not) => {
+            if let Some(v) = ints_of(g, s, input(n, 0)?).and_then(|v| v.iter().map(|e| Some(c(i64::from(e.as_const()? == 0)))).collect()) {
+                s.ints.insert(out, v);
+            }
+            x(0)?
         }
         Op::Unary(_) | Op::Softmax { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } | Op::Lrn { .. } | Op::Shrink { .. } => x(0)?,
         // Inputs of the output's shape, one element or its last dims: numpy broadcasting.
@@ -385,33 +469,23 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             let av = ints_of(g, s, input(n, 0)?);
             let bv = ints_of(g, s, input(n, 1)?);
             if let (Some(p), Some(q)) = (av, bv) {
-                {
-                    let len = p.len().max(q.len());
-                    let get = |v: &Vec<DimExpr>, i: usize| if v.len() == 1 { v.first().cloned() } else { v.get(i).cloned() };
-                    let vals = (0..len)
-                        .map(|i| {
-                            let (Some(l), Some(r)) = (get(&p, i), get(&q, i)) else { return Err("shape values of different lengths".to_string()) };
-                            Ok(match b {
-                                BinaryOp::Add => l.add(&r),
-                                BinaryOp::Sub => l.sub(&r),
-                                BinaryOp::Mul => l.mul(&r),
-                                BinaryOp::Div => match r.as_const() {
-                                    Some(k) if k > 0 => l.floor_div(k),
-                                    _ => return Err(unsupported(n)),
-                                },
-                                _ => return Err(unsupported(n)),
-                            })
-                        })
-                        .collect::<R<Vec<_>>>();
-                    // Arithmetic without a rule (a comparison, a division by a dim) is a value
-                    // not tracked: computed at run time from its inputs, which are then dim
-                    // values read as data (`passes::dim_values` makes them at run time).
-                    if let Ok(v) = vals {
-                        s.ints.insert(out, v);
-                    }
+                // Arithmetic without a rule (a division by a dim, an undecided comparison) is a
+                // value not tracked: computed at run time from its inputs, which are then dim
+                // values read as data (`passes::dim_values` makes them at run time).
+                if let Ok(v) = int_binary(s, n, *b, &p, &q) {
+                    s.ints.insert(out, v);
                 }
             }
-            broadcast(s, n, &a, &bb)?
+            let shape = broadcast(s, n, &a, &bb)?;
+            // One known side can decide a logical op whatever the other (a run-time value).
+            if !s.ints.contains_key(&out) && matches!(b, BinaryOp::And | BinaryOp::Or) {
+                let absorbing = i64::from(*b == BinaryOp::Or);
+                let decides = |v: Option<Vec<DimExpr>>| v.is_some_and(|v| !v.is_empty() && v.iter().all(|e| e.as_const().map(|x| i64::from(x != 0)) == Some(absorbing)));
+                if let (true, Some(len)) = (decides(ints_of(g, s, input(n, 0)?)) || decides(ints_of(g, s, input(n, 1)?)), prod(&shape).as_const()) {
+                    s.ints.insert(out, vec![c(absorbing); len.max(0) as usize]);
+                }
+            }
+            shape
         }
         Op::Reshape { allowzero } => {
             let xs = x(0)?;
@@ -659,16 +733,18 @@ pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
 /// The symbolic target of every Reshape whose target a shape subgraph computes from named
 /// dims, by node name (see the module doc), and the analysis of the unpinned graph they come
 /// from (its constraints say which dims an op allows one value). Node names must be unique.
-pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(Targets, SymInfo), PassError> {
-    let info = analyze(g, inputs, &Targets::new())?;
+pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &HashMap<String, i64>) -> Result<(Targets, SymInfo), PassError> {
+    let info = analyze_at(g, inputs, &Targets::new(), at)?;
     let mut out = Targets::new();
     for n in &g.nodes {
         // Data movement of a fill is the same fill at its own shape (a zero initial state
         // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
-        let moves = matches!(
-            n.op,
-            Op::Slice | Op::Reshape { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Flatten { .. } | Op::Unary(UnaryOp::Identity)
-        );
+        // So is a unary elementwise op of one (a fill cast to the scores' type).
+        let moves = match &n.op {
+            Op::Slice | Op::Reshape { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Flatten { .. } | Op::Unary(_) => true,
+            Op::Def(d) => n.inputs.len() == 1 && d.forwards_values(&[]) == Some(0),
+            _ => false,
+        };
         let from_fill = n.inputs.first().copied().flatten().is_some_and(|v| out.contains_key(&fill_key(&g.value(v).name)));
         if let (true, true, Some(&o)) = (moves, from_fill, n.outputs.first()) {
             if let Some(sh) = info.shapes.get(&o).filter(|sh| sh.iter().any(|d| d.as_const().is_none())) {
@@ -709,8 +785,8 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Re
 
 /// Values computed from named dims may only feed shape computations and Reshape targets:
 /// anything else would be folded at the bound. Refused here, naming the node that reads one.
-pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>) -> Result<(), PassError> {
-    let info = analyze(g, inputs, &Targets::new())?;
+pub fn check_no_dim_values(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &HashMap<String, i64>) -> Result<(), PassError> {
+    let info = analyze_at(g, inputs, &Targets::new(), at)?;
     for n in &g.nodes {
         for (i, v) in n.inputs.iter().enumerate() {
             if v.is_some_and(|v| info.dim_valued(v)) && !info.reads_as_shape(n, i) {

@@ -44,13 +44,13 @@ fn cnn() -> (Graph, HashMap<ValueId, Vec<DimExpr>>, ValueId, ValueId) {
 fn conv_pool_and_a_shape_subgraph_reshape_stay_symbolic() {
     let (mut g, ins, p, r) = cnn();
     crate::passes::infer::infer(&mut g).expect("infer");
-    let (targets, _) = reshape_targets(&g, &ins).expect("targets");
+    let (targets, _) = reshape_targets(&g, &ins, &HashMap::new()).expect("targets");
     assert_eq!(targets.get("n4"), Some(&vec![v("n"), k(-1)]));
     let info = analyze(&g, &ins, &targets).expect("analysis");
     assert_eq!(info.shapes[&p], vec![v("n"), k(4), v("h").floor_div(2), v("w").floor_div(2)]);
     // -1 = 4 · (h/2) · (w/2), an exact division of the input's element count by n.
     assert_eq!(info.shapes[&r], vec![v("n"), k(4).mul(&v("h").floor_div(2)).mul(&v("w").floor_div(2))]);
-    check_no_dim_values(&g, &ins).expect("dim values only feed a Reshape target");
+    check_no_dim_values(&g, &ins, &HashMap::new()).expect("dim values only feed a Reshape target");
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn a_dim_value_feeding_arithmetic_is_refused_naming_the_node() {
     g.outputs = vec![y];
     crate::passes::infer::infer(&mut g).expect("infer");
     let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
-    let err = check_no_dim_values(&g, &ins).expect_err("Sqrt of a dim is folded at the bound otherwise").to_string();
+    let err = check_no_dim_values(&g, &ins, &HashMap::new()).expect_err("Sqrt of a dim is folded at the bound otherwise").to_string();
     assert!(err.contains("n2") && err.contains("bounded dim"), "{err}");
 }
 
@@ -79,8 +79,8 @@ fn a_dim_value_read_as_data_is_computed_at_run_time() {
     let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
     let out_name = g.value(sh).name.clone();
     // The Cast's float value (Sqrt reads it) and the Shape (a graph output).
-    assert_eq!(crate::passes::dim_values::materialize(&mut g, &ins).expect("materialize"), 2);
-    check_no_dim_values(&g, &ins).expect("no dim value is read as data any more");
+    assert_eq!(crate::passes::dim_values::materialize(&mut g, &ins, &HashMap::new()).expect("materialize"), 2);
+    check_no_dim_values(&g, &ins, &HashMap::new()).expect("no dim value is read as data any more");
     let producer = |v: ValueId| match g.value(v).kind {
         ValueKind::Node(id) => format!("{:?}", g.node(id).op),
         _ => String::new(),
@@ -95,6 +95,33 @@ fn a_dim_value_read_as_data_is_computed_at_run_time() {
     let outs = crate::interp::run(&g, vec![x3]).expect("run");
     assert_eq!(outs[1].as_tensor().expect("tensor").to_i64_vec(), Some(vec![3]));
     assert_eq!(outs[0].as_tensor().expect("tensor").to_f64_vec(), vec![3f64.sqrt() as f32 as f64]);
+}
+
+/// `Where(Equal(len(x), len(y)), len(x), 1)`: the comparison is decided where the dims are
+/// given, with the guard that keeps it; the Where then picks one side.
+#[test]
+fn comparisons_of_dims_are_decided_with_a_guard() {
+    let mut g = Graph::default();
+    let x = input(&mut g, vec![sym("n")]);
+    let y = input(&mut g, vec![sym("m")]);
+    let sx = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(x)]);
+    let sy = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(y)]);
+    let eq = node(&mut g, Op::Binary(crate::ir::BinaryOp::Equal), vec![Some(sx), Some(sy)]);
+    let one = g.add_const("one", Tensor::from_i64s(vec![1], vec![1]));
+    let w = node(&mut g, crate::ops::select::op(), vec![Some(eq), Some(sx), Some(one)]);
+    g.outputs = vec![w];
+    crate::passes::infer::infer(&mut g).expect("infer");
+    let ins = HashMap::from([(x, vec![v("n")]), (y, vec![v("m")])]);
+    let at = |n: i64, m: i64| HashMap::from([("n".to_string(), n), ("m".to_string(), m)]);
+    let same = super::symbolic::analyze_at(&g, &ins, &Default::default(), &at(4, 4)).expect("analysis");
+    assert_eq!(same.ints[&w], vec![v("n")]);
+    assert_eq!((same.guards.len(), same.guards[0].rel), (1, crate::ir::Rel::Equal));
+    let differ = super::symbolic::analyze_at(&g, &ins, &Default::default(), &at(4, 6)).expect("analysis");
+    assert_eq!(differ.ints[&w], vec![k(1)]);
+    assert_eq!(differ.guards[0].rel, crate::ir::Rel::Differ);
+    // Without values the comparison is a run-time value, and so is the Where.
+    let undecided = analyze(&g, &ins, &Default::default()).expect("analysis");
+    assert!(!undecided.ints.contains_key(&w) && undecided.guards.is_empty());
 }
 
 #[test]

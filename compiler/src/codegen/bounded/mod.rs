@@ -83,10 +83,13 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     // Constant subexpressions fold now (shape subgraphs on named dims stay).
     crate::passes::prepare(&mut g)?;
     // Dim values that reach data are computed at run time, not folded at the bounds.
+    // Comparisons of dims (head counts, say) are decided at the bounds, where the graph is
+    // pinned and folds them; `forward` checks that they hold for the run-time dims.
+    let at: HashMap<String, i64> = dims.iter().map(|(n, b)| (n.clone(), *b as i64)).collect();
     let ins = inputs_of(&g);
-    crate::passes::dim_values::materialize(&mut g, &ins)?;
-    symbolic::check_no_dim_values(&g, &inputs_of(&g))?;
-    let (targets, unpinned) = symbolic::reshape_targets(&g, &inputs_of(&g))?;
+    crate::passes::dim_values::materialize(&mut g, &ins, &at)?;
+    symbolic::check_no_dim_values(&g, &inputs_of(&g), &at)?;
+    let (targets, unpinned) = symbolic::reshape_targets(&g, &inputs_of(&g), &at)?;
 
     // Pin every named dim at its bound (or at the one value an op allows it, below): the
     // graph the plan and the static emitters see.
@@ -111,7 +114,17 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
         g = c;
     }
     let sym_inputs = inputs_of(&g);
-    let info = symbolic::analyze(&g, &sym_inputs, &targets)?;
+    let mut info = symbolic::analyze(&g, &sym_inputs, &targets)?;
+    for guard in &unpinned.guards {
+        // A dim pinned below its bound could decide a comparison otherwise.
+        let at_pin = crate::ir::Constraint { left: constant_at(&guard.left, &bound), right: constant_at(&guard.right, &bound), ..guard.clone() };
+        if at_pin.holds() != Some(true) {
+            return Err(graph_err(guard.what.clone(), format!("is decided otherwise where the dims are pinned ({}); pin the dims with --input", at_pin.failure())));
+        }
+        if !info.constraints.contains(guard) {
+            info.constraints.push(guard.clone());
+        }
+    }
     // A recorded Reshape that the passes removed (an identity at the bounds, say) would have
     // been decided at the bound: refuse rather than guess.
     for name in targets.keys().filter(|k| !k.starts_with('\0')) {
@@ -135,6 +148,11 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     }
     let plan = plan_bounded(&g, &info, &bound)?;
     build(&g, &plan, &info, &dims, &sym_inputs, opts)
+}
+
+/// `e` at the pinned dims, as a constant (itself when a dim has no value).
+fn constant_at(e: &DimExpr, bound: &dyn Fn(&str) -> Option<i64>) -> DimExpr {
+    e.eval(bound).map_or_else(|| e.clone(), DimExpr::constant)
 }
 
 /// Named dims an op allows only one value (a grid's last dim must be its spatial rank, a past
@@ -407,6 +425,7 @@ fn build(
             crate::ir::Rel::Equal => "same",
             crate::ir::Rel::AtMost => "at_most",
             crate::ir::Rel::Divides => "divides",
+            crate::ir::Rel::Differ => "differ",
         };
         let _ = writeln!(fwd, "    rt::dims::{check}({}, {}, {})?;", names::str_lit(&what), c.left.to_rust(&var), c.right.to_rust(&var));
     }
