@@ -150,6 +150,24 @@ impl DimExpr {
         Some(self.exact_div(&dims)?.floor_div(dc))
     }
 
+    /// `self` with named dim `name` replaced by `by`.
+    pub fn substitute(&self, name: &str, by: &DimExpr) -> DimExpr {
+        let mut out = DimExpr::default();
+        for (atoms, &c) in &self.terms {
+            let mut t = DimExpr::constant(c);
+            for a in atoms {
+                let f = match a {
+                    Atom::Var(v) if v == name => by.clone(),
+                    Atom::Var(v) => DimExpr::var(v),
+                    Atom::FloorDiv(e, d) => e.substitute(name, by).floor_div(*d),
+                };
+                t = t.mul(&f);
+            }
+            out = out.add(&t);
+        }
+        out
+    }
+
     /// Whether the value never decreases when a named dim grows (for dims ≥ 1): every
     /// non-constant term has a positive coefficient and its floor-divisions are of such
     /// expressions. Then the value at the bounds is the largest, which is what lets the memory

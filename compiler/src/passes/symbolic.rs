@@ -192,7 +192,15 @@ fn int_binary(s: &mut SymInfo, n: &Node, b: BinaryOp, p: &[DimExpr], q: &[DimExp
             BinaryOp::Mul => l.mul(&r),
             BinaryOp::Div => match rc {
                 Some(k) if k > 0 => l.floor_div(k),
-                _ => return Err(unsupported(n)),
+                _ => quotient_at(s, n, &l, &r)?,
+            },
+            BinaryOp::Mod { .. } => match rc {
+                Some(k) if k > 0 => l.sub(&l.floor_div(k).scale(k)),
+                Some(_) => return Err(unsupported(n)),
+                None => {
+                    quotient_at(s, n, &l, &r)?;
+                    c(0)
+                }
             },
             // Booleans as 0 / 1: one known side may decide the result.
             BinaryOp::And => match (lc, rc) {
@@ -212,6 +220,21 @@ fn int_binary(s: &mut SymInfo, n: &Node, b: BinaryOp, p: &[DimExpr], q: &[DimExp
         });
     }
     Ok(out)
+}
+
+/// `l / r` for a dim `r` (query heads per key head), where `r` divides `l` at `s.at`: that
+/// quotient as a constant, with the guard `l == q·r`; an error otherwise.
+fn quotient_at(s: &mut SymInfo, n: &Node, l: &DimExpr, r: &DimExpr) -> R<DimExpr> {
+    let at = |name: &str| s.at.get(name).copied();
+    let (Some(x), Some(y)) = (l.eval(&at), r.eval(&at)) else { return Err(unsupported(n)) };
+    if y < 1 || x < 0 || x % y != 0 {
+        return Err(unsupported(n));
+    }
+    let guard = Constraint { what: format!("node `{}` (a quotient of dims decided at the bounds)", n.name), rel: Rel::Equal, left: l.clone(), right: r.scale(x / y) };
+    if !s.guards.contains(&guard) {
+        s.guards.push(guard);
+    }
+    Ok(c(x / y))
 }
 
 /// Comparison `b` of two dim values, decided at `s.at` (the bounds) with the guard that keeps
@@ -636,11 +659,32 @@ fn reshape(s: &mut SymInfo, n: &Node, xs: &[DimExpr], target: &[DimExpr], allowz
     if let Some(i) = infer_at {
         let known = prod(&out);
         let total = prod(xs);
+        let known = match total.div_floor(&known) {
+            Some(_) => known,
+            None => unify_at(s, n, &total, &known),
+        };
         out[i] = total.div_floor(&known).ok_or_else(|| format!("cannot divide {total} by {known} for Reshape's -1"))?;
         // A quotient rounded down holds only where the division is exact: checked at run time.
         require_equal(s, n, "the input's size and the target's", &total, &prod(&out))?;
     }
     Ok(out)
+}
+
+/// `known` with each named dim that `total` lacks replaced by one of `total`'s that has its
+/// value at `s.at` (a key's batch read from the query's shape: `[B_q, S, H, -1]` of a
+/// `[B_k, S, H·D]` key), each such equality a guard for `forward`. Unchanged without values.
+fn unify_at(s: &mut SymInfo, n: &Node, total: &DimExpr, known: &DimExpr) -> DimExpr {
+    let (have, mut known) = (total.vars(), known.clone());
+    for w in known.vars().into_iter().filter(|w| !have.contains(w)) {
+        let Some(value) = s.at.get(&w).copied() else { continue };
+        let Some(u) = have.iter().find(|u| s.at.get(*u) == Some(&value)) else { continue };
+        let guard = Constraint { what: format!("node `{}` (Reshape's -1, dims equal at the bounds)", n.name), rel: Rel::Equal, left: DimExpr::var(&w), right: DimExpr::var(u) };
+        known = known.substitute(&w, &DimExpr::var(u));
+        if !s.guards.contains(&guard) {
+            s.guards.push(guard);
+        }
+    }
+    known
 }
 
 /// Output spatial dims of a window with explicit pads (`auto_pad` NOTSET or VALID), as

@@ -114,8 +114,9 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
         g = c;
     }
     let sym_inputs = inputs_of(&g);
-    let mut info = symbolic::analyze(&g, &sym_inputs, &targets)?;
-    for guard in &unpinned.guards {
+    let mut info = symbolic::analyze_at(&g, &sym_inputs, &targets, &at)?;
+    let guards: Vec<crate::ir::Constraint> = unpinned.guards.iter().chain(&info.guards).cloned().collect();
+    for guard in &guards {
         // A dim pinned below its bound could decide a comparison otherwise.
         let at_pin = crate::ir::Constraint { left: constant_at(&guard.left, &bound), right: constant_at(&guard.right, &bound), ..guard.clone() };
         if at_pin.holds() != Some(true) {
