@@ -273,6 +273,7 @@ pub fn examples() -> Vec<super::Example> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::DType;
     use crate::ops::testing::{check_gradient, check_shapes_and_eval};
 
     #[test]
