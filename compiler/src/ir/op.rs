@@ -188,11 +188,7 @@ pub enum Op {
     /// by 1 / (1 - ratio); `key` is an integer scalar, new each step, so the same key gives
     /// the same mask (the gradient recomputes it instead of storing it).
     Dropout { ratio: f32, training: bool },
-    /// CenterCropPad (X, shape) over `axes` (all when `None`).
-    CenterCropPad { axes: Option<Vec<i64>> },
 
-    /// Col2Im (input, image_shape, block_shape): the adjoint of im2col, overlaps summed.
-    Col2Im { dilations: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
     /// MaxUnpool (X, I, output_shape?): X's values at the flat positions I, zeros elsewhere.
     MaxUnpool { kernel_shape: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
 
@@ -222,7 +218,6 @@ pub enum Op {
     Range,
     NonZero,
     EyeLike { dtype: Option<DType>, k: i64 },
-    Compress { axis: Option<i64> },
     ReverseSequence { batch_axis: i64, time_axis: i64 },
     Einsum { equation: String },
 
@@ -254,8 +249,6 @@ pub enum Op {
     /// (num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz).
     MelWeightMatrix { dtype: DType },
     /// (X, grid) → X sampled at the grid's normalized coordinates.
-    /// (theta, size) → sampling grid [N, (D,) H, W, 2 | 3].
-    AffineGrid { align_corners: bool },
     /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
     Unique { axis: Option<i64>, sorted: bool },
 

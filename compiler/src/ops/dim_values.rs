@@ -56,6 +56,9 @@ impl OpDef for DimValues {
         if self.scalar && self.values.len() != 1 {
             return Err(format!("a scalar of {} values", self.values.len()));
         }
+        if let Some(name) = self.values.iter().flat_map(|e| e.vars()).find(|n| self.source(n).is_none()) {
+            return Err(format!("dim `{name}` is read from no input"));
+        }
         for (name, i, a) in &self.dims {
             let rank = cx.arg(*i)?.dims()?.len();
             if *a >= rank {
@@ -104,7 +107,8 @@ pub fn examples() -> Vec<super::Example> {
     let (a, b, k) = (DimExpr::var("a"), DimExpr::var("b"), DimExpr::var("k"));
     let dims = vec![("a".to_string(), 0, 1), ("b".to_string(), 0, 2), ("k".to_string(), 1, 0)];
     vec![
-        super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.clone(), b.clone()], dims: dims.clone(), scalar: false, dtype: DType::I64 }), inputs: vec![x.clone()] },
+        super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.clone(), b.clone()], dims: dims[..2].to_vec(), scalar: false, dtype: DType::I64 }), inputs: vec![x.clone()] },
         super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.mul(&b).add(&k).floor_div(2)], dims, scalar: true, dtype: DType::I32 }), inputs: vec![x, y] },
     ]
 }
+

@@ -1,5 +1,6 @@
 //! GridSample: X `[N, C, spatial…]` (1 to 3 spatial dims) sampled at the grid's normalized
-//! coordinates `[N, out spatial…, k]`, by the runtime kernel `kernels::grid::grid_sample`.
+//! coordinates `[N, out spatial…, k]`, by the runtime kernel `kernels::grid::grid_sample`; and
+//! AffineGrid, which makes such a grid from affine transforms (`kernels::grid::affine_grid`).
 use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::{DimExpr, GridMode, GridPadding, Op, ValueId};
@@ -116,6 +117,122 @@ impl OpDef for GridSample {
     }
 }
 
+/// AffineGrid `(theta [N, k, k + 1], size [N, C, (D,) H, W])` → the sampling grid
+/// `[N, (D,) H, W, k]` (k = 2 or 3): theta applied to the normalized coordinates of each output
+/// position. `size` decides the output's shape: a constant, or a shape computation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AffineGrid {
+    pub align_corners: bool,
+}
+
+impl AffineGrid {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    /// The batch and spatial sizes from `size`, theta's dims checked against them; `None`
+    /// while `size`'s values are not known.
+    fn geometry(cx: &mut ShapeCx) -> R<Option<(DimExpr, Vec<DimExpr>)>> {
+        let Some(size) = cx.ints(1) else { return Ok(None) };
+        let ts = cx.arg(0)?.dims()?.to_vec();
+        let nsp = size.len().saturating_sub(2);
+        if !(2..=3).contains(&nsp) || ts.len() != 3 {
+            return Err(format!("AffineGrid needs size [N, C, (D,) H, W] and theta [N, {nsp}, {}], got {} sizes and theta of rank {}", nsp + 1, size.len(), ts.len()));
+        }
+        if let Some(v) = size.iter().find_map(|d| d.as_const().filter(|&v| v < 0)) {
+            return Err(format!("negative size {v}"));
+        }
+        cx.equal("theta's batch and size[0]", &ts[0], &size[0])?;
+        cx.equal("theta's rows and the spatial rank", &ts[1], &DimExpr::constant(nsp as i64))?;
+        cx.equal("theta's columns and the spatial rank + 1", &ts[2], &DimExpr::constant(nsp as i64 + 1))?;
+        // The two are equal: the constant one, where there is one.
+        let n = if ts[0].as_const().is_some() { ts[0].clone() } else { size[0].clone() };
+        Ok(Some((n, size[2..].to_vec())))
+    }
+}
+
+impl OpDef for AffineGrid {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
+
+    fn name(&self) -> &'static str {
+        "AffineGrid"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let t = cx.arg(0)?.clone();
+        if !t.dtype.is_float() {
+            return Err(format!("AffineGrid needs a float theta, got {}", t.dtype));
+        }
+        if !cx.arg(1)?.dtype.is_int() {
+            return Err(format!("AffineGrid needs an integer size, got {}", cx.arg(1)?.dtype));
+        }
+        let dims = match t.dims {
+            Some(_) => Self::geometry(cx)?.map(|(n, sp)| {
+                let k = DimExpr::constant(sp.len() as i64);
+                std::iter::once(n).chain(sp).chain([k]).collect()
+            }),
+            None => None,
+        };
+        Ok(vec![OutType { dtype: t.dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let theta = input(ins, 0)?;
+        let size = input(ins, 1)?;
+        if !size.dtype().is_int() {
+            return Err(format!("AffineGrid needs an integer size, got {}", size.dtype()));
+        }
+        let mut cx = ShapeCx::of_shapes([Some((theta.dtype(), &theta.shape[..])), Some((size.dtype(), &size.shape[..]))]);
+        cx.set_ints(1, size.to_i64_vec().ok_or("size must be integers")?.into_iter().map(DimExpr::constant).collect());
+        let (n, sp) = Self::geometry(&mut cx)?.ok_or("size must be given")?;
+        let at = |d: &DimExpr| d.as_const().unwrap_or(0).max(0) as usize;
+        let (n, sp): (usize, Vec<usize>) = (at(&n), sp.iter().map(at).collect());
+        let mut shape = vec![n];
+        shape.extend(&sp);
+        shape.push(sp.len());
+        let len = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or("AffineGrid's output is too large")?;
+        fn run<T: burnc_runtime::FloatElem>(theta: &[T], n: usize, sp: &[usize], align: bool, len: usize) -> Vec<T> {
+            let mut y = vec![T::zero(); len];
+            k::affine_grid(theta, n, sp, align, &mut y);
+            y
+        }
+        let data = match &theta.data {
+            Data::F32(v) => Data::F32(run(v, n, &sp, self.align_corners, len)),
+            Data::F64(v) => Data::F64(run(v, n, &sp, self.align_corners, len)),
+            Data::F16(v) => Data::F16(run(v, n, &sp, self.align_corners, len)),
+            Data::BF16(v) => Data::BF16(run(v, n, &sp, self.align_corners, len)),
+            _ => return Err(format!("AffineGrid needs a float theta, got {}", theta.dtype())),
+        };
+        Ok(vec![Tensor::new(shape, data)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let theta = cx.input(0)?;
+        let (n, sp) = Self::geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?.ok_or_else(|| cx.err("size must be a constant for codegen"))?;
+        Ok(format!(
+            "rt::kernels::grid::affine_grid({}, {}, &{}, {}, {});",
+            cx.read(theta)?,
+            cx.size(&n)?,
+            cx.sizes(&sp)?,
+            self.align_corners,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    // A k × (k + 1) product per output point: about three operations per output element.
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(outs.first()?)?.checked_mul(3)
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("AffineGrid has no gradient yet".into())
+    }
+
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 1
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 2, 3, 4], (0..48).map(|i| ((i * 5) % 9) as f32 - 4.0).collect());
     let grid = Tensor::from_f32s(vec![2, 2, 3, 2], (0..24).map(|i| ((i * 7) % 11) as f32 / 5.0 - 1.1).collect());
@@ -123,5 +240,15 @@ pub fn examples() -> Vec<super::Example> {
     vec![
         super::Example { consts: vec![], op: op(GridMode::Linear, GridPadding::Zeros, false), inputs: vec![x.clone(), grid.clone()] },
         super::Example { consts: vec![], op: op(GridMode::Nearest, GridPadding::Reflection, true), inputs: vec![x, grid] },
+        super::Example {
+            consts: vec![1],
+            op: OpRef::new(AffineGrid { align_corners: false }),
+            inputs: vec![Tensor::from_f32s(vec![2, 2, 3], (0..12).map(|i| ((i * 5) % 7) as f32 / 4.0 - 0.7).collect()), Tensor::from_i64s(vec![4], vec![2, 3, 4, 5])],
+        },
+        super::Example {
+            consts: vec![1],
+            op: OpRef::new(AffineGrid { align_corners: true }),
+            inputs: vec![Tensor::from_f32s(vec![1, 3, 4], (0..12).map(|i| ((i * 3) % 5) as f32 / 3.0 - 0.5).collect()), Tensor::from_i64s(vec![5], vec![1, 2, 2, 3, 4])],
+        },
     ]
 }

@@ -64,6 +64,8 @@ pub mod norm;
 pub mod cast;
 pub mod causal_conv;
 pub mod channel_norm;
+pub mod col2im;
+pub mod compress;
 mod cx;
 pub mod quant;
 pub mod recurrent;
@@ -203,6 +205,8 @@ pub fn examples() -> Vec<Example> {
     v.extend(strings::examples());
     v.extend(resize::examples());
     v.extend(dim_values::examples());
+    v.extend(col2im::examples());
+    v.extend(compress::examples());
     v
 }
 

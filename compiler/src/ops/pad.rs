@@ -1,7 +1,8 @@
 //! Pad `(data, pads, constant_value?, axes?)`: each listed axis (all by default) grows by its
 //! leading and trailing pad (a negative pad crops), filled by the mode. `pads` and `axes` are
 //! constants; the fill may be computed. One runtime kernel, `kernels::pad::pad`, for the
-//! interpreter and generated code, every dtype.
+//! interpreter and generated code, every dtype. CenterCropPad is the same kernel with the
+//! leading pads that center each axis.
 use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::data::scalar_lit;
 use crate::codegen::CodegenError;
@@ -9,7 +10,7 @@ use crate::interp::ops::cast::cast;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DimExpr, Op, PadMode, ValueId};
 use crate::tensor::{Data, Tensor};
-use burnc_runtime::kernels::pad::pad;
+use burnc_runtime::kernels::pad::{center_lead, pad};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pad {
@@ -165,6 +166,117 @@ impl OpDef for Pad {
     }
 }
 
+/// CenterCropPad `(X, shape)`: each listed axis (all by default) cropped or zero-padded to its
+/// target length around its center. `shape` decides the output's shape: a constant or a
+/// shape computation; the leading pads come from the input's dims at run time
+/// (`kernels::pad::center_lead`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CenterCropPad {
+    pub axes: Option<Vec<i64>>,
+}
+
+impl CenterCropPad {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    /// The output dims: the input's, each listed axis at its target length.
+    fn out_dims(&self, xs: &[DimExpr], targets: &[DimExpr]) -> R<Vec<DimExpr>> {
+        let r = xs.len();
+        let axes: Vec<usize> = match &self.axes {
+            Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
+            None => (0..r).collect(),
+        };
+        if targets.len() != axes.len() {
+            return Err(format!("shape has {} entries for {} axes", targets.len(), axes.len()));
+        }
+        let mut out = xs.to_vec();
+        let mut seen = vec![false; r];
+        for (&a, t) in axes.iter().zip(targets) {
+            if std::mem::replace(&mut seen[a], true) {
+                return Err(format!("axis {a} is listed twice"));
+            }
+            if let Some(v) = t.as_const().filter(|&v| v < 0) {
+                return Err(format!("negative target size {v}"));
+            }
+            out[a] = t.clone();
+        }
+        Ok(out)
+    }
+}
+
+impl OpDef for CenterCropPad {
+    none_of!(cuda, scratch_bytes, in_place, forwards_values);
+
+    fn name(&self) -> &'static str {
+        "CenterCropPad"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?.clone();
+        if !cx.arg(1)?.dtype.is_int() {
+            return Err(format!("shape must be integers, got {}", cx.arg(1)?.dtype));
+        }
+        let dims = match (&x.dims, cx.ints(1)) {
+            (Some(xs), Some(t)) => Some(self.out_dims(xs, &t)?),
+            _ => None,
+        };
+        Ok(vec![OutType { dtype: x.dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let t = input(ins, 1)?;
+        let t: Vec<DimExpr> = t.to_i64_vec().filter(|_| t.dtype().is_int()).ok_or("shape must be integers")?.into_iter().map(DimExpr::constant).collect();
+        let xs: Vec<DimExpr> = x.shape.iter().map(|&d| DimExpr::constant(d as i64)).collect();
+        let shape: Vec<usize> = self.out_dims(&xs, &t)?.iter().map(|d| d.as_const().unwrap_or(0).max(0) as usize).collect();
+        let before: Vec<i64> = x.shape.iter().zip(&shape).map(|(&d, &o)| center_lead(d, o)).collect();
+        let k = PadBytes { dims: &x.shape, before: &before, mode: PadMode::Constant, out: &shape };
+        Ok(vec![move_bytes("CenterCropPad", x, None, shape.clone(), &k)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let x = cx.input(0)?;
+        let xs = cx.dims(x)?;
+        let t = cx.shape_cx()?.ints(1).ok_or_else(|| cx.err("shape must be a constant for codegen"))?;
+        let out = self.out_dims(&xs, &t).map_err(|e| cx.err(e))?;
+        let lead = xs
+            .iter()
+            .zip(&out)
+            .map(|(d, o)| match (d.as_const(), o.as_const()) {
+                _ if d == o => Ok("0".to_string()),
+                (Some(d), Some(o)) => Ok(center_lead(d as usize, o as usize).to_string()),
+                _ => Ok(format!("rt::kernels::pad::center_lead({}, {})", cx.size(d)?, cx.size(o)?)),
+            })
+            .collect::<Result<Vec<_>, CodegenError>>()?
+            .join(", ");
+        Ok(format!(
+            "rt::kernels::pad::pad({}, &{}, &[{lead}], rt::kernels::pad::PadMode::Constant, Default::default(), &{}, {});",
+            cx.read(x)?,
+            cx.sizes(&xs)?,
+            cx.sizes(&out)?,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    // A gather through the interpreter's index table.
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        Ok(vec![cx.by_table(&cx.output(0)?)?])
+    }
+
+    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(0)
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("CenterCropPad has no gradient yet".into())
+    }
+
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 1
+    }
+}
+
 /// The kernel on raw elements (see [`move_bytes`]).
 struct PadBytes<'a> {
     dims: &'a [usize],
@@ -190,7 +302,10 @@ pub fn examples() -> Vec<super::Example> {
         super::Example { consts: vec![1, 2], op: op(PadMode::Constant), inputs: vec![x.clone(), p(vec![1, 2, 0, 1]), Tensor::from_f32s(vec![], vec![2.5])] },
         super::Example { consts: vec![1], op: op(PadMode::Reflect), inputs: vec![x.clone(), p(vec![2, 1, 2, 3])] },
         super::Example { consts: vec![1], op: op(PadMode::Edge), inputs: vec![xi.clone(), p(vec![0, 1, -1, 0, 2, 1])] },
-        super::Example { consts: vec![1, 2, 3], op: op(PadMode::Wrap), inputs: vec![xi, p(vec![1, 2]), Tensor::new(vec![0], Data::F32(vec![])), p(vec![-1])] },
+        super::Example { consts: vec![1, 2, 3], op: op(PadMode::Wrap), inputs: vec![xi.clone(), p(vec![1, 2]), Tensor::new(vec![0], Data::F32(vec![])), p(vec![-1])] },
+        // Crop the first axis, pad the second (odd differences: the extra element at the end).
+        super::Example { consts: vec![1], op: OpRef::new(CenterCropPad { axes: None }), inputs: vec![x, p(vec![2, 7])] },
+        super::Example { consts: vec![1], op: OpRef::new(CenterCropPad { axes: Some(vec![-1, 0]) }), inputs: vec![xi, p(vec![3, 2])] },
     ]
 }
 
@@ -214,5 +329,17 @@ mod tests {
         let x = Some(Arg { dtype: DType::F32, dims: Some(vec![s]), value: None });
         let p = Some(Arg { dtype: DType::I64, dims: Some(vec![DimExpr::constant(2)]), value: None });
         assert_eq!(Pad { mode: PadMode::Constant }.shapes(&mut ShapeCx::new(vec![x, p])).expect("shapes")[0].dims, None);
+    }
+
+    #[test]
+    fn center_crop_pad_odd_lengths_and_bad_axes() {
+        let run = |x: Vec<f32>, t: i64, axes: Option<Vec<i64>>| {
+            let (x, t) = (Tensor::from_f32s(vec![x.len()], x), Tensor::from_i64s(vec![1], vec![t]));
+            CenterCropPad { axes }.eval(&[Some(&x), Some(&t)]).map(|y| y[0].to_f64_vec())
+        };
+        assert_eq!(run(vec![1.0, 2.0, 3.0, 4.0, 5.0], 2, None), Ok(vec![2.0, 3.0]));
+        assert_eq!(run(vec![1.0, 2.0], 5, None), Ok(vec![0.0, 1.0, 2.0, 0.0, 0.0]));
+        assert!(run(vec![1.0, 2.0], 1, Some(vec![5])).is_err());
+        assert!(run(vec![1.0, 2.0], -1, None).is_err());
     }
 }

@@ -84,8 +84,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
         Op::RoiAlign { .. } => mul(&[8, out?]),
-        Op::AffineGrid { .. } => mul(&[3, out?]),
-        Op::Col2Im { .. } => in_numel(g, n, 0)?,
         Op::Dft { .. } | Op::Stft { .. } => {
             let x = in_shape(g, n, 0)?;
             mul(&[8, out?, *x.get(x.len().checked_sub(2)?)? as u64])
@@ -111,9 +109,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Range
         | Op::NonZero
         | Op::EyeLike { .. }
-        | Op::Compress { .. }
         | Op::ReverseSequence { .. }
-        | Op::CenterCropPad { .. }
         | Op::MaxUnpool { .. }
         | Op::Unique { .. }
         | Op::Seq(_) => 0,

@@ -760,19 +760,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         }
         Op::NonZero => vec![t(Some(DType::I64), Some(vec![cx.shape(0).map(|x| Dim::Fixed(x.len())).unwrap_or_else(|| cx.fresh()), cx.fresh()]))],
         Op::EyeLike { dtype, .. } => vec![t(dtype.or(cx.dtype(0)), cx.shape(0).map(|s| s.to_vec()))],
-        Op::Compress { axis } => {
-            let dims = match (cx.shape(0), axis) {
-                (Some(x), Some(a)) => {
-                    let a = norm_axis(*a, x.len())?;
-                    let mut o = x.to_vec();
-                    o[a] = cx.fresh();
-                    Some(o)
-                }
-                (_, None) => Some(vec![cx.fresh()]),
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::If { then_branch, else_branch } => {
             let k = n.outputs.len();
             (0..k)
@@ -853,7 +840,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Col2Im { .. } | Op::MaxUnpool { .. } => {
+        Op::MaxUnpool { .. } => {
             let fixed = |i: usize| -> Option<Vec<usize>> {
                 cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
             };
@@ -862,13 +849,12 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             super::infer_unpool::infer(&n.op, &fixed, &ints)?.into_iter().map(|s| t(cx.dtype(0), s.and_then(f))).collect()
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::AffineGrid { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
+        | Op::Unique { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
         Op::BitCast { .. }
-        | Op::CenterCropPad { .. }
         | Op::Seq(_)
         | Op::SequenceMap { .. }
         | Op::Det => vec![],

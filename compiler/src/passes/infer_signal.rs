@@ -1,7 +1,7 @@
-//! Inference for the signal, grid and Unique ops: exact shapes from the
+//! Inference for the signal ops and Unique: exact shapes from the
 //! interpreter's own geometry functions when the shape-deciding operands are known.
 use super::{t, Cx, R};
-use crate::interp::ops::{grid, signal};
+use crate::interp::ops::signal;
 use crate::ir::{DType, Dim, Op, ValueType};
 
 fn fixed(cx: &Cx, i: usize) -> Option<Vec<usize>> {
@@ -53,13 +53,6 @@ pub(super) fn infer(cx: &Cx, op: &Op) -> R<Vec<ValueType>> {
                 _ => Some(cx.fresh_dims(2)),
             };
             vec![t(Some(*dtype), shape)]
-        }
-        Op::AffineGrid { .. } => {
-            let shape = match (fixed(cx, 0), cx.ints(1)) {
-                (Some(ts), Some(size)) => dims(grid::affine_dims(&ts, &size)?.2),
-                _ => None,
-            };
-            vec![t(cx.dtype(0), shape)]
         }
         // Counts of unique values are data-dependent; the inverse indices' length is not.
         Op::Unique { axis, .. } => {

@@ -452,7 +452,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             .op(),
         ),
-        "CenterCropPad" => Some(Op::CenterCropPad { axes: a.ints("axes") }),
+        "CenterCropPad" => Some(burnc_compiler::ops::pad::CenterCropPad { axes: a.ints("axes") }.op()),
         "CumSum" => Some(burnc_compiler::ops::cumulative::Cumulative { product: false, exclusive: a.i_or("exclusive", 0) != 0, reverse: a.i_or("reverse", 0) != 0 }.op()),
         "TopK" => {
             if opset < 10 {
@@ -596,7 +596,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         ),
         "OneHot" => Some(burnc_compiler::ops::one_hot::OneHot { axis: a.i_or("axis", -1) }.op()),
         "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
-        "Compress" => Some(Op::Compress { axis: a.i("axis") }),
+        "Compress" => Some(burnc_compiler::ops::compress::Compress { axis: a.i("axis") }.op()),
         "ReverseSequence" => Some(Op::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }),
         "Einsum" => Some(Op::Einsum { equation: a.s("equation").ok_or_else(|| n.err("missing attribute `equation`"))? }),
         "Resize" | "Upsample" => {
@@ -706,11 +706,14 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Shrink" => Some(Op::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }),
         "Det" => Some(Op::Det),
         "RNN" | "GRU" | "LSTM" => Some(burnc_compiler::ops::recurrent::Recurrent::op(super::rnn::rnn_attrs(op_type, &a).map_err(|e| n.err(e))?)),
-        "Col2Im" => Some(Op::Col2Im {
-            dilations: usize_vec(&n, "dilations", a.ints("dilations"))?,
-            pads: usize_vec(&n, "pads", a.ints("pads"))?,
-            strides: usize_vec(&n, "strides", a.ints("strides"))?,
-        }),
+        "Col2Im" => Some(
+            burnc_compiler::ops::col2im::Col2Im {
+                dilations: usize_vec(&n, "dilations", a.ints("dilations"))?,
+                pads: usize_vec(&n, "pads", a.ints("pads"))?,
+                strides: usize_vec(&n, "strides", a.ints("strides"))?,
+            }
+            .op(),
+        ),
         "MaxUnpool" => Some(Op::MaxUnpool {
             kernel_shape: usize_vec(&n, "kernel_shape", a.ints("kernel_shape"))?,
             pads: usize_vec(&n, "pads", a.ints("pads"))?,
@@ -770,7 +773,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             align_corners: a.i_or("align_corners", 0) != 0,
         }
         .op()),
-        "AffineGrid" => Some(Op::AffineGrid { align_corners: a.i_or("align_corners", 0) != 0 }),
+        "AffineGrid" => Some(burnc_compiler::ops::grid::AffineGrid { align_corners: a.i_or("align_corners", 0) != 0 }.op()),
         "Unique" => Some(Op::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }),
         "NonMaxSuppression" => Some(Op::NonMaxSuppression { center_point_box: a.i_or("center_point_box", 0) != 0 }),
         "RoiAlign" => {

@@ -1,6 +1,7 @@
 //! GatherElements: `out[i…] = x[i…]` with the coordinate along `axis` replaced by the index
 //! at the same position, for dims given at run time. An index outside the axis (after adding
-//! the axis length to a negative one) reads `zero`: generated code does not fail.
+//! the axis length to a negative one) reads `zero`: generated code does not fail. Compress:
+//! listed rows along an axis.
 use crate::Elem;
 
 /// `out` has `idx`'s dims; `idx`'s dims are at most `x`'s off the axis.
@@ -35,6 +36,25 @@ fn walk<T: Copy, I: Elem>(x: &[T], xd: &[usize], idx: &[I], id: &[usize], axis: 
     }
 }
 
+/// Compress: `out` holds the `keep` entries, in order, along the middle dim of `x` viewed as
+/// `[outer, len, inner]`. An entry outside `0..len` gives `zero`s (the interpreter and the
+/// bounded module's size checks refuse it before).
+pub fn compress<T: Copy>(x: &[T], [outer, len, inner]: [usize; 3], keep: &[i64], zero: T, out: &mut [T]) {
+    let m = keep.len();
+    assert!(x.len() >= outer * len * inner && out.len() >= outer * m * inner, "compress: slices too short");
+    for o in 0..outer {
+        for (j, &k) in keep.iter().enumerate() {
+            let d = &mut out[(o * m + j) * inner..(o * m + j + 1) * inner];
+            if (0..len as i64).contains(&k) {
+                let s = (o * len + k as usize) * inner;
+                d.copy_from_slice(&x[s..s + inner]);
+            } else {
+                d.fill(zero);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +68,16 @@ mod tests {
         let mut y = [0; 3];
         gather_elements(&x, &[2, 3], &[1i32, 0, 5], &[1, 3], 0, 0, &mut y);
         assert_eq!(y, [4, 2, 0]);
+    }
+
+    #[test]
+    fn compress_keeps_the_listed_rows() {
+        let x = [1, 2, 3, 4, 5, 6]; // [[1, 2, 3], [4, 5, 6]]
+        let mut y = [0; 4];
+        compress(&x, [2, 3, 1], &[0, 2], -1, &mut y);
+        assert_eq!(y, [1, 3, 4, 6]);
+        let mut y = [0; 6];
+        compress(&x, [1, 2, 3], &[1, 5], -1, &mut y);
+        assert_eq!(y, [4, 5, 6, -1, -1, -1]);
     }
 }

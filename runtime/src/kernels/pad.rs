@@ -54,6 +54,16 @@ pub fn pad<T: Copy>(x: &[T], dims: &[usize], before: &[i64], mode: PadMode, fill
     rows(x, dims, before, mode, fill, out_dims, out, 0, 0, 0);
 }
 
+/// The leading pad that centers a dim of `len` elements in one of `target` (CenterCropPad):
+/// negative to crop. The odd element goes to the end either way.
+pub fn center_lead(len: usize, target: usize) -> i64 {
+    if target <= len {
+        -(((len - target) / 2) as i64)
+    } else {
+        ((target - len) / 2) as i64
+    }
+}
+
 /// Dim `d` onwards, the input block at `xo` and the output block at `oo`.
 #[allow(clippy::too_many_arguments)]
 fn rows<T: Copy>(x: &[T], dims: &[usize], before: &[i64], mode: PadMode, fill: T, out_dims: &[usize], out: &mut [T], d: usize, xo: usize, oo: usize) {
@@ -91,5 +101,13 @@ mod tests {
         let mut y = [0; 9];
         pad(&[1, 2, 3, 4], &[2, 2], &[1, 1], PadMode::Constant, 0, &[3, 3], &mut y);
         assert_eq!(y, [0, 0, 0, 0, 1, 2, 0, 3, 4]);
+    }
+
+    #[test]
+    fn centered_crop_and_pad() {
+        // [1..5] to 2: [2, 3]; [1, 2] to 5: [0, 1, 2, 0, 0].
+        assert_eq!(center_lead(5, 2), -1);
+        assert_eq!(center_lead(2, 5), 1);
+        assert_eq!(center_lead(4, 4), 0);
     }
 }

@@ -81,7 +81,7 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => vec![0],
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
         Op::Slice | Op::Gather { .. } | Op::GatherNd { .. } | Op::Expand | Op::Tile => vec![0],
-        Op::ReverseSequence { .. } | Op::Compress { .. } | Op::CenterCropPad { .. } => vec![0],
+        Op::ReverseSequence { .. } => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),
         _ => return None,
     })
@@ -132,8 +132,7 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
     let data = data_inputs(&n.op, n.inputs.len()).ok_or_else(|| cx.err(n, "not a data-movement op"))?;
     let mut args = Vec::with_capacity(n.inputs.len());
     let mut bases = Vec::new();
-    // Indices start at 1: 0 is what ops fill with (CenterCropPad's padding), so it marks a
-    // fill.
+    // Indices start at 1: 0 marks an element the op fills.
     let mut base = 1i64;
     for (i, inp) in n.inputs.iter().enumerate() {
         let Some(v) = inp else {
@@ -186,7 +185,7 @@ pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, 
             }
             table.push(((which as u32) << 28) | local);
         }
-        // What the op fills with (CenterCropPad's padding) is zero.
+        // What an op fills with is zero.
         let fill = match cx.ty(n, o)?.0 {
             DType::F32 => "0.0_f32".into(),
             DType::F64 => "0.0_f64".into(),

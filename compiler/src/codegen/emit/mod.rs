@@ -247,14 +247,14 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
+        Op::MaxUnpool { .. } => unpool::emit(cx, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
             extra::emit(cx, id, n)
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::AffineGrid { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
+        | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),

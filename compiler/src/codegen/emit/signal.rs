@@ -1,10 +1,10 @@
-//! DFT, STFT, windows, MelWeightMatrix and AffineGrid: calls into
+//! DFT, STFT, windows and MelWeightMatrix: calls into
 //! the runtime kernels the interpreter uses, with the geometry the interpreter resolves
-//! (`interp::ops::{signal, grid}`). Unique has data-dependent shapes: only a constant input,
+//! (`interp::ops::signal`). Unique has data-dependent shapes: only a constant input,
 //! folded before codegen, gets through.
 use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::interp::ops::{grid, signal};
+use crate::interp::ops::signal;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
 use burnc_runtime::kernels::spectral::{DftDims, StftDims};
 
@@ -97,13 +97,6 @@ pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenErr
                 scalar(3)?,
                 scalar(4)?
             )
-        }
-        Op::AffineGrid { align_corners } => {
-            let theta = cx.input(n, 0)?;
-            let (_, ts) = cx.ty(n, theta)?;
-            let size = cx.konst(cx.input(n, 1)?).and_then(|t| t.to_i64_vec()).ok_or_else(|| cx.err(n, "size must be a constant"))?;
-            let (batch, sp, _) = grid::affine_dims(&ts, &size).map_err(|e| cx.err(n, e))?;
-            format!("rt::kernels::grid::affine_grid({}, {batch}, &{sp:?}, {align_corners}, {y});", cx.read(n, theta)?)
         }
         _ => return Err(cx.err(n, "not a signal op")),
     };

@@ -1,4 +1,4 @@
-//! Interpreter semantics: index family (Gather, GatherND, NonZero, Compress, Trilu,
+//! Interpreter semantics: index family (Gather, GatherND, NonZero, Trilu,
 //! EyeLike, ReverseSequence). Gathers are written as a flat source index per output element and
 //! one generic [`take`]. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
@@ -13,7 +13,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
         Op::Gather { axis } => one(gather(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::GatherNd { batch_dims } => one(gather_nd(arg(args, 0)?, arg(args, 1)?, *batch_dims)?),
         Op::NonZero => one(nonzero(arg(args, 0)?)?),
-        Op::Compress { axis } => one(compress(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
         Op::ReverseSequence { batch_axis, time_axis } => {
             one(reverse_sequence(arg(args, 0)?, arg(args, 1)?, *batch_axis, *time_axis)?)
@@ -140,34 +139,6 @@ fn nonzero(x: &Tensor) -> Result<Tensor, String> {
         }
     }
     Ok(Tensor::from_i64s(vec![r, n], out))
-}
-
-fn compress(x: &Tensor, cond: &Tensor, axis: Option<i64>) -> Result<Tensor, String> {
-    let Data::Bool(c) = &cond.data else { return Err(format!("condition must be bool, got {}", cond.dtype())) };
-    if cond.rank() != 1 {
-        return Err(format!("condition must be 1-D, got shape {:?}", cond.shape));
-    }
-    let flat;
-    let (src, ax) = match axis {
-        Some(a) => (x, norm_axis_or_scalar(a, x.rank())?),
-        None => {
-            flat = Tensor::new(vec![x.numel()], x.data.clone());
-            (&flat, 0)
-        }
-    };
-    if src.rank() == 0 {
-        return Err("Compress needs an input of rank >= 1".into());
-    }
-    let dim = src.shape[ax];
-    let keep: Vec<usize> = c.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
-    if let Some(&bad) = keep.iter().find(|&&i| i >= dim) {
-        return Err(format!("condition selects index {bad} beyond axis size {dim}"));
-    }
-    let mut shape = src.shape.clone();
-    shape[ax] = keep.len();
-    let st = strides(&src.shape);
-    let idx = index_map(&shape, |ix| ix.iter().enumerate().map(|(d, &i)| if d == ax { keep[i] } else { i } * st[d]).sum())?;
-    Ok(Tensor::new(shape, take(&src.data, &idx)))
 }
 
 pub(crate) fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {

@@ -83,10 +83,9 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Gather { .. }
         | Op::GatherNd { .. }
         | Op::NonZero
-        | Op::Compress { .. }
         | Op::EyeLike { .. }
         | Op::ReverseSequence { .. } => index::eval(op, &args, n_outputs),
-        Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
+        Op::MaxUnpool { .. } => unpool::eval(op, &args),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
@@ -96,9 +95,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
-        | Op::CenterCropPad { .. } => extra::eval(op, &args),
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
-        Op::AffineGrid { .. } => grid::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::eval(op, &args),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::eval(op, &args),

@@ -20,7 +20,6 @@ macro_rules! floats {
         }
     };
 }
-pub(crate) use floats;
 
 /// A scalar (or one-element) integer operand.
 pub fn scalar_int(t: &Tensor, what: &str) -> Result<i64, String> {
