@@ -145,8 +145,6 @@ pub enum Op {
     Unary(UnaryOp),
     /// Two inputs, numpy broadcasting. Comparison and logic ops produce bool.
     Binary(BinaryOp),
-    /// Reinterpret the bits as another type of the same width.
-    BitCast { to: DType },
 
     // ---- linear algebra and neural-network ops
     /// numpy matmul semantics (batched, broadcasting, 1-D promotion).
@@ -199,7 +197,6 @@ pub enum Op {
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
-    TopK { axis: i64, largest: bool, sorted: bool },
 
     // ---- shape and data movement
     Reshape { allowzero: bool },
@@ -214,7 +211,6 @@ pub enum Op {
     Gather { axis: i64 },
     GatherNd { batch_dims: i64 },
     Expand,
-    Tile,
     /// (data, pads, constant_value?, axes?).
     Shape { start: i64, end: Option<i64> },
     Size,
@@ -223,7 +219,6 @@ pub enum Op {
     NonZero,
     EyeLike { dtype: Option<DType>, k: i64 },
     Compress { axis: Option<i64> },
-    ReverseSequence { batch_axis: i64, time_axis: i64 },
     Einsum { equation: String },
 
     // ---- sequences and optionals (interpreter-level values)
@@ -240,8 +235,6 @@ pub enum Op {
     QLinearConv { window: Window, group: usize },
     /// x < -lambd → x + bias; x > lambd → x - bias; else 0.
     Shrink { lambd: f32, bias: f32 },
-    /// Determinant of the trailing square matrices.
-    Det,
 
     // ---- signal processing, sampling grids, Unique and TensorScatter (interp::ops::signal)
     /// (input, dft_length?, axis?): real/imaginary pairs in a trailing dim (1 for a real

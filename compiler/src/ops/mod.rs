@@ -55,6 +55,7 @@ pub mod dim_values;
 pub mod gather;
 pub mod grid;
 pub mod image;
+pub mod linalg;
 pub mod linear_attention;
 pub mod loss;
 pub mod nbits;
@@ -69,12 +70,15 @@ pub mod quant;
 pub mod recurrent;
 pub mod reduce;
 pub mod resize;
+pub mod reverse;
 pub mod rotary;
 mod regex;
 pub mod scatter;
 pub mod select;
 pub mod split;
 pub mod strings;
+pub mod tile;
+pub mod topk;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
@@ -201,6 +205,10 @@ pub fn examples() -> Vec<Example> {
     v.extend(strings::examples());
     v.extend(resize::examples());
     v.extend(dim_values::examples());
+    v.extend(reverse::examples());
+    v.extend(tile::examples());
+    v.extend(linalg::examples());
+    v.extend(topk::examples());
     v
 }
 

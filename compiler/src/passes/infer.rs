@@ -491,7 +491,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![like(0), like(3), like(4)]
         }
         Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Shrink { .. } => same(),
-        Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
+        Op::Softmax { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),
@@ -515,29 +515,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 _ => None,
             };
             vec![t(cx.dtype(0), dims)]
-        }
-        Op::TopK { axis, .. } => {
-            let dims = match cx.shape(0) {
-                Some(x) => {
-                    let a = norm_axis(*axis, x.len())?;
-                    let k = match cx.ints(1).as_deref() {
-                        Some([k]) if *k >= 0 => {
-                            if let Dim::Fixed(d) = x[a] {
-                                if *k as usize > d {
-                                    return Err(format!("k = {k} is larger than the axis size {d}"));
-                                }
-                            }
-                            Dim::Fixed(*k as usize)
-                        }
-                        _ => cx.fresh(),
-                    };
-                    let mut o = x.to_vec();
-                    o[a] = k;
-                    Some(o)
-                }
-                None => None,
-            };
-            vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
         }
         Op::Reshape { allowzero } => vec![t(cx.dtype(0), reshape(cx, *allowzero)?)],
         Op::Flatten { axis } => {
@@ -703,19 +680,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::Tile => {
-            let dims = match (cx.shape(0), cx.ints(1)) {
-                (Some(x), Some(r)) => {
-                    if r.len() != x.len() {
-                        return Err(format!("repeats has {} entries for rank {}", r.len(), x.len()));
-                    }
-                    Some(x.iter().zip(&r).map(|(d, &k)| if k == 1 { d.clone() } else { map_dim(cx, d, |v| Some(v.saturating_mul(k.max(0) as usize))) }).collect())
-                }
-                (Some(x), None) => Some(cx.fresh_dims(x.len())),
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Shape { start, end } => {
             let len = cx.shape(0).map(|x| {
                 let r = x.len() as i64;
@@ -867,11 +831,9 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
-        Op::BitCast { .. }
-        | Op::CenterCropPad { .. }
+        Op::CenterCropPad { .. }
         | Op::Seq(_)
-        | Op::SequenceMap { .. }
-        | Op::Det => vec![],
+        | Op::SequenceMap { .. } => vec![],
     })
 }
 

@@ -1,5 +1,5 @@
 //! Interpreter semantics: index family (Gather, GatherND, NonZero, Compress, Trilu,
-//! EyeLike, ReverseSequence). Gathers are written as a flat source index per output element and
+//! EyeLike). Gathers are written as a flat source index per output element and
 //! one generic [`take`]. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
 use super::util::{arg, norm_axis_or_scalar, numel, one, strides};
@@ -15,9 +15,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
         Op::NonZero => one(nonzero(arg(args, 0)?)?),
         Op::Compress { axis } => one(compress(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
-        Op::ReverseSequence { batch_axis, time_axis } => {
-            one(reverse_sequence(arg(args, 0)?, arg(args, 1)?, *batch_axis, *time_axis)?)
-        }
         _ => Err(format!("{} is not an index op", op.name())),
     }
 }
@@ -192,31 +189,6 @@ fn eye_like(x: &Tensor, dtype: Option<DType>, k: i64) -> Result<Tensor, String> 
     let to = dtype.unwrap_or(x.dtype());
     let v = index_map(&x.shape, |ix| i64::from(ix[1] as i64 - ix[0] as i64 == k))?;
     super::cast::cast(&Tensor::from_i64s(x.shape.clone(), v), to, true)
-}
-
-fn reverse_sequence(x: &Tensor, lens: &Tensor, batch_axis: i64, time_axis: i64) -> Result<Tensor, String> {
-    if x.rank() < 2 {
-        return Err(format!("ReverseSequence needs an input of rank >= 2, got {:?}", x.shape));
-    }
-    let (ba, ta) = (norm_axis_or_scalar(batch_axis, x.rank())?, norm_axis_or_scalar(time_axis, x.rank())?);
-    if ba == ta || ba > 1 || ta > 1 {
-        return Err(format!("batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 in some order"));
-    }
-    let lv = indices(lens, "sequence_lens")?;
-    if lv.len() != x.shape[ba] {
-        return Err(format!("sequence_lens has {} entries for batch size {}", lv.len(), x.shape[ba]));
-    }
-    let tmax = x.shape[ta];
-    let lv: Vec<usize> = lv
-        .iter()
-        .map(|&l| usize::try_from(l).ok().filter(|&l| l <= tmax).ok_or_else(|| format!("sequence length {l} is out of range 0..={tmax}")))
-        .collect::<Result<_, _>>()?;
-    let st = strides(&x.shape);
-    let idx = index_map(&x.shape, |ix| {
-        let l = lv[ix[ba]];
-        ix.iter().enumerate().map(|(d, &i)| if d == ta && i < l { l - 1 - i } else { i } * st[d]).sum()
-    })?;
-    Ok(Tensor::new(x.shape.clone(), take(&x.data, &idx)))
 }
 
 #[cfg(test)]
