@@ -191,8 +191,6 @@ pub enum Op {
 
     /// Col2Im (input, image_shape, block_shape): the adjoint of im2col, overlaps summed.
     Col2Im { dilations: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
-    /// MaxUnpool (X, I, output_shape?): X's values at the flat positions I, zeros elsewhere.
-    MaxUnpool { kernel_shape: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
 
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
@@ -209,7 +207,6 @@ pub enum Op {
     /// (data, starts, ends, axes?, steps?).
     Slice,
     Gather { axis: i64 },
-    GatherNd { batch_dims: i64 },
     Expand,
     /// (data, pads, constant_value?, axes?).
     Shape { start: i64, end: Option<i64> },

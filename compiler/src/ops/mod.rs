@@ -79,6 +79,7 @@ pub mod split;
 pub mod strings;
 pub mod tile;
 pub mod topk;
+pub mod unpool;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
@@ -209,6 +210,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(tile::examples());
     v.extend(linalg::examples());
     v.extend(topk::examples());
+    v.extend(unpool::examples());
     v
 }
 

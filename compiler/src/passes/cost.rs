@@ -96,7 +96,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Concat { .. }
         | Op::Slice
         | Op::Gather { .. }
-        | Op::GatherNd { .. }
         | Op::Expand
         | Op::Shape { .. }
         | Op::Size
@@ -106,7 +105,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::EyeLike { .. }
         | Op::Compress { .. }
         | Op::CenterCropPad { .. }
-        | Op::MaxUnpool { .. }
         | Op::Unique { .. }
         | Op::Seq(_) => 0,
 

@@ -647,24 +647,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::GatherNd { batch_dims } => {
-            let dims = match (cx.shape(0), cx.shape(1)) {
-                (Some(d), Some(i)) if !i.is_empty() => match i.last() {
-                    Some(Dim::Fixed(k)) => {
-                        let start = *batch_dims as usize + k;
-                        if start > d.len() {
-                            return Err(format!("indices reach {start} dims of a rank-{} input", d.len()));
-                        }
-                        let mut o = i[..i.len() - 1].to_vec();
-                        o.extend_from_slice(&d[start..]);
-                        Some(o)
-                    }
-                    _ => None,
-                },
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Expand => {
             let dims = match (cx.shape(0), cx.ints(1)) {
                 (Some(x), Some(s)) => {
@@ -817,7 +799,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Col2Im { .. } | Op::MaxUnpool { .. } => {
+        Op::Col2Im { .. } => {
             let fixed = |i: usize| -> Option<Vec<usize>> {
                 cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
             };

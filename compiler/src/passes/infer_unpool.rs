@@ -1,4 +1,4 @@
-//! Output shapes of Col2Im and MaxUnpool, from the interpreter's own geometry.
+//! Output shapes of Col2Im, from the interpreter's own geometry.
 use crate::interp::ops::unpool;
 use crate::ir::Op;
 
@@ -13,10 +13,6 @@ pub fn infer(
         Op::Col2Im { .. } => {
             let (Some(x), Some(Some(image)), Some(Some(block))) = (fixed(0), ints(1), ints(2)) else { return Ok(vec![None]) };
             vec![Some(unpool::col2im_geom(op, &x, &image, &block)?.3)]
-        }
-        Op::MaxUnpool { .. } => {
-            let (Some(x), Some(os)) = (fixed(0), ints(2)) else { return Ok(vec![None]) };
-            vec![Some(unpool::max_unpool_shapes(op, &x, os.as_deref())?.1)]
         }
         _ => vec![],
     })

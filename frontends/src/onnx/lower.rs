@@ -505,7 +505,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "Gather" => Some(Op::Gather { axis: a.i_or("axis", 0) }),
         "GatherElements" => Some(burnc_compiler::ops::gather::GatherElements { axis: a.i_or("axis", 0) }.op()),
-        "GatherND" => Some(Op::GatherNd { batch_dims: a.i_or("batch_dims", 0) }),
+        "GatherND" => Some(burnc_compiler::ops::gather::GatherNd { batch_dims: usize::try_from(a.i_or("batch_dims", 0)).map_err(|_| n.err("batch_dims must not be negative"))? }.op()),
         "ScatterElements" | "Scatter" => Some(burnc_compiler::ops::scatter::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }.op()),
         "ScatterND" => Some(burnc_compiler::ops::scatter::ScatterNd { reduction: reduction(&n)? }.op()),
         "Expand" => Some(Op::Expand),
@@ -712,11 +712,12 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             pads: usize_vec(&n, "pads", a.ints("pads"))?,
             strides: usize_vec(&n, "strides", a.ints("strides"))?,
         }),
-        "MaxUnpool" => Some(Op::MaxUnpool {
+        "MaxUnpool" => Some(burnc_compiler::ops::unpool::MaxUnpool {
             kernel_shape: usize_vec(&n, "kernel_shape", a.ints("kernel_shape"))?,
             pads: usize_vec(&n, "pads", a.ints("pads"))?,
             strides: usize_vec(&n, "strides", a.ints("strides"))?,
-        }),
+        }
+        .op()),
         "SequenceMap" => {
             let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
             Some(Op::SequenceMap { body: Box::new(ctx.subgraph(body)?) })

@@ -246,7 +246,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::emit(cx, n),
+        Op::Col2Im { .. } => unpool::emit(cx, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::Einsum { .. } => {

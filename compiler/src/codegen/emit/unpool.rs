@@ -1,9 +1,9 @@
-//! Col2Im and MaxUnpool: the runtime's unpool kernels with the geometry the interpreter
+//! Col2Im: the runtime's unpool kernel with the geometry the interpreter
 //! resolves (`interp::ops::unpool`), from constant shape inputs.
 use super::nn::window_lit;
 use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::interp::ops::unpool::{col2im_geom, max_unpool_shapes};
+use crate::interp::ops::unpool::col2im_geom;
 use crate::ir::{Node, Op};
 
 pub fn emit(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
@@ -27,14 +27,6 @@ pub fn emit(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
             let block = konst(2, "block_shape")?.ok_or_else(|| cx.err(n, "missing block_shape"))?;
             let (batch, ch, win, _) = col2im_geom(&n.op, &xs, &image, &block).map_err(|e| cx.err(n, e))?;
             Ok(Some(format!("rt::kernels::unpool::col2im_batch({rx}, {batch}, {ch}, &{}, {y});", window_lit(&win))))
-        }
-        Op::MaxUnpool { .. } => {
-            let (inferred, shape) = max_unpool_shapes(&n.op, &xs, konst(2, "output_shape")?.as_deref()).map_err(|e| cx.err(n, e))?;
-            let idx = cx.input(n, 1)?;
-            if cx.elem(n, idx)? != "i64" {
-                return Err(cx.err(n, "I must be int64"));
-            }
-            Ok(Some(format!("rt::kernels::unpool::max_unpool({rx}, {}, &{inferred:?}, &{shape:?}, {y});", cx.read(n, idx)?)))
         }
         _ => Err(cx.err(n, "not an unpool op")),
     }

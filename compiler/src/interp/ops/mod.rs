@@ -80,11 +80,10 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. }
-        | Op::GatherNd { .. }
         | Op::NonZero
         | Op::Compress { .. }
         | Op::EyeLike { .. } => index::eval(op, &args, n_outputs),
-        Op::Col2Im { .. } | Op::MaxUnpool { .. } => unpool::eval(op, &args),
+        Op::Col2Im { .. } => unpool::eval(op, &args),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),

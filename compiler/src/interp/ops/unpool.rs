@@ -1,6 +1,6 @@
-//! Col2Im and MaxUnpool through the runtime's unpool kernels; the geometry helpers are shared
+//! Col2Im through the runtime's unpool kernels; the geometry helpers are shared
 //! with inference and codegen.
-use super::util::{arg, ints_arg, opt_arg};
+use super::util::{arg, ints_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
@@ -60,30 +60,6 @@ pub fn col2im_geom(
     Ok((batch, rows / k, win, out))
 }
 
-/// MaxUnpool shapes: (unpooled shape the indices refer to, output shape).
-pub fn max_unpool_shapes(op: &Op, x: &[usize], output_shape: Option<&[i64]>) -> Result<(Vec<usize>, Vec<usize>), String> {
-    let Op::MaxUnpool { kernel_shape, pads, strides } = op else { return Err("not MaxUnpool".into()) };
-    let n = kernel_shape.len();
-    if x.len() != n + 2 {
-        return Err(format!("X has rank {} for a {n}-d kernel", x.len()));
-    }
-    let (st, pads) = (or_fill(strides, n, 1, "strides")?, or_fill(pads, 2 * n, 0, "pads")?);
-    let mut inferred = x[..2].to_vec();
-    for i in 0..n {
-        let full = (x[i + 2].max(1) - 1) * st[i] + kernel_shape[i];
-        let v = full.checked_sub(pads[i] + pads[i + n]).ok_or("pads exceed the unpooled size")?;
-        inferred.push(v);
-    }
-    let out = match output_shape {
-        Some(s) => dims(s, "output_shape")?,
-        None => inferred.clone(),
-    };
-    if out.len() != inferred.len() || out.iter().zip(&inferred).any(|(o, i)| o < i) {
-        return Err(format!("output_shape {out:?} must be at least the unpooled shape {inferred:?}"));
-    }
-    Ok((inferred, out))
-}
-
 pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     let x = arg(args, 0)?;
     macro_rules! each {
@@ -111,28 +87,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
             let (batch, ch, win, out) = col2im_geom(op, &x.shape, &image, &block)?;
             let len = out.iter().product();
             (out, each!(&x.data, len, |v, o| unpool::col2im_batch(v, batch, ch, &win, &mut o)))
-        }
-        Op::MaxUnpool { .. } => {
-            let idx = arg(args, 1)?;
-            let os = match opt_arg(args, 2)? {
-                Some(t) => Some(t.to_i64_vec().ok_or("output_shape must be integers")?),
-                None => None,
-            };
-            let (inferred, out) = max_unpool_shapes(op, &x.shape, os.as_deref())?;
-            if idx.shape != x.shape {
-                return Err(format!("I has shape {:?}, X {:?}", idx.shape, x.shape));
-            }
-            let iv = match &idx.data {
-                Data::I64(v) => v,
-                other => return Err(format!("I must be int64, got {}", other.dtype())),
-            };
-            let total: usize = inferred.iter().product();
-            if let Some(bad) = iv.iter().find(|&&i| i < 0 || i as usize >= total) {
-                return Err(format!("index {bad} is outside the unpooled shape {inferred:?}"));
-            }
-            let len = out.iter().product();
-            let data = each!(&x.data, len, |v, o| unpool::max_unpool(v, iv, &inferred, &out, &mut o));
-            (out, data)
         }
         _ => return Err(format!("{} is not an unpool op", op.name())),
     };
