@@ -227,11 +227,10 @@ fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
         let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![Dim::Sym { name: "n".into(), bound: Some(4) }, Dim::Fixed(4)])) });
         let x = g.add_value("x", ty, ValueKind::Input);
         g.inputs.push(x);
-        let k = g.add_const("k", Tensor::from_i64s(vec![1], vec![2]));
-        let (_, outs) = g.add_node("top_two", Op::TopK { axis: 0, largest: true, sorted: true }, vec![Some(x), Some(k)], &["y".to_string(), "i".to_string()]);
+        let (_, outs) = g.add_node("nonzero", Op::NonZero, vec![Some(x)], &["y".to_string()]);
         g.outputs = outs;
-        let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("TopK is refused").to_string();
-        assert!(err.contains("top_two") && err.contains("`TopK` does not support bounded dims yet; pin them with --input"), "{err}");
+        let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("NonZero is refused").to_string();
+        assert!(err.contains("nonzero") && err.contains("`NonZero` does not support bounded dims yet; pin them with --input"), "{err}");
     }
     // A TorchScript encoder baked its example's sequence length (5) into a Reshape: bounding the
     // sequence is an error naming that Reshape, not a panic.

@@ -32,7 +32,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
         }
         Op::Concat { axis } => concat(b, n, *axis, dy, need),
         // Only the data input is differentiable; starts, indices, repeats are integers.
-        Op::Slice | Op::Gather { .. } | Op::Tile => {
+        Op::Slice | Op::Gather { .. } => {
             out[0] = Some(scatter_back(b, n, x, dy, false)?);
             Ok(out)
         }

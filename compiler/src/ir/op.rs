@@ -145,8 +145,6 @@ pub enum Op {
     Unary(UnaryOp),
     /// Two inputs, numpy broadcasting. Comparison and logic ops produce bool.
     Binary(BinaryOp),
-    /// Reinterpret the bits as another type of the same width.
-    BitCast { to: DType },
 
     // ---- linear algebra and neural-network ops
     /// numpy matmul semantics (batched, broadcasting, 1-D promotion).
@@ -189,13 +187,10 @@ pub enum Op {
     /// the same mask (the gradient recomputes it instead of storing it).
     Dropout { ratio: f32, training: bool },
 
-    /// MaxUnpool (X, I, output_shape?): X's values at the flat positions I, zeros elsewhere.
-    MaxUnpool { kernel_shape: Vec<usize>, pads: Vec<usize>, strides: Vec<usize> },
 
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
-    TopK { axis: i64, largest: bool, sorted: bool },
 
     // ---- shape and data movement
     Reshape { allowzero: bool },
@@ -208,9 +203,7 @@ pub enum Op {
     /// (data, starts, ends, axes?, steps?).
     Slice,
     Gather { axis: i64 },
-    GatherNd { batch_dims: i64 },
     Expand,
-    Tile,
     /// (data, pads, constant_value?, axes?).
     Shape { start: i64, end: Option<i64> },
     Size,
@@ -218,7 +211,6 @@ pub enum Op {
     Range,
     NonZero,
     EyeLike { dtype: Option<DType>, k: i64 },
-    ReverseSequence { batch_axis: i64, time_axis: i64 },
     Einsum { equation: String },
 
     // ---- sequences and optionals (interpreter-level values)
@@ -235,8 +227,6 @@ pub enum Op {
     QLinearConv { window: Window, group: usize },
     /// x < -lambd → x + bias; x > lambd → x - bias; else 0.
     Shrink { lambd: f32, bias: f32 },
-    /// Determinant of the trailing square matrices.
-    Det,
 
     // ---- signal processing, sampling grids, Unique and TensorScatter (interp::ops::signal)
     /// (input, dft_length?, axis?): real/imaginary pairs in a trailing dim (1 for a real

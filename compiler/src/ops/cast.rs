@@ -96,6 +96,61 @@ impl OpDef for Cast {
     }
 }
 
+/// BitCast to `to`: each element's bits reinterpreted as another type of the same width
+/// (little-endian, as the interpreter packs them). The shape is kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BitCast {
+    pub to: DType,
+}
+
+impl BitCast {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for BitCast {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
+    fn name(&self) -> &'static str {
+        "BitCast"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?;
+        if x.dtype.bits() != self.to.bits() || x.dtype == DType::Str {
+            return Err(format!("BitCast needs equal widths, {} has {} bits and {} {}", x.dtype, x.dtype.bits(), self.to, self.to.bits()));
+        }
+        Ok(vec![OutType { dtype: self.to, dims: x.dims.clone() }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        self.shapes(&mut ShapeCx::of_shapes([Some((x.dtype(), &x.shape[..]))]))?;
+        let data = crate::tensor::Data::from_packed(self.to, &x.data.to_packed(), x.numel()).ok_or("cannot reinterpret the bytes")?;
+        Ok(vec![Tensor::new(x.shape.clone(), data)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, y) = (cx.input(0)?, cx.output(0)?);
+        let xd = cx.dtype(x)?;
+        // Types whose elements are whole bytes of their own (not bool, not packed).
+        let plain = |d: DType| d != DType::Bool && !d.is_small();
+        if !plain(xd) || !plain(self.to) || xd.size() != self.to.size() {
+            return Err(cx.err(format!("BitCast from {xd} to {} is not supported by codegen yet", self.to)));
+        }
+        Ok(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = <{}>::from_le_bytes(v.to_le_bytes()); }}", cx.write(y)?, cx.read(x)?, cx.elem(y)?))
+    }
+
+    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(0)
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("BitCast has no gradient".into())
+    }
+}
+
 /// A loop converting input 0 to `to` element by element, with the interpreter's rules.
 fn emit_cast(cx: &EmitCx, to: DType, saturate: bool) -> Result<String, CodegenError> {
     let (x, out) = (cx.input(0)?, cx.output(0)?);
@@ -191,6 +246,9 @@ pub fn examples() -> Vec<super::Example> {
         v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: Some(to), saturate: true }), inputs: vec![text(&[" 12", "-3", "+7", "0"])] });
     }
     v.push(super::Example { consts: vec![], op: OpRef::new(Cast { to: Some(DType::F32), saturate: true }), inputs: vec![text(&["1.5", "NaN", "-inf", "1e3"])] });
+    for (from, to) in [(DType::F32, DType::I32), (DType::I64, DType::F64), (DType::F16, DType::U16)] {
+        v.push(super::Example { consts: vec![], op: OpRef::new(BitCast { to }), inputs: vec![ramp(&[3, 4], from)] });
+    }
     v
 }
 

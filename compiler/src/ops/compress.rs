@@ -107,7 +107,7 @@ impl OpDef for Compress {
 
     // A gather through the interpreter's index table.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Ok(vec![cx.by_table(&cx.output(0)?)?])
+        Ok(vec![cx.by_table()?])
     }
 
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {

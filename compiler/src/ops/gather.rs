@@ -1,13 +1,14 @@
-//! GatherElements `(data, indices)`: the output has the indices' shape; each element is the
+//! GatherElements and GatherND. GatherElements `(data, indices)`: the output has the indices' shape; each element is the
 //! data's at the same position with the coordinate along `axis` taken from the index. One
 //! runtime kernel, `kernels::gather::gather_elements`, for the interpreter and generated code;
 //! the interpreter refuses an index out of range, generated code reads a zero for it.
 use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, Op, ValueId};
+use crate::interp::ops::shape::take;
+use crate::ir::{DType, DimExpr, Op, ValueId};
 use crate::tensor::{Data, Tensor};
-use burnc_runtime::kernels::gather::gather_elements;
+use burnc_runtime::kernels::gather::{gather_elements, gather_nd};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GatherElements {
@@ -106,6 +107,102 @@ impl OpDef for GatherElements {
     }
 }
 
+/// GatherND `(data, indices)`: the last dim of the indices is a tuple length `k`; each tuple
+/// picks the slice of the data at those coordinates (after `batch_dims` leading dims that the
+/// data and the indices share). The output is `indices.dims[..-1] ++ data.dims[batch_dims + k..]`.
+/// One runtime kernel, `kernels::gather::gather_nd`, moves the elements in generated code and,
+/// on their indices, in the interpreter; the interpreter refuses an index out of range,
+/// generated code gives zeros for it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GatherNd {
+    pub batch_dims: usize,
+}
+
+impl GatherNd {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    /// The tuple length and the output dims, with the batch dims checked equal.
+    fn geometry(&self, cx: &mut ShapeCx) -> R<(usize, Vec<DimExpr>)> {
+        let (xs, is) = (cx.arg(0)?.dims()?.to_vec(), cx.arg(1)?.dims()?.to_vec());
+        let b = self.batch_dims;
+        let Some(last) = is.last() else { return Err("indices must have rank >= 1".into()) };
+        let k = last.as_const().ok_or_else(|| format!("the indices' last dim {last} must be fixed (it is the tuple length)"))? as usize;
+        if b >= is.len() || b >= xs.len() || b + k > xs.len() {
+            return Err(format!("index tuples of length {k} with batch_dims {b} do not fit data of rank {}", xs.len()));
+        }
+        for d in 0..b {
+            cx.equal(&format!("the data's and the indices' batch dim {d}"), &xs[d], &is[d])?;
+        }
+        let mut out = is[..is.len() - 1].to_vec();
+        out.extend_from_slice(&xs[b + k..]);
+        Ok((k, out))
+    }
+}
+
+impl OpDef for GatherNd {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
+    fn name(&self) -> &'static str {
+        "GatherND"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let (x, i) = (cx.arg(0)?.clone(), cx.arg(1)?.clone());
+        if !i.dtype.is_int() {
+            return Err(format!("indices must be integers, got {}", i.dtype));
+        }
+        let dims = match (&x.dims, &i.dims) {
+            (Some(_), Some(_)) => Some(self.geometry(cx)?.1),
+            _ => None,
+        };
+        Ok(vec![OutType { dtype: x.dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let (x, ind) = (input(ins, 0)?, input(ins, 1)?);
+        let (k, out) = self.geometry(&mut ShapeCx::of_shapes(ins.iter().map(|t| t.map(|t| (t.dtype(), &t.shape[..])))))?;
+        let iv = ind.to_i64_vec().filter(|_| ind.dtype().is_int()).ok_or("indices must be integers")?;
+        // Entry j of each tuple indexes the data's dim batch_dims + j.
+        for (p, &v) in iv.iter().enumerate() {
+            let d = x.shape[self.batch_dims + p % k.max(1)] as i64;
+            if v < -d || v >= d {
+                return Err(format!("index {v} is out of range for a dim of {d}"));
+            }
+        }
+        let shape: Vec<usize> = out.iter().map(|d| d.as_const().unwrap_or(0).max(0) as usize).collect();
+        let iota: Vec<usize> = (0..x.numel()).collect();
+        let mut idx = vec![0; shape.iter().product()];
+        gather_nd(&iota, &x.shape, &iv, &ind.shape, self.batch_dims, 0, &mut idx);
+        Ok(vec![Tensor::new(shape, take(&x.data, &idx))])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, ind) = (cx.input(0)?, cx.input(1)?);
+        self.geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
+        Ok(format!(
+            "rt::kernels::gather::gather_nd({}, &{}, {}, &{}, {}, Default::default(), {});",
+            cx.read(x)?,
+            cx.sizes(&cx.dims(x)?)?,
+            cx.read(ind)?,
+            cx.sizes(&cx.dims(ind)?)?,
+            self.batch_dims,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(0)
+    }
+
+    // The picked slices' gradients scattered back (added where one was picked twice).
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let dy = cx.dy()?;
+        crate::autodiff::shape::picked(cx.b, cx.n, dy)
+    }
+}
+
 /// The kernel on raw elements (see [`move_bytes`]).
 struct GatherBytes<'a> {
     dims: &'a [usize],
@@ -131,6 +228,16 @@ pub fn examples() -> Vec<super::Example> {
     let op = |axis| OpRef::new(GatherElements { axis });
     vec![
         super::Example { consts: vec![], op: op(1), inputs: vec![x.clone(), along1] },
-        super::Example { consts: vec![], op: op(0), inputs: vec![x, along0] },
+        super::Example { consts: vec![], op: op(0), inputs: vec![x.clone(), along0] },
+        // Rows by 1-tuples, the first and last (in range at every size of the data).
+        super::Example { consts: vec![], op: OpRef::new(GatherNd { batch_dims: 0 }), inputs: vec![x.clone(), Tensor::from_i64s(vec![2, 1], vec![0, -1])] },
+        // Elements by 2-tuples.
+        super::Example { consts: vec![], op: OpRef::new(GatherNd { batch_dims: 0 }), inputs: vec![x, Tensor::from_i64s(vec![4, 2], vec![0, 2, -1, 0, 0, -1, -1, 3])] },
+        // One batch dim shared by data and indices.
+        super::Example {
+            consts: vec![],
+            op: OpRef::new(GatherNd { batch_dims: 1 }),
+            inputs: vec![Tensor::from_i64s(vec![2, 3, 2], (0..12).collect()), Tensor::new(vec![2, 1], Data::I32(vec![2, 0]))],
+        },
     ]
 }

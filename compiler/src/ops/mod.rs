@@ -55,6 +55,7 @@ pub mod dim_values;
 pub mod gather;
 pub mod grid;
 pub mod image;
+pub mod linalg;
 pub mod linear_attention;
 pub mod loss;
 pub mod nbits;
@@ -71,12 +72,16 @@ pub mod quant;
 pub mod recurrent;
 pub mod reduce;
 pub mod resize;
+pub mod reverse;
 pub mod rotary;
 mod regex;
 pub mod scatter;
 pub mod select;
 pub mod split;
 pub mod strings;
+pub mod tile;
+pub mod topk;
+pub mod unpool;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
@@ -207,6 +212,11 @@ pub fn examples() -> Vec<Example> {
     v.extend(dim_values::examples());
     v.extend(col2im::examples());
     v.extend(compress::examples());
+    v.extend(reverse::examples());
+    v.extend(tile::examples());
+    v.extend(linalg::examples());
+    v.extend(topk::examples());
+    v.extend(unpool::examples());
     v
 }
 

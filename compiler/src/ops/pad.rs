@@ -261,7 +261,7 @@ impl OpDef for CenterCropPad {
 
     // A gather through the interpreter's index table.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Ok(vec![cx.by_table(&cx.output(0)?)?])
+        Ok(vec![cx.by_table()?])
     }
 
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {

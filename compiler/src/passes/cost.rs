@@ -52,7 +52,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // ---- elementwise: one FLOP per output element and step
         Op::Unary(_) | Op::Binary(_) | Op::Shrink { .. } | Op::Dropout { .. } => out?,
         Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
-        Op::BitCast { .. } => 0,
         Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
 
         // ---- linear algebra and convolutions
@@ -69,16 +68,11 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::DeformConv { .. } => conv_flops(g, n, 1, out?)?.saturating_add(mul(&[8, out?])),
         Op::ConvTranspose { .. } => mul(&[2, in_numel(g, n, 0)?, prod(in_shape(g, n, 1)?.get(1..)?)]),
         Op::Einsum { .. } => return None,
-        // LU decomposition of each trailing n×n matrix.
-        Op::Det => {
-            let x = in_shape(g, n, 0)?;
-            let k = *x.last()? as u64;
-            mul(&[in_numel(g, n, 0)? / mul(&[k, k]).max(1), mul(&[2, k, k, k]) / 3])
-        }
+
 
         // ---- windows, normalizations, softmax
         Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
-        Op::GlobalPool { .. } | Op::Reduce { .. } | Op::TopK { .. } => in_numel(g, n, 0)?,
+        Op::GlobalPool { .. } | Op::Reduce { .. } => in_numel(g, n, 0)?,
         Op::Lrn { size, .. } => mul(&[2, out?, *size as u64]),
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
@@ -100,17 +94,13 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Concat { .. }
         | Op::Slice
         | Op::Gather { .. }
-        | Op::GatherNd { .. }
         | Op::Expand
-        | Op::Tile
         | Op::Shape { .. }
         | Op::Size
         | Op::ConstantOfShape { .. }
         | Op::Range
         | Op::NonZero
         | Op::EyeLike { .. }
-        | Op::ReverseSequence { .. }
-        | Op::MaxUnpool { .. }
         | Op::Unique { .. }
         | Op::Seq(_) => 0,
 

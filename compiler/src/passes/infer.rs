@@ -491,7 +491,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![like(0), like(3), like(4)]
         }
         Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Shrink { .. } => same(),
-        Op::Softmax { .. } | Op::ReverseSequence { .. } => same(),
+        Op::Softmax { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),
@@ -515,29 +515,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 _ => None,
             };
             vec![t(cx.dtype(0), dims)]
-        }
-        Op::TopK { axis, .. } => {
-            let dims = match cx.shape(0) {
-                Some(x) => {
-                    let a = norm_axis(*axis, x.len())?;
-                    let k = match cx.ints(1).as_deref() {
-                        Some([k]) if *k >= 0 => {
-                            if let Dim::Fixed(d) = x[a] {
-                                if *k as usize > d {
-                                    return Err(format!("k = {k} is larger than the axis size {d}"));
-                                }
-                            }
-                            Dim::Fixed(*k as usize)
-                        }
-                        _ => cx.fresh(),
-                    };
-                    let mut o = x.to_vec();
-                    o[a] = k;
-                    Some(o)
-                }
-                None => None,
-            };
-            vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
         }
         Op::Reshape { allowzero } => vec![t(cx.dtype(0), reshape(cx, *allowzero)?)],
         Op::Flatten { axis } => {
@@ -670,24 +647,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::GatherNd { batch_dims } => {
-            let dims = match (cx.shape(0), cx.shape(1)) {
-                (Some(d), Some(i)) if !i.is_empty() => match i.last() {
-                    Some(Dim::Fixed(k)) => {
-                        let start = *batch_dims as usize + k;
-                        if start > d.len() {
-                            return Err(format!("indices reach {start} dims of a rank-{} input", d.len()));
-                        }
-                        let mut o = i[..i.len() - 1].to_vec();
-                        o.extend_from_slice(&d[start..]);
-                        Some(o)
-                    }
-                    _ => None,
-                },
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Expand => {
             let dims = match (cx.shape(0), cx.ints(1)) {
                 (Some(x), Some(s)) => {
@@ -699,19 +658,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                     (None, Some([Dim::Fixed(k)])) => Some(cx.fresh_dims(x.len().max(*k))),
                     _ => None,
                 },
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
-        Op::Tile => {
-            let dims = match (cx.shape(0), cx.ints(1)) {
-                (Some(x), Some(r)) => {
-                    if r.len() != x.len() {
-                        return Err(format!("repeats has {} entries for rank {}", r.len(), x.len()));
-                    }
-                    Some(x.iter().zip(&r).map(|(d, &k)| if k == 1 { d.clone() } else { map_dim(cx, d, |v| Some(v.saturating_mul(k.max(0) as usize))) }).collect())
-                }
-                (Some(x), None) => Some(cx.fresh_dims(x.len())),
                 _ => None,
             };
             vec![t(cx.dtype(0), dims)]
@@ -840,24 +786,14 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::MaxUnpool { .. } => {
-            let fixed = |i: usize| -> Option<Vec<usize>> {
-                cx.shape(i)?.iter().map(|d| if let Dim::Fixed(v) = d { Some(*v) } else { None }).collect()
-            };
-            let f = |v: Vec<usize>| Some(v.into_iter().map(Dim::Fixed).collect());
-            let ints = |i: usize| if cx.has(i) { cx.ints(i).map(Some) } else { Some(None) };
-            super::infer_unpool::infer(&n.op, &fixed, &ints)?.into_iter().map(|s| t(cx.dtype(0), s.and_then(f))).collect()
-        }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
         | Op::Unique { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
-        Op::BitCast { .. }
-        | Op::Seq(_)
-        | Op::SequenceMap { .. }
-        | Op::Det => vec![],
+        Op::Seq(_)
+        | Op::SequenceMap { .. } => vec![],
     })
 }
 

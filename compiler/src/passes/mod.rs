@@ -9,7 +9,6 @@ mod fuse_chain;
 pub mod infer;
 pub mod precision;
 pub mod symbolic;
-mod infer_unpool;
 pub mod unseq;
 #[cfg(test)]
 mod tests;

@@ -199,11 +199,11 @@ fn shape_ops_with_constant_operands() {
     let idx = g.add_const("idx", Tensor::from_i64s(vec![2, 2], vec![0, 1, 2, 3]));
     let ga = node(&mut g, Op::Gather { axis: 2 }, vec![Some(x), Some(idx)]);
     let k = ints(&mut g, vec![3]);
-    let tk = g.add_node("topk", Op::TopK { axis: -1, largest: true, sorted: true }, vec![Some(x), Some(k)], &["tv".into(), "ti".into()]).1;
+    let tk = g.add_node("topk", crate::ops::topk::TopK { axis: -1, largest: true }.op(), vec![Some(x), Some(k)], &["tv".into(), "ti".into()]).1;
     let rd = node(&mut g, Op::Reduce { op: crate::ir::ReduceOp::Mean, axes: Some(vec![2, 3]), keepdims: false, noop_with_empty_axes: false }, vec![Some(x)]);
     let d2s = node(&mut g, crate::ops::depth_space::DepthToSpace { blocksize: 2, crd: false }.op(), vec![Some(x)]);
     let rep = ints(&mut g, vec![1, 2, 1, 1]);
-    let ti = node(&mut g, Op::Tile, vec![Some(x), Some(rep)]);
+    let ti = node(&mut g, crate::ops::tile::Tile.op(), vec![Some(x), Some(rep)]);
     let es = ints(&mut g, vec![3, 1, 1, 1, 1]);
     let ex = node(&mut g, Op::Expand, vec![Some(x), Some(es)]);
     g.outputs = vec![r, sl, pd, un, tr, ct, ga, tk[1], rd, d2s, ti, ex];

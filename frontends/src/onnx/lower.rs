@@ -291,7 +291,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             Some(burnc_compiler::ops::cast::op(to, a.i_or("saturate", 1) != 0))
         }
-        "BitCast" => Some(Op::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }),
+        "BitCast" => Some(burnc_compiler::ops::cast::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }.op()),
         "CastLike" => Some(burnc_compiler::ops::cast::like(a.i_or("saturate", 1) != 0)),
         "MatMul" => Some(Op::MatMul),
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => Some(burnc_compiler::ops::loss::NllLoss {
@@ -462,7 +462,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 inputs.truncate(1);
                 inputs.push(Some(kv));
             }
-            Some(Op::TopK { axis: a.i_or("axis", -1), largest: a.i_or("largest", 1) != 0, sorted: a.i_or("sorted", 1) != 0 })
+            // `sorted` is always honoured: the order is fixed either way.
+            Some(burnc_compiler::ops::topk::TopK { axis: a.i_or("axis", -1), largest: a.i_or("largest", 1) != 0 }.op())
         }
         "Reshape" => {
             if opset < 5 {
@@ -504,11 +505,11 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "Gather" => Some(Op::Gather { axis: a.i_or("axis", 0) }),
         "GatherElements" => Some(burnc_compiler::ops::gather::GatherElements { axis: a.i_or("axis", 0) }.op()),
-        "GatherND" => Some(Op::GatherNd { batch_dims: a.i_or("batch_dims", 0) }),
+        "GatherND" => Some(burnc_compiler::ops::gather::GatherNd { batch_dims: usize::try_from(a.i_or("batch_dims", 0)).map_err(|_| n.err("batch_dims must not be negative"))? }.op()),
         "ScatterElements" | "Scatter" => Some(burnc_compiler::ops::scatter::ScatterElements { axis: a.i_or("axis", 0), reduction: reduction(&n)? }.op()),
         "ScatterND" => Some(burnc_compiler::ops::scatter::ScatterNd { reduction: reduction(&n)? }.op()),
         "Expand" => Some(Op::Expand),
-        "Tile" => Some(Op::Tile),
+        "Tile" => Some(burnc_compiler::ops::tile::Tile.op()),
         "Pad" => {
             let mode = match a.s_or("mode", "constant").as_str() {
                 "constant" => PadMode::Constant,
@@ -597,7 +598,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "OneHot" => Some(burnc_compiler::ops::one_hot::OneHot { axis: a.i_or("axis", -1) }.op()),
         "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
         "Compress" => Some(burnc_compiler::ops::compress::Compress { axis: a.i("axis") }.op()),
-        "ReverseSequence" => Some(Op::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }),
+        "ReverseSequence" => Some(burnc_compiler::ops::reverse::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }.op()),
         "Einsum" => Some(Op::Einsum { equation: a.s("equation").ok_or_else(|| n.err("missing attribute `equation`"))? }),
         "Resize" | "Upsample" => {
             use burnc_compiler::ops::resize::{AspectPolicy, Coord, Filter, Mode, Nearest, Resize};
@@ -704,7 +705,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "ConvInteger" => Some(Op::ConvInteger { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
         "QLinearConv" => Some(Op::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
         "Shrink" => Some(Op::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }),
-        "Det" => Some(Op::Det),
+        "Det" => Some(burnc_compiler::ops::linalg::Det.op()),
         "RNN" | "GRU" | "LSTM" => Some(burnc_compiler::ops::recurrent::Recurrent::op(super::rnn::rnn_attrs(op_type, &a).map_err(|e| n.err(e))?)),
         "Col2Im" => Some(
             burnc_compiler::ops::col2im::Col2Im {
@@ -714,11 +715,12 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             .op(),
         ),
-        "MaxUnpool" => Some(Op::MaxUnpool {
+        "MaxUnpool" => Some(burnc_compiler::ops::unpool::MaxUnpool {
             kernel_shape: usize_vec(&n, "kernel_shape", a.ints("kernel_shape"))?,
             pads: usize_vec(&n, "pads", a.ints("pads"))?,
             strides: usize_vec(&n, "strides", a.ints("strides"))?,
-        }),
+        }
+        .op()),
         "SequenceMap" => {
             let body = a.g("body").ok_or_else(|| n.err("missing attribute `body`"))?;
             Some(Op::SequenceMap { body: Box::new(ctx.subgraph(body)?) })

@@ -1,7 +1,7 @@
 //! GatherElements: `out[i…] = x[i…]` with the coordinate along `axis` replaced by the index
-//! at the same position, for dims given at run time. An index outside the axis (after adding
-//! the axis length to a negative one) reads `zero`: generated code does not fail. Compress:
-//! listed rows along an axis.
+//! at the same position, and GatherND, for dims given at run time. An index outside its dim
+//! (after adding the dim to a negative one) reads `zero`: generated code does not fail.
+//! Compress: listed rows along an axis.
 use crate::Elem;
 
 /// `out` has `idx`'s dims; `idx`'s dims are at most `x`'s off the axis.
@@ -33,6 +33,46 @@ fn walk<T: Copy, I: Elem>(x: &[T], xd: &[usize], idx: &[I], id: &[usize], axis: 
         let v = if v < 0 { v + len } else { v };
         let step: usize = xd[axis + 1..].iter().product();
         out[oj] = if (0..len).contains(&v) { x[xj + v as usize * step] } else { zero };
+    }
+}
+
+/// GatherND: `idx` (dims `[b…, m…, k]`) holds `k`-tuples indexing `x`'s dims after its
+/// `batch` leading ones (which it shares); `out` is `[b…, m…, rest…]`, each tuple's slice of
+/// `x` (`rest`: `x`'s dims after the tuple's). A tuple entry outside its dim (after adding the
+/// dim to a negative one) gives a slice of `zero`.
+pub fn gather_nd<T: Copy, I: Elem>(x: &[T], x_dims: &[usize], idx: &[I], idx_dims: &[usize], batch: usize, zero: T, out: &mut [T]) {
+    let q = idx_dims.len();
+    assert!(q > batch && x_dims.len() >= batch + idx_dims[q - 1] && x_dims[..batch] == idx_dims[..batch], "gather_nd: ranks or batch dims");
+    let k = idx_dims[q - 1];
+    let nb: usize = x_dims[..batch].iter().product();
+    let per: usize = idx_dims[batch..q - 1].iter().product();
+    let slice: usize = x_dims[batch + k..].iter().product();
+    let bstride: usize = x_dims[batch..].iter().product();
+    assert!(x.len() >= nb * bstride && idx.len() >= nb * per * k && out.len() >= nb * per * slice, "gather_nd: slices too short");
+    for b in 0..nb {
+        for t in 0..per {
+            let tuple = &idx[(b * per + t) * k..(b * per + t + 1) * k];
+            // The tuple's offset, innermost entry first.
+            let (mut off, mut stride, mut inside) = (b * bstride, slice, true);
+            for j in (0..k).rev() {
+                let d = x_dims[batch + j];
+                let v = tuple[j].to_i64();
+                let v = if v < 0 { v + d as i64 } else { v };
+                if !(0..d as i64).contains(&v) {
+                    inside = false;
+                    break;
+                }
+                off += v as usize * stride;
+                stride *= d;
+            }
+            let o = (b * per + t) * slice;
+            let dst = &mut out[o..o + slice];
+            if inside {
+                dst.copy_from_slice(&x[off..off + slice]);
+            } else {
+                dst.fill(zero);
+            }
+        }
     }
 }
 
@@ -68,6 +108,19 @@ mod tests {
         let mut y = [0; 3];
         gather_elements(&x, &[2, 3], &[1i32, 0, 5], &[1, 3], 0, 0, &mut y);
         assert_eq!(y, [4, 2, 0]);
+    }
+
+    #[test]
+    fn gather_nd_tuples_batches_and_out_of_range() {
+        let x = [0, 1, 2, 3, 4, 5, 6, 7]; // [2, 2, 2]
+        // Whole rows by 2-tuples; one out of range.
+        let mut y = [9; 6];
+        gather_nd(&x, &[2, 2, 2], &[0i64, 1, 1, -1, 2, 0], &[3, 2], 0, -1, &mut y);
+        assert_eq!(y, [2, 3, 6, 7, -1, -1]);
+        // One batch dim: index 1 of batch 0, index 0 of batch 1.
+        let mut y = [0; 4];
+        gather_nd(&x, &[2, 2, 2], &[1i32, 0], &[2, 1], 1, 0, &mut y);
+        assert_eq!(y, [2, 3, 4, 5]);
     }
 
     #[test]

@@ -191,8 +191,9 @@ pub fn cumprod<T: Elem>(x: &[T], outer: usize, len: usize, inner: usize, exclusi
 }
 
 /// Top `k` along `len` for each `[outer, inner]` position: values into `vals` and indices into
-/// `idx` (both `[outer, k, inner]`), best first; equal values keep the lower index first.
-/// `scratch` must hold `len` entries. NaN sorts above every number.
+/// `idx` (both `[outer, k, inner]`, each left out when nobody reads it), best first; equal
+/// values keep the lower index first. `scratch` must hold `len` entries. NaN sorts above every
+/// number.
 #[allow(clippy::too_many_arguments)]
 pub fn top_k<T: Elem>(
     x: &[T],
@@ -201,18 +202,18 @@ pub fn top_k<T: Elem>(
     inner: usize,
     k: usize,
     largest: bool,
-    scratch: &mut [usize],
-    vals: &mut [T],
-    idx: &mut [i64],
+    scratch: &mut [u64],
+    mut vals: Option<&mut [T]>,
+    mut idx: Option<&mut [i64]>,
 ) {
     use core::cmp::Ordering;
     let k = k.min(len);
     for o in 0..outer {
         let base = o * len * inner;
         for i in 0..inner {
-            let at = |r: usize| x[base + r * inner + i];
+            let at = |r: u64| x[base + r as usize * inner + i];
             for (r, s) in scratch[..len].iter_mut().enumerate() {
-                *s = r;
+                *s = r as u64;
             }
             let key = |a: T, b: T| -> Ordering {
                 match (a.is_nan(), b.is_nan()) {
@@ -229,8 +230,12 @@ pub fn top_k<T: Elem>(
             });
             for (j, &r) in scratch[..k].iter().enumerate() {
                 let oi = (o * k + j) * inner + i;
-                vals[oi] = at(r);
-                idx[oi] = r as i64;
+                if let Some(v) = vals.as_deref_mut() {
+                    v[oi] = at(r);
+                }
+                if let Some(ix) = idx.as_deref_mut() {
+                    ix[oi] = r as i64;
+                }
             }
         }
     }
@@ -281,10 +286,12 @@ mod tests {
         assert_eq!(o, [0]);
         arg_reduce(&x, 1, 4, 1, true, true, &mut o);
         assert_eq!(o, [2]);
-        let mut s = [0usize; 4];
+        let mut s = [0u64; 4];
         let (mut v, mut i) = ([0i32; 3], [0i64; 3]);
-        top_k(&x, 1, 4, 1, 3, true, &mut s, &mut v, &mut i);
+        top_k(&x, 1, 4, 1, 3, true, &mut s, Some(&mut v), Some(&mut i));
         assert_eq!((v, i), ([3, 3, 2], [0, 2, 3]));
+        top_k(&x, 1, 4, 1, 2, false, &mut s, None, Some(&mut i[..2]));
+        assert_eq!(i[..2], [1, 3]);
     }
 
     #[test]

@@ -26,7 +26,7 @@ fn expand_tile_pad() {
     });
     check(&[&[2, 3]], |g, x| {
         let r = ints(g, &[2, 3]);
-        node(g, Op::Tile, &[x[0], r])
+        node(g, crate::ops::tile::Tile.op(), &[x[0], r])
     });
     // Constant pad, the pad value an input too; negative pads crop.
     check(&[&[3, 4], &[]], |g, x| {

@@ -80,8 +80,7 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
     Some(match op {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => vec![0],
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
-        Op::Slice | Op::Gather { .. } | Op::GatherNd { .. } | Op::Expand | Op::Tile => vec![0],
-        Op::ReverseSequence { .. } => vec![0],
+        Op::Slice | Op::Gather { .. } | Op::Expand => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),
         _ => return None,
     })

@@ -1,9 +1,8 @@
-//! TopK, Shrink and ConvTranspose: loops with literal
+//! Shrink and ConvTranspose: loops with literal
 //! geometry, or calls into the runtime kernels the interpreter uses.
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::conv::conv_transpose_geometry;
-use crate::interp::ops::util::norm_axis_or_scalar;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId};
 use burnc_runtime::kernels::conv::{conv_transpose_scratch_len, ConvDims};
 use burnc_runtime::kernels::window::Window3;
@@ -11,10 +10,6 @@ use burnc_runtime::kernels::window::Window3;
 fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
     let t = g.tensor_type(v?)?;
     Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
-}
-
-fn const_ints(g: &Graph, v: Option<ValueId>) -> Option<Vec<i64>> {
-    g.const_value(v?)?.to_i64_vec()
 }
 
 fn conv_transpose_geom(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)> {
@@ -28,31 +23,10 @@ fn conv_transpose_geom(g: &Graph, n: &Node) -> Option<(ConvDims, Window3, DType)
     Some((dims, win, d))
 }
 
-/// TopK: sorting scratch (`len` usizes, 8 bytes each whatever the target) plus room for an
-/// unused output.
-fn top_k_geom(g: &Graph, n: &Node) -> Option<(usize, usize, usize, usize, usize)> {
-    let Op::TopK { axis, .. } = &n.op else { return None };
-    let (_, x) = fixed(g, n.inputs.first().copied().flatten())?;
-    let ax = norm_axis_or_scalar(*axis, x.len()).ok()?;
-    let k = *const_ints(g, n.inputs.get(1).copied().flatten())?.first()?;
-    let k = usize::try_from(k).ok()?;
-    Some((x[..ax].iter().product(), x[ax], x[ax + 1..].iter().product(), k, ax))
-}
-
 pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
     let n = g.node(id);
     match &n.op {
         Op::ConvTranspose { .. } => conv_transpose_geom(g, n).map(|(d, w, dt)| conv_transpose_scratch_len(&d, &w) * dt.size()).unwrap_or(0),
-        Op::TopK { .. } => match top_k_geom(g, n) {
-            // Sort scratch, then values and indices (used only when an output is unused).
-            Some((outer, len, inner, k, _)) => {
-                let vt = fixed(g, n.inputs.first().copied().flatten()).map(|(d, _)| d.size()).unwrap_or(8);
-                let len8 = len * 8;
-                let out = outer * k * inner;
-                len8 + (out * 8).div_ceil(8) * 8 + (out * vt).div_ceil(8) * 8
-            }
-            None => 0,
-        },
         _ => 0,
     }
 }
@@ -60,42 +34,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId) -> usize {
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
     match &n.op {
-        Op::TopK { largest, .. } => {
-            let x = cx.input(n, 0)?;
-            let (xd, _) = cx.ty(n, x)?;
-            if xd == DType::Bool {
-                return Err(cx.err(n, "TopK on bool"));
-            }
-            let t = cx.elem(n, x)?;
-            let (outer, len, inner, k, _) = top_k_geom(cx.g, n).ok_or_else(|| cx.err(n, "K must be a constant for codegen"))?;
-            if k > len {
-                return Err(cx.err(n, "K exceeds the axis size"));
-            }
-            let cnt = outer * k * inner;
-            let base = cx.plan.scratch.get(&id).map(|s| s.offset);
-            let sc = |off: usize, ty: &str, l: usize| -> Result<String, CodegenError> {
-                if l == 0 {
-                    return Ok("&mut []".into());
-                }
-                let b = base.ok_or_else(|| cx.err(n, "no scratch slot"))?;
-                Ok(format!("unsafe {{ rt::arena::view_mut::<{ty}>(a, {}, {l}) }}", b + off))
-            };
-            let idx_off = len * 8;
-            let val_off = idx_off + (cnt * 8).div_ceil(8) * 8;
-            let vals = match n.outputs.first() {
-                Some(&v) if cx.plan.slots.contains_key(&v) => cx.write(n, v)?,
-                _ => sc(val_off, t, cnt)?,
-            };
-            let idx = match n.outputs.get(1) {
-                Some(&v) if cx.plan.slots.contains_key(&v) => cx.write(n, v)?,
-                _ => sc(idx_off, "i64", cnt)?,
-            };
-            Ok(Some(format!(
-                "let s = {}; rt::kernels::reduce::top_k({}, {outer}, {len}, {inner}, {k}, {largest}, s, {vals}, {idx});",
-                sc(0, "usize", len)?,
-                cx.read(n, x)?
-            )))
-        }
         Op::ConvTranspose { group, .. } => {
             let (d, win, dt) = conv_transpose_geom(cx.g, n).ok_or_else(|| cx.err(n, "ConvTranspose geometry is not static"))?;
             let (t, gemm) = match dt {

@@ -13,7 +13,6 @@ pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 mod norm;
 mod quant;
-mod unpool;
 mod signal;
 mod train;
 mod wide;
@@ -207,7 +206,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
         + misc::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id, lw)
-        + extra::scratch_bytes(g, id)
         + signal::scratch_bytes(g, id)
         + detect::scratch_bytes(g, id)
 }
@@ -243,14 +241,13 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
         Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::TopK { .. } | Op::ConvTranspose { .. } => misc::emit(cx, id, n),
+        Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::MaxUnpool { .. } => unpool::emit(cx, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::Einsum { .. } | Op::BitCast { .. } | Op::Det => {
+        Op::Einsum { .. } => {
             extra::emit(cx, id, n)
         }
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }

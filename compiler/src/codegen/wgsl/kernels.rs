@@ -233,10 +233,10 @@ impl NodeCx<'_, '_> {
         table(self, bytes)
     }
 
-    /// Data movement from input 0 into `y` through an index table the interpreter computes
-    /// (the other inputs must be constants).
-    pub fn by_table(&self, y: &Tensor) -> R<Kernel> {
-        by_table(self, y)
+    /// Output 0 of a data-movement op whose other inputs are constants, through an index
+    /// table of the interpreter's own moves (see `by_table`).
+    pub fn by_table(&self) -> R<Kernel> {
+        by_table(self, &self.output(0)?)
     }
 
     /// A kernel computing every element `i` of `y`: `body(i)` gives the statements and the
@@ -553,7 +553,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             one(reduce(&ncx, *op, &x, &y, &red))
         }
         Op::ConvTranspose { window, group, output_padding, output_shape } => one(conv_transpose(&ncx, &y, window, *group, output_padding, output_shape)),
-        Op::Slice | Op::Expand | Op::Tile | Op::ReverseSequence { .. } => one(by_table(&ncx, &y)),
+        Op::Slice | Op::Expand => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
         _ => Err(cx.err(n, "not supported by the wgpu target yet")),
     }

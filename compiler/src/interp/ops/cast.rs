@@ -1,27 +1,9 @@
-//! Conversions between every dtype, float8 included (`cast`, which `ops::cast` calls), and
-//! BitCast.
-use super::util::{arg, one};
-use super::OpResult;
+//! Conversions between every dtype, float8 included (`cast`, which `ops::cast` calls).
 use crate::float8;
-use crate::interp::RtValue;
-use crate::ir::{DType, Op};
+use crate::ir::DType;
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::Elem;
 use half::{bf16, f16};
-
-pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
-    let x = arg(args, 0)?;
-    match op {
-        Op::BitCast { to } => {
-            if to.bits() != x.dtype().bits() {
-                return Err(format!("BitCast needs equal widths, {} has {} bits and {to} {}", x.dtype(), x.dtype().bits(), to.bits()));
-            }
-            let data = Data::from_packed(*to, &x.data.to_packed(), x.numel()).ok_or("cannot reinterpret the bytes")?;
-            one(Tensor::new(x.shape.clone(), data))
-        }
-        _ => Err(format!("{} is not a cast", op.name())),
-    }
-}
 
 fn convert<S: Elem, T: Elem>(v: &[S]) -> Vec<T> {
     if S::IS_FLOAT {

@@ -1,8 +1,8 @@
-//! Interpreter semantics: index family (Gather, GatherND, NonZero, Trilu,
-//! EyeLike, ReverseSequence). Gathers are written as a flat source index per output element and
+//! Interpreter semantics: index family (Gather, NonZero, Trilu,
+//! EyeLike). Gathers are written as a flat source index per output element and
 //! one generic [`take`]. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
-use super::util::{arg, norm_axis_or_scalar, numel, one, strides};
+use super::util::{arg, norm_axis_or_scalar, one, strides};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{DType, Op};
@@ -11,12 +11,8 @@ use crate::tensor::{Data, Tensor};
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Gather { axis } => one(gather(arg(args, 0)?, arg(args, 1)?, *axis)?),
-        Op::GatherNd { batch_dims } => one(gather_nd(arg(args, 0)?, arg(args, 1)?, *batch_dims)?),
         Op::NonZero => one(nonzero(arg(args, 0)?)?),
         Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
-        Op::ReverseSequence { batch_axis, time_axis } => {
-            one(reverse_sequence(arg(args, 0)?, arg(args, 1)?, *batch_axis, *time_axis)?)
-        }
         _ => Err(format!("{} is not an index op", op.name())),
     }
 }
@@ -69,54 +65,6 @@ fn gather(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
     Ok(Tensor::new(shape, take(&data.data, &idx)))
 }
 
-/// Resolve GatherND/ScatterND index tuples (last dim of `ind`) against `data`, with the first
-/// `b` dims shared as batch dims. Returns the flat data offset of each tuple's slice, the
-/// slice length, and the shape of the tuple grid.
-fn nd_offsets(ds: &[usize], ind: &Tensor, b: usize, what: &str) -> Result<(Vec<usize>, usize, usize), String> {
-    let (r, q) = (ds.len(), ind.rank());
-    if q < 1 || r < 1 {
-        return Err(format!("{what}: data and indices must have rank >= 1"));
-    }
-    let m = ind.shape[q - 1];
-    if b >= q || b >= r || m + b > r {
-        return Err(format!("{what}: index tuples of length {m} with batch_dims {b} do not fit data of rank {r}"));
-    }
-    if ds[..b] != ind.shape[..b] {
-        return Err(format!("{what}: batch dims of data {:?} and indices {:?} differ", ds, ind.shape));
-    }
-    let iv = indices(ind, "indices")?;
-    let st = strides(ds);
-    let slice: usize = ds[b + m..].iter().product();
-    let batch: usize = ds[..b].iter().product();
-    let batch_stride: usize = ds[b..].iter().product();
-    let tuples = match iv.len().checked_div(m) {
-        Some(t) => t,
-        None => numel(&ind.shape[..q - 1])?,
-    };
-    let per_batch = tuples.checked_div(batch).unwrap_or(0);
-    let mut offs = Vec::with_capacity(tuples);
-    for t in 0..tuples {
-        let bi = t.checked_div(per_batch).unwrap_or(0);
-        let mut off = bi * batch_stride;
-        for j in 0..m {
-            off += wrap(iv[t * m + j], ds[b + j], what)? * st[b + j];
-        }
-        offs.push(off);
-    }
-    Ok((offs, slice, tuples))
-}
-
-fn gather_nd(data: &Tensor, ind: &Tensor, batch_dims: i64) -> Result<Tensor, String> {
-    let b = usize::try_from(batch_dims).map_err(|_| format!("negative batch_dims {batch_dims}"))?;
-    let (offs, slice, _) = nd_offsets(&data.shape, ind, b, "GatherND")?;
-    let q = ind.rank();
-    let m = ind.shape[q - 1];
-    let mut shape = ind.shape[..q - 1].to_vec();
-    shape.extend_from_slice(&data.shape[b + m..]);
-    let idx: Vec<usize> = offs.iter().flat_map(|&o| o..o + slice).collect();
-    Ok(Tensor::new(shape, take(&data.data, &idx)))
-}
-
 fn nonzero_mask(x: &Tensor) -> Result<Vec<bool>, String> {
     Ok(match &x.data {
         Data::F8(..) => x.to_f64_vec().iter().map(|&v| v != 0.0).collect(),
@@ -165,31 +113,6 @@ fn eye_like(x: &Tensor, dtype: Option<DType>, k: i64) -> Result<Tensor, String> 
     super::cast::cast(&Tensor::from_i64s(x.shape.clone(), v), to, true)
 }
 
-fn reverse_sequence(x: &Tensor, lens: &Tensor, batch_axis: i64, time_axis: i64) -> Result<Tensor, String> {
-    if x.rank() < 2 {
-        return Err(format!("ReverseSequence needs an input of rank >= 2, got {:?}", x.shape));
-    }
-    let (ba, ta) = (norm_axis_or_scalar(batch_axis, x.rank())?, norm_axis_or_scalar(time_axis, x.rank())?);
-    if ba == ta || ba > 1 || ta > 1 {
-        return Err(format!("batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1 in some order"));
-    }
-    let lv = indices(lens, "sequence_lens")?;
-    if lv.len() != x.shape[ba] {
-        return Err(format!("sequence_lens has {} entries for batch size {}", lv.len(), x.shape[ba]));
-    }
-    let tmax = x.shape[ta];
-    let lv: Vec<usize> = lv
-        .iter()
-        .map(|&l| usize::try_from(l).ok().filter(|&l| l <= tmax).ok_or_else(|| format!("sequence length {l} is out of range 0..={tmax}")))
-        .collect::<Result<_, _>>()?;
-    let st = strides(&x.shape);
-    let idx = index_map(&x.shape, |ix| {
-        let l = lv[ix[ba]];
-        ix.iter().enumerate().map(|(d, &i)| if d == ta && i < l { l - 1 - i } else { i } * st[d]).sum()
-    })?;
-    Ok(Tensor::new(x.shape.clone(), take(&x.data, &idx)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,13 +130,6 @@ mod tests {
         let y = gather(&x, &i(&[2], &[-1, 0]), 1).unwrap();
         assert_eq!(y, f(&[2, 2], &[3., 1., 6., 4.]));
         assert!(gather(&x, &i(&[1], &[3]), 1).is_err());
-    }
-
-    #[test]
-    fn gather_nd_batch_dims() {
-        let x = f(&[2, 2, 2], &[0., 1., 2., 3., 4., 5., 6., 7.]);
-        let y = gather_nd(&x, &i(&[2, 1], &[1, 0]), 1).unwrap();
-        assert_eq!(y, f(&[2, 2], &[2., 3., 4., 5.]));
     }
 
     #[test]

@@ -17,7 +17,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
             let xs: Vec<&Tensor> = args.iter().flatten().map(|v| v.as_tensor()).collect::<Result<_, _>>()?;
             one(einsum(equation, &xs)?)
         }
-        Op::Det => one(det(arg(args, 0)?)?),
         _ => Err(format!("{} is not implemented in the interpreter yet", op.name())),
     }
 }
@@ -171,26 +170,6 @@ fn gemm_op(a: &Tensor, b: &Tensor, c: Option<&Tensor>, alpha: f32, beta: f32, ta
 /// Label ids: letters by their char code, ellipsis dims as `ELL + k` (k counted right-aligned
 /// over the widest ellipsis).
 const ELL: u32 = 1 << 16;
-
-/// Det over the last two axes (the runtime's kernel, as generated code).
-fn det(x: &Tensor) -> Result<Tensor, String> {
-    let n = det_size(&x.shape)?;
-    if !x.dtype().is_float() {
-        return Err(format!("Det needs a float tensor, got {}", x.dtype()));
-    }
-    let batch: Vec<usize> = x.shape[..x.rank() - 2].to_vec();
-    let mut out = vec![0.0; numel(&batch)?];
-    burnc_runtime::kernels::det::det_batch(&x.to_f64_vec(), n, &mut vec![0.0; n * n], &mut out);
-    super::cast::cast(&Tensor::new(batch, Data::F64(out)), x.dtype(), false)
-}
-
-/// The matrix size of Det's `[..., n, n]` input.
-pub fn det_size(shape: &[usize]) -> Result<usize, String> {
-    match *shape {
-        [.., a, b] if a == b => Ok(a),
-        _ => Err(format!("Det needs [..., n, n], got {shape:?}")),
-    }
-}
 
 /// One einsum term: letters and at most one ellipsis.
 fn parse_term(term: &str) -> Result<(Vec<u32>, Option<usize>), String> {

@@ -19,7 +19,6 @@ pub(crate) mod reduce;
 mod seq;
 pub(crate) mod shape;
 pub(crate) mod train;
-pub(crate) mod unpool;
 pub(crate) mod signal;
 mod unique;
 pub(crate) mod util;
@@ -70,8 +69,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
             Ok(vec![args.into_iter().next().flatten().ok_or("missing input #0")?])
         }
         Op::Unary(_) | Op::Binary(_) => elementwise::eval(op, &args, n_outputs),
-        Op::BitCast { .. } => cast::eval(op, &args, n_outputs),
-        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } | Op::Det => linalg::eval(op, &args, n_outputs),
+        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
@@ -79,13 +77,10 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::BatchNormTraining { .. }
         | Op::Lrn { .. }
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
-        Op::Reduce { .. } | Op::TopK { .. } => reduce::eval(op, &args, n_outputs),
+        Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. }
-        | Op::GatherNd { .. }
         | Op::NonZero
-        | Op::EyeLike { .. }
-        | Op::ReverseSequence { .. } => index::eval(op, &args, n_outputs),
-        Op::MaxUnpool { .. } => unpool::eval(op, &args),
+        | Op::EyeLike { .. } => index::eval(op, &args, n_outputs),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),

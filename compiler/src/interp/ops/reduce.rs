@@ -1,8 +1,8 @@
-//! Interpreter semantics: reduce family (Reduce*, TopK). The work is
+//! Interpreter semantics: reduce family (Reduce*). The work is
 //! done by `burnc_runtime::kernels::reduce` over an `[outer, red, inner]` view of the input;
 //! reduced axes that are not adjacent are first moved to the end by a transpose.
 use super::shape::transpose;
-use super::util::{arg, int_vec_or_attr, ints_arg, norm_axes, norm_axis_or_scalar, numel, one};
+use super::util::{arg, int_vec_or_attr, norm_axes, norm_axis_or_scalar, numel, one};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{Op, ReduceOp};
@@ -15,15 +15,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let x = arg(args, 0)?;
             let axes = int_vec_or_attr(axes, args, 1)?;
             one(reduce(x, *op, axes.as_deref(), *keepdims, *noop_with_empty_axes)?)
-        }
-        Op::TopK { axis, largest, sorted: _ } => {
-            let x = arg(args, 0)?;
-            let kv = ints_arg(args, 1)?;
-            let &[kk] = kv.as_slice() else {
-                return Err(format!("K must hold one element, got {}", kv.len()));
-            };
-            let (v, i) = top_k(x, kk, *axis, *largest)?;
-            Ok(vec![RtValue::Tensor(v), RtValue::Tensor(i)])
         }
         _ => Err(format!("{} is not a reduction", op.name())),
     }
@@ -130,42 +121,6 @@ pub(crate) fn arg_reduce(x: &Tensor, max: bool, axis: i64, keepdims: bool, last:
     Ok(Tensor::from_i64s(shape, out))
 }
 
-/// `[outer, len, inner]` around one axis.
-fn around(shape: &[usize], ax: usize) -> (usize, usize, usize) {
-    (shape[..ax].iter().product(), shape[ax], shape[ax + 1..].iter().product())
-}
-
-fn top_k(x: &Tensor, kk: i64, axis: i64, largest: bool) -> Result<(Tensor, Tensor), String> {
-    if x.rank() == 0 {
-        return Err("TopK needs an input of rank >= 1".into());
-    }
-    let ax = norm_axis_or_scalar(axis, x.rank())?;
-    let (outer, len, inner) = around(&x.shape, ax);
-    let kk = usize::try_from(kk).map_err(|_| format!("K = {kk} is negative"))?;
-    if kk > len {
-        return Err(format!("K = {kk} exceeds the axis size {len}"));
-    }
-    let mut shape = x.shape.clone();
-    shape[ax] = kk;
-    let n = numel(&shape)?;
-    let mut idx = vec![0i64; n];
-    let mut scratch = vec![0usize; len];
-    macro_rules! go {
-        ($($variant:ident),*) => {
-            match &x.data {
-                $(Data::$variant(v) => {
-                    let mut vals = vec![Default::default(); n];
-                    k::top_k(v, outer, len, inner, kk, largest, &mut scratch, &mut vals, &mut idx);
-                    Data::$variant(vals)
-                })*
-                d => return Err(format!("TopK is not defined on {}", d.dtype())),
-            }
-        };
-    }
-    let data = go!(F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64);
-    Ok((Tensor::new(shape.clone(), data), Tensor::from_i64s(shape, idx)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,14 +152,5 @@ mod tests {
     fn bad_axis_is_an_error() {
         let x = t(&[2], &[1., 2.]);
         assert!(reduce(&x, ReduceOp::Sum, Some(&[3]), true, false).is_err());
-        assert!(top_k(&x, 3, 0, true).is_err());
-    }
-
-    #[test]
-    fn topk_two_outputs() {
-        let x = t(&[2, 3], &[1., 3., 2., 5., 5., 4.]);
-        let (v, i) = top_k(&x, 2, 1, true).unwrap();
-        assert_eq!(v, t(&[2, 2], &[3., 2., 5., 5.]));
-        assert_eq!(i, Tensor::from_i64s(vec![2, 2], vec![1, 2, 0, 1]));
     }
 }

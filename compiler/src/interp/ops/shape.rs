@@ -65,18 +65,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let out = broadcast_shapes(&x.shape, &shape)?;
             one(broadcast_to(x, &out)?)
         }
-        Op::Tile => {
-            let x = arg(args, 0)?;
-            let reps = to_dims(&ints_arg(args, 1)?)?;
-            if reps.len() != x.rank() {
-                return Err(format!("repeats has {} entries for rank {}", reps.len(), x.rank()));
-            }
-            let out: Vec<usize> = x.shape.iter().zip(&reps).map(|(d, r)| d.checked_mul(*r)).collect::<Option<_>>().ok_or("repeats make the output too large")?;
-            numel(&out)?;
-            let src = strides(&x.shape);
-            let idx = index_map(&out, |ix| ix.iter().enumerate().map(|(d, &i)| (i % x.shape[d]) * src[d]).sum())?;
-            one(Tensor::new(out, take(&x.data, &idx)))
-        }
         Op::Shape { start, end } => {
             let x = arg(args, 0)?;
             let r = x.rank() as i64;
