@@ -26,11 +26,8 @@ pub struct Swish {
 }
 
 impl OpDef for Swish {
+    name!("Swish");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Swish"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = float_arg(cx, 0, "Swish")?;
@@ -73,11 +70,8 @@ pub struct SwiGlu {
 }
 
 impl OpDef for SwiGlu {
+    name!("SwiGlu");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "SwiGlu"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let a = float_arg(cx, 0, "SwiGLU")?.clone();
@@ -144,11 +138,9 @@ pub struct BiasSplitGelu;
 
 impl OpDef for BiasSplitGelu {
     // Not in place: the output is half as large as X.
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
-    fn name(&self) -> &'static str {
-        "BiasSplitGelu"
-    }
+    name!("BiasSplitGelu");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = float_arg(cx, 0, "BiasSplitGelu")?.clone();

@@ -3,11 +3,11 @@
 //! ([`Attention::geometry`], over dim expressions) serves inference, the interpreter, codegen
 //! and the scratch size; the computation is the runtime kernel `kernels::attention` (in f64,
 //! rounded to Q's type as the reference does).
-use super::{input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::attention as k;
 
@@ -205,14 +205,11 @@ fn from_f64(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> R<Tensor> {
 }
 
 impl OpDef for Attention {
-    none_of!(cuda, in_place, decides_shapes, forwards_values);
+    name!("Attention");
+    none_of!(cuda, in_place, decides_shapes, forwards_values, gradient);
 
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         wgsl_attention(self, cx)
-    }
-
-    fn name(&self) -> &'static str {
-        "Attention"
     }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
@@ -288,12 +285,6 @@ impl OpDef for Attention {
         }
         let mut scx = cx.shape_cx()?;
         let g = self.geometry(&mut scx).map_err(|e| cx.err(e))?;
-        let opt_read = |i: usize| -> Result<String, CodegenError> {
-            Ok(match cx.opt_input(i) {
-                Some(v) => format!("Some({})", cx.read(v)?),
-                None => "None".into(),
-            })
-        };
         let mask = match cx.opt_input(3) {
             None => "rt::kernels::attention::Mask::None".to_string(),
             Some(m) => {
@@ -304,12 +295,6 @@ impl OpDef for Attention {
                     md => return Err(cx.err(format!("attn_mask of type {md}"))),
                 }
             }
-        };
-        let out = |k: usize| -> Result<String, CodegenError> {
-            Ok(match cx.used_output(k) {
-                Some(v) => format!("Some({})", cx.write(v)?),
-                None => "None".into(),
-            })
         };
         let p = self.params(g.head_dim.as_const().unwrap_or(1).max(0) as usize, xd);
         // The default scale 1/√head_dim, computed as the interpreter does: a literal for a
@@ -344,15 +329,15 @@ impl OpDef for Attention {
             round(xd).1,
             p.steps,
             cx.read(q)?,
-            cx.read(cx.input(1)?)?,
-            cx.read(cx.input(2)?)?,
-            opt_read(4)?,
-            opt_read(5)?,
-            opt_read(6)?,
+            cx.read_input(1)?,
+            cx.read_input(2)?,
+            cx.read_opt(4)?,
+            cx.read_opt(5)?,
+            cx.read_opt(6)?,
             cx.write(cx.output(0)?)?,
-            out(1)?,
-            out(2)?,
-            out(3)?,
+            cx.write_used(1)?,
+            cx.write_used(2)?,
+            cx.write_used(3)?,
             cx.scratch(DType::F64)?
         ))
     }
@@ -369,10 +354,6 @@ impl OpDef for Attention {
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         let k = ins.get(1)?.as_ref()?;
         numel(ins.first()?)?.checked_mul(4)?.checked_mul(*k.get(k.len().checked_sub(2)?)? as u64)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Attention has no gradient yet".into())
     }
 }
 

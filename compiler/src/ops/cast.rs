@@ -110,11 +110,8 @@ impl BitCast {
 }
 
 impl OpDef for BitCast {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "BitCast"
-    }
+    name!("BitCast");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?;
@@ -140,14 +137,6 @@ impl OpDef for BitCast {
             return Err(cx.err(format!("BitCast from {xd} to {} is not supported by codegen yet", self.to)));
         }
         Ok(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = <{}>::from_le_bytes(v.to_le_bytes()); }}", cx.write(y)?, cx.read(x)?, cx.elem(y)?))
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("BitCast has no gradient".into())
     }
 }
 

@@ -3,9 +3,9 @@
 //! previous call's last `k - 1` inputs (zeros without a state), then x·sigmoid(x) when `silu`.
 //! One call of the runtime kernel `kernels::causal_conv`, which takes its sizes at run time, so
 //! batch, channels, length and kernel size may all be bounded dims.
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::causal_conv as cc;
 
@@ -73,11 +73,8 @@ fn sizes(cx: &mut ShapeCx) -> R<Sizes> {
 }
 
 impl OpDef for CausalConv {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "CausalConvWithState"
-    }
+    name!("CausalConvWithState");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dtype = cx.arg(0)?.dtype;
@@ -142,17 +139,8 @@ impl OpDef for CausalConv {
                 return Err(cx.err(format!("input #{i} is {} but input is {xd}", cx.dtype(v)?)));
             }
         }
-        let opt_read = |i: usize| -> Result<String, CodegenError> {
-            Ok(match cx.opt_input(i) {
-                Some(v) => format!("Some({})", cx.read(v)?),
-                None => "None".into(),
-            })
-        };
         // present_state when something reads it.
-        let present = match cx.used_output(1) {
-            Some(v) => format!("Some({})", cx.write(v)?),
-            None => "None".into(),
-        };
+        let present = cx.write_used(1)?;
         Ok(format!(
             "let d = rt::kernels::causal_conv::Dims {{ batch: {}, channels: {}, len: {}, k: {} }};\n\
              let inp = rt::kernels::causal_conv::Inputs {{ x: {}, w: {}, bias: {}, past: {} }};\n\
@@ -162,9 +150,9 @@ impl OpDef for CausalConv {
             cx.size(&s.len)?,
             cx.size(&s.k)?,
             cx.read(x)?,
-            cx.read(cx.input(1)?)?,
-            opt_read(2)?,
-            opt_read(3)?,
+            cx.read_input(1)?,
+            cx.read_opt(2)?,
+            cx.read_opt(3)?,
             self.silu,
             cx.write(cx.output(0)?)?,
         ))
@@ -174,10 +162,6 @@ impl OpDef for CausalConv {
     fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         let k = *ins.get(1)?.as_ref()?.last()? as u64;
         numel(outs.first()?)?.checked_mul(2)?.checked_mul(k)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("CausalConvWithState has no gradient yet".into())
     }
 }
 

@@ -59,11 +59,8 @@ impl InstanceNorm {
 }
 
 impl OpDef for InstanceNorm {
+    name!("InstanceNormalization");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "InstanceNormalization"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (xs, out) = like_nc(cx, "InstanceNormalization")?;
@@ -85,8 +82,8 @@ impl OpDef for InstanceNorm {
             cx.size(&xs[0])?,
             cx.size(&xs[1])?,
             cx.size(&product(&xs[2..]))?,
-            cx.read(cx.input(1)?)?,
-            cx.read(cx.input(2)?)?,
+            cx.read_input(1)?,
+            cx.read_input(2)?,
             f64_lit(self.epsilon as f64)
         ))
     }
@@ -117,11 +114,8 @@ impl GroupNorm {
 }
 
 impl OpDef for GroupNorm {
+    name!("GroupNormalization");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "GroupNormalization"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (xs, out) = like_nc(cx, "GroupNormalization")?;
@@ -149,8 +143,8 @@ impl OpDef for GroupNorm {
             cx.size(&xs[1])?,
             cx.size(&product(&xs[2..]))?,
             self.num_groups,
-            cx.read(cx.input(1)?)?,
-            cx.read(cx.input(2)?)?,
+            cx.read_input(1)?,
+            cx.read_input(2)?,
             self.per_channel,
             f64_lit(self.epsilon as f64)
         ))
@@ -196,11 +190,8 @@ fn is_identity(p: &[usize]) -> bool {
 }
 
 impl OpDef for MeanVarianceNorm {
-    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "MeanVarianceNormalization"
-    }
+    name!("MeanVarianceNormalization");
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?;
@@ -253,10 +244,6 @@ impl OpDef for MeanVarianceNorm {
 
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(5)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("MeanVarianceNormalization has no gradient yet".into())
     }
 }
 

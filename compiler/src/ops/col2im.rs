@@ -3,9 +3,9 @@
 //! image and block shapes decide the output's shape and must be constants; N and C may be
 //! bounded. One runtime kernel, `kernels::unpool::col2im_batch`, for the interpreter and
 //! generated code.
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::unpool::col2im_batch;
 use burnc_runtime::kernels::window::Window3;
@@ -87,11 +87,8 @@ impl Col2Im {
 }
 
 impl OpDef for Col2Im {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Col2Im"
-    }
+    name!("Col2Im");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -153,10 +150,6 @@ impl OpDef for Col2Im {
     // One addition per input element.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Col2Im has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

@@ -3,11 +3,11 @@
 //! condition decides the shape: code generation needs it constant (the other dims may be
 //! bounded; `forward` checks that the axis reaches the last selected index). One runtime
 //! kernel, `kernels::gather::compress`, for the interpreter and generated code.
-use super::{around, input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::gather::compress;
 
@@ -55,11 +55,8 @@ impl Compress {
 }
 
 impl OpDef for Compress {
-    none_of!(cuda, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Compress"
-    }
+    name!("Compress");
+    none_of!(cuda, scratch_bytes, in_place, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (x, c) = (cx.arg(0)?.clone(), cx.arg(1)?.clone());
@@ -108,14 +105,6 @@ impl OpDef for Compress {
     // A gather through the interpreter's index table.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         Ok(vec![cx.by_table()?])
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Compress has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

@@ -1,10 +1,10 @@
 //! CumSum and CumProd: running sums (products) along one axis, given as a constant input,
 //! optionally exclusive (each element left out of its own result) and from the end. The runtime
 //! kernels `kernels::reduce::{cumsum, cumprod}` over the `[outer, len, inner]` view.
-use super::{around, input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis_or_scalar;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::reduce as k;
 
@@ -40,7 +40,7 @@ impl Cumulative {
 }
 
 impl OpDef for Cumulative {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
     fn name(&self) -> &'static str {
         if self.product {
@@ -104,10 +104,6 @@ impl OpDef for Cumulative {
 
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err(format!("{} has no gradient yet", self.name()))
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

@@ -267,6 +267,28 @@ impl<'a> EmitCx<'a> {
         }
     }
 
+    /// `&[T]` over input `i`.
+    pub fn read_input(&self, i: usize) -> Result<String, CodegenError> {
+        self.read(self.input(i)?)
+    }
+
+    /// `Some(&[T])` over optional input `i`, `None` when absent.
+    pub fn read_opt(&self, i: usize) -> Result<String, CodegenError> {
+        Ok(match self.opt_input(i) {
+            Some(v) => format!("Some({})", self.read(v)?),
+            None => "None".into(),
+        })
+    }
+
+    /// `Some(&mut [T])` over output `k` when something reads it ([`Self::used_output`]), else
+    /// `None`.
+    pub fn write_used(&self, k: usize) -> Result<String, CodegenError> {
+        Ok(match self.used_output(k) {
+            Some(v) => format!("Some({})", self.write(v)?),
+            None => "None".into(),
+        })
+    }
+
     /// `&mut [T]` over node output `v`.
     pub fn write(&self, v: ValueId) -> Result<String, CodegenError> {
         match self.bounded {

@@ -43,11 +43,8 @@ impl DimValues {
 }
 
 impl OpDef for DimValues {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "DimValues"
-    }
+    name!("DimValues");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         if !Self::holds(self.dtype) {
@@ -89,10 +86,6 @@ impl OpDef for DimValues {
         let elem = cx.elem(cx.output(0)?)?;
         let values: Vec<String> = self.values.iter().map(|e| format!("{} as {elem}", e.to_rust(&var))).collect();
         Ok(format!("{}.copy_from_slice(&[{}]);", cx.write(cx.output(0)?)?, values.join(", ")))
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
     }
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {

@@ -35,7 +35,8 @@ impl GatherElements {
 }
 
 impl OpDef for GatherElements {
-    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
+    name!("GatherElements");
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values, flops);
 
     // Output element i: the data's element at i's coordinates (over the indices' shape), the
     // one along the axis from the index; out of range reads zero, as the CPU code does.
@@ -54,10 +55,6 @@ impl OpDef for GatherElements {
                 "v".into(),
             ))
         })?])
-    }
-
-    fn name(&self) -> &'static str {
-        "GatherElements"
     }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
@@ -94,10 +91,6 @@ impl OpDef for GatherElements {
             cx.sizes(&cx.dims(ind)?)?,
             cx.write(cx.output(0)?)?
         ))
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
     }
 
     // The picked elements' gradients scattered back (added where one was picked twice).
@@ -142,11 +135,8 @@ impl GatherNd {
 }
 
 impl OpDef for GatherNd {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "GatherND"
-    }
+    name!("GatherND");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (x, i) = (cx.arg(0)?.clone(), cx.arg(1)?.clone());
@@ -190,10 +180,6 @@ impl OpDef for GatherNd {
             self.batch_dims,
             cx.write(cx.output(0)?)?
         ))
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
     }
 
     // The picked slices' gradients scattered back (added where one was picked twice).

@@ -1,9 +1,9 @@
 //! GridSample: X `[N, C, spatial…]` (1 to 3 spatial dims) sampled at the grid's normalized
 //! coordinates `[N, out spatial…, k]`, by the runtime kernel `kernels::grid::grid_sample`; and
 //! AffineGrid, which makes such a grid from affine transforms (`kernels::grid::affine_grid`).
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DimExpr, GridMode, GridPadding, Op, ValueId};
+use crate::ir::{DimExpr, GridMode, GridPadding, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::grid as k;
 
@@ -45,11 +45,8 @@ impl GridSample {
 }
 
 impl OpDef for GridSample {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "GridSample"
-    }
+    name!("GridSample");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     // [N, C, the grid's spatial dims].
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
@@ -111,10 +108,6 @@ impl OpDef for GridSample {
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)?.checked_mul(8)
     }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("GridSample has no gradient yet".into())
-    }
 }
 
 /// AffineGrid `(theta [N, k, k + 1], size [N, C, (D,) H, W])` → the sampling grid
@@ -152,11 +145,8 @@ impl AffineGrid {
 }
 
 impl OpDef for AffineGrid {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "AffineGrid"
-    }
+    name!("AffineGrid");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let t = cx.arg(0)?.clone();
@@ -222,10 +212,6 @@ impl OpDef for AffineGrid {
     // A k × (k + 1) product per output point: about three operations per output element.
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)?.checked_mul(3)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("AffineGrid has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

@@ -1,9 +1,9 @@
 //! ImageDecoder `(encoded: uint8[N])` → `uint8[H, W, C]`: PNG, JPEG, BMP, PNM, TIFF and WebP
 //! through the `image` crate, in RGB, BGR or grayscale. The dims are the image's, so generated
 //! code needs the encoded bytes as a constant (the compiler then decodes them once).
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 
 /// The largest width or height decoded.
@@ -90,11 +90,8 @@ fn reader(bytes: &[u8]) -> R<image::ImageReader<std::io::Cursor<&[u8]>>> {
 }
 
 impl OpDef for ImageDecoder {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "ImageDecoder"
-    }
+    name!("ImageDecoder");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?;
@@ -126,10 +123,6 @@ impl OpDef for ImageDecoder {
 
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         None
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("ImageDecoder has no gradient".into())
     }
 
     fn decides_shapes(&self, _: usize) -> bool {

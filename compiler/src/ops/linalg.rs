@@ -1,10 +1,10 @@
 //! Det: the determinant of each trailing `n × n` matrix of a float tensor, by Gaussian
 //! elimination with partial pivoting in f64 (`kernels::det::det_batch`), rounded once to the
 //! element type, in the interpreter and generated code alike.
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::det::det_batch;
 
@@ -30,11 +30,8 @@ impl Det {
 }
 
 impl OpDef for Det {
-    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Det"
-    }
+    name!("Det");
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -77,10 +74,6 @@ impl OpDef for Det {
         let k = *x.last()? as u64;
         let matrices = super::numel(&Some(x.clone()))? / k.saturating_mul(k).max(1);
         Some(matrices.saturating_mul(2 * k * k * k / 3))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Det has no gradient yet".into())
     }
 }
 

@@ -3,11 +3,11 @@
 //! by exp(decay) first; `delta`: the written value corrected by beta) and read by each query
 //! head of its group. One call of the runtime kernel `kernels::linear_attention`, which takes
 //! its sizes at run time; the head counts are attributes, the head sizes follow from them.
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::linear_attention as la;
 
@@ -128,11 +128,8 @@ fn from_f64(dtype: DType, shape: Vec<usize>, v: Vec<f64>) -> R<Tensor> {
 }
 
 impl OpDef for LinearAttention {
-    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "LinearAttention"
-    }
+    name!("LinearAttention");
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let names = ["query", "key", "value", "past_state", "decay", "beta"];
@@ -194,16 +191,7 @@ impl OpDef for LinearAttention {
         let y = cx.output(0)?;
         // The state's type: past_state's, else the query's.
         let (t, st) = (cx.elem(q)?, cx.elem(cx.opt_input(3).unwrap_or(q))?);
-        let opt_read = |i: usize| -> Result<String, CodegenError> {
-            Ok(match cx.opt_input(i) {
-                Some(v) => format!("Some({})", cx.read(v)?),
-                None => "None".into(),
-            })
-        };
-        let present = match cx.used_output(1) {
-            Some(v) => format!("Some({})", cx.write(v)?),
-            None => "None".into(),
-        };
+        let present = cx.write_used(1)?;
         // The default scale 1/√d_k as the interpreter computes it: a literal for a fixed head
         // size, else at run time.
         let scale = match (self.scale.filter(|&s| s != 0.0), s.dk.as_const()) {
@@ -226,11 +214,11 @@ impl OpDef for LinearAttention {
             self.gated,
             self.delta,
             cx.read(q)?,
-            cx.read(cx.input(1)?)?,
-            cx.read(cx.input(2)?)?,
-            opt_read(3)?,
-            opt_read(4)?,
-            opt_read(5)?,
+            cx.read_input(1)?,
+            cx.read_input(2)?,
+            cx.read_opt(3)?,
+            cx.read_opt(4)?,
+            cx.read_opt(5)?,
             cx.write(y)?,
             cx.scratch(DType::F32)?,
         ))
@@ -251,10 +239,6 @@ impl OpDef for LinearAttention {
 
     fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         None
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("LinearAttention has no gradient yet".into())
     }
 }
 

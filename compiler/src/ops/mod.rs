@@ -11,8 +11,10 @@
 //! variants move here family by family (docs/DECISIONS.md, "One definition per op").
 /// Implements the listed [`OpDef`] methods with their "none" answer, one line for what most
 /// ops do not have: `cuda`, `wgsl` (the target does not run the op yet), `scratch_bytes` (0),
-/// `in_place` (never), `decides_shapes` (no input's values do), `forwards_values` (none).
-/// Methods not listed are written out, so every op still states every rule.
+/// `in_place` (never), `decides_shapes` (no input's values do), `forwards_values` (none),
+/// `flops` (no arithmetic: the op moves data), `gradient` (none yet: training through the op
+/// is refused naming it). Methods not listed are written out, so every op still states every
+/// rule.
 macro_rules! none_of {
     ($($method:ident),+ $(,)?) => { $( none_of!(@ $method); )+ };
     (@ cuda) => {
@@ -43,6 +45,25 @@ macro_rules! none_of {
     (@ forwards_values) => {
         fn forwards_values(&self, _: &[Option<Vec<i64>>]) -> Option<usize> {
             None
+        }
+    };
+    (@ flops) => {
+        fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+            Some(0)
+        }
+    };
+    (@ gradient) => {
+        fn gradient(&self, _: &mut $crate::ops::GradCx) -> $crate::ops::R<Vec<Option<$crate::ir::ValueId>>> {
+            Err(format!("{} has no gradient yet", $crate::ops::OpDef::name(self)))
+        }
+    };
+}
+
+/// [`OpDef::name`] for an op whose name is a constant.
+macro_rules! name {
+    ($name:literal) => {
+        fn name(&self) -> &'static str {
+            $name
         }
     };
 }

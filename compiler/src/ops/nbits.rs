@@ -67,11 +67,8 @@ fn count(cx: &mut ShapeCx, what: &str, dims: &[DimExpr], want: usize) -> R<()> {
 }
 
 impl OpDef for MatMulNBits {
+    name!("MatMulNBits");
     none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "MatMulNBits"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let a = cx.arg(A)?.clone();
@@ -163,16 +160,13 @@ impl OpDef for MatMulNBits {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let (a, y) = (cx.input(A)?, cx.output(0)?);
-        let (ra, rb, rs, wy) = (cx.read(a)?, cx.read(cx.input(B)?)?, cx.read(cx.input(SCALES)?)?, cx.write(y)?);
+        let (ra, rb, rs, wy) = (cx.read(a)?, cx.read_input(B)?, cx.read_input(SCALES)?, cx.write(y)?);
         let zero = match cx.opt_input(ZERO) {
             None => "ZeroPoints::Default".to_string(),
             Some(z) if cx.dtype(z)? == DType::U8 => format!("ZeroPoints::Packed({})", cx.read(z)?),
             Some(z) => format!("ZeroPoints::Float({})", cx.read(z)?),
         };
-        let bias = match cx.opt_input(BIAS) {
-            Some(v) => format!("Some({})", cx.read(v)?),
-            None => "None".into(),
-        };
+        let bias = cx.read_opt(BIAS)?;
         let m = format!("{} / {}", cx.numel(a)?, self.k);
         let scratch = cx.scratch(DType::F32)?;
         let (k, n, bits, block) = (self.k, self.n, self.bits, self.block);

@@ -51,6 +51,7 @@ fn covers_inner(cx: &EmitCx, v: ValueId, inner: &DimExpr) -> Result<bool, Codege
 }
 
 impl OpDef for LayerNorm {
+    name!("LayerNormalization");
     none_of!(in_place, decides_shapes, forwards_values);
 
     // One warp per normalized row: mean, then the centred variance, then the output (the row
@@ -125,10 +126,6 @@ impl OpDef for LayerNorm {
             scale = cx.ptr(scale)?,
         );
         Ok(vec![cx.warp_rows(outer, &body)])
-    }
-
-    fn name(&self) -> &'static str {
-        "LayerNormalization"
     }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
@@ -252,6 +249,7 @@ impl RmsNorm {
 }
 
 impl OpDef for RmsNorm {
+    name!("RMSNormalization");
     none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
 
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
@@ -278,10 +276,6 @@ impl OpDef for RmsNorm {
             eps = crate::codegen::wgsl::scalar::f32_lit(self.epsilon),
         );
         Ok(vec![cx.rows(outer, &body)])
-    }
-
-    fn name(&self) -> &'static str {
-        "RMSNormalization"
     }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
@@ -350,11 +344,8 @@ impl LpNorm {
 }
 
 impl OpDef for LpNorm {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "LpNormalization"
-    }
+    name!("LpNormalization");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         if self.p != 1 && self.p != 2 {
@@ -392,10 +383,6 @@ impl OpDef for LpNorm {
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)?.checked_mul(3)
     }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("LpNormalization has no gradient yet".into())
-    }
 }
 
 /// Hardmax: 1 at the first largest element along the axis (or, with `coerce_2d`, over the
@@ -422,11 +409,8 @@ impl Hardmax {
 }
 
 impl OpDef for Hardmax {
+    name!("Hardmax");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Hardmax"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         if cx.arg(0)?.dtype == DType::Bool {

@@ -2,11 +2,11 @@
 //! the position equals the index (negative indices count from the end) and `values[0]`
 //! elsewhere; an index out of range gives an all-off row. The depth decides the output's shape,
 //! so it must be a constant or a shape value.
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis_or_scalar;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, Op};
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -46,11 +46,8 @@ impl OneHot {
 }
 
 impl OpDef for OneHot {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "OneHot"
-    }
+    name!("OneHot");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (ind, values) = (cx.arg(0)?.clone(), cx.arg(2)?.clone());
@@ -115,13 +112,6 @@ impl OpDef for OneHot {
     }
 
     /// Data movement: no arithmetic.
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("OneHot has no gradient yet".into())
-    }
 
     fn decides_shapes(&self, i: usize) -> bool {
         i == 1

@@ -62,11 +62,8 @@ impl Pad {
 }
 
 impl OpDef for Pad {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Pad"
-    }
+    name!("Pad");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, flops);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -151,10 +148,6 @@ impl OpDef for Pad {
         ))
     }
 
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         let dy = cx.dy()?;
         let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
@@ -206,11 +199,8 @@ impl CenterCropPad {
 }
 
 impl OpDef for CenterCropPad {
-    none_of!(cuda, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "CenterCropPad"
-    }
+    name!("CenterCropPad");
+    none_of!(cuda, scratch_bytes, in_place, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -262,14 +252,6 @@ impl OpDef for CenterCropPad {
     // A gather through the interpreter's index table.
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         Ok(vec![cx.by_table()?])
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("CenterCropPad has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

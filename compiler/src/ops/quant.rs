@@ -3,13 +3,13 @@
 //! element), per axis (1-D along `axis`) or blocked (x's rank, `block_size` elements per scale
 //! along `axis`); the shape rule declares which dims must agree. Integer targets round half to
 //! even and saturate; float8 and 4-bit targets go through `rt::small`.
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::float8;
 use crate::interp::ops::cast::cast;
 use crate::interp::ops::quant::{from_ints, int_range, ints, is_small_quant};
 use crate::ir::axis::norm_axis_or_scalar;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::quant::{self as qk, QParam};
 
@@ -130,11 +130,8 @@ impl Quantize {
 }
 
 impl OpDef for Quantize {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "QuantizeLinear"
-    }
+    name!("QuantizeLinear");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (x, s) = (cx.arg(0)?.clone(), cx.arg(1)?.dtype);
@@ -192,10 +189,6 @@ impl OpDef for Quantize {
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?).map(|n| n.saturating_mul(2))
     }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("QuantizeLinear has no gradient".into())
-    }
 }
 
 /// DequantizeLinear: `(x - zero_point) · scale` in the scale's type (else `output_dtype`),
@@ -214,11 +207,8 @@ impl Dequantize {
 }
 
 impl OpDef for Dequantize {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "DequantizeLinear"
-    }
+    name!("DequantizeLinear");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (x, s) = (cx.arg(0)?.clone(), cx.arg(1)?.dtype);
@@ -280,10 +270,6 @@ impl OpDef for Dequantize {
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?).map(|n| n.saturating_mul(2))
     }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("DequantizeLinear has no gradient".into())
-    }
 }
 
 /// DynamicQuantizeLinear: u8 values, and the scale and zero point that map the input's range
@@ -298,11 +284,8 @@ impl DynamicQuantize {
 }
 
 impl OpDef for DynamicQuantize {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "DynamicQuantizeLinear"
-    }
+    name!("DynamicQuantizeLinear");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?;
@@ -325,7 +308,7 @@ impl OpDef for DynamicQuantize {
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let mut s = format!("let (s, z) = {K}::dynamic_quantize({}, {});\n", cx.read(cx.input(0)?)?, cx.write(cx.output(0)?)?);
+        let mut s = format!("let (s, z) = {K}::dynamic_quantize({}, {});\n", cx.read_input(0)?, cx.write(cx.output(0)?)?);
         for (k, v) in ["s", "z"].iter().enumerate() {
             if let Some(o) = cx.used_output(k + 1) {
                 // Bound first: `unsafe { … }[0]` would parse as a block, then an array.
@@ -338,10 +321,6 @@ impl OpDef for DynamicQuantize {
     /// A pass for the range, one to quantize.
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?).map(|n| n.saturating_mul(4))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("DynamicQuantizeLinear has no gradient".into())
     }
 }
 

@@ -3,10 +3,10 @@
 //! gates from W·x + R·h (+ B), outputs Y, Y_h and (LSTM) Y_c. One shape rule serves fixed and
 //! bounded dims: the sequence length and batch may be bounded; W, R, B and P must match the
 //! hidden size, which bounded code then pins or checks at run time.
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, RnnAct, RnnAttrs, RnnCell, ValueId};
+use crate::ir::{DType, DimExpr, Op, RnnAct, RnnAttrs, RnnCell};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::rnn;
 
@@ -109,7 +109,7 @@ fn act_lit(a: &RnnAct) -> String {
 }
 
 impl OpDef for Recurrent {
-    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values, gradient);
 
     fn name(&self) -> &'static str {
         match self.0.cell {
@@ -192,19 +192,6 @@ impl OpDef for Recurrent {
                 return Err(cx.err("sequence_lens must be int32"));
             }
         }
-        let opt = |i: usize| -> Result<String, CodegenError> {
-            Ok(match cx.opt_input(i) {
-                Some(v) => format!("Some({})", cx.read(v)?),
-                None => "None".into(),
-            })
-        };
-        // Outputs nothing reads have no slot: the kernel skips them.
-        let out = |k: usize| -> Result<String, CodegenError> {
-            Ok(match cx.used_output(k) {
-                Some(v) => format!("Some({})", cx.write(v)?),
-                None => "None".into(),
-            })
-        };
         let a = &self.0;
         let acts: Vec<String> = a.activations.iter().map(act_lit).collect();
         let clip = match a.clip {
@@ -225,16 +212,16 @@ impl OpDef for Recurrent {
             cx.size(&s.hidden)?,
             a.batch_first,
             cx.read(x)?,
-            cx.read(cx.input(1)?)?,
-            cx.read(cx.input(2)?)?,
-            opt(3)?,
-            opt(4)?,
-            opt(5)?,
-            opt(6)?,
-            opt(7)?,
-            out(0)?,
-            out(1)?,
-            out(2)?,
+            cx.read_input(1)?,
+            cx.read_input(2)?,
+            cx.read_opt(3)?,
+            cx.read_opt(4)?,
+            cx.read_opt(5)?,
+            cx.read_opt(6)?,
+            cx.read_opt(7)?,
+            cx.write_used(0)?,
+            cx.write_used(1)?,
+            cx.write_used(2)?,
             acts.join(", "),
             cx.scratch(cx.dtype(x)?)?
         ))
@@ -255,10 +242,6 @@ impl OpDef for Recurrent {
         let steps = x.get(..2)?.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64));
         let weights = numel(ins.get(1)?)?.saturating_add(numel(ins.get(2)?)?);
         Some(2u64.saturating_mul(steps).saturating_mul(weights))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err(format!("{} has no gradient yet", self.name()))
     }
 }
 

@@ -5,11 +5,11 @@
 //!
 //! Output dims: `floor(s·len)` for constant scales (in f64, as ONNX), the sizes for `sizes`;
 //! under `keep_aspect_ratio_policy` one scale for all axes, the min or max of sizes / lengths.
-use super::{input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::resize as k;
 pub use burnc_runtime::kernels::resize::{Coord, Filter, Mode, Nearest};
@@ -233,11 +233,8 @@ impl Resize {
 }
 
 impl OpDef for Resize {
-    none_of!(cuda, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Resize"
-    }
+    name!("Resize");
+    none_of!(cuda, scratch_bytes, in_place, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dtype = cx.arg(0)?.dtype;
@@ -408,10 +405,6 @@ impl OpDef for Resize {
 
     fn flops(&self, _: &[Option<Vec<usize>>], outputs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outputs.first()?).map(|n| n.saturating_mul(8))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Resize has no gradient yet".into())
     }
 
     // roi, scales and sizes: the kernel takes them as numbers, and scales and sizes decide

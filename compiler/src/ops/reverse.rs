@@ -45,11 +45,8 @@ impl ReverseSequence {
 }
 
 impl OpDef for ReverseSequence {
-    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "ReverseSequence"
-    }
+    name!("ReverseSequence");
+    none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values, flops);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -87,10 +84,6 @@ impl OpDef for ReverseSequence {
 
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         Ok(vec![cx.by_table()?])
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
     }
 
     // Reversing the same prefixes again undoes it.

@@ -4,10 +4,10 @@
 //! heads · head]`; the caches are `[max_pos, rotary_dim / 2]` read at `position_ids`, or
 //! `[batch, seq, rotary_dim / 2]` without them. One call of the runtime kernel
 //! `kernels::extra::rotary`, which takes the geometry at run time.
-use super::{input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::extra::{rotary, Rotary};
 
@@ -86,11 +86,8 @@ impl RotaryEmbedding {
 }
 
 impl OpDef for RotaryEmbedding {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "RotaryEmbedding"
-    }
+    name!("RotaryEmbedding");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -166,10 +163,6 @@ impl OpDef for RotaryEmbedding {
 
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?)?.checked_mul(3)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("RotaryEmbedding has no gradient yet".into())
     }
 }
 

@@ -5,10 +5,10 @@
 //! rows per batch entry into a cache. Runtime kernels over dims given at run time
 //! (`kernels::scatter`, `kernels::cache`) serve the interpreter and generated code; the
 //! interpreter refuses an index out of range, generated code skips its update.
-use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, move_bytes, EmitCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ScatterReduction, ValueId};
+use crate::ir::{DType, DimExpr, Op, ScatterReduction};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::cache::{tensor_scatter, CacheDims};
 use burnc_runtime::kernels::scatter::{replace, scatter_elements, scatter_nd};
@@ -47,11 +47,8 @@ impl ScatterElements {
 }
 
 impl OpDef for ScatterElements {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "ScatterElements"
-    }
+    name!("ScatterElements");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = types(cx)?;
@@ -72,14 +69,6 @@ impl OpDef for ScatterElements {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let a = self.axis(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
         emit_scatter(cx, "scatter_elements", &format!("{a}, "), self.reduction)
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("ScatterElements has no gradient yet".into())
     }
 }
 
@@ -113,11 +102,8 @@ impl ScatterNd {
 }
 
 impl OpDef for ScatterNd {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "ScatterND"
-    }
+    name!("ScatterND");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = types(cx)?;
@@ -138,14 +124,6 @@ impl OpDef for ScatterNd {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         Self::tuple_len(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
         emit_scatter(cx, "scatter_nd", "", self.reduction)
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("ScatterND has no gradient yet".into())
     }
 }
 
@@ -310,11 +288,8 @@ impl TensorScatter {
 }
 
 impl OpDef for TensorScatter {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "TensorScatter"
-    }
+    name!("TensorScatter");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (c, u) = (cx.arg(0)?.clone(), cx.arg(1)?);
@@ -366,14 +341,6 @@ impl OpDef for TensorScatter {
             self.circular,
             cx.write(cx.output(0)?)?
         ))
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("TensorScatter has no gradient yet".into())
     }
 }
 

@@ -18,6 +18,7 @@ pub fn op() -> Op {
 pub struct Where;
 
 impl OpDef for Where {
+    name!("Where");
     none_of!(cuda, scratch_bytes, in_place, decides_shapes);
 
     // A condition known to be all true or all false picks one side (a shape computation that
@@ -39,10 +40,6 @@ impl OpDef for Where {
             let at = |t: &crate::codegen::wgsl::kernels::Tensor| t.load(&broadcast_index(&t.shape, &y.shape, i));
             Ok((String::new(), format!("select({}, {}, {} != 0u)", at(&b), at(&a), at(&c))))
         })?])
-    }
-
-    fn name(&self) -> &'static str {
-        "Where"
     }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
@@ -165,11 +162,8 @@ impl Trilu {
 }
 
 impl OpDef for Trilu {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Trilu"
-    }
+    name!("Trilu");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -201,14 +195,6 @@ impl OpDef for Trilu {
             cx.read(x)?,
             cx.write(cx.output(0)?)?
         ))
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Trilu has no gradient yet".into())
     }
 }
 

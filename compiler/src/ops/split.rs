@@ -67,7 +67,8 @@ impl Split {
 }
 
 impl OpDef for Split {
-    none_of!(cuda, scratch_bytes, in_place, forwards_values);
+    name!("Split");
+    none_of!(cuda, scratch_bytes, in_place, forwards_values, flops);
 
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let x = cx.input(0)?;
@@ -90,10 +91,6 @@ impl OpDef for Split {
             start += part;
         }
         Ok(ks)
-    }
-
-    fn name(&self) -> &'static str {
-        "Split"
     }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
@@ -150,10 +147,6 @@ impl OpDef for Split {
             start = start.add(size);
         }
         Ok(s)
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
     }
 
     // The parts' gradients concatenated back (zeros for a part nobody used).

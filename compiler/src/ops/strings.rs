@@ -55,13 +55,10 @@ macro_rules! no_gpu_no_grad {
 pub struct StringConcat;
 
 impl OpDef for StringConcat {
+    name!("StringConcat");
     none_of!(decides_shapes);
 
     no_gpu_no_grad!();
-
-    fn name(&self) -> &'static str {
-        "StringConcat"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let (a, b) = (string_arg(cx, 0)?, string_arg(cx, 1)?);
@@ -134,11 +131,9 @@ impl StringNormalizer {
 }
 
 impl OpDef for StringNormalizer {
-    no_gpu_no_grad!();
+    name!("StringNormalizer");
 
-    fn name(&self) -> &'static str {
-        "StringNormalizer"
-    }
+    no_gpu_no_grad!();
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dims = string_arg(cx, 0)?;
@@ -171,7 +166,7 @@ impl OpDef for StringNormalizer {
         let case = format!("{:?}", self.case);
         Ok(format!(
             "rt::strings::normalize({}, &[], {}, rt::strings::Case::{case}, {}, h);",
-            cx.read(cx.input(0)?)?,
+            cx.read_input(0)?,
             self.case_sensitive,
             cx.write(cx.output(0)?)?
         ))
@@ -197,11 +192,9 @@ impl StringSplit {
 }
 
 impl OpDef for StringSplit {
-    no_gpu_no_grad!();
+    name!("StringSplit");
 
-    fn name(&self) -> &'static str {
-        "StringSplit"
-    }
+    no_gpu_no_grad!();
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dims = string_arg(cx, 0)?;
@@ -237,7 +230,7 @@ impl OpDef for StringSplit {
             Some(_) => cx.write(counts)?,
             None => format!("&mut [0i64; {}][..]", cx.numel(cx.input(0)?)?),
         };
-        Ok(format!("rt::strings::split_rows({}, {delimiter}, {maxsplit}, {width}, {}, {counts});", cx.read(cx.input(0)?)?, cx.write(y)?))
+        Ok(format!("rt::strings::split_rows({}, {delimiter}, {maxsplit}, {width}, {}, {counts});", cx.read_input(0)?, cx.write(y)?))
     }
 
     fn decides_shapes(&self, i: usize) -> bool {
@@ -266,13 +259,10 @@ impl RegexFullMatch {
 }
 
 impl OpDef for RegexFullMatch {
+    name!("RegexFullMatch");
     none_of!(decides_shapes);
 
     no_gpu_no_grad!();
-
-    fn name(&self) -> &'static str {
-        "RegexFullMatch"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         Ok(vec![OutType { dtype: DType::Bool, dims: string_arg(cx, 0)? }])
@@ -293,7 +283,7 @@ impl OpDef for RegexFullMatch {
              let _ = rt::strings::full_match(unsafe {{ rt::arena::weights::<u8>(w, {dfa}, {}) }}, {}, {});",
             crate::codegen::names::text(&lit(&self.pattern)),
             self.dfa.bytes().len(),
-            cx.read(cx.input(0)?)?,
+            cx.read_input(0)?,
             cx.write(cx.output(0)?)?
         ))
     }
@@ -362,13 +352,10 @@ impl LabelEncoder {
 }
 
 impl OpDef for LabelEncoder {
+    name!("LabelEncoder");
     none_of!(decides_shapes);
 
     no_gpu_no_grad!();
-
-    fn name(&self) -> &'static str {
-        "LabelEncoder"
-    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?;

@@ -35,11 +35,8 @@ impl Tile {
 }
 
 impl OpDef for Tile {
-    none_of!(cuda, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Tile"
-    }
+    name!("Tile");
+    none_of!(cuda, scratch_bytes, in_place, forwards_values, flops);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -72,10 +69,6 @@ impl OpDef for Tile {
 
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         Ok(vec![cx.by_table()?])
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
     }
 
     // Every copy's gradient summed back onto the element it repeats.

@@ -2,10 +2,10 @@
 //! best first, equal values in index order (ONNX's `sorted = 0` allows any order; this one
 //! serves both). K decides the outputs' shapes, so it is a constant or a shape value. One
 //! runtime kernel, `kernels::reduce::top_k`, for the interpreter and generated code.
-use super::{around, input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, numel, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::reduce::top_k;
 
@@ -45,11 +45,8 @@ impl TopK {
 }
 
 impl OpDef for TopK {
-    none_of!(cuda, wgsl, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "TopK"
-    }
+    name!("TopK");
+    none_of!(cuda, wgsl, in_place, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -97,10 +94,7 @@ impl OpDef for TopK {
         let (a, k) = self.geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?.ok_or_else(|| cx.err("K must be a constant for codegen"))?;
         let [outer, len, inner] = around(&cx.dims(x)?, a);
         let out = |i: usize| -> Result<String, CodegenError> {
-            Ok(match cx.used_output(i) {
-                Some(v) => format!("Some({})", cx.write(v)?),
-                None => "None".into(),
-            })
+            Ok(cx.write_used(i)?)
         };
         Ok(format!(
             "rt::kernels::reduce::top_k({}, {}, {}, {}, {}, {}, {}, {}, {});",
@@ -125,10 +119,6 @@ impl OpDef for TopK {
     // A comparison per element, about (the sort is n log n along the axis).
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(ins.first()?)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("TopK has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

@@ -5,9 +5,9 @@
 //! shape value). One runtime kernel, `kernels::unpool::max_unpool`, for the interpreter and
 //! generated code; the interpreter refuses an index outside the unpooled shape, generated code
 //! skips it.
-use super::{input, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::unpool::max_unpool;
 
@@ -82,11 +82,8 @@ impl MaxUnpool {
 }
 
 impl OpDef for MaxUnpool {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "MaxUnpool"
-    }
+    name!("MaxUnpool");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();
@@ -139,14 +136,6 @@ impl OpDef for MaxUnpool {
             cx.sizes(&out)?,
             cx.write(cx.output(0)?)?
         ))
-    }
-
-    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(0)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("MaxUnpool has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

@@ -45,24 +45,16 @@ pub struct Ctx<'a> {
 /// The Rust element type generated code uses for a dtype.
 pub fn rust_ty(d: DType) -> Option<&'static str> {
     Some(match d {
-        DType::F32 => "f32",
-        DType::F64 => "f64",
         DType::F16 => "rt::half::f16",
         DType::BF16 => "rt::half::bf16",
-        DType::I8 => "i8",
-        DType::I16 => "i16",
-        DType::I32 => "i32",
-        DType::I64 => "i64",
-        DType::U8 => "u8",
-        DType::U16 => "u16",
-        DType::U32 => "u32",
-        DType::U64 => "u64",
         // Bools are bytes holding 0 or 1 (any bit pattern in the arena is a valid u8).
         DType::Bool => "u8",
         // Handles to text (runtime feature `strings`).
         DType::Str => "rt::strings::Str",
         // Small types are raw bits, one element per byte.
         d if d.is_small() => "u8",
+        // The other types are Rust's own, named alike.
+        d if d.is_float() || d.is_int() => d.name(),
         _ => return None,
     })
 }
