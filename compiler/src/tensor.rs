@@ -255,13 +255,16 @@ pub fn decode_strings(mut b: &[u8]) -> Option<Vec<String>> {
 
 /// Numbers that have a little-endian byte form (every element type but bool and the 8-bit floats).
 pub trait LeBytes: bytemuck::Pod {
+    /// The type as generated code names it.
+    const RUST: &'static str;
     fn from_le(b: &[u8]) -> Self;
     fn write_le(self, out: &mut Vec<u8>);
 }
 
 macro_rules! le_bytes {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $rust:literal),*) => {$(
         impl LeBytes for $t {
+            const RUST: &'static str = $rust;
             fn from_le(b: &[u8]) -> Self {
                 let mut a = [0u8; core::mem::size_of::<$t>()];
                 a.copy_from_slice(b);
@@ -273,7 +276,7 @@ macro_rules! le_bytes {
         }
     )*};
 }
-le_bytes!(f32, f64, f16, bf16, i8, i16, i32, i64, u8, u16, u32, u64);
+le_bytes!(f32 => "f32", f64 => "f64", f16 => "rt::half::f16", bf16 => "rt::half::bf16", i8 => "i8", i16 => "i16", i32 => "i32", i64 => "i64", u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64");
 
 /// The numbers of little-endian `bytes` (a whole number of elements; a partial one at the end is
 /// dropped). One copy on little-endian hosts: build scripts run this over whole weight files,

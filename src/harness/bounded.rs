@@ -96,7 +96,7 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
         // an input decides shapes (Range's limits, NonMaxSuppression's boxes), which bounded
         // dims cannot express.
         if positions.is_empty() && !values.is_empty() && !(0..values.len()).any(|pos| g_in.inputs.get(pos).is_some_and(|&id| compile_time_only(g_in, id))) {
-            return Err(HarnessError::Msg("bounded dims: every input is baked in as a constant, so no dim is bounded".into()));
+            return Err(HarnessError::Msg(format!("{NOTHING_BOUNDED}, so no dim is bounded")));
         }
         feeds.reverse();
         positions.reverse();
@@ -111,8 +111,21 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
     };
     // On failure, the reason of the last attempt: with every operand baked, what is left is a
     // limit of bounded codegen itself, not of values the dims leave open.
-    attempt(Bake::None).or_else(|_| attempt(Bake::Small)).or_else(|_| attempt(Bake::All))
+    // When baking every input leaves nothing bounded, the reason of the attempt before says
+    // what bounded codegen lacks.
+    let mut reason = None;
+    for bake in [Bake::None, Bake::Small, Bake::All] {
+        match attempt(bake) {
+            Ok(p) => return Ok(p),
+            Err(HarnessError::Msg(m)) if m.starts_with(NOTHING_BOUNDED) && reason.is_some() => break,
+            Err(e) => reason = Some(e),
+        }
+    }
+    Err(reason.unwrap_or_else(|| HarnessError::Msg(format!("{NOTHING_BOUNDED}, so no dim is bounded"))))
 }
+
+/// The refusal of a module whose inputs all became constants.
+const NOTHING_BOUNDED: &str = "bounded dims: every input is baked in as a constant";
 
 /// Which integer inputs [`generate_bounded_for`] bakes in as constants.
 #[derive(Clone, Copy, PartialEq)]

@@ -3,7 +3,6 @@ pub mod axis;
 mod dimexpr;
 mod dtype;
 mod graph;
-mod ml;
 mod op;
 mod printer;
 pub mod scalar;
@@ -14,7 +13,6 @@ pub use dtype::{onnx_code_name, DType};
 pub use graph::{Graph, Node, NodeId, Param, TensorType, Value, ValueId, ValueKind, ValueType};
 pub use op::{Act, AutoPad, LossReduction, BinaryOp, Op, PoolKind, ReduceOp, RnnAttrs, ScatterReduction, SeqOp, UnaryOp, Window, WindowKind};
 pub use burnc_runtime::kernels::rnn::{Act as RnnAct, Cell as RnnCell, Direction as RnnDirection};
-pub use ml::{TfIdfAttrs, TreeEnsembleAttrs};
 /// The ML kernels' mode and layout constants, for frontends building their tables.
 pub use burnc_runtime::kernels::ml as ml_kernel;
 pub use shape::{Dim, Shape};

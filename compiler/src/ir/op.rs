@@ -251,12 +251,6 @@ pub enum Op {
     /// (X, W, offset, B?, mask?) → 2-D deformable convolution.
     DeformConv { window: Window, group: usize, offset_group: usize },
 
-    // ---- classic ML (interp::ops::ml)
-    /// (X: int32/int64 ids, [C] or [B, C]) → f32 [out] or [B, out].
-    TfIdfVectorizer(Box<super::TfIdfAttrs>),
-    /// (X: [N, F] f32/f64) → [N, targets] in X's type.
-    TreeEnsemble(Box<super::TreeEnsembleAttrs>),
-
     // ---- training
     /// (param, grad, lr: f32 scalar, step: i64 scalar (1 first), moment1?, moment2?) →
     /// (param', moment1'?, moment2'?): one optimizer update (`rule.moments()` moment buffers).

@@ -93,7 +93,7 @@ impl OpDef for Compress {
         let cond = cx.konst(c).ok_or_else(|| cx.err("the condition must be a constant for codegen: it decides the output's length"))?;
         let keep = Self::keep(&cond).map_err(|e| cx.err(e))?;
         let (v, _) = self.view(&mut cx.shape_cx()?, &cx.dims(x)?, &keep).map_err(|e| cx.err(e))?;
-        let keep = if keep.len() <= INLINE { format!("&{keep:?}") } else { cx.table_i64(&keep) };
+        let keep = if keep.len() <= INLINE { format!("&{keep:?}") } else { cx.table(&keep) };
         Ok(format!(
             "rt::kernels::gather::compress({}, {}, {keep}, Default::default(), {});",
             cx.read(x)?,

@@ -254,9 +254,9 @@ impl<'a> EmitCx<'a> {
         self.cx.weights.borrow_mut().push_table(bytes)
     }
 
-    /// Store an `i64` table in the weights blob; returns an expression of type `&[i64]`.
-    pub fn table_i64(&self, v: &[i64]) -> String {
-        self.cx.table_i64(v)
+    /// Store a table in the weights blob; returns an expression of type `&[T]`.
+    pub fn table<T: crate::tensor::LeBytes>(&self, v: &[T]) -> String {
+        self.cx.table(v)
     }
 
     /// `&[T]` over `v`.

@@ -79,6 +79,7 @@ pub mod image;
 pub mod linalg;
 pub mod linear_attention;
 pub mod loss;
+pub mod ml;
 pub mod nbits;
 pub mod one_hot;
 pub mod pad;
@@ -238,6 +239,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(linalg::examples());
     v.extend(topk::examples());
     v.extend(unpool::examples());
+    v.extend(ml::examples());
     v
 }
 

@@ -402,7 +402,7 @@ impl OpDef for LabelEncoder {
             } else {
                 "rt::Elem::to_i64(k)"
             };
-            (cx.table_i64(&v), key_of)
+            (cx.table(&v), key_of)
         };
         let cmp = if self.keys.dtype() == DType::Str { "p.as_str().cmp(k)" } else { "p.cmp(&k)" };
         let order: Vec<u32> = table.iter().map(|&(_, i)| i as u32).collect();

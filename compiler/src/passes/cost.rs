@@ -105,7 +105,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Seq(_) => 0,
 
         // ---- cost depends on values, trees or how often a subgraph runs
-        Op::NonMaxSuppression { .. } | Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => {
+        Op::NonMaxSuppression { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => {
             return None
         }
         // One branch runs: the dearer one.

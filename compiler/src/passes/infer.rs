@@ -14,8 +14,6 @@ use crate::tensor::Tensor;
 mod signal;
 #[path = "infer_detect.rs"]
 mod detect;
-#[path = "infer_ml.rs"]
-mod ml;
 #[path = "infer_einsum.rs"]
 mod einsum;
 
@@ -789,7 +787,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
         | Op::Unique { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
-        Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
         Op::Seq(_)

@@ -1,11 +1,12 @@
 //! Classic-ML ops: the ai.onnx.ml domain (Binarizer, ArrayFeatureExtractor → core ops;
-//! TreeEnsemble → `Op::TreeEnsemble`) and TfIdfVectorizer. Attributes become the flat tables
+//! TreeEnsemble → `ops::ml::TreeEnsemble`) and TfIdfVectorizer. Attributes become the flat tables
 //! the runtime kernels read (`burnc_runtime::kernels::ml`), checked here.
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
 use super::proto::NodeProto;
 use super::{tensor, OnnxError};
-use burnc_compiler::ir::{ml_kernel as k, BinaryOp, Op, TfIdfAttrs, TreeEnsembleAttrs, ValueId, ValueType};
+use burnc_compiler::ir::{ml_kernel as k, BinaryOp, Op, ValueId, ValueType};
+use burnc_compiler::ops::ml::{TfIdfVectorizer, TreeEnsemble};
 use burnc_compiler::Tensor;
 
 struct L<'n> {
@@ -73,7 +74,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto, opset: i64) -> Result<(), OnnxErro
         "TreeEnsemble" => {
             let x = l.input(ctx, 0)?;
             let attrs = tree_ensemble(&l, &a, ctx)?;
-            l.add(ctx, Op::TreeEnsemble(Box::new(attrs)), &[Some(x)], true)?;
+            l.add(ctx, attrs.op(), &[Some(x)], true)?;
             Ok(())
         }
         "LabelEncoder" => {
@@ -147,7 +148,7 @@ pub fn tfidf(ctx: &mut Ctx, node: &NodeProto, opset: i64) -> Result<(), OnnxErro
     };
     let ngram_indexes = a.ints("ngram_indexes").unwrap_or_default();
     let out = ngram_indexes.iter().max().map_or(Ok(0), |&m| usize::try_from(m + 1)).map_err(|_| l.err("negative ngram_indexes"))?;
-    let attrs = TfIdfAttrs {
+    let attrs = TfIdfVectorizer {
         mode,
         min_gram: size("min_gram_length")?,
         max_gram: size("max_gram_length")?,
@@ -159,7 +160,7 @@ pub fn tfidf(ctx: &mut Ctx, node: &NodeProto, opset: i64) -> Result<(), OnnxErro
         out,
     };
     k::tfidf_check(attrs.pool.len(), &attrs.ngram_counts, &attrs.ngram_indexes, out).map_err(|e| l.err(e))?;
-    l.add(ctx, Op::TfIdfVectorizer(Box::new(attrs)), &[Some(x)], true)?;
+    l.add(ctx, attrs.op(), &[Some(x)], true)?;
     Ok(())
 }
 
@@ -167,7 +168,7 @@ fn tensor_f64(a: &Attrs, ctx: &Ctx, name: &str) -> Result<Option<Vec<f64>>, Onnx
     a.t(name).map(|t| tensor::to_tensor(t, ctx.model_dir).map(|t| t.to_f64_vec())).transpose()
 }
 
-fn tree_ensemble(l: &L, a: &Attrs, ctx: &Ctx) -> Result<TreeEnsembleAttrs, OnnxError> {
+fn tree_ensemble(l: &L, a: &Attrs, ctx: &Ctx) -> Result<TreeEnsemble, OnnxError> {
     let ints = |name: &str| a.ints(name).ok_or_else(|| l.err(format!("missing attribute `{name}`")));
     let need = |name: &str| tensor_f64(a, ctx, name)?.ok_or_else(|| l.err(format!("missing attribute `{name}`")));
     let (feat, tn, fnn, tl, fl) = (ints("nodes_featureids")?, ints("nodes_truenodeids")?, ints("nodes_falsenodeids")?, ints("nodes_trueleafs")?, ints("nodes_falseleafs")?);
@@ -244,7 +245,7 @@ fn tree_ensemble(l: &L, a: &Attrs, ctx: &Ctx) -> Result<TreeEnsembleAttrs, OnnxE
             }
         }
     }
-    Ok(TreeEnsembleAttrs {
+    Ok(TreeEnsemble {
         nodes,
         splits,
         members,

@@ -8,7 +8,6 @@ mod elementwise;
 mod extra;
 mod layer;
 mod misc;
-mod ml;
 pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 mod norm;
@@ -149,38 +148,11 @@ impl<'a> Ctx<'a> {
         Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(a, {}, {len}) }}", slot.offset))
     }
 
-    /// Store a `u32` table in the weights blob; returns an expression of type `&[u32]`.
-    pub fn table(&self, v: &[u32]) -> String {
+    /// Store a table in the weights blob; returns an expression of type `&[T]`.
+    pub fn table<T: crate::tensor::LeBytes>(&self, v: &[T]) -> String {
         let bytes = crate::tensor::to_le(v);
         let off = self.weights.borrow_mut().push_table(&bytes);
-        format!("unsafe {{ rt::arena::weights::<u32>(w, {off}, {}) }}", v.len())
-    }
-
-    /// Store an `f64` table in the weights blob; returns an expression of type `&[f64]`.
-    pub fn table_f64(&self, v: &[f64]) -> String {
-        let bytes = crate::tensor::to_le(v);
-        let off = self.weights.borrow_mut().push_table(&bytes);
-        format!("unsafe {{ rt::arena::weights::<f64>(w, {off}, {}) }}", v.len())
-    }
-
-    /// Store an `i64` table in the weights blob; returns an expression of type `&[i64]`.
-    pub fn table_i64(&self, v: &[i64]) -> String {
-        let bytes = crate::tensor::to_le(v);
-        let off = self.weights.borrow_mut().push_table(&bytes);
-        format!("unsafe {{ rt::arena::weights::<i64>(w, {off}, {}) }}", v.len())
-    }
-
-    /// Store an `f32` table in the weights blob; returns an expression of type `&[f32]`.
-    pub fn table_f32(&self, v: &[f32]) -> String {
-        let bytes = crate::tensor::to_le(v);
-        let off = self.weights.borrow_mut().push_table(&bytes);
-        format!("unsafe {{ rt::arena::weights::<f32>(w, {off}, {}) }}", v.len())
-    }
-
-    /// Store a `u8` table in the weights blob; returns an expression of type `&[u8]`.
-    pub fn table_u8(&self, v: &[u8]) -> String {
-        let off = self.weights.borrow_mut().push_table(v);
-        format!("unsafe {{ rt::arena::weights::<u8>(w, {off}, {}) }}", v.len())
+        format!("unsafe {{ rt::arena::weights::<{}>(w, {off}, {}) }}", T::RUST, v.len())
     }
 
     pub fn input(&self, n: &Node, i: usize) -> Result<ValueId, CodegenError> {
@@ -245,7 +217,6 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
         | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
-        Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),
         Op::Gather { axis } if n.inputs.get(1).copied().flatten().is_some_and(|i| cx.konst(i).is_none()) => data::emit_gather(cx, n, *axis),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),

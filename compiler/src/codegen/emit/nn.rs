@@ -82,7 +82,7 @@ pub(crate) fn prepacked_weights(cx: &Ctx, n: &Node) -> Result<Option<String>, Co
     }
     let t = cx.konst(w).ok_or_else(|| cx.err(n, "conv weights are not constant"))?;
     let plain: Vec<f32> = t.to_f64_vec().iter().map(|&v| v as f32).collect();
-    Ok(Some(cx.table_f32(&packed_conv_weights(cx.g, n, cx.lowering, &d, &win, &plain))))
+    Ok(Some(cx.table(&packed_conv_weights(cx.g, n, cx.lowering, &d, &win, &plain))))
 }
 
 /// Scratch elements of a convolution: what `conv_fused_prepacked` needs when the weights come

@@ -10,7 +10,6 @@ pub(crate) mod grid;
 pub(crate) mod index;
 pub(crate) mod linalg;
 pub(crate) mod loss;
-pub(crate) mod ml;
 pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod qint;
@@ -93,7 +92,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::eval(op, &args),
-        Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::eval(op, &args),
         _ => shape::eval(op, &args, n_outputs),
     }
 }
