@@ -210,7 +210,6 @@ pub enum Op {
     ConstantOfShape { value: Tensor },
     Range,
     NonZero,
-    EyeLike { dtype: Option<DType>, k: i64 },
     Einsum { equation: String },
 
     // ---- sequences and optionals (interpreter-level values)

@@ -198,6 +198,70 @@ impl OpDef for Trilu {
     }
 }
 
+/// EyeLike `(x)`: a 2-D tensor of `x`'s dims (in `dtype`, else `x`'s type) holding 1 where
+/// `j - i == k` and 0 elsewhere; `x`'s values are not read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EyeLike {
+    pub dtype: Option<DType>,
+    pub k: i64,
+}
+
+impl EyeLike {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    fn out_dtype(&self, x: DType) -> R<DType> {
+        let d = self.dtype.unwrap_or(x);
+        if d == DType::Str || d.is_small() {
+            return Err(format!("EyeLike is not defined on {d}"));
+        }
+        Ok(d)
+    }
+}
+
+impl OpDef for EyeLike {
+    name!("EyeLike");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?.clone();
+        if let Some(xs) = &x.dims {
+            if xs.len() != 2 {
+                return Err(format!("EyeLike needs a 2-D input, got rank {}", xs.len()));
+            }
+        }
+        Ok(vec![OutType { dtype: self.out_dtype(x.dtype)?, dims: x.dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let &[r, c] = x.shape.as_slice() else { return Err(format!("EyeLike needs a 2-D input, got {:?}", x.shape)) };
+        let v = (0..r * c).map(|at| i64::from((at % c) as i64 - (at / c) as i64 == self.k)).collect();
+        Ok(vec![crate::interp::ops::cast::cast(&Tensor::from_i64s(x.shape.clone(), v), self.out_dtype(x.dtype())?, true)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let (x, y) = (cx.input(0)?, cx.output(0)?);
+        let [r, c] = <[DimExpr; 2]>::try_from(cx.dims(x)?).map_err(|_| cx.err("EyeLike needs a 2-D input"))?;
+        let (r, c, k) = (cx.size(&r)?, cx.size(&c)?, self.k);
+        let ty = cx.elem(y)?;
+        let d = cx.dtype(y)?;
+        let lit = |v: i64| {
+            let t = crate::interp::ops::cast::cast(&Tensor::from_i64s(vec![], vec![v]), d, true).ok()?;
+            crate::codegen::emit::data::scalar_lit(&t, ty)
+        };
+        let (Some(one), Some(zero)) = (lit(1), lit(0)) else { return Err(cx.err(format!("EyeLike to {d} is not supported by codegen"))) };
+        Ok(format!(
+            "let y = {};
+             for i in 0..{r} {{ for j in 0..{c} {{
+             y[i * {c} + j] = if j as i64 - i as i64 == {k} {{ {one} }} else {{ {zero} }};
+             }} }}",
+            cx.write(y)?
+        ))
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let c = Tensor::new(vec![3, 1], Data::Bool(vec![true, false, true]));
     let x = Tensor::from_f32s(vec![3, 4], (0..12).map(|i| i as f32 - 5.5).collect());
@@ -209,6 +273,8 @@ pub fn examples() -> Vec<super::Example> {
         super::Example { consts: vec![], op: OpRef::new(Where), inputs: vec![c, xi.clone(), yi] },
         super::Example { consts: vec![1], op: OpRef::new(Trilu { upper: true }), inputs: vec![x.clone(), Tensor::from_i64s(vec![], vec![-1])] },
         super::Example { consts: vec![], op: OpRef::new(Trilu { upper: false }), inputs: vec![Tensor::from_i64s(vec![2, 2, 3], (0..12).collect())] },
+        super::Example { consts: vec![], op: OpRef::new(EyeLike { dtype: None, k: 1 }), inputs: vec![x.clone()] },
+        super::Example { consts: vec![], op: OpRef::new(EyeLike { dtype: Some(DType::I32), k: -2 }), inputs: vec![Tensor::from_i64s(vec![4, 3], (0..12).collect())] },
     ]
 }
 

@@ -100,7 +100,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::ConstantOfShape { .. }
         | Op::Range
         | Op::NonZero
-        | Op::EyeLike { .. }
         | Op::Unique { .. }
         | Op::Seq(_) => 0,
 

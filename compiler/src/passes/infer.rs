@@ -703,7 +703,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![t(cx.dtype(0), Some(vec![len]))]
         }
         Op::NonZero => vec![t(Some(DType::I64), Some(vec![cx.shape(0).map(|x| Dim::Fixed(x.len())).unwrap_or_else(|| cx.fresh()), cx.fresh()]))],
-        Op::EyeLike { dtype, .. } => vec![t(dtype.or(cx.dtype(0)), cx.shape(0).map(|s| s.to_vec()))],
         Op::If { then_branch, else_branch } => {
             let k = n.outputs.len();
             (0..k)

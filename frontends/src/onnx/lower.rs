@@ -596,7 +596,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             .op(),
         ),
         "OneHot" => Some(burnc_compiler::ops::one_hot::OneHot { axis: a.i_or("axis", -1) }.op()),
-        "EyeLike" => Some(Op::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }),
+        "EyeLike" => Some(burnc_compiler::ops::select::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }.op()),
         "Compress" => Some(burnc_compiler::ops::compress::Compress { axis: a.i("axis") }.op()),
         "ReverseSequence" => Some(burnc_compiler::ops::reverse::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }.op()),
         "Einsum" => Some(Op::Einsum { equation: a.s("equation").ok_or_else(|| n.err("missing attribute `equation`"))? }),

@@ -1,18 +1,17 @@
-//! Interpreter semantics: index family (Gather, NonZero, Trilu,
-//! EyeLike). Gathers are written as a flat source index per output element and
+//! Interpreter semantics: index family (Gather, NonZero; Trilu's kernel for ops::select).
+//! Gathers are written as a flat source index per output element and
 //! one generic [`take`]. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
 use super::util::{arg, norm_axis_or_scalar, one, strides};
 use super::OpResult;
 use crate::interp::RtValue;
-use crate::ir::{DType, Op};
+use crate::ir::Op;
 use crate::tensor::{Data, Tensor};
 
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Gather { axis } => one(gather(arg(args, 0)?, arg(args, 1)?, *axis)?),
         Op::NonZero => one(nonzero(arg(args, 0)?)?),
-        Op::EyeLike { dtype, k } => one(eye_like(arg(args, 0)?, *dtype, *k)?),
         _ => Err(format!("{} is not an index op", op.name())),
     }
 }
@@ -104,15 +103,6 @@ pub(crate) fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
     Ok(Tensor::new(x.shape.clone(), take_or(&x.data, &idx, &Data::zeros(x.dtype(), 1))?))
 }
 
-fn eye_like(x: &Tensor, dtype: Option<DType>, k: i64) -> Result<Tensor, String> {
-    if x.rank() != 2 {
-        return Err(format!("EyeLike needs a 2-D input, got {:?}", x.shape));
-    }
-    let to = dtype.unwrap_or(x.dtype());
-    let v = index_map(&x.shape, |ix| i64::from(ix[1] as i64 - ix[0] as i64 == k))?;
-    super::cast::cast(&Tensor::from_i64s(x.shape.clone(), v), to, true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,10 +129,9 @@ mod tests {
     }
 
     #[test]
-    fn trilu_and_eye() {
+    fn trilu_keeps_a_triangle() {
         let x = f(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
         assert_eq!(trilu(&x, 1, true).unwrap(), f(&[2, 3], &[0., 2., 3., 0., 0., 6.]));
         assert_eq!(trilu(&x, 0, false).unwrap(), f(&[2, 3], &[1., 0., 0., 4., 5., 0.]));
-        assert_eq!(eye_like(&x, None, 1).unwrap(), f(&[2, 3], &[0., 1., 0., 0., 0., 1.]));
     }
 }
