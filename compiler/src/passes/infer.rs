@@ -16,8 +16,6 @@ mod signal;
 mod detect;
 #[path = "infer_ml.rs"]
 mod ml;
-#[path = "infer_einsum.rs"]
-mod einsum;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -423,7 +421,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![t(dt, dims)]
         }
         Op::MatMul => vec![t(cx.dtype(0), matmul(cx)?)],
-        Op::Einsum { equation } => einsum::infer(cx, equation)?,
         Op::Gemm { trans_a, trans_b, .. } => {
             let dims = match (cx.shape(0), cx.shape(1)) {
                 (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => {
@@ -786,8 +783,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::Unique { .. } => signal::infer(cx, &n.op)?,
+        Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass

@@ -5,7 +5,6 @@ pub(crate) mod data;
 mod detect;
 mod dropout;
 mod elementwise;
-mod extra;
 mod layer;
 mod misc;
 mod ml;
@@ -206,7 +205,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
         + misc::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id, lw)
-        + signal::scratch_bytes(g, id)
         + detect::scratch_bytes(g, id)
 }
 
@@ -247,11 +245,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::Einsum { .. } => {
-            extra::emit(cx, id, n)
-        }
-        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::Unique { .. } => signal::emit(cx, id, n),
+        Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),
