@@ -138,7 +138,7 @@ fn sequence_at_out_of_range_is_an_error_not_a_panic() {
 }
 
 fn einsum(eq: &str, xs: Vec<RtValue>) -> Tensor {
-    let g = single(Op::Einsum { equation: eq.into() }, xs.len(), 1);
+    let g = single(burnc_compiler::ops::einsum::Einsum::op(eq).unwrap(), xs.len(), 1);
     run(&g, xs).unwrap().remove(0).into_tensor().unwrap()
 }
 

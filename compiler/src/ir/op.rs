@@ -210,7 +210,6 @@ pub enum Op {
     ConstantOfShape { value: Tensor },
     Range,
     NonZero,
-    Einsum { equation: String },
 
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),
@@ -228,11 +227,6 @@ pub enum Op {
     Shrink { lambd: f32, bias: f32 },
 
     // ---- signal processing, sampling grids, Unique and TensorScatter (interp::ops::signal)
-    /// (input, dft_length?, axis?): real/imaginary pairs in a trailing dim (1 for a real
-    /// signal); the frontend makes opset < 20's axis attribute input 2 (absent: -2).
-    Dft { inverse: bool, onesided: bool },
-    /// (signal, frame_step, window?, frame_length?) → [batch, frames, bins, 2].
-    Stft { onesided: bool },
     /// (size) → Hann/Hamming/Blackman window of `dtype`.
     Window { kind: WindowKind, periodic: bool, dtype: DType },
     /// (num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz).

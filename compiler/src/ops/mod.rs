@@ -73,6 +73,7 @@ pub mod attention;
 pub mod cumulative;
 pub mod depth_space;
 pub mod dim_values;
+pub mod einsum;
 pub mod gather;
 pub mod grid;
 pub mod image;
@@ -99,6 +100,7 @@ pub mod rotary;
 mod regex;
 pub mod scatter;
 pub mod select;
+pub mod spectral;
 pub mod split;
 pub mod strings;
 pub mod tile;
@@ -240,6 +242,8 @@ pub fn examples() -> Vec<Example> {
     v.extend(topk::examples());
     v.extend(unpool::examples());
     v.extend(ml::examples());
+    v.extend(einsum::examples());
+    v.extend(spectral::examples());
     v
 }
 

@@ -67,7 +67,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // Bilinear sampling of each offset position on top of the convolution.
         Op::DeformConv { .. } => conv_flops(g, n, 1, out?)?.saturating_add(mul(&[8, out?])),
         Op::ConvTranspose { .. } => mul(&[2, in_numel(g, n, 0)?, prod(in_shape(g, n, 1)?.get(1..)?)]),
-        Op::Einsum { .. } => return None,
 
 
         // ---- windows, normalizations, softmax
@@ -78,10 +77,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
         Op::RoiAlign { .. } => mul(&[8, out?]),
-        Op::Dft { .. } | Op::Stft { .. } => {
-            let x = in_shape(g, n, 0)?;
-            mul(&[8, out?, *x.get(x.len().checked_sub(2)?)? as u64])
-        }
         Op::Window { .. } | Op::MelWeightMatrix { .. } => mul(&[4, out?]),
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 

@@ -14,8 +14,6 @@ use crate::tensor::Tensor;
 mod signal;
 #[path = "infer_detect.rs"]
 mod detect;
-#[path = "infer_einsum.rs"]
-mod einsum;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -421,7 +419,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![t(dt, dims)]
         }
         Op::MatMul => vec![t(cx.dtype(0), matmul(cx)?)],
-        Op::Einsum { equation } => einsum::infer(cx, equation)?,
         Op::Gemm { trans_a, trans_b, .. } => {
             let dims = match (cx.shape(0), cx.shape(1)) {
                 (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => {
@@ -783,8 +780,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::Unique { .. } => signal::infer(cx, &n.op)?,
+        Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.

@@ -1,47 +1,15 @@
-//! Inference for the signal ops and Unique: exact shapes from the
+//! Inference for the windows, MelWeightMatrix and Unique: exact shapes from the
 //! interpreter's own geometry functions when the shape-deciding operands are known.
 use super::{t, Cx, R};
 use crate::interp::ops::signal;
 use crate::ir::{DType, Dim, Op, ValueType};
 
-fn fixed(cx: &Cx, i: usize) -> Option<Vec<usize>> {
-    cx.shape(i)?.iter().map(Dim::fixed).collect()
-}
-
-/// An optional scalar operand: `Some(None)` when absent, `None` when present but not constant.
-fn opt_scalar(cx: &Cx, i: usize) -> Option<Option<i64>> {
-    if !cx.has(i) {
-        return Some(None);
-    }
-    cx.ints(i)?.first().copied().map(Some)
-}
-
 fn dims(v: Vec<usize>) -> Option<Vec<Dim>> {
     Some(v.into_iter().map(Dim::Fixed).collect())
 }
 
-fn rank_like(cx: &Cx, i: usize) -> Option<Vec<Dim>> {
-    cx.shape(i).map(|s| cx.fresh_dims(s.len()))
-}
-
 pub(super) fn infer(cx: &Cx, op: &Op) -> R<Vec<ValueType>> {
     Ok(match op {
-        Op::Dft { inverse, onesided } => {
-            let shape = match (fixed(cx, 0), opt_scalar(cx, 1), opt_scalar(cx, 2)) {
-                (Some(xs), Some(len), Some(axis)) => dims(signal::dft_dims(&xs, len, axis, *inverse, *onesided)?.1),
-                _ => rank_like(cx, 0),
-            };
-            vec![t(cx.dtype(0), shape)]
-        }
-        Op::Stft { onesided } => {
-            let window = if cx.has(2) { fixed(cx, 2).map(|w| Some(w.iter().product())) } else { Some(None) };
-            let step = cx.ints(1).and_then(|v| v.first().copied());
-            let shape = match (fixed(cx, 0), step, window, opt_scalar(cx, 3)) {
-                (Some(xs), Some(step), Some(w), Some(fl)) => dims(signal::stft_shape(&signal::stft_dims(&xs, step, w, fl, *onesided)?)),
-                _ => Some(cx.fresh_dims(4)),
-            };
-            vec![t(cx.dtype(0), shape)]
-        }
         Op::Window { dtype, .. } => {
             let len = cx.ints(0).and_then(|v| v.first().copied()).map(|n| Dim::Fixed(n.max(0) as usize)).unwrap_or_else(|| cx.fresh());
             vec![t(Some(*dtype), Some(vec![len]))]

@@ -144,7 +144,7 @@ fn unknown_inputs_are_not_errors() {
     let y = input(&mut g, "y", DType::F32, vec![f(2), f(3)]);
     let s = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(y)]);
     let rs = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(y), Some(x)]);
-    let e = node(&mut g, Op::Einsum { equation: "ij->ji".into() }, vec![Some(y)]);
+    let e = node(&mut g, crate::ops::einsum::Einsum::op("ij->ji").unwrap(), vec![Some(y)]);
     g.outputs = vec![t, s, rs, e];
     infer(&mut g).unwrap();
     assert_eq!(g.value(t).ty, ValueType::Unknown);
@@ -168,7 +168,7 @@ fn einsum_shapes() {
     for (eq, ins, want) in cases {
         let mut g = Graph::default();
         let ids: Vec<_> = ins.iter().enumerate().map(|(k, s)| Some(input(&mut g, &format!("x{k}"), DType::F32, s.iter().map(|&d| f(d)).collect()))).collect();
-        let e = node(&mut g, Op::Einsum { equation: eq.to_string() }, ids);
+        let e = node(&mut g, crate::ops::einsum::Einsum::op(eq).unwrap(), ids);
         g.outputs = vec![e];
         infer(&mut g).unwrap_or_else(|err| panic!("{eq}: {err:?}"));
         assert_eq!(shape_of(&g, e), Shape::fixed(want), "{eq}");
@@ -176,7 +176,8 @@ fn einsum_shapes() {
     for (eq, ins) in [("ij,jk", &[&[3, 4][..], &[5, 5][..]][..]), ("ijk", &[&[3, 4][..]][..]), ("ij->ik", &[&[3, 4][..]][..])] {
         let mut g = Graph::default();
         let ids: Vec<_> = ins.iter().enumerate().map(|(k, s)| Some(input(&mut g, &format!("x{k}"), DType::F32, s.iter().map(|&d| f(d)).collect()))).collect();
-        let e = node(&mut g, Op::Einsum { equation: eq.to_string() }, ids);
+        let Ok(op) = crate::ops::einsum::Einsum::op(eq) else { continue };
+        let e = node(&mut g, op, ids);
         g.outputs = vec![e];
         assert!(infer(&mut g).is_err(), "{eq} must be refused");
     }

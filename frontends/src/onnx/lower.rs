@@ -599,7 +599,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "EyeLike" => Some(burnc_compiler::ops::select::EyeLike { dtype: dtype_attr(&n, "dtype")?, k: a.i_or("k", 0) }.op()),
         "Compress" => Some(burnc_compiler::ops::compress::Compress { axis: a.i("axis") }.op()),
         "ReverseSequence" => Some(burnc_compiler::ops::reverse::ReverseSequence { batch_axis: a.i_or("batch_axis", 1), time_axis: a.i_or("time_axis", 0) }.op()),
-        "Einsum" => Some(Op::Einsum { equation: a.s("equation").ok_or_else(|| n.err("missing attribute `equation`"))? }),
+        "Einsum" => Some(burnc_compiler::ops::einsum::Einsum::op(&a.s("equation").ok_or_else(|| n.err("missing attribute `equation`"))?).map_err(|e| n.err(e))?),
         "Resize" | "Upsample" => {
             use burnc_compiler::ops::resize::{AspectPolicy, Coord, Filter, Mode, Nearest, Resize};
             let bad = |what: &str, v: &str| n.err(format!("unknown {what} `{v}`"));
@@ -746,9 +746,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 inputs.resize(2, None);
                 inputs.push(Some(axis));
             }
-            Some(Op::Dft { inverse: a.i_or("inverse", 0) != 0, onesided: a.i_or("onesided", 0) != 0 })
+            Some(burnc_compiler::ops::spectral::Dft { inverse: a.i_or("inverse", 0) != 0, onesided: a.i_or("onesided", 0) != 0 }.op())
         }
-        "STFT" => Some(Op::Stft { onesided: a.i_or("onesided", 1) != 0 }),
+        "STFT" => Some(burnc_compiler::ops::spectral::Stft { onesided: a.i_or("onesided", 1) != 0 }.op()),
         "HannWindow" | "HammingWindow" | "BlackmanWindow" => Some(Op::Window {
             kind: match op_type {
                 "HannWindow" => WindowKind::Hann,

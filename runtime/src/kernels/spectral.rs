@@ -1,7 +1,8 @@
 //! Spectral ops in ONNX's layout (real and imaginary parts in a trailing dim of 2, a real signal
 //! has a trailing dim of 1): DFT, STFT, the cosine windows and the mel filter bank. Sums and
 //! twiddles are f64 whatever the element type, close to the reference's f64 FFT; transforms
-//! are direct O(n²) sums over a twiddle table the caller provides (2n f64s).
+//! are direct O(n²) sums whose twiddles advance by a complex product per term, so they need
+//! no table (and generated code no scratch sized by a run-time length).
 use crate::math;
 use crate::FloatElem;
 
@@ -43,23 +44,28 @@ impl DftDims {
     }
 }
 
-/// Twiddle table: `tw[2m], tw[2m + 1]` = cos, sin of 2πm/n (reduced angles keep large k·j exact).
-pub fn twiddles(n: usize, tw: &mut [f64]) {
-    for m in 0..n.min(tw.len() / 2) {
-        let a = 2.0 * core::f64::consts::PI * m as f64 / n as f64;
-        tw[2 * m] = math::cos(a);
-        tw[2 * m + 1] = math::sin(a);
-    }
+/// Terms between exact twiddles: the recurrence's rounding error grows with the steps taken.
+const RESYNC: usize = 32;
+
+/// cos, sin of 2π·(k·j mod n)/n (reduced angles keep large k·j exact).
+#[inline]
+fn twiddle(k: usize, j: usize, n: usize) -> (f64, f64) {
+    let m = ((k as u128 * j as u128) % n as u128) as f64;
+    let a = 2.0 * core::f64::consts::PI * m / n as f64;
+    (math::cos(a), math::sin(a))
 }
 
-/// Σ_j v(j) · e^{∓2πi·kj/n} over j < len (forward: minus); `tw` from [`twiddles`].
+/// Σ_j v(j) · e^{∓2πi·kj/n} over j < len (forward: minus).
 #[inline]
-fn bin(v: impl Fn(usize) -> (f64, f64), len: usize, n: usize, k: usize, forward: bool, tw: &[f64]) -> (f64, f64) {
+fn bin(v: impl Fn(usize) -> (f64, f64), len: usize, n: usize, k: usize, forward: bool) -> (f64, f64) {
     let (mut re, mut im) = (0.0, 0.0);
+    let (sc, ss) = twiddle(k, 1, n);
+    let (mut c, mut s) = (1.0, 0.0);
     for j in 0..len.min(n) {
+        if j % RESYNC == 0 {
+            (c, s) = twiddle(k, j, n);
+        }
         let (xr, xi) = v(j);
-        let m = (k * j) % n;
-        let (c, s) = (tw[2 * m], tw[2 * m + 1]);
         if forward {
             re += xr * c + xi * s;
             im += xi * c - xr * s;
@@ -67,17 +73,17 @@ fn bin(v: impl Fn(usize) -> (f64, f64), len: usize, n: usize, k: usize, forward:
             re += xr * c - xi * s;
             im += xi * c + xr * s;
         }
+        (c, s) = (c * sc - s * ss, s * sc + c * ss);
     }
     (re, im)
 }
 
-/// ONNX DFT. `tw` holds 2·n f64s (filled here); `y` holds `d.out_len()` elements.
-pub fn dft<T: FloatElem>(x: &[T], d: &DftDims, tw: &mut [f64], y: &mut [T]) {
+/// ONNX DFT; `y` holds `d.out_len()` elements (`c_in` is 1 or 2).
+pub fn dft<T: FloatElem>(x: &[T], d: &DftDims, y: &mut [T]) {
     let n = d.n;
-    if n == 0 || tw.len() < 2 * n {
+    if n == 0 || x.len() < d.outer * d.len_in * d.inner * d.c_in || y.len() < d.out_len() {
         return;
     }
-    twiddles(n, tw);
     let (lo, co) = (d.len_out(), d.c_out());
     let scale = if d.inverse { 1.0 / n as f64 } else { 1.0 };
     for o in 0..d.outer {
@@ -101,10 +107,10 @@ pub fn dft<T: FloatElem>(x: &[T], d: &DftDims, tw: &mut [f64], y: &mut [T]) {
                         let (r, im) = get(src);
                         (r, if conj { -im } else { im })
                     };
-                    let (re, _) = bin(full, n, n, k, false, tw);
+                    let (re, _) = bin(full, n, n, k, false);
                     y[q] = T::from_f64(re * scale);
                 } else {
-                    let (re, im) = bin(get, d.len_in, n, k, !d.inverse, tw);
+                    let (re, im) = bin(get, d.len_in, n, k, !d.inverse);
                     y[q] = T::from_f64(re * scale);
                     y[q + 1] = T::from_f64(im * scale);
                 }
@@ -140,13 +146,13 @@ impl StftDims {
 
 /// ONNX STFT: each frame times the window (in the element type, as the reference does), then a
 /// forward DFT of length `frame_length`. `window`: `frame_length` elements, or all ones when
-/// `None`; `tw`: 2·frame_length f64s.
-pub fn stft<T: FloatElem>(x: &[T], window: Option<&[T]>, d: &StftDims, tw: &mut [f64], y: &mut [T]) {
+/// `None`. Frames must fit the signal: `(frames - 1)·frame_step + frame_length <= len`.
+pub fn stft<T: FloatElem>(x: &[T], window: Option<&[T]>, d: &StftDims, y: &mut [T]) {
     let n = d.frame_length;
-    if n == 0 || tw.len() < 2 * n {
+    let last = d.frames.checked_sub(1).map_or(0, |f| f * d.frame_step + n);
+    if n == 0 || last > d.len || x.len() < d.batch * d.len * d.c_in || window.is_some_and(|w| w.len() < n) || y.len() < d.out_len() {
         return;
     }
-    twiddles(n, tw);
     let bins = d.bins();
     for b in 0..d.batch {
         for f in 0..d.frames {
@@ -157,7 +163,7 @@ pub fn stft<T: FloatElem>(x: &[T], window: Option<&[T]>, d: &StftDims, tw: &mut 
                 (v(x[p]), if d.c_in == 2 { v(x[p + 1]) } else { 0.0 })
             };
             for k in 0..bins {
-                let (re, im) = bin(get, n, n, k, true, tw);
+                let (re, im) = bin(get, n, n, k, true);
                 let q = ((b * d.frames + f) * bins + k) * 2;
                 y[q] = T::from_f64(re);
                 y[q + 1] = T::from_f64(im);
@@ -249,28 +255,45 @@ mod tests {
         // x = [1, 2, 3, 4]: X = [10, -2+2i, -2, -2-2i].
         let x = [1.0, 2.0, 3.0, 4.0];
         let d = DftDims { outer: 1, inner: 1, len_in: 4, c_in: 1, n: 4, inverse: false, onesided: false };
-        let mut tw = [0.0; 8];
         let mut y = [0.0; 8];
-        dft(&x, &d, &mut tw, &mut y);
+        dft(&x, &d, &mut y);
         close(&y, &[10.0, 0.0, -2.0, 2.0, -2.0, 0.0, -2.0, -2.0]);
         // Onesided keeps bins 0..=2; irfft of those gives the signal back.
         let d1 = DftDims { onesided: true, ..d };
         let mut half = [0.0; 6];
-        dft(&x, &d1, &mut tw, &mut half);
+        dft(&x, &d1, &mut half);
         close(&half, &y[..6]);
         let di = DftDims { len_in: 3, c_in: 2, inverse: true, onesided: true, ..d };
         let mut back = [0.0; 4];
-        dft(&half, &di, &mut tw, &mut back);
+        dft(&half, &di, &mut back);
         close(&back, &x);
+    }
+
+    #[test]
+    fn long_transforms_match_the_direct_sum() {
+        const N: usize = 301;
+        let n = N;
+        let x: [f64; N] = core::array::from_fn(|i| ((i * 37) % 11) as f64 - 5.0);
+        let d = DftDims { outer: 1, inner: 1, len_in: n, c_in: 1, n, inverse: false, onesided: false };
+        let mut y = [0.0; 2 * N];
+        dft(&x, &d, &mut y);
+        for k in [0, 1, 7, 150, 300] {
+            let (mut re, mut im) = (0.0, 0.0);
+            for (j, v) in x.iter().enumerate() {
+                let a = 2.0 * core::f64::consts::PI * ((k * j) % n) as f64 / n as f64;
+                re += v * math::cos(a);
+                im -= v * math::sin(a);
+            }
+            assert!((y[2 * k] - re).abs() < 1e-9 && (y[2 * k + 1] - im).abs() < 1e-9, "bin {k}");
+        }
     }
 
     #[test]
     fn stft_frames_are_windowed_dfts() {
         // Two frames of 2 with step 1 over [1, 2, 3]; window [1, 0]: each bin is the first sample.
         let d = StftDims { batch: 1, len: 3, c_in: 1, frame_step: 1, frame_length: 2, frames: 2, onesided: false };
-        let mut tw = [0.0; 4];
         let mut y = [0.0; 8];
-        stft(&[1.0, 2.0, 3.0], Some(&[1.0, 0.0]), &d, &mut tw, &mut y);
+        stft(&[1.0, 2.0, 3.0], Some(&[1.0, 0.0]), &d, &mut y);
         close(&y, &[1.0, 0.0, 1.0, 0.0, 2.0, 0.0, 2.0, 0.0]);
     }
 

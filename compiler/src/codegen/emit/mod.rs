@@ -5,7 +5,6 @@ pub(crate) mod data;
 mod detect;
 mod dropout;
 mod elementwise;
-mod extra;
 mod layer;
 mod misc;
 pub(crate) mod nn;
@@ -170,7 +169,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
         + misc::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id, lw)
-        + signal::scratch_bytes(g, id)
         + detect::scratch_bytes(g, id)
 }
 
@@ -211,11 +209,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::Einsum { .. } => {
-            extra::emit(cx, id, n)
-        }
-        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. }
-        | Op::Unique { .. } => signal::emit(cx, id, n),
+        Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),
         Op::Gather { axis } if n.inputs.get(1).copied().flatten().is_some_and(|i| cx.konst(i).is_none()) => data::emit_gather(cx, n, *axis),

@@ -68,7 +68,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
             Ok(vec![args.into_iter().next().flatten().ok_or("missing input #0")?])
         }
         Op::Unary(_) | Op::Binary(_) => elementwise::eval(op, &args, n_outputs),
-        Op::MatMul | Op::Gemm { .. } | Op::Einsum { .. } => linalg::eval(op, &args, n_outputs),
+        Op::MatMul | Op::Gemm { .. } => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
@@ -87,7 +87,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. }
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
-        Op::Dft { .. } | Op::Stft { .. } | Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
+        Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::eval(op, &args),
         _ => shape::eval(op, &args, n_outputs),

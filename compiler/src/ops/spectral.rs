@@ -1,0 +1,365 @@
+//! DFT `(x, dft_length?, axis?)` and STFT `(signal, frame_step, window?, frame_length?)` in
+//! ONNX's layout: real and imaginary parts in a trailing dim of 2 (1 for a real signal). The
+//! lengths, step and axis decide the output's shape, so they are constants or shape values.
+//! One runtime kernel each (`kernels::spectral`), which takes the geometry at run time and
+//! needs no scratch.
+use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::CodegenError;
+use crate::ir::axis::norm_axis;
+use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::tensor::{Data, Tensor};
+use burnc_runtime::kernels::spectral::{self, DftDims, StftDims};
+
+fn is_float(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+}
+
+/// Input `i`, a scalar integer, as a dim expression (`None`: absent or not known).
+fn scalar(cx: &ShapeCx, i: usize, what: &str) -> R<Option<DimExpr>> {
+    match cx.ints(i).as_deref() {
+        None => Ok(None),
+        Some([v]) => Ok(Some(v.clone())),
+        Some(v) => Err(format!("{what} must be one integer, got {} values", v.len())),
+    }
+}
+
+/// `d >= 1`: a constant that is not is an error, others a check.
+fn positive(cx: &mut ShapeCx, what: &str, d: &DimExpr) -> R<()> {
+    cx.at_most(&format!("1 and {what}"), &DimExpr::constant(1), d)
+}
+
+/// The trailing real/imaginary dim, 1 or 2.
+fn channels(cx: &mut ShapeCx, op: &str, c: &DimExpr) -> R<()> {
+    match c.as_const() {
+        Some(1 | 2) => Ok(()),
+        Some(c) => Err(format!("{op} input must end in a dim of 1 or 2, got {c}")),
+        // A named dim is a complex signal's (a real one's is the constant 1).
+        None => cx.equal("the real/imaginary dim and 2", c, &DimExpr::constant(2)),
+    }
+}
+
+/// Constant dims as `usize` (an evaluation's geometry).
+fn fixed(d: &DimExpr) -> R<usize> {
+    d.as_const().map(|c| c.max(0) as usize).ok_or_else(|| format!("dim {d} is not fixed"))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dft {
+    pub inverse: bool,
+    /// Forward: keep bins 0..=n/2. Inverse: the input holds bins 0..=n/2 of a real signal.
+    pub onesided: bool,
+}
+
+/// [`DftDims`] over dim expressions, and the output dims.
+struct DftGeom {
+    outer: DimExpr,
+    inner: DimExpr,
+    len_in: DimExpr,
+    c_in: DimExpr,
+    n: DimExpr,
+    out: Vec<DimExpr>,
+}
+
+impl Dft {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    /// `None` while the rank, dft_length or axis is not known.
+    fn geometry(&self, cx: &mut ShapeCx) -> R<Option<DftGeom>> {
+        let x = cx.arg(0)?.clone();
+        if !is_float(x.dtype) {
+            return Err(format!("DFT is not defined on {}", x.dtype));
+        }
+        let Some(xs) = x.dims else { return Ok(None) };
+        let rank = xs.len();
+        if rank < 2 {
+            return Err("DFT needs an input of rank >= 2".into());
+        }
+        let c_in = xs[rank - 1].clone();
+        channels(cx, "DFT", &c_in)?;
+        let axis = match (cx.opt(2).is_some(), scalar(cx, 2, "axis")?) {
+            (false, _) => -2,
+            (true, Some(a)) => a.as_const().ok_or("DFT's axis must be a constant")?,
+            (true, None) => return Ok(None),
+        };
+        let ax = norm_axis(axis, rank)?;
+        if ax == rank - 1 {
+            return Err("DFT axis cannot be the last (real/imaginary) dim".into());
+        }
+        let len_in = xs[ax].clone();
+        let n = match (cx.opt(1).is_some(), scalar(cx, 1, "dft_length")?) {
+            (true, Some(l)) => l,
+            (true, None) => return Ok(None),
+            (false, _) if self.inverse && self.onesided => len_in.scale(2).sub(&DimExpr::constant(2)),
+            (false, _) => len_in.clone(),
+        };
+        positive(cx, "the DFT length", &n)?;
+        let mut out = xs.clone();
+        out[ax] = if self.onesided && !self.inverse { n.floor_div(2).add(&DimExpr::constant(1)) } else { n.clone() };
+        out[rank - 1] = DimExpr::constant(if self.onesided && self.inverse { 1 } else { 2 });
+        Ok(Some(DftGeom { outer: product(&xs[..ax]), inner: product(&xs[ax + 1..rank - 1]), len_in, c_in, n, out }))
+    }
+}
+
+impl OpDef for Dft {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
+
+    fn name(&self) -> &'static str {
+        "DFT"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let dtype = cx.arg(0)?.dtype;
+        let dims = self.geometry(cx)?.map(|g| g.out);
+        Ok(vec![OutType { dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let g = self.geometry(&mut ShapeCx::of_tensors(ins))?.ok_or("DFT's dft_length and axis must be known")?;
+        let d = DftDims {
+            outer: fixed(&g.outer)?,
+            inner: fixed(&g.inner)?,
+            len_in: fixed(&g.len_in)?,
+            c_in: fixed(&g.c_in)?,
+            n: fixed(&g.n)?,
+            inverse: self.inverse,
+            onesided: self.onesided,
+        };
+        let shape = g.out.iter().map(fixed).collect::<R<Vec<_>>>()?;
+        macro_rules! go {
+            ($($variant:ident),*) => {
+                match &x.data {
+                    $(Data::$variant(v) => {
+                        let mut y = vec![Default::default(); d.out_len()];
+                        spectral::dft(v, &d, &mut y);
+                        Data::$variant(y)
+                    })*
+                    d => return Err(format!("DFT is not defined on {}", d.dtype())),
+                }
+            };
+        }
+        Ok(vec![Tensor::new(shape, go!(F32, F64, F16, BF16))])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let g = self.geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?.ok_or_else(|| cx.err("DFT needs constant dft_length and axis for codegen"))?;
+        Ok(format!(
+            "rt::kernels::spectral::dft({}, &rt::kernels::spectral::DftDims {{ outer: {}, inner: {}, len_in: {}, c_in: {}, n: {}, inverse: {}, onesided: {} }}, {});",
+            cx.read(cx.input(0)?)?,
+            cx.size(&g.outer)?,
+            cx.size(&g.inner)?,
+            cx.size(&g.len_in)?,
+            cx.size(&g.c_in)?,
+            cx.size(&g.n)?,
+            self.inverse,
+            self.onesided,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    // A complex multiply-add per output bin and input sample (about: the axis is not known here).
+    fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        let x = ins.first()?.as_ref()?;
+        let len = *x.get(x.len().checked_sub(2)?)? as u64;
+        Some(super::numel(outs.first()?)?.saturating_mul(8).saturating_mul(len))
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("DFT has no gradient yet".into())
+    }
+
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 1 || i == 2
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stft {
+    /// Keep bins 0..=frame_length/2.
+    pub onesided: bool,
+}
+
+/// [`StftDims`] over dim expressions (`len` the signal's).
+struct StftGeom {
+    batch: DimExpr,
+    len: DimExpr,
+    c_in: DimExpr,
+    step: DimExpr,
+    frame_length: DimExpr,
+    frames: DimExpr,
+    bins: DimExpr,
+}
+
+impl Stft {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+
+    /// `None` while the signal's dims, frame_step or frame_length is not known.
+    fn geometry(&self, cx: &mut ShapeCx) -> R<Option<StftGeom>> {
+        let x = cx.arg(0)?.clone();
+        if !is_float(x.dtype) {
+            return Err(format!("STFT is not defined on {}", x.dtype));
+        }
+        let window = cx.opt(2).cloned();
+        if let Some(w) = &window {
+            if w.dtype != x.dtype || w.dims.as_ref().is_some_and(|d| d.len() != 1) {
+                return Err(format!("STFT's window must be 1-D of the signal's type, got {}", w.dtype));
+            }
+        }
+        let Some(xs) = x.dims else { return Ok(None) };
+        let [batch, len, c_in] = xs.as_slice() else { return Err(format!("STFT signal must be [batch, length, 1 | 2], got rank {}", xs.len())) };
+        channels(cx, "STFT", c_in)?;
+        let Some(step) = scalar(cx, 1, "frame_step")? else { return Ok(None) };
+        positive(cx, "frame_step", &step)?;
+        let wlen = window.as_ref().and_then(|w| w.dims.as_ref().map(|d| d[0].clone()));
+        let frame_length = match (cx.opt(3).is_some(), scalar(cx, 3, "frame_length")?, &wlen) {
+            (true, Some(l), _) => l,
+            (true, None, _) => return Ok(None),
+            (false, _, Some(w)) => w.clone(),
+            (false, _, None) if window.is_some() => return Ok(None),
+            (false, _, None) => len.clone(),
+        };
+        positive(cx, "frame_length", &frame_length)?;
+        if let Some(w) = &wlen {
+            cx.equal("the window's length and frame_length", w, &frame_length)?;
+        }
+        cx.at_most("frame_length and the signal length", &frame_length, len)?;
+        let rest = len.sub(&frame_length);
+        let frames = match step.as_const() {
+            Some(s) => rest.floor_div(s),
+            None => rest.div_floor(&step).ok_or("STFT's frame_step must be a constant when the frame count is not")?,
+        }
+        .add(&DimExpr::constant(1));
+        let bins = if self.onesided { frame_length.floor_div(2).add(&DimExpr::constant(1)) } else { frame_length.clone() };
+        Ok(Some(StftGeom { batch: batch.clone(), len: len.clone(), c_in: c_in.clone(), step, frame_length, frames, bins }))
+    }
+}
+
+impl OpDef for Stft {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
+
+    fn name(&self) -> &'static str {
+        "STFT"
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let dtype = cx.arg(0)?.dtype;
+        let dims = self.geometry(cx)?.map(|g| vec![g.batch, g.frames, g.bins, DimExpr::constant(2)]);
+        Ok(vec![OutType { dtype, dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let window = ins.get(2).copied().flatten();
+        let g = self.geometry(&mut ShapeCx::of_tensors(ins))?.ok_or("STFT's frame_step and frame_length must be known")?;
+        let d = StftDims {
+            batch: fixed(&g.batch)?,
+            len: fixed(&g.len)?,
+            c_in: fixed(&g.c_in)?,
+            frame_step: fixed(&g.step)?,
+            frame_length: fixed(&g.frame_length)?,
+            frames: fixed(&g.frames)?,
+            onesided: self.onesided,
+        };
+        macro_rules! go {
+            ($($variant:ident),*) => {
+                match (&x.data, window.map(|w| &w.data)) {
+                    $((Data::$variant(v), w) => {
+                        let w = match w {
+                            Some(Data::$variant(w)) => Some(&w[..]),
+                            Some(_) => return Err("STFT's window type differs from the signal's".into()),
+                            None => None,
+                        };
+                        let mut y = vec![Default::default(); d.out_len()];
+                        spectral::stft(v, w, &d, &mut y);
+                        Data::$variant(y)
+                    })*
+                    (d, _) => return Err(format!("STFT is not defined on {}", d.dtype())),
+                }
+            };
+        }
+        Ok(vec![Tensor::new(vec![d.batch, d.frames, d.bins(), 2], go!(F32, F64, F16, BF16))])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let g = self.geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?.ok_or_else(|| cx.err("STFT needs constant frame_step and frame_length for codegen"))?;
+        let w = match cx.opt_input(2) {
+            Some(w) => format!("Some({})", cx.read(w)?),
+            None => "None".into(),
+        };
+        Ok(format!(
+            "rt::kernels::spectral::stft({}, {w}, &rt::kernels::spectral::StftDims {{ batch: {}, len: {}, c_in: {}, frame_step: {}, frame_length: {}, frames: {}, onesided: {} }}, {});",
+            cx.read(cx.input(0)?)?,
+            cx.size(&g.batch)?,
+            cx.size(&g.len)?,
+            cx.size(&g.c_in)?,
+            cx.size(&g.step)?,
+            cx.size(&g.frame_length)?,
+            cx.size(&g.frames)?,
+            self.onesided,
+            cx.write(cx.output(0)?)?
+        ))
+    }
+
+    // A complex multiply-add per output bin and frame sample (about: frame_length is not known
+    // here, the signal length bounds it).
+    fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        let len = *ins.first()?.as_ref()?.get(1)? as u64;
+        Some(super::numel(outs.first()?)?.saturating_mul(8).saturating_mul(len))
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("STFT has no gradient yet".into())
+    }
+
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 1 || i == 3
+    }
+}
+
+pub fn examples() -> Vec<super::Example> {
+    let sig = |shape: Vec<usize>| {
+        let n = shape.iter().product::<usize>();
+        Tensor::from_f32s(shape, (0..n).map(|i| ((i * 7) % 5) as f32 - 1.5).collect())
+    };
+    let int = |v: i64| Tensor::from_i64s(vec![], vec![v]);
+    let dft = |inverse, onesided| OpRef::new(Dft { inverse, onesided });
+    let window = Tensor::from_f32s(vec![4], vec![0.0, 0.5, 1.0, 0.5]);
+    let window3 = Tensor::from_f32s(vec![3], vec![0.5, 1.0, 0.25]);
+    vec![
+        super::Example { consts: vec![1, 2], op: dft(false, false), inputs: vec![sig(vec![2, 5, 1]), int(5), int(1)] },
+        super::Example { consts: vec![1, 2], op: dft(false, true), inputs: vec![sig(vec![3, 6, 2]), int(6), int(-2)] },
+        super::Example { consts: vec![1, 2], op: dft(true, false), inputs: vec![sig(vec![4, 3, 2]), int(5), int(0)] },
+        super::Example { consts: vec![1, 2], op: dft(true, true), inputs: vec![sig(vec![2, 4, 2]), int(6), int(1)] },
+        super::Example { consts: vec![1, 2], op: OpRef::new(Stft { onesided: true }), inputs: vec![sig(vec![2, 9, 1]), int(2), window] },
+        super::Example { consts: vec![1, 2, 3], op: OpRef::new(Stft { onesided: false }), inputs: vec![sig(vec![1, 7, 2]), int(3), window3, int(3)] },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_and_refusals() {
+        let x = Tensor::from_f32s(vec![1, 4, 1], vec![1.0, 2.0, 3.0, 4.0]);
+        let int = |v: i64| Tensor::from_i64s(vec![], vec![v]);
+        let y = Dft { inverse: false, onesided: true }.eval(&[Some(&x), None, None]).unwrap().remove(0);
+        assert_eq!(y.shape, vec![1, 3, 2]);
+        assert_eq!(y.to_f64_vec()[..4], [10.0, 0.0, -2.0, 2.0]);
+        let op = Dft { inverse: false, onesided: false };
+        assert!(op.eval(&[Some(&x), Some(&int(0)), None]).is_err());
+        assert!(op.eval(&[Some(&x), None, Some(&int(2))]).is_err());
+        assert!(op.eval(&[Some(&Tensor::from_f32s(vec![4, 3], vec![0.0; 12])), None, None]).is_err());
+        let s = Stft { onesided: false };
+        let y = s.eval(&[Some(&x), Some(&int(1)), None, Some(&int(2))]).unwrap().remove(0);
+        assert_eq!(y.shape, vec![1, 3, 2, 2]);
+        assert!(s.eval(&[Some(&x), Some(&int(0)), None, Some(&int(2))]).is_err());
+        assert!(s.eval(&[Some(&x), Some(&int(1)), None, Some(&int(5))]).is_err());
+        let w = Tensor::from_f32s(vec![3], vec![1.0; 3]);
+        assert!(s.eval(&[Some(&x), Some(&int(1)), Some(&w), Some(&int(2))]).is_err());
+    }
+}
