@@ -51,6 +51,7 @@ pub mod activation;
 pub mod attention;
 pub mod cumulative;
 pub mod depth_space;
+pub mod detect;
 pub mod dim_values;
 pub mod gather;
 pub mod grid;
@@ -67,6 +68,7 @@ pub mod causal_conv;
 pub mod channel_norm;
 pub mod col2im;
 pub mod compress;
+pub mod conv_transpose;
 mod cx;
 pub mod quant;
 pub mod recurrent;
@@ -217,6 +219,8 @@ pub fn examples() -> Vec<Example> {
     v.extend(linalg::examples());
     v.extend(topk::examples());
     v.extend(unpool::examples());
+    v.extend(detect::examples());
+    v.extend(conv_transpose::examples());
     v
 }
 

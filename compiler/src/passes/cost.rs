@@ -64,9 +64,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } => conv_flops(g, n, 1, out?)?,
         // QLinearConv's weights are input 3.
         Op::QLinearConv { .. } => conv_flops(g, n, 3, out?)?,
-        // Bilinear sampling of each offset position on top of the convolution.
-        Op::DeformConv { .. } => conv_flops(g, n, 1, out?)?.saturating_add(mul(&[8, out?])),
-        Op::ConvTranspose { .. } => mul(&[2, in_numel(g, n, 0)?, prod(in_shape(g, n, 1)?.get(1..)?)]),
         Op::Einsum { .. } => return None,
 
 
@@ -77,7 +74,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
-        Op::RoiAlign { .. } => mul(&[8, out?]),
         Op::Dft { .. } | Op::Stft { .. } => {
             let x = in_shape(g, n, 0)?;
             mul(&[8, out?, *x.get(x.len().checked_sub(2)?)? as u64])
