@@ -85,11 +85,20 @@ impl ConvTranspose {
             return Err(format!("X must have 1 to 3 spatial dims and W X's rank, got ranks {} and {}", xs.len(), ws.len()));
         }
         let n = xs.len() - 2;
-        // A kernel of named dims: the output's dims are not known.
-        let Some(kernel) = ws[2..].iter().map(|d| d.as_const().map(|v| v.max(0) as usize)).collect::<Option<Vec<usize>>>() else { return Ok(None) };
-        if !self.window.kernel_shape.is_empty() && self.window.kernel_shape != kernel {
-            return Err(format!("kernel_shape {:?} does not match W's {kernel:?}", self.window.kernel_shape));
-        }
+        // The kernel: kernel_shape, which W's dims must match, else W's fixed dims (W's named
+        // dims leave the output's dims unknown).
+        let kernel: Vec<usize> = if self.window.kernel_shape.is_empty() {
+            let Some(k) = ws[2..].iter().map(|d| d.as_const().map(|v| v.max(0) as usize)).collect::<Option<Vec<usize>>>() else { return Ok(None) };
+            k
+        } else {
+            if self.window.kernel_shape.len() != ws.len() - 2 {
+                return Err(format!("kernel_shape {:?} does not fit W's rank {}", self.window.kernel_shape, ws.len()));
+            }
+            for (i, &k) in self.window.kernel_shape.iter().enumerate() {
+                cx.equal(&format!("kernel_shape and W's dim {}", i + 2), &ws[2 + i], &c(k as i64))?;
+            }
+            self.window.kernel_shape.clone()
+        };
         let group = self.group;
         if group == 0 {
             return Err("group must be positive".into());
