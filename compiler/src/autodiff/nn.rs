@@ -14,6 +14,7 @@ use super::builder::{filled, B, R};
 use super::{dy0, input};
 use crate::interp::ops::nn::geom::{attrs, resolve};
 use crate::ir::{AutoPad, Node, Op, PoolKind, ValueId, Window};
+use crate::ops::conv_transpose::ConvTranspose;
 
 /// A window with everything explicit.
 struct Geo {
@@ -79,7 +80,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
             let wd = b.fixed_dims(w)?;
             let g = geo(window, &wd[2..], &xd[2..])?;
             let dx = if want(0) {
-                let op = Op::ConvTranspose { window: g.window(), group: *group, output_padding: g.out_pad.clone(), output_shape: vec![] };
+                let op = ConvTranspose { window: g.window(), group: *group, output_padding: g.out_pad.clone(), output_shape: vec![] }.op();
                 Some(b.node(op, &[dy, w])?)
             } else {
                 None
@@ -120,7 +121,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
             };
             let c = xd[1];
             let kw = b.konst(ones([vec![c, 1], g.kernel.clone()].concat())?);
-            let op = Op::ConvTranspose { window: g.window(), group: c, output_padding: g.out_pad.clone(), output_shape: vec![] };
+            let op = ConvTranspose { window: g.window(), group: c, output_padding: g.out_pad.clone(), output_shape: vec![] }.op();
             Ok(vec![Some(b.node(op, &[scaled, kw])?)])
         }
         other => Err(format!("no gradient rule for {}", other.name())),

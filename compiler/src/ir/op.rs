@@ -165,8 +165,6 @@ pub enum Op {
     /// loop. Each input has the output's shape or one element; the program gives each output
     /// element from the inputs' elements at the same index.
     Elementwise(Box<super::scalar::ScalarProgram>),
-    /// (X, W, B?) transposed convolution.
-    ConvTranspose { window: Window, group: usize, output_padding: Vec<usize>, output_shape: Vec<usize> },
     /// Outputs: Y and, for max pooling, optional Indices.
     Pool { kind: PoolKind, window: Window, storage_order: u8 },
     GlobalPool { kind: PoolKind },
@@ -239,10 +237,6 @@ pub enum Op {
     /// (boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?) →
     /// [selected, 3] int64 rows (batch, class, box): the length depends on the values.
     NonMaxSuppression { center_point_box: bool },
-    /// (X, rois, batch_indices) → [rois, C, output_height, output_width].
-    RoiAlign { max_mode: bool, half_pixel: bool, output_height: usize, output_width: usize, sampling_ratio: usize, spatial_scale: f32 },
-    /// (X, W, offset, B?, mask?) → 2-D deformable convolution.
-    DeformConv { window: Window, group: usize, offset_group: usize },
 
     // ---- training
     /// (param, grad, lr: f32 scalar, step: i64 scalar (1 first), moment1?, moment2?) →

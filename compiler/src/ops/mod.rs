@@ -72,6 +72,7 @@ pub mod activation;
 pub mod attention;
 pub mod cumulative;
 pub mod depth_space;
+pub mod detect;
 pub mod dim_values;
 pub mod einsum;
 pub mod gather;
@@ -90,6 +91,7 @@ pub mod causal_conv;
 pub mod channel_norm;
 pub mod col2im;
 pub mod compress;
+pub mod conv_transpose;
 mod cx;
 pub mod quant;
 pub mod recurrent;
@@ -244,6 +246,8 @@ pub fn examples() -> Vec<Example> {
     v.extend(ml::examples());
     v.extend(einsum::examples());
     v.extend(spectral::examples());
+    v.extend(detect::examples());
+    v.extend(conv_transpose::examples());
     v
 }
 

@@ -64,9 +64,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } => conv_flops(g, n, 1, out?)?,
         // QLinearConv's weights are input 3.
         Op::QLinearConv { .. } => conv_flops(g, n, 3, out?)?,
-        // Bilinear sampling of each offset position on top of the convolution.
-        Op::DeformConv { .. } => conv_flops(g, n, 1, out?)?.saturating_add(mul(&[8, out?])),
-        Op::ConvTranspose { .. } => mul(&[2, in_numel(g, n, 0)?, prod(in_shape(g, n, 1)?.get(1..)?)]),
 
 
         // ---- windows, normalizations, softmax
@@ -76,7 +73,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
-        Op::RoiAlign { .. } => mul(&[8, out?]),
         Op::Window { .. } | Op::MelWeightMatrix { .. } => mul(&[4, out?]),
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 

@@ -12,8 +12,6 @@ use crate::tensor::Tensor;
 
 #[path = "infer_signal.rs"]
 mod signal;
-#[path = "infer_detect.rs"]
-mod detect;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -321,13 +319,6 @@ fn prod(cx: &Cx, dims: &[Dim]) -> Dim {
     }
 }
 
-fn map_dim(cx: &Cx, d: &Dim, f: impl Fn(usize) -> Option<usize>) -> Dim {
-    match d {
-        Dim::Fixed(n) => f(*n).map(Dim::Fixed).unwrap_or_else(|| cx.fresh()),
-        _ => cx.fresh(),
-    }
-}
-
 fn is_bool_op(b: BinaryOp) -> bool {
     matches!(
         b,
@@ -450,9 +441,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 };
             }
             vec![t(Some(DType::F32), dims)]
-        }
-        Op::ConvTranspose { window, group, output_padding, output_shape } => {
-            vec![t(cx.dtype(0), conv_transpose(cx, window, *group, output_padding, output_shape)?)]
         }
         Op::Pool { window, .. } => {
             let dims = match cx.shape(0) {
@@ -781,7 +769,8 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
         Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
-        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::infer(cx, &n.op)?,
+        // The row count depends on the values: a fresh dim.
+        Op::NonMaxSuppression { .. } => vec![t(Some(DType::I64), Some(vec![cx.fresh(), Dim::Fixed(3)]))],
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
         Op::Seq(_)
@@ -925,51 +914,6 @@ fn conv_of(cx: &Cx, xi: usize, wi: usize, w: &Window, group: usize) -> R<Option<
     }
     let mut out = vec![x[0].clone(), wt[0].clone()];
     out.extend(spatial(cx, &x[2..], &k, w, false)?);
-    Ok(Some(out))
-}
-
-fn conv_transpose(cx: &Cx, w: &Window, group: usize, out_pad: &[usize], out_shape: &[usize]) -> R<Option<Vec<Dim>>> {
-    let (Some(x), Some(wt)) = (cx.shape(0), cx.shape(1)) else {
-        return Ok(cx.shape(0).map(|x| cx.fresh_dims(x.len())));
-    };
-    if x.len() < 3 || wt.len() != x.len() {
-        return Err(format!("input rank {} and weight rank {} do not fit a convolution", x.len(), wt.len()));
-    }
-    if let (Dim::Fixed(c), Dim::Fixed(cw)) = (&x[1], &wt[0]) {
-        if c != cw {
-            return Err(format!("input has {c} channels, weight expects {cw}"));
-        }
-    }
-    let nsp = x.len() - 2;
-    let k: Vec<usize> = if w.kernel_shape.is_empty() {
-        match wt[2..].iter().map(Dim::fixed).collect::<Option<Vec<_>>>() {
-            Some(k) => k,
-            None => return Ok(Some(cx.fresh_dims(x.len()))),
-        }
-    } else {
-        w.kernel_shape.clone()
-    };
-    let (s, d, p) = window_params(w, nsp)?;
-    let op = if out_pad.is_empty() { vec![0; nsp] } else { out_pad.to_vec() };
-    let mut out = vec![x[0].clone(), map_dim(cx, &wt[1], |m| Some(m.saturating_mul(group)))];
-    for i in 0..nsp {
-        if !out_shape.is_empty() {
-            out.push(Dim::Fixed(out_shape[out_shape.len() - nsp + i]));
-            continue;
-        }
-        out.push(match (&x[2 + i], w.auto_pad) {
-            (Dim::Fixed(n), AutoPad::SameUpper | AutoPad::SameLower) => Dim::Fixed(n.saturating_mul(s[i])),
-            (Dim::Fixed(n), _) => {
-                let pads = if w.auto_pad == AutoPad::Valid { 0 } else { p[i] + p[i + nsp] };
-                let full = crate::size::product([s[i], (*n).max(1) - 1]).saturating_add(op.get(i).copied().unwrap_or(0)).saturating_add((k[i].max(1) - 1).saturating_mul(d[i])).saturating_add(1);
-                if full < pads {
-                    return Err(format!("pads {pads} exceed the output size {full}"));
-                }
-                Dim::Fixed(full - pads)
-            }
-            _ => cx.fresh(),
-        });
-    }
     Ok(Some(out))
 }
 

@@ -364,12 +364,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             trans_b: a.i_or("transB", 0) != 0,
         }),
         "Conv" => Some(Op::Conv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
-        "ConvTranspose" => Some(Op::ConvTranspose {
-            window: window(&n)?,
-            group: a.i_or("group", 1).max(1) as usize,
-            output_padding: usize_vec(&n, "output_padding", a.ints("output_padding"))?,
-            output_shape: usize_vec(&n, "output_shape", a.ints("output_shape"))?,
-        }),
+        "ConvTranspose" => Some(
+            burnc_compiler::ops::conv_transpose::ConvTranspose {
+                window: window(&n)?,
+                group: a.i_or("group", 1).max(1) as usize,
+                output_padding: usize_vec(&n, "output_padding", a.ints("output_padding"))?,
+                output_shape: usize_vec(&n, "output_shape", a.ints("output_shape"))?,
+            }
+            .op(),
+        ),
         "MaxPool" => Some(Op::Pool { kind: PoolKind::Max, window: window(&n)?, storage_order: a.i_or("storage_order", 0) as u8 }),
         "AveragePool" => Some(Op::Pool {
             kind: PoolKind::Avg { count_include_pad: a.i_or("count_include_pad", 0) != 0 },
@@ -782,7 +785,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             let pos = |name: &str, d: i64| usize::try_from(a.i_or(name, d)).map_err(|_| n.err(format!("negative {name}")));
             // Opset 16 added coordinate_transformation_mode; RoiAlign-10 behaves as output_half_pixel.
             let ctm = a.s_or("coordinate_transformation_mode", if opset < 16 { "output_half_pixel" } else { "half_pixel" });
-            Some(Op::RoiAlign {
+            Some(burnc_compiler::ops::detect::RoiAlign {
                 max_mode: match a.s_or("mode", "avg").as_str() {
                     "avg" => false,
                     "max" => true,
@@ -797,13 +800,17 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 output_width: pos("output_width", 1)?,
                 sampling_ratio: pos("sampling_ratio", 0)?,
                 spatial_scale: a.f_or("spatial_scale", 1.0),
-            })
+            }
+            .op())
         }
-        "DeformConv" => Some(Op::DeformConv {
-            window: window(&n)?,
-            group: usize::try_from(a.i_or("group", 1)).map_err(|_| n.err("negative group"))?,
-            offset_group: usize::try_from(a.i_or("offset_group", 1)).map_err(|_| n.err("negative offset_group"))?,
-        }),
+        "DeformConv" => Some(
+            burnc_compiler::ops::detect::DeformConv {
+                window: window(&n)?,
+                group: usize::try_from(a.i_or("group", 1)).map_err(|_| n.err("negative group"))?,
+                offset_group: usize::try_from(a.i_or("offset_group", 1)).map_err(|_| n.err("negative offset_group"))?,
+            }
+            .op(),
+        ),
         "TensorScatter" => Some(
             burnc_compiler::ops::scatter::TensorScatter {
                 axis: a.i_or("axis", -2),

@@ -2,7 +2,6 @@
 //! runtime's kernels with every shape and offset written out as literals.
 mod control;
 pub(crate) mod data;
-mod detect;
 mod dropout;
 mod elementwise;
 mod layer;
@@ -166,10 +165,8 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
     }
     // Each op has one emitter family, so at most one of these is non-zero.
     nn::scratch_bytes(g, id, lw)
-        + misc::scratch_bytes(g, id)
         + quant::scratch_bytes(g, id)
         + control::scratch_bytes(g, id, lw)
-        + detect::scratch_bytes(g, id)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -203,14 +200,14 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
         | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
         Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
-        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
+        // Folded when its inputs are constants; otherwise its output length is not known.
+        Op::NonMaxSuppression { .. } => Err(cx.err(n, "NonMaxSuppression's output length depends on its inputs' values: codegen needs them to be constants")),
         Op::ParamUpdate { .. } => train::emit(cx, n),
         Op::Gather { axis } if n.inputs.get(1).copied().flatten().is_some_and(|i| cx.konst(i).is_none()) => data::emit_gather(cx, n, *axis),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),

@@ -552,54 +552,10 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             }
             one(reduce(&ncx, *op, &x, &y, &red))
         }
-        Op::ConvTranspose { window, group, output_padding, output_shape } => one(conv_transpose(&ncx, &y, window, *group, output_padding, output_shape)),
         Op::Slice | Op::Expand => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
         _ => Err(cx.err(n, "not supported by the wgpu target yet")),
     }
-}
-
-/// ConvTranspose, one invocation per output element: the sum over the input positions and
-/// taps that the forward convolution (`win`: Y → X) maps onto it.
-fn conv_transpose(cx: &NodeCx, y: &Tensor, window: &crate::ir::Window, group: usize, output_padding: &[usize], output_shape: &[usize]) -> R<Kernel> {
-    let (x, w) = (cx.input(0)?, cx.input(1)?);
-    if !scalar::is_float(x.dtype) || x.shape.len() < 3 || w.shape.len() != x.shape.len() {
-        return Err(cx.err(format!("ConvTranspose on {} of rank {} is not supported by the wgpu target yet", x.dtype, x.shape.len())));
-    }
-    let (d, win) = crate::interp::ops::nn::conv::conv_transpose_geometry(&x.shape, &w.shape, &w.shape[2..], window, group, output_padding, output_shape).map_err(|e| cx.err(e))?;
-    let (cg, mg) = (d.c_in / d.group.max(1), d.c_out / d.group.max(1));
-    let [ydd, yh, yw] = win.input;
-    let [xd, xh, xw] = win.output;
-    let [kd, kh, kw] = win.kernel;
-    let [sd, sh, sw] = win.strides;
-    let [dd, dh, dw] = win.dilations;
-    let [pd, ph, pw] = win.pads_begin;
-    let bias = cx.opt_input(2)?;
-    let (xs, ks) = (xd * xh * xw, kd * kh * kw);
-    cx.pointwise(y, |i| {
-        let b = bias.as_ref().map(|b| b.load("m")).unwrap_or_else(|| "0.0".into());
-        let tap = |v: &str, yv: &str, p: isize, k: &str, dl: usize, s: usize, n: usize| {
-            format!("let t{v} = {yv} + {p} - {k} * {dl}; if (t{v} < 0 || t{v} % {s} != 0 || t{v} / {s} >= {n}) {{ continue; }} let {v} = t{v} / {s};")
-        };
-        Ok((
-            format!(
-                "let yx = i32({i} % {yw}u);\nlet yy = i32(({i} / {yw}u) % {yh}u);\nlet yz = i32(({i} / {}u) % {ydd}u);\nlet m = ({i} / {}u) % {}u;\nlet nb = {i} / {};\n\
-                 let g = m / {mg}u;\nvar acc = {b};\n\
-                 for (var c = 0u; c < {cg}u; c++) {{\nfor (var kz = 0; kz < {kd}; kz++) {{ {}\nfor (var ky = 0; ky < {kh}; ky++) {{ {}\nfor (var kx = 0; kx < {kw}; kx++) {{ {}\n\
-                 acc += {} * {};\n}} }} }} }}\n",
-                yh * yw,
-                ydd * yh * yw,
-                d.c_out,
-                d.c_out * ydd * yh * yw,
-                tap("xz", "yz", pd, "kz", dd, sd, xd),
-                tap("xy", "yy", ph, "ky", dh, sh, xh),
-                tap("xx", "yx", pw, "kx", dw, sw, xw),
-                x.load(&format!("(nb * {}u + g * {cg}u + c) * {xs}u + u32((xz * {xh} + xy) * {xw} + xx)", d.c_in)),
-                w.load(&format!("((g * {cg}u + c) * {mg}u + m % {mg}u) * {ks}u + u32((kz * {kh} + ky) * {kw} + kx)")),
-            ),
-            "acc".into(),
-        ))
-    })
 }
 
 /// A table of `bytes` stored with the weights: its buffer and word offset there.

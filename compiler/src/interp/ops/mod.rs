@@ -69,7 +69,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         }
         Op::Unary(_) | Op::Binary(_) => elementwise::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } => linalg::eval(op, &args, n_outputs),
-        Op::Conv { .. } | Op::ConvTranspose { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
+        Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
         Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
         Op::BatchNorm { .. }
@@ -89,7 +89,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
         Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
-        Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::eval(op, &args),
+        Op::NonMaxSuppression { center_point_box } => detect::nms(&args, *center_point_box).map(|t| vec![RtValue::Tensor(t)]),
         _ => shape::eval(op, &args, n_outputs),
     }
 }

@@ -80,9 +80,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
     let x = arg(args, 0)?;
     match op {
         Op::Conv { window, group } => one(conv::conv(x, arg(args, 1)?, opt_arg(args, 2)?, window, *group)?),
-        Op::ConvTranspose { window, group, output_padding, output_shape } => {
-            one(conv::conv_transpose(x, arg(args, 1)?, opt_arg(args, 2)?, window, *group, output_padding, output_shape)?)
-        }
         Op::Pool { kind, window, storage_order } => {
             let (y, ind) = pool::pool(x, *kind, window, *storage_order != 0, n_outputs > 1)?;
             Ok(std::iter::once(y).chain(ind).map(RtValue::Tensor).collect())
