@@ -6,30 +6,6 @@ use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Node, Op, ValueId};
 
 impl Bx<'_> {
-    pub(super) fn transpose(&self, n: &Node, out: ValueId, od: DType) -> Result<Option<String>, CodegenError> {
-        let Op::Transpose { perm } = &n.op else { return Err(self.unsupported(n)) };
-        let x = self.input(n, 0)?;
-        let xs = self.dims(n, x)?;
-        let r = xs.len();
-        let p: Vec<usize> = perm.clone().unwrap_or_else(|| (0..r).rev().collect());
-        let t = rust_ty(od).ok_or_else(|| self.unsupported(n))?;
-        // Output index → input offset: walk the output in order with the input's strides.
-        Ok(Some(format!(
-            "let (x, y) = ({}, {});\nlet xs: [usize; {r}] = [{}];\nlet perm: [usize; {r}] = {p:?};\n\
-             let mut xst = [1usize; {r}]; for d in (0..{r}usize.saturating_sub(1)).rev() {{ xst[d] = xst[d + 1] * xs[d + 1]; }}\n\
-             let ys: [usize; {r}] = core::array::from_fn(|d| xs[perm[d]]);\n\
-             let mut idx = [0usize; {r}];\n\
-             for o in y.iter_mut() {{\n\
-               let mut off = 0usize; for d in 0..{r} {{ off += idx[d] * xst[perm[d]]; }}\n\
-               *o = x[off];\n\
-               for d in (0..{r}).rev() {{ idx[d] += 1; if idx[d] < ys[d] {{ break; }} idx[d] = 0; }}\n\
-             }}\nlet _: &[{t}] = x;",
-            self.read(n, x)?,
-            self.write(n, out)?,
-            xs.join(", ")
-        )))
-    }
-
     pub(super) fn gather(&self, n: &Node, out: ValueId) -> Result<Option<String>, CodegenError> {
         let Op::Gather { axis } = &n.op else { return Err(self.unsupported(n)) };
         let (x, iv) = (self.input(n, 0)?, self.input(n, 1)?);
@@ -105,24 +81,6 @@ impl Bx<'_> {
             lits(&ys),
             starts.join(", ")
         )))
-    }
-
-    pub(super) fn concat(&self, n: &Node, out: ValueId) -> Result<Option<String>, CodegenError> {
-        let Op::Concat { axis } = &n.op else { return Err(self.unsupported(n)) };
-        let os = self.shape(n, out)?;
-        let ax = norm(*axis, os.len()).map_err(|e| self.err(n, e))?;
-        let (outer, row) = (self.sizes.numel(&os[..ax]), self.sizes.numel(&os[ax..]));
-        let mut s = format!("let y = {};\nlet (outer, row) = ({outer}, {row});\nlet mut start = 0usize;\n", self.write(n, out)?);
-        // Each input contributes `chunk` elements per outer index, one after another.
-        for v in n.inputs.iter().flatten() {
-            let xs = self.shape(n, *v)?;
-            s += &format!(
-                "{{ let x = {}; let chunk = {}; for o in 0..outer {{ y[o * row + start..o * row + start + chunk].copy_from_slice(&x[o * chunk..(o + 1) * chunk]); }} start += chunk; }}\n",
-                self.read(n, *v)?,
-                self.sizes.numel(&xs[ax..])
-            );
-        }
-        Ok(Some(s))
     }
 
     pub(super) fn expand(&self, n: &Node, out: ValueId, od: DType) -> Result<Option<String>, CodegenError> {

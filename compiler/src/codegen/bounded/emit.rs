@@ -47,10 +47,6 @@ pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId, lw: Lowering) -> Opti
     Some((pack + col) * dt.size())
 }
 
-pub(super) fn f32_lit(v: f32) -> String {
-    crate::codegen::emit::f32_lit(v)
-}
-
 impl Bx<'_> {
     pub(super) fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
         self.cx.err(n, reason)
@@ -68,10 +64,6 @@ impl Bx<'_> {
         // Weights and other static values keep their types.
         let s = fixed(self.cx.g, Some(v)).ok_or_else(|| self.err(n, format!("value `{}` has no known shape", self.cx.g.value(v).name)))?;
         Ok(s.iter().map(|&d| DimExpr::constant(d as i64)).collect())
-    }
-
-    pub(super) fn dims(&self, n: &Node, v: ValueId) -> Result<Vec<String>, CodegenError> {
-        Ok(self.shape(n, v)?.iter().map(|d| self.sizes.dim(d)).collect())
     }
 
     pub(super) fn numel(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
@@ -243,15 +235,11 @@ impl Bx<'_> {
             // The static emitter, with run-time sizes.
             Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::Softmax { .. } | Op::ScaleShift { .. }
             | Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Reduce { .. } => crate::codegen::emit::emit_layer(&crate::ops::EmitCx::bounded(self, id)),
-            Op::Transpose { .. } => self.transpose(n, out, od),
+            Op::Concat { .. } | Op::Transpose { .. } | Op::ConstantOfShape { .. } => {
+                crate::codegen::emit::emit_movement(&crate::ops::EmitCx::bounded(self, id))
+            }
             Op::Gather { .. } => self.gather(n, out),
             Op::Slice => self.slice(n, out, od),
-            Op::ConstantOfShape { value } => {
-                f32_only("ConstantOfShape")?;
-                let v = value.to_f64_vec().first().copied().unwrap_or(0.0) as f32;
-                Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
-            }
-            Op::Concat { .. } => self.concat(n, out),
             Op::Expand => self.expand(n, out, od),
             _ => Err(self.unsupported(n)),
         }

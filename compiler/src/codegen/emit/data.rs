@@ -1,14 +1,14 @@
 //! Data movement: reshapes (free aliases in the arena, or a copy when the source is a graph
-//! input or weight), Concat and Transpose.
+//! input or weight), Concat, Transpose and ConstantOfShape.
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::{Frame, RtValue};
-use crate::ir::{DType, Node, NodeId, Op};
+use crate::ir::{DType, DimExpr, Node, NodeId, Op};
+use crate::ops::{product, EmitCx};
 use crate::tensor::Tensor;
 
 pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let (_, oshape) = cx.ty(n, out)?;
     match &n.op {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
             if cx.plan.aliases.contains_key(&out) {
@@ -16,48 +16,56 @@ pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
             }
             Ok(Some(format!("{}.copy_from_slice({});", cx.write(n, out)?, cx.read(n, cx.input(n, 0)?)?)))
         }
+        _ => Err(cx.err(n, "not a data-movement op")),
+    }
+}
+
+/// Concat, Transpose and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes
+/// come from [`EmitCx::size`], literals for fixed dims, so fixed shapes keep their literal
+/// geometry.
+pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
+    let out = cx.output(0)?;
+    match &cx.node().op {
         Op::Concat { axis } => {
-            let r = oshape.len() as i64;
-            let ax = if *axis < 0 { axis + r } else { *axis };
-            if ax < 0 || ax >= r {
-                return Err(cx.err(n, format!("axis {axis} out of range")));
-            }
-            let ax = ax as usize;
-            let outer: usize = oshape[..ax].iter().product();
-            let mut s = format!("let y = {};\n", cx.write(n, out)?);
+            let os = cx.dims(out)?;
+            let ax = norm_axis(cx, *axis, os.len())?;
+            let (outer, row) = (cx.size(&product(&os[..ax]))?, cx.size(&product(&os[ax..]))?);
+            let mut s = format!("let y = {};\n", cx.write(out)?);
             // Each input contributes a chunk of `chunk` elements per outer index.
-            let mut start = 0usize;
-            let row: usize = oshape[ax..].iter().product();
-            for v in n.inputs.iter().flatten() {
-                let (_, shape) = cx.ty(n, *v)?;
-                let chunk: usize = shape[ax..].iter().product();
-                if chunk > 0 {
-                    s += &format!("rt::kernels::concat::concat_part(y, {}, {outer}, {row}, {start}, {chunk});\n", cx.read(n, *v)?);
+            let mut start = DimExpr::constant(0);
+            for v in cx.node().inputs.iter().flatten() {
+                let chunk = product(&cx.dims(*v)?[ax..]);
+                if chunk.as_const() != Some(0) {
+                    s += &format!("rt::kernels::concat::concat_part(y, {}, {outer}, {row}, {}, {});\n", cx.read(*v)?, cx.size(&start)?, cx.size(&chunk)?);
                 }
-                start += chunk;
+                start = start.add(&chunk);
             }
             Ok(Some(s))
         }
         Op::Transpose { perm } => {
-            let x = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, x)?;
+            let x = cx.input(0)?;
+            let xs = cx.dims(x)?;
             let perm = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
             if xs.len() > 16 {
-                return Err(cx.err(n, "rank above 16"));
+                return Err(cx.err("rank above 16"));
             }
-            Ok(Some(format!(
-                "rt::kernels::permute::permute({}, &{xs:?}, &{perm:?}, {});",
-                cx.read(n, x)?,
-                cx.write(n, out)?
-            )))
+            Ok(Some(format!("rt::kernels::permute::permute({}, &{}, &{perm:?}, {});", cx.read(x)?, cx.sizes(&xs)?, cx.write(out)?)))
         }
         Op::ConstantOfShape { value } => {
-            let y = cx.write(n, out)?;
-            let t = cx.elem(n, out)?;
-            Ok(Some(format!("{y}.fill({});", scalar_lit(value, t).ok_or_else(|| cx.err(n, "unsupported fill value"))?)))
+            let t = cx.elem(out)?;
+            Ok(Some(format!("{}.fill({});", cx.write(out)?, scalar_lit(value, t).ok_or_else(|| cx.err("unsupported fill value"))?)))
         }
-        _ => Err(cx.err(n, "not a data-movement op")),
+        _ => Err(cx.err("not a data-movement op")),
     }
+}
+
+/// Axis `a` of a rank-`r` tensor, counted from the end when negative.
+fn norm_axis(cx: &EmitCx, a: i64, r: usize) -> Result<usize, CodegenError> {
+    let v = if a < 0 { a + r as i64 } else { a };
+    if v < 0 || v >= r as i64 {
+        return Err(cx.err(format!("axis {a} is out of range for rank {r}")));
+    }
+    Ok(v as usize)
 }
 
 /// A Rust literal for element 0 of `t`, typed as `ty`.

@@ -22,6 +22,7 @@ pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInp
 pub(crate) use layer::emit as emit_layer;
 pub(crate) use dropout::emit as emit_dropout;
 pub(crate) use misc::emit_shrink;
+pub(crate) use data::emit_movement;
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
@@ -238,8 +239,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(cx, id, n),
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
-        | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(cx, id, n),
+        Op::Concat { .. } | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit_movement(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
         Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
