@@ -235,43 +235,11 @@ impl Bx<'_> {
             // The static emitter, with run-time sizes.
             Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::Softmax { .. } | Op::ScaleShift { .. }
             | Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Reduce { .. } => crate::codegen::emit::emit_layer(&crate::ops::EmitCx::bounded(self, id)),
-            Op::Concat { .. } | Op::Transpose { .. } | Op::ConstantOfShape { .. } => {
+            Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => {
                 crate::codegen::emit::emit_movement(&crate::ops::EmitCx::bounded(self, id))
             }
-            Op::Gather { .. } => self.gather(n, out),
             Op::Slice => self.slice(n, out, od),
-            Op::Expand => self.expand(n, out, od),
             _ => Err(self.unsupported(n)),
         }
     }
-
-    /// numpy-broadcast strides of `shape` against `out` as `usize` expressions (0 on
-    /// broadcast dims, which are the constant 1).
-    pub(super) fn bcast_strides(&self, shape: &[DimExpr], out: &[DimExpr]) -> Vec<String> {
-        let r = out.len();
-        let one = DimExpr::constant(1);
-        let mut st = vec!["0usize".to_string(); r];
-        let mut acc: Vec<String> = Vec::new();
-        for i in (0..r).rev() {
-            let j = (i + shape.len()).checked_sub(r);
-            let d = j.map(|j| &shape[j]).unwrap_or(&one);
-            if *d == one && out[i] != one {
-                st[i] = "0usize".into();
-            } else {
-                st[i] = if acc.is_empty() { "1usize".into() } else { format!("({})", acc.join(" * ")) };
-            }
-            if j.is_some() {
-                acc.push(self.sizes.dim(d));
-            }
-        }
-        st
-    }
-}
-
-pub(super) fn norm(a: i64, r: usize) -> Result<usize, String> {
-    let v = if a < 0 { a + r as i64 } else { a };
-    if v < 0 || v >= r as i64 {
-        return Err(format!("axis {a} out of range for rank {r}"));
-    }
-    Ok(v as usize)
 }

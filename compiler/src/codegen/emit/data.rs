@@ -4,7 +4,7 @@ use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::{Frame, RtValue};
 use crate::ir::{DType, DimExpr, Node, NodeId, Op};
-use crate::ops::{product, EmitCx};
+use crate::ops::{around, product, EmitCx};
 use crate::tensor::Tensor;
 
 pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
@@ -20,7 +20,7 @@ pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
     }
 }
 
-/// Concat, Transpose and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes
+/// Concat, Transpose, Gather, Expand and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes
 /// come from [`EmitCx::size`], literals for fixed dims, so fixed shapes keep their literal
 /// geometry.
 pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
@@ -50,6 +50,53 @@ pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError>
                 return Err(cx.err("rank above 16"));
             }
             Ok(Some(format!("rt::kernels::permute::permute({}, &{}, &{perm:?}, {});", cx.read(x)?, cx.sizes(&xs)?, cx.write(out)?)))
+        }
+        Op::Gather { axis } => {
+            let (x, iv) = (cx.input(0)?, cx.input(1)?);
+            let xs = cx.dims(x)?;
+            let a = norm_axis(cx, *axis, xs.len())?;
+            let [outer, len, inner] = around(&xs, a);
+            let idx = match cx.konst(iv) {
+                Some(t) => {
+                    let mut v = t.to_i64_vec().ok_or_else(|| cx.err("indices are not integers"))?;
+                    // An index out of range is an error: here on a fixed axis, in `forward` on
+                    // a bounded one (`len + i + 1` or `len − i` must be at least 1).
+                    for i in &mut v {
+                        match len.as_const() {
+                            Some(l) if (-l..l).contains(i) => *i = if *i < 0 { *i + l } else { *i },
+                            Some(l) => return Err(cx.err(format!("index {i} is out of range for a dim of {l}"))),
+                            None => {
+                                cx.size(&if *i < 0 { len.add(&DimExpr::constant(*i + 1)) } else { len.sub(&DimExpr::constant(*i)) })?;
+                            }
+                        }
+                    }
+                    match v.len() {
+                        0 => "&[0i64; 0]".to_string(),
+                        1..=32 => format!("&[{}i64{}]", v[0], v[1..].iter().map(|i| format!(", {i}")).collect::<String>()),
+                        _ => cx.table_i64(&v),
+                    }
+                }
+                // Run-time indices: one out of range reads a row of zeros (generated code does
+                // not fail at run time).
+                None => cx.read(iv)?,
+            };
+            Ok(Some(format!(
+                "rt::kernels::gather::gather({}, [{}, {}, {}], {idx}, Default::default(), {});",
+                cx.read(x)?,
+                cx.size(&outer)?,
+                cx.size(&len)?,
+                cx.size(&inner)?,
+                cx.write(out)?
+            )))
+        }
+        Op::Expand => {
+            let x = cx.input(0)?;
+            let (xs, os) = (cx.dims(x)?, cx.dims(out)?);
+            if os.len() > 16 {
+                return Err(cx.err("rank above 16"));
+            }
+            let st = cx.broadcast_strides(&xs, &os)?;
+            Ok(Some(format!("rt::kernels::broadcast::expand({}, &[{}], {}, &{});", cx.read(x)?, st.join(", "), cx.write(out)?, cx.sizes(&os)?)))
         }
         Op::ConstantOfShape { value } => {
             let t = cx.elem(out)?;
@@ -96,34 +143,6 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
 
 pub fn is_movement(op: &Op) -> bool {
     data_inputs(op, 1).is_some()
-}
-
-/// Gather with indices known only at run time (an embedding lookup): one copy of `inner`
-/// elements per (outer, index). An index out of range (after adding the axis length to a
-/// negative one) yields a row of zeros: generated code does not fail at run time.
-pub fn emit_gather(cx: &Ctx, n: &Node, axis: i64) -> Result<Option<String>, CodegenError> {
-    let (data, ind, out) = (cx.input(n, 0)?, cx.input(n, 1)?, n.outputs[0]);
-    let (_, ds) = cx.ty(n, data)?;
-    let (_, is) = cx.ty(n, ind)?;
-    let r = ds.len() as i64;
-    let ax = if axis < 0 { axis + r } else { axis };
-    if ax < 0 || ax >= r {
-        return Err(cx.err(n, format!("axis {axis} is out of range for rank {r}")));
-    }
-    let ax = ax as usize;
-    let outer: usize = ds[..ax].iter().product();
-    let len = ds[ax];
-    let inner: usize = ds[ax + 1..].iter().product();
-    let m: usize = is.iter().product();
-    let ty = cx.elem(n, out)?;
-    Ok(Some(format!(
-        "let (x, ind, y) = ({}, {}, {});\nfor o in 0..{outer}usize {{ for j in 0..{m}usize {{ let v = rt::Elem::to_i64(ind[j]); let v = if v < 0 {{ v + {len} }} else {{ v }}; \
-         let dst = &mut y[(o * {m} + j) * {inner}..(o * {m} + j + 1) * {inner}]; \
-         if (0..{len}i64).contains(&v) {{ let s = (o * {len} + v as usize) * {inner}; dst.copy_from_slice(&x[s..s + {inner}]); }} else {{ dst.fill(<{ty} as Default>::default()); }} }} }}",
-        cx.read(n, data)?,
-        cx.read(n, ind)?,
-        cx.write(n, out)?
-    )))
 }
 
 /// Above this many output elements an index table costs more than it saves; such ops need

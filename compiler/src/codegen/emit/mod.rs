@@ -240,7 +240,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(cx, id, n),
-        Op::Concat { .. } | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit_movement(&crate::ops::EmitCx::fixed(cx, id)),
+        Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
         Op::ConvTranspose { .. } => misc::emit(cx, id, n),
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
@@ -256,7 +256,6 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::NonMaxSuppression { .. } | Op::RoiAlign { .. } | Op::DeformConv { .. } => detect::emit(cx, id, n),
         Op::TfIdfVectorizer(_) | Op::TreeEnsemble(_) => ml::emit(cx, n),
         Op::ParamUpdate { .. } => train::emit(cx, n),
-        Op::Gather { axis } if n.inputs.get(1).copied().flatten().is_some_and(|i| cx.konst(i).is_none()) => data::emit_gather(cx, n, *axis),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
