@@ -1,16 +1,18 @@
-//! Symbolic dim expressions for bounded dims: integer polynomials over named dims and
+//! Symbolic dim expressions for bounded dims: integer polynomials over named dims,
 //! floor-divisions by positive constants (what Conv, pooling, Reshape and shape subgraphs make
-//! of `h`, `w`, `batch`). Kept in one canonical form, so two expressions for the same size
+//! of `h`, `w`, `batch`) and minima (a Slice bound clamped to its dim). Kept in one canonical form, so two expressions for the same size
 //! compare equal, evaluated with a name → value map, and rendered as Rust code for generated
 //! `forward`.
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// A factor of a term: a named dim, or `floor(e / c)` of an expression that does not divide.
+/// A factor of a term: a named dim, `floor(e / c)` of an expression that does not divide, or
+/// the smaller of two expressions whose order the dims decide.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Atom {
     Var(String),
     FloorDiv(Box<DimExpr>, i64),
+    Min(Box<DimExpr>, Box<DimExpr>),
 }
 
 /// Σ coefficient · Π atoms; the empty product is the constant term. Terms with coefficient
@@ -150,6 +152,18 @@ impl DimExpr {
         Some(self.exact_div(&dims)?.floor_div(dc))
     }
 
+    /// `min(self, o)`: one of them when their difference is a constant, else an atom.
+    pub fn min_with(&self, o: &DimExpr) -> DimExpr {
+        match self.sub(o).as_const() {
+            Some(d) if d <= 0 => self.clone(),
+            Some(_) => o.clone(),
+            None => {
+                let (a, b) = if self <= o { (self, o) } else { (o, self) };
+                DimExpr { terms: BTreeMap::from([(vec![Atom::Min(Box::new(a.clone()), Box::new(b.clone()))], 1)]) }
+            }
+        }
+    }
+
     /// `self` with named dim `name` replaced by `by`.
     pub fn substitute(&self, name: &str, by: &DimExpr) -> DimExpr {
         let mut out = DimExpr::default();
@@ -160,6 +174,7 @@ impl DimExpr {
                     Atom::Var(v) if v == name => by.clone(),
                     Atom::Var(v) => DimExpr::var(v),
                     Atom::FloorDiv(e, d) => e.substitute(name, by).floor_div(*d),
+                    Atom::Min(a, b) => a.substitute(name, by).min_with(&b.substitute(name, by)),
                 };
                 t = t.mul(&f);
             }
@@ -179,6 +194,7 @@ impl DimExpr {
                     && atoms.iter().all(|a| match a {
                         Atom::Var(_) => true,
                         Atom::FloorDiv(e, _) => e.is_monotone(),
+                        Atom::Min(a, b) => a.is_monotone() && b.is_monotone(),
                     }))
         })
     }
@@ -192,6 +208,10 @@ impl DimExpr {
                     out.insert(v.clone());
                 }
                 Atom::FloorDiv(e, _) => out.extend(e.vars()),
+                Atom::Min(a, b) => {
+                    out.extend(a.vars());
+                    out.extend(b.vars());
+                }
             }
         }
         out
@@ -206,6 +226,7 @@ impl DimExpr {
                 let v = match a {
                     Atom::Var(n) => val(n)?,
                     Atom::FloorDiv(e, d) => e.eval(val)?.div_euclid(*d),
+                    Atom::Min(a, b) => a.eval(val)?.min(b.eval(val)?),
                 };
                 p = p.checked_mul(v)?;
             }
@@ -228,6 +249,7 @@ impl DimExpr {
                     .map(|a| match a {
                         Atom::Var(n) => var(n),
                         Atom::FloorDiv(e, d) => format!("({}).div_euclid({d})", e.to_rust(var)),
+                        Atom::Min(a, b) => format!("({}).min({})", a.to_rust(var), b.to_rust(var)),
                     })
                     .collect();
                 if c != 1 || f.is_empty() {
@@ -265,6 +287,7 @@ impl fmt::Display for DimExpr {
                 match a {
                     Atom::Var(n) => f.write_str(n)?,
                     Atom::FloorDiv(e, d) => write!(f, "({e})//{d}")?,
+                    Atom::Min(a, b) => write!(f, "min({a}, {b})")?,
                 }
             }
         }
@@ -369,5 +392,23 @@ mod tests {
         assert_eq!(e.eval(&at(1)), Some(-2));
         assert!(e.vars().contains("h"));
         assert_eq!(format!("{}", h.floor_div(2)), "(h)//2");
+    }
+
+    #[test]
+    fn minima_fold_when_the_dims_decide_them() {
+        let h = DimExpr::var("h");
+        let c = DimExpr::constant;
+        assert_eq!(h.min_with(&h.add(&c(2))), h);
+        assert_eq!(c(3).min_with(&c(-1)), c(-1));
+        // A start clamped to the last index: min(20, h − 1), monotone, 19 at h = 20.
+        let m = c(20).min_with(&h.sub(&c(1)));
+        assert_eq!(m, h.sub(&c(1)).min_with(&c(20)));
+        assert!(m.is_monotone() && m.vars().contains("h"));
+        assert_eq!(m.eval(&at(20)), Some(19));
+        assert_eq!(m.eval(&at(40)), Some(20));
+        assert_eq!(m.substitute("h", &c(8)), c(7));
+        assert_eq!(format!("{m}"), "min(-1 + h, 20)");
+        let r = m.to_rust(&|n| format!("d_{n}"));
+        assert!(r.contains(".min("), "{r}");
     }
 }

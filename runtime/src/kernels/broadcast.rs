@@ -127,3 +127,85 @@ fn alloc_index(rank: usize) -> alloc::vec::Vec<usize> {
 fn alloc_index(_rank: usize) -> [usize; 16] {
     panic!("rank > 16 needs the `alloc` feature")
 }
+
+/// Expand: `out` (of `out_dims`, rank at most 16) reads `x` at `x_strides` against the
+/// output's dims (0 where broadcast). The trailing dims `x` holds contiguously are copied as
+/// runs, or, when the last dim is broadcast, the trailing broadcast dims are filled.
+pub fn expand<T: Copy>(x: &[T], x_strides: &[usize], out: &mut [T], out_dims: &[usize]) {
+    let rank = out_dims.len();
+    assert!(rank <= 16 && x_strides.len() == rank && out.len() == out_dims.iter().product::<usize>(), "expand: shapes do not match");
+    if out.is_empty() {
+        return;
+    }
+    let (mut d, mut run) = (rank, 1usize);
+    while d > 0 && (out_dims[d - 1] == 1 || x_strides[d - 1] == run) {
+        run *= out_dims[d - 1];
+        d -= 1;
+    }
+    let fill = run == 1;
+    if fill {
+        while d > 0 && (out_dims[d - 1] == 1 || x_strides[d - 1] == 0) {
+            run *= out_dims[d - 1];
+            d -= 1;
+        }
+    }
+    let (dims, st) = (&out_dims[..d], &x_strides[..d]);
+    let mut idx = [0usize; 16];
+    let mut off = 0usize;
+    for chunk in out.chunks_exact_mut(run) {
+        if fill {
+            chunk.fill(x[off]);
+        } else {
+            chunk.copy_from_slice(&x[off..off + run]);
+        }
+        let mut k = d;
+        while k > 0 {
+            k -= 1;
+            idx[k] += 1;
+            off += st[k];
+            if idx[k] < dims[k] {
+                break;
+            }
+            off -= st[k] * dims[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn expand_matches_broadcast_binary() {
+        let cases: [(&[usize], &[usize]); 7] = [
+            (&[3, 1], &[2, 3, 4]),
+            (&[1, 4], &[3, 4]),
+            (&[2, 1, 5], &[2, 3, 5]),
+            (&[1], &[2, 2]),
+            (&[3, 1, 1], &[3, 2, 2]),
+            (&[1, 3, 1, 2], &[2, 3, 2, 2]),
+            (&[2, 3], &[2, 3]),
+        ];
+        for (xs, os) in cases {
+            let r = os.len();
+            let mut st = alloc::vec![0usize; r];
+            let mut acc = 1;
+            for i in (0..r).rev() {
+                let j = (i + xs.len()).checked_sub(r);
+                let d = j.map_or(1, |j| xs[j]);
+                if d != 1 {
+                    st[i] = acc;
+                }
+                acc *= d;
+            }
+            let x: Vec<u32> = (0..xs.iter().product::<usize>() as u32).collect();
+            let n = os.iter().product();
+            let (mut want, mut got) = (alloc::vec![0u32; n], alloc::vec![0u32; n]);
+            binary(&x, &st, &x, &st, &mut want, os, |p, _| p);
+            expand(&x, &st, &mut got, os);
+            assert_eq!(got, want, "{xs:?} -> {os:?}");
+        }
+    }
+}

@@ -1,8 +1,31 @@
-//! GatherElements: `out[i…] = x[i…]` with the coordinate along `axis` replaced by the index
-//! at the same position, and GatherND, for dims given at run time. An index outside its dim
+//! Gather: rows along an axis picked by index. GatherElements: `out[i…] = x[i…]` with the
+//! coordinate along `axis` replaced by the index at the same position, and GatherND, for dims
+//! given at run time. An index outside its dim
 //! (after adding the dim to a negative one) reads `zero`: generated code does not fail.
 //! Compress: listed rows along an axis.
 use crate::Elem;
+
+/// Gather over `x` seen as `[outer, len, inner]`: `out[o, j, ..] = x[o, idx[j], ..]`, rows of
+/// `inner` elements (`out` is `[outer, idx.len(), inner]`).
+pub fn gather<T: Copy, I: Elem>(x: &[T], [outer, len, inner]: [usize; 3], idx: &[I], zero: T, out: &mut [T]) {
+    let m = idx.len();
+    assert!(x.len() >= outer * len * inner && out.len() == outer * m * inner, "gather: slices too short");
+    if m == 0 || inner == 0 {
+        return;
+    }
+    for (o, rows) in out.chunks_exact_mut(m * inner).enumerate() {
+        for (dst, i) in rows.chunks_exact_mut(inner).zip(idx) {
+            let v = i.to_i64();
+            let v = if v < 0 { v + len as i64 } else { v };
+            if (0..len as i64).contains(&v) {
+                let s = (o * len + v as usize) * inner;
+                dst.copy_from_slice(&x[s..s + inner]);
+            } else {
+                dst.fill(zero);
+            }
+        }
+    }
+}
 
 /// `out` has `idx`'s dims; `idx`'s dims are at most `x`'s off the axis.
 pub fn gather_elements<T: Copy, I: Elem>(x: &[T], x_dims: &[usize], idx: &[I], idx_dims: &[usize], axis: usize, zero: T, out: &mut [T]) {

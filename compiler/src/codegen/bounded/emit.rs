@@ -47,10 +47,6 @@ pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId, lw: Lowering) -> Opti
     Some((pack + col) * dt.size())
 }
 
-pub(super) fn f32_lit(v: f32) -> String {
-    crate::codegen::emit::f32_lit(v)
-}
-
 impl Bx<'_> {
     pub(super) fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
         self.cx.err(n, reason)
@@ -68,10 +64,6 @@ impl Bx<'_> {
         // Weights and other static values keep their types.
         let s = fixed(self.cx.g, Some(v)).ok_or_else(|| self.err(n, format!("value `{}` has no known shape", self.cx.g.value(v).name)))?;
         Ok(s.iter().map(|&d| DimExpr::constant(d as i64)).collect())
-    }
-
-    pub(super) fn dims(&self, n: &Node, v: ValueId) -> Result<Vec<String>, CodegenError> {
-        Ok(self.shape(n, v)?.iter().map(|d| self.sizes.dim(d)).collect())
     }
 
     pub(super) fn numel(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
@@ -243,47 +235,11 @@ impl Bx<'_> {
             // The static emitter, with run-time sizes.
             Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::Softmax { .. } | Op::ScaleShift { .. }
             | Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Reduce { .. } => crate::codegen::emit::emit_layer(&crate::ops::EmitCx::bounded(self, id)),
-            Op::Transpose { .. } => self.transpose(n, out, od),
-            Op::Gather { .. } => self.gather(n, out),
-            Op::Slice => self.slice(n, out, od),
-            Op::ConstantOfShape { value } => {
-                f32_only("ConstantOfShape")?;
-                let v = value.to_f64_vec().first().copied().unwrap_or(0.0) as f32;
-                Ok(Some(format!("{}.fill({});", self.write(n, out)?, f32_lit(v))))
+            Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => {
+                crate::codegen::emit::emit_movement(&crate::ops::EmitCx::bounded(self, id))
             }
-            Op::Concat { .. } => self.concat(n, out),
-            Op::Expand => self.expand(n, out, od),
+            Op::Slice => self.slice(n, out, od),
             _ => Err(self.unsupported(n)),
         }
     }
-
-    /// numpy-broadcast strides of `shape` against `out` as `usize` expressions (0 on
-    /// broadcast dims, which are the constant 1).
-    pub(super) fn bcast_strides(&self, shape: &[DimExpr], out: &[DimExpr]) -> Vec<String> {
-        let r = out.len();
-        let one = DimExpr::constant(1);
-        let mut st = vec!["0usize".to_string(); r];
-        let mut acc: Vec<String> = Vec::new();
-        for i in (0..r).rev() {
-            let j = (i + shape.len()).checked_sub(r);
-            let d = j.map(|j| &shape[j]).unwrap_or(&one);
-            if *d == one && out[i] != one {
-                st[i] = "0usize".into();
-            } else {
-                st[i] = if acc.is_empty() { "1usize".into() } else { format!("({})", acc.join(" * ")) };
-            }
-            if j.is_some() {
-                acc.push(self.sizes.dim(d));
-            }
-        }
-        st
-    }
-}
-
-pub(super) fn norm(a: i64, r: usize) -> Result<usize, String> {
-    let v = if a < 0 { a + r as i64 } else { a };
-    if v < 0 || v >= r as i64 {
-        return Err(format!("axis {a} out of range for rank {r}"));
-    }
-    Ok(v as usize)
 }

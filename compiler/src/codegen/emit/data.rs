@@ -1,14 +1,14 @@
 //! Data movement: reshapes (free aliases in the arena, or a copy when the source is a graph
-//! input or weight), Concat and Transpose.
+//! input or weight), Concat, Transpose and ConstantOfShape.
 use super::Ctx;
 use crate::codegen::CodegenError;
 use crate::interp::{Frame, RtValue};
-use crate::ir::{DType, Node, NodeId, Op};
+use crate::ir::{DType, DimExpr, Node, NodeId, Op};
+use crate::ops::{around, product, EmitCx};
 use crate::tensor::Tensor;
 
 pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let (_, oshape) = cx.ty(n, out)?;
     match &n.op {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
             if cx.plan.aliases.contains_key(&out) {
@@ -16,48 +16,103 @@ pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
             }
             Ok(Some(format!("{}.copy_from_slice({});", cx.write(n, out)?, cx.read(n, cx.input(n, 0)?)?)))
         }
+        _ => Err(cx.err(n, "not a data-movement op")),
+    }
+}
+
+/// Concat, Transpose, Gather, Expand and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes
+/// come from [`EmitCx::size`], literals for fixed dims, so fixed shapes keep their literal
+/// geometry.
+pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
+    let out = cx.output(0)?;
+    match &cx.node().op {
         Op::Concat { axis } => {
-            let r = oshape.len() as i64;
-            let ax = if *axis < 0 { axis + r } else { *axis };
-            if ax < 0 || ax >= r {
-                return Err(cx.err(n, format!("axis {axis} out of range")));
-            }
-            let ax = ax as usize;
-            let outer: usize = oshape[..ax].iter().product();
-            let mut s = format!("let y = {};\n", cx.write(n, out)?);
+            let os = cx.dims(out)?;
+            let ax = norm_axis(cx, *axis, os.len())?;
+            let (outer, row) = (cx.size(&product(&os[..ax]))?, cx.size(&product(&os[ax..]))?);
+            let mut s = format!("let y = {};\n", cx.write(out)?);
             // Each input contributes a chunk of `chunk` elements per outer index.
-            let mut start = 0usize;
-            let row: usize = oshape[ax..].iter().product();
-            for v in n.inputs.iter().flatten() {
-                let (_, shape) = cx.ty(n, *v)?;
-                let chunk: usize = shape[ax..].iter().product();
-                if chunk > 0 {
-                    s += &format!("rt::kernels::concat::concat_part(y, {}, {outer}, {row}, {start}, {chunk});\n", cx.read(n, *v)?);
+            let mut start = DimExpr::constant(0);
+            for v in cx.node().inputs.iter().flatten() {
+                let chunk = product(&cx.dims(*v)?[ax..]);
+                if chunk.as_const() != Some(0) {
+                    s += &format!("rt::kernels::concat::concat_part(y, {}, {outer}, {row}, {}, {});\n", cx.read(*v)?, cx.size(&start)?, cx.size(&chunk)?);
                 }
-                start += chunk;
+                start = start.add(&chunk);
             }
             Ok(Some(s))
         }
         Op::Transpose { perm } => {
-            let x = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, x)?;
+            let x = cx.input(0)?;
+            let xs = cx.dims(x)?;
             let perm = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
             if xs.len() > 16 {
-                return Err(cx.err(n, "rank above 16"));
+                return Err(cx.err("rank above 16"));
             }
+            Ok(Some(format!("rt::kernels::permute::permute({}, &{}, &{perm:?}, {});", cx.read(x)?, cx.sizes(&xs)?, cx.write(out)?)))
+        }
+        Op::Gather { axis } => {
+            let (x, iv) = (cx.input(0)?, cx.input(1)?);
+            let xs = cx.dims(x)?;
+            let a = norm_axis(cx, *axis, xs.len())?;
+            let [outer, len, inner] = around(&xs, a);
+            let idx = match cx.konst(iv) {
+                Some(t) => {
+                    let mut v = t.to_i64_vec().ok_or_else(|| cx.err("indices are not integers"))?;
+                    // An index out of range is an error: here on a fixed axis, in `forward` on
+                    // a bounded one (`len + i + 1` or `len − i` must be at least 1).
+                    for i in &mut v {
+                        match len.as_const() {
+                            Some(l) if (-l..l).contains(i) => *i = if *i < 0 { *i + l } else { *i },
+                            Some(l) => return Err(cx.err(format!("index {i} is out of range for a dim of {l}"))),
+                            None => {
+                                cx.size(&if *i < 0 { len.add(&DimExpr::constant(*i + 1)) } else { len.sub(&DimExpr::constant(*i)) })?;
+                            }
+                        }
+                    }
+                    match v.len() {
+                        0 => "&[0i64; 0]".to_string(),
+                        1..=32 => format!("&[{}i64{}]", v[0], v[1..].iter().map(|i| format!(", {i}")).collect::<String>()),
+                        _ => cx.table_i64(&v),
+                    }
+                }
+                // Run-time indices: one out of range reads a row of zeros (generated code does
+                // not fail at run time).
+                None => cx.read(iv)?,
+            };
             Ok(Some(format!(
-                "rt::kernels::permute::permute({}, &{xs:?}, &{perm:?}, {});",
-                cx.read(n, x)?,
-                cx.write(n, out)?
+                "rt::kernels::gather::gather({}, [{}, {}, {}], {idx}, Default::default(), {});",
+                cx.read(x)?,
+                cx.size(&outer)?,
+                cx.size(&len)?,
+                cx.size(&inner)?,
+                cx.write(out)?
             )))
         }
-        Op::ConstantOfShape { value } => {
-            let y = cx.write(n, out)?;
-            let t = cx.elem(n, out)?;
-            Ok(Some(format!("{y}.fill({});", scalar_lit(value, t).ok_or_else(|| cx.err(n, "unsupported fill value"))?)))
+        Op::Expand => {
+            let x = cx.input(0)?;
+            let (xs, os) = (cx.dims(x)?, cx.dims(out)?);
+            if os.len() > 16 {
+                return Err(cx.err("rank above 16"));
+            }
+            let st = cx.broadcast_strides(&xs, &os)?;
+            Ok(Some(format!("rt::kernels::broadcast::expand({}, &[{}], {}, &{});", cx.read(x)?, st.join(", "), cx.write(out)?, cx.sizes(&os)?)))
         }
-        _ => Err(cx.err(n, "not a data-movement op")),
+        Op::ConstantOfShape { value } => {
+            let t = cx.elem(out)?;
+            Ok(Some(format!("{}.fill({});", cx.write(out)?, scalar_lit(value, t).ok_or_else(|| cx.err("unsupported fill value"))?)))
+        }
+        _ => Err(cx.err("not a data-movement op")),
     }
+}
+
+/// Axis `a` of a rank-`r` tensor, counted from the end when negative.
+fn norm_axis(cx: &EmitCx, a: i64, r: usize) -> Result<usize, CodegenError> {
+    let v = if a < 0 { a + r as i64 } else { a };
+    if v < 0 || v >= r as i64 {
+        return Err(cx.err(format!("axis {a} is out of range for rank {r}")));
+    }
+    Ok(v as usize)
 }
 
 /// A Rust literal for element 0 of `t`, typed as `ty`.
@@ -88,34 +143,6 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
 
 pub fn is_movement(op: &Op) -> bool {
     data_inputs(op, 1).is_some()
-}
-
-/// Gather with indices known only at run time (an embedding lookup): one copy of `inner`
-/// elements per (outer, index). An index out of range (after adding the axis length to a
-/// negative one) yields a row of zeros: generated code does not fail at run time.
-pub fn emit_gather(cx: &Ctx, n: &Node, axis: i64) -> Result<Option<String>, CodegenError> {
-    let (data, ind, out) = (cx.input(n, 0)?, cx.input(n, 1)?, n.outputs[0]);
-    let (_, ds) = cx.ty(n, data)?;
-    let (_, is) = cx.ty(n, ind)?;
-    let r = ds.len() as i64;
-    let ax = if axis < 0 { axis + r } else { axis };
-    if ax < 0 || ax >= r {
-        return Err(cx.err(n, format!("axis {axis} is out of range for rank {r}")));
-    }
-    let ax = ax as usize;
-    let outer: usize = ds[..ax].iter().product();
-    let len = ds[ax];
-    let inner: usize = ds[ax + 1..].iter().product();
-    let m: usize = is.iter().product();
-    let ty = cx.elem(n, out)?;
-    Ok(Some(format!(
-        "let (x, ind, y) = ({}, {}, {});\nfor o in 0..{outer}usize {{ for j in 0..{m}usize {{ let v = rt::Elem::to_i64(ind[j]); let v = if v < 0 {{ v + {len} }} else {{ v }}; \
-         let dst = &mut y[(o * {m} + j) * {inner}..(o * {m} + j + 1) * {inner}]; \
-         if (0..{len}i64).contains(&v) {{ let s = (o * {len} + v as usize) * {inner}; dst.copy_from_slice(&x[s..s + {inner}]); }} else {{ dst.fill(<{ty} as Default>::default()); }} }} }}",
-        cx.read(n, data)?,
-        cx.read(n, ind)?,
-        cx.write(n, out)?
-    )))
 }
 
 /// Above this many output elements an index table costs more than it saves; such ops need

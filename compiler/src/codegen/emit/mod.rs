@@ -19,6 +19,7 @@ pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInp
 pub(crate) use layer::emit as emit_layer;
 pub(crate) use dropout::emit as emit_dropout;
 pub(crate) use misc::emit_shrink;
+pub(crate) use data::emit_movement;
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
@@ -197,8 +198,8 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(cx, id, n),
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Concat { .. }
-        | Op::Transpose { .. } | Op::ConstantOfShape { .. } => data::emit(cx, id, n),
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(cx, id, n),
+        Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
         Op::BatchNormTraining { .. } => norm::emit(cx, n),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
@@ -209,7 +210,6 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         // Folded when its inputs are constants; otherwise its output length is not known.
         Op::NonMaxSuppression { .. } => Err(cx.err(n, "NonMaxSuppression's output length depends on its inputs' values: codegen needs them to be constants")),
         Op::ParamUpdate { .. } => train::emit(cx, n),
-        Op::Gather { axis } if n.inputs.get(1).copied().flatten().is_some_and(|i| cx.konst(i).is_none()) => data::emit_gather(cx, n, *axis),
         _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
