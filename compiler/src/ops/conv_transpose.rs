@@ -3,11 +3,11 @@
 //! runtime's im2col + GEMM kernel (`kernels::conv::conv_transpose`), which takes the dims and
 //! the window at run time. With fixed shapes every size is a literal; batch, channels and
 //! spatial dims may be bounded (the kernel dims must be fixed).
-use super::{input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom::attrs;
 use crate::interp::ops::norm::float::Work;
-use crate::ir::{AutoPad, DType, DimExpr, Op, ValueId, Window};
+use crate::ir::{AutoPad, DType, DimExpr, Op, Window};
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::conv::{self as k, ConvDims, Dgemm, MatMul, Sgemm};
 use burnc_runtime::kernels::window::Window3;
@@ -177,11 +177,8 @@ impl ConvTranspose {
 }
 
 impl OpDef for ConvTranspose {
-    none_of!(cuda, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "ConvTranspose"
-    }
+    name!("ConvTranspose");
+    none_of!(cuda, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dtype = cx.arg(0)?.dtype;
@@ -284,10 +281,6 @@ impl OpDef for ConvTranspose {
     fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
         let per = numel(&Some(ins.get(1)?.as_ref()?.get(1..)?.to_vec()))?;
         numel(ins.first()?)?.checked_mul(per)?.checked_mul(2)
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("ConvTranspose has no gradient yet".into())
     }
 }
 

@@ -2,7 +2,7 @@
 //! `kernels::detect`, for the interpreter and generated code, which takes its geometry (a
 //! struct of sizes) at run time, so batch, channels and spatial dims may be bounded. The
 //! kernel dims of DeformConv's W must be fixed.
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom;
 use crate::interp::ops::norm::float::{by_precision, Work};
@@ -116,11 +116,8 @@ impl RoiAlign {
 }
 
 impl OpDef for RoiAlign {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "RoiAlign"
-    }
+    name!("RoiAlign");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dtype = cx.arg(0)?.dtype;
@@ -182,10 +179,6 @@ impl OpDef for RoiAlign {
     // Four weighted corners per sample, about one sample per output element.
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         numel(outs.first()?).map(|n| n.saturating_mul(8))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("RoiAlign has no gradient yet".into())
     }
 }
 
@@ -315,11 +308,8 @@ impl DeformConv {
 }
 
 impl OpDef for DeformConv {
-    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "DeformConv"
-    }
+    name!("DeformConv");
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dtype = cx.arg(0)?.dtype;
@@ -392,10 +382,6 @@ impl OpDef for DeformConv {
     fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         let taps = numel(&Some(ins.get(1)?.as_ref()?.get(1..)?.to_vec()))?;
         numel(outs.first()?)?.checked_mul(taps.saturating_mul(2).saturating_add(8))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("DeformConv has no gradient yet".into())
     }
 }
 

@@ -3,9 +3,9 @@
 //! the op is built; the labels' sizes and each operand's stride per label are resolved from the
 //! dims, so one run-time kernel (`kernels::einsum`, a loop over every label) serves the
 //! interpreter and generated code with fixed or bounded dims.
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::einsum::{einsum, MAX_INPUTS, MAX_LABELS};
 use std::collections::BTreeMap;
@@ -189,11 +189,8 @@ impl Einsum {
 }
 
 impl OpDef for Einsum {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "Einsum"
-    }
+    name!("Einsum");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let n = self.operands.len();
@@ -268,10 +265,6 @@ impl OpDef for Einsum {
         let p = self.plan(&mut ShapeCx::new(Vec::new()), &shapes).ok()?;
         let points = p.dims.iter().try_fold(1u64, |a, d| a.checked_mul(d.as_const()? as u64))?;
         Some(points.saturating_mul(self.operands.len() as u64))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Einsum has no gradient yet".into())
     }
 }
 

@@ -3,10 +3,10 @@
 //! lengths, step and axis decide the output's shape, so they are constants or shape values.
 //! One runtime kernel each (`kernels::spectral`), which takes the geometry at run time and
 //! needs no scratch.
-use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::spectral::{self, DftDims, StftDims};
 
@@ -103,11 +103,8 @@ impl Dft {
 }
 
 impl OpDef for Dft {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "DFT"
-    }
+    name!("DFT");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dtype = cx.arg(0)?.dtype;
@@ -164,10 +161,6 @@ impl OpDef for Dft {
         let x = ins.first()?.as_ref()?;
         let len = *x.get(x.len().checked_sub(2)?)? as u64;
         Some(super::numel(outs.first()?)?.saturating_mul(8).saturating_mul(len))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("DFT has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {
@@ -239,11 +232,8 @@ impl Stft {
 }
 
 impl OpDef for Stft {
-    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
-
-    fn name(&self) -> &'static str {
-        "STFT"
-    }
+    name!("STFT");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let dtype = cx.arg(0)?.dtype;
@@ -309,10 +299,6 @@ impl OpDef for Stft {
     fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         let len = *ins.first()?.as_ref()?.get(1)? as u64;
         Some(super::numel(outs.first()?)?.saturating_mul(8).saturating_mul(len))
-    }
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("STFT has no gradient yet".into())
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

@@ -73,7 +73,7 @@ pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError>
                     match v.len() {
                         0 => "&[0i64; 0]".to_string(),
                         1..=32 => format!("&[{}i64{}]", v[0], v[1..].iter().map(|i| format!(", {i}")).collect::<String>()),
-                        _ => cx.table_i64(&v),
+                        _ => cx.table(&v),
                     }
                 }
                 // Run-time indices: one out of range reads a row of zeros (generated code does
