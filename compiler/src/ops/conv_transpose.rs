@@ -85,20 +85,7 @@ impl ConvTranspose {
             return Err(format!("X must have 1 to 3 spatial dims and W X's rank, got ranks {} and {}", xs.len(), ws.len()));
         }
         let n = xs.len() - 2;
-        // The kernel: kernel_shape, which W's dims must match, else W's fixed dims (W's named
-        // dims leave the output's dims unknown).
-        let kernel: Vec<usize> = if self.window.kernel_shape.is_empty() {
-            let Some(k) = ws[2..].iter().map(|d| d.as_const().map(|v| v.max(0) as usize)).collect::<Option<Vec<usize>>>() else { return Ok(None) };
-            k
-        } else {
-            if self.window.kernel_shape.len() != ws.len() - 2 {
-                return Err(format!("kernel_shape {:?} does not fit W's rank {}", self.window.kernel_shape, ws.len()));
-            }
-            for (i, &k) in self.window.kernel_shape.iter().enumerate() {
-                cx.equal(&format!("kernel_shape and W's dim {}", i + 2), &ws[2 + i], &c(k as i64))?;
-            }
-            self.window.kernel_shape.clone()
-        };
+        let Some(kernel) = kernel_of(cx, &self.window, &ws)? else { return Ok(None) };
         let group = self.group;
         if group == 0 {
             return Err("group must be positive".into());
@@ -326,6 +313,21 @@ fn wgsl(op: &ConvTranspose, cx: &super::WgslCx) -> Result<super::WgslKernel, Cod
             "acc".into(),
         ))
     })
+}
+
+/// A window's kernel: `kernel_shape`, which W's spatial dims must match, else W's fixed dims
+/// (`None` when they are named: the output's dims are then unknown).
+pub(super) fn kernel_of(cx: &mut ShapeCx, window: &crate::ir::Window, ws: &[DimExpr]) -> R<Option<Vec<usize>>> {
+    if window.kernel_shape.is_empty() {
+        return Ok(ws.get(2..).unwrap_or_default().iter().map(|d| d.as_const().map(|v| v.max(0) as usize)).collect());
+    }
+    if window.kernel_shape.len() + 2 != ws.len() {
+        return Err(format!("kernel_shape {:?} does not fit W's rank {}", window.kernel_shape, ws.len()));
+    }
+    for (i, &k) in window.kernel_shape.iter().enumerate() {
+        cx.equal(&format!("kernel_shape and W's dim {}", i + 2), &ws[2 + i], &DimExpr::constant(k as i64))?;
+    }
+    Ok(Some(window.kernel_shape.clone()))
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -221,20 +221,7 @@ impl DeformConv {
         if xs.len() != 4 || ws.len() != 4 || os.len() != 4 {
             return Err(format!("DeformConv supports 2-D inputs only: X, W and offset have ranks {}, {} and {}", xs.len(), ws.len(), os.len()));
         }
-        // The kernel: kernel_shape, which W's dims must match, else W's fixed dims (W's named
-        // dims leave the output's dims unknown).
-        let kernel: Vec<usize> = if self.window.kernel_shape.is_empty() {
-            let Some(k) = ws[2..].iter().map(|d| d.as_const().map(|v| v.max(0) as usize)).collect::<Option<Vec<usize>>>() else { return Ok(None) };
-            k
-        } else {
-            if self.window.kernel_shape.len() != ws.len() - 2 {
-                return Err(format!("kernel_shape {:?} does not fit W's rank {}", self.window.kernel_shape, ws.len()));
-            }
-            for (i, &k) in self.window.kernel_shape.iter().enumerate() {
-                cx.equal(&format!("kernel_shape and W's dim {}", i + 2), &ws[2 + i], &c(k as i64))?;
-            }
-            self.window.kernel_shape.clone()
-        };
+        let Some(kernel) = super::conv_transpose::kernel_of(cx, &self.window, &ws)? else { return Ok(None) };
         let a = geom::attrs(&self.window, &kernel)?;
         let (group, og) = (self.group, self.offset_group);
         if group == 0 || og == 0 {

@@ -14,17 +14,33 @@ pub fn gather<T: Copy, I: Elem>(x: &[T], [outer, len, inner]: [usize; 3], idx: &
         return;
     }
     for (o, rows) in out.chunks_exact_mut(m * inner).enumerate() {
+        let src = &x[o * len * inner..(o + 1) * len * inner];
+        // One element per index (a gather along the last axis): a copy call per element
+        // would cost more than the element.
+        if inner == 1 {
+            for (d, i) in rows.iter_mut().zip(idx) {
+                *d = match row_of(i, len) {
+                    Some(v) => src[v],
+                    None => zero,
+                };
+            }
+            continue;
+        }
         for (dst, i) in rows.chunks_exact_mut(inner).zip(idx) {
-            let v = i.to_i64();
-            let v = if v < 0 { v + len as i64 } else { v };
-            if (0..len as i64).contains(&v) {
-                let s = (o * len + v as usize) * inner;
-                dst.copy_from_slice(&x[s..s + inner]);
-            } else {
-                dst.fill(zero);
+            match row_of(i, len) {
+                Some(v) => dst.copy_from_slice(&src[v * inner..(v + 1) * inner]),
+                None => dst.fill(zero),
             }
         }
     }
+}
+
+/// Index `i` along an axis of `len` (negative counts from the end), `None` out of range.
+#[inline(always)]
+fn row_of<I: Elem>(i: &I, len: usize) -> Option<usize> {
+    let v = i.to_i64();
+    let v = if v < 0 { v + len as i64 } else { v };
+    (0..len as i64).contains(&v).then_some(v as usize)
 }
 
 /// `out` has `idx`'s dims; `idx`'s dims are at most `x`'s off the axis.
