@@ -158,17 +158,7 @@ pub fn expand<T: Copy>(x: &[T], x_strides: &[usize], out: &mut [T], out_dims: &[
         } else {
             chunk.copy_from_slice(&x[off..off + run]);
         }
-        let mut k = d;
-        while k > 0 {
-            k -= 1;
-            idx[k] += 1;
-            off += st[k];
-            if idx[k] < dims[k] {
-                break;
-            }
-            off -= st[k] * dims[k];
-            idx[k] = 0;
-        }
+        off = super::permute::advance(&mut idx, off, dims, st);
     }
 }
 

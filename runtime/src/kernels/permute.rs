@@ -67,7 +67,7 @@ pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T])
 
 /// The input offset after one step of an odometer over `dims` (last axis fastest), each
 /// axis' input stride in `st`; `idx` holds the position and wraps to zeros at the end.
-fn advance(idx: &mut [usize; 16], mut off: usize, dims: &[usize], st: &[usize]) -> usize {
+pub(crate) fn advance(idx: &mut [usize; 16], mut off: usize, dims: &[usize], st: &[usize]) -> usize {
     let mut d = dims.len();
     while d > 0 {
         d -= 1;
