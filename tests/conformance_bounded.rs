@@ -89,8 +89,9 @@ fn run_one(bin: &Path, index: usize, c: &Compiled, work: &Path) -> Result<usize,
         if data.len() != shape.iter().product::<usize>() {
             return Err(format!("output {i}: {} elements for shape {shape:?}", data.len()));
         }
-        got.push(RtValue::Tensor(Tensor::new(shape, data)));
+        got.push(Tensor::new(shape, data));
     }
+    let got = c.p.regroup(got).map_err(|e| e.to_string())?;
     if got.len() != c.expected.len() {
         return Err(format!("{} outputs, expected {}", got.len(), c.expected.len()));
     }

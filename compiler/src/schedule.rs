@@ -57,7 +57,7 @@ pub(crate) fn node_uses(g: &Graph, names: &HashMap<&str, ValueId>, n: NodeId) ->
         }
     }
     let mut outer = Vec::new();
-    for body in subgraphs(&node.op) {
+    for body in node.op.subgraphs() {
         collect_outer_names(body, &mut outer);
     }
     for name in outer {
@@ -70,13 +70,6 @@ pub(crate) fn node_uses(g: &Graph, names: &HashMap<&str, ValueId>, n: NodeId) ->
     uses
 }
 
-pub(crate) fn subgraphs(op: &Op) -> Vec<&Graph> {
-    match op {
-        Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-        Op::Loop { body } | Op::SequenceMap { body } | Op::Scan { body, .. } => vec![body],
-        _ => vec![],
-    }
-}
 
 fn collect_outer_names(body: &Graph, out: &mut Vec<String>) {
     for v in &body.values {
@@ -86,7 +79,7 @@ fn collect_outer_names(body: &Graph, out: &mut Vec<String>) {
     }
     // Nested bodies may name values of any enclosing scope.
     for n in &body.nodes {
-        for sub in subgraphs(&n.op) {
+        for sub in n.op.subgraphs() {
             collect_outer_names(sub, out);
         }
     }

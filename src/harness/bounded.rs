@@ -7,6 +7,7 @@ use crate::build::bake_tensor;
 use burnc_compiler::codegen::{self, BoundedInfo, CodegenOptions, Generated};
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::ir::{DType, Dim, Graph, Shape, TensorType, ValueType};
+use burnc_compiler::passes::unseq::{InputForm, OutputForm};
 use burnc_compiler::{Data, Tensor};
 use std::path::{Path, PathBuf};
 
@@ -17,8 +18,11 @@ pub struct BoundedPrepared {
     pub feeds: Vec<Tensor>,
     /// The value of each named dim of `info.dims` for these feeds.
     pub dims: Vec<usize>,
-    /// The graph input each feed is (inputs baked in as constants have none).
+    /// The graph input each feed belongs to (inputs baked in as constants have none; a
+    /// sequence's items are one feed each, in order).
     pub positions: Vec<usize>,
+    /// How the module's tensor outputs regroup into the graph's outputs (sequences, optionals).
+    pub outputs: Vec<OutputForm>,
 }
 
 impl BoundedPrepared {
@@ -27,12 +31,21 @@ impl BoundedPrepared {
     pub fn refeed(&self, values: &[RtValue]) -> Result<(Vec<Tensor>, Vec<usize>), HarnessError> {
         let mut feeds = Vec::with_capacity(self.positions.len());
         let mut known: Vec<(String, usize)> = Vec::new();
+        let mut last = None;
         for &pos in &self.positions {
-            let Some(RtValue::Tensor(t)) = values.get(pos) else {
-                return Err(HarnessError::Msg(format!("input #{pos} must be a tensor")));
-            };
-            known.extend(t.shape.iter().enumerate().map(|(k, &n)| (dim_name(pos, k), n)));
-            feeds.push(t.clone());
+            // A sequence's items are consecutive feeds of one position.
+            if last == Some(pos) {
+                continue;
+            }
+            last = Some(pos);
+            let items = fed_items(values.get(pos)).ok_or_else(|| HarnessError::Msg(format!("input #{pos} must be a tensor, a sequence or an optional")))?;
+            for (item, t) in items.iter().enumerate() {
+                known.extend(t.shape.iter().enumerate().map(|(k, &n)| (dim_name(pos, item, k), n)));
+                feeds.push(t.clone());
+            }
+        }
+        if feeds.len() != self.positions.len() {
+            return Err(HarnessError::Msg("the inputs hold another number of tensors than the module takes".into()));
         }
         let dims = self
             .info
@@ -43,11 +56,35 @@ impl BoundedPrepared {
             .ok_or_else(|| HarnessError::Msg("the inputs lack a dim the module takes".into()))?;
         Ok((feeds, dims))
     }
+
+    /// The module's tensor outputs regrouped into the graph's outputs.
+    pub fn regroup(&self, tensors: Vec<Tensor>) -> Result<Vec<RtValue>, HarnessError> {
+        super::regroup(tensors, &self.outputs)
+    }
 }
 
-/// The name of dim `k` of graph input `pos` (no model name reaches it).
-fn dim_name(pos: usize, k: usize) -> String {
-    format!("in{pos}_{k}")
+/// The tensors a graph input's value is fed as: a tensor itself, a sequence's items, an
+/// optional's content (none when absent); `None` for a form the module cannot take.
+fn fed_items(v: Option<&RtValue>) -> Option<Vec<Tensor>> {
+    match v? {
+        RtValue::Tensor(t) => Some(vec![t.clone()]),
+        RtValue::Sequence(items, _) => Some(items.clone()),
+        RtValue::Optional(None) => Some(vec![]),
+        RtValue::Optional(Some(b)) => match b.as_ref() {
+            RtValue::Optional(_) => None,
+            inner => fed_items(Some(inner)),
+        },
+    }
+}
+
+/// The name of dim `k` of graph input `pos` (of its item `item` where it is a sequence;
+/// no model name reaches it).
+fn dim_name(pos: usize, item: usize, k: usize) -> String {
+    if item == 0 {
+        format!("in{pos}_{k}")
+    } else {
+        format!("in{pos}_{item}_{k}")
+    }
 }
 
 /// Generate a bounded module for `values`: each dim of each tensor input is bounded by
@@ -67,17 +104,10 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
         let mut feeds = Vec::new();
         let mut positions = Vec::new();
         let mut known: Vec<(String, usize)> = Vec::new();
-        for (pos, v) in values.iter().enumerate().rev() {
-            let id = *g.inputs.get(pos).ok_or_else(|| HarnessError::Msg(format!("the model has no input #{pos}")))?;
-            let RtValue::Tensor(t) = v else {
-                return Err(HarnessError::Msg("bounded dims: sequence and optional inputs are not supported".into()));
-            };
-            let operand = t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id);
-            let small = t.rank() <= 1 && t.numel() <= 16;
-            if operand && (bake == Bake::All || (bake == Bake::Small && small)) {
-                bake_tensor(&mut g, pos, t.clone());
-                continue;
-            }
+        // Per remaining graph input, in reverse order: its form (sequences and optionals are
+        // unrolled into tensors, as with pinned shapes).
+        let mut forms = Vec::new();
+        let mut bounded_type = |pos: usize, item: usize, t: &Tensor| -> Result<TensorType, HarnessError> {
             let mut dims = Vec::with_capacity(t.rank());
             for (k, &n) in t.shape.iter().enumerate() {
                 if n <= 1 {
@@ -85,21 +115,54 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
                     continue;
                 }
                 let bound = n.checked_mul(factor).ok_or_else(|| HarnessError::Msg(format!("input #{pos} dim {k}: {n} × {factor} overflows")))?;
-                dims.push(Dim::Sym { name: dim_name(pos, k), bound: Some(bound) });
-                known.push((dim_name(pos, k), n));
+                dims.push(Dim::Sym { name: dim_name(pos, item, k), bound: Some(bound) });
+                known.push((dim_name(pos, item, k), n));
             }
-            g.value_mut(id).ty = ValueType::Tensor(TensorType { dtype: t.dtype(), shape: Some(Shape(dims)) });
-            feeds.push(t.clone());
-            positions.push(pos);
+            Ok(TensorType { dtype: t.dtype(), shape: Some(Shape(dims)) })
+        };
+        for (pos, v) in values.iter().enumerate().rev() {
+            let id = *g.inputs.get(pos).ok_or_else(|| HarnessError::Msg(format!("the model has no input #{pos}")))?;
+            let items = fed_items(Some(v)).ok_or_else(|| HarnessError::Msg(format!("input #{pos}: codegen does not support nested optionals")))?;
+            if let RtValue::Tensor(t) = v {
+                let operand = t.dtype().is_int() || t.dtype() == DType::Bool || compile_time_only(&g, id);
+                let small = t.rank() <= 1 && t.numel() <= 16;
+                if operand && (bake == Bake::All || (bake == Bake::Small && small)) {
+                    bake_tensor(&mut g, pos, t.clone());
+                    continue;
+                }
+            }
+            let types = items.iter().enumerate().map(|(item, t)| bounded_type(pos, item, t)).collect::<Result<Vec<_>, _>>()?;
+            forms.push(match v {
+                RtValue::Tensor(_) => {
+                    g.value_mut(id).ty = ValueType::Tensor(types[0].clone());
+                    InputForm::Tensor
+                }
+                RtValue::Sequence(..) => InputForm::Sequence(types),
+                RtValue::Optional(None) => InputForm::Optional(None),
+                RtValue::Optional(Some(b)) if matches!(b.as_ref(), RtValue::Sequence(..)) => InputForm::OptionalSequence(types),
+                RtValue::Optional(Some(_)) => InputForm::Optional(types.into_iter().next()),
+            });
+            // Reversed below, with the items of each input kept in order.
+            for t in items.into_iter().rev() {
+                feeds.push(t);
+                positions.push(pos);
+            }
         }
         // A module whose every input became a constant bounds nothing: it counts only where
         // an input decides shapes (Range's limits, NonMaxSuppression's boxes), which bounded
         // dims cannot express.
-        if positions.is_empty() && !values.is_empty() && !(0..values.len()).any(|pos| g_in.inputs.get(pos).is_some_and(|&id| compile_time_only(g_in, id))) {
+        if forms.is_empty() && !values.is_empty() && !(0..values.len()).any(|pos| g_in.inputs.get(pos).is_some_and(|&id| compile_time_only(g_in, id))) {
             return Err(HarnessError::Msg(format!("{NOTHING_BOUNDED}, so no dim is bounded")));
         }
         feeds.reverse();
         positions.reverse();
+        forms.reverse();
+        let outputs = if forms.iter().all(|f| matches!(f, InputForm::Tensor)) && !burnc_compiler::passes::unseq::has_sequences(&g) {
+            vec![OutputForm::Tensor; g.outputs.len()]
+        } else {
+            burnc_compiler::passes::prepare(&mut g)?;
+            burnc_compiler::passes::unseq::unroll_sequences(&mut g, &forms)?
+        };
         let (gen, info) = codegen::generate_bounded(&g, opts)?;
         let dims = info
             .dims
@@ -107,7 +170,7 @@ pub fn generate_bounded_for(g: &Graph, values: &[RtValue], factor: usize, opts: 
             .map(|(name, _)| known.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| HarnessError::Msg("internal: a bounded dim of the module is no input dim".into()))?;
-        Ok(BoundedPrepared { gen, info, feeds, dims, positions })
+        Ok(BoundedPrepared { gen, info, feeds, dims, positions, outputs })
     };
     // On failure, the reason of the last attempt: with every operand baked, what is left is a
     // limit of bounded codegen itself, not of values the dims leave open.
@@ -168,7 +231,7 @@ pub fn run_bounded_on(bin: &Path, p: &BoundedPrepared, feeds: &[Tensor], dims: &
         if data.len() != shape.iter().product::<usize>() {
             return Err(HarnessError::Msg(format!("output {i}: {} elements for shape {shape:?}", data.len())));
         }
-        outs.push(RtValue::Tensor(Tensor::new(shape, data)));
+        outs.push(Tensor::new(shape, data));
     }
-    Ok(outs)
+    p.regroup(outs)
 }

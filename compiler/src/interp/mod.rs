@@ -3,7 +3,7 @@
 pub(crate) mod ops;
 mod value;
 
-use crate::ir::{Graph, Node, Op, ValueId, ValueKind};
+use crate::ir::{Graph, Node, ValueId, ValueKind};
 use std::collections::{HashMap, HashSet};
 use thiserror::Error;
 
@@ -110,15 +110,6 @@ pub fn run_in(graph: &Graph, inputs: Vec<RtValue>, parent: Option<&Frame<'_>>) -
         .collect()
 }
 
-/// The subgraphs an op carries (If branches, Loop/Scan bodies).
-pub(crate) fn subgraphs(op: &Op) -> Vec<&Graph> {
-    match op {
-        Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-        Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
-        _ => vec![],
-    }
-}
-
 /// Names a graph reads from enclosing scopes, its nested subgraphs' included.
 fn outer_names(g: &Graph, out: &mut HashSet<String>) {
     let defined: HashSet<&str> =
@@ -129,7 +120,7 @@ fn outer_names(g: &Graph, out: &mut HashSet<String>) {
         }
     }
     for n in &g.nodes {
-        for sg in subgraphs(&n.op) {
+        for sg in n.op.subgraphs() {
             let mut inner = HashSet::new();
             outer_names(sg, &mut inner);
             out.extend(inner.into_iter().filter(|name| !defined.contains(name.as_str())));
@@ -140,7 +131,7 @@ fn outer_names(g: &Graph, out: &mut HashSet<String>) {
 /// For each node with subgraphs: the values of `graph` its subgraphs read by name.
 fn implicit_inputs(graph: &Graph) -> HashMap<usize, Vec<ValueId>> {
     let mut res = HashMap::new();
-    if !graph.nodes.iter().any(|n| !subgraphs(&n.op).is_empty()) {
+    if !graph.nodes.iter().any(|n| !n.op.subgraphs().is_empty()) {
         return res;
     }
     let mut by_name: HashMap<&str, ValueId> = HashMap::new();
@@ -148,7 +139,7 @@ fn implicit_inputs(graph: &Graph) -> HashMap<usize, Vec<ValueId>> {
         by_name.insert(v.name.as_str(), ValueId(i as u32));
     }
     for (ni, n) in graph.nodes.iter().enumerate() {
-        let sgs = subgraphs(&n.op);
+        let sgs = n.op.subgraphs();
         if sgs.is_empty() {
             continue;
         }

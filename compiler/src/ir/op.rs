@@ -299,6 +299,24 @@ pub struct RnnAttrs {
 }
 
 impl Op {
+    /// The subgraphs the op carries (If branches, Loop/Scan/SequenceMap bodies).
+    pub fn subgraphs(&self) -> Vec<&Graph> {
+        match self {
+            Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
+            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
+            _ => vec![],
+        }
+    }
+
+    /// [`Op::subgraphs`], to change.
+    pub fn subgraphs_mut(&mut self) -> Vec<&mut Graph> {
+        match self {
+            Op::If { then_branch, else_branch } => vec![then_branch.as_mut(), else_branch.as_mut()],
+            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.as_mut()],
+            _ => vec![],
+        }
+    }
+
     /// Inputs the op overwrites when it runs in place (generated training code): every other
     /// reader of them must run first.
     pub fn mutated_inputs(&self) -> &'static [usize] {

@@ -1,6 +1,6 @@
 //! The IR verifier, run after every pass in debug builds: a bug is caught at the pass that
 //! made it.
-use super::{Graph, NodeId, Op, ValueKind};
+use super::{Graph, NodeId, ValueKind};
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq)]
@@ -48,12 +48,7 @@ pub fn verify(g: &Graph) -> Result<(), VerifyError> {
             }
             defined[o.0 as usize] = true;
         }
-        let subgraphs: Vec<&Graph> = match &n.op {
-            Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
-            _ => vec![],
-        };
-        for sg in subgraphs {
+        for sg in n.op.subgraphs() {
             verify(sg).map_err(|e| VerifyError::Subgraph { node: n.name.clone(), inner: Box::new(e) })?;
         }
     }

@@ -79,12 +79,7 @@ pub fn dce(g: &mut Graph) -> Result<(), PassError> {
 
 /// Names a node's subgraphs read from enclosing graphs (recursively).
 pub(super) fn outer_names(op: &Op, out: &mut HashSet<String>) {
-    let subs: Vec<&Graph> = match op {
-        Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-        Op::Loop { body } | Op::Scan { body, .. } => vec![body],
-        _ => return,
-    };
-    for sg in subs {
+    for sg in op.subgraphs() {
         for v in &sg.values {
             if matches!(v.kind, ValueKind::Outer) {
                 out.insert(v.name.clone());

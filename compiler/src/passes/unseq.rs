@@ -458,12 +458,7 @@ impl Unroll<'_> {
 
 /// Rename the enclosing-graph values that `op`'s subgraphs (at any depth) read.
 fn rename_outer(op: &mut Op, renames: &HashMap<String, String>) {
-    let subs: Vec<&mut Graph> = match op {
-        Op::If { then_branch, else_branch } => vec![then_branch.as_mut(), else_branch.as_mut()],
-        Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.as_mut()],
-        _ => vec![],
-    };
-    for g in subs {
+    for g in op.subgraphs_mut() {
         for v in g.values.iter_mut().filter(|v| matches!(v.kind, ValueKind::Outer)) {
             if let Some(new) = renames.get(&v.name) {
                 v.name = new.clone();
@@ -482,6 +477,11 @@ fn is_static(g: &Graph) -> bool {
 
 fn has_seq_ops(g: &Graph) -> bool {
     g.nodes.iter().any(|n| matches!(n.op, Op::Seq(_) | Op::SequenceMap { .. }))
+}
+
+/// Whether `g` holds sequences or optionals for [`unroll_sequences`] to unroll.
+pub fn has_sequences(g: &Graph) -> bool {
+    has_seq_ops(g) || g.nodes.iter().any(|n| n.op.subgraphs().into_iter().any(has_sequences)) || g.values.iter().any(|v| matches!(v.ty, ValueType::Sequence(_) | ValueType::Optional(_)))
 }
 
 /// Unroll every sequence and optional of `g`. `inputs` gives each graph input's form (a

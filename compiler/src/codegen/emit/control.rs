@@ -325,7 +325,7 @@ fn is_read(g: &Graph, v: ValueId) -> bool {
         return true;
     }
     let name = &g.value(v).name;
-    g.nodes.iter().flat_map(|n| crate::schedule::subgraphs(&n.op)).any(|sub| {
+    g.nodes.iter().flat_map(|n| n.op.subgraphs()).any(|sub| {
         sub.values.iter().enumerate().any(|(k, sv)| matches!(sv.kind, ValueKind::Outer) && sv.name == *name && is_read(sub, ValueId(k as u32)))
     })
 }
