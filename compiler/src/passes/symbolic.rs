@@ -295,6 +295,18 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
+        // The running mean and variance have the statistics' shape, one value per channel.
+        Op::BatchNormTraining { .. } => {
+            let xs = x(0)?;
+            let ch = xs.get(1).ok_or("BatchNormalization needs rank >= 2")?.clone();
+            for i in 1..5 {
+                require_equal(s, n, &format!("input #{i}'s size and the channels"), &prod(&x(i)?), &ch)?;
+            }
+            for (k, &o) in n.outputs.iter().enumerate().skip(1) {
+                s.shapes.insert(o, x(k + 2)?);
+            }
+            x(0)?
+        }
         Op::Dropout { training: true, .. } => {
             if let Some(&m) = n.outputs.get(1) {
                 s.shapes.insert(m, x(0)?);
@@ -588,13 +600,20 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
         }
         Op::MatMul => {
             let (a, b) = (x(0)?, x(1)?);
-            if a.len() < 2 || b.len() < 2 {
+            if a.is_empty() || b.is_empty() {
                 return Err(unsupported(n));
             }
-            require_equal(s, n, "the inner dims of A and B", &a[a.len() - 1], &b[b.len() - 2])?;
-            let mut d = broadcast(s, n, &a[..a.len() - 2], &b[..b.len() - 2])?;
-            d.push(a[a.len() - 2].clone());
-            d.push(b[b.len() - 1].clone());
+            // numpy's rule: a 1-D A is a row [1, k] and a 1-D B a column [k, 1], and the
+            // added dim is dropped from the result.
+            let (a2, b2) = (if a.len() == 1 { vec![c(1), a[0].clone()] } else { a.clone() }, if b.len() == 1 { vec![b[0].clone(), c(1)] } else { b.clone() });
+            require_equal(s, n, "the inner dims of A and B", &a2[a2.len() - 1], &b2[b2.len() - 2])?;
+            let mut d = broadcast(s, n, &a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
+            if a.len() >= 2 {
+                d.push(a2[a2.len() - 2].clone());
+            }
+            if b.len() >= 2 {
+                d.push(b2[b2.len() - 1].clone());
+            }
             d
         }
         _ => return Err(unsupported(n)),

@@ -169,6 +169,7 @@ impl Bx<'_> {
                 }
                 Ok(Some(format!("{}.copy_from_slice({});", self.write(n, out)?, self.read(n, self.input(n, 0)?)?)))
             }
+            Op::BatchNormTraining { .. } => crate::codegen::emit::norm::emit(&crate::ops::EmitCx::bounded(self, id)),
             Op::Dropout { .. } => crate::codegen::emit::emit_dropout(&crate::ops::EmitCx::bounded(self, id)),
             Op::Shrink { .. } => crate::codegen::emit::emit_shrink(&crate::ops::EmitCx::bounded(self, id)),
             Op::Elementwise(p) => {

@@ -8,7 +8,7 @@ mod layer;
 mod misc;
 pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
-mod norm;
+pub(crate) mod norm;
 mod quant;
 mod signal;
 mod train;
@@ -201,7 +201,7 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(cx, id, n),
         Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::BatchNormTraining { .. } => norm::emit(cx, n),
+        Op::BatchNormTraining { .. } => norm::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
         Op::MatMulInteger

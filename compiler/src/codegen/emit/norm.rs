@@ -1,40 +1,37 @@
 //! BatchNormalization in training mode: a call of the runtime kernel the interpreter uses,
-//! with every size resolved at compile time. (Instance-, Group- and MeanVarianceNormalization
-//! are `ops::channel_norm`.)
+//! with sizes through [`EmitCx`] (literals for fixed shapes, run-time sizes for bounded dims).
+//! (Instance-, Group- and MeanVarianceNormalization are `ops::channel_norm`.)
 use crate::codegen::emit::f64_lit;
-use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::ir::{DType, Node, Op};
+use crate::ir::{DType, Op};
+use crate::ops::{product, EmitCx};
 
-pub fn emit(cx: &Ctx, n: &Node) -> Result<Option<String>, CodegenError> {
-    let Op::BatchNormTraining { epsilon, momentum } = &n.op else { return Err(cx.err(n, "not a training BatchNormalization")) };
-    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let x = cx.input(n, 0)?;
-    let (xd, xs) = cx.ty(n, x)?;
+pub fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
+    let Op::BatchNormTraining { epsilon, momentum } = &cx.node().op else { return Err(cx.err("not a training BatchNormalization")) };
+    let x = cx.input(0)?;
+    let (xd, xs) = (cx.dtype(x)?, cx.dims(x)?);
     if !matches!(xd, DType::F32 | DType::F64) {
-        return Err(cx.err(n, format!("BatchNormalization on {xd} is not supported by codegen yet")));
+        return Err(cx.err(format!("BatchNormalization on {xd} is not supported by codegen yet")));
     }
-    let c = *xs.get(1).ok_or_else(|| cx.err(n, "BatchNormalization needs rank >= 2"))?;
-    let dims = [xs[0], c, xs[2..].iter().product::<usize>()];
+    let c = xs.get(1).ok_or_else(|| cx.err("BatchNormalization needs rank >= 2"))?;
+    let dims = format!("[{}, {}, {}]", cx.size(&xs[0])?, cx.size(c)?, cx.size(&product(&xs[2..]))?);
     let mut args = Vec::new();
     for i in 1..5 {
-        let v = cx.input(n, i)?;
-        let (d, s) = cx.ty(n, v)?;
-        if d != xd || s.iter().product::<usize>() != c {
-            return Err(cx.err(n, format!("input #{i} must be {c} values of {xd}")));
+        let v = cx.input(i)?;
+        // Bounded sizes are checked at run time (the shape rule's constraints); fixed ones here.
+        let len = product(&cx.dims(v)?);
+        if cx.dtype(v)? != xd || matches!((len.as_const(), c.as_const()), (Some(a), Some(b)) if a != b) {
+            return Err(cx.err(format!("input #{i} must be one {xd} per channel")));
         }
-        args.push(cx.read(n, v)?);
+        args.push(cx.read(v)?);
     }
     // Running statistics nobody reads have no slot: the kernel skips empty outputs.
-    let stat = |i: usize| match n.outputs.get(i).filter(|o| cx.plan.slots.contains_key(o)) {
-        Some(&o) => cx.write(n, o),
-        None => Ok("&mut []".into()),
-    };
+    let stat = |k: usize| cx.used_output(k).map_or_else(|| Ok("&mut []".to_string()), |o| cx.write(o));
     let (rm, rv) = (stat(1)?, stat(2)?);
     Ok(Some(format!(
-        "rt::kernels::norm::batch_norm_train({}, {}, {dims:?}, {}, {}, {}, {}, {}, {}, {rm}, {rv});",
-        cx.read(n, x)?,
-        cx.write(n, out)?,
+        "rt::kernels::norm::batch_norm_train({}, {}, {dims}, {}, {}, {}, {}, {}, {}, {rm}, {rv});",
+        cx.read(x)?,
+        cx.write(cx.output(0)?)?,
         args[0],
         args[1],
         args[2],
