@@ -235,7 +235,8 @@ fn forced_dims(g: &Graph, info: &SymInfo, dims: &[(String, usize)]) -> Result<Ha
 /// Values of the distinct named dims `vars` whose product is `k` (a constant Reshape target of
 /// a bounded input), each within its bound, where no single point dominates every allowed one.
 /// Pinned there only when that is sound: every arena buffer whose size depends on them holds a
-/// multiple of their product (the same at every allowed point); graph inputs are the caller's.
+/// multiple of their product (the same at every allowed point; graph inputs are the caller's),
+/// and no window op reads them (a Conv's im2col scratch is sized from single dims).
 /// `None` leaves them at their bounds.
 fn product_point(g: &Graph, info: &SymInfo, dims: &[(String, usize)], forced: &HashMap<String, i64>, vars: &[String], k: i64) -> Option<HashMap<String, i64>> {
     let mut sorted = vars.to_vec();
@@ -254,6 +255,11 @@ fn product_point(g: &Graph, info: &SymInfo, dims: &[(String, usize)], forced: &H
         if of != sorted {
             return None;
         }
+    }
+    let depends = |v: &ValueId| info.shapes.get(v).is_some_and(|ex| ex.iter().any(|e| e.vars().iter().any(|n| sorted.contains(n))));
+    let windowed = |op: &Op| matches!(op, Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } | Op::QLinearConv { .. } | Op::Pool { .. });
+    if g.nodes.iter().any(|n| n.inputs.iter().flatten().any(depends) && windowed(&n.op)) {
+        return None;
     }
     let bounds: Vec<i64> = vars.iter().map(|v| dims.iter().find(|(n, _)| n == v).map(|(_, b)| *b as i64)).collect::<Option<_>>()?;
     // Depth-first over divisors, largest first; the budget keeps huge bounds cheap.
