@@ -863,7 +863,7 @@ impl<'a> Lower<'a> {
         let mut shape = x.shape.clone();
         shape[ax] = (en - s) as usize;
         let span = quote::ToTokens::to_token_stream(e).span();
-        Ok(self.node(span, "slice", Op::Slice, vec![Some(x.id), Some(starts), Some(ends), Some(axes)], shape, x.dtype))
+        Ok(self.node(span, "slice", burnc_compiler::ops::slice::Slice.op(), vec![Some(x.id), Some(starts), Some(ends), Some(axes)], shape, x.dtype))
     }
 
     fn param(&self, name: &str) -> Option<ValueId> {

@@ -123,7 +123,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::Unsqueeze { .. }
         | Op::Transpose { .. }
         | Op::Concat { .. }
-        | Op::Slice
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Expand => shape::rule(b, n, dys, need),

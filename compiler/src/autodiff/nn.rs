@@ -164,7 +164,7 @@ fn conv_weight_grad(b: &mut B<'_>, x: ValueId, xd: &[usize], dy: ValueId, wd: &[
         let starts = b.ints(&vec![0; nsp]);
         let ends = b.ints(&i64s(&wd[2..]));
         let axes = b.ints(&(2..2 + nsp as i64).collect::<Vec<_>>());
-        b.node(Op::Slice, &[full, starts, ends, axes])?
+        b.node(crate::ops::slice::Slice.op(), &[full, starts, ends, axes])?
     };
     b.transpose(cut, swap)
 }

@@ -32,7 +32,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
         }
         Op::Concat { axis } => concat(b, n, *axis, dy, need),
         // Only the data input is differentiable; starts, indices, repeats are integers.
-        Op::Slice | Op::Gather { .. } => {
+        Op::Gather { .. } => {
             out[0] = Some(scatter_back(b, n, x, dy, false)?);
             Ok(out)
         }
@@ -152,7 +152,7 @@ fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId, fill: bool) ->
     let zeros = b.node(Op::ConstantOfShape { value: super::builder::scalar_tensor(0.0, dt)? }, &[len])?;
     let sc = b.node(ScatterElements { axis: 0, reduction: ScatterReduction::Add }.op(), &[zeros, idx, upd])?;
     let (one, big) = (b.ints(&[1]), b.ints(&[i64::MAX]));
-    let cut = b.node(Op::Slice, &[sc, one, big])?;
+    let cut = b.node(crate::ops::slice::Slice.op(), &[sc, one, big])?;
     b.reshape_like(cut, x)
 }
 

@@ -152,6 +152,13 @@ impl DimExpr {
         Some(self.exact_div(&dims)?.floor_div(dc))
     }
 
+    /// `c · d1 · d2 …` as `(c, [d1, d2, …])` when the expression is one such term of named dims.
+    pub fn as_monomial(&self) -> Option<(i64, Vec<String>)> {
+        let (atoms, &c) = self.terms.iter().next().filter(|_| self.terms.len() == 1)?;
+        let vars = atoms.iter().map(|a| if let Atom::Var(v) = a { Some(v.clone()) } else { None }).collect::<Option<Vec<_>>>()?;
+        Some((c, vars))
+    }
+
     /// `min(self, o)`: one of them when their difference is a constant, else an atom.
     pub fn min_with(&self, o: &DimExpr) -> DimExpr {
         match self.sub(o).as_const() {

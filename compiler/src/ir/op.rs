@@ -198,8 +198,6 @@ pub enum Op {
     Unsqueeze { axes: Option<Vec<i64>> },
     Transpose { perm: Option<Vec<usize>> },
     Concat { axis: i64 },
-    /// (data, starts, ends, axes?, steps?).
-    Slice,
     Gather { axis: i64 },
     Expand,
     /// (data, pads, constant_value?, axes?).

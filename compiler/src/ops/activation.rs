@@ -206,7 +206,7 @@ impl OpDef for BiasSplitGelu {
         let t = b.add(x, bias)?;
         let half = |b: &mut B<'_>, from: i64| -> R<ValueId> {
             let (s, e, ax) = (b.ints(&[from]), b.ints(&[from + d / 2]), b.ints(&[-1]));
-            b.node(Op::Slice, &[t, s, e, ax])
+            b.node(super::slice::Slice.op(), &[t, s, e, ax])
         };
         let (left, right) = (half(b, 0)?, half(b, d / 2)?);
         let k = |b: &mut B<'_>, v: f64| b.scalar(v, dt);

@@ -41,11 +41,14 @@ pub struct ShapeCx {
     /// The relations between dims the rule declared that the dims alone do not decide
     /// (run-time checks under bounded dims).
     pub(crate) checks: Vec<Constraint>,
+    /// Outputs' integer contents as dim expressions, where the rule gives them (a slice of a
+    /// shape value): the bounded analysis follows shape computations through the op.
+    pub(crate) out_ints: Vec<Option<Vec<DimExpr>>>,
 }
 
 impl ShapeCx {
     pub fn new(args: Vec<Option<Arg>>) -> ShapeCx {
-        ShapeCx { args, ints: Vec::new(), checks: Vec::new() }
+        ShapeCx { args, ints: Vec::new(), checks: Vec::new(), out_ints: Vec::new() }
     }
 
     /// Input `i`, which the op requires.
@@ -69,6 +72,14 @@ impl ShapeCx {
             self.ints.resize(i + 1, None);
         }
         self.ints[i] = Some(v);
+    }
+
+    /// Give output `k`'s contents as dim expressions (see [`ShapeCx::out_ints`]).
+    pub(crate) fn set_out_ints(&mut self, k: usize, v: Vec<DimExpr>) {
+        if self.out_ints.len() <= k {
+            self.out_ints.resize(k + 1, None);
+        }
+        self.out_ints[k] = Some(v);
     }
 
     /// Optional input `i`.

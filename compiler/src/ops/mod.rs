@@ -101,6 +101,7 @@ pub mod reverse;
 pub mod rotary;
 mod regex;
 pub mod scatter;
+pub mod slice;
 pub mod select;
 pub mod spectral;
 pub mod split;
@@ -240,6 +241,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(compress::examples());
     v.extend(reverse::examples());
     v.extend(tile::examples());
+    v.extend(slice::examples());
     v.extend(linalg::examples());
     v.extend(topk::examples());
     v.extend(unpool::examples());

@@ -83,7 +83,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Unsqueeze { .. }
         | Op::Transpose { .. }
         | Op::Concat { .. }
-        | Op::Slice
         | Op::Gather { .. }
         | Op::Expand
         | Op::Shape { .. }

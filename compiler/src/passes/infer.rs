@@ -610,7 +610,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(dt, dims)]
         }
-        Op::Slice => vec![t(cx.dtype(0), slice(cx)?)],
         Op::Gather { axis } => {
             let dims = match (cx.shape(0), cx.shape(1)) {
                 (Some(d), Some(i)) => {
@@ -1084,56 +1083,5 @@ fn reshape(cx: &Cx, allowzero: bool) -> R<Option<Vec<Dim>>> {
         }
     }
     Ok(Some(out.into_iter().map(|d| d.unwrap_or_else(|| cx.fresh())).collect()))
-}
-
-fn slice(cx: &Cx) -> R<Option<Vec<Dim>>> {
-    let Some(x) = cx.shape(0) else { return Ok(None) };
-    let r = x.len();
-    let (Some(starts), Some(ends)) = (cx.ints(1), cx.ints(2)) else { return Ok(Some(cx.fresh_dims(r))) };
-    let axes = if cx.has(3) {
-        match cx.ints(3) {
-            Some(a) => a,
-            None => return Ok(Some(cx.fresh_dims(r))),
-        }
-    } else {
-        (0..starts.len() as i64).collect()
-    };
-    let steps = if cx.has(4) {
-        match cx.ints(4) {
-            Some(s) => s,
-            None => return Ok(Some(cx.fresh_dims(r))),
-        }
-    } else {
-        vec![1; starts.len()]
-    };
-    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
-        return Err("starts, ends, axes and steps differ in length".into());
-    }
-    let mut out = x.to_vec();
-    for i in 0..starts.len() {
-        let a = norm_axis(axes[i], r)?;
-        let (s, e, st) = (starts[i], ends[i], steps[i]);
-        if st == 0 {
-            return Err("slice step 0".into());
-        }
-        out[a] = match &x[a] {
-            Dim::Fixed(n) => {
-                let n = *n as i64;
-                let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
-                let (s, e) = (norm(s), norm(e));
-                let len = if st > 0 {
-                    let (s, e) = (s.clamp(0, n), e.clamp(0, n));
-                    if e > s { (e - s + st - 1) / st } else { 0 }
-                } else {
-                    let (s, e) = (s.clamp(0, n - 1), e.clamp(-1, n - 1));
-                    if s > e { (s - e + (-st) - 1) / (-st) } else { 0 }
-                };
-                Dim::Fixed(len.max(0) as usize)
-            }
-            d if s == 0 && st == 1 && e >= i32::MAX as i64 => d.clone(),
-            _ => cx.fresh(),
-        };
-    }
-    Ok(Some(out))
 }
 

@@ -336,6 +336,9 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             for c in cx.checks {
                 require(s, n, c)?;
             }
+            if let Some(Some(v)) = cx.out_ints.into_iter().next() {
+                s.ints.insert(out, v);
+            }
             let mut dims = outs.into_iter().map(|t| t.dims.ok_or("the op gives an output of unknown rank"));
             let first = dims.next().ok_or("the op gives no output")??;
             for (&o, d) in n.outputs.iter().skip(1).zip(dims) {
@@ -387,27 +390,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 }
                 _ => return Err(unsupported(n)),
             }
-        }
-        Op::Slice if s.ints.contains_key(&input(n, 0)?) => {
-            // A slice of a shape: constant starts / ends (steps 1) over a 1-D value.
-            let vals = s.ints[&input(n, 0)?].clone();
-            let k = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)?.to_i64_vec());
-            let (st, en) = (k(1).ok_or_else(|| unsupported(n))?, k(2).ok_or_else(|| unsupported(n))?);
-            if k(3).is_some_and(|a| a != [0]) || k(4).is_some_and(|st| st != [1]) || st.len() != 1 || en.len() != 1 {
-                return Err(unsupported(n));
-            }
-            let len = vals.len() as i64;
-            let clamp = |v: i64| (if v < 0 { v + len } else { v }).clamp(0, len) as usize;
-            let (a, b) = (clamp(st[0]), clamp(en[0]));
-            let v: Vec<DimExpr> = vals[a..b.max(a)].to_vec();
-            let l = v.len();
-            s.ints.insert(out, v);
-            vec![c(l as i64)]
-        }
-        Op::Slice => {
-            let xs = x(0)?;
-            let (_, out, _) = slice_plan(g, n, &xs).map_err(|e| if e.is_empty() { unsupported(n) } else { e })?;
-            out
         }
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let xs = x(0)?;
@@ -685,6 +667,9 @@ fn reshape(s: &mut SymInfo, n: &Node, xs: &[DimExpr], target: &[DimExpr], allowz
         out[i] = total.div_floor(&known).ok_or_else(|| format!("cannot divide {total} by {known} for Reshape's -1"))?;
         // A quotient rounded down holds only where the division is exact: checked at run time.
         require_equal(s, n, "the input's size and the target's", &total, &prod(&out))?;
+    } else {
+        // A constant target of a bounded input: the sizes agree only at some dims.
+        require_equal(s, n, "the input's size and the target's", &prod(xs), &prod(&out))?;
     }
     Ok(out)
 }
@@ -740,59 +725,6 @@ fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> 
         .collect()
 }
 
-/// A Slice of a tensor with constant starts / ends / axes and steps 1: per dim of X the start
-/// and the output length as expressions, and the sizes that must be at least 1 at run time for
-/// the slice to be inside X (`len + start + 1` for a negative start, …). An empty error means
-/// the form is not supported.
-pub type SlicePlan = (Vec<DimExpr>, Vec<DimExpr>, Vec<DimExpr>);
-
-pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
-    let k = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)?.to_i64_vec());
-    let (st, en) = (k(1).ok_or("")?, k(2).ok_or("")?);
-    let r = xs.len();
-    let axes: Vec<usize> = match k(3) {
-        Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
-        None => (0..st.len()).collect(),
-    };
-    if k(4).is_some_and(|steps| steps.iter().any(|&s| s != 1)) || st.len() != axes.len() || en.len() != axes.len() {
-        return Err(String::new());
-    }
-    let mut start: Vec<DimExpr> = vec![c(0); r];
-    let mut out: Vec<DimExpr> = xs.to_vec();
-    let mut need = Vec::new();
-    for ((&ax, &s0), &e0) in axes.iter().zip(&st).zip(&en) {
-        let l = &xs[ax];
-        if let Some(lc) = l.as_const() {
-            let clamp = |v: i64| (if v < 0 { v.saturating_add(lc) } else { v }).clamp(0, lc);
-            let (a, b) = (clamp(s0), clamp(e0));
-            start[ax] = c(a);
-            out[ax] = c((b - a).max(0));
-            continue;
-        }
-        // A bounded length: starts and ends must not need clamping (checked at run time).
-        let a = if s0 < 0 {
-            need.push(l.add(&c(s0 + 1)));
-            l.add(&c(s0))
-        } else {
-            if s0 > 0 {
-                need.push(l.sub(&c(s0)));
-            }
-            c(s0)
-        };
-        let b = if e0 >= i64::MAX / 2 {
-            l.clone()
-        } else if e0 < 0 {
-            l.add(&c(e0))
-        } else {
-            need.push(l.sub(&c(e0)).add(&c(1)));
-            c(e0)
-        };
-        out[ax] = b.sub(&a);
-        start[ax] = a;
-    }
-    Ok((start, out, need))
-}
-
 /// The symbolic target of every Reshape whose target a shape subgraph computes from named
 /// dims, by node name (see the module doc), and the analysis of the unpinned graph they come
 /// from (its constraints say which dims an op allows one value). Node names must be unique.
@@ -804,8 +736,13 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &
         // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
         // So is a unary elementwise op of one (a fill cast to the scores' type).
         let moves = match &n.op {
-            Op::Slice | Op::Reshape { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Flatten { .. } | Op::Unary(_) => true,
-            Op::Def(d) => n.inputs.len() == 1 && d.forwards_values(&[]) == Some(0),
+            Op::Reshape { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Flatten { .. } | Op::Unary(_) => true,
+            // An op that only moves input 0's elements, its other inputs deciding where.
+            Op::Def(d) => {
+                let fixed = |vs: Vec<Option<ValueId>>| -> Vec<Option<Vec<usize>>> { vs.into_iter().map(|v| g.tensor_type(v?)?.shape.as_ref()?.as_fixed()).collect() };
+                let moved = (1..n.inputs.len()).all(|i| d.decides_shapes(i)) && d.flops(&fixed(n.inputs.clone()), &fixed(n.outputs.iter().copied().map(Some).collect())) == Some(0);
+                (n.inputs.len() == 1 && d.forwards_values(&[]) == Some(0)) || moved
+            }
             _ => false,
         };
         let from_fill = n.inputs.first().copied().flatten().is_some_and(|v| out.contains_key(&fill_key(&g.value(v).name)));

@@ -190,7 +190,7 @@ fn shape_ops_with_constant_operands() {
     let s = ints(&mut g, vec![0, -1, 8]);
     let r = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(x), Some(s)]);
     let (st, en, ax) = (ints(&mut g, vec![1, 0]), ints(&mut g, vec![-1, 100]), ints(&mut g, vec![2, 1]));
-    let sl = node(&mut g, Op::Slice, vec![Some(x), Some(st), Some(en), Some(ax)]);
+    let sl = node(&mut g, crate::ops::slice::Slice.op(), vec![Some(x), Some(st), Some(en), Some(ax)]);
     let pads = ints(&mut g, vec![0, 0, 1, 2, 0, 0, 3, 4]);
     let pd = node(&mut g, crate::ops::pad::Pad { mode: crate::ir::PadMode::Constant }.op(), vec![Some(x), Some(pads)]);
     let un = node(&mut g, Op::Unsqueeze { axes: Some(vec![0, -1]) }, vec![Some(x)]);
@@ -236,7 +236,7 @@ fn shape_chain_graph(dims: Vec<Dim>, gather: bool) -> (Graph, ValueId) {
         node(&mut g, Op::Gather { axis: 0 }, vec![Some(s), Some(i0)])
     } else {
         let one = ints(&mut g, vec![1]);
-        node(&mut g, Op::Slice, vec![Some(s), Some(i0), Some(one)])
+        node(&mut g, crate::ops::slice::Slice.op(), vec![Some(s), Some(i0), Some(one)])
     };
     let m1 = ints(&mut g, vec![-1]);
     let target = node(&mut g, Op::Concat { axis: 0 }, vec![Some(n), Some(m1)]);

@@ -504,7 +504,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                     inputs.push(Some(c));
                 }
             }
-            Some(Op::Slice)
+            Some(burnc_compiler::ops::slice::Slice.op())
         }
         "Gather" => Some(Op::Gather { axis: a.i_or("axis", 0) }),
         "GatherElements" => Some(burnc_compiler::ops::gather::GatherElements { axis: a.i_or("axis", 0) }.op()),

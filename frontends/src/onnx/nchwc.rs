@@ -124,7 +124,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             } else {
                 let ch = a.i("channels").ok_or_else(|| c.err("missing attribute `channels`"))?;
                 let (starts, ends, axes) = (ints(&mut c, vec![0]), ints(&mut c, vec![ch]), ints(&mut c, vec![1]));
-                let y = c.step(Op::Slice, &[x, starts, ends, axes]);
+                let y = c.step(burnc_compiler::ops::slice::Slice.op(), &[x, starts, ends, axes]);
                 if last { c.step(Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, &[y]) } else { y }
             };
             c.finish(y)?;

@@ -34,6 +34,7 @@ pub mod resize;
 pub mod reverse;
 pub mod scatter;
 pub mod slab;
+pub mod slice;
 pub mod softmax;
 pub mod spectral;
 pub mod tile;

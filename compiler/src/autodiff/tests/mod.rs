@@ -317,7 +317,7 @@ fn concat_slice_gather() {
     check(&[&[2, 3], &[1, 3]], |g, x| node(g, Op::Concat { axis: 0 }, x));
     check(&[&[4, 6]], |g, x| {
         let (s, e, a, st) = (ints(g, &[1, -1]), ints(g, &[4, 0]), ints(g, &[0, 1]), ints(g, &[2, -2]));
-        node(g, Op::Slice, &[x[0], s, e, a, st])
+        node(g, crate::ops::slice::Slice.op(), &[x[0], s, e, a, st])
     });
     check(&[&[3, 4]], |g, x| {
         let i = g.add_const("idx", Tensor::from_i64s(vec![2, 2], vec![0, 2, -1, 0]));

@@ -1,7 +1,6 @@
 //! Emitters for nodes whose shapes depend on bounded dims: the same runtime kernels as the
 //! static emitters, with sizes read from the run-time table `sz` instead of literals. Here:
-//! the helpers, the dispatch and the compute ops; data movement is in `data.rs`, recurrent
-//! ops in `rnn.rs`. Ops not listed are an error naming the node ("pin
+//! the helpers, the dispatch and the compute ops. Ops not listed are an error naming the node ("pin
 //! the dims with --input").
 use super::Sizes;
 use crate::codegen::emit::Ctx;
@@ -239,7 +238,6 @@ impl Bx<'_> {
             Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => {
                 crate::codegen::emit::emit_movement(&crate::ops::EmitCx::bounded(self, id))
             }
-            Op::Slice => self.slice(n, out, od),
             _ => Err(self.unsupported(n)),
         }
     }

@@ -9,7 +9,6 @@
 //! not depend on a named dim use the static emitters unchanged; the others go through
 //! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
 //! runtime kernels.
-mod data;
 pub(crate) mod emit;
 
 use super::emit::{rust_ty, Ctx};
@@ -93,7 +92,7 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
 
     // Pin every named dim at its bound (or at the one value an op allows it, below): the
     // graph the plan and the static emitters see.
-    let forced = forced_dims(&unpinned, &dims)?;
+    let forced = forced_dims(&g, &unpinned, &dims)?;
     let bound = |n: &str| forced.get(n).copied().or_else(|| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64));
     let ins = inputs_of(&g);
     for &i in &g.inputs.clone() {
@@ -157,24 +156,49 @@ fn constant_at(e: &DimExpr, bound: &dyn Fn(&str) -> Option<i64>) -> DimExpr {
 }
 
 /// Named dims an op allows only one value (a grid's last dim must be its spatial rank, a past
-/// key's heads K's), or less than their bound (a past state one step shorter than a bounded
+/// key's heads K's, a batch a constant Reshape target fixes), a point of a product a constant
+/// Reshape target fixes ([`product_point`]), or less than their bound (a past state one step shorter than a bounded
 /// kernel): pinned at that value rather than at the bound, where the graph would not be
 /// valid; `forward` still checks the value (the constraint stays). Found in the bounded
 /// analysis of the unpinned graph.
-fn forced_dims(info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<String, i64>, CodegenError> {
+fn forced_dims(g: &Graph, info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<String, i64>, CodegenError> {
     let mut forced = HashMap::new();
+    let mut products = Vec::new();
     for c in info.constraints.iter().filter(|c| c.rel == crate::ir::Rel::Equal) {
-        let pair = match (c.left.as_const(), c.right.as_const()) {
-            (None, Some(k)) => Some((&c.left, k)),
-            (Some(k), None) => Some((&c.right, k)),
-            _ => None,
-        };
-        let Some((e, k)) = pair else { continue };
-        let Some((name, b)) = dims.iter().find(|(n, _)| *e == DimExpr::var(n)) else { continue };
-        if k < 1 || k > *b as i64 {
-            return Err(graph_err(format!("dim `{name}`"), format!("must be {k} ({}), outside 1..={b}", c.what)));
+        // `a · d == k` (a batch that a constant Reshape target fixes) or a product of dims,
+        // after cancelling the dims both sides share (dims are at least 1).
+        let (Some((ca, mut va)), Some((cb, mut vb))) = (c.left.as_monomial(), c.right.as_monomial()) else { continue };
+        for v in va.clone() {
+            if let (Some(i), Some(j)) = (va.iter().position(|x| *x == v), vb.iter().position(|x| *x == v)) {
+                va.remove(i);
+                vb.remove(j);
+            }
         }
-        forced.insert(name.clone(), k);
+        let (a, vars, k) = match (va.is_empty(), vb.is_empty()) {
+            (false, true) => (ca, va, cb),
+            (true, false) => (cb, vb, ca),
+            _ => continue,
+        };
+        if a < 1 {
+            continue;
+        }
+        let e = DimExpr::constant(a).mul(&vars.iter().fold(DimExpr::constant(1), |p, v| p.mul(&DimExpr::var(v))));
+        if vars.len() > 1 {
+            if k % a == 0 {
+                products.push((vars, k / a));
+            }
+            continue;
+        }
+        let Some((name, b)) = dims.iter().find(|(n, _)| vars.first() == Some(n)) else { continue };
+        if k % a != 0 || k / a < 1 || k / a > *b as i64 {
+            return Err(graph_err(format!("dim `{name}`"), format!("must make {e} equal {k} ({}), which no value in 1..={b} does", c.what)));
+        }
+        forced.insert(name.clone(), k / a);
+    }
+    for (vars, k) in products {
+        if let Some(point) = product_point(g, info, dims, &forced, &vars, k) {
+            forced.extend(point);
+        }
     }
     // `d == R(other dims)` with R monotone: d never exceeds R at the others' bounds, so a
     // smaller value than d's bound is where the graph is valid. Each pin lowers a dim, so this
@@ -206,6 +230,63 @@ fn forced_dims(info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<Strin
         }
     }
     Ok(forced)
+}
+
+/// Values of the distinct named dims `vars` whose product is `k` (a constant Reshape target of
+/// a bounded input), each within its bound, where no single point dominates every allowed one.
+/// Pinned there only when that is sound: every arena buffer whose size depends on them holds a
+/// multiple of their product (the same at every allowed point; graph inputs are the caller's),
+/// and no window op reads them (a Conv's im2col scratch is sized from single dims).
+/// `None` leaves them at their bounds.
+fn product_point(g: &Graph, info: &SymInfo, dims: &[(String, usize)], forced: &HashMap<String, i64>, vars: &[String], k: i64) -> Option<HashMap<String, i64>> {
+    let mut sorted = vars.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    if sorted.len() != vars.len() || vars.iter().any(|v| forced.contains_key(v)) {
+        return None;
+    }
+    for (v, ex) in &info.shapes {
+        if !ex.iter().any(|e| e.vars().iter().any(|n| sorted.contains(n))) || matches!(g.value(*v).kind, ValueKind::Input) {
+            continue;
+        }
+        let size = forced.iter().fold(ex.iter().fold(DimExpr::constant(1), |a, d| a.mul(d)), |e, (n, v)| e.substitute(n, &DimExpr::constant(*v)));
+        let (_, mut of) = size.as_monomial()?;
+        of.sort();
+        if of != sorted {
+            return None;
+        }
+    }
+    let depends = |v: &ValueId| info.shapes.get(v).is_some_and(|ex| ex.iter().any(|e| e.vars().iter().any(|n| sorted.contains(n))));
+    let windowed = |op: &Op| matches!(op, Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } | Op::QLinearConv { .. } | Op::Pool { .. });
+    if g.nodes.iter().any(|n| n.inputs.iter().flatten().any(depends) && windowed(&n.op)) {
+        return None;
+    }
+    let bounds: Vec<i64> = vars.iter().map(|v| dims.iter().find(|(n, _)| n == v).map(|(_, b)| *b as i64)).collect::<Option<_>>()?;
+    // Depth-first over divisors, largest first; the budget keeps huge bounds cheap.
+    fn go(bounds: &[i64], rest: i64, out: &mut Vec<i64>, budget: &mut u32) -> bool {
+        let Some((&b, more)) = bounds.split_first() else { return rest == 1 };
+        let mut d = b.min(rest);
+        while d >= 1 {
+            *budget = budget.saturating_sub(1);
+            if *budget == 0 {
+                return false;
+            }
+            if rest % d == 0 {
+                out.push(d);
+                if go(more, rest / d, out, budget) {
+                    return true;
+                }
+                out.pop();
+            }
+            d -= 1;
+        }
+        false
+    }
+    let mut point = Vec::new();
+    if k < 1 || !go(&bounds, k, &mut point, &mut 100_000) {
+        return None;
+    }
+    Some(vars.iter().cloned().zip(point).collect())
 }
 
 /// Give every node a unique, non-empty name: Reshape targets are recorded by node name.

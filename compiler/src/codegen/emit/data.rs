@@ -2,7 +2,6 @@
 //! input or weight), Concat, Transpose and ConstantOfShape.
 use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::interp::{Frame, RtValue};
 use crate::ir::{DType, DimExpr, Node, NodeId, Op};
 use crate::ops::{around, product, EmitCx};
 use crate::tensor::Tensor;
@@ -135,7 +134,7 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
     Some(match op {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => vec![0],
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
-        Op::Slice | Op::Gather { .. } | Op::Expand => vec![0],
+        Op::Gather { .. } | Op::Expand => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),
         _ => return None,
     })
@@ -143,92 +142,4 @@ fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
 
 pub fn is_movement(op: &Op) -> bool {
     data_inputs(op, 1).is_some()
-}
-
-/// Above this many output elements an index table costs more than it saves; such ops need
-/// a dedicated emitter.
-const MAX_TABLE: usize = 1 << 20;
-const FILL: u32 = u32::MAX;
-
-/// Emit a pure data-movement op as a gather through a compile-time index table: the
-/// interpreter runs the op once on "iota" inputs (each element holds its own index, from 1), so the
-/// outputs say where every element comes from. One rule for Slice, Gather, Tile, …,
-/// with exactly the interpreter's semantics.
-pub fn emit_by_table(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let data = data_inputs(&n.op, n.inputs.len()).ok_or_else(|| cx.err(n, "not a data-movement op"))?;
-    let mut args = Vec::with_capacity(n.inputs.len());
-    let mut bases = Vec::new();
-    // Indices start at 1: 0 marks an element the op fills.
-    let mut base = 1i64;
-    for (i, inp) in n.inputs.iter().enumerate() {
-        let Some(v) = inp else {
-            args.push(None);
-            continue;
-        };
-        if data.contains(&i) {
-            let (_, shape) = cx.ty(n, *v)?;
-            let len: usize = shape.iter().product();
-            bases.push((i, *v, base));
-            args.push(Some(RtValue::Tensor(Tensor::from_i64s(shape, (base..base + len as i64).collect()))));
-            base += len as i64;
-        } else {
-            let c = cx.konst(*v).ok_or_else(|| cx.err(n, format!("input #{i} must be a constant for codegen (pin it with --const)")))?;
-            args.push(Some(RtValue::Tensor(c)));
-        }
-    }
-    if base > u32::MAX as i64 / 2 || bases.len() > 15 {
-        return Err(cx.err(n, "too large for an index table"));
-    }
-    let frame = Frame::empty(cx.g);
-    let outs = crate::interp::eval_op(&n.op, args, n.outputs.len(), &frame).map_err(|e| cx.err(n, e))?;
-    let mut s = String::new();
-    let srcs: Vec<String> = bases.iter().map(|&(_, v, _)| cx.read(n, v)).collect::<Result<_, _>>()?;
-    for (k, (&o, val)) in n.outputs.iter().zip(outs).enumerate() {
-        if !cx.plan.slots.contains_key(&o) {
-            continue; // unused optional output
-        }
-        let RtValue::Tensor(t) = val else { return Err(cx.err(n, "non-tensor output")) };
-        let idx = t.to_i64_vec().ok_or_else(|| cx.err(n, "index table is not integer"))?;
-        if idx.len() > MAX_TABLE {
-            return Err(cx.err(n, format!("output #{k} has {} elements: too many for an index table", idx.len())));
-        }
-        let y = cx.write(n, o)?;
-        if idx.is_empty() {
-            continue;
-        }
-        let ty = cx.elem(n, o)?;
-        // Encode (source input, element) in one u32: input number in the top 4 bits.
-        let mut table = Vec::with_capacity(idx.len());
-        for &i in &idx {
-            if i <= 0 {
-                table.push(FILL);
-                continue;
-            }
-            let (which, &(_, _, b)) = bases.iter().enumerate().rev().find(|(_, &(_, _, b))| i >= b).ok_or_else(|| cx.err(n, "bad index"))?;
-            let local = (i - b) as u32;
-            if local >= 1 << 28 {
-                return Err(cx.err(n, "too large for an index table"));
-            }
-            table.push(((which as u32) << 28) | local);
-        }
-        // What an op fills with is zero.
-        let fill = match cx.ty(n, o)?.0 {
-            DType::F32 => "0.0_f32".into(),
-            DType::F64 => "0.0_f64".into(),
-            _ => format!("<{ty} as Default>::default()"),
-        };
-        let tab = cx.table(&table);
-        let pick = if srcs.len() == 1 {
-            "s0[(i & 0x0fff_ffff) as usize]".to_string()
-        } else {
-            let arms: Vec<String> = (0..srcs.len()).map(|j| format!("{j} => s{j}[(i & 0x0fff_ffff) as usize]")).collect();
-            format!("match i >> 28 {{ {}, _ => {fill} }}", arms.join(", "))
-        };
-        let binds: Vec<String> = srcs.iter().enumerate().map(|(j, e)| format!("let s{j} = {e};")).collect();
-        s += &format!(
-            "{{ {} let y = {y}; for (o, &i) in y.iter_mut().zip({tab}) {{ *o = if i == u32::MAX {{ {fill} }} else {{ {pick} }}; }} }}\n",
-            binds.join(" ")
-        );
-    }
-    Ok(Some(s))
 }

@@ -210,7 +210,6 @@ pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
         // Folded when its inputs are constants; otherwise its output length is not known.
         Op::NonMaxSuppression { .. } => Err(cx.err(n, "NonMaxSuppression's output length depends on its inputs' values: codegen needs them to be constants")),
         Op::ParamUpdate { .. } => train::emit(cx, n),
-        _ if data::is_movement(&n.op) => data::emit_by_table(cx, id, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
 }

@@ -552,7 +552,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             }
             one(reduce(&ncx, *op, &x, &y, &red))
         }
-        Op::Slice | Op::Expand => one(by_table(&ncx, &y)),
+        Op::Expand => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
         _ => Err(cx.err(n, "not supported by the wgpu target yet")),
     }

@@ -1,6 +1,6 @@
 //! Shape and data-movement ops. Most are written as "which source element lands where"
 //! (a flat index per output element) and then one generic gather, so every dtype works.
-use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis_or_scalar, numel, one, opt_ints_arg, strides, ints_arg};
+use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis_or_scalar, numel, one, strides, ints_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
@@ -58,7 +58,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let parts: Vec<&Tensor> = args.iter().flatten().map(|v| v.as_tensor()).collect::<Result<_, _>>()?;
             one(concat(&parts, *axis)?)
         }
-        Op::Slice => one(slice(args)?),
         Op::Expand => {
             let x = arg(args, 0)?;
             let shape = to_dims(&ints_arg(args, 1)?)?;
@@ -254,45 +253,6 @@ pub fn slice_axis(x: &Tensor, ax: usize, start: usize, len: usize) -> Result<Ten
     shape[ax] = len;
     let st = strides(&x.shape);
     let idx = index_map(&shape, |ix| ix.iter().enumerate().map(|(d, &i)| (if d == ax { i + start } else { i }) * st[d]).sum())?;
-    Ok(Tensor::new(shape, take(&x.data, &idx)))
-}
-
-fn slice(args: &[Option<RtValue>]) -> Result<Tensor, String> {
-    let x = arg(args, 0)?;
-    let starts = ints_arg(args, 1)?;
-    let ends = ints_arg(args, 2)?;
-    let r = x.rank();
-    let axes = opt_ints_arg(args, 3)?.unwrap_or_else(|| (0..starts.len() as i64).collect());
-    let steps = opt_ints_arg(args, 4)?.unwrap_or_else(|| vec![1; starts.len()]);
-    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
-        return Err("starts, ends, axes and steps differ in length".into());
-    }
-    let axes = norm_axes(&axes, r)?;
-    let mut begin: Vec<i64> = vec![0; r];
-    let mut step: Vec<i64> = vec![1; r];
-    let mut shape = x.shape.clone();
-    for (i, &ax) in axes.iter().enumerate() {
-        let dim = x.shape[ax] as i64;
-        let s = steps[i];
-        if s == 0 {
-            return Err("slice step 0".into());
-        }
-        let clampv = |v: i64, lo: i64, hi: i64| v.clamp(lo, hi);
-        let norm = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
-        let (b, e) = if s > 0 {
-            (clampv(norm(starts[i]), 0, dim), clampv(norm(ends[i]), 0, dim))
-        } else {
-            (clampv(norm(starts[i]), 0, dim - 1), clampv(norm(ends[i]), -1, dim - 1))
-        };
-        let len = if s > 0 { (e - b + s - 1).div_euclid(s).max(0) } else { (b - e + (-s) - 1).div_euclid(-s).max(0) };
-        begin[ax] = b;
-        step[ax] = s;
-        shape[ax] = len as usize;
-    }
-    let st = strides(&x.shape);
-    let idx = index_map(&shape, |ix| {
-        ix.iter().enumerate().map(|(d, &i)| ((begin[d] + i as i64 * step[d]) as usize) * st[d]).sum()
-    })?;
     Ok(Tensor::new(shape, take(&x.data, &idx)))
 }
 
