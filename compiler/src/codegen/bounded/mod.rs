@@ -236,7 +236,7 @@ fn forced_dims(g: &Graph, info: &SymInfo, dims: &[(String, usize)]) -> Result<Ha
 /// a bounded input), each within its bound, where no single point dominates every allowed one.
 /// Pinned there only when that is sound: every arena buffer whose size depends on them holds a
 /// multiple of their product (the same at every allowed point; graph inputs are the caller's),
-/// and no window op reads them (a Conv's im2col scratch is sized from single dims).
+/// and no node that needs scratch reads them (a Conv's im2col is sized from single dims).
 /// `None` leaves them at their bounds.
 fn product_point(g: &Graph, info: &SymInfo, dims: &[(String, usize)], forced: &HashMap<String, i64>, vars: &[String], k: i64) -> Option<HashMap<String, i64>> {
     let mut sorted = vars.to_vec();
@@ -257,8 +257,25 @@ fn product_point(g: &Graph, info: &SymInfo, dims: &[(String, usize)], forced: &H
         }
     }
     let depends = |v: &ValueId| info.shapes.get(v).is_some_and(|ex| ex.iter().any(|e| e.vars().iter().any(|n| sorted.contains(n))));
-    let windowed = |op: &Op| matches!(op, Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } | Op::QLinearConv { .. } | Op::Pool { .. });
-    if g.nodes.iter().any(|n| n.inputs.iter().flatten().any(depends) && windowed(&n.op)) {
+    // Scratch is sized from single dims, not their product: a node that takes any (at the
+    // bounds, where it is largest) keeps the dims at their bounds.
+    let bound_of = |n: &str| forced.get(n).copied().or_else(|| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64));
+    let at_bounds = |v: ValueId| -> Option<(crate::ir::DType, Vec<usize>)> {
+        let dt = g.tensor_type(v)?.dtype;
+        let shape = match info.shapes.get(&v) {
+            Some(ex) => ex.iter().map(|e| e.eval(&bound_of).map(|x| x.max(0) as usize)).collect::<Option<Vec<_>>>()?,
+            None => g.tensor_type(v)?.shape.as_ref()?.as_fixed()?,
+        };
+        Some((dt, shape))
+    };
+    let needs_scratch = |n: &crate::ir::Node| match &n.op {
+        Op::Def(d) => d.scratch_bytes(&n.inputs.iter().map(|v| at_bounds((*v)?)).collect::<Vec<_>>()) > 0,
+        op => {
+            matches!(op, Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } | Op::QLinearConv { .. } | Op::Pool { .. } | Op::MatMulInteger | Op::QLinearMatMul)
+                || !op.subgraphs().is_empty()
+        }
+    };
+    if g.nodes.iter().any(|n| n.inputs.iter().flatten().any(depends) && needs_scratch(n)) {
         return None;
     }
     let bounds: Vec<i64> = vars.iter().map(|v| dims.iter().find(|(n, _)| n == v).map(|(_, b)| *b as i64)).collect::<Option<_>>()?;
