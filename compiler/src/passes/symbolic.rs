@@ -25,6 +25,9 @@ pub struct SymInfo {
     /// What keeps each decided comparison as decided (`q_heads == kv_heads`), for `forward`
     /// to check: the graph folds it at the bounds.
     pub guards: Vec<Constraint>,
+    /// The starts and ends of each Slice whose bounds a shape subgraph computes from named
+    /// dims, by node name (the pinned graph has them folded at the bounds).
+    pub slices: HashMap<String, (Vec<DimExpr>, Vec<DimExpr>)>,
 }
 
 impl SymInfo {
@@ -37,7 +40,9 @@ impl SymInfo {
     /// dim values too) or the target of a Reshape, Expand or ConstantOfShape.
     pub fn reads_as_shape(&self, n: &Node, i: usize) -> bool {
         let shape_op = n.outputs.iter().all(|o| self.ints.contains_key(o));
-        let target = (matches!(n.op, Op::Reshape { .. } | Op::Expand) && i == 1) || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0);
+        let target = (matches!(n.op, Op::Reshape { .. } | Op::Expand) && i == 1)
+            || (matches!(n.op, Op::ConstantOfShape { .. }) && i == 0)
+            || (matches!(n.op, Op::Slice) && (i == 1 || i == 2));
         shape_op || target
     }
 }
@@ -149,7 +154,8 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
     let sym_shapes = n.inputs.iter().flatten().any(|v| s.is_symbolic(*v));
     let recorded = (matches!(n.op, Op::Reshape { .. }) && targets.contains_key(&n.name))
         || (matches!(n.op, Op::ConstantOfShape { .. }) && targets.contains_key(&format!("\0cos:{}", n.name)))
-        || (matches!(n.op, Op::Expand) && targets.contains_key(&format!("\0exp:{}", n.name)));
+        || (matches!(n.op, Op::Expand) && targets.contains_key(&format!("\0exp:{}", n.name)))
+        || (matches!(n.op, Op::Slice) && targets.contains_key(&format!("\0sst:{}", n.name)));
     let static_ok = !sym_ints && !sym_shapes && !recorded;
     let has_ints = n.inputs.iter().flatten().any(|v| s.ints.contains_key(v));
     // Nothing here depends on a named dim: the static types hold.
@@ -394,7 +400,11 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
         }
         Op::Slice => {
             let xs = x(0)?;
-            let (_, out, _) = slice_plan(g, n, &xs).map_err(|e| if e.is_empty() { unsupported(n) } else { e })?;
+            let bounds = slice_bounds(g, s, n, targets);
+            let (_, out, _) = slice_plan(g, n, &xs, bounds.as_ref()).map_err(|e| if e.is_empty() { unsupported(n) } else { e })?;
+            if let Some(b) = bounds {
+                s.slices.insert(n.name.clone(), b);
+            }
             out
         }
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
@@ -743,15 +753,29 @@ fn window_out(w: &Window, kernel: &[DimExpr], input: &[DimExpr]) -> R<Vec<DimExp
         .collect()
 }
 
-/// A Slice of a tensor with constant starts / ends / axes and steps 1: per dim of X the start
+/// The starts and ends of Slice `n` when a shape subgraph computes them from named dims: as
+/// recorded before the graph was pinned, or as the analysis has them.
+fn slice_bounds(g: &Graph, s: &SymInfo, n: &Node, targets: &Targets) -> Option<(Vec<DimExpr>, Vec<DimExpr>)> {
+    if let (Some(a), Some(b)) = (targets.get(&format!("\0sst:{}", n.name)), targets.get(&format!("\0sen:{}", n.name))) {
+        return Some((a.clone(), b.clone()));
+    }
+    let (a, b) = (ints_of(g, s, input(n, 1).ok()?)?, ints_of(g, s, input(n, 2).ok()?)?);
+    a.iter().chain(&b).any(|d| d.as_const().is_none()).then_some((a, b))
+}
+
+/// A Slice of a tensor with constant axes and steps 1, and constant starts / ends or `bounds`
+/// (those a shape subgraph computes from named dims): per dim of X the start
 /// and the output length as expressions, and the sizes that must be at least 1 at run time for
 /// the slice to be inside X (`len + start + 1` for a negative start, …). An empty error means
 /// the form is not supported.
 pub type SlicePlan = (Vec<DimExpr>, Vec<DimExpr>, Vec<DimExpr>);
 
-pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
+pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr], bounds: Option<&(Vec<DimExpr>, Vec<DimExpr>)>) -> R<SlicePlan> {
     let k = |i: usize| n.inputs.get(i).copied().flatten().and_then(|v| g.const_value(v)?.to_i64_vec());
-    let (st, en) = (k(1).ok_or("")?, k(2).ok_or("")?);
+    let (st, en): (Vec<DimExpr>, Vec<DimExpr>) = match bounds {
+        Some((a, b)) => (a.clone(), b.clone()),
+        None => (k(1).ok_or("")?.into_iter().map(c).collect(), k(2).ok_or("")?.into_iter().map(c).collect()),
+    };
     let r = xs.len();
     let axes: Vec<usize> = match k(3) {
         Some(a) => a.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?,
@@ -763,8 +787,33 @@ pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
     let mut start: Vec<DimExpr> = vec![c(0); r];
     let mut out: Vec<DimExpr> = xs.to_vec();
     let mut need = Vec::new();
-    for ((&ax, &s0), &e0) in axes.iter().zip(&st).zip(&en) {
+    for ((&ax, s0), e0) in axes.iter().zip(&st).zip(&en) {
         let l = &xs[ax];
+        let (Some(s0), Some(e0)) = (s0.as_const(), e0.as_const()) else {
+            // Computed from named dims: in range without clamping, `0 <= start <= end <= len`
+            // (checked at run time as sizes of at least 1), a constant end past the dim its end.
+            let a = match s0.as_const() {
+                Some(v) if v < 0 => return Err(String::new()),
+                _ => s0.clone(),
+            };
+            let b = match e0.as_const() {
+                Some(v) if v >= i64::MAX / 2 => l.clone(),
+                Some(v) if v < 0 => l.add(&c(v)),
+                _ => e0.clone(),
+            };
+            if a.as_const().is_none() {
+                need.push(a.add(&c(1)));
+            }
+            if b != *l {
+                need.push(l.sub(&b).add(&c(1)));
+            }
+            out[ax] = b.sub(&a);
+            if out[ax].as_const().is_some_and(|v| v < 0) {
+                return Err(format!("Slice's end {b} is before its start {a}"));
+            }
+            start[ax] = a;
+            continue;
+        };
         if let Some(lc) = l.as_const() {
             let clamp = |v: i64| (if v < 0 { v.saturating_add(lc) } else { v }).clamp(0, lc);
             let (a, b) = (clamp(s0), clamp(e0));
@@ -816,6 +865,10 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &
             if let Some(sh) = info.shapes.get(&o).filter(|sh| sh.iter().any(|d| d.as_const().is_none())) {
                 out.insert(fill_key(&g.value(o).name), sh.clone());
             }
+        }
+        if let Some((a, b)) = info.slices.get(&n.name).filter(|_| matches!(n.op, Op::Slice)) {
+            out.insert(format!("\0sst:{}", n.name), a.clone());
+            out.insert(format!("\0sen:{}", n.name), b.clone());
         }
         let at = match n.op {
             Op::Reshape { .. } | Op::Expand => 1,

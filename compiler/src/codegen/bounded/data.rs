@@ -9,7 +9,7 @@ impl Bx<'_> {
     pub(super) fn slice(&self, n: &Node, out: ValueId, od: DType) -> Result<Option<String>, CodegenError> {
         let x = self.input(n, 0)?;
         let xs = self.shape(n, x)?;
-        let (start, ys, need) = crate::passes::symbolic::slice_plan(self.cx.g, n, &xs).map_err(|e| if e.is_empty() { self.unsupported(n) } else { self.err(n, e) })?;
+        let (start, ys, need) = crate::passes::symbolic::slice_plan(self.cx.g, n, &xs, self.info.slices.get(&n.name)).map_err(|e| if e.is_empty() { self.unsupported(n) } else { self.err(n, e) })?;
         for e in &need {
             // Registered in the size table: `forward` checks each is at least 1.
             let _ = self.sizes.dim(e);

@@ -63,7 +63,7 @@ pub(crate) fn conv_scratch_bound(g: &Graph, info: &SymInfo, id: NodeId, range: &
     };
     let (xs, ws, ys) = (shape(n.inputs.first().copied().flatten())?, shape(n.inputs.get(1).copied().flatten())?, shape(n.outputs.first().copied())?);
     let ks = kernel_dims(window, &ws);
-    if ks.iter().all(|k| k.as_const().is_some()) && ys.iter().all(|e| e.is_monotone()) {
+    if ks.iter().all(|k| k.as_const().is_some()) && xs.iter().chain(&ys).all(|e| e.is_monotone()) {
         return Some(at_bound);
     }
     let most = |e: &DimExpr| usize::try_from(e.max_over(range)?.max(1)).ok();

@@ -133,6 +133,12 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
             return Err(graph_err(format!("Reshape `{name}`"), "was folded away at the bounds; pin the dims with --input"));
         }
     }
+    // So would a Slice whose bounds a shape subgraph computes (an identity at the bounds).
+    for name in targets.keys().filter_map(|k| k.strip_prefix("\0sst:")) {
+        if !g.nodes.iter().any(|n| n.name == name && matches!(n.op, Op::Slice)) {
+            return Err(graph_err(format!("Slice `{name}`"), "was folded away at the bounds; pin the dims with --input"));
+        }
+    }
     // Buffers are sized for the largest size over the box of dims, each in 1..= its pinned
     // value: the size at the bounds when every dim of a value grows with the dims, else more
     // (a conv output `x + 1 - k` is largest at the least kernel k, not at the bounds).
