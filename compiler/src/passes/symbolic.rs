@@ -561,6 +561,17 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             let mut d = vec![xs[0].clone(), ws[0].clone()];
             d.extend(window_out(window, &kernel, &xs[2..])?);
+            // A bounded kernel must fit the padded input (checked at run time; it also lets
+            // the kernel be pinned below its bound where the input's bound is smaller).
+            if !matches!(window.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+                let k = kernel.len();
+                for (i, kd) in kernel.iter().enumerate().filter(|(_, kd)| kd.as_const().is_none()) {
+                    let dil = window.dilations.get(i).copied().unwrap_or(1) as i64;
+                    let pads = if window.auto_pad == AutoPad::Valid { 0 } else { (window.pads.get(i).copied().unwrap_or(0) + window.pads.get(k + i).copied().unwrap_or(0)) as i64 };
+                    let extent = kd.sub(&c(1)).scale(dil).add(&c(1));
+                    require(s, n, Constraint { what: format!("the kernel extent and the padded input along spatial dim {i}"), rel: Rel::AtMost, left: extent, right: xs[2 + i].add(&c(pads)) })?;
+                }
+            }
             d
         }
         Op::Pool { window, .. } => {

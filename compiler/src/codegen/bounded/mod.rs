@@ -195,7 +195,8 @@ fn forced_dims(info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<Strin
         forced.insert(name.clone(), k);
     }
     // `d == R(other dims)` with R monotone: d never exceeds R at the others' bounds, so a
-    // smaller value than d's bound is where the graph is valid. Each pin lowers a dim, so this
+    // smaller value than d's bound is where the graph is valid; nor, for `a·d + e <= R`
+    // (a > 0: a kernel that must fit its input), (R − e) / a. Each pin lowers a dim, so this
     // ends.
     let limit = |forced: &HashMap<String, i64>, n: &str| forced.get(n).copied().or_else(|| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64));
     let mut changed = true;
@@ -218,6 +219,21 @@ fn forced_dims(info: &SymInfo, dims: &[(String, usize)]) -> Result<HashMap<Strin
                 let (Some(at), Some(now)) = (r.eval(&|n| limit(&forced, n)), limit(&forced, name)) else { continue };
                 if (1..now).contains(&at) {
                     forced.insert(name.clone(), at);
+                    changed = true;
+                }
+            }
+        }
+        for c in info.constraints.iter().filter(|c| c.rel == crate::ir::Rel::AtMost) {
+            for (name, _) in dims {
+                let e = c.left.substitute(name, &DimExpr::constant(0));
+                let Some(a) = c.left.sub(&e).exact_div(&DimExpr::var(name)).and_then(|a| a.as_const()) else { continue };
+                let r = c.right.sub(&e);
+                if a < 1 || c.right.vars().contains(name) || r.as_const().is_some() || !r.is_monotone() {
+                    continue;
+                }
+                let (Some(at), Some(now)) = (r.eval(&|n| limit(&forced, n)), limit(&forced, name)) else { continue };
+                if (1..now).contains(&at.div_euclid(a)) {
+                    forced.insert(name.clone(), at.div_euclid(a));
                     changed = true;
                 }
             }
