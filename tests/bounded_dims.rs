@@ -510,3 +510,88 @@ fn comparisons_of_dims_are_guarded_at_run_time() {
         }
     }
 }
+
+/// A convolution whose weights are a graph input has a bounded kernel: its output
+/// `(x + pads − k) / s + 1` shrinks as the kernel grows, so the module sizes its buffers and
+/// im2col scratch for the least kernel, not at the bounds, and takes the kernel (and SAME
+/// pads) at run time. At every input and kernel size within the bounds it equals the
+/// interpreter, or returns a `DimError` where the interpreter refuses the sizes (a kernel
+/// wider than the padded input).
+#[test]
+fn convolutions_with_bounded_kernels_match_the_interpreter_at_every_size() {
+    use burnc_compiler::interp::RtValue;
+    use burnc_compiler::ir::{AutoPad, DType, Dim, Graph, Op, Shape, TensorType, UnaryOp, ValueKind, ValueType, Window};
+    let bounded = |name: &str, b: usize| Dim::Sym { name: name.into(), bound: Some(b) };
+    let input = |g: &mut Graph, name: &str, dims: Vec<Dim>| {
+        let x = g.add_value(name, ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(dims)) }), ValueKind::Input);
+        g.inputs.push(x);
+        x
+    };
+    let window = |strides: &[usize], pads: &[usize], dilations: &[usize], auto_pad| Window {
+        kernel_shape: vec![],
+        strides: strides.to_vec(),
+        pads: pads.to_vec(),
+        dilations: dilations.to_vec(),
+        auto_pad,
+        ceil_mode: false,
+    };
+    // (window, group, channels of X, W's output channels, spatial rank)
+    let cases = [
+        ("pads-strides", window(&[2, 1], &[1, 0, 1, 1], &[], AutoPad::NotSet), 1, 2, 3, 2),
+        ("same-dilated", window(&[2], &[], &[2], AutoPad::SameLower), 1, 1, 2, 1),
+        ("depthwise", window(&[1, 1], &[0, 0, 0, 0], &[], AutoPad::NotSet), 2, 2, 2, 2),
+    ];
+    for (key, win, group, c_in, c_out, rank) in cases {
+        let mut g = Graph::default();
+        let (sp, ks): (Vec<Dim>, Vec<Dim>) = if rank == 2 { (vec![bounded("h", 6), bounded("w", 5)], vec![bounded("kh", 4), bounded("kw", 3)]) } else { (vec![bounded("h", 7)], vec![bounded("kh", 4)]) };
+        let x = input(&mut g, "x", [vec![Dim::Fixed(1), Dim::Fixed(c_in)], sp].concat());
+        let w = input(&mut g, "w", [vec![Dim::Fixed(c_out), Dim::Fixed(c_in / group)], ks].concat());
+        let bias = g.add_const("b", Tensor::from_f32s(vec![c_out], (0..c_out).map(|i| i as f32 * 0.5 - 0.25).collect()));
+        let c = g.add_node("conv", Op::Conv { window: win, group }, vec![Some(x), Some(w), Some(bias)], &["c".to_string()]).1[0];
+        let y = g.add_node("relu", Op::Unary(UnaryOp::Relu), vec![Some(c)], &["y".to_string()]).1[0];
+        g.outputs = vec![y];
+
+        let name = format!("bounded-conv-kernel-{key}");
+        let (gen, info) = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).unwrap_or_else(|e| panic!("{key}: {e}"));
+        let main = bounded_main_rs(&gen, &info);
+        let files: [(&str, &[u8]); 3] = [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
+        let b = Built { bin: build_crate(&name, &files, Profile::Run).expect("builds"), gen, info };
+        let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&name);
+        let bounds: Vec<usize> = b.info.dims.iter().map(|(_, n)| *n).collect();
+        let (mut matched, mut refused) = (0, 0);
+        // Every point of the box of dims, in the module's order (h, w, kh, kw or h, kh).
+        let points: usize = bounds.iter().product();
+        for p in 0..points {
+            let mut rest = p;
+            let dims: Vec<usize> = bounds.iter().map(|&n| (rest % n + 1, rest /= n).0).collect();
+            let at = |d: &str| dims[b.info.dims.iter().position(|(n, _)| n == d).expect("dim")];
+            let xs_shape = if rank == 2 { vec![1, c_in, at("h"), at("w")] } else { vec![1, c_in, at("h")] };
+            let ws_shape = if rank == 2 { vec![c_out, c_in / group, at("kh"), at("kw")] } else { vec![c_out, c_in / group, at("kh")] };
+            let fill = |shape: &[usize], k: usize| -> Vec<f32> { (0..shape.iter().product::<usize>()).map(|i| ((i * 37 + k * 11) % 17) as f32 / 4.0 - 2.0).collect() };
+            let (xv, wv) = (fill(&xs_shape, p), fill(&ws_shape, p + 3));
+            let feeds = vec![RtValue::Tensor(Tensor::from_f32s(xs_shape.clone(), xv.clone())), RtValue::Tensor(Tensor::from_f32s(ws_shape.clone(), wv.clone()))];
+            let got = run_inputs(&b, &work, &[&xv, &wv], &dims);
+            match (burnc_compiler::interp::run(&g, feeds), got) {
+                (Ok(want), Ok(got)) => {
+                    let RtValue::Tensor(want) = &want[0] else { panic!("a tensor") };
+                    common::close_tensor(&got, want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("{key} at {xs_shape:?} * {ws_shape:?}: {e}"));
+                    matched += 1;
+                }
+                (Err(_), Err((2, err))) if err.contains("too small") => refused += 1,
+                (want, got) => panic!("{key} at {xs_shape:?} * {ws_shape:?}: interpreter {:?}, module {:?}", want.map(|_| ()), got.map(|_| ())),
+            }
+        }
+        // SAME pads fit any kernel; explicit ones refuse kernels wider than the padded input.
+        assert!(matched > points / 3 && (refused > 0) == (key != "same-dilated"), "{key}: {matched} matched, {refused} refused of {points}");
+    }
+}
+
+/// [`run`] with one input file per graph input.
+fn run_inputs(b: &Built, work: &Path, inputs: &[&[f32]], dims: &[usize]) -> Result<Tensor, (i32, String)> {
+    std::fs::create_dir_all(work).expect("work dir");
+    for (i, x) in inputs.iter().enumerate().skip(1) {
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(work.join(format!("in_{i}.bin")), bytes).expect("write input");
+    }
+    run(b, work, inputs[0], dims)
+}

@@ -30,6 +30,9 @@ pub struct PlanOptions<'a> {
     /// Values node `n` reads besides its inputs (kept live through it): a node whose work
     /// another's kernel does early reads what that kernel reads.
     pub also_reads: &'a dyn Fn(&Graph, NodeId) -> Vec<ValueId>,
+    /// Bytes of a node output in place of its static size (bounded codegen sizes a buffer
+    /// for the largest size within the bounds, which need not be the size at the bounds).
+    pub bytes: &'a dyn Fn(&Graph, ValueId) -> Option<usize>,
     /// The most bytes the arena may take ([`crate::size::DEFAULT_MAX_ARENA_BYTES`] unless the
     /// user sets `--max-arena`); a plan above it is an error naming the largest buffer.
     pub max_arena: usize,
@@ -37,7 +40,7 @@ pub struct PlanOptions<'a> {
 
 impl Default for PlanOptions<'_> {
     fn default() -> Self {
-        PlanOptions { scratch: &|_, _| 0, can_inplace: &|_, _, _| false, also_reads: &|_, _| Vec::new(), max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES }
+        PlanOptions { scratch: &|_, _| 0, can_inplace: &|_, _, _| false, also_reads: &|_, _| Vec::new(), bytes: &|_, _| None, max_arena: crate::size::DEFAULT_MAX_ARENA_BYTES }
     }
 }
 
@@ -120,7 +123,7 @@ pub fn plan(g: &Graph, opts: &PlanOptions) -> Result<MemoryPlan, PlanError> {
         for &o in &node.outputs {
             let reason = match &g.value(o).ty {
                 ValueType::Tensor(t) if t.shape.is_none() => Some("has unknown rank"),
-                ValueType::Tensor(_) => match value_bytes(g, o) {
+                ValueType::Tensor(_) => match (opts.bytes)(g, o).or_else(|| value_bytes(g, o)) {
                     Some(b) => {
                         bytes.insert(o, b);
                         None

@@ -206,6 +206,65 @@ impl DimExpr {
         })
     }
 
+    /// The least and greatest value over the box of dims `range(name) = (lo, hi)`, by interval
+    /// arithmetic (sound, not always tight: a term's factors range independently). A conv
+    /// output `x + 1 - k` over `x, k` in `1..=b` is at most `b`, above its value at the bounds:
+    /// what bounded buffers are sized by. `None` if a dim has no range or on overflow.
+    pub fn range(&self, range: &dyn Fn(&str) -> Option<(i64, i64)>) -> Option<(i64, i64)> {
+        let mul = |(a, b): (i64, i64), (c, d): (i64, i64)| -> Option<(i64, i64)> {
+            let p = [a.checked_mul(c)?, a.checked_mul(d)?, b.checked_mul(c)?, b.checked_mul(d)?];
+            Some((*p.iter().min()?, *p.iter().max()?))
+        };
+        let (mut lo, mut hi) = (0i64, 0i64);
+        for (atoms, &c) in &self.terms {
+            let mut t = (c, c);
+            for a in atoms {
+                let f = match a {
+                    Atom::Var(n) => range(n)?,
+                    // Floor division by a positive constant is monotone.
+                    Atom::FloorDiv(e, d) => {
+                        let (l, h) = e.range(range)?;
+                        (l.div_euclid(*d), h.div_euclid(*d))
+                    }
+                    Atom::Min(a, b) => {
+                        let ((al, ah), (bl, bh)) = (a.range(range)?, b.range(range)?);
+                        (al.min(bl), ah.min(bh))
+                    }
+                };
+                t = mul(t, f)?;
+            }
+            lo = lo.checked_add(t.0)?;
+            hi = hi.checked_add(t.1)?;
+        }
+        Some((lo, hi))
+    }
+
+    /// The greatest value over the box of dims `range(name) = (lo, hi)`: at the upper ends
+    /// when monotone, else the largest of every point of a small box, else [`Self::range`]'s.
+    pub fn max_over(&self, range: &dyn Fn(&str) -> Option<(i64, i64)>) -> Option<i64> {
+        if self.is_monotone() {
+            return self.eval(&|n| range(n).map(|r| r.1));
+        }
+        let vars: Vec<(String, (i64, i64))> = self.vars().into_iter().map(|v| range(&v).map(|r| (v, r))).collect::<Option<_>>()?;
+        let points = vars.iter().try_fold(1u64, |a, (_, (l, h))| a.checked_mul(u64::try_from(h - l + 1).ok()?).filter(|&p| p <= 1 << 16));
+        let Some(points) = points else { return self.range(range).map(|r| r.1) };
+        let mut best: Option<i64> = None;
+        for mut i in 0..points {
+            let at: Vec<(&str, i64)> = vars
+                .iter()
+                .map(|(v, (l, h))| {
+                    let n = (h - l + 1) as u64;
+                    let x = l + (i % n) as i64;
+                    i /= n;
+                    (v.as_str(), x)
+                })
+                .collect();
+            let v = self.eval(&|n| at.iter().find(|(m, _)| *m == n).map(|p| p.1))?;
+            best = Some(best.map_or(v, |b| b.max(v)));
+        }
+        best
+    }
+
     /// The named dims that occur.
     pub fn vars(&self) -> std::collections::BTreeSet<String> {
         let mut out = std::collections::BTreeSet::new();
@@ -399,6 +458,24 @@ mod tests {
         assert_eq!(e.eval(&at(1)), Some(-2));
         assert!(e.vars().contains("h"));
         assert_eq!(format!("{}", h.floor_div(2)), "(h)//2");
+    }
+
+    #[test]
+    fn ranges_bound_sizes_that_shrink_as_a_dim_grows() {
+        let (x, k) = (DimExpr::var("x"), DimExpr::var("k"));
+        let c = DimExpr::constant;
+        let r = |n: &str| Some(if n == "x" { (1, 10) } else { (1, 6) });
+        // A conv output (x + 2 - k) / 2 + 1: largest at the least kernel, not at the bounds.
+        let o = x.add(&c(2)).sub(&k).floor_div(2).add(&c(1));
+        assert!(!o.is_monotone());
+        assert_eq!(o.eval(&|n| Some(if n == "x" { 10 } else { 6 })), Some(4));
+        // The division's normal form `2 - k + (x + k)//2` loses that k occurs twice.
+        assert_eq!(o.range(&r), Some((-3, 9)));
+        assert_eq!(o.max_over(&r), Some(6));
+        assert_eq!(x.mul(&k).sub(&k).range(&r), Some((-5, 59)));
+        assert_eq!(x.mul(&k).sub(&k).max_over(&r), Some(54));
+        assert_eq!(c(3).max_over(&r), Some(3));
+        assert_eq!(x.max_over(&|_| None), None);
     }
 
     #[test]

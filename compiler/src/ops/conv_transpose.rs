@@ -2,7 +2,8 @@
 //! spatial dims: the adjoint of the forward convolution that maps Y onto X, run by the
 //! runtime's im2col + GEMM kernel (`kernels::conv::conv_transpose`), which takes the dims and
 //! the window at run time. With fixed shapes every size is a literal; batch, channels and
-//! spatial dims may be bounded (the kernel dims must be fixed).
+//! spatial dims may be bounded, and so may the kernel dims when W is a graph input (the
+//! output grows with the kernel, so buffers sized at the bounds hold it).
 use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom::attrs;
@@ -36,7 +37,7 @@ struct Geometry {
     y: Vec<DimExpr>,
     x: Vec<DimExpr>,
     pads: Vec<(Pad, Pad)>,
-    kernel: Vec<usize>,
+    kernel: Vec<DimExpr>,
     strides: Vec<usize>,
     dilations: Vec<usize>,
 }
@@ -59,7 +60,8 @@ impl Geometry {
         let x: Vec<usize> = self.x.iter().map(at).collect::<R<_>>()?;
         let pb: Vec<isize> = self.pads.iter().map(|(b, _)| pad(b)).collect::<R<_>>()?;
         let pe: Vec<isize> = self.pads.iter().map(|(_, e)| pad(e)).collect::<R<_>>()?;
-        let win = Window3::new(&y, &x, &self.kernel, &self.strides, &self.dilations, &pb, &pe).ok_or("bad window geometry")?;
+        let kernel: Vec<usize> = self.kernel.iter().map(at).collect::<R<_>>()?;
+        let win = Window3::new(&y, &x, &kernel, &self.strides, &self.dilations, &pb, &pe).ok_or("bad window geometry")?;
         Ok((ConvDims { batch: at(&self.batch)?, c_in: at(&self.c_in)?, c_out: at(&self.c_out)?, group }, win))
     }
 }
@@ -85,7 +87,7 @@ impl ConvTranspose {
             return Err(format!("X must have 1 to 3 spatial dims and W X's rank, got ranks {} and {}", xs.len(), ws.len()));
         }
         let n = xs.len() - 2;
-        let Some(kernel) = kernel_of(cx, &self.window, &ws)? else { return Ok(None) };
+        let kernel = kernel_dims_of(cx, &self.window, &ws)?;
         let group = self.group;
         if group == 0 {
             return Err("group must be positive".into());
@@ -97,7 +99,8 @@ impl ConvTranspose {
         if let Some(Some(bs)) = cx.opt(2).map(|b| b.dims.clone()) {
             cx.equal("B's size and the output channels", &product(&bs), &c_out)?;
         }
-        let a = attrs(&self.window, &kernel)?;
+        // A bounded kernel dim is at least 1.
+        let a = attrs(&self.window, &kernel.iter().map(|k| k.as_const().map_or(1, |v| v.max(0) as usize)).collect::<Vec<_>>())?;
         let opad = if self.output_padding.is_empty() { vec![0; n] } else { self.output_padding.clone() };
         let oshape = if self.output_shape.len() == n + 2 { &self.output_shape[2..] } else { &self.output_shape[..] };
         if opad.len() != n || !(oshape.is_empty() || oshape.len() == n) {
@@ -110,11 +113,12 @@ impl ConvTranspose {
         let (mut y, mut pads) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for i in 0..n {
             let (inp, s) = (&xs[2 + i], a.strides[i] as i64);
-            let dk = ((a.kernel[i] - 1) * a.dilations[i] + 1) as i64;
+            let dk = kernel[i].sub(&c(1)).scale(a.dilations[i] as i64).add(&c(1));
             // (in − 1)·s + dk + output_padding, an empty input counted as 1.
-            let full = match inp.as_const() {
-                Some(v) => c((v - 1).max(0).saturating_mul(s).saturating_add(dk + opad[i] as i64)),
-                None => inp.sub(&c(1)).scale(s).add(&c(dk + opad[i] as i64)),
+            let full = match (inp.as_const(), dk.as_const()) {
+                (Some(v), Some(dk)) => c((v - 1).max(0).saturating_mul(s).saturating_add(dk + opad[i] as i64)),
+                (Some(v), None) => c((v - 1).max(0).saturating_mul(s).saturating_add(opad[i] as i64)).add(&dk),
+                _ => inp.sub(&c(1)).scale(s).add(&dk).add(&c(opad[i] as i64)),
             };
             if full.as_const().is_some_and(|v| v > 1 << 40) {
                 return Err(format!("ConvTranspose output along spatial dim {i} is too large"));
@@ -131,10 +135,13 @@ impl ConvTranspose {
                         (Pad::Fixed(if upper { half } else { t - half }), Pad::Fixed(if upper { t - half } else { half }))
                     }
                     None => {
-                        // Only output_shape with a bounded input gets here; the total grows
-                        // with the input, from `dk + output_padding − target` at size 1, so
-                        // the halves shifted by `k` are at least 1.
-                        let least = (dk + opad[i] as i64 - target.as_const().unwrap_or(0)).div_euclid(2);
+                        // A bounded input (with output_shape) or kernel: the total grows with
+                        // each, from its value where they are 1, so the halves shifted by `k`
+                        // are at least 1.
+                        if !total.is_monotone() {
+                            return Err(format!("ConvTranspose's pad {total} along spatial dim {i} shrinks as a dim grows"));
+                        }
+                        let least = total.eval(&|_| Some(1)).ok_or("ConvTranspose's pads overflow")?.div_euclid(2);
                         let k = 1 - least.min(0);
                         let (lo, hi) = (total.add(&c(2 * k)).floor_div(2), total.add(&c(2 * k)).ceil_div(2));
                         let (lo, hi) = (Pad::Shifted(lo, k), Pad::Shifted(hi, k));
@@ -226,7 +233,7 @@ impl OpDef for ConvTranspose {
                     "rt::kernels::window::Window3 {{ input: [{}], output: [{}], kernel: [{}], strides: [{}], dilations: [{}], pads_begin: [{}], pads_end: [{}] }}",
                     fill(sizes(&g.y)?, "1"),
                     fill(sizes(&g.x)?, "1"),
-                    lit(&g.kernel),
+                    fill(sizes(&g.kernel)?, "1"),
                     lit(&g.strides),
                     lit(&g.dilations),
                     fill(pb, "0"),
@@ -313,6 +320,16 @@ fn wgsl(op: &ConvTranspose, cx: &super::WgslCx) -> Result<super::WgslKernel, Cod
             "acc".into(),
         ))
     })
+}
+
+/// A window's kernel: `kernel_shape`, which W's spatial dims must match, else W's spatial dims,
+/// bounded when W is a graph input.
+fn kernel_dims_of(cx: &mut ShapeCx, window: &crate::ir::Window, ws: &[DimExpr]) -> R<Vec<DimExpr>> {
+    if window.kernel_shape.is_empty() {
+        return Ok(ws.get(2..).unwrap_or_default().to_vec());
+    }
+    let k = kernel_of(cx, window, ws)?.ok_or("W's kernel dims are not known")?;
+    Ok(k.iter().map(|&v| c(v as i64)).collect())
 }
 
 /// A window's kernel: `kernel_shape`, which W's spatial dims must match, else W's fixed dims

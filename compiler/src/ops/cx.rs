@@ -344,7 +344,8 @@ impl<'a> EmitCx<'a> {
         let (xs, ys) = (self.dims(x)?, self.dims(y)?);
         match self.bounded {
             Some(bx) if xs[2..].iter().chain(ys.get(2..).unwrap_or(&[])).any(|d| d.as_const().is_none()) => {
-                Ok(bx.window(w, &win, &xs[2..], ys.get(2..).ok_or_else(|| self.err("output rank below 3"))?))
+                let ks: Vec<DimExpr> = kernel.iter().map(|&k| DimExpr::constant(k as i64)).collect();
+                Ok(bx.window(w, &win, &ks, &xs[2..], ys.get(2..).ok_or_else(|| self.err("output rank below 3"))?))
             }
             _ => Ok(crate::codegen::emit::nn::window_lit(&win)),
         }

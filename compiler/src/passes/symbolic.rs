@@ -534,14 +534,28 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             if xs.len() < 3 || ws.len() != xs.len() {
                 return Err(format!("Conv needs X and W of the same rank, at least 3 (got {} and {})", xs.len(), ws.len()));
             }
-            let kernel: Vec<i64> = ws[2..].iter().map(|d| d.as_const().ok_or_else(|| "the kernel size depends on a bounded dim".to_string())).collect::<R<_>>()?;
+            let kernel = conv_kernel(s, n, window, &ws)?;
             let group = match &n.op {
                 Op::Conv { group, .. } | Op::FusedConv { group, .. } => *group as i64,
                 _ => 1,
             };
             require_equal(s, n, "X's channels and W's input channels times group", &xs[1], &ws[1].scale(group))?;
+            if group > 1 {
+                require(s, n, Constraint { what: "group and W's output channels".into(), rel: Rel::Divides, left: c(group), right: ws[0].clone() })?;
+            }
             let mut d = vec![xs[0].clone(), ws[0].clone()];
             d.extend(window_out(window, &kernel, &xs[2..])?);
+            // A bounded kernel must fit the padded input (checked at run time; it also lets
+            // the kernel be pinned below its bound where the input's bound is smaller).
+            if !matches!(window.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+                let k = kernel.len();
+                for (i, kd) in kernel.iter().enumerate().filter(|(_, kd)| kd.as_const().is_none()) {
+                    let dil = window.dilations.get(i).copied().unwrap_or(1) as i64;
+                    let pads = if window.auto_pad == AutoPad::Valid { 0 } else { (window.pads.get(i).copied().unwrap_or(0) + window.pads.get(k + i).copied().unwrap_or(0)) as i64 };
+                    let extent = kd.sub(&c(1)).scale(dil).add(&c(1));
+                    require(s, n, Constraint { what: format!("the kernel extent and the padded input along spatial dim {i}"), rel: Rel::AtMost, left: extent, right: xs[2 + i].add(&c(pads)) })?;
+                }
+            }
             d
         }
         Op::Pool { window, .. } => {
@@ -549,7 +563,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             if xs.len() < 3 {
                 return Err(format!("pooling needs rank at least 3, got {}", xs.len()));
             }
-            let k: Vec<i64> = window.kernel_shape.iter().map(|&v| v as i64).collect();
+            let k: Vec<DimExpr> = window.kernel_shape.iter().map(|&v| c(v as i64)).collect();
             let mut d = xs[..2].to_vec();
             d.extend(window_out(window, &k, &xs[2..])?);
             // MaxPool's indices have the output's shape.
@@ -691,9 +705,28 @@ fn unify_at(s: &mut SymInfo, n: &Node, total: &DimExpr, known: &DimExpr) -> DimE
     known
 }
 
-/// Output spatial dims of a window with explicit pads (`auto_pad` NOTSET or VALID), as
-/// `geom::resolve` computes them for fixed sizes.
-fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> {
+/// A convolution's spatial kernel dims: `kernel_shape` (W's dims must equal it, checked at run
+/// time when they are bounded), else W's dims, which may be bounded too (W a graph input).
+pub fn conv_kernel(s: &mut SymInfo, n: &Node, window: &Window, ws: &[DimExpr]) -> R<Vec<DimExpr>> {
+    if window.kernel_shape.is_empty() {
+        return Ok(ws.get(2..).unwrap_or_default().to_vec());
+    }
+    if window.kernel_shape.len() + 2 != ws.len() {
+        return Err(format!("kernel_shape {:?} does not fit W's rank {}", window.kernel_shape, ws.len()));
+    }
+    let mut k = Vec::with_capacity(ws.len() - 2);
+    for (i, &v) in window.kernel_shape.iter().enumerate() {
+        let v = c(i64::try_from(v).map_err(|_| "kernel_shape out of range")?);
+        require_equal(s, n, &format!("kernel_shape and W's dim {}", i + 2), &ws[2 + i], &v)?;
+        k.push(v);
+    }
+    Ok(k)
+}
+
+/// Output spatial dims of a window, as `geom::resolve` computes them for fixed sizes. The
+/// kernel may be bounded (a convolution's W a graph input): the output then shrinks as it
+/// grows, and bounded buffers are sized for the least kernel.
+fn window_out(w: &Window, kernel: &[DimExpr], input: &[DimExpr]) -> R<Vec<DimExpr>> {
     let k = kernel.len();
     if input.len() != k {
         return Err(format!("input has {} spatial dims, kernel {k}", input.len()));
@@ -702,20 +735,20 @@ fn window_out(w: &Window, kernel: &[i64], input: &[DimExpr]) -> R<Vec<DimExpr>> 
     (0..k)
         .map(|i| {
             let (s, dil) = (or(&w.strides, i, 1), or(&w.dilations, i, 1));
-            if s < 1 || dil < 1 || kernel[i] < 1 {
+            if s < 1 || dil < 1 || kernel[i].as_const().is_some_and(|k| k < 1) {
                 return Err("kernel, strides and dilations must be positive".into());
             }
-            let dk = (kernel[i] - 1) * dil + 1;
+            let dk = kernel[i].sub(&c(1)).scale(dil).add(&c(1));
             if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
                 // ceil(len / s); the pads follow from it at run time.
                 return Ok(input[i].ceil_div(s));
             }
             let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (or(&w.pads, i, 0), or(&w.pads, k + i, 0)) };
-            let span = input[i].add(&c(pb + pe - dk));
+            let span = input[i].add(&c(pb + pe)).sub(&dk);
             if w.ceil_mode {
                 // The last-window correction (a window starting in the right padding is dropped)
                 // never applies when dk ≥ s + pe: ceil(span/s)·s < span + s ≤ len + pb.
-                if dk < s + pe {
+                if dk.as_const().is_none_or(|dk| dk < s + pe) {
                     return Err("ceil_mode pooling whose last window can start in the padding is not supported with bounded dims yet; pin them with --input".into());
                 }
                 return Ok(span.ceil_div(s).add(&c(1)));

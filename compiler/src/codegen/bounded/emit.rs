@@ -46,6 +46,56 @@ pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId, lw: Lowering) -> Opti
     Some((pack + col) * dt.size())
 }
 
+/// Scratch bytes of a Conv whose shapes depend on bounded dims, an upper bound over every size
+/// within the bounds: [`conv_scratch_at_bound`] when the kernel is fixed and every size grows
+/// with the dims; else (a bounded kernel, W a graph input) the GEMM's packing space and the
+/// whole im2col buffer, and the direct depthwise loop's plane, each at the largest channels,
+/// taps and output sizes the dims allow (`range`: each dim's least and greatest value), which
+/// every one of them grows with. `None` for other ops.
+pub(crate) fn conv_scratch_bound(g: &Graph, info: &SymInfo, id: NodeId, range: &dyn Fn(&str) -> Option<(i64, i64)>, lw: Lowering) -> Option<usize> {
+    let n = g.node(id);
+    let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
+    let at_bound = conv_scratch_at_bound(g, id, lw)?;
+    let shape = |v: Option<ValueId>| -> Option<Vec<DimExpr>> {
+        let v = v?;
+        info.shapes.get(&v).cloned().or_else(|| Some(fixed(g, Some(v))?.iter().map(|&d| DimExpr::constant(d as i64)).collect()))
+    };
+    let (xs, ws, ys) = (shape(n.inputs.first().copied().flatten())?, shape(n.inputs.get(1).copied().flatten())?, shape(n.outputs.first().copied())?);
+    let ks = kernel_dims(window, &ws);
+    if ks.iter().all(|k| k.as_const().is_some()) && xs.iter().chain(&ys).all(|e| e.is_monotone()) {
+        return Some(at_bound);
+    }
+    let most = |e: &DimExpr| usize::try_from(e.max_over(range)?.max(1)).ok();
+    let most_of = |es: &[DimExpr]| es.iter().map(most).collect::<Option<Vec<usize>>>();
+    let (kmax, omax) = (most_of(&ks)?, most_of(ys.get(2..)?)?);
+    let (c_in, c_out, group) = (most(xs.get(1)?)?, most(ws.first()?)?, (*group).max(1));
+    let taps = kmax.iter().try_fold(1usize, |a, &k| a.checked_mul(k))?;
+    let outs = omax.iter().try_fold(1usize, |a, &o| a.checked_mul(o))?;
+    let kdim = (c_in / group).checked_mul(taps)?;
+    let gemm = packed::scratch_len(c_out / group, kdim).checked_add(kdim.checked_mul(outs)?)?;
+    let (xb, wb) = (fixed(g, n.inputs.first().copied().flatten())?, fixed(g, n.inputs.get(1).copied().flatten())?);
+    let win_b = resolve(window, wb.get(2..)?, xb.get(2..)?).ok()?;
+    let pad3 = |v: &[usize]| -> Option<[usize; 3]> {
+        let mut a = [1usize; 3];
+        a.get_mut(3usize.checked_sub(v.len())?..)?.copy_from_slice(v);
+        Some(a)
+    };
+    let win = Window3 { output: pad3(&omax)?, kernel: pad3(&kmax)?, ..win_b };
+    let plane = conv_scratch_len(&ConvDims { batch: 1, c_in: group, c_out: group, group }, &win);
+    let dt = g.tensor_type(n.inputs.first().copied().flatten()?)?.dtype;
+    Some(at_bound.max(gemm.max(plane).checked_mul(dt.size())?))
+}
+
+/// A convolution's spatial kernel dims: `kernel_shape` (which W's dims are checked to equal),
+/// else W's spatial dims, bounded when W is a graph input.
+fn kernel_dims(window: &Window, ws: &[DimExpr]) -> Vec<DimExpr> {
+    if window.kernel_shape.is_empty() {
+        ws.get(2..).unwrap_or_default().to_vec()
+    } else {
+        window.kernel_shape.iter().map(|&k| DimExpr::constant(k as i64)).collect()
+    }
+}
+
 impl Bx<'_> {
     pub(super) fn err(&self, n: &Node, reason: impl Into<String>) -> CodegenError {
         self.cx.err(n, reason)
@@ -102,10 +152,24 @@ impl Bx<'_> {
         })
     }
 
-    /// A `Window3` literal: the static geometry at the bounds with the spatial input and output
-    /// sizes from the run-time table.
-    pub(crate) fn window(&self, w: &Window, win_at_bound: &Window3, xs: &[DimExpr], ys: &[DimExpr]) -> String {
+    /// A `Window3` literal: the static geometry at the bounds with the spatial input, output
+    /// and kernel (`ks`, bounded for a convolution whose W is a graph input) sizes from the
+    /// run-time table.
+    pub(crate) fn window(&self, w: &Window, win_at_bound: &Window3, ks: &[DimExpr], xs: &[DimExpr], ys: &[DimExpr]) -> String {
         let k = xs.len();
+        // The dilated kernel extent `(k − 1)·d + 1` of spatial dim `i`, and its code.
+        let extent = |i: usize| ks.get(i).cloned().unwrap_or_else(|| DimExpr::constant(win_at_bound.kernel[3 - k + i] as i64)).sub(&DimExpr::constant(1)).scale(win_at_bound.dilations[3 - k + i] as i64).add(&DimExpr::constant(1));
+        let extent_code = |i: usize| match extent(i).as_const() {
+            Some(dk) => format!("{dk}"),
+            None => format!("(({} - 1) * {} + 1)", self.sizes.dim(&ks[i]), win_at_bound.dilations[3 - k + i]),
+        };
+        let kernel = if ks.iter().all(|d| d.as_const().is_some()) {
+            format!("{:?}", win_at_bound.kernel)
+        } else {
+            let mut a: Vec<String> = vec!["1".into(); 3 - k];
+            a.extend(ks.iter().map(|d| self.sizes.dim(d)));
+            format!("[{}]", a.join(", "))
+        };
         let fill = |v: &[DimExpr]| {
             let mut a: Vec<String> = vec!["1usize".into(); 3 - k];
             a.extend(v.iter().map(|d| self.sizes.dim(d)));
@@ -118,16 +182,15 @@ impl Bx<'_> {
             // derived size `len + pads − extent + 1` that `forward` checks is at least 1.
             for (i, x) in xs.iter().enumerate() {
                 let j = 3 - k + i;
-                let dk = ((win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1) as i64;
                 let pads = (win_at_bound.pads_begin[j] + win_at_bound.pads_end[j]) as i64;
-                let _ = self.sizes.dim(&x.add(&DimExpr::constant(pads - dk + 1)));
+                let _ = self.sizes.dim(&x.add(&DimExpr::constant(pads + 1)).sub(&extent(i)));
             }
         }
         if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
             // SAME pads depend on the size: total = (out − 1)·s + dk − len, split as geom::resolve.
             for i in 0..k {
                 let j = 3 - k + i;
-                let dk = (win_at_bound.kernel[j] - 1) * win_at_bound.dilations[j] + 1;
+                let dk = extent_code(i);
                 let total = format!("(({} - 1) * {} + {dk}).saturating_sub({})", self.sizes.dim(&ys[i]), win_at_bound.strides[j], self.sizes.dim(&xs[i]));
                 let (small, big) = (format!("(({total}) / 2) as isize"), format!("(({total}) - ({total}) / 2) as isize"));
                 if w.auto_pad == AutoPad::SameUpper {
@@ -138,10 +201,9 @@ impl Bx<'_> {
             }
         }
         format!(
-            "rt::kernels::window::Window3 {{ input: {}, output: {}, kernel: {:?}, strides: {:?}, dilations: {:?}, pads_begin: [{}], pads_end: [{}] }}",
+            "rt::kernels::window::Window3 {{ input: {}, output: {}, kernel: {kernel}, strides: {:?}, dilations: {:?}, pads_begin: [{}], pads_end: [{}] }}",
             fill(xs),
             fill(ys),
-            win_at_bound.kernel,
             win_at_bound.strides,
             win_at_bound.dilations,
             pb.join(", "),
@@ -195,14 +257,15 @@ impl Bx<'_> {
                 let (xb, wb) = (fixed(g, Some(x)).unwrap_or_default(), fixed(g, Some(wv)).unwrap_or_default());
                 let (Some(wk), Some(xsp)) = (wb.get(2..), xb.get(2..)) else { return Err(self.err(n, "Conv needs rank at least 3")) };
                 let win_b = resolve(window, wk, xsp).map_err(|e| self.err(n, e))?;
-                let win = self.window(window, &win_b, &xs[2..], &ys[2..]);
+                let win = self.window(window, &win_b, &kernel_dims(window, &ws), &xs[2..], &ys[2..]);
                 let d = format!(
                     "rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }}",
                     self.sizes.dim(&xs[0]),
                     self.sizes.dim(&xs[1]),
                     self.sizes.dim(&ws[0])
                 );
-                let col_bytes = conv_scratch_at_bound(g, id, self.cx.lowering).unwrap_or(0);
+                // The plan's scratch: `conv_scratch_bound`.
+                let col_bytes = self.cx.plan.scratch.get(&id).map_or(0, |s| s.bytes);
                 let col = self.cx.scratch(n, id, "f32", col_bytes / 4)?;
                 let ep = match &n.op {
                     Op::FusedConv { act, .. } => format!(

@@ -132,10 +132,22 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
             return Err(graph_err(format!("Reshape `{name}`"), "was folded away at the bounds; pin the dims with --input"));
         }
     }
+    // Buffers are sized for the largest size over the box of dims, each in 1..= its pinned
+    // value: the size at the bounds when every dim of a value grows with the dims, else more
+    // (a conv output `x + 1 - k` is largest at the least kernel k, not at the bounds).
+    let range = |n: &str| bound(n).map(|b| (1, b));
+    let mut most: HashMap<ValueId, usize> = HashMap::new();
     for (v, ex) in &info.shapes {
-        // Buffers are sized at the bounds: a size that could be larger below them is refused.
         if let Some(e) = ex.iter().find(|e| !e.is_monotone()) {
-            return Err(graph_err(format!("value `{}`", g.value(*v).name), format!("has a size {e} that can shrink as a bounded dim grows; pin the dims with --input")));
+            let name = &g.value(*v).name;
+            // A constant (a fill folded at the bounds) has its size at the bounds.
+            if !matches!(g.value(*v).kind, ValueKind::Node(_)) {
+                return Err(graph_err(format!("value `{name}`"), format!("has a size {e} that can shrink as a bounded dim grows; pin the dims with --input")));
+            }
+            let elems = ex.iter().try_fold(1usize, |a, e| a.checked_mul(usize::try_from(e.max_over(&range)?.max(1)).ok()?));
+            let dt = g.tensor_type(*v).map_or(1, |t| t.dtype.size());
+            let bytes = elems.and_then(|n| n.checked_mul(dt)).ok_or_else(|| graph_err(format!("value `{name}`"), "is too large within the bounds"))?;
+            most.insert(*v, bytes);
         }
         let at_bound: Option<Vec<usize>> = ex.iter().map(|e| e.eval(&bound).map(|x| x.max(0) as usize)).collect();
         let fixed = g.tensor_type(*v).and_then(|t| t.shape.as_ref()?.as_fixed());
@@ -146,7 +158,7 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
             ));
         }
     }
-    let plan = plan_bounded(&g, &info, &bound)?;
+    let plan = plan_bounded(&g, &info, &range, &most)?;
     build(&g, &plan, &info, &dims, &sym_inputs, opts)
 }
 
@@ -201,7 +213,8 @@ fn forced_dims(g: &Graph, info: &SymInfo, dims: &[(String, usize)]) -> Result<Ha
         }
     }
     // `d == R(other dims)` with R monotone: d never exceeds R at the others' bounds, so a
-    // smaller value than d's bound is where the graph is valid. Each pin lowers a dim, so this
+    // smaller value than d's bound is where the graph is valid; nor, for `a·d + e <= R`
+    // (a > 0: a kernel that must fit its input), (R − e) / a. Each pin lowers a dim, so this
     // ends.
     let limit = |forced: &HashMap<String, i64>, n: &str| forced.get(n).copied().or_else(|| dims.iter().find(|(d, _)| d == n).map(|(_, b)| *b as i64));
     let mut changed = true;
@@ -224,6 +237,21 @@ fn forced_dims(g: &Graph, info: &SymInfo, dims: &[(String, usize)]) -> Result<Ha
                 let (Some(at), Some(now)) = (r.eval(&|n| limit(&forced, n)), limit(&forced, name)) else { continue };
                 if (1..now).contains(&at) {
                     forced.insert(name.clone(), at);
+                    changed = true;
+                }
+            }
+        }
+        for c in info.constraints.iter().filter(|c| c.rel == crate::ir::Rel::AtMost) {
+            for (name, _) in dims {
+                let e = c.left.substitute(name, &DimExpr::constant(0));
+                let Some(a) = c.left.sub(&e).exact_div(&DimExpr::var(name)).and_then(|a| a.as_const()) else { continue };
+                let r = c.right.sub(&e);
+                if a < 1 || c.right.vars().contains(name) || r.as_const().is_some() || !r.is_monotone() {
+                    continue;
+                }
+                let (Some(at), Some(now)) = (r.eval(&|n| limit(&forced, n)), limit(&forced, name)) else { continue };
+                if (1..now).contains(&at.div_euclid(a)) {
+                    forced.insert(name.clone(), at.div_euclid(a));
                     changed = true;
                 }
             }
@@ -327,24 +355,38 @@ fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
     n.inputs.iter().flatten().chain(&n.outputs).any(|&v| info.is_symbolic(v))
 }
 
-/// The memory plan at the bounds. Symbolic convolutions get the whole im2col buffer at the
+/// The memory plan at the bounds, with the buffers `most` gives more than their size at the
+/// bounds. Symbolic convolutions get the whole im2col buffer at the
 /// bound as scratch (the runtime's tiling picks a tile per size, and a smaller size can ask
 /// for a larger tile); in place is kept to unary ops and to ops of `crate::ops` that allow it, whose output has
 /// the input's shape.
-fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) -> Result<MemoryPlan, CodegenError> {
-    let _ = bound;
-    let scratch = |g: &Graph, id| {
-        if node_is_symbolic(g, info, id) {
-            if let Some(b) = emit::conv_scratch_at_bound(g, id, Lowering::EXACT) {
-                return b;
-            }
+fn plan_bounded(g: &Graph, info: &SymInfo, range: &dyn Fn(&str) -> Option<(i64, i64)>, most: &HashMap<ValueId, usize>) -> Result<MemoryPlan, CodegenError> {
+    let mut scratch_of = HashMap::new();
+    for id in (0..g.nodes.len()).map(|i| crate::ir::NodeId(i as u32)) {
+        if !node_is_symbolic(g, info, id) {
+            continue;
         }
-        super::emit::scratch_bytes(g, id, Lowering::EXACT)
-    };
+        let b = match emit::conv_scratch_bound(g, info, id, range, Lowering::EXACT) {
+            Some(b) => b,
+            None => {
+                let b = super::emit::scratch_bytes(g, id, Lowering::EXACT);
+                // Other ops size their scratch at the bounds, too small for a size that is
+                // larger below them.
+                let n = g.node(id);
+                if b > 0 && n.inputs.iter().flatten().chain(&n.outputs).any(|v| most.contains_key(v)) {
+                    return Err(graph_err(format!("node `{}` ({})", n.name, n.op.name()), "needs scratch for sizes larger below the bounds than at them; pin the dims with --input"));
+                }
+                b
+            }
+        };
+        scratch_of.insert(id, b);
+    }
+    let scratch = |g: &Graph, id| scratch_of.get(&id).copied().unwrap_or_else(|| super::emit::scratch_bytes(g, id, Lowering::EXACT));
     let inplace = |g: &Graph, id, i| {
         super::emit::can_inplace(g, id, i) && (!node_is_symbolic(g, info, id) || matches!(g.node(id).op, Op::Unary(_) | Op::Def(_)))
     };
-    Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace, ..PlanOptions::default() })?)
+    let bytes = |_: &Graph, v| most.get(&v).copied();
+    Ok(memory::plan(g, &PlanOptions { scratch: &scratch, can_inplace: &inplace, bytes: &bytes, ..PlanOptions::default() })?)
 }
 
 pub use names::dim_field;
