@@ -239,6 +239,7 @@ impl Bx<'_> {
                 crate::codegen::emit::emit_movement(&crate::ops::EmitCx::bounded(self, id))
             }
             Op::Slice => self.slice(n, out, od),
+            Op::Scan { .. } => crate::codegen::emit::control::emit_scan(&crate::ops::EmitCx::bounded(self, id)),
             _ => Err(self.unsupported(n)),
         }
     }

@@ -133,8 +133,15 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
             return Err(graph_err(format!("Reshape `{name}`"), "was folded away at the bounds; pin the dims with --input"));
         }
     }
+    check_at_bounds(&g, &info, &bound)?;
+    let plan = plan_bounded(&g, &info)?;
+    build(&g, &plan, &info, &dims, &sym_inputs, opts)
+}
+
+/// Buffers are sized at the bounds: every analysed shape must be the static one there, and
+/// none may be larger below them. Scan bodies too.
+fn check_at_bounds(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) -> Result<(), CodegenError> {
     for (v, ex) in &info.shapes {
-        // Buffers are sized at the bounds: a size that could be larger below them is refused.
         if let Some(e) = ex.iter().find(|e| !e.is_monotone()) {
             return Err(graph_err(format!("value `{}`", g.value(*v).name), format!("has a size {e} that can shrink as a bounded dim grows; pin the dims with --input")));
         }
@@ -147,8 +154,12 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
             ));
         }
     }
-    let plan = plan_bounded(&g, &info, &bound)?;
-    build(&g, &plan, &info, &dims, &sym_inputs, opts)
+    for (&id, sub) in &info.subs {
+        if let Op::Scan { body, .. } = &g.node(id).op {
+            check_at_bounds(&super::with_output_copies(body).unwrap_or_else(|| (**body).clone()), sub, bound)?;
+        }
+    }
+    Ok(())
 }
 
 /// `e` at the pinned dims, as a constant (itself when a dim has no value).
@@ -223,23 +234,26 @@ fn unique_node_names(g: &mut Graph) {
     }
 }
 
-/// Whether node `id` reads or writes a value whose dims depend on a named dim.
-fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
+/// Whether node `id` reads or writes a value whose dims depend on a named dim (or has a body
+/// that does).
+pub(crate) fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
     let n = g.node(id);
-    n.inputs.iter().flatten().chain(&n.outputs).any(|&v| info.is_symbolic(v))
+    info.subs.contains_key(&id) || n.inputs.iter().flatten().chain(&n.outputs).any(|&v| info.is_symbolic(v))
 }
 
 /// The memory plan at the bounds. Symbolic convolutions get the whole im2col buffer at the
 /// bound as scratch (the runtime's tiling picks a tile per size, and a smaller size can ask
 /// for a larger tile); in place is kept to unary ops and to ops of `crate::ops` that allow it, whose output has
 /// the input's shape.
-fn plan_bounded(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>) -> Result<MemoryPlan, CodegenError> {
-    let _ = bound;
+pub(crate) fn plan_bounded(g: &Graph, info: &SymInfo) -> Result<MemoryPlan, CodegenError> {
     let scratch = |g: &Graph, id| {
         if node_is_symbolic(g, info, id) {
             if let Some(b) = emit::conv_scratch_at_bound(g, id, Lowering::EXACT) {
                 return b;
             }
+        }
+        if let Some(sub) = info.subs.get(&id) {
+            return super::emit::control::scan_scratch_bounded(g, id, sub);
         }
         super::emit::scratch_bytes(g, id, Lowering::EXACT)
     };
