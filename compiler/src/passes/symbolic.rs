@@ -640,7 +640,7 @@ fn scan(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo) -> R<()> {
         }
         let Some(ov) = (0..g.values.len()).rev().map(|o| ValueId(o as u32)).find(|&o| g.value(o).name == bv.name) else { continue };
         if s.dim_valued(ov) {
-            return Err(unsupported(n));
+            return Err(format!("the body reads `{}`, computed from bounded dims; pin them with --input", bv.name));
         }
         if let Ok(d) = shape_of(g, s, ov) {
             ins.insert(ValueId(k as u32), d);

@@ -105,6 +105,13 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
         }
     }
     crate::passes::prepare(&mut g)?;
+    // Counted loops whose shapes change with the iteration (a Slice at `i`) unroll into
+    // copies of static shapes, as the fixed-shape harness does.
+    let forms = crate::passes::unseq::unroll_sequences(&mut g, &[])?;
+    if !forms.iter().all(|f| matches!(f, crate::passes::unseq::OutputForm::Tensor)) {
+        return Err(graph_err("the outputs", "include sequences or optionals, which bounded dims do not support"));
+    }
+    crate::passes::prepare(&mut g)?;
     if opts.fuse {
         g = super::optimize(&g)?.0;
     } else {
