@@ -109,7 +109,13 @@ pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Tar
 
 /// [`analyze`], deciding comparisons of dims at the values `at` (each with its guard).
 pub fn analyze_at(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets, at: &HashMap<String, i64>) -> Result<SymInfo, PassError> {
-    let mut s = SymInfo { shapes: inputs.clone(), at: at.clone(), ..SymInfo::default() };
+    analyze_in(g, inputs, HashMap::new(), targets, at)
+}
+
+/// [`analyze_at`] with the contents of some integer values known (a Scan body's reads of the
+/// enclosing graph's shape values).
+fn analyze_in(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, ints: HashMap<ValueId, Vec<DimExpr>>, targets: &Targets, at: &HashMap<String, i64>) -> Result<SymInfo, PassError> {
+    let mut s = SymInfo { shapes: inputs.clone(), ints, at: at.clone(), ..SymInfo::default() };
     for (i, v) in g.values.iter().enumerate() {
         if let (crate::ir::ValueKind::Const(_), Some(sh)) = (&v.kind, targets.get(&fill_key(&v.name))) {
             s.shapes.insert(ValueId(i as u32), sh.clone());
@@ -169,7 +175,7 @@ fn node(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> 
         return Ok(());
     }
     if matches!(n.op, Op::Scan { .. }) {
-        return scan(g, id, n, s);
+        return scan(g, id, n, s, targets);
     }
     match rule(g, n, s, targets, &ins) {
         Ok(shape) => {
@@ -612,14 +618,14 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
 /// A Scan: its body analysed with its inputs' dims over the named dims (the states as given,
 /// each scan input without its scan axis, the enclosing graph's values it reads, by name).
 /// The trip count is the scan inputs' common length; a state keeps its dims across iterations.
-fn scan(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo) -> R<()> {
+fn scan(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
     let Op::Scan { body, num_scan_inputs: m, input_axes, output_axes, .. } = &n.op else { return Err(unsupported(n)) };
     let body = crate::codegen::with_output_copies(body).unwrap_or_else(|| (**body).clone());
     let n_state = n.inputs.len().checked_sub(*m).ok_or("fewer inputs than num_scan_inputs")?;
     if body.inputs.len() != n.inputs.len() || body.outputs.len() != n.outputs.len() || n.outputs.len() < n_state {
         return Err("the body's inputs and outputs do not match the node's".into());
     }
-    let mut ins = HashMap::new();
+    let (mut ins, mut ints) = (HashMap::new(), HashMap::new());
     let mut len: Option<DimExpr> = None;
     for (i, (&v, &b)) in n.inputs.iter().zip(&body.inputs).enumerate() {
         let mut d = shape_of(g, s, v.ok_or_else(|| format!("input #{i} is missing"))?)?;
@@ -639,14 +645,17 @@ fn scan(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo) -> R<()> {
             continue;
         }
         let Some(ov) = (0..g.values.len()).rev().map(|o| ValueId(o as u32)).find(|&o| g.value(o).name == bv.name) else { continue };
-        if s.dim_valued(ov) {
-            return Err(format!("the body reads `{}`, computed from bounded dims; pin them with --input", bv.name));
-        }
         if let Ok(d) = shape_of(g, s, ov) {
             ins.insert(ValueId(k as u32), d);
         }
+        if let Some(v) = s.ints.get(&ov) {
+            ints.insert(ValueId(k as u32), v.clone());
+        }
     }
-    let sub = analyze_at(&body, &ins, &Targets::new(), &s.at).map_err(|e| format!("body: {e}"))?;
+    // The body's recorded targets, under the node's prefix (see `reshape_targets`).
+    let prefix = sub_prefix(&n.name);
+    let body_targets: Targets = targets.iter().filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone()))).collect();
+    let sub = analyze_in(&body, &ins, ints, &body_targets, &s.at).map_err(|e| format!("body: {e}"))?;
     // Dim values computing data in the body would be folded at the bounds.
     for bn in &body.nodes {
         if bn.inputs.iter().enumerate().any(|(i, v)| v.is_some_and(|v| sub.dim_valued(v)) && !sub.reads_as_shape(bn, i)) {
@@ -863,6 +872,19 @@ pub fn slice_plan(g: &Graph, n: &Node, xs: &[DimExpr]) -> R<SlicePlan> {
 pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &HashMap<String, i64>) -> Result<(Targets, SymInfo), PassError> {
     let info = analyze_at(g, inputs, &Targets::new(), at)?;
     let mut out = Targets::new();
+    record_targets(g, &info, "", &mut out);
+    Ok((out, info))
+}
+
+/// The prefix of the targets recorded in Scan `name`'s body.
+fn sub_prefix(name: &str) -> String {
+    format!("\0sub:{name}\0")
+}
+
+/// [`reshape_targets`] of graph `g` analysed as `info`, keys prefixed with `prefix`; Scan
+/// bodies recursively, under their node's prefix (when their node names are unique).
+fn record_targets(g: &Graph, info: &SymInfo, prefix: &str, out: &mut Targets) {
+    let key = |k: String| format!("{prefix}{k}");
     for n in &g.nodes {
         // Data movement of a fill is the same fill at its own shape (a zero initial state
         // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
@@ -872,10 +894,10 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &
             Op::Def(d) => n.inputs.len() == 1 && d.forwards_values(&[]) == Some(0),
             _ => false,
         };
-        let from_fill = n.inputs.first().copied().flatten().is_some_and(|v| out.contains_key(&fill_key(&g.value(v).name)));
+        let from_fill = n.inputs.first().copied().flatten().is_some_and(|v| out.contains_key(&key(fill_key(&g.value(v).name))));
         if let (true, true, Some(&o)) = (moves, from_fill, n.outputs.first()) {
             if let Some(sh) = info.shapes.get(&o).filter(|sh| sh.iter().any(|d| d.as_const().is_none())) {
-                out.insert(fill_key(&g.value(o).name), sh.clone());
+                out.insert(key(fill_key(&g.value(o).name)), sh.clone());
             }
         }
         let at = match n.op {
@@ -887,27 +909,35 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &
         if let Some(t) = info.ints.get(&tv).filter(|t| t.iter().any(|d| d.as_const().is_none())) {
             match (&n.op, n.outputs.first()) {
                 (Op::ConstantOfShape { .. }, Some(&o)) => {
-                    out.insert(format!("\0cos:{}", n.name), t.clone());
-                    out.insert(fill_key(&g.value(o).name), t.clone());
+                    out.insert(key(format!("\0cos:{}", n.name)), t.clone());
+                    out.insert(key(fill_key(&g.value(o).name)), t.clone());
                 }
                 (Op::Expand, Some(&o)) => {
-                    out.insert(format!("\0exp:{}", n.name), t.clone());
+                    out.insert(key(format!("\0exp:{}", n.name)), t.clone());
                     // Expanding one constant element is a fill too (folded at the bounds).
                     let xv = n.inputs.first().copied().flatten();
                     if xv.and_then(|v| g.const_value(v)).is_some_and(|c| c.numel() == 1) {
                         let xs = xv.and_then(|v| info.shapes.get(&v).cloned().or_else(|| g.tensor_type(v)?.shape.as_ref()?.as_fixed().map(|d| d.iter().map(|&e| c(e as i64)).collect())));
                         if let Some(sh) = xs.and_then(|xs| broadcast(&mut SymInfo::default(), n, &xs, t).ok()) {
-                            out.insert(fill_key(&g.value(o).name), sh);
+                            out.insert(key(fill_key(&g.value(o).name)), sh);
                         }
                     }
                 }
                 _ => {
-                    out.insert(n.name.clone(), t.clone());
+                    out.insert(key(n.name.clone()), t.clone());
                 }
             }
         }
     }
-    Ok((out, info))
+    for (&id, sub) in &info.subs {
+        let n = g.node(id);
+        let Op::Scan { body, .. } = &n.op else { continue };
+        let body = crate::codegen::with_output_copies(body).unwrap_or_else(|| (**body).clone());
+        let mut names = std::collections::HashSet::new();
+        if body.nodes.iter().all(|b| !b.name.is_empty() && names.insert(&b.name)) {
+            record_targets(&body, sub, &format!("{prefix}{}", sub_prefix(&n.name)), out);
+        }
+    }
 }
 
 /// Values computed from named dims may only feed shape computations and Reshape targets:
