@@ -622,7 +622,7 @@ fn scan(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> 
     let Op::Scan { body, num_scan_inputs: m, input_axes, output_axes, .. } = &n.op else { return Err(unsupported(n)) };
     let body = crate::codegen::with_output_copies(body).unwrap_or_else(|| (**body).clone());
     let n_state = n.inputs.len().checked_sub(*m).ok_or("fewer inputs than num_scan_inputs")?;
-    if body.inputs.len() != n.inputs.len() || body.outputs.len() != n.outputs.len() || n.outputs.len() < n_state {
+    if body.inputs.len() != n.inputs.len() || body.outputs.len() < n.outputs.len() || n.outputs.len() < n_state {
         return Err("the body's inputs and outputs do not match the node's".into());
     }
     let (mut ins, mut ints) = (HashMap::new(), HashMap::new());

@@ -58,7 +58,7 @@ fn scan_plan(g: &Graph, n: &Node, lw: Lowering, info: Option<&SymInfo>) -> Resul
         return Err("not a Scan".into());
     };
     let n_state = n.inputs.len().checked_sub(*m).ok_or("fewer inputs than num_scan_inputs")?;
-    if body.inputs.len() != n.inputs.len() || body.outputs.len() != n.outputs.len() || n.outputs.len() < n_state {
+    if body.inputs.len() != n.inputs.len() || body.outputs.len() < n.outputs.len() || n.outputs.len() < n_state {
         return Err("the body's inputs and outputs do not match the node's".into());
     }
     if *m == 0 {
