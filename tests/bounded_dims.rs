@@ -350,6 +350,39 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     assert_eq!(check_against_interpreter(&g, "bounded-hand-built", &sizes.map(|s| (s.to_vec(), vec![s[0], s[2], s[3]]))), (4, 0));
 }
 
+/// A Scan over a bounded axis whose slices have a bounded dim: its body is compiled once for
+/// the bounded dims (a state, a reversed scan input, a scan output along axis 1, a value of
+/// the enclosing graph read in the body) and matches the interpreter at every size.
+#[test]
+fn scan_over_bounded_dims_matches_the_interpreter() {
+    use burnc_compiler::ir::{BinaryOp, DType, Dim, Graph, Op, ReduceOp, Shape, TensorType, ValueKind, ValueType};
+    let bounded = |name: &str, b: usize| Dim::Sym { name: name.into(), bound: Some(b) };
+    let mut g = Graph::default();
+    let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![bounded("n", 4), bounded("k", 3)])) });
+    let x = g.add_value("x", ty, ValueKind::Input);
+    g.inputs.push(x);
+    let axes = g.add_const("axes", Tensor::from_i64s(vec![1], vec![0]));
+    let reduce = |op| Op::Reduce { op, axes: None, keepdims: false, noop_with_empty_axes: false };
+    let init = g.add_node("init", reduce(ReduceOp::Sum), vec![Some(x), Some(axes)], &["init_out".to_string()]).1[0]; // [k]
+    // [k], read by the body by name.
+    g.add_node("mx", reduce(ReduceOp::Max), vec![Some(x), Some(axes)], &["mx_out".to_string()]);
+    // body(state, slice) = (state + slice, (state + slice) * mx)
+    let mut body = Graph::default();
+    let unknown = || ValueType::Tensor(TensorType { dtype: DType::F32, shape: None });
+    let st = body.add_value("st", unknown(), ValueKind::Input);
+    let sl = body.add_value("sl", unknown(), ValueKind::Input);
+    let outer = body.add_value("mx_out", unknown(), ValueKind::Outer);
+    body.inputs = vec![st, sl];
+    let sum = body.add_node("add", Op::Binary(BinaryOp::Add), vec![Some(st), Some(sl)], &["sum".to_string()]).1[0];
+    let y = body.add_node("mul", Op::Binary(BinaryOp::Mul), vec![Some(sum), Some(outer)], &["y".to_string()]).1[0];
+    body.outputs = vec![sum, y];
+    let scan = Op::Scan { body: Box::new(body), num_scan_inputs: 1, input_axes: vec![0], output_axes: vec![1], input_directions: vec![1], output_directions: vec![0] };
+    let outs = g.add_node("scan", scan, vec![Some(init), Some(x)], &["last".to_string(), "ys".to_string()]).1; // [k], [k, n]
+    g.outputs = vec![outs[1]];
+    let sizes: Vec<(Vec<usize>, Vec<usize>)> = (1..=4).flat_map(|n| (1..=3).map(move |k| (vec![n, k], vec![n, k]))).collect();
+    assert_eq!(check_against_interpreter(&g, "bounded-scan", &sizes), (12, 0));
+}
+
 /// Compile `g` (bounded dims) once, run it at each `(input shape, dims)` and compare with the
 /// interpreter on the same input.
 /// Returns how many sizes matched and how many broadcasts of a bounded 1 were refused.

@@ -205,8 +205,22 @@ impl<'a> EmitCx<'a> {
         EmitCx { cx: bx.cx, bounded: Some(bx), id, n: bx.cx.g.node(id) }
     }
 
-    pub fn node(&self) -> &Node {
+    pub fn node(&self) -> &'a Node {
         self.n
+    }
+
+    pub(crate) fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The codegen context the node is emitted in (control flow emits its subgraphs there).
+    pub(crate) fn ctx(&self) -> &'a Ctx<'a> {
+        self.cx
+    }
+
+    /// The bounded-dims emitter, under bounded dims.
+    pub(crate) fn bx(&self) -> Option<&'a Bx<'a>> {
+        self.bounded
     }
 
     pub fn err(&self, reason: impl Into<String>) -> CodegenError {

@@ -8,7 +8,7 @@
 //! at the bound's sizes, and the analysis of the folded graph takes the recorded target instead.
 use super::infer::node_err;
 use super::PassError;
-use crate::ir::{AutoPad, BinaryOp, Constraint, DimExpr, Graph, Node, Op, Rel, UnaryOp, ValueId, Window};
+use crate::ir::{AutoPad, BinaryOp, Constraint, DimExpr, Graph, Node, NodeId, Op, Rel, UnaryOp, ValueId, ValueKind, Window};
 use std::collections::HashMap;
 
 /// What the analysis knows: each tensor's dims, and the contents of 1-D / scalar integer
@@ -25,6 +25,9 @@ pub struct SymInfo {
     /// What keeps each decided comparison as decided (`q_heads == kv_heads`), for `forward`
     /// to check: the graph folds it at the bounds.
     pub guards: Vec<Constraint>,
+    /// The analysis of each Scan body that depends on a named dim, by node; the body is the
+    /// one codegen emits (outputs that are not node outputs copied, as `with_output_copies`).
+    pub subs: HashMap<NodeId, SymInfo>,
 }
 
 impl SymInfo {
@@ -106,14 +109,20 @@ pub fn analyze(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Tar
 
 /// [`analyze`], deciding comparisons of dims at the values `at` (each with its guard).
 pub fn analyze_at(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, targets: &Targets, at: &HashMap<String, i64>) -> Result<SymInfo, PassError> {
-    let mut s = SymInfo { shapes: inputs.clone(), at: at.clone(), ..SymInfo::default() };
+    analyze_in(g, inputs, HashMap::new(), targets, at)
+}
+
+/// [`analyze_at`] with the contents of some integer values known (a Scan body's reads of the
+/// enclosing graph's shape values).
+fn analyze_in(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, ints: HashMap<ValueId, Vec<DimExpr>>, targets: &Targets, at: &HashMap<String, i64>) -> Result<SymInfo, PassError> {
+    let mut s = SymInfo { shapes: inputs.clone(), ints, at: at.clone(), ..SymInfo::default() };
     for (i, v) in g.values.iter().enumerate() {
         if let (crate::ir::ValueKind::Const(_), Some(sh)) = (&v.kind, targets.get(&fill_key(&v.name))) {
             s.shapes.insert(ValueId(i as u32), sh.clone());
         }
     }
-    for n in &g.nodes {
-        node(g, n, &mut s, targets).map_err(|reason| node_err(n, reason))?;
+    for (i, n) in g.nodes.iter().enumerate() {
+        node(g, NodeId(i as u32), n, &mut s, targets).map_err(|reason| node_err(n, reason))?;
     }
     Ok(s)
 }
@@ -143,7 +152,7 @@ fn input(n: &Node, i: usize) -> R<ValueId> {
     n.inputs.get(i).copied().flatten().ok_or_else(|| format!("missing input #{i}"))
 }
 
-fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
+fn node(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
     let ins: Vec<Option<Vec<DimExpr>>> = n.inputs.iter().map(|i| i.and_then(|v| shape_of(g, s, v).ok())).collect();
     let sym_ints = n.inputs.iter().flatten().any(|v| s.ints.get(v).is_some_and(|i| i.iter().any(|d| d.as_const().is_none())));
     let sym_shapes = n.inputs.iter().flatten().any(|v| s.is_symbolic(*v));
@@ -160,9 +169,13 @@ fn node(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
             }
         }
     };
-    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. } | Op::Size) {
+    // A Scan body may read named dims' tensors of the enclosing graph: always analysed.
+    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. } | Op::Size | Op::Scan { .. }) {
         statik(s);
         return Ok(());
+    }
+    if matches!(n.op, Op::Scan { .. }) {
+        return scan(g, id, n, s, targets);
     }
     match rule(g, n, s, targets, &ins) {
         Ok(shape) => {
@@ -617,6 +630,85 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
     Ok(shape)
 }
 
+/// A Scan: its body analysed with its inputs' dims over the named dims (the states as given,
+/// each scan input without its scan axis, the enclosing graph's values it reads, by name).
+/// The trip count is the scan inputs' common length; a state keeps its dims across iterations.
+fn scan(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> R<()> {
+    let Op::Scan { body, num_scan_inputs: m, input_axes, output_axes, .. } = &n.op else { return Err(unsupported(n)) };
+    let body = crate::codegen::with_output_copies(body).unwrap_or_else(|| (**body).clone());
+    let n_state = n.inputs.len().checked_sub(*m).ok_or("fewer inputs than num_scan_inputs")?;
+    if body.inputs.len() != n.inputs.len() || body.outputs.len() < n.outputs.len() || n.outputs.len() < n_state {
+        return Err("the body's inputs and outputs do not match the node's".into());
+    }
+    let (mut ins, mut ints) = (HashMap::new(), HashMap::new());
+    let mut len: Option<DimExpr> = None;
+    for (i, (&v, &b)) in n.inputs.iter().zip(&body.inputs).enumerate() {
+        let mut d = shape_of(g, s, v.ok_or_else(|| format!("input #{i} is missing"))?)?;
+        if i >= n_state {
+            let j = i - n_state;
+            let l = d.remove(norm_axis(input_axes.get(j).copied().unwrap_or(0), d.len())?);
+            match &len {
+                Some(first) => require_equal(s, n, &format!("scan input #{j}'s length along its axis"), first, &l)?,
+                None => len = Some(l),
+            }
+        }
+        ins.insert(b, d);
+    }
+    let len = len.ok_or("Scan without scan inputs")?;
+    for (k, bv) in body.values.iter().enumerate() {
+        if !matches!(bv.kind, ValueKind::Outer) {
+            continue;
+        }
+        let Some(ov) = (0..g.values.len()).rev().map(|o| ValueId(o as u32)).find(|&o| g.value(o).name == bv.name) else { continue };
+        if let Ok(d) = shape_of(g, s, ov) {
+            ins.insert(ValueId(k as u32), d);
+        }
+        if let Some(v) = s.ints.get(&ov) {
+            ints.insert(ValueId(k as u32), v.clone());
+        }
+    }
+    // The body's recorded targets, under the node's prefix (see `reshape_targets`).
+    let prefix = sub_prefix(&n.name);
+    let body_targets: Targets = targets.iter().filter_map(|(k, v)| Some((k.strip_prefix(&prefix)?.to_string(), v.clone()))).collect();
+    let sub = analyze_in(&body, &ins, ints, &body_targets, &s.at).map_err(|e| format!("body: {e}"))?;
+    // Dim values computing data in the body would be folded at the bounds.
+    for bn in &body.nodes {
+        if bn.inputs.iter().enumerate().any(|(i, v)| v.is_some_and(|v| sub.dim_valued(v)) && !sub.reads_as_shape(bn, i)) {
+            return Err(format!("body node `{}` computes with the value of a bounded dim; pin the dims with --input", bn.name));
+        }
+    }
+    for c in &sub.constraints {
+        require(s, n, c.clone())?;
+    }
+    for gd in &sub.guards {
+        if !s.guards.contains(gd) {
+            s.guards.push(gd.clone());
+        }
+    }
+    for (i, (&o, &bo)) in n.outputs.iter().zip(&body.outputs).enumerate() {
+        let d = shape_of(&body, &sub, bo)?;
+        let d = if i < n_state {
+            let before = &ins[&body.inputs[i]];
+            if before.len() != d.len() {
+                return Err(format!("state #{i} changes rank in the body"));
+            }
+            for (k, (a, b)) in before.iter().zip(&d).enumerate() {
+                require_equal(s, n, &format!("dim {k} of state #{i} before and after the body"), a, b)?;
+            }
+            before.clone()
+        } else {
+            let mut d = d;
+            d.insert(norm_axis(output_axes.get(i - n_state).copied().unwrap_or(0), d.len() + 1)?, len.clone());
+            d
+        };
+        s.shapes.insert(o, d);
+    }
+    if sub.shapes.values().flatten().any(|d| d.as_const().is_none()) || !sub.subs.is_empty() {
+        s.subs.insert(id, sub);
+    }
+    Ok(())
+}
+
 /// numpy broadcasting: equal dims, or one of them the constant 1. Two dims that may differ
 /// (`h` and `w`, or `h` and 64) are required equal at run time: a bounded dim that is 1 at
 /// run time does not broadcast against a larger one (the code is laid out for equal dims).
@@ -764,6 +856,19 @@ fn window_out(w: &Window, kernel: &[DimExpr], input: &[DimExpr]) -> R<Vec<DimExp
 pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &HashMap<String, i64>) -> Result<(Targets, SymInfo), PassError> {
     let info = analyze_at(g, inputs, &Targets::new(), at)?;
     let mut out = Targets::new();
+    record_targets(g, &info, "", &mut out);
+    Ok((out, info))
+}
+
+/// The prefix of the targets recorded in Scan `name`'s body.
+fn sub_prefix(name: &str) -> String {
+    format!("\0sub:{name}\0")
+}
+
+/// [`reshape_targets`] of graph `g` analysed as `info`, keys prefixed with `prefix`; Scan
+/// bodies recursively, under their node's prefix (when their node names are unique).
+fn record_targets(g: &Graph, info: &SymInfo, prefix: &str, out: &mut Targets) {
+    let key = |k: String| format!("{prefix}{k}");
     for n in &g.nodes {
         // Data movement of a fill is the same fill at its own shape (a zero initial state
         // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
@@ -778,10 +883,10 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &
             }
             _ => false,
         };
-        let from_fill = n.inputs.first().copied().flatten().is_some_and(|v| out.contains_key(&fill_key(&g.value(v).name)));
+        let from_fill = n.inputs.first().copied().flatten().is_some_and(|v| out.contains_key(&key(fill_key(&g.value(v).name))));
         if let (true, true, Some(&o)) = (moves, from_fill, n.outputs.first()) {
             if let Some(sh) = info.shapes.get(&o).filter(|sh| sh.iter().any(|d| d.as_const().is_none())) {
-                out.insert(fill_key(&g.value(o).name), sh.clone());
+                out.insert(key(fill_key(&g.value(o).name)), sh.clone());
             }
         }
         let at = match n.op {
@@ -793,27 +898,35 @@ pub fn reshape_targets(g: &Graph, inputs: &HashMap<ValueId, Vec<DimExpr>>, at: &
         if let Some(t) = info.ints.get(&tv).filter(|t| t.iter().any(|d| d.as_const().is_none())) {
             match (&n.op, n.outputs.first()) {
                 (Op::ConstantOfShape { .. }, Some(&o)) => {
-                    out.insert(format!("\0cos:{}", n.name), t.clone());
-                    out.insert(fill_key(&g.value(o).name), t.clone());
+                    out.insert(key(format!("\0cos:{}", n.name)), t.clone());
+                    out.insert(key(fill_key(&g.value(o).name)), t.clone());
                 }
                 (Op::Expand, Some(&o)) => {
-                    out.insert(format!("\0exp:{}", n.name), t.clone());
+                    out.insert(key(format!("\0exp:{}", n.name)), t.clone());
                     // Expanding one constant element is a fill too (folded at the bounds).
                     let xv = n.inputs.first().copied().flatten();
                     if xv.and_then(|v| g.const_value(v)).is_some_and(|c| c.numel() == 1) {
                         let xs = xv.and_then(|v| info.shapes.get(&v).cloned().or_else(|| g.tensor_type(v)?.shape.as_ref()?.as_fixed().map(|d| d.iter().map(|&e| c(e as i64)).collect())));
                         if let Some(sh) = xs.and_then(|xs| broadcast(&mut SymInfo::default(), n, &xs, t).ok()) {
-                            out.insert(fill_key(&g.value(o).name), sh);
+                            out.insert(key(fill_key(&g.value(o).name)), sh);
                         }
                     }
                 }
                 _ => {
-                    out.insert(n.name.clone(), t.clone());
+                    out.insert(key(n.name.clone()), t.clone());
                 }
             }
         }
     }
-    Ok((out, info))
+    for (&id, sub) in &info.subs {
+        let n = g.node(id);
+        let Op::Scan { body, .. } = &n.op else { continue };
+        let body = crate::codegen::with_output_copies(body).unwrap_or_else(|| (**body).clone());
+        let mut names = std::collections::HashSet::new();
+        if body.nodes.iter().all(|b| !b.name.is_empty() && names.insert(&b.name)) {
+            record_targets(&body, sub, &format!("{prefix}{}", sub_prefix(&n.name)), out);
+        }
+    }
 }
 
 /// Values computed from named dims may only feed shape computations and Reshape targets:

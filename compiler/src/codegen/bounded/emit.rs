@@ -301,6 +301,7 @@ impl Bx<'_> {
             Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => {
                 crate::codegen::emit::emit_movement(&crate::ops::EmitCx::bounded(self, id))
             }
+            Op::Scan { .. } => crate::codegen::emit::control::emit_scan(&crate::ops::EmitCx::bounded(self, id)),
             _ => Err(self.unsupported(n)),
         }
     }

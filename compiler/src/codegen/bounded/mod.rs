@@ -104,6 +104,13 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
         }
     }
     crate::passes::prepare(&mut g)?;
+    // Counted loops whose shapes change with the iteration (a Slice at `i`) unroll into
+    // copies of static shapes, as the fixed-shape harness does.
+    let forms = crate::passes::unseq::unroll_sequences(&mut g, &[])?;
+    if !forms.iter().all(|f| matches!(f, crate::passes::unseq::OutputForm::Tensor)) {
+        return Err(graph_err("the outputs", "include sequences or optionals, which bounded dims do not support"));
+    }
+    crate::passes::prepare(&mut g)?;
     if opts.fuse {
         g = super::optimize(&g)?.0;
     } else {
@@ -136,6 +143,15 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     // value: the size at the bounds when every dim of a value grows with the dims, else more
     // (a conv output `x + 1 - k` is largest at the least kernel k, not at the bounds).
     let range = |n: &str| bound(n).map(|b| (1, b));
+    let most = check_at_bounds(&g, &info, &bound, &range)?;
+    let plan = plan_bounded(&g, &info, &range, &most)?;
+    build(&g, &plan, &info, &dims, &sym_inputs, opts)
+}
+
+/// Every analysed shape must be the static one at the bounds, Scan bodies' too; the bytes of
+/// each buffer whose size can be larger below the bounds (its largest over the box). A body's
+/// buffers are planned at the bounds, so there such a size is refused.
+fn check_at_bounds(g: &Graph, info: &SymInfo, bound: &dyn Fn(&str) -> Option<i64>, range: &dyn Fn(&str) -> Option<(i64, i64)>) -> Result<HashMap<ValueId, usize>, CodegenError> {
     let mut most: HashMap<ValueId, usize> = HashMap::new();
     for (v, ex) in &info.shapes {
         if let Some(e) = ex.iter().find(|e| !e.is_monotone()) {
@@ -144,7 +160,7 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
             if !matches!(g.value(*v).kind, ValueKind::Node(_)) {
                 return Err(graph_err(format!("value `{name}`"), format!("has a size {e} that can shrink as a bounded dim grows; pin the dims with --input")));
             }
-            let elems = ex.iter().try_fold(1usize, |a, e| a.checked_mul(usize::try_from(e.max_over(&range)?.max(1)).ok()?));
+            let elems = ex.iter().try_fold(1usize, |a, e| a.checked_mul(usize::try_from(e.max_over(range)?.max(1)).ok()?));
             let dt = g.tensor_type(*v).map_or(1, |t| t.dtype.size());
             let bytes = elems.and_then(|n| n.checked_mul(dt)).ok_or_else(|| graph_err(format!("value `{name}`"), "is too large within the bounds"))?;
             most.insert(*v, bytes);
@@ -158,8 +174,15 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
             ));
         }
     }
-    let plan = plan_bounded(&g, &info, &range, &most)?;
-    build(&g, &plan, &info, &dims, &sym_inputs, opts)
+    for (&id, sub) in &info.subs {
+        if let Op::Scan { body, .. } = &g.node(id).op {
+            let body = super::with_output_copies(body).unwrap_or_else(|| (**body).clone());
+            if let Some(v) = check_at_bounds(&body, sub, bound, range)?.keys().next() {
+                return Err(graph_err(format!("value `{}`", body.value(*v).name), "in a Scan body has a size that can shrink as a bounded dim grows; pin the dims with --input"));
+            }
+        }
+    }
+    Ok(most)
 }
 
 /// `e` at the pinned dims, as a constant (itself when a dim has no value).
@@ -349,10 +372,11 @@ fn unique_node_names(g: &mut Graph) {
     }
 }
 
-/// Whether node `id` reads or writes a value whose dims depend on a named dim.
-fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
+/// Whether node `id` reads or writes a value whose dims depend on a named dim (or has a body
+/// that does).
+pub(crate) fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
     let n = g.node(id);
-    n.inputs.iter().flatten().chain(&n.outputs).any(|&v| info.is_symbolic(v))
+    info.subs.contains_key(&id) || n.inputs.iter().flatten().chain(&n.outputs).any(|&v| info.is_symbolic(v))
 }
 
 /// The memory plan at the bounds, with the buffers `most` gives more than their size at the
@@ -360,9 +384,13 @@ fn node_is_symbolic(g: &Graph, info: &SymInfo, id: crate::ir::NodeId) -> bool {
 /// bound as scratch (the runtime's tiling picks a tile per size, and a smaller size can ask
 /// for a larger tile); in place is kept to unary ops and to ops of `crate::ops` that allow it, whose output has
 /// the input's shape.
-fn plan_bounded(g: &Graph, info: &SymInfo, range: &dyn Fn(&str) -> Option<(i64, i64)>, most: &HashMap<ValueId, usize>) -> Result<MemoryPlan, CodegenError> {
+pub(crate) fn plan_bounded(g: &Graph, info: &SymInfo, range: &dyn Fn(&str) -> Option<(i64, i64)>, most: &HashMap<ValueId, usize>) -> Result<MemoryPlan, CodegenError> {
     let mut scratch_of = HashMap::new();
     for id in (0..g.nodes.len()).map(|i| crate::ir::NodeId(i as u32)) {
+        if let Some(sub) = info.subs.get(&id) {
+            scratch_of.insert(id, super::emit::control::scan_scratch_bounded(g, id, sub));
+            continue;
+        }
         if !node_is_symbolic(g, info, id) {
             continue;
         }

@@ -6,7 +6,11 @@ use super::{emit_node, rust_ty, Ctx};
 use crate::codegen::module::block_label;
 use crate::codegen::weights::{value_bytes, WeightsLayout};
 use crate::codegen::{plan_memory, with_output_copies, CodegenError, Lowering};
-use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
+use crate::codegen::bounded::emit::Bx;
+use crate::codegen::bounded::{node_is_symbolic, Sizes};
+use crate::ir::{DType, DimExpr, Graph, Node, NodeId, Op, ValueId, ValueKind};
+use crate::ops::{product, EmitCx};
+use crate::passes::symbolic::SymInfo;
 use crate::memory::{MemoryPlan, ALIGN};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -21,9 +25,13 @@ struct Sub {
     plan: MemoryPlan,
 }
 
-fn prepare_sub(body: &Graph, lw: Lowering) -> Result<Sub, String> {
+/// With `info` (the body's bounded-dims analysis) the plan is the bounded one, at the bounds.
+fn prepare_sub(body: &Graph, lw: Lowering, info: Option<&SymInfo>) -> Result<Sub, String> {
     let g = with_output_copies(body).unwrap_or_else(|| body.clone());
-    let plan = plan_memory(&g, lw, crate::size::DEFAULT_MAX_ARENA_BYTES).map_err(|e| format!("subgraph: {e}"))?;
+    let plan = match info {
+        Some(info) => crate::codegen::bounded::plan_bounded(&g, info, &|_| None, &HashMap::new()).map_err(|e| format!("subgraph: {e}"))?,
+        None => plan_memory(&g, lw, crate::size::DEFAULT_MAX_ARENA_BYTES).map_err(|e| format!("subgraph: {e}"))?,
+    };
     Ok(Sub { g, plan })
 }
 
@@ -33,37 +41,30 @@ fn fixed(g: &Graph, v: ValueId) -> Result<(DType, Vec<usize>), String> {
     Ok((t.dtype, s))
 }
 
-/// `[outer, len, inner]` of `shape` around `axis`.
-fn around(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product())
-}
-
 use crate::ir::axis::norm_axis;
 
-/// Everything about a Scan that decides its code and its scratch.
+/// What decides a Scan's scratch: the body's plan, then one buffer per state and per
+/// scan-input slice, each sized at the static shapes (the bounds, under bounded dims).
 struct ScanPlan {
     sub: Sub,
     n_state: usize,
-    len: usize,
-    /// Per scan input: (outer, inner, reverse).
-    ins: Vec<(usize, usize, bool)>,
-    /// Per scan output: (outer, inner, reverse).
-    outs: Vec<(usize, usize, bool)>,
-    /// Scratch layout: body arena at 0, then one buffer per state and per scan-input slice.
     state_off: Vec<usize>,
     slice_off: Vec<usize>,
     scratch: usize,
 }
 
-fn scan_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<ScanPlan, String> {
-    let Op::Scan { body, num_scan_inputs: m, input_axes, output_axes, input_directions, output_directions } = &n.op else {
+fn scan_plan(g: &Graph, n: &Node, lw: Lowering, info: Option<&SymInfo>) -> Result<ScanPlan, String> {
+    let Op::Scan { body, num_scan_inputs: m, input_axes, output_axes, .. } = &n.op else {
         return Err("not a Scan".into());
     };
     let n_state = n.inputs.len().checked_sub(*m).ok_or("fewer inputs than num_scan_inputs")?;
-    if body.inputs.len() != n.inputs.len() || body.outputs.len() < n_state {
+    if body.inputs.len() != n.inputs.len() || body.outputs.len() < n.outputs.len() || n.outputs.len() < n_state {
         return Err("the body's inputs and outputs do not match the node's".into());
     }
-    let sub = prepare_sub(body, lw)?;
+    if *m == 0 {
+        return Err("Scan without scan inputs".into());
+    }
+    let sub = prepare_sub(body, lw, info)?;
     let mut off = align(sub.plan.arena_bytes);
     let mut state_off = Vec::new();
     for i in 0..n_state {
@@ -71,31 +72,32 @@ fn scan_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<ScanPlan, String> {
         state_off.push(off);
         off += align(d.size() * s.iter().product::<usize>());
     }
-    let (mut ins, mut slice_off, mut len) = (Vec::new(), Vec::new(), None);
+    // The scan axes' lengths agree at the static shapes (bounded dims: at the bounds, and
+    // `forward` checks them).
+    let (mut slice_off, mut len) = (Vec::new(), None);
     for j in 0..*m {
         let v = n.inputs[n_state + j].ok_or_else(|| format!("scan input #{j} is missing"))?;
         let (d, s) = fixed(g, v)?;
         let ax = norm_axis(input_axes.get(j).copied().unwrap_or(0), s.len())?;
-        let (outer, l, inner) = around(&s, ax);
-        if *len.get_or_insert(l) != l {
-            return Err(format!("scan input #{j} has length {l} along its axis, expected {}", len.unwrap_or(0)));
+        if *len.get_or_insert(s[ax]) != s[ax] {
+            return Err(format!("scan input #{j} has length {} along its axis, expected {}", s[ax], len.unwrap_or(0)));
         }
-        ins.push((outer, inner, input_directions.get(j).copied().unwrap_or(0) != 0));
         slice_off.push(off);
-        off += align(d.size() * outer * inner);
+        off += align(d.size() * s.iter().enumerate().filter(|&(k, _)| k != ax).map(|(_, &x)| x).product::<usize>());
     }
-    let len = len.ok_or("Scan without scan inputs")?;
-    let mut outs = Vec::new();
     for (k, &o) in n.outputs.iter().enumerate().skip(n_state) {
         let (_, s) = fixed(g, o)?;
         let ax = norm_axis(output_axes.get(k - n_state).copied().unwrap_or(0), s.len())?;
-        let (outer, l, inner) = around(&s, ax);
-        if l != len {
-            return Err(format!("scan output #{} has length {l}, expected {len}", k - n_state));
+        if Some(s[ax]) != len {
+            return Err(format!("scan output #{} has length {}, expected {}", k - n_state, s[ax], len.unwrap_or(0)));
         }
-        outs.push((outer, inner, output_directions.get(k - n_state).copied().unwrap_or(0) != 0));
     }
-    Ok(ScanPlan { sub, n_state, len, ins, outs, state_off, slice_off, scratch: off })
+    Ok(ScanPlan { sub, n_state, state_off, slice_off, scratch: off })
+}
+
+/// A bounded Scan's scratch: its body planned as bounded dims require, sized at the bounds.
+pub(crate) fn scan_scratch_bounded(g: &Graph, id: NodeId, info: &SymInfo) -> usize {
+    scan_plan(g, g.node(id), Lowering::EXACT, Some(info)).map_or(0, |p| p.scratch)
 }
 
 /// Everything about a Loop that decides its code and its scratch.
@@ -116,7 +118,7 @@ fn loop_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<LoopPlan, String> {
     if body.inputs.len() != nc + 2 || body.outputs.len() < nc + 1 {
         return Err("the body's inputs and outputs do not match the node's".into());
     }
-    let sub = prepare_sub(body, lw)?;
+    let sub = prepare_sub(body, lw, None)?;
     let iter_off = align(sub.plan.arena_bytes);
     let cond_off = iter_off + ALIGN;
     let mut off = cond_off + ALIGN;
@@ -139,7 +141,7 @@ fn loop_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<LoopPlan, String> {
 /// Both branches of an If, planned; they share the node's scratch (one runs).
 fn if_plan(g: &Graph, n: &Node, lw: Lowering) -> Result<(Sub, Sub), String> {
     let Op::If { then_branch, else_branch } = &n.op else { return Err("not an If".into()) };
-    let (t, e) = (prepare_sub(then_branch, lw)?, prepare_sub(else_branch, lw)?);
+    let (t, e) = (prepare_sub(then_branch, lw, None)?, prepare_sub(else_branch, lw, None)?);
     for (name, b) in [("then", &t), ("else", &e)] {
         if b.g.outputs.len() < n.outputs.len() {
             return Err(format!("the {name} branch returns {} values for {} outputs", b.g.outputs.len(), n.outputs.len()));
@@ -159,7 +161,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: Lowering) -> usize {
     let n = g.node(id);
     match &n.op {
         Op::If { .. } => if_plan(g, n, lw).map_or(0, |(t, e)| t.plan.arena_bytes.max(e.plan.arena_bytes)),
-        Op::Scan { .. } => scan_plan(g, n, lw).map_or(0, |p| p.scratch),
+        Op::Scan { .. } => scan_plan(g, n, lw, None).map_or(0, |p| p.scratch),
         Op::Loop { .. } => loop_plan(g, n, lw).map_or(0, |p| p.scratch),
         _ => 0,
     }
@@ -167,7 +169,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: Lowering) -> usize {
 
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     match &n.op {
-        Op::Scan { .. } => emit_scan(cx, id, n),
+        Op::Scan { .. } => emit_scan(&EmitCx::fixed(cx, id)),
         Op::Loop { .. } => emit_loop(cx, id, n),
         Op::If { .. } => emit_if(cx, id, n),
         _ => Err(cx.err(n, "not a control-flow op")),
@@ -192,11 +194,11 @@ if ({})[0] != 0 {{
 ";
         }
         let mut names = HashMap::new();
-        s += &bind_outer(cx, n, &sub.g, &format!("{tag}_{k}"), &mut names)?;
+        s += &bind_outer(&EmitCx::fixed(cx, id), &sub.g, &format!("{tag}_{k}"), &mut names)?;
         s += "{
 ";
         let _ = writeln!(s, "let a = {tag}_base;");
-        s += &emit_sub(cx, sub, names)?;
+        s += &emit_sub(cx, sub, names, None)?;
         s += "}
 ";
         for (j, &o) in n.outputs.iter().enumerate() {
@@ -220,7 +222,7 @@ fn emit_loop(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
     let tag = format!("loop{}", id.0);
     let base = format!("{tag}_base");
     let mut names = HashMap::new();
-    let mut s = bind_outer(cx, n, &sub.g, &tag, &mut names)?;
+    let mut s = bind_outer(&EmitCx::fixed(cx, id), &sub.g, &tag, &mut names)?;
     let _ = writeln!(s, "let {base} = a.at({scr});");
     let view_at = |v: ValueId, off: usize, mutable: bool| -> Result<String, CodegenError> {
         let (d, shape) = fixed(&sub.g, v).map_err(e)?;
@@ -261,7 +263,7 @@ let mut it: i64 = 0;");
         names.insert(bi, name);
     }
     let _ = writeln!(s, "let a = {base};");
-    s += &emit_sub(cx, sub, names)?;
+    s += &emit_sub(cx, sub, names, None)?;
     let _ = writeln!(s, "}}");
     let _ = writeln!(s, "cond = ({})[0] != 0;", sub_view(sub, sub.g.outputs[0], &base, false).map_err(e)?);
     for k in 0..p.nc {
@@ -291,7 +293,8 @@ let mut it: i64 = 0;");
 
 /// `let <name> = <outer read>;` for every value of the enclosing graph the subgraph reads, so
 /// they stay reachable once `a` names the subgraph's arena.
-fn bind_outer(cx: &Ctx, n: &Node, sub: &Graph, tag: &str, names: &mut HashMap<ValueId, String>) -> Result<String, CodegenError> {
+fn bind_outer(e: &EmitCx, sub: &Graph, tag: &str, names: &mut HashMap<ValueId, String>) -> Result<String, CodegenError> {
+    let cx = e.ctx();
     let mut s = String::new();
     for (k, v) in sub.values.iter().enumerate() {
         if !matches!(v.kind, ValueKind::Outer) || !is_read(sub, ValueId(k as u32)) {
@@ -301,7 +304,7 @@ fn bind_outer(cx: &Ctx, n: &Node, sub: &Graph, tag: &str, names: &mut HashMap<Va
             .rev()
             .map(|o| ValueId(o as u32))
             .find(|&o| cx.g.value(o).name == v.name)
-            .ok_or_else(|| cx.err(n, format!("subgraph reads `{}`, which the enclosing graph does not define", v.name)))?;
+            .ok_or_else(|| e.err(format!("subgraph reads `{}`, which the enclosing graph does not define", v.name)))?;
         // Weights only a subgraph reads are not in the enclosing layout yet.
         if !cx.weights.borrow().offsets.contains_key(&ov) {
             if let Some(b) = value_bytes(&cx.g.value(ov).kind) {
@@ -311,7 +314,7 @@ fn bind_outer(cx: &Ctx, n: &Node, sub: &Graph, tag: &str, names: &mut HashMap<Va
             }
         }
         let name = format!("{tag}_outer_{k}");
-        let _ = writeln!(s, "let {name} = {};", cx.read(n, ov)?);
+        let _ = writeln!(s, "let {name} = {};", e.read(ov)?);
         names.insert(ValueId(k as u32), name);
     }
     Ok(s)
@@ -330,8 +333,10 @@ fn is_read(g: &Graph, v: ValueId) -> bool {
     })
 }
 
-/// The subgraph's statements, with its weights appended to the enclosing blob.
-fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>) -> Result<String, CodegenError> {
+/// The subgraph's statements, with its weights appended to the enclosing blob. With `sym` (the
+/// body's bounded-dims analysis and the enclosing size table) nodes whose dims depend on a
+/// named dim go through the bounded emitter.
+fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<(&SymInfo, &Sizes)>) -> Result<String, CodegenError> {
     let blob = std::mem::take(&mut cx.weights.borrow_mut().blob);
     let mut wl = WeightsLayout { offsets: HashMap::new(), packed: HashMap::new(), blob };
     for &nid in &sub.plan.order {
@@ -345,11 +350,16 @@ fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>) -> Result<Stri
         }
     }
     let bcx = Ctx { g: &sub.g, plan: &sub.plan, weights: std::cell::RefCell::new(wl), inputs: names, state: Default::default(), lowering: cx.lowering };
+    let bx = sym.map(|(info, sizes)| Bx { cx: &bcx, info, sizes });
     let mut s = String::new();
     let mut labels = HashSet::new();
     let mut res = Ok(());
     for &nid in &sub.plan.order {
-        match emit_node(&bcx, nid) {
+        let stmts = match &bx {
+            Some(bx) if node_is_symbolic(&sub.g, bx.info, nid) => bx.emit_node(nid),
+            _ => emit_node(&bcx, nid),
+        };
+        match stmts {
             Ok(Some(stmts)) => {
                 let label = block_label(&sub.g.node(nid).name, &mut labels);
                 let _ = writeln!(s, "'{label}: {{\n{stmts}\n}}");
@@ -361,45 +371,89 @@ fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>) -> Result<Stri
             }
         }
     }
+    drop(bx);
     cx.weights.borrow_mut().blob = bcx.weights.into_inner().blob;
     res.map(|_| s)
 }
 
 /// `unsafe { view[_mut]::<T>(base, off, len) }` of a value's slot in a subgraph's plan.
 fn sub_view(sub: &Sub, v: ValueId, base: &str, mutable: bool) -> Result<String, String> {
-    let (d, s) = fixed(&sub.g, v)?;
+    let (_, s) = fixed(&sub.g, v)?;
+    sub_view_len(sub, v, base, mutable, &s.iter().product::<usize>().to_string())
+}
+
+/// [`sub_view`] of `len` elements (a run-time length under bounded dims).
+fn sub_view_len(sub: &Sub, v: ValueId, base: &str, mutable: bool, len: &str) -> Result<String, String> {
+    let (d, _) = fixed(&sub.g, v)?;
     let t = rust_ty(d).ok_or_else(|| format!("dtype {d} is not supported by codegen yet"))?;
     let slot = sub.plan.slots.get(&v).ok_or_else(|| format!("`{}` has no arena slot", sub.g.value(v).name))?;
     let f = if mutable { "view_mut" } else { "view" };
-    Ok(format!("unsafe {{ rt::arena::{f}::<{t}>({base}, {}, {}) }}", slot.offset, s.iter().product::<usize>()))
+    Ok(format!("unsafe {{ rt::arena::{f}::<{t}>({base}, {}, {len}) }}", slot.offset))
 }
 
-fn emit_scan(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let p = scan_plan(cx.g, n, cx.lowering).map_err(|e| cx.err(n, e))?;
-    let e = |m: String| cx.err(n, m);
-    let scr = cx.plan.scratch.get(&id).ok_or_else(|| e("no scratch slot".into()))?.offset;
+/// A real loop over the scan axis: each iteration takes one slice of every scan input, runs
+/// the body on the states and slices, and puts its scan outputs' slices. Under bounded dims
+/// the trip count and the slices' sizes come from the size table and the body's nodes go
+/// through the bounded emitter; the buffers are laid out at the bounds.
+pub(crate) fn emit_scan(e: &EmitCx) -> Result<Option<String>, CodegenError> {
+    let (cx, n, id) = (e.ctx(), e.node(), e.id());
+    let Op::Scan { input_axes, output_axes, input_directions, output_directions, .. } = &n.op else {
+        return Err(e.err("not a Scan"));
+    };
+    let sym = e.bx().and_then(|bx| Some((bx.info.subs.get(&id)?, bx.sizes)));
+    let p = scan_plan(cx.g, n, cx.lowering, sym.map(|(i, _)| i)).map_err(|m| e.err(m))?;
+    let scr = cx.plan.scratch.get(&id).ok_or_else(|| e.err("no scratch slot"))?.offset;
     let sub = &p.sub;
     let tag = format!("scan{}", id.0);
+    let base = format!("{tag}_base");
+    // The body's dims: from its analysis, or its static types.
+    let body_len = |v: ValueId| -> Result<String, CodegenError> {
+        match sym.and_then(|(i, _)| i.shapes.get(&v)) {
+            Some(d) => e.size(&product(d)),
+            None => Ok(fixed(&sub.g, v).map_err(|m| e.err(m))?.1.iter().product::<usize>().to_string()),
+        }
+    };
     let mut names = HashMap::new();
-    let mut s = bind_outer(cx, n, &sub.g, &tag, &mut names)?;
-    let _ = writeln!(s, "let {tag}_base = a.at({scr});");
+    let mut s = bind_outer(e, &sub.g, &tag, &mut names)?;
+    let _ = writeln!(s, "let {base} = a.at({scr});");
     // States live in scratch buffers across iterations.
     let view_at = |v: ValueId, off: usize, mutable: bool| -> Result<String, CodegenError> {
-        let (d, shape) = fixed(&sub.g, v).map_err(e)?;
-        let t = rust_ty(d).ok_or_else(|| cx.err(n, format!("dtype {d} is not supported by codegen yet")))?;
+        let (d, _) = fixed(&sub.g, v).map_err(|m| e.err(m))?;
+        let t = rust_ty(d).ok_or_else(|| e.err(format!("dtype {d} is not supported by codegen yet")))?;
         let f = if mutable { "view_mut" } else { "view" };
-        Ok(format!("unsafe {{ rt::arena::{f}::<{t}>(a, {}, {}) }}", scr + off, shape.iter().product::<usize>()))
+        Ok(format!("unsafe {{ rt::arena::{f}::<{t}>(a, {}, {}) }}", scr + off, body_len(v)?))
+    };
+    // `[outer, len, inner]` of `v` around its scan axis.
+    let around = |v: ValueId, axis: i64| -> Result<[DimExpr; 3], CodegenError> {
+        let d = e.dims(v)?;
+        let ax = norm_axis(axis, d.len()).map_err(|m| e.err(m))?;
+        Ok([product(&d[..ax]), d[ax].clone(), product(&d[ax + 1..])])
     };
     for i in 0..p.n_state {
-        let src = n.inputs[i].ok_or_else(|| cx.err(n, format!("state input #{i} is missing")))?;
-        let _ = writeln!(s, "{}.copy_from_slice({});", view_at(sub.g.inputs[i], p.state_off[i], true)?, cx.read(n, src)?);
+        let _ = writeln!(s, "{}.copy_from_slice({});", view_at(sub.g.inputs[i], p.state_off[i], true)?, e.read_input(i)?);
     }
-    let _ = writeln!(s, "for it in 0..{}usize {{", p.len);
-    for (j, &(outer, inner, rev)) in p.ins.iter().enumerate() {
-        let x = n.inputs[p.n_state + j].ok_or_else(|| cx.err(n, "scan input missing"))?;
-        let pos = if rev { format!("{} - it", p.len - 1) } else { "it".into() };
+    let trips = around(e.input(p.n_state)?, input_axes.first().copied().unwrap_or(0))?[1].clone();
+    let len = e.size(&trips)?;
+    // Slice `it`, or counted from the end.
+    let pos = |rev: bool| match (rev, trips.as_const()) {
+        (false, _) => "it".to_string(),
+        (true, Some(l)) => format!("{} - it", l - 1),
+        (true, None) => format!("{len} - 1 - it"),
+    };
+    let _ = writeln!(s, "for it in 0..{len} {{");
+    for j in 0..p.slice_off.len() {
+        let [outer, l, inner] = around(e.input(p.n_state + j)?, input_axes.get(j).copied().unwrap_or(0))?;
         let dst = view_at(sub.g.inputs[p.n_state + j], p.slice_off[j], true)?;
-        let _ = writeln!(s, "rt::kernels::slab::take({}, {outer}, {}, {inner}, {pos}, {dst});", cx.read(n, x)?, p.len);
+        let rev = input_directions.get(j).copied().unwrap_or(0) != 0;
+        let _ = writeln!(
+            s,
+            "rt::kernels::slab::take({}, {}, {}, {}, {}, {dst});",
+            e.read_input(p.n_state + j)?,
+            e.size(&outer)?,
+            e.size(&l)?,
+            e.size(&inner)?,
+            pos(rev)
+        );
     }
     // The body, with its inputs bound and `a` naming its arena.
     let _ = writeln!(s, "{{");
@@ -409,33 +463,27 @@ fn emit_scan(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
         let _ = writeln!(s, "let {name} = {};", view_at(bi, off, false)?);
         names.insert(bi, name);
     }
-    let _ = writeln!(s, "let a = {tag}_base;");
-    s += &emit_sub(cx, sub, names)?;
+    let _ = writeln!(s, "let a = {base};");
+    s += &emit_sub(cx, sub, names, sym)?;
     let _ = writeln!(s, "}}");
     // Outputs: new states back into their buffers, scan outputs into their slabs.
     for i in 0..p.n_state {
         let bo = sub.g.outputs[i];
-        let _ = writeln!(
-            s,
-            "{}.copy_from_slice({});",
-            view_at(sub.g.inputs[i], p.state_off[i], true)?,
-            sub_view(sub, bo, &format!("{tag}_base"), false).map_err(e)?
-        );
+        let src = sub_view_len(sub, bo, &base, false, &body_len(bo)?).map_err(|m| e.err(m))?;
+        let _ = writeln!(s, "{}.copy_from_slice({src});", view_at(sub.g.inputs[i], p.state_off[i], true)?);
     }
-    for (k, &(outer, inner, rev)) in p.outs.iter().enumerate() {
-        let o = n.outputs[p.n_state + k];
-        if !cx.plan.slots.contains_key(&o) {
-            continue;
-        }
-        let pos = if rev { format!("{} - it", p.len - 1) } else { "it".into() };
-        let src = sub_view(sub, sub.g.outputs[p.n_state + k], &format!("{tag}_base"), false).map_err(e)?;
-        let _ = writeln!(s, "rt::kernels::slab::put({src}, {outer}, {}, {inner}, {pos}, {});", p.len, cx.write(n, o)?);
+    for k in p.n_state..n.outputs.len() {
+        let Some(o) = e.used_output(k) else { continue };
+        let [outer, l, inner] = around(o, output_axes.get(k - p.n_state).copied().unwrap_or(0))?;
+        let bo = sub.g.outputs[k];
+        let src = sub_view_len(sub, bo, &base, false, &body_len(bo)?).map_err(|m| e.err(m))?;
+        let rev = output_directions.get(k - p.n_state).copied().unwrap_or(0) != 0;
+        let _ = writeln!(s, "rt::kernels::slab::put({src}, {}, {}, {}, {}, {});", e.size(&outer)?, e.size(&l)?, e.size(&inner)?, pos(rev), e.write(o)?);
     }
     let _ = writeln!(s, "}}");
     for i in 0..p.n_state {
-        let o = n.outputs[i];
-        if cx.plan.slots.contains_key(&o) {
-            let _ = writeln!(s, "{}.copy_from_slice({});", cx.write(n, o)?, view_at(sub.g.inputs[i], p.state_off[i], false)?);
+        if let Some(o) = e.used_output(i) {
+            let _ = writeln!(s, "{}.copy_from_slice({});", e.write(o)?, view_at(sub.g.inputs[i], p.state_off[i], false)?);
         }
     }
     Ok(Some(s))

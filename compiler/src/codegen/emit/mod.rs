@@ -1,6 +1,6 @@
 //! One emitter per core op family: each turns a node into Rust statements that call the
 //! runtime's kernels with every shape and offset written out as literals.
-mod control;
+pub(crate) mod control;
 pub(crate) mod data;
 mod dropout;
 mod elementwise;
