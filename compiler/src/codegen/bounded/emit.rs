@@ -62,7 +62,11 @@ pub(crate) fn conv_scratch_bound(g: &Graph, info: &SymInfo, id: NodeId, range: &
     };
     let (xs, ws, ys) = (shape(n.inputs.first().copied().flatten())?, shape(n.inputs.get(1).copied().flatten())?, shape(n.outputs.first().copied())?);
     let ks = kernel_dims(window, &ws);
-    if ks.iter().all(|k| k.as_const().is_some()) && xs.iter().chain(&ys).all(|e| e.is_monotone()) {
+    // The size at the bounds holds every smaller one only when the kernel is fixed, and W's
+    // channels too (X's must match them): whether the conv runs depthwise (a padded plane, not
+    // im2col) depends on them.
+    let fixed_channels = [ws.first(), ws.get(1)].iter().all(|d| d.is_some_and(|d| d.as_const().is_some()));
+    if fixed_channels && ks.iter().all(|k| k.as_const().is_some()) && xs.iter().chain(&ys).all(|e| e.is_monotone()) {
         return Some(at_bound);
     }
     let most = |e: &DimExpr| usize::try_from(e.max_over(range)?.max(1)).ok();
