@@ -383,6 +383,26 @@ fn scan_over_bounded_dims_matches_the_interpreter() {
     assert_eq!(check_against_interpreter(&g, "bounded-scan", &sizes), (12, 0));
 }
 
+/// A CNN with a dense head (examples/mnist: two conv + 2×2 pool stages, Flatten, Gemm over 784
+/// features): the Gemm's weights fix `16·⌊⌊h/2⌋/2⌋·⌊⌊w/2⌋/2⌋`, which holds for h, w in 28..=31 only.
+/// Compiled with h, w bounded by 40, the dims are planned at 31 and the module matches the
+/// interpreter at every size from 1 to the bound, or refuses what the interpreter refuses.
+#[test]
+fn dense_head_cnn_matches_the_interpreter_at_every_size() {
+    use burnc_compiler::ir::{Dim, Shape, TensorType, ValueType};
+    let mut g = burnc_frontends::onnx::load(&common::root().join("examples/mnist/mnist_cnn.onnx")).expect("loads").graph;
+    let x = g.inputs[0];
+    g.value_mut(x).ty = ValueType::Tensor(TensorType {
+        dtype: burnc_compiler::ir::DType::F32,
+        shape: Some(Shape(vec![Dim::Fixed(1), Dim::Fixed(1), Dim::Sym { name: "h".into(), bound: Some(40) }, Dim::Sym { name: "w".into(), bound: Some(40) }])),
+    });
+    let sizes: Vec<(Vec<usize>, Vec<usize>)> = (1..=40).flat_map(|h| [h, 41 - h, 30].map(move |w| (vec![1, 1, h, w], vec![h, w]))).collect();
+    let (matched, refused) = check_against_interpreter(&g, "bounded-dense-head", &sizes);
+    // h, w in 28..=31: (28, 30), (29, 30), (30, 30), (31, 30), (30, 11)…: the sizes the model takes.
+    let valid = sizes.iter().filter(|(_, d)| d.iter().all(|v| (28..=31).contains(v))).count();
+    assert_eq!((matched, refused), (valid, 0));
+}
+
 /// Compile `g` (bounded dims) once, run it at each `(input shape, dims)` and compare with the
 /// interpreter on the same input.
 /// Returns how many sizes matched and how many broadcasts of a bounded 1 were refused.

@@ -374,6 +374,18 @@ pub enum Rel {
     Differ,
 }
 
+impl Rel {
+    /// Whether `left rel right` holds for these sizes.
+    pub fn between(self, l: i64, r: i64) -> bool {
+        match self {
+            Rel::Equal => l == r,
+            Rel::AtMost => l <= r,
+            Rel::Divides => l != 0 && r % l == 0,
+            Rel::Differ => l != r,
+        }
+    }
+}
+
 /// A relation between two sizes that an op needs and the dims alone do not decide: bounded
 /// code checks it at run time and returns a `DimError`. `what` names the sizes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,13 +406,18 @@ impl Constraint {
                 Rel::Divides => {}
             }
         }
-        let (l, r) = (self.left.as_const()?, self.right.as_const()?);
-        Some(match self.rel {
-            Rel::Equal => l == r,
-            Rel::AtMost => l <= r,
-            Rel::Divides => l != 0 && r % l == 0,
-            Rel::Differ => l != r,
-        })
+        Some(self.rel.between(self.left.as_const()?, self.right.as_const()?))
+    }
+
+    /// Whether it holds where each dim takes `val`'s value (`None`: a dim without one).
+    pub fn holds_at(&self, val: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
+        Some(self.rel.between(self.left.eval(val)?, self.right.eval(val)?))
+    }
+
+    /// [`Constraint::failure`] with each dim at `val`'s value.
+    pub fn failure_at(&self, val: &dyn Fn(&str) -> Option<i64>) -> String {
+        let at = |e: &DimExpr| e.eval(val).map_or_else(|| e.clone(), DimExpr::constant);
+        Constraint { left: at(&self.left), right: at(&self.right), ..self.clone() }.failure()
     }
 
     /// The error when it does not hold at constant sizes.

@@ -279,8 +279,64 @@ fn forced_dims(g: &Graph, info: &SymInfo, dims: &[(String, usize)]) -> Result<Ha
                 }
             }
         }
+        if !changed {
+            // What the rules above cannot solve (floors of windows, products of them), searched.
+            for c in &info.constraints {
+                let failing = c.rel != crate::ir::Rel::Divides && c.holds_at(&|n| limit(&forced, n)) == Some(false);
+                if let Some(point) = failing.then(|| dominating_point(info, c, dims, &|n| limit(&forced, n))).transpose()?.flatten() {
+                    forced.extend(point);
+                    changed = true;
+                    break;
+                }
+            }
+        }
     }
     Ok(forced)
+}
+
+/// The dims of `c`, which fails at their limits, at the greatest point where it and every other
+/// constraint over those dims alone hold, when that point is at or above every such point (a
+/// dense head's `16·⌊⌊h/2⌋/2⌋·⌊⌊w/2⌋/2⌋ == 784` holds for h, w in 28..=31: pinned at 31, 31). Every
+/// size `forward` accepts is then within the pins, where the plan is made. Searched over the box
+/// of the dims' values when it is small; `None` when it is not, or no such point exists (the dims
+/// stay at their limits and the graph's own check reports the conflict). An error when nothing in
+/// the box satisfies the constraints.
+fn dominating_point(info: &SymInfo, c: &crate::ir::Constraint, dims: &[(String, usize)], limit: &dyn Fn(&str) -> Option<i64>) -> Result<Option<Vec<(String, i64)>>, CodegenError> {
+    const MOST_POINTS: i64 = 1 << 20;
+    let vars: Vec<String> = c.left.vars().union(&c.right.vars()).cloned().collect();
+    if vars.is_empty() || vars.iter().any(|v| !dims.iter().any(|(d, _)| d == v)) {
+        return Ok(None);
+    }
+    let Some(lims) = vars.iter().map(|v| limit(v).filter(|&l| l >= 1)).collect::<Option<Vec<i64>>>() else { return Ok(None) };
+    if lims.iter().try_fold(1i64, |a, &l| a.checked_mul(l).filter(|&p| p <= MOST_POINTS)).is_none() {
+        return Ok(None);
+    }
+    let over_vars = |k: &crate::ir::Constraint| k.left.vars().union(&k.right.vars()).all(|v| vars.contains(v));
+    let related: Vec<&crate::ir::Constraint> = info.constraints.iter().filter(|k| over_vars(k)).collect();
+    let mut point = vec![1i64; vars.len()];
+    let mut top: Option<Vec<i64>> = None;
+    loop {
+        let val = |n: &str| vars.iter().position(|v| v == n).map(|i| point[i]);
+        if related.iter().all(|k| k.holds_at(&val) == Some(true)) {
+            top = Some(match top {
+                Some(t) => t.iter().zip(&point).map(|(a, b)| *a.max(b)).collect(),
+                None => point.clone(),
+            });
+        }
+        // The next point of the box, odometer order.
+        let Some(i) = (0..point.len()).find(|&i| point[i] < lims[i]) else { break };
+        point[i] += 1;
+        point[..i].fill(1);
+    }
+    let Some(top) = top else {
+        let box_text = vars.iter().zip(&lims).map(|(v, l)| format!("{v} in 1..={l}")).collect::<Vec<_>>().join(", ");
+        return Err(graph_err(c.what.clone(), format!("cannot hold for any size within the bounds ({box_text}): {}", c.failure_at(limit))));
+    };
+    let val = |n: &str| vars.iter().position(|v| v == n).map(|i| top[i]);
+    if !related.iter().all(|k| k.holds_at(&val) == Some(true)) {
+        return Ok(None);
+    }
+    Ok(Some(vars.into_iter().zip(top).collect()))
 }
 
 /// Values of the distinct named dims `vars` whose product is `k` (a constant Reshape target of
