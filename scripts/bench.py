@@ -12,6 +12,7 @@ geometric means; `max|d|` is burnc's largest absolute difference from onnxruntim
 
     scripts/setup_bench.sh            # onnx, onnxruntime, numpy, tract (pip)
     scripts/bench.py                  # the default models, 3 rounds
+    scripts/bench.py --set real --threads 2  # the real-model set (scripts/make_real_models.py)
     scripts/bench.py --rounds 5 --iters 10 path/to/model.onnx --sgemm
 
 Not a test: numbers depend on the machine and its load. burnc runs on one thread for now.
@@ -62,6 +63,32 @@ def default_models():
                   f"BURNC_CONFORMANCE_DATA); skipping {name}", file=sys.stderr)
     models.append(ROOT / "examples/mnist/mnist_cnn.onnx")
     return models
+
+
+def real_models():
+    """The real-model set (scripts/make_real_models.py), made once into the cache."""
+    cache = Path(os.environ.get("BURNC_CACHE_DIR") or Path.home() / ".cache" / "burnc") / "real-models"
+    script = ROOT / "scripts" / "make_real_models.py"
+    import make_real_models
+    missing = [n for n in make_real_models.MODELS if not (cache / n / "model.onnx").exists()]
+    if missing:
+        subprocess.run([sys.executable, str(script), str(cache), "--only", *missing], check=True)
+    return [cache / n / "model.onnx" for n in make_real_models.MODELS]
+
+
+def cpu_line():
+    """The CPU (model name, vendor, family and model numbers), recorded with every run."""
+    info = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    except OSError:
+        return f"CPU: unknown ({os.uname().machine})"
+    fam = info.get("cpu family", "?")
+    return (f"CPU: {info.get('model name', '?')} ({info.get('vendor_id', '?')}, family {fam}"
+            f" (0x{int(fam):x}), model {info.get('model', '?')}), {os.cpu_count()} logical CPUs" if fam.isdigit()
+            else f"CPU: {info.get('model name', info.get('CPU part', '?'))}, {os.cpu_count()} logical CPUs")
 
 
 def find_burnc(arg):
@@ -281,7 +308,10 @@ def bench_sgemm(args, burnc, n=1024):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("models", nargs="*", type=Path, help="ONNX models (default: the light_*_random models and MNIST)")
+    ap.add_argument("models", nargs="*", type=Path, help="ONNX models (default: the set --set names)")
+    ap.add_argument("--set", choices=["light", "real"], default="light",
+                    help="default models: light (the light_*_random CNNs and MNIST) or real "
+                         "(scripts/make_real_models.py: encoder, CRNN, SVTR, DBNet, YOLO, MobileNetV3, LSTM, 1-D conv)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     ap.add_argument("--iters", type=int, default=5, help="timed runs per engine per round (default 5)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs before each timed batch (default 2)")
@@ -301,6 +331,7 @@ def main():
     if args.rounds < 1 or args.iters < 1:
         ap.error("--rounds and --iters must be at least 1")
     burnc = find_burnc(args.burnc)
+    print(cpu_line(), flush=True)
     if args.sgemm_only:
         bench_sgemm(args, burnc)
         return
@@ -314,7 +345,7 @@ def main():
             print(f"note: tract is not available ({e}); skipping it (scripts/setup_bench.sh installs it)",
                   file=sys.stderr)
     import onnxruntime
-    models = args.models or default_models()
+    models = args.models or (real_models() if args.set == "real" else default_models())
     rows = []
     with tempfile.TemporaryDirectory(prefix="burnc-bench-") as tmp:
         for m in models:
