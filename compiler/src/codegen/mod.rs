@@ -4,7 +4,7 @@
 pub mod bounded;
 pub mod cuda;
 pub mod emit;
-mod gpu_module;
+pub mod gpu;
 pub mod index;
 mod lowering;
 pub(crate) mod module;

@@ -295,14 +295,8 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
             let _ = across;
             let w = if along_stride == 1 { vector_width_of(along, across_stride, es) } else { 1 };
             if w > 1 {
-                let chunks = cols / w;
-                let per = rows * chunks / threads;
-                let _ = writeln!(
-                    st.issue,
-                    "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
-                     const bool ok = go < {limit} && gk < {kdim}; cp_async{bytes}({dst}, ok ? {regs}p + ({idx})go * {so} + ({idx})gk * {sk} : {regs}p, ok); }}",
-                    bytes = w * es,
-                );
+                let copy = format!("cp_async{}({dst}, ok ? {regs}p + ({idx})go * {so} + ({idx})gk * {sk} : {regs}p, ok);", w * es);
+                let _ = writeln!(st.issue, "{}", vector_copies(rows, cols, w, threads, &coords, limit, kdim, &copy));
             } else {
                 let per = rows * cols / threads;
                 let _ = writeln!(st.decls, "{et} {regs}[{per}];");
@@ -324,16 +318,12 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
             if w > 1 {
                 // A 1×1 convolution whose images are whole runs of `w` columns: column `gn`
                 // is pixel `gn % hw` of image `gn / hw`, channel `gk` a plane `hw` apart.
-                let chunks = outer / w;
-                let per = bk * chunks / threads;
-                let _ = writeln!(
-                    st.issue,
-                    "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
-                     const bool ok = go < {limit} && gk < {kdim}; const {et}* src = (const {et}*){x} + ({idx})(go / {hw}) * {chw} + ({idx})gk * {hw} + go % {hw};\n\
-                     cp_async{bytes}({dst}, ok ? src : (const {et}*){x}, ok); }}",
+                let copy = format!(
+                    "const {et}* src = (const {et}*){x} + ({idx})(go / {hw}) * {chw} + ({idx})gk * {hw} + go % {hw};\ncp_async{}({dst}, ok ? src : (const {et}*){x}, ok);",
+                    w * es,
                     x = c.x,
-                    bytes = w * es,
                 );
+                let _ = writeln!(st.issue, "{}", vector_copies(bk, outer, w, threads, &coords, limit, kdim, &copy));
                 return st;
             }
             // Each thread owns one column (its image and output pixel, decoded once) and
@@ -371,6 +361,19 @@ pub(super) fn stage_to(op: &Operand, p: &Product, is_a: bool, t: Tile, s: &str, 
         }
     }
     st
+}
+
+/// The copies of a `rows × cols` tile in runs of `w` elements, consecutive threads taking
+/// consecutive runs: `coords` decodes the run's place (`r`, `q`) into the operand's (`go`,
+/// `gk`), and `copy` moves it, reading only when `ok` (inside the operand).
+#[allow(clippy::too_many_arguments)]
+fn vector_copies(rows: usize, cols: usize, w: usize, threads: usize, coords: &str, limit: usize, kdim: usize, copy: &str) -> String {
+    let chunks = cols / w;
+    let per = rows * chunks / threads;
+    format!(
+        "#pragma unroll\nfor (int j = 0; j < {per}; ++j) {{ int c = tid + j * {threads}; int r = c / {chunks}, q = (c % {chunks}) * {w}; {coords}\n\
+         const bool ok = go < {limit} && gk < {kdim}; {copy} }}"
+    )
 }
 
 /// The loader of A = the im2col matrix of a convolution writing NHWC: row = output pixel,
@@ -458,8 +461,6 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
     if t.wgmma {
         return super::wgmma::kernel(name, p, t, split, epilogue, store);
     }
-    let range = k_range(p, t, split);
-    let threads = t.threads();
     let (tm, tn) = (t.bm / t.wm, t.bn / t.wn);
     let (mt, nt) = (tm / 16, tn / 8);
     let a = stage(&p.a, p, true, t, "As", "ra");
@@ -502,8 +503,7 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
     let mut s = String::new();
     let _ = write!(
         s,
-        "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
-         // {m}×{n}×{k} ({batches} of them) on tensor cores: {bm}×{bn} tiles, {wm}×{wn} warps, {STAGES} stages{split_note}.\n\
+        "{head}\
          extern __shared__ __align__(16) unsigned char smem[];\n\
          {et} (*As)[{bm}][{bk} + {pad}] = ({et} (*)[{bm}][{bk} + {pad}])smem;\n\
          {et} (*Bs)[{b_rows}][{b_cols} + {pad}] = ({et} (*)[{b_rows}][{b_cols} + {pad}])(smem + {sa});\n\
@@ -513,19 +513,12 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
          const long long z = {zexpr};\n\
          float accs[{mt}][{nt}][4];\n\
          #pragma unroll\nfor (int i = 0; i < {mt}; ++i)\n#pragma unroll\nfor (int j = 0; j < {nt}; ++j)\n#pragma unroll\nfor (int r = 0; r < 4; ++r) accs[i][j][r] = 0.0f;\n\
-         {range}const int tiles = (kend - kbeg + {bk} - 1) / {bk};\n{ad}{bd}\
-         // Fill all stages but one.\n\
-         #pragma unroll\nfor (int st = 0; st < {ahead}; ++st) {{\n\
-         if (st < tiles) {{ const int k0 = kbeg + st * {bk};\n{ai}{bi}{as_}{bs}}}\n\
-         cp_async_commit();\n\
-         }}\n\
+         {fill}\
          for (int kt = 0; kt < tiles; ++kt) {{\n\
          // Tile kt has landed; every warp is done with the stage the next copy overwrites.\n\
          cp_async_wait<{wait}>();\n\
          __syncthreads();\n\
-         const int nk = kt + {ahead}, st = nk % {STAGES}, cs = kt % {STAGES};\n\
-         if (nk < tiles) {{ const int k0 = kbeg + nk * {bk};\n{ai}{bi}}}\n\
-         cp_async_commit();\n\
+         {refill}\
          #pragma unroll\n\
          for (int ks = 0; ks < {bk}; ks += {mk}) {{\n\
          unsigned af[{mt}][4], bf[{nt}][2];\n\
@@ -548,29 +541,86 @@ fn kernel(name: &str, p: &Product, split: usize, epilogue: &str, store: &str) ->
          }}\n\
          __syncthreads();\n\
          {walk}}}\n",
-        m = p.m,
-        n = p.n,
-        k = p.k,
-        batches = p.batches,
-        wm = t.wm,
+        head = head(name, p, t, split),
         wn = t.wn,
         sa = STAGES * a_bytes,
-        ahead = STAGES - 1,
         wait = STAGES - 2,
-        ad = a.decls,
-        bd = b.decls,
-        ai = a.issue,
-        bi = b.issue,
-        as_ = a.store,
-        bs = b.store,
+        fill = fill_stages(p, t, split, &a, &b),
+        refill = refill_stage(t, &a, &b),
         late = if a.store.is_empty() && b.store.is_empty() { String::new() } else { format!("if (nk < tiles) {{\n{}{}}}\n", a.store, b.store) },
         walk = walk(t, p, split, epilogue, store),
-        // A split product is a single one: grid z numbers its k ranges.
-        zexpr = if split > 1 { "0" } else { "blockIdx.z" },
-        split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() },
+        zexpr = z_expr(split),
     );
+    launch(name, p, t, split, s, shared)
+}
+
+/// The opening of a product kernel of tile `t` over `split` k ranges, and a comment saying
+/// how it multiplies.
+pub(super) fn head(name: &str, p: &Product, t: Tile, split: usize) -> String {
+    let (by, workers) = if t.wgmma { (" by wgmma", format!("{} warpgroups", t.wm)) } else { ("", format!("{}×{} warps", t.wm, t.wn)) };
+    let split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() };
+    format!(
+        "extern \"C\" __global__ void __launch_bounds__({}) {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
+         // {}×{}×{} ({} of them) on tensor cores{by}: {}×{} tiles, {workers}, {} stages{split_note}.\n",
+        t.threads(),
+        p.m,
+        p.n,
+        p.k,
+        p.batches,
+        t.bm,
+        t.bn,
+        t.stages,
+    )
+}
+
+/// The batch `z` of a block: a split product is a single one, grid z numbers its k ranges.
+pub(super) fn z_expr(split: usize) -> &'static str {
+    if split > 1 {
+        "0"
+    } else {
+        "blockIdx.z"
+    }
+}
+
+/// The main loop's start: the block's depth range, the loaders' declarations, and the copies
+/// that fill all stages but one.
+pub(super) fn fill_stages(p: &Product, t: Tile, split: usize, a: &Stage, b: &Stage) -> String {
+    let bk = t.bk;
+    format!(
+        "{}const int tiles = (kend - kbeg + {bk} - 1) / {bk};\n{}{}\
+         // Fill all stages but one.\n\
+         #pragma unroll\nfor (int st = 0; st < {}; ++st) {{\n\
+         if (st < tiles) {{ const int k0 = kbeg + st * {bk};\n{}{}{}{}}}\n\
+         cp_async_commit();\n\
+         }}\n",
+        k_range(p, t, split),
+        a.decls,
+        b.decls,
+        t.stages - 1,
+        a.issue,
+        b.issue,
+        a.store,
+        b.store,
+    )
+}
+
+/// In the main loop at tile `kt`: the copies of the tile `stages - 1` ahead into the stage
+/// they free (`st`), and the stage multiplied now (`cs`).
+pub(super) fn refill_stage(t: Tile, a: &Stage, b: &Stage) -> String {
+    let (ahead, stages, bk) = (t.stages - 1, t.stages, t.bk);
+    format!(
+        "const int nk = kt + {ahead}, st = nk % {stages}, cs = kt % {stages};\n\
+         if (nk < tiles) {{ const int k0 = kbeg + nk * {bk};\n{}{}}}\n\
+         cp_async_commit();\n",
+        a.issue, b.issue,
+    )
+}
+
+/// The kernel `name` of tile `t` with C `source`: one block per output tile, grid z the batch
+/// or, split, the k range.
+pub(super) fn launch(name: &str, p: &Product, t: Tile, split: usize, source: String, shared: usize) -> Kernel {
     let z = if split > 1 { split } else { p.batches.max(1) };
-    Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, z as u32], block: [threads as u32, 1, 1], shared: shared as u32 }
+    Kernel { name: name.to_string(), source, grid: [p.n.div_ceil(t.bn) as u32, p.m.div_ceil(t.bm) as u32, z as u32], block: [t.threads() as u32, 1, 1], shared: shared as u32 }
 }
 
 /// The C statements that set `kbeg`, `kend`: the depth range of this block (whole tiles, grid z

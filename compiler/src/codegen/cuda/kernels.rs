@@ -2,14 +2,19 @@
 //! buffers, `A` (arena: activations, then inputs) and `W` (weights), and nothing else: each
 //! tensor's byte offset and every shape are literals, as in the CPU modules.
 use super::scalar::{self, c_type};
+use crate::codegen::gpu::scalar::program;
+use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, window_taps};
+use crate::codegen::gpu::{gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
 pub(super) use crate::codegen::index::strides;
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, MatMulDims};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
-use burnc_runtime::kernels::window::Window3;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
+
+/// The language the shared kernel text ([`crate::codegen::gpu`]) is printed in.
+const D: Dialect = Dialect::Cuda;
 
 /// Threads per block of the elementwise-style kernels.
 const BLOCK: u32 = 256;
@@ -295,28 +300,19 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             for (k, v) in n.inputs.iter().enumerate() {
                 let v = v.ok_or_else(|| cx.err(n, format!("missing input #{k}")))?;
                 let (_, s) = cx.ty(n, v)?;
-                let len: usize = s.iter().product();
-                let at = if len == on {
-                    "i".to_string()
-                } else if len == 1 {
-                    "0".to_string()
-                } else {
-                    format!("i % {len}")
-                };
+                let at = repeated_index(D, "i", s.iter().product(), on);
                 let (vd, _) = cx.ty(n, v)?;
                 let widen = if scalar::is_half(vd) { "(float)" } else { "" };
                 ins.push(format!("{widen}{}[{at}]", cx.ptr(n, v)?));
             }
-            let (body, last) = scalar::program(p, &ins).ok_or_else(|| cx.err(n, "elementwise program has a step the CUDA target cannot print"))?;
+            let (body, last) = program(D, p, &ins).ok_or_else(|| cx.err(n, "elementwise program has a step the CUDA target cannot print"))?;
             one(format!("{body}{y}[i] = {last};"), String::new())
         }
         Op::Transpose { perm } => {
             let xv = cx.input(n, 0)?;
             let (_, xs) = cx.ty(n, xv)?;
             let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
-            let (os, is) = (strides(&oshape), strides(&xs));
-            let terms: Vec<String> = (0..oshape.len()).filter(|&k| oshape[k] != 1).map(|k| format!("((i / {}) % {}) * {}", os[k], oshape[k], is[perm[k]])).collect();
-            let src = if terms.is_empty() { "0".into() } else { terms.join(" + ") };
+            let src = transposed_index(D, "i", &oshape, &xs, &perm);
             one(format!("{y}[i] = {}[{src}];", cx.ptr(n, xv)?), String::new())
         }
         Op::Concat { axis } => {
@@ -385,8 +381,8 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 xs[1],
                 id_ * ih * iw,
                 cg * kd * kh * kw,
-                window_taps(&win, &format!("acc += xb[(c * {id_} + z) * {} + yy * {iw} + xx] * wm[((c * {kd} + kz) * {kh} + ky) * {kw} + kx];", ih * iw)),
-                coords = out_coords(&win),
+                window_taps(D, &win, &format!("acc += xb[(c * {id_} + z) * {} + yy * {iw} + xx] * wm[((c * {kd} + kz) * {kh} + ky) * {kw} + kx];", ih * iw)),
+                coords = out_coords(D, &win, "i"),
                 x = cx.ptr(n, xv)?,
                 w = cx.ptr(n, wv)?,
             );
@@ -401,30 +397,15 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             }
             let xv = cx.input(n, 0)?;
             let (_, xs) = cx.ty(n, xv)?;
-            let kernel = if window.kernel_shape.is_empty() { xs[2..].to_vec() } else { window.kernel_shape.clone() };
-            let win = crate::interp::ops::nn::geom::resolve(window, &kernel, &xs[2..]).map_err(|e| cx.err(n, e))?;
+            let win = pool_window(window, &xs).map_err(|e| cx.err(n, e))?;
             let [id_, ih, iw] = win.input;
             let [od_, oh, ow] = win.output;
-            let [kd, kh, kw] = win.kernel;
-            let [sd, sh, sw] = win.strides;
-            let [dd, dh, dw] = win.dilations;
-            let [pd, ph, pw] = win.pads_begin;
-            let [ed, eh, ew] = win.pads_end;
             let (init, acc, fin) = match kind {
                 PoolKind::Max => (format!("{at} acc = -(1.0 / 0.0); int cnt = 0;"), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
                 PoolKind::Avg { .. } => (format!("{at} acc = 0; int cnt = 0;"), "acc += v;".to_string(), format!("acc / ({at})den")),
                 PoolKind::Lp { p } => (format!("{at} acc = 0; int cnt = 0;"), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
             };
-            // The averaging divisor: windows clipped to the padded input when pads count, else
-            // to the input itself.
-            let den = match kind {
-                PoolKind::Avg { count_include_pad: true } => format!(
-                    "int den = (min(oz * {sd} + ({kd} - 1) * {dd} - {pd}, {id_} + {ed} - 1) - (oz * {sd} - {pd})) / {dd} + 1;\n\
-                     den *= (min(oy * {sh} + ({kh} - 1) * {dh} - {ph}, {ih} + {eh} - 1) - (oy * {sh} - {ph})) / {dh} + 1;\n\
-                     den *= (min(ox * {sw} + ({kw} - 1) * {dw} - {pw}, {iw} + {ew} - 1) - (ox * {sw} - {pw})) / {dw} + 1;"
-                ),
-                _ => "int den = cnt;".into(),
-            };
+            let den = pool_divisor(D, &win, matches!(kind, PoolKind::Avg { count_include_pad: true }));
             let ch = xs[1];
             let vector = cx.nhwc.contains(&out) && ch % 8 == 0 && scalar::is_half(od) && cx.aligned16(xv) && cx.aligned16(out);
             if let (true, Some(start)) = (vector, match kind {
@@ -441,7 +422,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                     ch * ow,
                     ch * ow * oh,
                     ih * iw * ch,
-                    window_taps(&win, &format!("__align__(16) {ot} t[8]; *(uint4*)t = *(const uint4*)&xp[(yy * {iw} + xx) * {ch}];\n#pragma unroll\nfor (int u = 0; u < 8; ++u) {{ float& acc = accs[u]; const float v = (float)t[u]; {acc} }}\n++cnt;")),
+                    window_taps(D, &win, &format!("__align__(16) {ot} t[8]; *(uint4*)t = *(const uint4*)&xp[(yy * {iw} + xx) * {ch}];\n#pragma unroll\nfor (int u = 0; u < 8; ++u) {{ float& acc = accs[u]; const float v = (float)t[u]; {acc} }}\n++cnt;")),
                 );
                 return Ok(vec![pointwise(name, on / 8, on, "", &body)]);
             }
@@ -452,16 +433,16 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                     ch * ow,
                     ch * ow * oh,
                     ih * iw * ch,
-                    window_taps(&win, &format!("{at} v = xp[(yy * {iw} + xx) * {ch}]; {acc} ++cnt;")),
+                    window_taps(D, &win, &format!("{at} v = xp[(yy * {iw} + xx) * {ch}]; {acc} ++cnt;")),
                     x = cx.ptr(n, xv)?,
                 )
             } else {
                 format!(
                     "{} long long p = i / {};\nconst {ot}* xp = {x} + p * {};\n{init}\n{}\n{den}\n{y}[i] = {fin};",
-                    out_coords(&win),
+                    out_coords(D, &win, "i"),
                     od_ * oh * ow,
                     id_ * ih * iw,
-                    window_taps(&win, &format!("{at} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
+                    window_taps(D, &win, &format!("{at} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
                     x = cx.ptr(n, xv)?,
                 )
             };
@@ -632,10 +613,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             if ash.len() != 2 || bsh.len() != 2 {
                 return Ok(None);
             }
-            let (m, k) = if *trans_a { (ash[1], ash[0]) } else { (ash[0], ash[1]) };
-            let nn = if *trans_b { bsh[0] } else { bsh[1] };
-            let sa = if *trans_a { (1, ash[1]) } else { (ash[1], 1) };
-            let sb = if *trans_b { (1, bsh[1]) } else { (bsh[1], 1) };
+            let GemmDims { m, k, n: nn, sa, sb } = gemm_dims(&ash, &bsh, *trans_a, *trans_b);
             let mut pre = format!("{} * acc", scalar::f32_lit(*alpha));
             if let Some((cv, cp)) = bias(2)? {
                 let (_, cs) = cx.ty(n, cv)?;
@@ -765,15 +743,7 @@ pub(super) fn chain_body(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], inde
                     return Ok(e);
                 }
             }
-            let at = if bcast {
-                broadcast_index(&sh, &cshape, "o")
-            } else if len == on {
-                "o".into()
-            } else if len == 1 {
-                "0".into()
-            } else {
-                format!("o % {len}")
-            };
+            let at = if bcast { broadcast_index(&sh, &cshape, "o") } else { repeated_index(D, "o", len, on) };
             let widen = if scalar::is_half(d) { "(float)" } else { "" };
             Ok(format!("{widen}{}[{at}]", cx.ptr(c, x)?))
         };
@@ -785,7 +755,7 @@ pub(super) fn chain_body(cx: &Cx, n: &Node, out: ValueId, chain: &[NodeId], inde
             }
             Op::Elementwise(p) => {
                 let ins: Vec<String> = c.inputs.iter().enumerate().map(|(k, x)| operand(x.ok_or_else(|| cx.err(c, format!("missing input #{k}")))?, false)).collect::<R<_>>()?;
-                let (body, last) = scalar::program(p, &ins).ok_or_else(|| cx.err(c, "elementwise program has a step the CUDA target cannot print"))?;
+                let (body, last) = program(D, p, &ins).ok_or_else(|| cx.err(c, "elementwise program has a step the CUDA target cannot print"))?;
                 // Each program's temporaries in their own scope.
                 s.push_str("{\n");
                 s.push_str(&body);
@@ -940,29 +910,6 @@ pub fn chain_reads(g: &Graph, fused: &HashMap<NodeId, Vec<NodeId>>) -> HashMap<N
     out
 }
 
-/// The output position of flat index `i` of a window op (`ox`, `oy`, `oz`).
-fn out_coords(win: &Window3) -> String {
-    let [od, oh, ow] = win.output;
-    format!("int ox = i % {ow}; int oy = (i / {ow}) % {oh}; int oz = (i / {}) % {od};", oh * ow)
-}
-
-/// Loops over a window's taps at output position (`oz`, `oy`, `ox`), skipping those in the
-/// padding: `body` sees the tap (`kz`, `ky`, `kx`) and the input position (`z`, `yy`, `xx`).
-fn window_taps(win: &Window3, body: &str) -> String {
-    let [id, ih, iw] = win.input;
-    let [kd, kh, kw] = win.kernel;
-    let [sd, sh, sw] = win.strides;
-    let [dd, dh, dw] = win.dilations;
-    let [pd, ph, pw] = win.pads_begin;
-    format!(
-        "for (int kz = 0; kz < {kd}; ++kz) {{ int z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id}) continue;\n\
-         for (int ky = 0; ky < {kh}; ++ky) {{ int yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) continue;\n\
-         for (int kx = 0; kx < {kw}; ++kx) {{ int xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) continue;\n\
-         {body}\n\
-         }} }} }}"
-    )
-}
-
 enum MatMulKind {
     MatMul,
     Gemm { alpha: f32, beta: f32, trans_a: bool, trans_b: bool },
@@ -983,10 +930,7 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
     // Operand views: (rows, cols, row stride, col stride) of one batch, plus batch offsets.
     let (m, k, nn, sa, sb, batch_a, batch_b, batches, epilogue) = match &kind {
         MatMulKind::Gemm { alpha, beta, trans_a, trans_b } => {
-            let (m, k) = if *trans_a { (ash[1], ash[0]) } else { (ash[0], ash[1]) };
-            let nn = if *trans_b { bsh[0] } else { bsh[1] };
-            let sa = if *trans_a { (1, ash[1]) } else { (ash[1], 1) };
-            let sb = if *trans_b { (1, bsh[1]) } else { (bsh[1], 1) };
+            let GemmDims { m, k, n: nn, sa, sb } = gemm_dims(&ash, &bsh, *trans_a, *trans_b);
             let mut ep = format!("({at}){} * acc", scalar::f32_lit(*alpha));
             if let Some(cv) = n.inputs.get(2).copied().flatten() {
                 let (_, cs) = cx.ty(n, cv)?;

@@ -6,6 +6,8 @@
 //! Memory is planned as for the CPU: one device arena holds every activation at the offset
 //! the planner chose, the graph inputs after them; weights are one device buffer laid out as
 //! the CPU's `model.bin` in its plain layout. Kernels read both through two base pointers.
+//! What the wgpu target shares (the graph passes, the plan's parts, the Rust module, window
+//! loops and fused programs) is in `codegen::gpu`.
 pub mod attention;
 pub mod gemm;
 pub mod kernels;
@@ -14,7 +16,7 @@ pub mod nvrtc;
 pub mod scalar;
 pub mod wgmma;
 
-use super::{names, CodegenError, CodegenOptions, IoDesc, Lowering};
+use super::{gpu, names, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{DType, Graph};
 use crate::memory::{self, PlanOptions};
 use std::collections::{HashMap, HashSet};
@@ -48,30 +50,29 @@ pub struct CudaGenerated {
 }
 
 /// The kernels and their launches for `g` (static shapes), before NVRTC.
-pub struct CudaPlan {
-    pub graph: Graph,
-    pub memory: memory::MemoryPlan,
-    pub weights: super::weights::WeightsLayout,
-    /// Arena offset of each graph input (after the planned activations).
-    pub input_offsets: HashMap<crate::ir::ValueId, usize>,
-    pub arena_bytes: usize,
-    pub kernels: Vec<kernels::Kernel>,
-    /// Each kernel's node, for comments.
-    pub kernel_nodes: Vec<String>,
+pub type CudaPlan = gpu::GpuPlan<kernels::Kernel>;
+
+impl gpu::GpuKernel for kernels::Kernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn renamed(mut self, new: &str) -> Self {
+        // The declaration is the first ` name(` (after `void` or `__launch_bounds__(…)`).
+        self.source = self.source.replacen(&format!(" {}(", self.name), &format!(" {new}("), 1);
+        self.name = new.to_string();
+        self
+    }
 }
 
-/// Plan memory and write every node's kernels. The graph is fused as the CPU module's exact
-/// path fuses it (elementwise chains into one kernel each, same bits).
+/// Plan memory and write every node's kernels ([`gpu::prepare`]'s graph: elementwise chains
+/// fused as on the CPU, same bits).
 pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> {
-    let mut graph = g.clone();
-    crate::passes::fuse::fuse_exact(&mut graph)?;
-    // After fusion, so fused chains run in f32 between their 16-bit loads and stores.
-    if opts.floats != DType::F32 {
-        crate::passes::precision::lower_floats(&mut graph, opts.floats)?;
-    }
-    if let Some(c) = super::with_output_copies(&graph) {
-        graph = c;
-    }
+    let mut graph = gpu::prepare(g, opts)?;
     let wgmma = opts.gpu_arch == GpuArch::Sm90a;
     let nhwc = layout::channels_last(&graph);
     let thin = layout::thin_inputs(&graph, &nhwc);
@@ -85,10 +86,9 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
     let first = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
     let weights = super::weights::layout(&graph, &first.order, Lowering::PLAIN);
     let none = HashMap::new();
-    let inputs_after = |m: &memory::MemoryPlan| super::gpu_module::inputs_after(&graph, m);
-    let (offsets, _) = inputs_after(&first)?;
-    let candidates = kernels::fusions(&kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 }, false)?;
+    let (offsets, _) = gpu::host::inputs_after(&graph, &first)?;
     let first_cx = kernels::Cx { g: &graph, plan: &first, weights: &weights.offsets, inputs: &offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 };
+    let candidates = kernels::fusions(&first_cx, false)?;
     let split = kernels::split_scratch(&first_cx, &candidates)?;
     let mut keep = kernels::chain_reads(&graph, &candidates);
     for a in &attentions {
@@ -98,10 +98,9 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
         &graph,
         &PlanOptions { max_arena: opts.max_arena, scratch: &|_, n| split.get(&n).copied().unwrap_or(0), also_reads: &|_, n| keep.get(&n).cloned().unwrap_or_default(), ..Default::default() },
     )?;
-    let (input_offsets, arena_bytes) = inputs_after(&memory)?;
+    let (input_offsets, arena_bytes) = gpu::host::inputs_after(&graph, &memory)?;
     let weights = super::weights::layout(&graph, &memory.order, Lowering::PLAIN);
-    let mut ks = Vec::new();
-    let mut kernel_nodes = Vec::new();
+    let mut ks = gpu::KernelList::default();
     {
         let fused = kernels::fusions(&kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, fused: &none, nhwc: &nhwc, attention: &in_attention, thin: &thin, wgmma, tf32: opts.tf32 }, true)?;
         let done_by_epilogue: HashSet<_> = fused.values().flatten().copied().collect();
@@ -110,44 +109,22 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<CudaPlan, CodegenError> 
             if done_by_epilogue.contains(&id) {
                 continue;
             }
-            let base = format!("k{}", ks.len());
+            let base = ks.next_name();
+            let node = &graph.node(id).name;
             if let Some(a) = attention_at.get(&id) {
-                kernel_nodes.push(format!("attention ending at {}", graph.node(id).name));
-                ks.push(attention::kernel(&cx, a, &base)?);
-                continue;
-            }
-            if in_attention.contains(&id) {
-                continue;
-            }
-            for (j, mut k) in kernels::node(&cx, id, &base)?.into_iter().enumerate() {
-                if j > 0 && k.name == base {
-                    // A node's second and later kernels get their own names.
-                    let renamed = format!("{base}_{j}");
-                    // The declaration is the first ` name(` (after `void` or `__launch_bounds__(…)`).
-                    k.source = k.source.replacen(&format!(" {}(", k.name), &format!(" {renamed}("), 1);
-                    k.name = renamed;
-                }
-                kernel_nodes.push(graph.node(id).name.clone());
-                ks.push(k);
+                ks.push_node(&format!("attention ending at {node}"), &base, vec![attention::kernel(&cx, a, &base)?]);
+            } else if !in_attention.contains(&id) {
+                ks.push_node(node, &base, kernels::node(&cx, id, &base)?);
             }
         }
     }
-    Ok(CudaPlan { graph, memory, weights, input_offsets, arena_bytes, kernels: ks, kernel_nodes })
+    Ok(CudaPlan { graph, memory, weights, input_offsets, arena_bytes, kernels: ks.kernels, kernel_nodes: ks.nodes })
 }
 
 /// The CUDA C of a plan's kernels, each after a comment naming its node.
 pub fn cuda_source(p: &CudaPlan, source_name: &str) -> String {
     let hopper = wgmma::prelude(p.kernels.iter().map(|k| k.source.as_str()));
-    let mut s = format!("// Kernels generated by burnc {} from `{}`.\n\n{}{}{}{hopper}", env!("CARGO_PKG_VERSION"), comment(source_name), scalar::PRELUDE, gemm::PRELUDE, attention::PRELUDE);
-    for (k, node) in p.kernels.iter().zip(&p.kernel_nodes) {
-        let _ = write!(s, "\n// node `{}`\n{}", comment(node), k.source);
-    }
-    s
-}
-
-/// Text safe inside a `//` comment (one line, control characters escaped).
-fn comment(s: &str) -> String {
-    names::text(s)
+    p.source(source_name, &format!("{}{}{}{hopper}", scalar::PRELUDE, gemm::PRELUDE, attention::PRELUDE))
 }
 
 /// Compile `g` for the CUDA target: kernels, PTX (NVRTC) and the Rust module.
@@ -174,9 +151,6 @@ pub fn generate(g: &Graph, opts: &CodegenOptions, ptx_file: &str) -> Result<Cuda
 /// The Rust module of a CUDA plan.
 fn host_module(p: &CudaPlan, opts: &CodegenOptions, ptx_file: &str) -> Result<(String, Vec<IoDesc>, Vec<IoDesc>), CodegenError> {
     let mut items = String::new();
-    let _ = writeln!(items, "/// The kernels, compiled to PTX when burnc ran.\npub static PTX: &str = include_str!({});", names::str_lit(ptx_file));
-    let knames: Vec<String> = p.kernels.iter().map(|k| names::str_lit(&k.name)).collect();
-    let _ = writeln!(items, "const KERNELS: [&str; {}] = [{}];", knames.len(), knames.join(", "));
     let launches: Vec<String> = p
         .kernels
         .iter()
@@ -188,8 +162,9 @@ fn host_module(p: &CudaPlan, opts: &CodegenOptions, ptx_file: &str) -> Result<(S
         items,
         "/// What the compiler fixed about this module.\npub const SPEC: rt::cuda::ModuleSpec = rt::cuda::ModuleSpec {{ ptx: PTX, kernels: &KERNELS, launches: &LAUNCHES, arena_bytes: ARENA_BYTES, weights_bytes: WEIGHTS_BYTES }};"
     );
-    let host = super::gpu_module::GpuHost {
+    let host = gpu::host::GpuHost {
         rt: "cuda",
+        embed: format!("/// The kernels, compiled to PTX when burnc ran.\npub static PTX: &str = include_str!({});", names::str_lit(ptx_file)),
         error: "CudaError",
         what: " for CUDA",
         summary: format!("device arena {} bytes, weights {} bytes, {} kernel launches per forward pass", p.arena_bytes, p.weights.blob.len(), p.kernels.len()),
@@ -203,11 +178,6 @@ fn host_module(p: &CudaPlan, opts: &CodegenOptions, ptx_file: &str) -> Result<(S
         Ok(Model { session: rt::cuda::Session::new(SPEC, ordinal, weights)? })
     }".into(),
         async_forward: false,
-        graph: &p.graph,
-        slots: &p.memory.slots,
-        input_offsets: &p.input_offsets,
-        arena_bytes: p.arena_bytes,
-        weights_bytes: p.weights.blob.len(),
     };
-    super::gpu_module::write(&host, opts)
+    gpu::host::write(&host, p, opts)
 }

@@ -2,7 +2,7 @@
 //! and fused elementwise programs, each printed from the op's meaning (`ir::UnaryOp`,
 //! `ir::BinaryOp`, `ir::scalar`), with the interpreter's semantics (NaN propagates through
 //! Max/Min and Relu, Round is half to even, Mod follows the divisor's sign).
-use crate::ir::scalar::{Printer, ScalarProgram};
+use crate::codegen::gpu::scalar::{arithmetic, comparison, libm};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 
 /// The 16-bit float types every module defines (`c_type` names them): storage only, with no
@@ -132,6 +132,9 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
     let call = |name: &str| format!("{}({x})", f(name, d));
     // Where softplus is x to the type's precision (the CPU kernels' limits).
     let soft_lim = if d == DType::F32 { 20.0 } else { 40.0 };
+    if let (true, Some(name)) = (fl, libm(u)) {
+        return Some(call(name));
+    }
     Some(match u {
         UnaryOp::Identity => x.to_string(),
         UnaryOp::Neg if d != DType::Bool => format!("(-{x})"),
@@ -153,24 +156,10 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
             format!("(unsigned char)({pos} || {neg})")
         }
         _ if !fl => return None,
-        UnaryOp::Exp => call("exp"),
-        UnaryOp::Log => call("log"),
-        UnaryOp::Sqrt => call("sqrt"),
         UnaryOp::Reciprocal => format!("({} / {x})", one(1.0)),
-        UnaryOp::Floor => call("floor"),
-        UnaryOp::Ceil => call("ceil"),
         UnaryOp::Round => call("rint"),
-        UnaryOp::Sin => call("sin"),
-        UnaryOp::Cos => call("cos"),
-        UnaryOp::Tan => call("tan"),
         UnaryOp::Asin => call("asin"),
         UnaryOp::Acos => call("acos"),
-        UnaryOp::Atan => call("atan"),
-        UnaryOp::Sinh => call("sinh"),
-        UnaryOp::Cosh => call("cosh"),
-        UnaryOp::Asinh => call("asinh"),
-        UnaryOp::Acosh => call("acosh"),
-        UnaryOp::Atanh => call("atanh"),
         UnaryOp::Erf => call("erf"),
         UnaryOp::Tanh => call("tanh"),
         UnaryOp::Relu => format!("({x} > 0 ? {x} : {})", one(0.0)),
@@ -216,10 +205,13 @@ pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
     let fl = is_float(d);
     let int = !fl && d != DType::Bool;
     let bits = d.size() * 8;
+    if let (Some(o), false) = (arithmetic(op), d == DType::Bool) {
+        return Some(format!("({a} {o} {b})"));
+    }
+    if let Some(o) = comparison(op) {
+        return Some(format!("(unsigned char)({a} {o} {b})"));
+    }
     Some(match op {
-        BinaryOp::Add if d != DType::Bool => format!("({a} + {b})"),
-        BinaryOp::Sub if d != DType::Bool => format!("({a} - {b})"),
-        BinaryOp::Mul if d != DType::Bool => format!("({a} * {b})"),
         BinaryOp::Div if fl => format!("({a} / {b})"),
         // Integer division by zero is undefined in the reference too; 0 here, never a trap.
         BinaryOp::Div if int => format!("({b} == 0 ? ({})0 : ({})({a} / {b}))", c_type(d)?, c_type(d)?),
@@ -242,11 +234,6 @@ pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
         BinaryOp::And if d == DType::Bool => format!("(unsigned char)({a} && {b})"),
         BinaryOp::Or if d == DType::Bool => format!("(unsigned char)({a} || {b})"),
         BinaryOp::Xor if d == DType::Bool => format!("(unsigned char)(!{a} != !{b})"),
-        BinaryOp::Equal => format!("(unsigned char)({a} == {b})"),
-        BinaryOp::Less => format!("(unsigned char)({a} < {b})"),
-        BinaryOp::LessOrEqual => format!("(unsigned char)({a} <= {b})"),
-        BinaryOp::Greater => format!("(unsigned char)({a} > {b})"),
-        BinaryOp::GreaterOrEqual => format!("(unsigned char)({a} >= {b})"),
         BinaryOp::BitShiftLeft if int => format!("({b} >= {bits} ? ({})0 : ({})({a} << {b}))", c_type(d)?, c_type(d)?),
         // Shifting a signed value right by its width or more leaves its sign in every bit.
         BinaryOp::BitShiftRight if int => {
@@ -268,18 +255,6 @@ pub fn binary_out(op: BinaryOp, d: DType) -> DType {
         BinaryOp::Equal | BinaryOp::Less | BinaryOp::LessOrEqual | BinaryOp::Greater | BinaryOp::GreaterOrEqual => DType::Bool,
         _ => d,
     }
-}
-
-/// The statements computing one element of a fused f32 program: `inputs[i]` is the C
-/// expression of input `i` at this element; the result is left in `s<last>`.
-pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {
-    let printer = Printer {
-        unary: &|u, x| unary(u, x, DType::F32),
-        binary: &|b, x, y| binary(b, x, y, DType::F32),
-        lit: &f32_lit,
-        decl: &|k, e| format!("float s{k} = {e};\n"),
-    };
-    p.print(inputs, &printer)
 }
 
 #[cfg(test)]

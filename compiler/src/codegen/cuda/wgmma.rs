@@ -5,7 +5,7 @@
 //! pattern expects; the epilogue is the same too. Only products whose operands are both read
 //! along k in 16-byte runs take it (convolutions over channels-last input with channels a
 //! multiple of 8, Gemm with transposed B); the others keep `mma.sync`.
-use super::gemm::{k_major, k_range, stage_to, vector_width, walk, Operand, Product, Tile, CPAD};
+use super::gemm::{fill_stages, head, k_major, launch, refill_stage, stage_to, vector_width, walk, z_expr, Operand, Product, Tile, CPAD};
 use super::kernels::Kernel;
 use std::fmt::Write;
 
@@ -58,7 +58,7 @@ fn shared_bytes(t: &Tile) -> usize {
 /// The kernel of product `p` (see [`fits`]) over `split` k ranges (grid z), `epilogue` per
 /// output.
 pub(super) fn kernel(name: &str, p: &Product, t: Tile, split: usize, epilogue: &str, store: &str) -> Kernel {
-    let (bm, bn, threads) = (t.bm, t.bn, t.threads());
+    let (bm, bn) = (t.bm, t.bn);
     let (a_stage, b_stage) = (bm * ROW, bn * ROW);
     // Chunk q/8 of row r sits at chunk (q/8) ^ (r % 8): the 128-byte swizzle.
     let dst = |s: &str, stage: usize| format!("{s} + st * {stage} + r * {ROW} + ((((q) >> 3) ^ (r & 7)) << 4)");
@@ -66,12 +66,10 @@ pub(super) fn kernel(name: &str, p: &Product, t: Tile, split: usize, epilogue: &
     let b = stage_to(&p.b, p, false, t, "Bs", "rb", &dst("Bs", b_stage));
     let accs = bn / 2;
     let mma = p.mma;
-    let ahead = STAGES - 1;
     let mut s = String::new();
     let _ = write!(
         s,
-        "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(unsigned char* A, const unsigned char* __restrict__ W) {{\n\
-         // {m}×{n}×{k} ({batches} of them) on tensor cores by wgmma: {bm}×{bn} tiles, {wm} warpgroups, {STAGES} stages{split_note}.\n\
+        "{head}\
          extern __shared__ __align__(16) unsigned char smem_raw[];\n\
          // Swizzled 128-byte rows repeat every 1024 bytes: the tiles start on such a boundary.\n\
          unsigned char* smem = smem_raw + ((1024 - ((unsigned)__cvta_generic_to_shared(smem_raw) & 1023)) & 1023);\n\
@@ -82,21 +80,14 @@ pub(super) fn kernel(name: &str, p: &Product, t: Tile, split: usize, epilogue: &
          const long long z = {zexpr};\n\
          float acc[{accs}];\n\
          #pragma unroll\nfor (int i = 0; i < {accs}; ++i) acc[i] = 0.0f;\n\
-         {range}const int tiles = (kend - kbeg + {BK} - 1) / {BK};\n{ad}{bd}\
-         // Fill all stages but one.\n\
-         #pragma unroll\nfor (int st = 0; st < {ahead}; ++st) {{\n\
-         if (st < tiles) {{ const int k0 = kbeg + st * {BK};\n{ai}{bi}}}\n\
-         cp_async_commit();\n\
-         }}\n\
+         {fill}\
          for (int kt = 0; kt < tiles; ++kt) {{\n\
          // Tile kt has landed, in view of the tensor cores; every warpgroup is done with the\n\
          // stage the next copy overwrites.\n\
          cp_async_wait<{wait}>();\n\
          fence_async_shared();\n\
          __syncthreads();\n\
-         const int nk = kt + {ahead}, st = nk % {STAGES}, cs = kt % {STAGES};\n\
-         if (nk < tiles) {{ const int k0 = kbeg + nk * {BK};\n{ai}{bi}}}\n\
-         cp_async_commit();\n\
+         {refill}\
          wgmma_fence();\n\
          #pragma unroll\n\
          for (int ks = 0; ks < {BK} / 16; ++ks) wgmma_{mma}_n{bn}(acc, smem_desc(As + cs * {a_stage} + wg * {wg_rows} + ks * 32), smem_desc(Bs + cs * {b_stage} + ks * 32));\n\
@@ -114,26 +105,17 @@ pub(super) fn kernel(name: &str, p: &Product, t: Tile, split: usize, epilogue: &
          }}\n\
          __syncthreads();\n\
          {walk}}}\n",
-        m = p.m,
-        n = p.n,
-        k = p.k,
-        batches = p.batches,
-        wm = t.wm,
+        head = head(name, p, t, split),
         bs_at = STAGES * a_stage,
         wg_rows = 64 * ROW,
-        range = k_range(p, t, split),
         wait = STAGES - 2,
-        ad = a.decls,
-        bd = b.decls,
-        ai = a.issue,
-        bi = b.issue,
+        fill = fill_stages(p, t, split, &a, &b),
+        refill = refill_stage(t, &a, &b),
         walk = walk(t, p, split, epilogue, store),
-        zexpr = if split > 1 { "0" } else { "blockIdx.z" },
-        split_note = if split > 1 { format!(", k split {split} ways") } else { String::new() },
+        zexpr = z_expr(split),
     );
     debug_assert!(a.store.is_empty() && b.store.is_empty(), "wgmma tiles are staged by cp.async only");
-    let z = if split > 1 { split } else { p.batches.max(1) };
-    Kernel { name: name.to_string(), source: s, grid: [p.n.div_ceil(bn) as u32, p.m.div_ceil(bm) as u32, z as u32], block: [threads as u32, 1, 1], shared: shared_bytes(&t) as u32 }
+    launch(name, p, t, split, s, shared_bytes(&t))
 }
 
 /// The device functions the `wgmma` kernels among `sources` call (sm_90a only, so a module

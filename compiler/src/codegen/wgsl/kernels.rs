@@ -6,13 +6,18 @@
 //! computed on), a bool or byte one byte of a word.
 use super::gemm::Load;
 use super::scalar::{self, compute_type};
+use crate::codegen::gpu::scalar::program;
+use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, tap_pos, window_taps};
+use crate::codegen::gpu::{gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, strides, MatMulDims};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
-use burnc_runtime::kernels::window::Window3;
 use std::collections::HashMap;
 use std::fmt::Write;
+
+/// The language the shared kernel text ([`crate::codegen::gpu`]) is printed in.
+const D: Dialect = Dialect::Wgsl;
 
 /// Invocations per workgroup of the elementwise-style kernels.
 pub const GROUP: u32 = 256;
@@ -355,30 +360,15 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             one(ncx.pointwise(&y, |i| {
                 let vals: Vec<String> = ins
                     .iter()
-                    .map(|t| {
-                        let len = t.numel();
-                        let at = if len == on {
-                            i.to_string()
-                        } else if len == 1 {
-                            "0u".to_string()
-                        } else {
-                            format!("{i} % {len}u")
-                        };
-                        t.load(&at)
-                    })
+                    .map(|t| t.load(&repeated_index(D, i, t.numel(), on)))
                     .collect();
-                scalar::program(p, &vals).ok_or_else(|| cx.err(n, "elementwise program has a step the wgpu target cannot print"))
+                program(D, p, &vals).ok_or_else(|| cx.err(n, "elementwise program has a step the wgpu target cannot print"))
             }))
         }
         Op::Transpose { perm } => {
             let x = ncx.input(0)?;
             let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..x.shape.len()).rev().collect());
-            let (os, is) = (strides(&y.shape), strides(&x.shape));
-            one(ncx.pointwise(&y, |i| {
-                let terms: Vec<String> = (0..y.shape.len()).filter(|&k| y.shape[k] != 1).map(|k| format!("(({i} / {}u) % {}u) * {}u", os[k], y.shape[k], is[perm[k]])).collect();
-                let src = if terms.is_empty() { "0u".into() } else { terms.join(" + ") };
-                Ok((String::new(), x.load(&src)))
-            }))
+            one(ncx.pointwise(&y, |i| Ok((String::new(), x.load(&transposed_index(D, i, &y.shape, &x.shape, &perm))))))
         }
         Op::Concat { axis } => {
             let axis = crate::ir::axis::norm_axis(*axis, y.shape.len()).map_err(|e| cx.err(n, e))?;
@@ -432,38 +422,23 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             if !scalar::is_float(od) {
                 return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
             }
-            let kernel = if window.kernel_shape.is_empty() { x.shape[2..].to_vec() } else { window.kernel_shape.clone() };
-            let win = crate::interp::ops::nn::geom::resolve(window, &kernel, &x.shape[2..]).map_err(|e| cx.err(n, e))?;
+            let win = pool_window(window, &x.shape).map_err(|e| cx.err(n, e))?;
             let [id_, ih, iw] = win.input;
             let [od_, oh, ow] = win.output;
-            let [kd, kh, kw] = win.kernel;
-            let [sd, sh, sw] = win.strides;
-            let [dd, dh, dw] = win.dilations;
-            let [pd, ph, pw] = win.pads_begin;
-            let [ed, eh, ew] = win.pads_end;
             let (init, acc, fin) = match kind {
                 // The first tap seen starts the maximum (WGSL has no infinity literal).
                 PoolKind::Max => ("var acc = 0.0;\nvar cnt = 0;".to_string(), "if (cnt == 0 || v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
                 PoolKind::Avg { .. } => ("var acc = 0.0;\nvar cnt = 0;".into(), "acc += v;".into(), "acc / f32(den)".into()),
                 PoolKind::Lp { p } => ("var acc = 0.0;\nvar cnt = 0;".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p))),
             };
-            // The averaging divisor: windows clipped to the padded input when pads count, else
-            // to the input itself.
-            let den = match kind {
-                PoolKind::Avg { count_include_pad: true } => format!(
-                    "var den = (min(oz * {sd} + ({kd} - 1) * {dd} - {pd}, {id_} + {ed} - 1) - (oz * {sd} - {pd})) / {dd} + 1;\n\
-                     den *= (min(oy * {sh} + ({kh} - 1) * {dh} - {ph}, {ih} + {eh} - 1) - (oy * {sh} - {ph})) / {dh} + 1;\n\
-                     den *= (min(ox * {sw} + ({kw} - 1) * {dw} - {pw}, {iw} + {ew} - 1) - (ox * {sw} - {pw})) / {dw} + 1;"
-                ),
-                _ => "let den = cnt;".into(),
-            };
+            let den = pool_divisor(D, &win, matches!(kind, PoolKind::Avg { count_include_pad: true }));
             one(ncx.pointwise(&y, |i| {
                 Ok((
                     format!(
                         "{}\nlet p = {i} / {}u;\n{init}\n{}\n{den}\n",
-                        out_coords(&win, i),
+                        out_coords(D, &win, i),
                         od_ * oh * ow,
-                        window_taps(&win, &format!("let v = {};\n{acc}\ncnt += 1;", x.load(&format!("p * {}u + u32((z * {ih} + yy) * {iw} + xx)", id_ * ih * iw)))),
+                        window_taps(D, &win, &format!("let v = {};\n{acc}\ncnt += 1;", x.load(&format!("p * {}u + u32((z * {ih} + yy) * {iw} + xx)", id_ * ih * iw)))),
                     ),
                     fin.clone(),
                 ))
@@ -605,29 +580,6 @@ fn zero(d: DType) -> &'static str {
     }
 }
 
-/// The output position of flat index `i` of a window op (`ox`, `oy`, `oz`, as i32).
-fn out_coords(win: &Window3, i: &str) -> String {
-    let [od, oh, ow] = win.output;
-    format!("let ox = i32({i} % {ow}u);\nlet oy = i32(({i} / {ow}u) % {oh}u);\nlet oz = i32(({i} / {}u) % {od}u);", oh * ow)
-}
-
-/// Loops over a window's taps at output position (`oz`, `oy`, `ox`), skipping those in the
-/// padding: `body` sees the tap (`kz`, `ky`, `kx`) and the input position (`z`, `yy`, `xx`).
-fn window_taps(win: &Window3, body: &str) -> String {
-    let [id, ih, iw] = win.input;
-    let [kd, kh, kw] = win.kernel;
-    let [sd, sh, sw] = win.strides;
-    let [dd, dh, dw] = win.dilations;
-    let [pd, ph, pw] = win.pads_begin;
-    format!(
-        "for (var kz = 0; kz < {kd}; kz++) {{ let z = oz * {sd} + kz * {dd} - {pd}; if (z < 0 || z >= {id}) {{ continue; }}\n\
-         for (var ky = 0; ky < {kh}; ky++) {{ let yy = oy * {sh} + ky * {dh} - {ph}; if (yy < 0 || yy >= {ih}) {{ continue; }}\n\
-         for (var kx = 0; kx < {kw}; kx++) {{ let xx = ox * {sw} + kx * {dw} - {pw}; if (xx < 0 || xx >= {iw}) {{ continue; }}\n\
-         {body}\n\
-         }} }} }}"
-    )
-}
-
 /// A reduction over the axes marked in `red`: one invocation per output element walks its
 /// reduced elements.
 fn reduce(cx: &NodeCx, op: ReduceOp, x: &Tensor, y: &Tensor, red: &[bool]) -> R<Kernel> {
@@ -710,8 +662,7 @@ fn gemm(cx: &NodeCx, y: &Tensor, alpha: f32, beta: f32, ta: bool, tb: bool) -> R
     if !scalar::is_float(a.dtype) || !scalar::is_float(y.dtype) {
         return Err(cx.err(format!("matrix products on {} are not supported by the wgpu target yet", a.dtype)));
     }
-    let (m, k) = if ta { (a.shape[1], a.shape[0]) } else { (a.shape[0], a.shape[1]) };
-    let n = if tb { b.shape[0] } else { b.shape[1] };
+    let GemmDims { m, k, n, .. } = gemm_dims(&a.shape, &b.shape, ta, tb);
     let ai = if ta { format!("kk * {m}u + r") } else { format!("r * {k}u + kk") };
     let bi = if tb { format!("c * {k}u + kk") } else { format!("kk * {n}u + c") };
     let mut v = if alpha == 1.0 { "acc".to_string() } else { format!("{} * acc", scalar::f32_lit(alpha)) };
@@ -752,9 +703,6 @@ fn conv(cx: &NodeCx, y: &Tensor, window: &crate::ir::Window, group: usize) -> R<
     let [id, ih, iw] = win.input;
     let [od, oh, ow] = win.output;
     let [kd, kh, kw] = win.kernel;
-    let [sd, sh, sw] = win.strides;
-    let [dd, dh, dw] = win.dilations;
-    let [pd, ph, pw] = win.pads_begin;
     let (taps, pixels) = (kd * kh * kw, od * oh * ow);
     let k = cg * taps;
     let batch = x.shape[0];
@@ -765,10 +713,13 @@ fn conv(cx: &NodeCx, y: &Tensor, window: &crate::ir::Window, group: usize) -> R<
         "let ci = kk / {taps}u; let t = kk % {taps}u;\n\
          let kz = i32(t / {}u); let ky = i32((t / {kw}u) % {kh}u); let kx = i32(t % {kw}u);\n\
          let ox = i32(c % {ow}u); let oy = i32((c / {ow}u) % {oh}u); let oz = i32(c / {}u);\n\
-         let iz = oz * {sd} + kz * {dd} - {pd}; let iy = oy * {sh} + ky * {dh} - {ph}; let ix = ox * {sw} + kx * {dw} - {pw};\n\
+         let iz = {}; let iy = {}; let ix = {};\n\
          if (iz >= 0 && iz < {id} && iy >= 0 && iy < {ih} && ix >= 0 && ix < {iw}) {{ v = {x_at}; }}",
         kh * kw,
         oh * ow,
+        tap_pos(&win, 0, "oz", "kz"),
+        tap_pos(&win, 1, "oy", "ky"),
+        tap_pos(&win, 2, "ox", "kx"),
     );
     let mut v = "acc".to_string();
     if let Some(bias) = cx.opt_input(2)? {

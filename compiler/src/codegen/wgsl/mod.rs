@@ -5,15 +5,17 @@
 //!
 //! Memory is planned as for the CPU and CUDA targets: one arena buffer holds every activation
 //! at the offset the planner chose, the graph inputs after them; the weights are one buffer
-//! laid out as the CPU's `model.bin` in its plain layout. Shared with the CUDA target: the
-//! graph passes, the plan, the weights layout, the index arithmetic (`codegen::index`) and
-//! the meaning of every scalar function (`ir::scalar`, `ir::UnaryOp`); the kernels are
-//! printed per language (`scalar`, `kernels`, `gemm`).
+//! laid out as the CPU's `model.bin` in its plain layout. Shared with the CUDA target
+//! (`codegen::gpu`): the graph passes, the plan, the Rust module, the window loops and fused
+//! programs printed through a `Dialect`, the index arithmetic (`codegen::index`) and the
+//! meaning of every scalar function (`ir::scalar`, `ir::UnaryOp`); what the language decides
+//! (word loads and stores, the tiled product, each scalar function's text) is here (`scalar`,
+//! `kernels`, `gemm`).
 pub mod gemm;
 pub mod kernels;
 pub mod scalar;
 
-use super::{names, CodegenError, CodegenOptions, IoDesc, Lowering};
+use super::{gpu, names, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{DType, Graph};
 use crate::memory::{self, PlanOptions};
 use std::collections::HashMap;
@@ -34,49 +36,42 @@ pub struct WgslGenerated {
 }
 
 /// The kernels and their dispatches for `g` (static shapes).
-pub struct WgslPlan {
-    pub graph: Graph,
-    pub memory: memory::MemoryPlan,
-    pub weights: super::weights::WeightsLayout,
-    /// Arena offset of each graph input (after the planned activations).
-    pub input_offsets: HashMap<crate::ir::ValueId, usize>,
-    pub arena_bytes: usize,
-    pub kernels: Vec<kernels::Kernel>,
-    /// Each kernel's node, for comments.
-    pub kernel_nodes: Vec<String>,
+pub type WgslPlan = gpu::GpuPlan<kernels::Kernel>;
+
+impl WgslPlan {
     /// Weight bindings (`W0`, `W1`, …), [`kernels::CHUNK`] bytes each but the last.
-    pub chunks: usize,
+    pub fn chunks(&self) -> usize {
+        self.weights.blob.len().div_ceil(kernels::CHUNK).max(1)
+    }
 }
 
-/// Plan memory and write every node's kernels. The graph is fused as the CPU module's exact
-/// path fuses it (elementwise chains into one kernel each, same meaning).
+impl gpu::GpuKernel for kernels::Kernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn renamed(self, new: &str) -> Self {
+        kernels::Kernel::renamed(self, new)
+    }
+}
+
+/// Plan memory and write every node's kernels ([`gpu::prepare`]'s graph: elementwise chains
+/// fused as on the CPU, same meaning).
 pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> {
-    let mut graph = g.clone();
-    crate::passes::fuse::fuse_exact(&mut graph)?;
-    // After fusion, so fused chains run in f32 between their 16-bit loads and stores.
-    if opts.floats != DType::F32 {
-        crate::passes::precision::lower_floats(&mut graph, opts.floats)?;
-    }
-    if let Some(c) = super::with_output_copies(&graph) {
-        graph = c;
-    }
+    let graph = gpu::prepare(g, opts)?;
     let memory = memory::plan(&graph, &PlanOptions { max_arena: opts.max_arena, ..Default::default() })?;
     let mut weights = chunked(super::weights::layout(&graph, &memory.order, Lowering::PLAIN))?;
-    let (input_offsets, arena_bytes) = super::gpu_module::inputs_after(&graph, &memory)?;
-    let mut ks = Vec::new();
-    let mut kernel_nodes = Vec::new();
+    let (input_offsets, arena_bytes) = gpu::host::inputs_after(&graph, &memory)?;
+    let mut ks = gpu::KernelList::default();
     let tables_at = weights.blob.len().div_ceil(64) * 64;
     let cx = kernels::Cx { g: &graph, plan: &memory, weights: &weights.offsets, inputs: &input_offsets, tables: Default::default(), tables_at };
     for &id in &memory.order {
-        let base = format!("k{}", ks.len());
-        for (j, mut k) in kernels::node(&cx, id, &base)?.into_iter().enumerate() {
-            if j > 0 && k.name == base {
-                // A node's second and later kernels get their own names.
-                k = k.renamed(&format!("{base}_{j}"));
-            }
-            kernel_nodes.push(graph.node(id).name.clone());
-            ks.push(k);
-        }
+        let base = ks.next_name();
+        ks.push_node(&graph.node(id).name, &base, kernels::node(&cx, id, &base)?);
     }
     let tables = cx.tables.into_inner();
     if !tables.is_empty() {
@@ -85,8 +80,7 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<WgslPlan, CodegenError> 
         let end = weights.blob.len().div_ceil(64) * 64;
         weights.blob.resize(end, 0);
     }
-    let chunks = weights.blob.len().div_ceil(kernels::CHUNK).max(1);
-    Ok(WgslPlan { graph, memory, weights, input_offsets, arena_bytes, kernels: ks, kernel_nodes, chunks })
+    Ok(WgslPlan { graph, memory, weights, input_offsets, arena_bytes, kernels: ks.kernels, kernel_nodes: ks.nodes })
 }
 
 /// Append `bytes` to `blob` (which starts at global offset `base`) at the first 64-byte
@@ -133,33 +127,28 @@ fn chunked(w: super::weights::WeightsLayout) -> Result<super::weights::WeightsLa
 /// The module's WGSL: the two buffers, helpers, then each kernel after a comment naming its
 /// node.
 pub fn wgsl_source(p: &WgslPlan, source_name: &str) -> String {
+    let chunks = p.chunks();
     let mut s = format!(
-        "// Kernels generated by burnc {} from `{}`.\n\n\
-         // The arena (activations, then inputs) and the weights, as 32-bit words; the weights\n\
+        "// The arena (activations, then inputs) and the weights, as 32-bit words; the weights\n\
          // in bindings of at most {} bytes, W0, W1, …\n\
          @group(0) @binding(0) var<storage, read_write> A: array<u32>;\n",
-        env!("CARGO_PKG_VERSION"),
-        names::text(source_name),
         kernels::CHUNK,
     );
-    for c in 0..p.chunks {
+    for c in 0..chunks {
         let _ = writeln!(s, "@group(0) @binding({}) var<storage, read> W{c}: array<u32>;", c + 1);
     }
     // Global word `i` of the weights, for a weight that spans chunks.
-    let cases: String = (0..p.chunks).map(|c| format!("    case {c}u: {{ return W{c}[i & {:#x}u]; }}\n", kernels::CHUNK / 4 - 1)).collect();
+    let cases: String = (0..chunks).map(|c| format!("    case {c}u: {{ return W{c}[i & {:#x}u]; }}\n", kernels::CHUNK / 4 - 1)).collect();
     let _ = write!(s, "fn W(i: u32) -> u32 {{\n  switch (i >> {}u) {{\n{cases}    default: {{ return 0u; }}\n  }}\n}}\n", (kernels::CHUNK / 4).trailing_zeros());
     s.push_str("\n// Byte `i` and 16-bit half `i` of a buffer (bool, 8-bit and 16-bit tensors).\n");
     let _ = writeln!(s, "fn byte_W(i: u32) -> u32 {{ return (W(i >> 2u) >> ((i & 3u) * 8u)) & 0xffu; }}");
     let _ = writeln!(s, "fn half_W(i: u32) -> u32 {{ return (W(i >> 1u) >> ((i & 1u) * 16u)) & 0xffffu; }}");
-    for b in std::iter::once("A".to_string()).chain((0..p.chunks).map(|c| format!("W{c}"))) {
+    for b in std::iter::once("A".to_string()).chain((0..chunks).map(|c| format!("W{c}"))) {
         let _ = writeln!(s, "fn byte_{b}(i: u32) -> u32 {{ return ({b}[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu; }}");
         let _ = writeln!(s, "fn half_{b}(i: u32) -> u32 {{ return ({b}[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu; }}");
     }
     let _ = write!(s, "\n{}\n{}", scalar::PRELUDE, scalar::POW);
-    for (k, node) in p.kernels.iter().zip(&p.kernel_nodes) {
-        let _ = write!(s, "\n// node `{}`\n{}", names::text(node), k.source);
-    }
-    s
+    p.source(source_name, &s)
 }
 
 /// Parse and validate `wgsl` with naga, as wgpu will when it creates the pipelines: a kernel
@@ -209,9 +198,6 @@ fn host_module(g: &Graph, p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) 
     let workgroup_bytes = p.kernels.iter().map(|k| k.workgroup_bytes).max().unwrap_or(0);
     let invocations = p.kernels.iter().map(|k| k.invocations).max().unwrap_or(1);
     let mut items = String::new();
-    let _ = writeln!(items, "/// The kernels, validated when burnc ran.\npub static WGSL: &str = include_str!({});", names::str_lit(wgsl_file));
-    let knames: Vec<String> = p.kernels.iter().map(|k| names::str_lit(&k.name)).collect();
-    let _ = writeln!(items, "const KERNELS: [&str; {}] = [{}];", knames.len(), knames.join(", "));
     let dispatches: Vec<String> = p.kernels.iter().enumerate().map(|(i, k)| format!("rt::wgpu::Dispatch {{ kernel: {i}, workgroups: {:?} }}", k.workgroups)).collect();
     let _ = writeln!(items, "/// One forward pass, in order (each kernel's node is named in `model.wgsl`).\nconst DISPATCHES: [rt::wgpu::Dispatch; {}] = [{}];", dispatches.len(), dispatches.join(", "));
     let _ = writeln!(
@@ -226,8 +212,9 @@ fn host_module(g: &Graph, p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) 
         table.len(),
         table.join(", ")
     );
-    let host = super::gpu_module::GpuHost {
+    let host = gpu::host::GpuHost {
         rt: "wgpu",
+        embed: format!("/// The kernels, validated when burnc ran.\npub static WGSL: &str = include_str!({});", names::str_lit(wgsl_file)),
         error: "WgpuError",
         what: " for wgpu",
         summary: format!("arena {} bytes, weights {} bytes, {} dispatches per forward pass", p.arena_bytes, p.weights.blob.len(), p.kernels.len()),
@@ -260,11 +247,6 @@ fn host_module(g: &Graph, p: &WgslPlan, opts: &CodegenOptions, wgsl_file: &str) 
         self.session.write_weights(offset, rt::wgpu::bytes_of(values))
     }".into(),
         async_forward: true,
-        graph: &p.graph,
-        slots: &p.memory.slots,
-        input_offsets: &p.input_offsets,
-        arena_bytes: p.arena_bytes,
-        weights_bytes: p.weights.blob.len(),
     };
-    super::gpu_module::write(&host, opts)
+    gpu::host::write(&host, p, opts)
 }

@@ -3,7 +3,7 @@
 //! (NaN propagates through Max/Min and Relu, Round is half to even, Mod follows the divisor's
 //! sign). WGSL has no `erf` or `log1p`, and no literal for infinity (a constant expression
 //! that overflows is an error): [`PRELUDE`] defines them as functions.
-use crate::ir::scalar::{Printer, ScalarProgram};
+use crate::codegen::gpu::scalar::{arithmetic, comparison, libm};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 
 /// Functions every module's WGSL defines, used by the expressions below.
@@ -138,6 +138,9 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
     let call = |name: &str| format!("{name}({x})");
     let neg_inf = f32_lit(f32::NEG_INFINITY);
     let pos_inf = f32_lit(f32::INFINITY);
+    if let (true, Some(name)) = (fl, libm(u)) {
+        return Some(call(name));
+    }
     Some(match u {
         UnaryOp::Identity => x.to_string(),
         UnaryOp::Neg if ct == "i32" || fl => format!("(-{x})"),
@@ -153,25 +156,11 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
             format!("u32({pos} || {neg})")
         }
         _ if !fl => return None,
-        UnaryOp::Exp => call("exp"),
-        UnaryOp::Log => call("log"),
-        UnaryOp::Sqrt => call("sqrt"),
         UnaryOp::Reciprocal => format!("(1.0 / {x})"),
-        UnaryOp::Floor => call("floor"),
-        UnaryOp::Ceil => call("ceil"),
         // WGSL's round is half to even.
         UnaryOp::Round => call("round"),
-        UnaryOp::Sin => call("sin"),
-        UnaryOp::Cos => call("cos"),
-        UnaryOp::Tan => call("tan"),
         UnaryOp::Asin => call("asin_f32"),
         UnaryOp::Acos => call("acos_f32"),
-        UnaryOp::Atan => call("atan"),
-        UnaryOp::Sinh => call("sinh"),
-        UnaryOp::Cosh => call("cosh"),
-        UnaryOp::Asinh => call("asinh"),
-        UnaryOp::Acosh => call("acosh"),
-        UnaryOp::Atanh => call("atanh"),
         UnaryOp::Erf => call("erf_f32"),
         // tanh of a large argument is NaN on some drivers (exp overflows): clamp first.
         UnaryOp::Tanh => format!("tanh(clamp({x}, -20.0, 20.0))"),
@@ -201,10 +190,13 @@ pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
     let int = ct == "i32";
     let bool_ = d == DType::Bool;
     let zero = lit(0.0, d);
+    if let (Some(o), false) = (arithmetic(op), bool_) {
+        return Some(format!("({a} {o} {b})"));
+    }
+    if let Some(o) = comparison(op) {
+        return Some(format!("u32({a} {o} {b})"));
+    }
     Some(match op {
-        BinaryOp::Add if !bool_ => format!("({a} + {b})"),
-        BinaryOp::Sub if !bool_ => format!("({a} - {b})"),
-        BinaryOp::Mul if !bool_ => format!("({a} * {b})"),
         BinaryOp::Div if fl => format!("({a} / {b})"),
         // Integer division by zero is undefined in the reference too; 0 here, never a trap.
         BinaryOp::Div if int => sel(&format!("{b} == 0"), "0", &format!("{a} / {b}")),
@@ -226,11 +218,6 @@ pub fn binary(op: BinaryOp, a: &str, b: &str, d: DType) -> Option<String> {
         BinaryOp::And if bool_ => format!("({a} & {b})"),
         BinaryOp::Or if bool_ => format!("({a} | {b})"),
         BinaryOp::Xor if bool_ => format!("({a} ^ {b})"),
-        BinaryOp::Equal => format!("u32({a} == {b})"),
-        BinaryOp::Less => format!("u32({a} < {b})"),
-        BinaryOp::LessOrEqual => format!("u32({a} <= {b})"),
-        BinaryOp::Greater => format!("u32({a} > {b})"),
-        BinaryOp::GreaterOrEqual => format!("u32({a} >= {b})"),
         BinaryOp::BitAnd if int => format!("({a} & {b})"),
         BinaryOp::BitOr if int => format!("({a} | {b})"),
         BinaryOp::BitXor if int => format!("({a} ^ {b})"),
@@ -251,18 +238,6 @@ pub const POW: &str = r#"fn pow_f32(a: f32, b: f32) -> f32 {
   return select(m, -m, odd);
 }
 "#;
-
-/// The statements computing one element of a fused f32 program: `inputs[i]` is the WGSL
-/// expression of input `i` at this element; the result is left in `s<last>`.
-pub fn program(p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {
-    let printer = Printer {
-        unary: &|u, x| unary(u, x, DType::F32),
-        binary: &|b, x, y| binary(b, x, y, DType::F32),
-        lit: &f32_lit,
-        decl: &|k, e| format!("let s{k} = {e};\n"),
-    };
-    p.print(inputs, &printer)
-}
 
 #[cfg(test)]
 mod tests {

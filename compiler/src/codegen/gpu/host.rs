@@ -3,32 +3,30 @@
 //! and a `Model` whose `forward` copies inputs in, runs the pass and copies outputs back.
 //! What differs per target (the runtime module, how kernels are named and launched, how a
 //! session starts) comes in a [`GpuHost`].
-use super::module::{format_pieces, io};
-use super::{names, CodegenError, CodegenOptions, IoDesc};
+use crate::codegen::module::{format_pieces, io};
+use crate::codegen::{names, CodegenError, CodegenOptions, IoDesc};
+use super::{GpuKernel, GpuPlan};
 use crate::ir::{DType, Graph, ValueId, ValueKind};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// One target's part of the module.
-pub(crate) struct GpuHost<'a> {
+pub(crate) struct GpuHost {
     /// The runtime module (`cuda`, `wgpu`) and its error type.
     pub rt: &'static str,
     pub error: &'static str,
     /// For the header: " for CUDA", and its last line (sizes, launches).
     pub what: &'static str,
     pub summary: String,
-    /// Items after the size constants: the kernels' source, names, launch table and `SPEC`.
+    /// The first item after the size constants: the kernels' source, embedded.
+    pub embed: String,
+    /// Items after the kernels' names: the launch table and `SPEC`.
     pub items: String,
     /// `Model`'s constructors (`new`, `with_weights`) and target-specific methods, inside its `impl`.
     pub constructors: String,
     /// Also a `forward_async` (reads awaited, for wasm32 where nothing may block), and
     /// `forward` only off wasm32.
     pub async_forward: bool,
-    pub graph: &'a Graph,
-    pub slots: &'a HashMap<ValueId, crate::memory::Slot>,
-    pub input_offsets: &'a HashMap<ValueId, usize>,
-    pub arena_bytes: usize,
-    pub weights_bytes: usize,
 }
 
 /// The arena offset of each graph input, placed after the planned activations of `m`, and the
@@ -47,13 +45,13 @@ pub(crate) fn inputs_after(g: &Graph, m: &crate::memory::MemoryPlan) -> Result<(
 fn rust_ty(d: DType) -> Result<&'static str, CodegenError> {
     Ok(match d {
         DType::Bool => "bool",
-        _ => super::emit::rust_ty(d).ok_or_else(|| CodegenError::Graph { what: "dtype".into(), reason: format!("{d} is not supported by the GPU targets yet") })?,
+        _ => crate::codegen::emit::rust_ty(d).ok_or_else(|| CodegenError::Graph { what: "dtype".into(), reason: format!("{d} is not supported by the GPU targets yet") })?,
     })
 }
 
-/// The module's source, inputs and outputs.
-pub(crate) fn write(h: &GpuHost, opts: &CodegenOptions) -> Result<(String, Vec<IoDesc>, Vec<IoDesc>), CodegenError> {
-    let (g, rt, error) = (h.graph, h.rt, h.error);
+/// The module of plan `p`: its source, inputs and outputs.
+pub(crate) fn write<K: GpuKernel>(h: &GpuHost, p: &GpuPlan<K>, opts: &CodegenOptions) -> Result<(String, Vec<IoDesc>, Vec<IoDesc>), CodegenError> {
+    let (g, rt, error) = (&p.graph, h.rt, h.error);
     let mut taken = HashSet::new();
     let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io(g, i, &mut taken)).collect::<Result<_, _>>()?;
     let mut out_taken = HashSet::new();
@@ -63,21 +61,23 @@ pub(crate) fn write(h: &GpuHost, opts: &CodegenOptions) -> Result<(String, Vec<I
         if !matches!(g.value(o).kind, ValueKind::Node(_)) {
             return Err(CodegenError::Graph { what: format!("output `{}`", d.name), reason: "is not computed by a node".into() });
         }
-        let slot = h.slots.get(&o).ok_or_else(|| CodegenError::Graph { what: format!("output `{}`", d.name), reason: "has no arena slot".into() })?;
+        let slot = p.memory.slots.get(&o).ok_or_else(|| CodegenError::Graph { what: format!("output `{}`", d.name), reason: "has no arena slot".into() })?;
         out_offsets.push(slot.offset);
     }
     let numel = |d: &IoDesc| d.shape.iter().product::<usize>();
 
-    let mut header = super::module::io_header(&opts.source_name, h.what, &inputs, &outputs);
+    let mut header = crate::codegen::module::io_header(&opts.source_name, h.what, &inputs, &outputs);
     let _ = writeln!(header, "// {}", h.summary);
 
     let mut src = String::from("use burnc_runtime as rt;\n");
-    let _ = writeln!(src, "/// Bytes of device memory for activations and inputs.\npub const ARENA_BYTES: usize = {};", h.arena_bytes);
-    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), h.weights_bytes);
-    src.push_str(&super::weights::weights_static(opts));
+    let _ = writeln!(src, "/// Bytes of device memory for activations and inputs.\npub const ARENA_BYTES: usize = {};", p.arena_bytes);
+    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), p.weights.blob.len());
+    src.push_str(&crate::codegen::weights::weights_static(opts));
+    let knames: Vec<String> = p.kernels.iter().map(|k| names::str_lit(k.name())).collect();
+    let _ = writeln!(src, "{}\nconst KERNELS: [&str; {}] = [{}];", h.embed, knames.len(), knames.join(", "));
     src.push_str(&h.items);
     for (d, &i) in inputs.iter().zip(&g.inputs) {
-        let _ = writeln!(src, "/// Arena offset of input `{}` (for data already on the device).\npub const INPUT_{}: usize = {};", names::text(&d.name), d.ident.to_uppercase(), h.input_offsets[&i]);
+        let _ = writeln!(src, "/// Arena offset of input `{}` (for data already on the device).\npub const INPUT_{}: usize = {};", names::text(&d.name), d.ident.to_uppercase(), p.input_offsets[&i]);
     }
     for (d, off) in outputs.iter().zip(&out_offsets) {
         let _ = writeln!(src, "/// Arena offset of output `{}`.\npub const OUTPUT_{}: usize = {off};", names::text(&d.name), d.ident.to_uppercase());
