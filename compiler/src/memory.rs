@@ -540,14 +540,20 @@ mod tests {
 
     const B: usize = 4032; // 1000 f32 rounded up to ALIGN
 
-    #[test]
-    fn relu_chain_reuses_two_buffers() {
+    /// An input of 1000 f32 through `n` Relus, the last one the output.
+    fn relu_chain(n: usize) -> Graph {
         let mut g = Graph::default();
         let mut x = input(&mut g, 1000);
-        for _ in 0..5 {
+        for _ in 0..n {
             x = relu(&mut g, x, 1000);
         }
         g.outputs.push(x);
+        g
+    }
+
+    #[test]
+    fn relu_chain_reuses_two_buffers() {
+        let g = relu_chain(5);
         let p = plan(&g, &PlanOptions::default()).unwrap();
         assert_eq!(p.arena_bytes, 2 * B);
         assert_eq!(p.lower_bound_bytes, 2 * B);
@@ -560,12 +566,7 @@ mod tests {
 
     #[test]
     fn relu_chain_in_place() {
-        let mut g = Graph::default();
-        let mut x = input(&mut g, 1000);
-        for _ in 0..4 {
-            x = relu(&mut g, x, 1000);
-        }
-        g.outputs.push(x);
+        let g = relu_chain(4);
         let p = plan(&g, &inplace_opts()).unwrap();
         assert_eq!(p.arena_bytes, B);
         assert_eq!(p.lower_bound_bytes, B);

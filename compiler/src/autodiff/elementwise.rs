@@ -16,6 +16,28 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
     }
 }
 
+/// Exact GELU's Φ(x) and derivative Φ(x) + x·φ(x) (Φ, φ: the standard normal's CDF and
+/// density); GELU itself is x·Φ(x).
+pub(crate) fn gelu_cdf_and_grad(b: &mut B<'_>, x: ValueId) -> R<(ValueId, ValueId)> {
+    let dt = b.dtype(x)?;
+    let k = |b: &mut B<'_>, v: f64| b.scalar(v, dt);
+    let s2 = k(b, std::f64::consts::FRAC_1_SQRT_2)?;
+    let t = b.mul(x, s2)?;
+    let e = b.un(UnaryOp::Erf, t)?;
+    let one = k(b, 1.0)?;
+    let cdf = b.add(one, e)?;
+    let half = k(b, 0.5)?;
+    let cdf = b.mul(cdf, half)?;
+    let xx = b.mul(x, x)?;
+    let mhalf = k(b, -0.5)?;
+    let t = b.mul(xx, mhalf)?;
+    let pdf = b.un(UnaryOp::Exp, t)?;
+    let c = k(b, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
+    let pdf = b.mul(pdf, c)?;
+    let xp = b.mul(x, pdf)?;
+    Ok((cdf, b.add(cdf, xp)?))
+}
+
 fn unary(b: &mut B<'_>, n: &Node, u: UnaryOp, dy: ValueId) -> R<ValueId> {
     use UnaryOp as U;
     let x = input(n, 0)?;
@@ -172,23 +194,7 @@ fn unary(b: &mut B<'_>, n: &Node, u: UnaryOp, dy: ValueId) -> R<ValueId> {
         }
         // Φ(x) + x·φ(x), or for the tanh form with t = tanh(c(x + 0.044715x³)):
         // ½(1 + t) + ½x(1 - t²)·c(1 + 3·0.044715x²).
-        U::Gelu { tanh_approx: false } => {
-            let s2 = k(b, std::f64::consts::FRAC_1_SQRT_2)?;
-            let t = b.mul(x, s2)?;
-            let e = b.un(U::Erf, t)?;
-            let one = k(b, 1.0)?;
-            let cdf = b.add(one, e)?;
-            let half = k(b, 0.5)?;
-            let cdf = b.mul(cdf, half)?;
-            let xx = b.mul(x, x)?;
-            let mhalf = k(b, -0.5)?;
-            let t = b.mul(xx, mhalf)?;
-            let pdf = b.un(U::Exp, t)?;
-            let c = k(b, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
-            let pdf = b.mul(pdf, c)?;
-            let xp = b.mul(x, pdf)?;
-            b.add(cdf, xp)?
-        }
+        U::Gelu { tanh_approx: false } => gelu_cdf_and_grad(b, x)?.1,
         U::Gelu { tanh_approx: true } => {
             let c = (2.0 / std::f64::consts::PI).sqrt();
             let xx = b.mul(x, x)?;

@@ -69,23 +69,32 @@ fn matmul(b: &mut B<'_>, n: &Node, dy: ValueId, want_a: bool, want_b: bool) -> R
         let r = b.rank(dy2)?;
         dy2 = b.node(Op::Unsqueeze { axes: Some(vec![r as i64]) }, &[dy2])?;
     }
+    // dA = dY·Bᵀ, dB = Aᵀ·dY.
     let da = if want_a {
         let bt = swap_last2(b, b2)?;
-        let d = b.node(Op::MatMul, &[dy2, bt])?;
-        let d = b.sum_to(d, a2)?;
-        Some(if ra == 1 { b.reshape_like(d, a)? } else { d })
+        Some(operand_grad(b, dy2, bt, a2, a)?)
     } else {
         None
     };
     let db = if want_b {
         let at = swap_last2(b, a2)?;
-        let d = b.node(Op::MatMul, &[at, dy2])?;
-        let d = b.sum_to(d, b2)?;
-        Some(if rb == 1 { b.reshape_like(d, bm)? } else { d })
+        Some(operand_grad(b, at, dy2, b2, bm)?)
     } else {
         None
     };
     Ok(vec![da, db])
+}
+
+/// The gradient `lhs · rhs` of the operand `x` (promoted to the matrix `m`): summed over the
+/// batch dims `m` was broadcast along, and shaped back like `x`.
+fn operand_grad(b: &mut B<'_>, lhs: ValueId, rhs: ValueId, m: ValueId, x: ValueId) -> R<ValueId> {
+    let d = b.node(Op::MatMul, &[lhs, rhs])?;
+    let d = b.sum_to(d, m)?;
+    if m == x {
+        Ok(d)
+    } else {
+        b.reshape_like(d, x)
+    }
 }
 
 fn swap_last2(b: &mut B<'_>, v: ValueId) -> R<ValueId> {

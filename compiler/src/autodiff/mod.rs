@@ -13,7 +13,7 @@
 //! (which also switches a graph's Dropouts to training mode: [`enable_dropout`]).
 pub(crate) mod builder;
 mod dropout;
-mod elementwise;
+pub(crate) mod elementwise;
 mod linalg;
 mod nn;
 pub(crate) mod norm;

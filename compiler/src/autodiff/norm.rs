@@ -12,6 +12,7 @@
 use super::builder::{norm_axis, B, R};
 use super::{dy0, input};
 use crate::ir::{Node, Op, ReduceOp, UnaryOp, ValueId};
+use crate::ops::GradCx;
 
 /// The normalized input and the reciprocal standard deviation, recomputed from x.
 struct Stats {
@@ -59,23 +60,23 @@ impl Stats {
 
 /// LayerNormalization (`centred`) and RMSNormalization over the axes from `axis`: X's, the
 /// scale's and the bias's gradients (scale and bias broadcast numpy-style against X).
-pub(crate) fn scale_norm(b: &mut B<'_>, n: &Node, dy: ValueId, need: &[bool], axis: i64, epsilon: f32, centred: bool) -> R<Vec<Option<ValueId>>> {
-    let want = |i: usize| need.get(i).copied().unwrap_or(false);
+pub(crate) fn scale_norm(cx: &mut GradCx, axis: i64, epsilon: f32, centred: bool) -> R<Vec<Option<ValueId>>> {
+    let (dy, want, b, n) = (cx.dy()?, [cx.wants(0), cx.wants(1), cx.wants(2)], &mut *cx.b, cx.n);
     let x = input(n, 0)?;
     let r = b.rank(x)?;
     let mut out = vec![None; n.inputs.len()];
     let ax = norm_axis(axis, r)?;
     let st = stats(b, x, (ax as i64..r as i64).collect(), epsilon, centred)?;
     let scale = input(n, 1)?;
-    if want(0) {
+    if want[0] {
         let dxhat = b.mul(dy, scale)?;
         out[0] = Some(st.dx(b, dxhat)?);
     }
-    if want(1) {
+    if want[1] {
         let t = b.mul(dy, st.xhat)?;
         out[1] = Some(b.sum_to(t, scale)?);
     }
-    if let Some(bias) = n.inputs.get(2).copied().flatten().filter(|_| want(2)) {
+    if let Some(bias) = n.inputs.get(2).copied().flatten().filter(|_| want[2]) {
         out[2] = Some(b.sum_to(dy, bias)?);
     }
     Ok(out)
@@ -126,12 +127,11 @@ pub(crate) fn channel_norm(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], nee
 
 /// GroupNormalization: statistics per sample and group of channels; scale and bias per
 /// channel or per group.
-pub(crate) fn group_norm(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool], num_groups: usize, epsilon: f32, per_channel: bool) -> R<Vec<Option<ValueId>>> {
-    let want = |i: usize| need.get(i).copied().unwrap_or(false);
+pub(crate) fn group_norm(cx: &mut GradCx, num_groups: usize, epsilon: f32, per_channel: bool) -> R<Vec<Option<ValueId>>> {
+    let (dy, want, b, n) = (cx.dy()?, [cx.wants(0), cx.wants(1), cx.wants(2)], &mut *cx.b, cx.n);
     let x = input(n, 0)?;
     let r = b.rank(x)?;
     let mut out = vec![None; n.inputs.len()];
-    let dy = dy0(dys)?;
     let xd = b.fixed_dims(x)?;
     let (nb, c, g) = (xd[..1].iter().product::<usize>(), xd.get(1).copied().unwrap_or(1), num_groups);
     if r < 2 || g == 0 || c % g != 0 {
@@ -145,19 +145,19 @@ pub(crate) fn group_norm(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need:
     // Scale/bias as [1, G, C/G, 1] (per channel) or [1, G, 1, 1] (per group).
     let (pshape, paxes): (Vec<i64>, Vec<i64>) =
         if per_channel { (vec![1, g as i64, (c / g) as i64, 1], vec![0, 3]) } else { (vec![1, g as i64, 1, 1], vec![0, 2, 3]) };
-    if want(0) {
+    if want[0] {
         let ps = b.ints(&pshape);
         let s = b.node(Op::Reshape { allowzero: false }, &[input(n, 1)?, ps])?;
         let dxhat = b.mul(dy4, s)?;
         let dx4 = st.dx(b, dxhat)?;
         out[0] = Some(b.reshape_like(dx4, x)?);
     }
-    if want(1) {
+    if want[1] {
         let t = b.mul(dy4, st.xhat)?;
         let t = b.reduce_sum(t, paxes.clone(), false)?;
         out[1] = Some(b.reshape_like(t, input(n, 1)?)?);
     }
-    if want(2) {
+    if want[2] {
         let t = b.reduce_sum(dy4, paxes, false)?;
         out[2] = Some(b.reshape_like(t, input(n, 2)?)?);
     }

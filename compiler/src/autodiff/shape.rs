@@ -11,6 +11,7 @@ use super::{dy0, dy_or_zeros, input};
 use crate::ir::{Node, Op, PadMode, ReduceOp, ScatterReduction, ValueId};
 use crate::tensor::Tensor;
 use crate::ops::scatter::ScatterElements;
+use crate::ops::GradCx;
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let x = input(n, 0)?;
@@ -47,11 +48,13 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
 
 /// Pad's gradient, any mode, through the index table (reflect/edge/wrap pick some elements
 /// twice); the constant pad value gets what the padding took: Σdy - Σdx.
-pub(crate) fn pad(b: &mut B<'_>, n: &Node, dy: ValueId, need: &[bool], mode: PadMode) -> R<Vec<Option<ValueId>>> {
+pub(crate) fn pad(cx: &mut GradCx, mode: PadMode) -> R<Vec<Option<ValueId>>> {
+    let (dy, want_fill) = (cx.dy()?, cx.wants(2));
+    let (b, n) = (&mut *cx.b, cx.n);
     let x = input(n, 0)?;
     let mut out = vec![None; n.inputs.len()];
     let dx = scatter_back(b, n, x, dy, true)?;
-    if let (Some(cv), true, PadMode::Constant) = (n.inputs.get(2).copied().flatten(), need.get(2) == Some(&true), mode) {
+    if let (Some(cv), true, PadMode::Constant) = (n.inputs.get(2).copied().flatten(), want_fill, mode) {
         let all = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dy])?;
         let inner = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dx])?;
         let d = b.sub(all, inner)?;
@@ -76,9 +79,10 @@ pub(crate) fn split(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], axis: i64)
 
 /// The gradient of an op that picks elements of input 0 (its other inputs are indices):
 /// dY scattered back.
-pub(crate) fn picked(b: &mut B<'_>, n: &Node, dy: ValueId) -> R<Vec<Option<ValueId>>> {
-    let mut out = vec![None; n.inputs.len()];
-    out[0] = Some(scatter_back(b, n, input(n, 0)?, dy, false)?);
+pub(crate) fn picked(cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+    let dy = cx.dy()?;
+    let mut out = vec![None; cx.n.inputs.len()];
+    out[0] = Some(scatter_back(cx.b, cx.n, input(cx.n, 0)?, dy, false)?);
     Ok(out)
 }
 

@@ -20,6 +20,20 @@ pub fn norm_axis_or_scalar(axis: i64, rank: usize) -> Result<usize, String> {
     norm_axis(axis, rank)
 }
 
+/// Each of `axes` by `norm` ([`norm_axis`], or [`norm_axis_or_scalar`] where a scalar takes
+/// axis 0); an axis named twice is an error.
+pub fn distinct_axes(axes: &[i64], rank: usize, norm: fn(i64, usize) -> Result<usize, String>) -> Result<Vec<usize>, String> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let n = norm(a, rank)?;
+        if out.contains(&n) {
+            return Err(format!("axis {a} repeated"));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

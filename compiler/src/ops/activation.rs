@@ -201,7 +201,6 @@ impl OpDef for BiasSplitGelu {
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         let (x, bias, dy) = (cx.input(0)?, cx.input(1)?, cx.dy()?);
         let b = &mut *cx.b;
-        let dt = b.dtype(x)?;
         let d = *b.fixed_dims(bias)?.first().ok_or("bias has rank 0")? as i64;
         let t = b.add(x, bias)?;
         let half = |b: &mut B<'_>, from: i64| -> R<ValueId> {
@@ -209,21 +208,8 @@ impl OpDef for BiasSplitGelu {
             b.node(super::slice::Slice.op(), &[t, s, e, ax])
         };
         let (left, right) = (half(b, 0)?, half(b, d / 2)?);
-        let k = |b: &mut B<'_>, v: f64| b.scalar(v, dt);
-        let (r2, half_c, one) = (k(b, std::f64::consts::FRAC_1_SQRT_2)?, k(b, 0.5)?, k(b, 1.0)?);
-        let scaled = b.mul(right, r2)?;
-        let erf = b.un(UnaryOp::Erf, scaled)?;
-        let cdf = b.add(one, erf)?;
-        let cdf = b.mul(cdf, half_c)?;
+        let (cdf, dgelu) = crate::autodiff::elementwise::gelu_cdf_and_grad(b, right)?;
         let gelu = b.mul(right, cdf)?;
-        let sq = b.mul(right, right)?;
-        let sq = b.mul(sq, half_c)?;
-        let neg = b.neg(sq)?;
-        let pdf = b.un(UnaryOp::Exp, neg)?;
-        let inv = k(b, 1.0 / (2.0 * std::f64::consts::PI).sqrt())?;
-        let pdf = b.mul(pdf, inv)?;
-        let rp = b.mul(right, pdf)?;
-        let dgelu = b.add(cdf, rp)?;
         let da = b.mul(dy, gelu)?;
         let db = b.mul(dy, left)?;
         let db = b.mul(db, dgelu)?;

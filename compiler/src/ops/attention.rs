@@ -46,7 +46,7 @@ impl Geometry {
 
     /// At fixed shapes, the kernel's own struct.
     fn fixed(&self) -> R<k::Dims> {
-        let u = |d: &DimExpr| d.as_const().and_then(|c| usize::try_from(c).ok()).ok_or_else(|| format!("attention size {d} is not fixed"));
+        let u = super::fixed_size;
         Ok(k::Dims {
             batch: u(&self.batch)?,
             q_heads: u(&self.q_heads)?,

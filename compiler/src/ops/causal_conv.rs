@@ -99,7 +99,7 @@ impl OpDef for CausalConv {
         let mut cx = ShapeCx::of_tensors(ins);
         let outs = self.shapes(&mut cx)?;
         let s = sizes(&mut cx)?;
-        let u = |d: &DimExpr| d.as_const().and_then(|c| usize::try_from(c).ok()).ok_or_else(|| format!("size {d} is not fixed"));
+        let u = super::fixed_size;
         let d = cc::Dims { batch: u(&s.batch)?, channels: u(&s.channels)?, len: u(&s.len)?, k: u(&s.k)? };
         let state_shape = outs[1].dims.iter().flatten().map(u).collect::<R<Vec<usize>>>()?;
         let (bias, past) = (ins.get(2).copied().flatten(), ins.get(3).copied().flatten());

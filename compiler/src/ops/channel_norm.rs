@@ -45,6 +45,14 @@ fn float_only(cx: &EmitCx, what: &str) -> Result<(ValueId, Vec<DimExpr>), Codege
     Ok((x, cx.dims(x)?))
 }
 
+/// Instance- and GroupNormalization's kernels' leading arguments: X, Y and X's `[N, C,
+/// spatial]` sizes.
+fn x_y_nc_spatial(cx: &EmitCx, what: &str) -> Result<String, CodegenError> {
+    let (x, xs) = float_only(cx, what)?;
+    let sizes = [xs[0].clone(), xs[1].clone(), product(&xs[2..])].iter().map(|d| cx.size(d)).collect::<Result<Vec<_>, _>>()?;
+    Ok(format!("{}, {}, {}", cx.read(x)?, cx.write(cx.output(0)?)?, sizes.join(", ")))
+}
+
 /// InstanceNormalization: `(x − mean)/sqrt(var + ε)·scale[c] + bias[c]`, statistics per
 /// sample and channel.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,14 +82,9 @@ impl OpDef for InstanceNorm {
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, xs) = float_only(cx, "InstanceNormalization")?;
         Ok(format!(
-            "rt::kernels::norm::instance_norm({}, {}, {}, {}, {}, {}, {}, {});",
-            cx.read(x)?,
-            cx.write(cx.output(0)?)?,
-            cx.size(&xs[0])?,
-            cx.size(&xs[1])?,
-            cx.size(&product(&xs[2..]))?,
+            "rt::kernels::norm::instance_norm({}, {}, {}, {});",
+            x_y_nc_spatial(cx, "InstanceNormalization")?,
             cx.read_input(1)?,
             cx.read_input(2)?,
             f64_lit(self.epsilon as f64)
@@ -134,14 +137,9 @@ impl OpDef for GroupNorm {
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, xs) = float_only(cx, "GroupNormalization")?;
         Ok(format!(
-            "rt::kernels::norm::group_norm({}, {}, {}, {}, {}, {}, {}, {}, {}, {});",
-            cx.read(x)?,
-            cx.write(cx.output(0)?)?,
-            cx.size(&xs[0])?,
-            cx.size(&xs[1])?,
-            cx.size(&product(&xs[2..]))?,
+            "rt::kernels::norm::group_norm({}, {}, {}, {}, {}, {});",
+            x_y_nc_spatial(cx, "GroupNormalization")?,
             self.num_groups,
             cx.read_input(1)?,
             cx.read_input(2)?,
@@ -155,8 +153,7 @@ impl OpDef for GroupNorm {
     }
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
-        crate::autodiff::norm::group_norm(cx.b, cx.n, cx.dys, &need, self.num_groups, self.epsilon, self.per_channel)
+        crate::autodiff::norm::group_norm(cx, self.num_groups, self.epsilon, self.per_channel)
     }
 }
 

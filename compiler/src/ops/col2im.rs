@@ -3,7 +3,7 @@
 //! image and block shapes decide the output's shape and must be constants; N and C may be
 //! bounded. One runtime kernel, `kernels::unpool::col2im_batch`, for the interpreter and
 //! generated code.
-use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, or_fill, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::{DimExpr, Op};
 use crate::tensor::{Data, Tensor};
@@ -26,15 +26,6 @@ struct Geometry {
     c: DimExpr,
     win: Window3,
     image: Vec<usize>,
-}
-
-/// `attr` or, when empty, `n` copies of `d`.
-fn or_fill(attr: &[usize], n: usize, d: usize, what: &str) -> R<Vec<usize>> {
-    match attr.len() {
-        0 => Ok(vec![d; n]),
-        l if l == n => Ok(attr.to_vec()),
-        l => Err(format!("{what} has {l} entries, expected {n}")),
-    }
 }
 
 impl Col2Im {

@@ -6,11 +6,11 @@
 //! output grows with the kernel, so buffers sized at the bounds hold it).
 use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
+use crate::interp::ops::nn::conv::{run_conv, ConvKernel};
 use crate::interp::ops::nn::geom::attrs;
-use crate::interp::ops::norm::float::Work;
 use crate::ir::{AutoPad, DType, DimExpr, Op, Window};
 use crate::tensor::Tensor;
-use burnc_runtime::kernels::conv::{self as k, ConvDims, Dgemm, MatMul, Sgemm};
+use burnc_runtime::kernels::conv::{self as k, ConvDims};
 use burnc_runtime::kernels::window::Window3;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -189,21 +189,7 @@ impl OpDef for ConvTranspose {
         for len in [shape.iter().try_fold(1usize, |a, &v| a.checked_mul(v)), Some(k::conv_transpose_scratch_len(&d, &win))] {
             len.filter(|&v| v <= 1 << 40).ok_or("ConvTranspose's output is too large")?;
         }
-        fn go<R: Work>(x: &Tensor, w: &Tensor, b: Option<&Tensor>, d: ConvDims, win: Window3, shape: Vec<usize>, mm: &impl MatMul<R>) -> Result<Tensor, String> {
-            let (xs, ws) = (R::view(x), R::view(w));
-            let bs = b.map(R::view);
-            let mut y = vec![R::default(); shape.iter().product()];
-            let mut col = vec![R::default(); k::conv_transpose_scratch_len(&d, &win)];
-            k::conv_transpose(&xs, &ws, bs.as_deref(), &mut y, &d, &win, &mut col, mm);
-            Ok(Tensor::new(shape, R::into_data(y, x.dtype())))
-        }
-        // f16 and bf16 widened to f32 (sgemm), f64 by dgemm.
-        let y = if crate::interp::ops::norm::float::wide(x.dtype(), "ConvTranspose")? {
-            go::<f64>(x, w, b, d, win, shape, &Dgemm)?
-        } else {
-            go::<f32>(x, w, b, d, win, shape, &Sgemm)?
-        };
-        Ok(vec![y])
+        Ok(vec![run_conv(ConvKernel::Transpose, x, w, b, d, win, shape, "ConvTranspose")?])
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {

@@ -1,7 +1,7 @@
 //! CumSum and CumProd: running sums (products) along one axis, given as a constant input,
 //! optionally exclusive (each element left out of its own result) and from the end. The runtime
 //! kernels `kernels::reduce::{cumsum, cumprod}` over the `[outer, len, inner]` view.
-use super::{around, input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, numel, view_sizes, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis_or_scalar;
 use crate::ir::{DType, DimExpr, Op};
@@ -88,14 +88,12 @@ impl OpDef for Cumulative {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let x = cx.input(0)?;
         let axis = Self::axis(cx.const_ints(1)).map_err(|e| cx.err(e))?;
-        let [outer, len, inner] = Self::view(&cx.dims(x)?, axis).map_err(|e| cx.err(e))?;
+        let view = Self::view(&cx.dims(x)?, axis).map_err(|e| cx.err(e))?;
         Ok(format!(
-            "rt::kernels::reduce::{}({}, {}, {}, {}, {}, {}, {});",
+            "rt::kernels::reduce::{}({}, {}, {}, {}, {});",
             if self.product { "cumprod" } else { "cumsum" },
             cx.read(x)?,
-            cx.size(&outer)?,
-            cx.size(&len)?,
-            cx.size(&inner)?,
+            view_sizes(cx, &view)?,
             self.exclusive,
             self.reverse,
             cx.write(cx.output(0)?)?

@@ -76,27 +76,18 @@ impl OpDef for GatherElements {
         if let Some(v) = iv.iter().find(|&&v| v < -len || v >= len) {
             return Err(format!("index {v} is out of range for an axis of {len}"));
         }
-        let k = GatherBytes { dims: &x.shape, idx: &iv, idx_dims: &ind.shape, axis: a };
+        let k = AlongAxis { dims: &x.shape, idx: &iv, idx_dims: &ind.shape, axis: a };
         Ok(vec![move_bytes("GatherElements", x, None, ind.shape.clone(), &k)?])
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, ind) = (cx.input(0)?, cx.input(1)?);
         let a = self.axis(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
-        Ok(format!(
-            "rt::kernels::gather::gather_elements({}, &{}, {}, &{}, {a}, Default::default(), {});",
-            cx.read(x)?,
-            cx.sizes(&cx.dims(x)?)?,
-            cx.read(ind)?,
-            cx.sizes(&cx.dims(ind)?)?,
-            cx.write(cx.output(0)?)?
-        ))
+        emit_gather(cx, "gather_elements", a)
     }
 
     // The picked elements' gradients scattered back (added where one was picked twice).
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let dy = cx.dy()?;
-        crate::autodiff::shape::picked(cx.b, cx.n, dy)
+        crate::autodiff::shape::picked(cx)
     }
 }
 
@@ -169,35 +160,41 @@ impl OpDef for GatherNd {
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, ind) = (cx.input(0)?, cx.input(1)?);
         self.geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
-        Ok(format!(
-            "rt::kernels::gather::gather_nd({}, &{}, {}, &{}, {}, Default::default(), {});",
-            cx.read(x)?,
-            cx.sizes(&cx.dims(x)?)?,
-            cx.read(ind)?,
-            cx.sizes(&cx.dims(ind)?)?,
-            self.batch_dims,
-            cx.write(cx.output(0)?)?
-        ))
+        emit_gather(cx, "gather_nd", self.batch_dims)
     }
 
     // The picked slices' gradients scattered back (added where one was picked twice).
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let dy = cx.dy()?;
-        crate::autodiff::shape::picked(cx.b, cx.n, dy)
+        crate::autodiff::shape::picked(cx)
     }
 }
 
-/// The kernel on raw elements (see [`move_bytes`]).
-struct GatherBytes<'a> {
-    dims: &'a [usize],
-    idx: &'a [i64],
-    idx_dims: &'a [usize],
-    axis: usize,
+/// The runtime's `kernel(data, dims, indices, index dims, extra, zero, y)` (GatherElements'
+/// `extra` is its axis, GatherND's its batch_dims; an index out of range reads zero).
+fn emit_gather(cx: &EmitCx, kernel: &str, extra: usize) -> Result<String, CodegenError> {
+    let (x, ind) = (cx.input(0)?, cx.input(1)?);
+    Ok(format!(
+        "rt::kernels::gather::{kernel}({}, &{}, {}, &{}, {extra}, Default::default(), {});",
+        cx.read(x)?,
+        cx.sizes(&cx.dims(x)?)?,
+        cx.read(ind)?,
+        cx.sizes(&cx.dims(ind)?)?,
+        cx.write(cx.output(0)?)?
+    ))
 }
 
-impl MoveBytes for GatherBytes<'_> {
+/// GatherElements' and ScatterElements' geometry: the data's dims, the indices and their dims,
+/// and the axis the indices run along.
+pub(crate) struct AlongAxis<'a> {
+    pub dims: &'a [usize],
+    pub idx: &'a [i64],
+    pub idx_dims: &'a [usize],
+    pub axis: usize,
+}
+
+/// The kernel on raw elements (see [`move_bytes`]).
+impl MoveBytes for AlongAxis<'_> {
     fn run<const W: usize>(&self, x: &[[u8; W]], zero: [u8; W]) -> Vec<[u8; W]> {
         let mut y = vec![zero; self.idx.len()];
         gather_elements(x, self.dims, self.idx, self.idx_dims, self.axis, zero, &mut y);

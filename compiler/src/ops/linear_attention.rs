@@ -150,7 +150,7 @@ impl OpDef for LinearAttention {
         let mut cx = ShapeCx::of_tensors(ins);
         let outs = self.shapes(&mut cx)?;
         let s = self.sizes(&mut cx)?;
-        let u = |d: &DimExpr| d.as_const().and_then(|c| usize::try_from(c).ok()).ok_or_else(|| format!("size {d} is not fixed"));
+        let u = super::fixed_size;
         let d = la::Dims {
             batch: u(&s.batch)?,
             seq: u(&s.seq)?,

@@ -268,6 +268,25 @@ pub(crate) fn around(dims: &[crate::ir::DimExpr], a: usize) -> [crate::ir::DimEx
     [product(&dims[..a]), dims[a].clone(), product(&dims[a + 1..])]
 }
 
+/// A per-spatial-dim attribute (strides, pads…): `attr`, or `n` copies of `d` when it is empty.
+pub(crate) fn or_fill(attr: &[usize], n: usize, d: usize, what: &str) -> R<Vec<usize>> {
+    match attr.len() {
+        0 => Ok(vec![d; n]),
+        l if l == n => Ok(attr.to_vec()),
+        l => Err(format!("{what} has {l} entries, expected {n}")),
+    }
+}
+
+/// A dim an evaluation needs as a number (its shapes are constants, so every dim is).
+pub(crate) fn fixed_size(d: &crate::ir::DimExpr) -> R<usize> {
+    d.as_const().and_then(|c| usize::try_from(c).ok()).ok_or_else(|| format!("size {d} is not fixed"))
+}
+
+/// The sizes of an `[outer, len, inner]` view (see [`around`]) as three kernel arguments.
+pub(crate) fn view_sizes(cx: &EmitCx, [outer, len, inner]: &[crate::ir::DimExpr; 3]) -> Result<String, CodegenError> {
+    Ok(format!("{}, {}, {}", cx.size(outer)?, cx.size(len)?, cx.size(inner)?))
+}
+
 /// A data-movement kernel run on elements as raw `W`-byte values, so one generic kernel serves
 /// every dtype in the interpreter. `fill` is one element's bytes (zeros when absent).
 pub(crate) trait MoveBytes {

@@ -1,7 +1,7 @@
 //! Normalizations along the trailing axes or one axis that keep the input's shape:
 //! LayerNormalization, RMSNormalization, LpNormalization and Hardmax. Each is a runtime kernel
 //! over the `[outer, len, inner]` view around its axis.
-use super::{around, input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, numel, product, view_sizes, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
 use crate::ir::axis::{norm_axis, norm_axis_or_scalar};
@@ -228,9 +228,7 @@ impl OpDef for LayerNorm {
     }
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let dy = cx.dy()?;
-        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
-        crate::autodiff::norm::scale_norm(cx.b, cx.n, dy, &need, self.axis, self.epsilon, true)
+        crate::autodiff::norm::scale_norm(cx, self.axis, self.epsilon, true)
     }
 }
 
@@ -324,9 +322,7 @@ impl OpDef for RmsNorm {
     }
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let dy = cx.dy()?;
-        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
-        crate::autodiff::norm::scale_norm(cx.b, cx.n, dy, &need, self.axis, self.epsilon, false)
+        crate::autodiff::norm::scale_norm(cx, self.axis, self.epsilon, false)
     }
 }
 
@@ -368,14 +364,11 @@ impl OpDef for LpNorm {
         }
         let xs = cx.dims(x)?;
         let a = norm_axis(self.axis, xs.len()).map_err(|e| cx.err(e))?;
-        let [outer, len, inner] = around(&xs, a);
         Ok(format!(
-            "rt::kernels::norm::lp_norm({}, {}, {}, {}, {}, {});",
+            "rt::kernels::norm::lp_norm({}, {}, {}, {});",
             cx.read(x)?,
             cx.write(cx.output(0)?)?,
-            cx.size(&outer)?,
-            cx.size(&len)?,
-            cx.size(&inner)?,
+            view_sizes(cx, &around(&xs, a))?,
             self.p
         ))
     }
@@ -428,13 +421,11 @@ impl OpDef for Hardmax {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let x = cx.input(0)?;
-        let [outer, len, inner] = self.view(&cx.dims(x)?).map_err(|e| cx.err(e))?;
+        let view = self.view(&cx.dims(x)?).map_err(|e| cx.err(e))?;
         Ok(format!(
-            "rt::kernels::softmax::hardmax({}, {}, {}, {}, {});",
+            "rt::kernels::softmax::hardmax({}, {}, {});",
             cx.read(x)?,
-            cx.size(&outer)?,
-            cx.size(&len)?,
-            cx.size(&inner)?,
+            view_sizes(cx, &view)?,
             cx.write(cx.output(0)?)?
         ))
     }

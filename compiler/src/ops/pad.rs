@@ -138,20 +138,11 @@ impl OpDef for Pad {
             })
             .collect::<Result<Vec<_>, _>>()?
             .join(", ");
-        Ok(format!(
-            "rt::kernels::pad::pad({}, &{}, &[{lead}], rt::kernels::pad::PadMode::{:?}, {fill}, &{}, {});",
-            cx.read(x)?,
-            cx.sizes(&xs)?,
-            self.mode,
-            cx.sizes(&out)?,
-            cx.write(cx.output(0)?)?
-        ))
+        emit_pad(cx, &xs, &lead, self.mode, &fill, &out)
     }
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let dy = cx.dy()?;
-        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
-        crate::autodiff::shape::pad(cx.b, cx.n, dy, &need, self.mode)
+        crate::autodiff::shape::pad(cx, self.mode)
     }
 
     fn decides_shapes(&self, i: usize) -> bool {
@@ -240,13 +231,7 @@ impl OpDef for CenterCropPad {
             })
             .collect::<Result<Vec<_>, CodegenError>>()?
             .join(", ");
-        Ok(format!(
-            "rt::kernels::pad::pad({}, &{}, &[{lead}], rt::kernels::pad::PadMode::Constant, Default::default(), &{}, {});",
-            cx.read(x)?,
-            cx.sizes(&xs)?,
-            cx.sizes(&out)?,
-            cx.write(cx.output(0)?)?
-        ))
+        emit_pad(cx, &xs, &lead, PadMode::Constant, "Default::default()", &out)
     }
 
     // A gather through the interpreter's index table.
@@ -273,6 +258,18 @@ impl MoveBytes for PadBytes<'_> {
         pad(x, self.dims, self.before, self.mode, fill, self.out, &mut y);
         y
     }
+}
+
+/// The runtime's pad kernel from input 0 (dims `xs`; `lead`: the leading pad of each dim, i64
+/// expressions, negative to crop) into output 0 (dims `out`).
+fn emit_pad(cx: &EmitCx, xs: &[DimExpr], lead: &str, mode: PadMode, fill: &str, out: &[DimExpr]) -> Result<String, CodegenError> {
+    Ok(format!(
+        "rt::kernels::pad::pad({}, &{}, &[{lead}], rt::kernels::pad::PadMode::{mode:?}, {fill}, &{}, {});",
+        cx.read(cx.input(0)?)?,
+        cx.sizes(xs)?,
+        cx.sizes(out)?,
+        cx.write(cx.output(0)?)?
+    ))
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -64,8 +64,24 @@ fn params(cx: &mut ShapeCx, axis: i64, block: usize) -> R<Layout> {
     layout(cx, &x, &s, axis, block)
 }
 
+/// Output 0 of type `to` and x's dims, the scale's (and zero point's) fit to x declared when
+/// their dims are known.
+fn out_type(cx: &mut ShapeCx, to: DType, axis: i64, block: usize) -> R<Vec<OutType>> {
+    let dims = cx.arg(0)?.dims.clone();
+    if dims.is_some() && cx.arg(1)?.dims.is_some() {
+        params(cx, axis, block)?;
+    }
+    Ok(vec![OutType { dtype: to, dims }])
+}
+
+/// An evaluation's output type (by `op`'s shape rule) and scale layout.
+fn eval_types(op: &dyn OpDef, ins: &[Option<&Tensor>], axis: i64, block: usize) -> R<(DType, QParam)> {
+    let to = op.shapes(&mut ShapeCx::of_tensors(ins))?[0].dtype;
+    Ok((to, qparam(&params(&mut ShapeCx::of_tensors(ins), axis, block)?)?))
+}
+
 fn qparam(l: &Layout) -> R<QParam> {
-    let u = |e: &DimExpr| e.as_const().and_then(|c| usize::try_from(c).ok()).ok_or_else(|| format!("size {e} is not fixed"));
+    let u = super::fixed_size;
     Ok(match l {
         None => QParam::TENSOR,
         Some((d, inner, block)) => QParam { d: u(d)?, inner: u(inner)?, block: *block },
@@ -79,9 +95,23 @@ fn qparam_lit(cx: &EmitCx, l: &Layout) -> Result<String, CodegenError> {
     })
 }
 
-fn small_lit(cx: &EmitCx, d: DType) -> Result<String, CodegenError> {
-    let s = float8::small_of(d).ok_or_else(|| cx.err(format!("{d} is not a small type")))?;
-    Ok(format!("rt::small::Small::{s:?}"))
+/// How generated code holds a quantized type: float8 and 4-bit types as `rt::small` bits (the
+/// `Small` literal naming the type), integers as themselves.
+enum Coded {
+    Small(String),
+    Int,
+}
+
+/// The quantized type `d`'s [`Coded`]; `what` starts the error for a type codegen lacks.
+fn coded(cx: &EmitCx, d: DType, what: &str) -> Result<Coded, CodegenError> {
+    if is_small_quant(d) {
+        let s = float8::small_of(d).ok_or_else(|| cx.err(format!("{d} is not a small type")))?;
+        Ok(Coded::Small(format!("rt::small::Small::{s:?}")))
+    } else if is_qint(d) {
+        Ok(Coded::Int)
+    } else {
+        Err(cx.err(format!("{what} {d} is not supported by codegen yet")))
+    }
 }
 
 pub(crate) fn is_qint(d: DType) -> bool {
@@ -96,12 +126,36 @@ fn small_bytes(zp: Option<&Tensor>) -> Vec<u8> {
     }
 }
 
-/// A read of optional input `i`, `&[]` when absent.
-fn opt_read(cx: &EmitCx, i: usize) -> Result<String, CodegenError> {
-    match cx.opt_input(i) {
-        Some(v) => cx.read(v),
-        None => Ok("&[]".into()),
+/// What QuantizeLinear's and DequantizeLinear's code is built from: the dtypes of x, the scale
+/// and y; the scale's layout, reads of x, the scale and the zero point (`&[]` when absent) and
+/// the write of y.
+struct QArgs {
+    xd: DType,
+    sd: DType,
+    yd: DType,
+    p: String,
+    rx: String,
+    rs: String,
+    rz: String,
+    wy: String,
+}
+
+impl QArgs {
+    fn of(cx: &EmitCx, axis: i64, block: usize) -> Result<QArgs, CodegenError> {
+        let (x, s, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
+        let l = params(&mut cx.shape_cx()?, axis, block).map_err(|e| cx.err(e))?;
+        let rz = match cx.opt_input(2) {
+            Some(z) => cx.read(z)?,
+            None => "&[]".into(),
+        };
+        let (xd, sd, yd) = (cx.dtype(x)?, cx.dtype(s)?, cx.dtype(y)?);
+        Ok(QArgs { xd, sd, yd, p: qparam_lit(cx, &l)?, rx: cx.read(x)?, rs: cx.read(s)?, rz, wy: cx.write(y)? })
     }
+}
+
+/// A multiply and an add (or subtract) per output element.
+fn two_per_output(outs: &[Option<Vec<usize>>]) -> Option<u64> {
+    numel(outs.first()?).map(|n| n.saturating_mul(2))
 }
 
 /// QuantizeLinear: `saturate(round(x / scale) + zero_point)` in the zero point's type (else
@@ -134,24 +188,20 @@ impl OpDef for Quantize {
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
-        let (x, s) = (cx.arg(0)?.clone(), cx.arg(1)?.dtype);
-        if !x.dtype.is_float() || !s.is_float() {
-            return Err(format!("QuantizeLinear needs float x and scale, got {} and {s}", x.dtype));
+        let (x, s) = (cx.arg(0)?.dtype, cx.arg(1)?.dtype);
+        if !x.is_float() || !s.is_float() {
+            return Err(format!("QuantizeLinear needs float x and scale, got {x} and {s}"));
         }
         let to = self.target(cx.opt(2).map(|z| z.dtype))?;
         if !is_small_quant(to) && int_range(to).is_none() {
             return Err(format!("QuantizeLinear to {to} is not supported"));
         }
-        if x.dims.is_some() && cx.arg(1)?.dims.is_some() {
-            params(cx, self.axis, self.block_size)?;
-        }
-        Ok(vec![OutType { dtype: to, dims: x.dims }])
+        out_type(cx, to, self.axis, self.block_size)
     }
 
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
         let (x, scale, zp) = (input(ins, 0)?, input(ins, 1)?, ins.get(2).copied().flatten());
-        let to = self.shapes(&mut ShapeCx::of_tensors(ins))?[0].dtype;
-        let p = qparam(&params(&mut ShapeCx::of_tensors(ins), self.axis, self.block_size)?)?;
+        let (to, p) = eval_types(self, ins, self.axis, self.block_size)?;
         let (xv, sv) = (x.to_f64_vec(), scale.to_f64_vec());
         // x / scale in the input's precision (f32 unless f64), as the ONNX reference does.
         let wide = x.dtype() == DType::F64;
@@ -161,33 +211,23 @@ impl OpDef for Quantize {
             qk::quantize_small(&xv, &sv, &small_bytes(zp), p, wide, sm, self.saturate, &mut bits);
             return Ok(vec![Tensor::new(x.shape.clone(), Data::F8(to, bits))]);
         }
-        let zv = match zp {
-            Some(z) => ints(z, "zero point")?,
-            None => vec![],
-        };
+        let zv = zp.map(|z| ints(z, "zero point")).transpose()?.unwrap_or_default();
         let mut q = vec![0i64; xv.len()];
         qk::quantize(&xv, &sv, &zv, p, wide, &mut q);
         Ok(vec![from_ints(x.shape.clone(), q, to)?])
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, s, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
-        let od = cx.dtype(y)?;
-        let l = params(&mut cx.shape_cx()?, self.axis, self.block_size).map_err(|e| cx.err(e))?;
-        let (p, rx, rs, rz, wy) = (qparam_lit(cx, &l)?, cx.read(x)?, cx.read(s)?, opt_read(cx, 2)?, cx.write(y)?);
-        let wide = cx.dtype(x)? == DType::F64;
-        if is_small_quant(od) {
-            let sm = small_lit(cx, od)?;
-            Ok(format!("{K}::quantize_small({rx}, {rs}, {rz}, {p}, {wide}, {sm}, {}, {wy});", self.saturate))
-        } else if is_qint(od) {
-            Ok(format!("{K}::quantize({rx}, {rs}, {rz}, {p}, {wide}, {wy});"))
-        } else {
-            Err(cx.err(format!("QuantizeLinear to {od} is not supported by codegen yet")))
-        }
+        let QArgs { xd, yd, p, rx, rs, rz, wy, .. } = QArgs::of(cx, self.axis, self.block_size)?;
+        let wide = xd == DType::F64;
+        Ok(match coded(cx, yd, "QuantizeLinear to")? {
+            Coded::Small(sm) => format!("{K}::quantize_small({rx}, {rs}, {rz}, {p}, {wide}, {sm}, {}, {wy});", self.saturate),
+            Coded::Int => format!("{K}::quantize({rx}, {rs}, {rz}, {p}, {wide}, {wy});"),
+        })
     }
 
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?).map(|n| n.saturating_mul(2))
+        two_per_output(outs)
     }
 }
 
@@ -211,30 +251,26 @@ impl OpDef for Dequantize {
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
-        let (x, s) = (cx.arg(0)?.clone(), cx.arg(1)?.dtype);
+        let (x, s) = (cx.arg(0)?.dtype, cx.arg(1)?.dtype);
         if !s.is_float() {
             return Err(format!("DequantizeLinear needs a float scale, got {s}"));
         }
-        if let Some(z) = cx.opt(2).map(|z| z.dtype).filter(|z| *z != x.dtype) {
-            return Err(format!("zero point type {z} differs from input type {}", x.dtype));
+        if let Some(z) = cx.opt(2).map(|z| z.dtype).filter(|z| *z != x) {
+            return Err(format!("zero point type {z} differs from input type {x}"));
         }
-        if !is_small_quant(x.dtype) && !x.dtype.is_int() {
-            return Err(format!("DequantizeLinear of {} is not supported", x.dtype));
+        if !is_small_quant(x) && !x.is_int() {
+            return Err(format!("DequantizeLinear of {x} is not supported"));
         }
         let to = self.output_dtype.unwrap_or(s);
         if !to.is_float() {
             return Err(format!("DequantizeLinear to {to}: the output must be a float type"));
         }
-        if x.dims.is_some() && cx.arg(1)?.dims.is_some() {
-            params(cx, self.axis, self.block_size)?;
-        }
-        Ok(vec![OutType { dtype: to, dims: x.dims }])
+        out_type(cx, to, self.axis, self.block_size)
     }
 
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
         let (x, scale, zp) = (input(ins, 0)?, input(ins, 1)?, ins.get(2).copied().flatten());
-        let to = self.shapes(&mut ShapeCx::of_tensors(ins))?[0].dtype;
-        let p = qparam(&params(&mut ShapeCx::of_tensors(ins), self.axis, self.block_size)?)?;
+        let (to, p) = eval_types(self, ins, self.axis, self.block_size)?;
         let sv = scale.to_f64_vec();
         let wide = scale.dtype() == DType::F64 || to == DType::F64;
         let mut y = vec![0f64; x.numel()];
@@ -242,33 +278,23 @@ impl OpDef for Dequantize {
             let sm = float8::small_of(*d).ok_or("internal: small type")?;
             qk::dequantize_small(xb, sm, &sv, &small_bytes(zp), p, wide, &mut y);
         } else {
-            let zv = match zp {
-                Some(z) => ints(z, "zero point")?,
-                None => vec![],
-            };
+            let zv = zp.map(|z| ints(z, "zero point")).transpose()?.unwrap_or_default();
             qk::dequantize(&ints(x, "x")?, &sv, &zv, p, wide, &mut y);
         }
         Ok(vec![cast(&Tensor::new(x.shape.clone(), Data::F64(y)), to, false)?])
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, s, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
-        let (xd, od) = (cx.dtype(x)?, cx.dtype(y)?);
-        let l = params(&mut cx.shape_cx()?, self.axis, self.block_size).map_err(|e| cx.err(e))?;
-        let (p, rx, rs, rz, wy) = (qparam_lit(cx, &l)?, cx.read(x)?, cx.read(s)?, opt_read(cx, 2)?, cx.write(y)?);
-        let wide = cx.dtype(s)? == DType::F64 || od == DType::F64;
-        if is_small_quant(xd) {
-            let sm = small_lit(cx, xd)?;
-            Ok(format!("{K}::dequantize_small({rx}, {sm}, {rs}, {rz}, {p}, {wide}, {wy});"))
-        } else if is_qint(xd) {
-            Ok(format!("{K}::dequantize({rx}, {rs}, {rz}, {p}, {wide}, {wy});"))
-        } else {
-            Err(cx.err(format!("DequantizeLinear of {xd} is not supported by codegen yet")))
-        }
+        let QArgs { xd, sd, yd, p, rx, rs, rz, wy } = QArgs::of(cx, self.axis, self.block_size)?;
+        let wide = sd == DType::F64 || yd == DType::F64;
+        Ok(match coded(cx, xd, "DequantizeLinear of")? {
+            Coded::Small(sm) => format!("{K}::dequantize_small({rx}, {sm}, {rs}, {rz}, {p}, {wide}, {wy});"),
+            Coded::Int => format!("{K}::dequantize({rx}, {rs}, {rz}, {p}, {wide}, {wy});"),
+        })
     }
 
     fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?).map(|n| n.saturating_mul(2))
+        two_per_output(outs)
     }
 }
 

@@ -89,7 +89,7 @@ impl Recurrent {
     }
 
     fn kernel_dims(&self, s: &Sizes) -> R<rnn::Dims> {
-        let u = |e: &DimExpr| e.as_const().and_then(|c| usize::try_from(c).ok()).ok_or_else(|| format!("size {e} is not fixed"));
+        let u = super::fixed_size;
         let a = &self.0;
         Ok(rnn::Dims { cell: a.cell, direction: a.direction, seq: u(&s.seq)?, batch: u(&s.batch)?, input: u(&s.input)?, hidden: u(&s.hidden)?, batch_first: a.batch_first, clip: a.clip })
     }

@@ -1,6 +1,6 @@
 //! ArgMax and ArgMin: the index of the largest (smallest) element along one axis, as i64, by
 //! the runtime's `kernels::reduce::arg_reduce` over the `[outer, len, inner]` view around it.
-use super::{around, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, view_sizes, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr, Op, ValueId};
@@ -87,16 +87,14 @@ impl OpDef for ArgReduce {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let (x, out) = (cx.input(0)?, cx.output(0)?);
         let xs = cx.dims(x)?;
-        let (outer, red, inner) = match self.axis_of(xs.len()).map_err(|e| cx.err(e))? {
-            None => (DimExpr::constant(1), DimExpr::constant(1), DimExpr::constant(1)),
-            Some(a) => around(&xs, a).into(),
+        let view = match self.axis_of(xs.len()).map_err(|e| cx.err(e))? {
+            None => [DimExpr::constant(1), DimExpr::constant(1), DimExpr::constant(1)],
+            Some(a) => around(&xs, a),
         };
         Ok(format!(
-            "rt::kernels::reduce::arg_reduce({}, {}, {}, {}, {}, {}, {});",
+            "rt::kernels::reduce::arg_reduce({}, {}, {}, {}, {});",
             cx.read(x)?,
-            cx.size(&outer)?,
-            cx.size(&red)?,
-            cx.size(&inner)?,
+            view_sizes(cx, &view)?,
             self.max,
             self.select_last_index,
             cx.write(out)?

@@ -8,7 +8,7 @@
 use super::{input, numel, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
-use crate::ir::axis::norm_axis;
+use crate::ir::axis::{distinct_axes, norm_axis};
 use crate::ir::{DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::resize as k;
@@ -89,15 +89,7 @@ impl Resize {
 
     fn axes(&self, r: usize) -> R<Vec<usize>> {
         let Some(a) = &self.axes else { return Ok((0..r).collect()) };
-        let mut out = Vec::with_capacity(a.len());
-        for &v in a {
-            let n = norm_axis(v, r)?;
-            if out.contains(&n) {
-                return Err(format!("axis {v} repeated"));
-            }
-            out.push(n);
-        }
-        Ok(out)
+        distinct_axes(a, r, norm_axis)
     }
 
     /// The output dims and scales; `None` when they depend on values not known (computed

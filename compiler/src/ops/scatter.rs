@@ -5,6 +5,7 @@
 //! rows per batch entry into a cache. Runtime kernels over dims given at run time
 //! (`kernels::scatter`, `kernels::cache`) serve the interpreter and generated code; the
 //! interpreter refuses an index out of range, generated code skips its update.
+use super::gather::AlongAxis;
 use super::{input, move_bytes, EmitCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
@@ -51,18 +52,14 @@ impl OpDef for ScatterElements {
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
-        let x = types(cx)?;
-        if x.dims.is_some() && cx.arg(1)?.dims.is_some() && cx.arg(2)?.dims.is_some() {
-            self.axis(cx)?;
-        }
-        Ok(vec![OutType { dtype: x.dtype, dims: x.dims }])
+        like_data(cx, |cx| self.axis(cx).map(drop))
     }
 
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
         let (x, ind, upd) = (input(ins, 0)?, input(ins, 1)?, input(ins, 2)?);
         let a = self.axis(&mut ShapeCx::of_tensors(ins))?;
         let iv = in_range(ind, &[x.shape[a]])?;
-        let k = Elements { dims: &x.shape, idx: &iv, idx_dims: &ind.shape, axis: a };
+        let k = AlongAxis { dims: &x.shape, idx: &iv, idx_dims: &ind.shape, axis: a };
         Ok(vec![apply(self.name(), x, upd, self.reduction, &k)?])
     }
 
@@ -106,11 +103,7 @@ impl OpDef for ScatterNd {
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
-        let x = types(cx)?;
-        if x.dims.is_some() && cx.arg(1)?.dims.is_some() && cx.arg(2)?.dims.is_some() {
-            Self::tuple_len(cx)?;
-        }
-        Ok(vec![OutType { dtype: x.dtype, dims: x.dims }])
+        like_data(cx, |cx| Self::tuple_len(cx).map(drop))
     }
 
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
@@ -127,8 +120,10 @@ impl OpDef for ScatterNd {
     }
 }
 
-/// The output's type (the data's), with the indices' and updates' dtypes checked.
-fn types(cx: &ShapeCx) -> R<OutType> {
+/// ScatterElements' and ScatterND's shape rule: the output is typed and shaped like the data;
+/// the indices must be int32 or int64 and the updates of the data's type; once every input's
+/// dims are known, `check` declares how the indices' and the updates' dims fit the data's.
+fn like_data(cx: &mut ShapeCx, check: impl FnOnce(&mut ShapeCx) -> R<()>) -> R<Vec<OutType>> {
     let (x, i, u) = (cx.arg(0)?, cx.arg(1)?, cx.arg(2)?);
     if !matches!(i.dtype, DType::I32 | DType::I64) {
         return Err(format!("indices must be int32 or int64, got {}", i.dtype));
@@ -136,7 +131,11 @@ fn types(cx: &ShapeCx) -> R<OutType> {
     if u.dtype != x.dtype {
         return Err(format!("updates of type {} for data of {}", u.dtype, x.dtype));
     }
-    Ok(OutType { dtype: x.dtype, dims: x.dims.clone() })
+    let out = OutType { dtype: x.dtype, dims: x.dims.clone() };
+    if x.dims.is_some() && i.dims.is_some() && u.dims.is_some() {
+        check(cx)?;
+    }
+    Ok(vec![out])
 }
 
 /// The indices' values, each in range for its dim (`lens` cycled: one dim for
@@ -170,14 +169,7 @@ trait Kernel {
     fn run<T: Copy>(&self, out: &mut [T], upd: &[T], f: impl Fn(T, T) -> T);
 }
 
-struct Elements<'a> {
-    dims: &'a [usize],
-    idx: &'a [i64],
-    idx_dims: &'a [usize],
-    axis: usize,
-}
-
-impl Kernel for Elements<'_> {
+impl Kernel for AlongAxis<'_> {
     fn run<T: Copy>(&self, out: &mut [T], upd: &[T], f: impl Fn(T, T) -> T) {
         scatter_elements(out, self.dims, self.idx, self.idx_dims, upd, self.axis, f);
     }
@@ -424,13 +416,8 @@ fn emit_scatter(cx: &EmitCx, kernel: &str, extra: &str, reduction: ScatterReduct
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::testing::{f, i};
 
-    fn f(shape: &[usize], v: &[f32]) -> Tensor {
-        Tensor::from_f32s(shape.to_vec(), v.to_vec())
-    }
-    fn i(shape: &[usize], v: &[i64]) -> Tensor {
-        Tensor::from_i64s(shape.to_vec(), v.to_vec())
-    }
     fn run(op: &dyn OpDef, ins: &[&Tensor]) -> R<Tensor> {
         Ok(op.eval(&ins.iter().copied().map(Some).collect::<Vec<_>>())?.remove(0))
     }

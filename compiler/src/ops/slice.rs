@@ -205,8 +205,7 @@ impl OpDef for Slice {
 
     // The picked elements' gradients scattered back; the rest get zero.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let dy = cx.dy()?;
-        crate::autodiff::shape::picked(cx.b, cx.n, dy)
+        crate::autodiff::shape::picked(cx)
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

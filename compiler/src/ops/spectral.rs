@@ -3,15 +3,20 @@
 //! lengths, step and axis decide the output's shape, so they are constants or shape values.
 //! One runtime kernel each (`kernels::spectral`), which takes the geometry at run time and
 //! needs no scratch.
-use super::{input, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, product, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::spectral::{self, DftDims, StftDims};
 
-fn is_float(d: DType) -> bool {
-    matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+/// Input 0, which the kernels take in f32, f64, f16 or bf16.
+fn float_x(cx: &ShapeCx, op: &str) -> R<Arg> {
+    let x = cx.arg(0)?.clone();
+    if !matches!(x.dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+        return Err(format!("{op} is not defined on {}", x.dtype));
+    }
+    Ok(x)
 }
 
 /// Input `i`, a scalar integer, as a dim expression (`None`: absent or not known).
@@ -67,10 +72,7 @@ impl Dft {
 
     /// `None` while the rank, dft_length or axis is not known.
     fn geometry(&self, cx: &mut ShapeCx) -> R<Option<DftGeom>> {
-        let x = cx.arg(0)?.clone();
-        if !is_float(x.dtype) {
-            return Err(format!("DFT is not defined on {}", x.dtype));
-        }
+        let x = float_x(cx, "DFT")?;
         let Some(xs) = x.dims else { return Ok(None) };
         let rank = xs.len();
         if rank < 2 {
@@ -192,10 +194,7 @@ impl Stft {
 
     /// `None` while the signal's dims, frame_step or frame_length is not known.
     fn geometry(&self, cx: &mut ShapeCx) -> R<Option<StftGeom>> {
-        let x = cx.arg(0)?.clone();
-        if !is_float(x.dtype) {
-            return Err(format!("STFT is not defined on {}", x.dtype));
-        }
+        let x = float_x(cx, "STFT")?;
         let window = cx.opt(2).cloned();
         if let Some(w) = &window {
             if w.dtype != x.dtype || w.dims.as_ref().is_some_and(|d| d.len() != 1) {

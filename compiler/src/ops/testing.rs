@@ -26,6 +26,16 @@ pub(crate) fn check_gradient(op: Op, shapes: &[&[usize]], lo: f64, hi: f64) {
     crate::autodiff::tests::check_op(op, shapes, lo, hi).expect("gradients agree");
 }
 
+/// An f32 tensor of `shape` (a test's literal).
+pub(crate) fn f(shape: &[usize], v: &[f32]) -> Tensor {
+    Tensor::from_f32s(shape.to_vec(), v.to_vec())
+}
+
+/// An i64 tensor of `shape` (a test's literal).
+pub(crate) fn i(shape: &[usize], v: &[i64]) -> Tensor {
+    Tensor::from_i64s(shape.to_vec(), v.to_vec())
+}
+
 fn dims(s: &[usize]) -> Vec<DimExpr> {
     s.iter().map(|&d| DimExpr::constant(d as i64)).collect()
 }

@@ -73,8 +73,7 @@ impl OpDef for Tile {
 
     // Every copy's gradient summed back onto the element it repeats.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let dy = cx.dy()?;
-        crate::autodiff::shape::picked(cx.b, cx.n, dy)
+        crate::autodiff::shape::picked(cx)
     }
 
     fn decides_shapes(&self, i: usize) -> bool {

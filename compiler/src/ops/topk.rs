@@ -2,7 +2,7 @@
 //! best first, equal values in index order (ONNX's `sorted = 0` allows any order; this one
 //! serves both). K decides the outputs' shapes, so it is a constant or a shape value. One
 //! runtime kernel, `kernels::reduce::top_k`, for the interpreter and generated code.
-use super::{around, input, numel, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, numel, view_sizes, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr, Op};
@@ -92,21 +92,15 @@ impl OpDef for TopK {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let x = cx.input(0)?;
         let (a, k) = self.geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?.ok_or_else(|| cx.err("K must be a constant for codegen"))?;
-        let [outer, len, inner] = around(&cx.dims(x)?, a);
-        let out = |i: usize| -> Result<String, CodegenError> {
-            Ok(cx.write_used(i)?)
-        };
         Ok(format!(
-            "rt::kernels::reduce::top_k({}, {}, {}, {}, {}, {}, {}, {}, {});",
+            "rt::kernels::reduce::top_k({}, {}, {}, {}, {}, {}, {});",
             cx.read(x)?,
-            cx.size(&outer)?,
-            cx.size(&len)?,
-            cx.size(&inner)?,
+            view_sizes(cx, &around(&cx.dims(x)?, a))?,
             cx.size(&k)?,
             self.largest,
             cx.scratch(DType::U64)?,
-            out(0)?,
-            out(1)?
+            cx.write_used(0)?,
+            cx.write_used(1)?
         ))
     }
 

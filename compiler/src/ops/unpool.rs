@@ -5,7 +5,7 @@
 //! shape value). One runtime kernel, `kernels::unpool::max_unpool`, for the interpreter and
 //! generated code; the interpreter refuses an index outside the unpooled shape, generated code
 //! skips it.
-use super::{input, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, or_fill, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Op};
 use crate::tensor::{Data, Tensor};
@@ -33,12 +33,7 @@ impl MaxUnpool {
         if xs.len() != n + 2 {
             return Err(format!("X has rank {} for a {n}-d kernel", xs.len()));
         }
-        let fill = |v: &[usize], len: usize, d: usize, what: &str| match v.len() {
-            0 => Ok(vec![d; len]),
-            l if l == len => Ok(v.to_vec()),
-            l => Err(format!("{what} has {l} entries, expected {len}")),
-        };
-        let (st, pads) = (fill(&self.strides, n, 1, "strides")?, fill(&self.pads, 2 * n, 0, "pads")?);
+        let (st, pads) = (or_fill(&self.strides, n, 1, "strides")?, or_fill(&self.pads, 2 * n, 0, "pads")?);
         let mut inferred = xs[..2].to_vec();
         for i in 0..n {
             // (x - 1)·stride + kernel - pads, an empty X dim counted as 1.

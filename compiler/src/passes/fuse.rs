@@ -324,32 +324,51 @@ fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
         // The coefficients `kernels::norm::batch_norm` uses, rounded the same way.
         let (a, bb): (Vec<f32>, Vec<f32>) = (0..m).map(|c| batch_norm_coeffs(scale[c], beta[c], mean[c], var[c], epsilon as f64)).unzip();
         let (mul, add, mut chain, v) = mul_add(g, &cons, &remove, b.outputs[0], &shape);
-        let mut act = Act::None;
-        if let Some(j) = sole_consumer(g, &cons, v).filter(|&j| !remove[j]) {
-            if let Some((ac, nodes)) = activation(g, &cons, j, v, DType::F32).filter(|(_, ns)| ns.iter().all(|&k| !remove[k])) {
-                act = ac;
-                chain.extend(nodes);
-            }
+        let act = trailing_activation(g, &cons, &remove, v, DType::F32, &mut chain);
+        if chain.is_empty() {
+            continue;
         }
-        let Some(&last) = chain.last() else { continue };
         let bname = g.nodes[bi].name.clone();
         let c = |g: &mut Graph, what: &str, v: Option<Vec<f32>>| v.map(|v| g.add_const(format!("{bname}_{what}"), Tensor::new(vec![m], Data::F32(v))));
         let inputs = vec![c(g, "a", Some(a)), c(g, "b", Some(bb)), c(g, "mul", mul), c(g, "add", add)];
-        let labels: Vec<_> = chain.iter().map(|&j| label(g, j)).collect();
-        let gr = report.group(label(g, bi));
-        gr.nodes.extend(labels.into_iter().map(|(o, n)| (o, n, Role::Epilogue)));
-        // The last node computes the whole chain; the others go.
-        let ln = &mut g.nodes[last];
-        ln.op = Op::ScaleShift { act };
-        ln.inputs = std::iter::once(Some(x)).chain(inputs).collect();
-        ln.name = bname;
-        ln.source_op = None;
-        remove[bi] = true;
-        for &j in &chain[..chain.len() - 1] {
-            remove[j] = true;
-        }
+        let inputs = std::iter::once(Some(x)).chain(inputs).collect();
+        fuse_into_last(g, report, &mut remove, bi, &chain, Op::ScaleShift { act }, inputs, None);
     }
     drop_nodes(g, &remove);
+}
+
+/// The activation reading `v` alone (none of its nodes taken by another fusion yet), its nodes
+/// appended to `chain`; `Act::None` when there is none.
+fn trailing_activation(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, remove: &[bool], v: ValueId, dtype: DType, chain: &mut Vec<usize>) -> Act {
+    let Some(j) = sole_consumer(g, cons, v).filter(|&j| !remove[j]) else { return Act::None };
+    match activation(g, cons, j, v, dtype).filter(|(_, ns)| ns.iter().all(|&k| !remove[k])) {
+        Some((act, nodes)) => {
+            chain.extend(nodes);
+            act
+        }
+        None => Act::None,
+    }
+}
+
+/// Ends a fusion headed by node `head`: the head and `chain` (the nodes after it, in order)
+/// are reported as one group; the chain's last node computes the whole chain as `op` on
+/// `inputs`, under the head's name and `source`; the head and the chain's other nodes go.
+#[allow(clippy::too_many_arguments)]
+fn fuse_into_last(g: &mut Graph, report: &mut FusionReport, remove: &mut [bool], head: usize, chain: &[usize], op: Op, inputs: Vec<Option<ValueId>>, source: Option<(String, i64)>) {
+    let Some((&last, rest)) = chain.split_last() else { return };
+    let labels: Vec<_> = chain.iter().map(|&j| label(g, j)).collect();
+    let gr = report.group(label(g, head));
+    gr.nodes.extend(labels.into_iter().map(|(o, n)| (o, n, Role::Epilogue)));
+    let name = g.nodes[head].name.clone();
+    let ln = &mut g.nodes[last];
+    ln.op = op;
+    ln.inputs = inputs;
+    ln.name = name;
+    ln.source_op = source;
+    remove[head] = true;
+    for &j in rest {
+        remove[j] = true;
+    }
 }
 
 /// Conv → per-channel Mul? → per-channel Add? → Add(residual)? → activation?: one
@@ -373,7 +392,6 @@ fn conv_epilogue(g: &mut Graph, report: &mut FusionReport) {
         }
         let Some(shape) = fixed_shape(g, y) else { continue };
         let mut residual = None;
-        let mut act = Act::None;
         let (mul, add, mut chain, mut v) = if dtype == DType::F32 { mul_add(g, &cons, &remove, y, &shape) } else { (None, None, vec![], y) };
         // A node another conv already took (an Add both branches of a residual block feed) is
         // skipped: `remove` marks the removed ones, and the rewritten one is no longer an Add.
@@ -388,17 +406,10 @@ fn conv_epilogue(g: &mut Graph, report: &mut FusionReport) {
                 }
             }
         }
-        if let Some(j) = sole_consumer(g, &cons, v).filter(|&j| !remove[j]) {
-            if let Some((a, nodes)) = activation(g, &cons, j, v, dtype).filter(|(_, ns)| ns.iter().all(|&k| !remove[k])) {
-                act = a;
-                chain.extend(nodes);
-            }
+        let act = trailing_activation(g, &cons, &remove, v, dtype, &mut chain);
+        if chain.is_empty() {
+            continue;
         }
-        let Some(&last) = chain.last() else { continue };
-        let labels: Vec<_> = chain.iter().map(|&j| label(g, j)).collect();
-        let base = label(g, ci);
-        let gr = report.group(base);
-        gr.nodes.extend(labels.into_iter().map(|(o, n)| (o, n, Role::Epilogue)));
         let mut inputs = g.nodes[ci].inputs.clone();
         inputs.resize(3, None);
         inputs.push(residual);
@@ -407,16 +418,8 @@ fn conv_epilogue(g: &mut Graph, report: &mut FusionReport) {
         for (what, k) in [("mul", mul), ("add", add)] {
             inputs.push(k.map(|k| g.add_const(format!("{cname}_{what}"), Tensor::new(vec![m], Data::F32(k)))));
         }
-        let (name, source) = (g.nodes[ci].name.clone(), g.nodes[ci].source_op.clone());
-        let ln = &mut g.nodes[last];
-        ln.op = Op::FusedConv { window, group, act };
-        ln.inputs = inputs;
-        ln.name = name;
-        ln.source_op = source;
-        remove[ci] = true;
-        for &j in &chain[..chain.len() - 1] {
-            remove[j] = true;
-        }
+        let source = g.nodes[ci].source_op.clone();
+        fuse_into_last(g, report, &mut remove, ci, &chain, Op::FusedConv { window, group, act }, inputs, source);
     }
     drop_nodes(g, &remove);
 }

@@ -53,30 +53,31 @@ fn conv_pool_and_a_shape_subgraph_reshape_stay_symbolic() {
     check_no_dim_values(&g, &ins, &HashMap::new()).expect("dim values only feed a Reshape target");
 }
 
-#[test]
-fn a_dim_value_feeding_arithmetic_is_refused_naming_the_node() {
+/// x [n, 4] → Shape[0:1] → Cast(f32) → Sqrt: a dim's value read as data. The graph, x's
+/// dims, and the Shape and Sqrt outputs (the graph's outputs are left to the test).
+fn sqrt_of_a_dim() -> (Graph, HashMap<ValueId, Vec<DimExpr>>, ValueId, ValueId) {
     let mut g = Graph::default();
     let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
     let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
     let f = node(&mut g, crate::ops::cast::op(DType::F32, true), vec![Some(sh)]);
     let y = node(&mut g, Op::Unary(UnaryOp::Sqrt), vec![Some(f)]);
+    (g, HashMap::from([(x, vec![v("n"), k(4)])]), sh, y)
+}
+
+#[test]
+fn a_dim_value_feeding_arithmetic_is_refused_naming_the_node() {
+    let (mut g, ins, _, y) = sqrt_of_a_dim();
     g.outputs = vec![y];
     crate::passes::infer::infer(&mut g).expect("infer");
-    let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
     let err = check_no_dim_values(&g, &ins, &HashMap::new()).expect_err("Sqrt of a dim is folded at the bound otherwise").to_string();
     assert!(err.contains("n2") && err.contains("bounded dim"), "{err}");
 }
 
 #[test]
 fn a_dim_value_read_as_data_is_computed_at_run_time() {
-    let mut g = Graph::default();
-    let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
-    let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
-    let f = node(&mut g, crate::ops::cast::op(DType::F32, true), vec![Some(sh)]);
-    let y = node(&mut g, Op::Unary(UnaryOp::Sqrt), vec![Some(f)]);
+    let (mut g, ins, sh, y) = sqrt_of_a_dim();
     g.outputs = vec![y, sh];
     crate::passes::infer::infer(&mut g).expect("infer");
-    let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
     let out_name = g.value(sh).name.clone();
     // The Cast's float value (Sqrt reads it) and the Shape (a graph output).
     assert_eq!(crate::passes::dim_values::materialize(&mut g, &ins, &HashMap::new()).expect("materialize"), 2);

@@ -106,13 +106,7 @@ pub(crate) fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn f(shape: &[usize], v: &[f32]) -> Tensor {
-        Tensor::from_f32s(shape.to_vec(), v.to_vec())
-    }
-    fn i(shape: &[usize], v: &[i64]) -> Tensor {
-        Tensor::from_i64s(shape.to_vec(), v.to_vec())
-    }
+    use crate::ops::testing::{f, i};
 
     #[test]
     fn gather_axis1_with_negative_index() {

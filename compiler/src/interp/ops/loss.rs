@@ -1,6 +1,6 @@
 //! RMSNormalization's evaluation (ops::norm::RmsNorm), computed in f64 and returned in the
 //! input's type.
-use super::util::{broadcast_shapes, broadcast_strides, norm_axis_or_scalar};
+use super::util::{broadcast_shapes, broadcast_values, norm_axis_or_scalar};
 use crate::ir::DType;
 use crate::tensor::{Data, Tensor};
 
@@ -30,25 +30,7 @@ pub(crate) fn rms_norm(x: &Tensor, scale: &Tensor, axis: i64, eps: f32) -> Resul
     let outer: usize = x.shape[..ax].iter().product();
     let to = rms_scale_shape(&x.shape, ax, &scale.shape)?;
     let sv = scale.to_f64_vec();
-    let sv = if to.iter().product::<usize>() == sv.len() {
-        sv
-    } else {
-        let st = broadcast_strides(&scale.shape, &to);
-        let n: usize = to.iter().product();
-        let mut idx = vec![0usize; to.len()];
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            out.push(sv[idx.iter().zip(&st).map(|(i, s)| i * s).sum::<usize>()]);
-            for d in (0..to.len()).rev() {
-                idx[d] += 1;
-                if idx[d] < to[d] {
-                    break;
-                }
-                idx[d] = 0;
-            }
-        }
-        out
-    };
+    let sv = if to.iter().product::<usize>() == sv.len() { sv } else { broadcast_values(&sv, &scale.shape, &to)? };
     let xv = x.to_f64_vec();
     let mut y = vec![0.0; xv.len()];
     burnc_runtime::kernels::norm::rms_norm(&xv, &mut y, outer, inner, &sv, eps);

@@ -35,15 +35,7 @@ pub use crate::ir::axis::norm_axis_or_scalar;
 
 /// Normalise a list of axes; duplicates are an error.
 pub fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
-    let mut out = Vec::with_capacity(axes.len());
-    for &a in axes {
-        let n = norm_axis_or_scalar(a, rank)?;
-        if out.contains(&n) {
-            return Err(format!("axis {a} repeated"));
-        }
-        out.push(n);
-    }
-    Ok(out)
+    crate::ir::axis::distinct_axes(axes, rank, norm_axis_or_scalar)
 }
 
 /// numpy broadcast of two shapes.
@@ -80,6 +72,12 @@ pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
     (0..out.len())
         .map(|i| if i < off || shape[i - off] == 1 { 0 } else { s[i - off] })
         .collect()
+}
+
+/// The values `v` of a tensor of `shape`, broadcast to `to` and flattened row-major.
+pub fn broadcast_values<T: Copy>(v: &[T], shape: &[usize], to: &[usize]) -> Result<Vec<T>, String> {
+    let st = broadcast_strides(shape, to);
+    super::shape::index_map(to, |ix| v[ix.iter().zip(&st).map(|(i, s)| i * s).sum::<usize>()])
 }
 
 /// Checked element count.

@@ -40,15 +40,38 @@ fn out_shape(x: &Tensor, c_out: usize, spatial: &[usize]) -> Vec<usize> {
     s
 }
 
-/// Dispatch on precision with the matching GEMM.
-macro_rules! run {
-    ($x:expr, $f:ident($($arg:expr),*)) => {
-        if crate::interp::ops::norm::float::wide($x.dtype(), "convolution")? {
-            $f::<f64>($($arg,)* &Dgemm)
-        } else {
-            $f::<f32>($($arg,)* &Sgemm)
+/// Which of the runtime's im2col + GEMM kernels [`run_conv`] calls.
+#[derive(Clone, Copy)]
+pub(crate) enum ConvKernel {
+    Conv,
+    Transpose,
+}
+
+/// `kernel` on X, W and the bias into an output of `shape`, at X's precision: f32 (f16 and
+/// bf16 widened) by sgemm, f64 by dgemm. `what` names the op in a dtype error.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_conv(kernel: ConvKernel, x: &Tensor, w: &Tensor, b: Option<&Tensor>, d: ConvDims, win: Window3, shape: Vec<usize>, what: &str) -> Result<Tensor, String> {
+    #[allow(clippy::too_many_arguments)]
+    fn go<R: Work>(kernel: ConvKernel, x: &Tensor, w: &Tensor, b: Option<&Tensor>, d: ConvDims, win: Window3, shape: Vec<usize>, mm: &impl MatMul<R>) -> Result<Tensor, String> {
+        let (xs, ws) = (R::view(x), R::view(w));
+        let bs = b.map(R::view);
+        let mut y = vec![R::default(); shape.iter().product()];
+        let scratch = match kernel {
+            ConvKernel::Conv => k::conv_scratch_len(&d, &win),
+            ConvKernel::Transpose => k::conv_transpose_scratch_len(&d, &win),
+        };
+        let mut col = vec![R::default(); scratch];
+        match kernel {
+            ConvKernel::Conv => k::conv(&xs, &ws, bs.as_deref(), &mut y, &d, &win, &mut col, mm),
+            ConvKernel::Transpose => k::conv_transpose(&xs, &ws, bs.as_deref(), &mut y, &d, &win, &mut col, mm),
         }
-    };
+        Ok(Tensor::new(shape, R::into_data(y, x.dtype())))
+    }
+    if crate::interp::ops::norm::float::wide(x.dtype(), what)? {
+        go::<f64>(kernel, x, w, b, d, win, shape, &Dgemm)
+    } else {
+        go::<f32>(kernel, x, w, b, d, win, shape, &Sgemm)
+    }
 }
 
 pub fn conv(x: &Tensor, w: &Tensor, b: Option<&Tensor>, window: &Window, group: usize) -> Result<Tensor, String> {
@@ -63,13 +86,5 @@ pub fn conv(x: &Tensor, w: &Tensor, b: Option<&Tensor>, window: &Window, group: 
     let shape = out_shape(x, c_out, &win.output);
     numel(&shape)?;
     numel(&[k::conv_scratch_len(&d, &win)])?;
-    fn go<R: Work>(x: &Tensor, w: &Tensor, b: Option<&Tensor>, d: ConvDims, win: Window3, shape: Vec<usize>, mm: &impl MatMul<R>) -> Result<Tensor, String> {
-        let (xs, ws) = (R::view(x), R::view(w));
-        let bs = b.map(R::view);
-        let mut y = vec![R::default(); shape.iter().product()];
-        let mut col = vec![R::default(); k::conv_scratch_len(&d, &win)];
-        k::conv(&xs, &ws, bs.as_deref(), &mut y, &d, &win, &mut col, mm);
-        Ok(Tensor::new(shape, R::into_data(y, x.dtype())))
-    }
-    run!(x, go(x, w, b, d, win, shape))
+    run_conv(ConvKernel::Conv, x, w, b, d, win, shape, "convolution")
 }

@@ -1,7 +1,7 @@
 //! Normalizations by mean and variance: BatchNormalization (inference), Instance-, Layer- and
 //! MeanVarianceNormalization.
 use super::float::{by_precision, channel_param, Work};
-use crate::interp::ops::util::{broadcast_shapes, broadcast_strides, norm_axes, norm_axis_or_scalar};
+use crate::interp::ops::util::{broadcast_shapes, broadcast_values, norm_axes, norm_axis_or_scalar};
 use crate::ir::DType;
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::{norm as k, permute::permute};
@@ -15,14 +15,18 @@ fn ncp(x: &Tensor, what: &str) -> Result<(usize, usize, usize), String> {
     Ok((x.shape[0], x.shape[1], x.shape[2..].iter().product()))
 }
 
+/// BatchNormalization's scale, B, mean and variance, one element per channel each (`stats`:
+/// the mean's and variance's names in messages).
+fn bn_params<'a, R: Work>(ps: [&'a Tensor; 4], c: usize, stats: [&str; 2]) -> Result<[Cow<'a, [R]>; 4], String> {
+    let [m, v] = stats;
+    Ok([channel_param(ps[0], c, "scale")?, channel_param(ps[1], c, "B")?, channel_param(ps[2], c, m)?, channel_param(ps[3], c, v)?])
+}
+
 pub fn batch_norm(x: &Tensor, scale: &Tensor, bias: &Tensor, mean: &Tensor, var: &Tensor, eps: f64) -> Result<Tensor, String> {
     let (b, c, p) = ncp(x, "BatchNormalization")?;
     fn go<R: Work>(x: &Tensor, ps: [&Tensor; 4], b: usize, c: usize, p: usize, eps: f64) -> Result<Tensor, String> {
         let xs = R::view(x);
-        let s = channel_param::<R>(ps[0], c, "scale")?;
-        let bi = channel_param::<R>(ps[1], c, "B")?;
-        let m = channel_param::<R>(ps[2], c, "mean")?;
-        let v = channel_param::<R>(ps[3], c, "var")?;
+        let [s, bi, m, v] = bn_params::<R>(ps, c, ["mean", "var"])?;
         let mut y = vec![R::default(); xs.len()];
         k::batch_norm(&xs, &mut y, b, c, p, &s, &bi, &m, &v, eps);
         Ok(Tensor::new(x.shape.clone(), R::into_data(y, x.dtype())))
@@ -36,10 +40,7 @@ pub fn batch_norm_train(x: &Tensor, ps: [&Tensor; 4], eps: f64, momentum: f64) -
     fn go<R: Work>(x: &Tensor, ps: [&Tensor; 4], dims: [usize; 3], eps: f64, momentum: f64) -> Result<(Tensor, Tensor, Tensor), String> {
         let c = dims[1];
         let xs = R::view(x);
-        let s = channel_param::<R>(ps[0], c, "scale")?;
-        let bi = channel_param::<R>(ps[1], c, "B")?;
-        let m = channel_param::<R>(ps[2], c, "input_mean")?;
-        let v = channel_param::<R>(ps[3], c, "input_var")?;
+        let [s, bi, m, v] = bn_params::<R>(ps, c, ["input_mean", "input_var"])?;
         let mut y = vec![R::default(); xs.len()];
         let (mut rm, mut rv) = (vec![R::default(); c], vec![R::default(); c]);
         k::batch_norm_train(&xs, &mut y, dims, &s, &bi, &m, &v, eps, momentum, &mut rm, &mut rv);
@@ -75,20 +76,7 @@ fn expand<'a, R: Work>(t: &'a Tensor, shape: &[usize], name: &str) -> Result<Cow
     if v.len() == n {
         return Ok(v);
     }
-    let st = broadcast_strides(&t.shape, shape);
-    let mut out = Vec::with_capacity(n);
-    let mut idx = vec![0usize; shape.len()];
-    for _ in 0..n {
-        out.push(v[idx.iter().zip(&st).map(|(i, s)| i * s).sum::<usize>()]);
-        for d in (0..shape.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    Ok(Cow::Owned(out))
+    Ok(Cow::Owned(broadcast_values(&v, &t.shape, shape)?))
 }
 
 /// Y, Mean and InvStdDev (the last two with the normalised dims kept as 1, in f32: the
