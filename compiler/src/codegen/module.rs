@@ -127,7 +127,7 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize, mut p
     let mut labels = HashSet::new();
     for &id in &plan.order {
         let n = g.node(id);
-        if let Some(stmts) = emit::emit_node(cx, id)? {
+        if let Some(stmts) = emit::emit_node(cx, None, id)? {
             let outs: Vec<String> = n.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
             let op = n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name());
             // A labelled block keeps the node's name readable after formatting (comments do not

@@ -5,11 +5,10 @@
 //! node name (`passes::symbolic::reshape_targets`); the graph is pinned at the bounds and goes through
 //! the usual passes, fusion and memory plan (so offsets stay constants and every buffer has
 //! its size at the bound); the symbolic analysis then gives every value's dims as expressions
-//! of the named dims, checked against the static shapes at the bound. Nodes whose shapes do
-//! not depend on a named dim use the static emitters unchanged; the others go through
-//! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
-//! runtime kernels.
-pub(crate) mod emit;
+//! of the named dims, checked against the static shapes at the bound. Every node goes through
+//! the one emitter (`codegen::emit::emit_node`): nodes whose shapes do not depend on a named
+//! dim get literals as in a fixed-shape module, the others run-time sizes (`sz[i]`, computed
+//! once in `forward`) passed to the same runtime kernels.
 
 use super::emit::{rust_ty, Ctx};
 use super::module::{block_label, elem_ty, needs_heap, params, part_param, Generated, Params};
@@ -394,7 +393,7 @@ pub(crate) fn plan_bounded(g: &Graph, info: &SymInfo, range: &dyn Fn(&str) -> Op
         if !node_is_symbolic(g, info, id) {
             continue;
         }
-        let b = match emit::conv_scratch_bound(g, info, id, range, Lowering::EXACT) {
+        let b = match super::emit::nn::conv_scratch_bound(g, info, id, range, Lowering::EXACT) {
             Some(b) => b,
             None => {
                 let b = super::emit::scratch_bytes(g, id, Lowering::EXACT);
@@ -502,7 +501,7 @@ fn build(
         state: HashMap::new(),
         lowering: Lowering::EXACT,
     };
-    let bx = emit::Bx { cx: &cx, info, sizes: &sizes };
+    let sym = crate::ops::Sym { info, sizes: &sizes };
 
     // Node statements in functions of `nodes_per_fn` nodes, as the static module.
     let heap = needs_heap(g);
@@ -511,8 +510,7 @@ fn build(
     let (mut current, mut in_part, mut labels) = (String::new(), 0, HashSet::new());
     for &id in &plan.order {
         let n = g.node(id);
-        let stmts = if node_is_symbolic(g, info, id) { bx.emit_node(id)? } else { super::emit::emit_node(&cx, id)? };
-        if let Some(stmts) = stmts {
+        if let Some(stmts) = super::emit::emit_node(&cx, Some(sym), id)? {
             let label = block_label(&n.name, &mut labels);
             let _ = writeln!(current, "'{label}: {{\n{stmts}\n}}");
             in_part += 1;
