@@ -11,7 +11,9 @@
 //! once in `forward`) passed to the same runtime kernels.
 
 use super::emit::{rust_ty, Ctx};
-use super::module::{block_label, elem_ty, needs_heap, params, part_param, Generated, Params};
+// The conv scratch bounds live next to the conv emitter (`plan_bounded` calls them as `emit::`).
+use super::emit::nn as emit;
+use super::module::{block_label, elem_ty, format_module, needs_heap, params, part_fn, part_param, Generated, Params};
 use super::names;
 use super::{weights, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{Dim, DimExpr, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
@@ -393,7 +395,7 @@ pub(crate) fn plan_bounded(g: &Graph, info: &SymInfo, range: &dyn Fn(&str) -> Op
         if !node_is_symbolic(g, info, id) {
             continue;
         }
-        let b = match super::emit::nn::conv_scratch_bound(g, info, id, range, Lowering::EXACT) {
+        let b = match emit::conv_scratch_bound(g, info, id, range, Lowering::EXACT) {
             Some(b) => b,
             None => {
                 let b = super::emit::scratch_bytes(g, id, Lowering::EXACT);
@@ -621,25 +623,9 @@ fn build(
     fwd.push_str("    })\n}\n}\n");
     src.push_str(&fwd);
     for (i, body) in parts.iter().enumerate() {
-        let _ = writeln!(
-            src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: rt::arena::Region, w: &[u8], sz: &[usize], {}) {{\n{body}}}",
-            part_params.join(", ")
-        );
+        src.push_str(&part_fn(&format!("part_{i}"), "sz: &[usize], ", &part_params, body, "unused_parens, "));
     }
-    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(format!("{e}\n{src}")))?;
-    let source = format!("{header}{}", prettyplease::unparse(&file));
-    let gen = Generated {
-        heap,
-        source,
-        weights_bytes: wl.blob.len(),
-        weights: wl.blob,
-        arena_bytes: plan.arena_bytes.max(64),
-        lower_bound_bytes: plan.lower_bound_bytes,
-        total_buffer_bytes: plan.total_buffer_bytes,
-        inputs,
-        outputs,
-        profiled_nodes: 0,
-    };
+    let source = format_module(&header, &src)?;
+    let gen = Generated::of(source, wl.blob, plan, inputs, outputs, 0, heap);
     Ok((gen, BoundedInfo { dims: dims.to_vec(), input_shapes, output_shapes }))
 }
