@@ -127,7 +127,7 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize, mut p
     let mut labels = HashSet::new();
     for &id in &plan.order {
         let n = g.node(id);
-        if let Some(stmts) = emit::emit_node(cx, id)? {
+        if let Some(stmts) = emit::emit_node(cx, None, id)? {
             let outs: Vec<String> = n.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
             let op = n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name());
             // A labelled block keeps the node's name readable after formatting (comments do not
@@ -154,6 +154,41 @@ pub(crate) fn emit_parts(cx: &Ctx, plan: &MemoryPlan, nodes_per_fn: usize, mut p
         parts.push(current);
     }
     Ok(parts)
+}
+
+/// One part function `name`: a run of node blocks over the arena `a` and the weights `w`, then
+/// `more` (the size table or the state buffer, each ending `, `) and the inputs `params`;
+/// `lints` (each ending `, `) are allowed besides those every part allows.
+pub(crate) fn part_fn(name: &str, more: &str, params: &[String], body: &str, lints: &str) -> String {
+    format!(
+        "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, {lints}clippy::all)]\nfn {name}(a: rt::arena::Region, w: &[u8], {more}{}) {{\n{body}}}\n",
+        params.join(", ")
+    )
+}
+
+/// `header` and the module source `src` formatted (one piece: the error shows the source).
+pub(crate) fn format_module(header: &str, src: &str) -> Result<String, CodegenError> {
+    let file = syn::parse_file(src).map_err(|e| CodegenError::Format(format!("{e}\n{src}")))?;
+    Ok(format!("{header}{}", prettyplease::unparse(&file)))
+}
+
+impl Generated {
+    /// A module's source with what the compiler knows of it: the weights blob and the plan's
+    /// sizes.
+    pub(crate) fn of(source: String, weights: Vec<u8>, plan: &MemoryPlan, inputs: Vec<IoDesc>, outputs: Vec<IoDesc>, profiled_nodes: usize, heap: bool) -> Generated {
+        Generated {
+            source,
+            weights_bytes: weights.len(),
+            weights,
+            arena_bytes: plan.arena_bytes.max(64),
+            lower_bound_bytes: plan.lower_bound_bytes,
+            total_buffer_bytes: plan.total_buffer_bytes,
+            inputs,
+            outputs,
+            profiled_nodes,
+            heap,
+        }
+    }
 }
 
 /// Parse and pretty-print module source given as pieces of whole items, one piece at a time
@@ -271,22 +306,8 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
     src.push_str(&fwd);
     let mut pieces = vec![src];
     for (i, body) in parts.into_iter().enumerate() {
-        pieces.push(format!(
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn part_{i}(a: rt::arena::Region, w: &[u8], {}) {{\n{body}}}\n",
-            part_params.join(", ")
-        ));
+        pieces.push(part_fn(&format!("part_{i}"), "", &part_params, &body, ""));
     }
     let source = format!("{header}{}", format_pieces(pieces)?);
-    Ok(Generated {
-        source,
-        weights_bytes: wl.blob.len(),
-        weights: wl.blob,
-        arena_bytes: plan.arena_bytes.max(64),
-        lower_bound_bytes: plan.lower_bound_bytes,
-        total_buffer_bytes: plan.total_buffer_bytes,
-        inputs,
-        outputs,
-        profiled_nodes: timed.len(),
-        heap,
-    })
+    Ok(Generated::of(source, wl.blob, plan, inputs, outputs, timed.len(), heap))
 }

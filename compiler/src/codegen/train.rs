@@ -384,15 +384,10 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     src.push_str(&ts);
     for (prefix, parts, sig) in [("part", &fparts, &fpsig), ("train_part", &tparts, &tpsig)] {
         for (i, body) in parts.iter().enumerate() {
-            let _ = writeln!(
-                src,
-                "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, clippy::all)]\nfn {prefix}_{i}(a: rt::arena::Region, w: &[u8], s: rt::arena::Region, {}) {{\n{body}}}",
-                sig.join(", ")
-            );
+            src.push_str(&super::module::part_fn(&format!("{prefix}_{i}"), "s: rt::arena::Region, ", sig, body, ""));
         }
     }
-    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(format!("{e}\n{src}")))?;
-    let source = format!("{header}{}", prettyplease::unparse(&file));
+    let source = super::module::format_module(&header, &src)?;
     Ok(TrainGenerated {
         source,
         weights: wl.blob,

@@ -3,10 +3,12 @@
 //! ([`GradCx`]).
 use super::R;
 use crate::autodiff::builder::B;
-use crate::codegen::bounded::emit::Bx;
+use crate::codegen::bounded::{node_is_symbolic, Sizes};
 use crate::codegen::emit::{rust_ty, Ctx};
 use crate::codegen::CodegenError;
-use crate::ir::{Constraint, DType, DimExpr, Node, NodeId, Rel, ValueId};
+use crate::ir::{AutoPad, Constraint, DType, DimExpr, Node, NodeId, Rel, ValueId, ValueKind, Window};
+use crate::passes::symbolic::SymInfo;
+use burnc_runtime::kernels::window::Window3;
 use crate::tensor::Tensor;
 
 /// One input as shape rules see it: dtype, dims (`None` while inference does not know the
@@ -186,23 +188,34 @@ impl ShapeCx {
     }
 }
 
+/// A graph's bounded-dims analysis and the run-time size table `sz` of its module: what
+/// nodes whose dims depend on a named dim are emitted with.
+#[derive(Clone, Copy)]
+pub(crate) struct Sym<'a> {
+    pub info: &'a SymInfo,
+    pub sizes: &'a Sizes,
+}
+
 /// One node in generated code. With fixed shapes every size is a literal; with bounded dims
 /// sizes that depend on a named dim come from the run-time size table `sz`, and views have
 /// their run-time lengths.
 pub struct EmitCx<'a> {
     cx: &'a Ctx<'a>,
-    bounded: Option<&'a Bx<'a>>,
+    sym: Option<Sym<'a>>,
     id: NodeId,
     n: &'a Node,
 }
 
 impl<'a> EmitCx<'a> {
     pub(crate) fn fixed(cx: &'a Ctx<'a>, id: NodeId) -> EmitCx<'a> {
-        EmitCx { cx, bounded: None, id, n: cx.g.node(id) }
+        EmitCx { cx, sym: None, id, n: cx.g.node(id) }
     }
 
-    pub(crate) fn bounded(bx: &'a Bx<'a>, id: NodeId) -> EmitCx<'a> {
-        EmitCx { cx: bx.cx, bounded: Some(bx), id, n: bx.cx.g.node(id) }
+    /// Node `id` with bounded dims when `sym` is given and the node reads or writes a value
+    /// whose dims depend on a named dim; else with fixed shapes.
+    pub(crate) fn new(cx: &'a Ctx<'a>, sym: Option<Sym<'a>>, id: NodeId) -> EmitCx<'a> {
+        let sym = sym.filter(|s| node_is_symbolic(cx.g, s.info, id));
+        EmitCx { cx, sym, id, n: cx.g.node(id) }
     }
 
     pub fn node(&self) -> &'a Node {
@@ -218,13 +231,24 @@ impl<'a> EmitCx<'a> {
         self.cx
     }
 
-    /// The bounded-dims emitter, under bounded dims.
-    pub(crate) fn bx(&self) -> Option<&'a Bx<'a>> {
-        self.bounded
+    /// The bounded-dims analysis and size table, under bounded dims.
+    pub(crate) fn sym(&self) -> Option<Sym<'a>> {
+        self.sym
+    }
+
+    /// Whether the node's dims depend on a named dim (sizes from the table `sz`).
+    pub(crate) fn is_bounded(&self) -> bool {
+        self.sym.is_some()
     }
 
     pub fn err(&self, reason: impl Into<String>) -> CodegenError {
         self.cx.err(self.n, reason)
+    }
+
+    /// The error of an op that has no bounded form yet.
+    pub(crate) fn unsupported(&self) -> CodegenError {
+        let op = self.n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| self.n.op.name());
+        self.err(format!("`{op}` does not support bounded dims yet; pin them with --input"))
     }
 
     pub fn input(&self, i: usize) -> Result<ValueId, CodegenError> {
@@ -251,18 +275,23 @@ impl<'a> EmitCx<'a> {
 
     /// `v`'s dims: constants, or expressions of the named dims.
     pub fn dims(&self, v: ValueId) -> Result<Vec<DimExpr>, CodegenError> {
-        match self.bounded {
-            Some(bx) => bx.shape(self.n, v),
-            None => Ok(self.cx.ty(self.n, v)?.1.iter().map(|&d| DimExpr::constant(d as i64)).collect()),
+        let constants = |s: Vec<usize>| -> Vec<DimExpr> { s.iter().map(|&d| DimExpr::constant(d as i64)).collect() };
+        let Some(sym) = self.sym else { return Ok(constants(self.cx.ty(self.n, v)?.1)) };
+        if let Some(s) = sym.info.shapes.get(&v) {
+            return Ok(s.clone());
         }
+        // Weights and other static values keep their types.
+        let g = self.cx.g;
+        let s = g.tensor_type(v).and_then(|t| t.shape.as_ref()?.as_fixed());
+        Ok(constants(s.ok_or_else(|| self.err(format!("value `{}` has no known shape", g.value(v).name)))?))
     }
 
     /// A `usize` expression for dim `d` (a constant as a plain literal, as hand-written code
     /// passes it to a `usize` parameter).
     pub fn size(&self, d: &DimExpr) -> Result<String, CodegenError> {
-        match (self.bounded, d.as_const()) {
+        match (self.sym, d.as_const()) {
             (_, Some(c)) => Ok(c.max(0).to_string()),
-            (Some(bx), None) => Ok(bx.sizes.dim(d)),
+            (Some(sym), None) => Ok(sym.sizes.dim(d)),
             (None, None) => Err(self.err(format!("dim {d} is not fixed"))),
         }
     }
@@ -284,11 +313,31 @@ impl<'a> EmitCx<'a> {
         self.cx.table(v)
     }
 
-    /// `&[T]` over `v`.
+    /// `&[T]` over `v` (with its run-time length under bounded dims).
     pub fn read(&self, v: ValueId) -> Result<String, CodegenError> {
-        match self.bounded {
-            Some(bx) => bx.read(self.n, v),
-            None => self.cx.read(self.n, v),
+        let Some(sym) = self.sym else { return self.cx.read(self.n, v) };
+        match &self.cx.g.value(v).kind {
+            ValueKind::Node(_) => Ok(format!("unsafe {{ rt::arena::view::<{}>(a, {}, {}) }}", self.elem(v)?, self.slot(v)?, self.len(v)?)),
+            // A fill constant (a ConstantOfShape folded at the bounds): its prefix is the fill
+            // at the run-time shape.
+            ValueKind::Const(_) if sym.info.is_symbolic(v) => Ok(format!("&{}[..{}]", self.cx.read(self.n, v)?, self.len(v)?)),
+            // Weights are static; graph inputs are the caller's slices (lengths checked).
+            _ => self.cx.read(self.n, v),
+        }
+    }
+
+    /// Arena offset of node output `v`.
+    fn slot(&self, v: ValueId) -> Result<usize, CodegenError> {
+        let slot = self.cx.plan.slots.get(&v).ok_or_else(|| self.err(format!("value `{}` has no arena slot", self.cx.g.value(v).name)))?;
+        Ok(slot.offset)
+    }
+
+    /// `v`'s element count as views take it: a literal with fixed shapes, else the product
+    /// of its dims' sizes.
+    pub(crate) fn len(&self, v: ValueId) -> Result<String, CodegenError> {
+        match self.sym {
+            Some(sym) => Ok(sym.sizes.numel(&self.dims(v)?)),
+            None => Ok(self.cx.ty(self.n, v)?.1.iter().product::<usize>().to_string()),
         }
     }
 
@@ -314,12 +363,12 @@ impl<'a> EmitCx<'a> {
         })
     }
 
-    /// `&mut [T]` over node output `v`.
+    /// `&mut [T]` over node output `v` (with its run-time length under bounded dims).
     pub fn write(&self, v: ValueId) -> Result<String, CodegenError> {
-        match self.bounded {
-            Some(bx) => bx.write(self.n, v),
-            None => self.cx.write(self.n, v),
+        if self.sym.is_none() {
+            return self.cx.write(self.n, v);
         }
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{}>(a, {}, {}) }}", self.elem(v)?, self.slot(v)?, self.len(v)?))
     }
 
     /// Strides (as `usize` expressions) reading an input of dims `shape` at each index of an
@@ -351,16 +400,21 @@ impl<'a> EmitCx<'a> {
     /// A `Window3` literal for a window op from input `x` to output `y` (`kernel`: the
     /// spatial kernel dims): resolved at compile time when the spatial dims are fixed, else the
     /// geometry at the bounds with the run-time spatial sizes (and SAME pads computed from them).
-    pub fn window(&self, w: &crate::ir::Window, kernel: &[usize], x: ValueId, y: ValueId) -> Result<String, CodegenError> {
+    pub fn window(&self, w: &Window, kernel: &[usize], x: ValueId, y: ValueId) -> Result<String, CodegenError> {
+        let ks: Vec<DimExpr> = kernel.iter().map(|&k| DimExpr::constant(k as i64)).collect();
+        self.window_of(w, kernel, &ks, x, y)
+    }
+
+    /// [`Self::window`] with kernel dims `ks` that may depend on named dims (a convolution
+    /// whose W is a graph input); `kernel` is their value at the bounds.
+    pub(crate) fn window_of(&self, w: &Window, kernel: &[usize], ks: &[DimExpr], x: ValueId, y: ValueId) -> Result<String, CodegenError> {
         let at_bound = self.cx.ty(self.n, x)?.1;
         let sp = at_bound.get(2..).ok_or_else(|| self.err("a window op needs rank at least 3"))?;
         let win = crate::interp::ops::nn::geom::resolve(w, kernel, sp).map_err(|e| self.err(e))?;
         let (xs, ys) = (self.dims(x)?, self.dims(y)?);
-        match self.bounded {
-            Some(bx) if xs[2..].iter().chain(ys.get(2..).unwrap_or(&[])).any(|d| d.as_const().is_none()) => {
-                let ks: Vec<DimExpr> = kernel.iter().map(|&k| DimExpr::constant(k as i64)).collect();
-                Ok(bx.window(w, &win, &ks, &xs[2..], ys.get(2..).ok_or_else(|| self.err("output rank below 3"))?))
-            }
+        let ys = ys.get(2..).ok_or_else(|| self.err("output rank below 3"))?;
+        match self.sym {
+            Some(sym) if xs[2..].iter().chain(ys).chain(ks).any(|d| d.as_const().is_none()) => Ok(run_time_window(sym.sizes, w, &win, ks, &xs[2..], ys)),
             _ => Ok(crate::codegen::emit::nn::window_lit(&win)),
         }
     }
@@ -398,9 +452,9 @@ impl<'a> EmitCx<'a> {
             });
         }
         let mut cx = ShapeCx::new(args);
-        if let Some(bx) = self.bounded {
+        if let Some(sym) = self.sym {
             for (i, v) in self.n.inputs.iter().enumerate() {
-                if let Some(ints) = v.and_then(|v| bx.info.ints.get(&v)) {
+                if let Some(ints) = v.and_then(|v| sym.info.ints.get(&v)) {
                     cx.set_ints(i, ints.clone());
                 }
             }
@@ -427,6 +481,64 @@ impl<'a> EmitCx<'a> {
     pub fn in_place_input(&self) -> Option<usize> {
         self.cx.plan.inplace.get(&self.id).copied()
     }
+}
+
+/// A `Window3` literal under bounded dims: the static geometry at the bounds (`win_at_bound`)
+/// with the spatial input, output and kernel (`ks`) sizes from the run-time table.
+fn run_time_window(sizes: &Sizes, w: &Window, win_at_bound: &Window3, ks: &[DimExpr], xs: &[DimExpr], ys: &[DimExpr]) -> String {
+    let k = xs.len();
+    // The dilated kernel extent `(k − 1)·d + 1` of spatial dim `i`, and its code.
+    let extent = |i: usize| ks.get(i).cloned().unwrap_or_else(|| DimExpr::constant(win_at_bound.kernel[3 - k + i] as i64)).sub(&DimExpr::constant(1)).scale(win_at_bound.dilations[3 - k + i] as i64).add(&DimExpr::constant(1));
+    let extent_code = |i: usize| match extent(i).as_const() {
+        Some(dk) => format!("{dk}"),
+        None => format!("(({} - 1) * {} + 1)", sizes.dim(&ks[i]), win_at_bound.dilations[3 - k + i]),
+    };
+    let kernel = if ks.iter().all(|d| d.as_const().is_some()) {
+        format!("{:?}", win_at_bound.kernel)
+    } else {
+        let mut a: Vec<String> = vec!["1".into(); 3 - k];
+        a.extend(ks.iter().map(|d| sizes.dim(d)));
+        format!("[{}]", a.join(", "))
+    };
+    let fill = |v: &[DimExpr]| {
+        let mut a: Vec<String> = vec!["1usize".into(); 3 - k];
+        a.extend(v.iter().map(|d| sizes.dim(d)));
+        format!("[{}]", a.join(", "))
+    };
+    let (mut pb, mut pe): (Vec<String>, Vec<String>) =
+        (win_at_bound.pads_begin.iter().map(|p| format!("{p}isize")).collect(), win_at_bound.pads_end.iter().map(|p| format!("{p}isize")).collect());
+    let same = matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower);
+    if !same {
+        // The window must fit the padded input (as geom::resolve requires): one more
+        // derived size `len + pads − extent + 1` that `forward` checks is at least 1.
+        for (i, x) in xs.iter().enumerate() {
+            let j = 3 - k + i;
+            let pads = (win_at_bound.pads_begin[j] + win_at_bound.pads_end[j]) as i64;
+            let _ = sizes.dim(&x.add(&DimExpr::constant(pads + 1)).sub(&extent(i)));
+        }
+    } else {
+        // SAME pads depend on the size: total = (out − 1)·s + dk − len, split as geom::resolve.
+        for i in 0..k {
+            let j = 3 - k + i;
+            let dk = extent_code(i);
+            let total = format!("(({} - 1) * {} + {dk}).saturating_sub({})", sizes.dim(&ys[i]), win_at_bound.strides[j], sizes.dim(&xs[i]));
+            let (small, big) = (format!("(({total}) / 2) as isize"), format!("(({total}) - ({total}) / 2) as isize"));
+            if w.auto_pad == AutoPad::SameUpper {
+                (pb[j], pe[j]) = (small, big);
+            } else {
+                (pb[j], pe[j]) = (big, small);
+            }
+        }
+    }
+    format!(
+        "rt::kernels::window::Window3 {{ input: {}, output: {}, kernel: {kernel}, strides: {:?}, dilations: {:?}, pads_begin: [{}], pads_end: [{}] }}",
+        fill(xs),
+        fill(ys),
+        win_at_bound.strides,
+        win_at_bound.dilations,
+        pb.join(", "),
+        pe.join(", ")
+    )
 }
 
 /// The gradient rule's view of one forward node.

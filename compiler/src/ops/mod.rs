@@ -113,6 +113,7 @@ pub mod unpool;
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
 pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
+pub(crate) use cx::Sym;
 
 use crate::codegen::CodegenError;
 use crate::ir::DType;

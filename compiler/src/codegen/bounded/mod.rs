@@ -5,14 +5,15 @@
 //! node name (`passes::symbolic::reshape_targets`); the graph is pinned at the bounds and goes through
 //! the usual passes, fusion and memory plan (so offsets stay constants and every buffer has
 //! its size at the bound); the symbolic analysis then gives every value's dims as expressions
-//! of the named dims, checked against the static shapes at the bound. Nodes whose shapes do
-//! not depend on a named dim use the static emitters unchanged; the others go through
-//! [`emit`], which passes run-time sizes (`sz[i]`, computed once in `forward`) to the same
-//! runtime kernels.
-pub(crate) mod emit;
+//! of the named dims, checked against the static shapes at the bound. Every node goes through
+//! the one emitter (`codegen::emit::emit_node`): nodes whose shapes do not depend on a named
+//! dim get literals as in a fixed-shape module, the others run-time sizes (`sz[i]`, computed
+//! once in `forward`) passed to the same runtime kernels.
 
 use super::emit::{rust_ty, Ctx};
-use super::module::{block_label, elem_ty, needs_heap, params, part_param, Generated, Params};
+// The conv scratch bounds live next to the conv emitter (`plan_bounded` calls them as `emit::`).
+use super::emit::nn as emit;
+use super::module::{block_label, elem_ty, format_module, needs_heap, params, part_fn, part_param, Generated, Params};
 use super::names;
 use super::{weights, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{Dim, DimExpr, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
@@ -558,7 +559,7 @@ fn build(
         state: HashMap::new(),
         lowering: Lowering::EXACT,
     };
-    let bx = emit::Bx { cx: &cx, info, sizes: &sizes };
+    let sym = crate::ops::Sym { info, sizes: &sizes };
 
     // Node statements in functions of `nodes_per_fn` nodes, as the static module.
     let heap = needs_heap(g);
@@ -567,8 +568,7 @@ fn build(
     let (mut current, mut in_part, mut labels) = (String::new(), 0, HashSet::new());
     for &id in &plan.order {
         let n = g.node(id);
-        let stmts = if node_is_symbolic(g, info, id) { bx.emit_node(id)? } else { super::emit::emit_node(&cx, id)? };
-        if let Some(stmts) = stmts {
+        if let Some(stmts) = super::emit::emit_node(&cx, Some(sym), id)? {
             let label = block_label(&n.name, &mut labels);
             let _ = writeln!(current, "'{label}: {{\n{stmts}\n}}");
             in_part += 1;
@@ -679,25 +679,9 @@ fn build(
     fwd.push_str("    })\n}\n}\n");
     src.push_str(&fwd);
     for (i, body) in parts.iter().enumerate() {
-        let _ = writeln!(
-            src,
-            "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, unused_parens, clippy::all)]\nfn part_{i}(a: rt::arena::Region, w: &[u8], sz: &[usize], {}) {{\n{body}}}",
-            part_params.join(", ")
-        );
+        src.push_str(&part_fn(&format!("part_{i}"), "sz: &[usize], ", &part_params, body, "unused_parens, "));
     }
-    let file = syn::parse_file(&src).map_err(|e| CodegenError::Format(format!("{e}\n{src}")))?;
-    let source = format!("{header}{}", prettyplease::unparse(&file));
-    let gen = Generated {
-        heap,
-        source,
-        weights_bytes: wl.blob.len(),
-        weights: wl.blob,
-        arena_bytes: plan.arena_bytes.max(64),
-        lower_bound_bytes: plan.lower_bound_bytes,
-        total_buffer_bytes: plan.total_buffer_bytes,
-        inputs,
-        outputs,
-        profiled_nodes: 0,
-    };
+    let source = format_module(&header, &src)?;
+    let gen = Generated::of(source, wl.blob, plan, inputs, outputs, 0, heap);
     Ok((gen, BoundedInfo { dims: dims.to_vec(), input_shapes, output_shapes }))
 }

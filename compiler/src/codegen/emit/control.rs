@@ -6,10 +6,8 @@ use super::{emit_node, rust_ty, Ctx};
 use crate::codegen::module::block_label;
 use crate::codegen::weights::{value_bytes, WeightsLayout};
 use crate::codegen::{plan_memory, with_output_copies, CodegenError, Lowering};
-use crate::codegen::bounded::emit::Bx;
-use crate::codegen::bounded::{node_is_symbolic, Sizes};
 use crate::ir::{DType, DimExpr, Graph, Node, NodeId, Op, ValueId, ValueKind};
-use crate::ops::{product, EmitCx};
+use crate::ops::{product, EmitCx, Sym};
 use crate::passes::symbolic::SymInfo;
 use crate::memory::{MemoryPlan, ALIGN};
 use std::collections::{HashMap, HashSet};
@@ -169,7 +167,6 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: Lowering) -> usize {
 
 pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
     match &n.op {
-        Op::Scan { .. } => emit_scan(&EmitCx::fixed(cx, id)),
         Op::Loop { .. } => emit_loop(cx, id, n),
         Op::If { .. } => emit_if(cx, id, n),
         _ => Err(cx.err(n, "not a control-flow op")),
@@ -335,8 +332,8 @@ fn is_read(g: &Graph, v: ValueId) -> bool {
 
 /// The subgraph's statements, with its weights appended to the enclosing blob. With `sym` (the
 /// body's bounded-dims analysis and the enclosing size table) nodes whose dims depend on a
-/// named dim go through the bounded emitter.
-fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<(&SymInfo, &Sizes)>) -> Result<String, CodegenError> {
+/// named dim are emitted with run-time sizes.
+fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<Sym>) -> Result<String, CodegenError> {
     let blob = std::mem::take(&mut cx.weights.borrow_mut().blob);
     let mut wl = WeightsLayout { offsets: HashMap::new(), packed: HashMap::new(), blob };
     for &nid in &sub.plan.order {
@@ -350,16 +347,11 @@ fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<(&
         }
     }
     let bcx = Ctx { g: &sub.g, plan: &sub.plan, weights: std::cell::RefCell::new(wl), inputs: names, state: Default::default(), lowering: cx.lowering };
-    let bx = sym.map(|(info, sizes)| Bx { cx: &bcx, info, sizes });
     let mut s = String::new();
     let mut labels = HashSet::new();
     let mut res = Ok(());
     for &nid in &sub.plan.order {
-        let stmts = match &bx {
-            Some(bx) if node_is_symbolic(&sub.g, bx.info, nid) => bx.emit_node(nid),
-            _ => emit_node(&bcx, nid),
-        };
-        match stmts {
+        match emit_node(&bcx, sym, nid) {
             Ok(Some(stmts)) => {
                 let label = block_label(&sub.g.node(nid).name, &mut labels);
                 let _ = writeln!(s, "'{label}: {{\n{stmts}\n}}");
@@ -371,7 +363,6 @@ fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<(&
             }
         }
     }
-    drop(bx);
     cx.weights.borrow_mut().blob = bcx.weights.into_inner().blob;
     res.map(|_| s)
 }
@@ -400,15 +391,15 @@ pub(crate) fn emit_scan(e: &EmitCx) -> Result<Option<String>, CodegenError> {
     let Op::Scan { input_axes, output_axes, input_directions, output_directions, .. } = &n.op else {
         return Err(e.err("not a Scan"));
     };
-    let sym = e.bx().and_then(|bx| Some((bx.info.subs.get(&id)?, bx.sizes)));
-    let p = scan_plan(cx.g, n, cx.lowering, sym.map(|(i, _)| i)).map_err(|m| e.err(m))?;
+    let sym = e.sym().and_then(|s| Some(Sym { info: s.info.subs.get(&id)?, sizes: s.sizes }));
+    let p = scan_plan(cx.g, n, cx.lowering, sym.map(|s| s.info)).map_err(|m| e.err(m))?;
     let scr = cx.plan.scratch.get(&id).ok_or_else(|| e.err("no scratch slot"))?.offset;
     let sub = &p.sub;
     let tag = format!("scan{}", id.0);
     let base = format!("{tag}_base");
     // The body's dims: from its analysis, or its static types.
     let body_len = |v: ValueId| -> Result<String, CodegenError> {
-        match sym.and_then(|(i, _)| i.shapes.get(&v)) {
+        match sym.and_then(|s| s.info.shapes.get(&v)) {
             Some(d) => e.size(&product(d)),
             None => Ok(fixed(&sub.g, v).map_err(|m| e.err(m))?.1.iter().product::<usize>().to_string()),
         }

@@ -1,22 +1,18 @@
 //! Data movement: reshapes (free aliases in the arena, or a copy when the source is a graph
 //! input or weight), Concat, Transpose and ConstantOfShape.
-use super::Ctx;
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Node, NodeId, Op};
+use crate::ir::{DType, DimExpr, Op};
 use crate::ops::{around, product, EmitCx};
 use crate::tensor::Tensor;
 
-pub fn emit(cx: &Ctx, _id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    match &n.op {
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
-            if cx.plan.aliases.contains_key(&out) {
-                return Ok(None);
-            }
-            Ok(Some(format!("{}.copy_from_slice({});", cx.write(n, out)?, cx.read(n, cx.input(n, 0)?)?)))
-        }
-        _ => Err(cx.err(n, "not a data-movement op")),
+/// Reshape, Flatten, Squeeze and Unsqueeze: nothing when the memory plan made the output a
+/// view of the input, else a copy (the source is a graph input or weight).
+pub(crate) fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
+    let out = cx.output(0)?;
+    if cx.is_alias(out) {
+        return Ok(None);
     }
+    Ok(Some(format!("{}.copy_from_slice({});", cx.write(out)?, cx.read_input(0)?)))
 }
 
 /// Concat, Transpose, Gather, Expand and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes

@@ -1,10 +1,9 @@
 //! Unary and binary ops: loops over runtime scalar functions, in place where the plan says.
-use super::Ctx;
 use crate::ops::EmitCx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::elementwise::runtime_unary;
 use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
-use crate::ir::{BinaryOp, DType, DimExpr, Graph, Node, NodeId, Op, UnaryOp, ValueId};
+use crate::ir::{BinaryOp, DType, DimExpr, Graph, NodeId, Op, UnaryOp, ValueId};
 use burnc_runtime::kernels::unary::Unary;
 
 fn shape_of(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
@@ -345,20 +344,19 @@ pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput]
     s
 }
 
-/// A fused elementwise group, shapes fixed.
-pub(crate) fn emit_program(cx: &Ctx, id: NodeId, n: &Node, p: &ScalarProgram) -> Result<String, CodegenError> {
-    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let (_, oshape) = cx.ty(n, out)?;
-    let len: usize = oshape.iter().product();
+/// A fused elementwise group. An input of one element at the bounds has one at every size
+/// (its dims have bound 1), so how each input is read is decided at the bounds.
+pub(crate) fn emit_program(cx: &EmitCx, p: &ScalarProgram) -> Result<String, CodegenError> {
+    let out = cx.output(0)?;
+    let at_bound = |v: ValueId| -> Result<usize, CodegenError> { Ok(cx.ctx().ty(cx.node(), v)?.1.iter().product()) };
+    let len = cx.len(out)?;
     let mut inputs = Vec::new();
-    for i in 0..n.inputs.len() {
-        let v = cx.input(n, i)?;
-        let (_, s) = cx.ty(n, v)?;
-        let r = cx.read(n, v)?;
-        let n: usize = s.iter().product();
-        inputs.push(ProgramInput::of(r, n, len, || n.to_string()));
+    for i in 0..cx.node().inputs.len() {
+        let v = cx.input(i)?;
+        let period = cx.len(v)?;
+        inputs.push(ProgramInput::of(cx.read(v)?, at_bound(v)?, at_bound(out)?, || period));
     }
-    Ok(program_loop(p, &len.to_string(), &inputs, &cx.write(n, out)?, cx.plan.inplace.get(&id).copied()))
+    Ok(program_loop(p, &len, &inputs, &cx.write(out)?, cx.in_place_input()))
 }
 
 /// A Rust expression for an f64 value (infinities and NaN by name).

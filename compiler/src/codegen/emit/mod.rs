@@ -15,15 +15,11 @@ mod train;
 mod wide;
 
 pub use elementwise::{f32_lit, f64_lit, unary_lit};
-pub(crate) use elementwise::{emit as emit_unary_binary, program_loop, ProgramInput};
-pub(crate) use layer::emit as emit_layer;
-pub(crate) use dropout::emit as emit_dropout;
-pub(crate) use misc::emit_shrink;
-pub(crate) use data::emit_movement;
 use super::weights::WeightsLayout;
 use super::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
+use crate::ops::{EmitCx, Sym};
 use std::collections::HashMap;
 
 /// What emitters see: the graph, the memory plan and the weights layout.
@@ -189,21 +185,32 @@ fn fixed_inputs(g: &Graph, id: NodeId) -> Vec<Option<(DType, Vec<usize>)>> {
 }
 
 /// Statements for one node (`None`: nothing to do, e.g. a reshape that aliases its input).
-pub fn emit_node(cx: &Ctx, id: NodeId) -> Result<Option<String>, CodegenError> {
-    let n = cx.g.node(id);
+/// With `sym` (the bounded-dims analysis and size table of a bounded module), a node whose dims
+/// depend on a named dim is emitted with run-time sizes by the same emitters; an op without a
+/// bounded form is refused there.
+pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option<String>, CodegenError> {
+    let e = EmitCx::new(cx, sym, id);
+    let n = e.node();
+    if e.is_bounded() {
+        let out = e.output(0)?;
+        cx.g.tensor_type(out).ok_or_else(|| e.err("output has no type"))?;
+    }
     match &n.op {
-        Op::Def(d) => d.emit(&crate::ops::EmitCx::fixed(cx, id)).map(Some),
-        Op::Unary(_) | Op::Binary(_) => elementwise::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Elementwise(p) => elementwise::emit_program(cx, id, n, p).map(Some),
-        Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(cx, id, n),
+        Op::Def(d) => d.emit(&e).map(Some),
+        Op::Unary(_) | Op::Binary(_) => elementwise::emit(&e),
+        Op::Elementwise(p) => elementwise::emit_program(&e, p).map(Some),
+        Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(&e),
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
-        | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(cx, id, n),
-        Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Shrink { .. } => misc::emit_shrink(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::BatchNormTraining { .. } => norm::emit(&crate::ops::EmitCx::fixed(cx, id)),
-        Op::Scan { .. } | Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
-        Op::Dropout { .. } => dropout::emit(&crate::ops::EmitCx::fixed(cx, id)),
+        | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&e),
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(&e),
+        Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
+        Op::Shrink { .. } => misc::emit_shrink(&e),
+        Op::BatchNormTraining { .. } => norm::emit(&e),
+        Op::Scan { .. } => control::emit_scan(&e),
+        Op::Dropout { .. } => dropout::emit(&e),
+        // The ops below have fixed-shape emitters only.
+        _ if e.is_bounded() => Err(e.unsupported()),
+        Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
         Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::emit(cx, id, n),

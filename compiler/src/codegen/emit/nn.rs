@@ -6,11 +6,14 @@ use super::wide::{carve, is_half, narrow, widen};
 use super::Ctx;
 use crate::codegen::{CodegenError, Lowering};
 use crate::interp::ops::nn::geom::resolve;
-use crate::ir::{DType, Graph, Node, NodeId, Op};
-use burnc_runtime::kernels::conv::{conv_prepacked_scratch_len, conv_scratch_len, takes_prepacked, ConvDims};
+use crate::ir::{DType, DimExpr, Graph, Node, NodeId, Op, ValueId, Window};
+use crate::ops::EmitCx;
+use crate::passes::symbolic::SymInfo;
+use burnc_runtime::kernels::conv::{conv_prepacked_scratch_len, conv_scratch_len, is_direct_depthwise, takes_prepacked, ConvDims};
+use burnc_runtime::kernels::packed;
 use burnc_runtime::kernels::window::Window3;
 
-fn fixed(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
+fn fixed(g: &Graph, v: Option<ValueId>) -> Option<(DType, Vec<usize>)> {
     let t = g.tensor_type(v?)?;
     Some((t.dtype, t.shape.as_ref()?.as_fixed()?))
 }
@@ -159,93 +162,61 @@ pub(crate) fn act_lit(a: crate::ir::Act) -> String {
     }
 }
 
-pub fn emit(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenError> {
-    let out = *n.outputs.first().ok_or_else(|| cx.err(n, "no output"))?;
-    let (od, _) = cx.ty(n, out)?;
-    let t = cx.elem(n, out)?;
-    let float = matches!(od, DType::F32 | DType::F64);
-    let gemm_impl = if od == DType::F32 { "rt::kernels::conv::Sgemm" } else { "rt::kernels::conv::Dgemm" };
-    match &n.op {
-        Op::Conv { group, .. } => {
-            if is_half(od) {
-                return half_conv(cx, id, n, out, t);
-            }
-            if !float {
-                return Err(cx.err(n, format!("Conv on {od} is not supported by codegen yet")));
-            }
-            let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
-            let col_len = conv_col_len(cx.g, n, cx.lowering, &d, &win);
-            let bias = match n.inputs.get(2).copied().flatten() {
-                Some(b) => format!("Some({})", cx.read(n, b)?),
-                None => "None".into(),
-            };
-            if let Some(wp) = prepacked_weights(cx, n)? {
-                return Ok(Some(format!(
-                    "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
-                     let win = {};\n\
-                     let ep = rt::kernels::conv::Epilogue::bias({bias});\n\
-                     {}({}, {wp}, {}, &d, &win, {}, &ep);",
-                    d.batch,
-                    d.c_in,
-                    d.c_out,
-                    window_lit(&win),
-                    prepacked_fn(cx.g, n, cx.lowering),
-                    cx.read(n, cx.input(n, 0)?)?,
-                    cx.write(n, out)?,
-                    cx.scratch(n, id, t, col_len)?
-                )));
-            }
-            Ok(Some(format!(
-                "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
-                 let win = {};\n\
-                 rt::kernels::conv::conv({}, {}, {bias}, {}, &d, &win, {}, &{gemm_impl});",
-                d.batch,
-                d.c_in,
-                d.c_out,
-                window_lit(&win),
-                cx.read(n, cx.input(n, 0)?)?,
-                cx.read(n, cx.input(n, 1)?)?,
-                cx.write(n, out)?,
-                cx.scratch(n, id, t, col_len)?
-            )))
-        }
-        Op::FusedConv { group, act, .. } => {
-            if !float {
-                return Err(cx.err(n, format!("fused Conv on {od} is not supported by codegen")));
-            }
-            let (d, win, _) = conv_geometry(cx.g, n).ok_or_else(|| cx.err(n, "conv geometry is not static"))?;
-            let col_len = conv_col_len(cx.g, n, cx.lowering, &d, &win);
-            let opt = |i: usize| -> Result<String, CodegenError> {
-                Ok(match n.inputs.get(i).copied().flatten() {
-                    Some(v) => format!("Some({})", cx.read(n, v)?),
-                    None => "None".into(),
-                })
-            };
-            let (call, w, mm) = match prepacked_weights(cx, n)? {
-                Some(wp) => (prepacked_fn(cx.g, n, cx.lowering), wp, String::new()),
-                None => ("rt::kernels::conv::conv_fused", cx.read(n, cx.input(n, 1)?)?, format!(", &{gemm_impl}")),
-            };
-            Ok(Some(format!(
-                "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }};\n\
-                 let win = {};\n\
-                 let ep = rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }};\n\
-                 {call}({}, {w}, {}, &d, &win, {}{mm}, &ep);",
-                d.batch,
-                d.c_in,
-                d.c_out,
-                window_lit(&win),
-                opt(2)?,
-                opt(4)?,
-                opt(5)?,
-                opt(3)?,
-                act_lit(*act),
-                cx.read(n, cx.input(n, 0)?)?,
-                cx.write(n, out)?,
-                cx.scratch(n, id, t, col_len)?
-            )))
-        }
-        _ => Err(cx.err(n, "not an nn op")),
+/// Conv and FusedConv: one emitter for fixed shapes and bounded dims (sizes from
+/// [`EmitCx::size`] and the window from [`EmitCx::window_of`]: literals for fixed dims). With
+/// fixed shapes f16 / bf16 convolutions go through f32 ([`half_conv`]) and the weights blob may
+/// hold Winograd-transformed weights; bounded dims take f32 only.
+pub(crate) fn emit(e: &EmitCx) -> Result<Option<String>, CodegenError> {
+    let (cx, n, id) = (e.ctx(), e.node(), e.id());
+    let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return Err(e.err("not a Conv")) };
+    let out = e.output(0)?;
+    let od = e.dtype(out)?;
+    if e.is_bounded() && od != DType::F32 {
+        return Err(e.err(format!("Conv on {od} with bounded dims is not supported yet; pin them with --input")));
     }
+    let t = e.elem(out)?;
+    let fused = matches!(n.op, Op::FusedConv { .. });
+    if is_half(od) && !fused {
+        return half_conv(cx, id, n, out, t);
+    }
+    if !matches!(od, DType::F32 | DType::F64) {
+        return Err(e.err(if fused { format!("fused Conv on {od} is not supported by codegen") } else { format!("Conv on {od} is not supported by codegen yet") }));
+    }
+    let gemm_impl = if od == DType::F32 { "rt::kernels::conv::Sgemm" } else { "rt::kernels::conv::Dgemm" };
+    let (x, w) = (e.input(0)?, e.input(1)?);
+    let (xs, ws) = (e.dims(x)?, e.dims(w)?);
+    // The kernel at the bounds (its value with fixed shapes) for the static geometry.
+    let w_at_bound = cx.ty(n, w)?.1;
+    if xs.len() < 3 || ws.len() != xs.len() {
+        return Err(e.err("Conv needs X and W of one rank, at least 3"));
+    }
+    let d = format!("rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {group} }}", e.size(&xs[0])?, e.size(&xs[1])?, e.size(&ws[0])?);
+    let win = e.window_of(window, &w_at_bound[2..], &kernel_dims(window, &ws), x, out)?;
+    // The plan's scratch: `scratch_bytes`, or `conv_scratch_bound` under bounded dims.
+    let col = e.scratch(od)?;
+    let prepacked = prepacked_weights(cx, n)?;
+    let call = match &prepacked {
+        Some(_) => prepacked_fn(cx.g, n, cx.lowering),
+        None => "rt::kernels::conv::conv_fused",
+    };
+    let ep = match &n.op {
+        Op::FusedConv { act, .. } => format!(
+            "rt::kernels::conv::Epilogue {{ bias: {}, scale: {}, shift: {}, residual: {}, act: {} }}",
+            e.read_opt(2)?,
+            e.read_opt(4)?,
+            e.read_opt(5)?,
+            e.read_opt(3)?,
+            act_lit(*act)
+        ),
+        _ => format!("rt::kernels::conv::Epilogue::bias({})", e.read_opt(2)?),
+    };
+    let (xr, y) = (e.read(x)?, e.write(out)?);
+    Ok(Some(match prepacked {
+        Some(wp) => format!("let d = {d};\nlet win = {win};\nlet ep = {ep};\n{call}({xr}, {wp}, {y}, &d, &win, {col}, &ep);"),
+        // A plain Conv: `conv` is `conv_fused` with the bias epilogue.
+        None if !fused => format!("let d = {d};\nlet win = {win};\nrt::kernels::conv::conv({xr}, {}, {}, {y}, &d, &win, {col}, &{gemm_impl});", e.read(w)?, e.read_opt(2)?),
+        None => format!("let d = {d};\nlet win = {win};\nlet ep = {ep};\n{call}({xr}, {}, {y}, &d, &win, {col}, &{gemm_impl}, &ep);", e.read(w)?),
+    }))
 }
 
 /// f16 / bf16 Conv as the interpreter runs it: X, W and B widened to f32, the f32 kernel
@@ -287,6 +258,81 @@ fn half_conv(cx: &Ctx, id: NodeId, n: &Node, out: crate::ir::ValueId, t: &str) -
     );
     s += &narrow(&cx.write(n, out)?, "yw", t, "f32");
     Ok(Some(s))
+}
+
+/// Scratch bytes of a Conv at the bounds, an upper bound of what the runtime asks for at any
+/// smaller size: the GEMM's packing space (B panels, plus A blocks unless the weights come
+/// packed) and the whole im2col buffer (the runtime's tiling picks a tile per size, never more
+/// than all rows); for a direct depthwise conv, its zero-padded plane, which only grows with
+/// the window. `None` for other ops.
+pub(crate) fn conv_scratch_at_bound(g: &Graph, id: NodeId, lw: Lowering) -> Option<usize> {
+    let n = g.node(id);
+    let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
+    let (dt, x) = fixed(g, n.inputs.first().copied().flatten())?;
+    let (_, w) = fixed(g, n.inputs.get(1).copied().flatten())?;
+    let win = resolve(window, w.get(2..)?, x.get(2..)?).ok()?;
+    let d = ConvDims { batch: x[0], c_in: x[1], c_out: w[0], group: *group };
+    if is_direct_depthwise(&d) {
+        return Some(conv_scratch_len(&d, &win) * dt.size());
+    }
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let kdim = cg * win.kernel_size();
+    let pack = if prepacked_conv(g, n, lw).is_some() { packed::prepacked_scratch_len(kdim) } else { packed::scratch_len(mg, kdim) };
+    let col = if win.is_pointwise() { 0 } else { kdim * win.out_size() };
+    Some((pack + col) * dt.size())
+}
+
+/// Scratch bytes of a Conv whose shapes depend on bounded dims, an upper bound over every size
+/// within the bounds: [`conv_scratch_at_bound`] when the kernel is fixed and every size grows
+/// with the dims; else (a bounded kernel, W a graph input) the GEMM's packing space and the
+/// whole im2col buffer, and the direct depthwise loop's plane, each at the largest channels,
+/// taps and output sizes the dims allow (`range`: each dim's least and greatest value), which
+/// every one of them grows with. `None` for other ops.
+pub(crate) fn conv_scratch_bound(g: &Graph, info: &SymInfo, id: NodeId, range: &dyn Fn(&str) -> Option<(i64, i64)>, lw: Lowering) -> Option<usize> {
+    let n = g.node(id);
+    let (Op::Conv { window, group } | Op::FusedConv { window, group, .. }) = &n.op else { return None };
+    let at_bound = conv_scratch_at_bound(g, id, lw)?;
+    let shape = |v: Option<ValueId>| -> Option<Vec<DimExpr>> {
+        let v = v?;
+        info.shapes.get(&v).cloned().or_else(|| Some(fixed(g, Some(v))?.1.iter().map(|&d| DimExpr::constant(d as i64)).collect()))
+    };
+    let (xs, ws, ys) = (shape(n.inputs.first().copied().flatten())?, shape(n.inputs.get(1).copied().flatten())?, shape(n.outputs.first().copied())?);
+    let ks = kernel_dims(window, &ws);
+    // The size at the bounds holds every smaller one only when the kernel is fixed, and W's
+    // channels too (X's must match them): whether the conv runs depthwise (a padded plane, not
+    // im2col) depends on them.
+    let fixed_channels = [ws.first(), ws.get(1)].iter().all(|d| d.is_some_and(|d| d.as_const().is_some()));
+    if fixed_channels && ks.iter().all(|k| k.as_const().is_some()) && xs.iter().chain(&ys).all(|e| e.is_monotone()) {
+        return Some(at_bound);
+    }
+    let most = |e: &DimExpr| usize::try_from(e.max_over(range)?.max(1)).ok();
+    let most_of = |es: &[DimExpr]| es.iter().map(most).collect::<Option<Vec<usize>>>();
+    let (kmax, omax) = (most_of(&ks)?, most_of(ys.get(2..)?)?);
+    let (c_in, c_out, group) = (most(xs.get(1)?)?, most(ws.first()?)?, (*group).max(1));
+    let taps = kmax.iter().try_fold(1usize, |a, &k| a.checked_mul(k))?;
+    let outs = omax.iter().try_fold(1usize, |a, &o| a.checked_mul(o))?;
+    let kdim = (c_in / group).checked_mul(taps)?;
+    let gemm = packed::scratch_len(c_out / group, kdim).checked_add(kdim.checked_mul(outs)?)?;
+    let ((dt, xb), (_, wb)) = (fixed(g, n.inputs.first().copied().flatten())?, fixed(g, n.inputs.get(1).copied().flatten())?);
+    let win_b = resolve(window, wb.get(2..)?, xb.get(2..)?).ok()?;
+    let pad3 = |v: &[usize]| -> Option<[usize; 3]> {
+        let mut a = [1usize; 3];
+        a.get_mut(3usize.checked_sub(v.len())?..)?.copy_from_slice(v);
+        Some(a)
+    };
+    let win = Window3 { output: pad3(&omax)?, kernel: pad3(&kmax)?, ..win_b };
+    let plane = conv_scratch_len(&ConvDims { batch: 1, c_in: group, c_out: group, group }, &win);
+    Some(at_bound.max(gemm.max(plane).checked_mul(dt.size())?))
+}
+
+/// A convolution's spatial kernel dims: `kernel_shape` (which W's dims are checked to equal),
+/// else W's spatial dims, bounded when W is a graph input.
+fn kernel_dims(window: &Window, ws: &[DimExpr]) -> Vec<DimExpr> {
+    if window.kernel_shape.is_empty() {
+        ws.get(2..).unwrap_or_default().to_vec()
+    } else {
+        window.kernel_shape.iter().map(|&k| DimExpr::constant(k as i64)).collect()
+    }
 }
 
 #[cfg(test)]
