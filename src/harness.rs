@@ -211,7 +211,14 @@ pub enum Profile {
     /// `burnc run --codegen --target wgpu`: as [`Profile::BenchCuda`] with the runtime's
     /// `wgpu` feature.
     RunWgpu,
+    /// As [`Profile::Run`], cross-compiled for `aarch64-unknown-linux-gnu` (linked with
+    /// Debian's `aarch64-linux-gnu-gcc` unless `CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER`
+    /// says otherwise); the binary runs on Arm or under `qemu-aarch64`.
+    RunAarch64,
 }
+
+/// The Rust target [`Profile::RunAarch64`] builds for.
+pub const AARCH64_TARGET: &str = "aarch64-unknown-linux-gnu";
 
 /// Write the harness crate for `gen` and build it; returns the binary's path.
 pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, HarnessError> {
@@ -220,7 +227,7 @@ pub fn build(gen: &Generated, key: &str) -> Result<PathBuf, HarnessError> {
 
 /// [`build`] with a choice of [`Profile`].
 pub fn build_with(gen: &Generated, key: &str, profile: Profile) -> Result<PathBuf, HarnessError> {
-    let main = main_rs(gen, profile != Profile::Run);
+    let main = main_rs(gen, !matches!(profile, Profile::Run | Profile::RunAarch64));
     let files: [(&str, &[u8]); 3] =
         [("src/model.rs", gen.source.as_bytes()), ("src/model.bin", &gen.weights), ("src/main.rs", main.as_bytes())];
     build_crate(key, &files, profile)
@@ -235,6 +242,7 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
         Profile::Run => (format!("burnc-harness-{:016x}", h.finish()), "target", "debug = false\ncodegen-units = 16\n"),
         Profile::BenchCuda => (format!("burnc-bench-cuda-{:016x}", h.finish()), "target-bench-cuda", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\n"),
         Profile::RunWgpu => (format!("burnc-wgpu-{:016x}", h.finish()), "target-wgpu", "debug = false\nopt-level = 3\ncodegen-units = 16\npanic = \"abort\"\nstrip = true\n"),
+        Profile::RunAarch64 => (format!("burnc-aarch64-{:016x}", h.finish()), "target-aarch64", "debug = false\ncodegen-units = 16\n"),
         Profile::Bench | Profile::BenchThreads => (
             format!("burnc-bench-{}{:016x}", if profile == Profile::BenchThreads { "mt-" } else { "" }, h.finish()),
             "target-bench",
@@ -279,6 +287,12 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
         // The binary runs on this machine only: let LLVM use every instruction it has.
         cmd.env("RUSTFLAGS", "-C target-cpu=native").env_remove("CARGO_ENCODED_RUSTFLAGS");
     }
+    if profile == Profile::RunAarch64 {
+        cmd.args(["--target", AARCH64_TARGET]);
+        if std::env::var_os("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER").is_none() {
+            cmd.env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER", "aarch64-linux-gnu-gcc");
+        }
+    }
     let out = cmd.output().map_err(|e| HarnessError::Msg(format!("cannot run cargo to build the generated code: {e}")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -287,7 +301,8 @@ pub fn build_crate(key: &str, files: &[(&str, &[u8])], profile: Profile) -> Resu
     }
     cache_limit::touch(&dir);
     cache_limit::enforce(&root, cache_limit::max_bytes(), &name);
-    Ok(target.join("release").join(&name))
+    let out_dir = if profile == Profile::RunAarch64 { target.join(AARCH64_TARGET) } else { target };
+    Ok(out_dir.join("release").join(&name))
 }
 
 /// The harness: reads `in_<i>.bin` from DIR, runs `forward`, writes `out_<i>.bin`.

@@ -295,7 +295,12 @@ pub fn sgemm_packed(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f3
 fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
     #[cfg(target_arch = "x86_64")]
     run_at(kernel_level(), m, k, n, a, b, ldb, c, ldc, scratch, done);
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        let (apack, bpack) = scratch.split_at_mut(a_space(m, k, a));
+        driver_neon(m, k, n, a, b, ldb, c, ldc, apack, bpack, done);
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let (apack, bpack) = scratch.split_at_mut(a_space(m, k, a));
         driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, done);
@@ -563,6 +568,8 @@ unsafe fn strip_avx2_gj<const G: usize, const J: usize>(s: &Strip<'_>, first: us
 
 /// For kernel families without a fewer-rows kernel: the driver's edge tile does those rows.
 #[allow(clippy::too_many_arguments)]
+// aarch64 always runs the NEON family (the portable kernels stay for its tests).
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
 fn no_partial(_: usize, _: usize, _: &[f32], _: &[f32], _: &mut [f32], _: usize, _: bool, _: Fin) -> bool {
     false
 }
@@ -901,6 +908,7 @@ fn has_avx2_fma() -> bool {
 }
 
 /// The portable micro-kernel (multiply, then add).
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
 fn kernel_portable(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool) {
     let mut acc = [[0f32; NR]; MR];
     if load {
@@ -922,6 +930,7 @@ fn kernel_portable(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, l
 }
 
 /// [`kernel_portable`], then the tile's epilogue.
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))]
 fn portable_fin(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
     kernel_portable(kc, a, b, c, ldc, load);
     // SAFETY: the driver points `fin.bias` at MR values for full tiles.
@@ -1186,6 +1195,148 @@ unsafe fn kernel_avx512_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut
     true
 }
 
+/// The blocked loops with the NEON micro-kernels (aarch64, where NEON is baseline): the
+/// 6×16 tile as 24 accumulators of 4 lanes, its 8-wide form for edge panels and its
+/// fewer-rows forms for a last partial row panel. The driver's edge tiles do the last few
+/// columns (no strip kernels).
+#[cfg(target_arch = "aarch64")]
+#[allow(clippy::too_many_arguments)]
+fn driver_neon(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
+    driver::<NR>(
+        m,
+        k,
+        n,
+        a,
+        b,
+        ldb,
+        c,
+        ldc,
+        apack,
+        bpack,
+        // SAFETY (all three closures): the driver hands the kernels slices meeting its
+        // contract and points `fin` at the tile's rows; the kernels check the slice sizes.
+        |kc, a, b, c, ldc, load, fin| unsafe { kernel_neon_r::<MR, 4>(kc, a, b, c, ldc, load, fin) },
+        |kc, a, b, c, ldc, load, fin| unsafe { kernel_neon_r::<MR, 2>(kc, a, b, c, ldc, load, fin) },
+        |mr, kc, a, b, c, ldc, load, fin| unsafe { kernel_neon_rows(mr, kc, a, b, c, ldc, load, fin) },
+        no_strip,
+        done,
+    );
+}
+
+/// `acc + b · a[i]` fused, with `a[i]` lane `i` of the step's A values (`lo`: rows 0–3,
+/// `hi`: rows 4–5); `i` is a constant once the kernel's row loop is unrolled.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+fn fma_row(acc: core::arch::aarch64::float32x4_t, b: core::arch::aarch64::float32x4_t, lo: core::arch::aarch64::float32x4_t, hi: core::arch::aarch64::float32x2_t, i: usize) -> core::arch::aarch64::float32x4_t {
+    use core::arch::aarch64::*;
+    // SAFETY: NEON is part of the aarch64 baseline.
+    unsafe {
+        match i {
+            0 => vfmaq_laneq_f32::<0>(acc, b, lo),
+            1 => vfmaq_laneq_f32::<1>(acc, b, lo),
+            2 => vfmaq_laneq_f32::<2>(acc, b, lo),
+            3 => vfmaq_laneq_f32::<3>(acc, b, lo),
+            4 => vfmaq_lane_f32::<0>(acc, b, hi),
+            _ => vfmaq_lane_f32::<1>(acc, b, hi),
+        }
+    }
+}
+
+/// The NEON micro-kernel for the first `R` rows and `V` vectors of 4 columns of an MR × 16
+/// tile (`R = MR, V = 4`: the full tile, 24 accumulators; `V = 2`: edge panels of at most 8
+/// columns; `R < MR`: the last rows of a matrix whose rows are not a multiple of MR, straight
+/// into C). Per k step: B as V vector loads, A's six values as one 4-lane and one 2-lane load,
+/// R·V fused multiply-adds by lane. Each element is the same chain of fused multiply-adds in k
+/// order as in the AVX2 and AVX-512 kernels, then the same bias, residual and ReLU, so the
+/// same bits whatever the blocking (and the x86 SIMD kernels' bits).
+///
+/// # Safety
+/// The slices meet the contract stated at [`driver`] for R rows and 4·V columns (checked here
+/// once per tile, so the loop itself runs on raw pointers); `fin.bias`, when not null, points
+/// at R values and `fin.res` at R rows of 4·V, `fin.ldr` apart.
+#[allow(clippy::needless_range_loop)] // the row index also offsets the pointer into C
+#[cfg(target_arch = "aarch64")]
+#[inline]
+unsafe fn kernel_neon_r<const R: usize, const V: usize>(kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
+    use core::arch::aarch64::*;
+    assert!(R >= 1 && R <= MR && V >= 1 && V <= NR / 4 && a.len() >= kc * MR && b.len() >= kc * NR && c.len() >= (R - 1) * ldc + 4 * V);
+    let cp = c.as_mut_ptr();
+    let mut acc = [[vdupq_n_f32(0.0); V]; R];
+    if load {
+        for i in 0..R {
+            for v in 0..V {
+                acc[i][v] = vld1q_f32(cp.add(i * ldc + 4 * v));
+            }
+        }
+    }
+    let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        let bv: [float32x4_t; V] = core::array::from_fn(|v| vld1q_f32(bp.add(4 * v)));
+        // Rows 4 and 5 as a 2-lane load: a 4-lane one would read past the last step's panel.
+        let lo = vld1q_f32(ap);
+        let hi = vld1_f32(ap.add(4));
+        for i in 0..R {
+            for v in 0..V {
+                acc[i][v] = fma_row(acc[i][v], bv[v], lo, hi, i);
+            }
+        }
+        ap = ap.add(MR);
+        bp = bp.add(NR);
+    }
+    if !fin.bias.is_null() {
+        for (i, row) in acc.iter_mut().enumerate() {
+            let bias = vdupq_n_f32(*fin.bias.add(i));
+            for x in row.iter_mut() {
+                *x = vaddq_f32(*x, bias);
+            }
+        }
+    }
+    if !fin.res.is_null() {
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (v, x) in row.iter_mut().enumerate() {
+                *x = vaddq_f32(*x, vld1q_f32(fin.res.add(i * fin.ldr + 4 * v)));
+            }
+        }
+    }
+    if fin.relu {
+        // `x > 0 ? x : 0` by lane (FMAX would keep a NaN, and x86's max_ps(x, 0) gives 0).
+        let z = vdupq_n_f32(0.0);
+        for row in acc.iter_mut() {
+            for x in row.iter_mut() {
+                *x = vbslq_f32(vcgtq_f32(*x, z), *x, z);
+            }
+        }
+    }
+    for i in 0..R {
+        for v in 0..V {
+            vst1q_f32(cp.add(i * ldc + 4 * v), acc[i][v]);
+        }
+    }
+}
+
+/// [`kernel_neon_r`] for the first `mr` (1 to MR − 1) rows of a full-width tile, straight
+/// into C (as the AVX2 family does: the cost in proportion to the rows).
+///
+/// # Safety
+/// As [`kernel_neon_r`] for `mr` rows.
+#[cfg(target_arch = "aarch64")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_neon_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) -> bool {
+    // SAFETY (each arm): the caller's contract.
+    unsafe {
+        match mr {
+            1 => kernel_neon_r::<1, 4>(kc, a, b, c, ldc, load, fin),
+            2 => kernel_neon_r::<2, 4>(kc, a, b, c, ldc, load, fin),
+            3 => kernel_neon_r::<3, 4>(kc, a, b, c, ldc, load, fin),
+            4 => kernel_neon_r::<4, 4>(kc, a, b, c, ldc, load, fin),
+            5 => kernel_neon_r::<5, 4>(kc, a, b, c, ldc, load, fin),
+            _ => return false,
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -1386,6 +1537,141 @@ mod tests {
                 line += &std::format!(" {level:?} {:.1}", 2.0 * (m * k * n * reps) as f64 / best / 1e9);
             }
             std::println!("{line} GFLOP/s (default: {:?})", kernel_level());
+        }
+    }
+
+    /// Each NEON kernel form (all row counts, both widths, continuing C or not, each
+    /// epilogue) gives the bits of a scalar chain of fused multiply-adds in k order followed by
+    /// the epilogue, and the portable kernel's values up to FMA rounding.
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn neon_kernels_match_fused_reference() {
+        let kc = 37;
+        let a = rnd(kc * MR, 31);
+        let b = rnd(kc * NR, 32);
+        let bias = rnd(MR, 33);
+        let res = rnd(MR * NR, 34);
+        let start = rnd(MR * NR, 35);
+        let fins = [
+            Fin::NONE,
+            Fin { bias: bias.as_ptr(), res: core::ptr::null(), ldr: 0, relu: false },
+            Fin { bias: core::ptr::null(), res: res.as_ptr(), ldr: NR, relu: false },
+            Fin { bias: core::ptr::null(), res: core::ptr::null(), ldr: 0, relu: true },
+            Fin { bias: bias.as_ptr(), res: res.as_ptr(), ldr: NR, relu: true },
+        ];
+        for fin in fins {
+            for load in [false, true] {
+                for rows in 1..=MR {
+                    for width in [8, 16] {
+                        // The kernel's tile, NaN past its rows and columns (which it must not write).
+                        let mut c = vec![f32::NAN; MR * NR];
+                        if load {
+                            for i in 0..rows {
+                                c[i * NR..i * NR + width].copy_from_slice(&start[i * NR..i * NR + width]);
+                            }
+                        }
+                        // SAFETY: the slices have the kernels' sizes; `fin` points at MR rows.
+                        unsafe {
+                            match (rows, width) {
+                                (MR, 16) => kernel_neon_r::<MR, 4>(kc, &a, &b, &mut c, NR, load, fin),
+                                (MR, 8) => kernel_neon_r::<MR, 2>(kc, &a, &b, &mut c, NR, load, fin),
+                                (r, 16) => assert!(kernel_neon_rows(r, kc, &a, &b, &mut c, NR, load, fin)),
+                                (1, 8) => kernel_neon_r::<1, 2>(kc, &a, &b, &mut c, NR, load, fin),
+                                (2, 8) => kernel_neon_r::<2, 2>(kc, &a, &b, &mut c, NR, load, fin),
+                                (3, 8) => kernel_neon_r::<3, 2>(kc, &a, &b, &mut c, NR, load, fin),
+                                (4, 8) => kernel_neon_r::<4, 2>(kc, &a, &b, &mut c, NR, load, fin),
+                                _ => kernel_neon_r::<5, 2>(kc, &a, &b, &mut c, NR, load, fin),
+                            }
+                        }
+                        // The portable kernel on a full tile, with the same epilogue.
+                        let mut p = start.clone();
+                        portable_fin(kc, &a, &b, &mut p, NR, load, fin);
+                        for i in 0..MR {
+                            for j in 0..NR {
+                                let got = c[i * NR + j];
+                                if i >= rows || j >= width {
+                                    assert!(got.is_nan(), "rows {rows} width {width}: wrote ({i}, {j})");
+                                    continue;
+                                }
+                                let mut x = if load { start[i * NR + j] } else { 0.0 };
+                                for q in 0..kc {
+                                    x = a[q * MR + i].mul_add(b[q * NR + j], x);
+                                }
+                                if !fin.bias.is_null() {
+                                    x += bias[i];
+                                }
+                                if !fin.res.is_null() {
+                                    x += res[i * NR + j];
+                                }
+                                if fin.relu && !(x > 0.0) {
+                                    x = 0.0;
+                                }
+                                assert_eq!(got.to_bits(), x.to_bits(), "rows {rows} width {width} load {load} at ({i}, {j})");
+                                assert!((got - p[i * NR + j]).abs() < 1e-4, "rows {rows} width {width}: NEON {got} vs portable {}", p[i * NR + j]);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The NEON driver (edge tiles, partial row panels, k blocks and sub-blocks, runtime-packed
+    /// and prepacked A, each epilogue) against an f64 reference and the portable driver; the
+    /// bits do not depend on the scratch's size or on packing A ahead of time.
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn neon_driver_matches_naive_and_portable() {
+        let shapes = [(1, 1, 1), (6, 2, 32), (7, 3, 17), (12, 1, 40), (13, 600, 49), (34, 34, 100), (130, 257, 33), (250, 40, 5), (6, 300, 64), (500, 70, 31)];
+        for &(m, k, n) in &shapes {
+            let (lda, ldb, ldc) = (k + 1, n + 3, n + 2);
+            let a = rnd(m * lda, 41);
+            let b = rnd(k * ldb, 42);
+            let bias = rnd(m, 43);
+            let res = rnd(m * ldc, 44);
+            let mut ap = vec![f32::NAN; packed_len(m, k)];
+            pack_weights(m, k, &a, lda, &mut ap);
+            let posts = [None, Some(Post { bias: Some(&bias[..]), residual: None, relu: false }), Some(Post { bias: None, residual: Some(&res[..]), relu: true }), Some(Post { bias: Some(&bias[..]), residual: Some(&res[..]), relu: true })];
+            for post in posts {
+                let mut outs: Vec<Vec<f32>> = Vec::new();
+                // Runtime packing; prepacked A with the smallest scratch and with room for more k steps.
+                for (packed, extra) in [(false, 1), (true, 1), (true, 3)] {
+                    let mut c = vec![f32::NAN; m * ldc];
+                    if packed {
+                        let mut scratch = vec![f32::NAN; extra * prepacked_scratch_len(k)];
+                        run(m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut scratch, post);
+                    } else {
+                        let mut scratch = vec![f32::NAN; scratch_len(m, k)];
+                        run(m, k, n, A::Rows(&a, lda), &b, ldb, &mut c, ldc, &mut scratch, post);
+                    }
+                    outs.push(c);
+                }
+                // The portable driver, for comparison up to FMA rounding.
+                let mut pc = vec![f32::NAN; m * ldc];
+                let mut scratch = vec![f32::NAN; scratch_len(m, k)];
+                let (apack, bpack) = scratch.split_at_mut(a_space(m, k, A::Rows(&a, lda)));
+                driver::<NR>(m, k, n, A::Rows(&a, lda), &b, ldb, &mut pc, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, post);
+                let c = &outs[0];
+                for i in 0..m {
+                    for j in 0..n {
+                        let mut want: f64 = (0..k).map(|p| a[i * lda + p] as f64 * b[p * ldb + j] as f64).sum();
+                        if let Some(p) = post {
+                            want += p.bias.map_or(0.0, |b| b[i] as f64) + p.residual.map_or(0.0, |r| r[i * ldc + j] as f64);
+                            if p.relu {
+                                want = want.max(0.0);
+                            }
+                        }
+                        let got = c[i * ldc + j];
+                        let tol = 1e-4 * (k as f64).sqrt();
+                        assert!((got as f64 - want).abs() < tol, "{m}x{k}x{n} at {i},{j}: {got} vs {want}");
+                        assert!((got - pc[i * ldc + j]).abs() as f64 <= 2.0 * tol, "{m}x{k}x{n} at {i},{j}: NEON {got} vs portable {}", pc[i * ldc + j]);
+                    }
+                    assert!(c[i * ldc + n].is_nan(), "{m}x{k}x{n}: wrote past column n");
+                }
+                for o in &outs[1..] {
+                    assert!(o.iter().zip(&outs[0]).all(|(x, y)| x.to_bits() == y.to_bits()), "{m}x{k}x{n}: blockings disagree");
+                }
+            }
         }
     }
 
