@@ -8,6 +8,7 @@ pub mod gpu;
 pub mod index;
 mod lowering;
 pub(crate) mod module;
+mod pin_dims;
 pub mod names;
 pub mod train;
 pub mod weights;
