@@ -1,7 +1,7 @@
 //! Recurrent layers (ONNX RNN, GRU, LSTM): one kernel for the three cells, all directions,
 //! both layouts, per-batch sequence lengths, optional initial states, peepholes and clipping.
 //! The state of one batch row is carried through its sequence in `scratch`, row by row.
-use super::real::Real;
+use super::real::{dot, Real};
 use crate::math;
 
 /// An activation of the ONNX recurrent ops, with its alpha/beta resolved.
@@ -135,14 +135,6 @@ pub struct Outputs<'a, R> {
 /// Scratch elements [`rnn`] needs: state h, c, the gates and one more hidden-sized row.
 pub const fn scratch_len(cell: Cell, hidden: usize) -> usize {
     (3 + cell.gates()) * hidden
-}
-
-fn dot<R: Real>(a: &[R], b: &[R]) -> R {
-    let mut acc = R::from_f64(0.0);
-    for (&p, &q) in a.iter().zip(b) {
-        acc = acc.add(p.mul(q));
-    }
-    acc
 }
 
 fn clip<R: Real>(v: R, c: Option<f32>) -> R {
