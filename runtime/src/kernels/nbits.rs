@@ -174,6 +174,7 @@ fn zero_part(w: &NBits, n: usize, sums: &[f32]) -> f32 {
 /// checks what the vector builds' pointer walks rely on: the lanes cover every block, a block
 /// is a multiple of `align` bytes, and W holds every row asked for.
 #[allow(clippy::too_many_arguments)]
+#[cfg(target_arch = "x86_64")]
 fn by_pairs(
     w: &NBits,
     lanes: &[f32],
