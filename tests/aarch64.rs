@@ -107,27 +107,6 @@ fn tools() -> Result<(), String> {
     Ok(())
 }
 
-/// The runner of module `m<i>`: reads its inputs from DIR, writes its outputs there.
-fn module_runner(i: usize, p: &Prepared) -> String {
-    let gen = &p.gen;
-    let mut s = format!("fn run_{i}(dir: &Path) {{\n");
-    let mut args = Vec::new();
-    if gen.heap {
-        s += "    let mut heap = rt::strings::Heap::new();\n";
-        args.push("&mut heap".to_string());
-    }
-    for (k, d) in gen.inputs.iter().enumerate() {
-        s += &burnc::harness::read_input(k, d);
-        args.push(format!("&in_{k}"));
-    }
-    s += &format!("    let mut arena: Box<m{i}::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};\n");
-    s += &format!("    let out = m{i}::Model::new().forward(&mut arena, {});\n", args.join(", "));
-    for (k, d) in gen.outputs.iter().enumerate() {
-        s += &burnc::harness::write_output(k, d);
-    }
-    s + "}\n"
-}
-
 /// Run case `i` of the aarch64 binary under qemu and compare its outputs.
 fn run_case(bin: &Path, i: usize, c: &Case, work: &Path) -> Result<(), String> {
     let dir = work.join(format!("case{i}"));
@@ -188,7 +167,7 @@ fn generated_code_runs_on_aarch64_under_qemu() {
         files.push((format!("src/m{i}.rs"), src.into_bytes()));
         files.push((format!("src/m{i}.bin"), c.p.gen.weights.clone()));
         main += &format!("mod m{i} {{ include!(\"m{i}.rs\"); }}\n");
-        main += &module_runner(i, &c.p);
+        main += &common::batch::module_runner(i, &c.p.gen, "dir: &Path");
     }
     main += "fn main() {\n    let mut a = std::env::args().skip(1);\n    let i: usize = a.next().and_then(|s| s.parse().ok()).expect(\"index\");\n    let dir = std::path::PathBuf::from(a.next().expect(\"dir\"));\n    match i {\n";
     for i in 0..cases.len() {

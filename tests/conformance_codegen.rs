@@ -8,7 +8,6 @@
 //! tests/conformance/codegen_passlist.txt stops passing (`BURNC_UPDATE_PASSLIST=1` rewrites it).
 mod common;
 use burnc::harness::Prepared;
-use burnc_compiler::codegen::Generated;
 use burnc_compiler::interp::RtValue;
 use burnc_compiler::{Data, Tensor};
 use common::{batch, close, close_in_range, data_dir, machine_dependent, root, InRangeOnly};
@@ -23,25 +22,6 @@ struct Compiled {
     expected: Vec<RtValue>,
     /// The machine_dependent.tsv rule of this case and the input it reads.
     undefined: Option<(InRangeOnly, RtValue)>,
-}
-
-fn module_runner(i: usize, gen: &Generated) -> String {
-    let mut s = format!("fn run_{i}(dir: &Path, _: &[String]) {{\n");
-    let mut args = Vec::new();
-    if gen.heap {
-        s += "    let mut heap = rt::strings::Heap::new();\n";
-        args.push("&mut heap".to_string());
-    }
-    for (k, d) in gen.inputs.iter().enumerate() {
-        s += &burnc::harness::read_input(k, d);
-        args.push(format!("&in_{k}"));
-    }
-    s += &format!("    let mut arena: Box<m{i}::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};\n");
-    s += &format!("    let out = m{i}::Model::new().forward(&mut arena, {});\n", args.join(", "));
-    for (k, d) in gen.outputs.iter().enumerate() {
-        s += &burnc::harness::write_output(k, d);
-    }
-    s + "}\n"
 }
 
 /// Ok(elements not compared because the spec leaves them undefined).
@@ -111,7 +91,7 @@ fn node_suite_through_generated_code() {
         let items: Vec<batch::Module> = chunk
             .iter()
             .enumerate()
-            .map(|(j, c)| batch::Module { source: &c.p.gen.source, weights: &c.p.gen.weights, runner: module_runner(first + j, &c.p.gen), wgsl: None })
+            .map(|(j, c)| batch::Module { source: &c.p.gen.source, weights: &c.p.gen.weights, runner: batch::module_runner(first + j, &c.p.gen, "dir: &Path, _: &[String]"), wgsl: None })
             .collect();
         let (bin, failed) = batch::build_batch(&base.join(format!("batch{first}")), &target, &items, first);
         for (i, why) in &failed {

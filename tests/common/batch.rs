@@ -164,3 +164,24 @@ pub fn finish(mut report: Vec<(String, bool, String)>, cases: &[String], report_
     assert!(crashes.is_empty(), "{} cases crashed in {what}", crashes.len());
     assert!(regressions.is_empty(), "{} {what} pass-listed cases fail now:\n{}", regressions.len(), regressions.join("\n"));
 }
+
+/// The runner of module `m<i>` in a batch harness: `fn run_<i>(<params>)` reads the inputs from
+/// `dir`, runs `forward` once and writes the outputs there.
+pub fn module_runner(i: usize, gen: &burnc_compiler::codegen::Generated, params: &str) -> String {
+    let mut s = format!("fn run_{i}({params}) {{\n");
+    let mut args = Vec::new();
+    if gen.heap {
+        s += "    let mut heap = rt::strings::Heap::new();\n";
+        args.push("&mut heap".to_string());
+    }
+    for (k, d) in gen.inputs.iter().enumerate() {
+        s += &burnc::harness::read_input(k, d);
+        args.push(format!("&in_{k}"));
+    }
+    s += &format!("    let mut arena: Box<m{i}::Arena> = unsafe {{ Box::new_zeroed().assume_init() }};\n");
+    s += &format!("    let out = m{i}::Model::new().forward(&mut arena, {});\n", args.join(", "));
+    for (k, d) in gen.outputs.iter().enumerate() {
+        s += &burnc::harness::write_output(k, d);
+    }
+    s + "}\n"
+}
