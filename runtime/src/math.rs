@@ -1,17 +1,18 @@
 //! Scalar math for no_std: `core` has no `exp`/`ln`/…, so use libm's (correctly rounded enough for
-//! ONNX tolerances) everywhere, the same code on every target. `expf` is this crate's own:
-//! branch-free, so loops over it (Sigmoid, SiLU, Softmax, GELU-tanh …) vectorize.
+//! ONNX tolerances) everywhere, the same code on every target. `expf`, `erff` and `tanhf` are this
+//! crate's own: branch-free, so loops over them (Sigmoid, SiLU, Softmax, GELU, LSTM gates …)
+//! vectorize.
 pub use libm::{
     acos, acosf, acosh, acoshf, asin, asinf, asinh, asinhf, atan, atan2, atan2f, atanf, atanh,
-    atanhf, ceil, ceilf, cos, cosf, cosh, coshf, erf, erff, exp, expm1, expm1f, floor, floorf,
+    atanhf, ceil, ceilf, cos, cosf, cosh, coshf, erf, exp, expm1, expm1f, floor, floorf,
     fmod, fmodf, log, log1p, log1pf, logf, pow, powf, rint, rintf, round, roundf, sin, sinf, sinh,
-    sinhf, sqrt, sqrtf, tan, tanf, tanh, tanhf, trunc, truncf,
+    sinhf, sqrt, sqrtf, tan, tanf, tanh, trunc, truncf,
 };
 
 /// `2^n` for `n` in -126..=127, by building the exponent bits.
 #[inline(always)]
 fn pow2i(n: i32) -> f32 {
-    f32::from_bits(((n + 127) as u32) << 23)
+    f32::from_bits((n.wrapping_add(127) as u32) << 23)
 }
 
 /// e^x within 1 ulp (tested against f64 over the whole range), with no branches: x is clamped
@@ -27,7 +28,11 @@ pub fn expf(x: f32) -> f32 {
     // Round to nearest by the 1.5·2^23 trick (|x·log2 e| < 2^22 after the clamp).
     const ROUND: f32 = 12_582_912.0;
     let x = x.clamp(-104.0, 89.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
+    // The same n as an integer, from the mantissa bits of t (in [2^23, 2^24), so the bits
+    // differ from ROUND's by n): `n as i32` would saturate, which does not vectorize.
+    let ni = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let r = (x - n * C1) - n * C2;
     let mut p = 1.987_569_1e-4_f32;
     p = p * r + 1.398_199_9e-3;
@@ -36,10 +41,64 @@ pub fn expf(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 5.000_000_1e-1;
     let er = (p * r * r + r) + 1.0;
-    // n is in -151..=129 (NaN: 0); halves keep each scale a normal power of two.
-    let n = n as i32;
-    let h = n >> 1;
-    er * pow2i(h) * pow2i(n - h)
+    // n is in -151..=129 (for NaN, er is NaN whatever the scale); halves keep each scale a
+    // normal power of two.
+    let h = ni >> 1;
+    er * pow2i(h) * pow2i(ni - h)
+}
+
+/// `c[0] + v·(c[1] + v·(…))` in f64.
+#[inline(always)]
+fn horner(c: &[f64], v: f64) -> f64 {
+    c.iter().rev().fold(0.0, |r, &ci| r * v + ci)
+}
+
+/// erf(x) within 1 ulp (tested against f64 over the whole range), with no branches: both forms
+/// are computed in f64 and one selected. Below 1, `x·P(x²)`; from 1, `1 - e^(-x²)·Q(1/x)` with
+/// e^(-x²) by [`expf`] of x² rounded to f32 and corrected by the rounding (`1 - lo`); from 3.92
+/// on the result rounds to ±1. P and Q are least-squares fits (Chebyshev nodes, relative
+/// weight) of erf(x)/x and erfc(x)·e^(x²) made for this function.
+#[inline]
+pub fn erff(x: f32) -> f32 {
+    const P: [f64; 8] = [
+        1.128_379_167_080_104_2, -0.376_126_385_528_272_16, 0.112_837_834_438_821_32, -0.026_865_475_514_917_02,
+        0.005_221_138_696_260_98, -0.000_848_543_891_940_938_1, 0.000_112_747_379_579_669_37, -9.689_741_141_997_893e-6,
+    ];
+    const Q: [f64; 11] = [
+        2.956_228_247_504_328_8e-5, 0.563_648_765_276_257_6, 0.003_620_102_381_524_720_7, -0.288_183_405_757_762_1,
+        -0.059_760_159_661_924_39, 0.879_297_567_595_753_6, -1.494_975_615_948_384_7, 1.395_921_732_900_933_2,
+        -0.793_181_371_911_504_1, 0.258_385_678_132_412_87, -0.037_219_280_192_013_676,
+    ];
+    let xd = x as f64;
+    let ax = if xd < 0.0 { -xd } else { xd };
+    let small = xd * horner(&P, xd * xd);
+    let b = ax.clamp(1.0, 3.92);
+    let hi = (b * b) as f32;
+    let lo = b * b - hi as f64;
+    let e = expf(-hi) as f64 * (1.0 - lo);
+    let large = 1.0 - e * horner(&Q, 1.0 / b);
+    let large = if xd < 0.0 { -large } else { large };
+    let r = if ax < 1.0 { small } else { large };
+    if x.is_nan() { x } else { r as f32 }
+}
+
+/// tanh(x) within 1 ulp (tested against f64 over the whole range), with no branches: below
+/// 0.6, `x·P(x²)` in f64 (P a least-squares fit of tanh(x)/x made for this function); from
+/// there `1 - 2/(e^(2|x|) + 1)` with [`expf`], which rounds to ±1 from 9.1 on.
+#[inline]
+pub fn tanhf(x: f32) -> f32 {
+    const P: [f64; 8] = [
+        0.999_999_999_998_806_4, -0.333_333_332_558_359_2, 0.133_333_281_680_451_42, -0.053_967_018_752_560_96,
+        0.021_855_222_784_019_735, -0.008_773_738_188_561_588, 0.003_275_778_927_232_394_6, -0.000_841_880_734_184_583_6,
+    ];
+    let xd = x as f64;
+    let ax = if xd < 0.0 { -xd } else { xd };
+    let small = xd * horner(&P, xd * xd);
+    let e = expf(2.0 * (ax.min(9.1) as f32)) as f64;
+    let large = 1.0 - 2.0 / (e + 1.0);
+    let large = if xd < 0.0 { -large } else { large };
+    let r = if ax < 0.6 { small } else { large };
+    if x.is_nan() { x } else { r as f32 }
 }
 
 #[cfg(test)]
@@ -82,5 +141,40 @@ mod tests {
         assert_eq!(expf(89.0), f32::INFINITY);
         assert!(expf(88.72).is_finite());
         assert!(expf(f32::NAN).is_nan());
+    }
+
+    /// The worst distance in ulps of `f` from `want` over every 97th float, both signs.
+    fn worst_ulps(f: impl Fn(f32) -> f32, want: impl Fn(f64) -> f64) -> (f64, f32) {
+        let mut worst = (0.0f64, 0.0f32);
+        for b in (0..f32::INFINITY.to_bits()).step_by(97).flat_map(|b| [b, b | 1 << 31]) {
+            let x = f32::from_bits(b);
+            let u = ulps(f(x), want(x as f64));
+            if u > worst.0 {
+                worst = (u, x);
+            }
+        }
+        worst
+    }
+
+    #[test]
+    fn erff_within_one_ulp_everywhere() {
+        let worst = worst_ulps(erff, libm::erf);
+        assert!(worst.0 <= 1.0, "worst {} ulp at {}", worst.0, worst.1);
+        assert_eq!(erff(0.0), 0.0);
+        assert_eq!(erff(f32::INFINITY), 1.0);
+        assert_eq!(erff(f32::NEG_INFINITY), -1.0);
+        assert!(ulps(erff(1e-30), 1.128_379_167_095_512_6e-30) <= 0.5);
+        assert!(erff(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn tanhf_within_one_ulp_everywhere() {
+        let worst = worst_ulps(tanhf, f64::tanh);
+        assert!(worst.0 <= 1.0, "worst {} ulp at {}", worst.0, worst.1);
+        assert_eq!(tanhf(0.0), 0.0);
+        assert_eq!(tanhf(f32::INFINITY), 1.0);
+        assert_eq!(tanhf(f32::NEG_INFINITY), -1.0);
+        assert_eq!(tanhf(-1e-30), -1e-30);
+        assert!(tanhf(f32::NAN).is_nan());
     }
 }

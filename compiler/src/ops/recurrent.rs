@@ -163,7 +163,7 @@ impl OpDef for Recurrent {
                 let (bv, h0, c0, pv) = (opt_f(3, "B")?, opt_f(5, "initial_h")?, opt_f(6, "initial_c")?, opt_f(7, "P")?);
                 let inp = rnn::Inputs { x: &xv, w: &wv, r: &rv, b: bv.as_deref(), seq_lens: seq_lens.as_deref(), h0: h0.as_deref(), c0: c0.as_deref(), p: pv.as_deref() };
                 let mut bufs: Vec<Vec<$t>> = shapes.iter().map(|s| vec![0.0; s.iter().product()]).collect();
-                let mut scratch = vec![0.0; rnn::scratch_len(d.cell, d.hidden)];
+                let mut scratch = vec![0.0; rnn::scratch_len(d.cell, d.hidden, d.input, d.seq)];
                 {
                     let [y, yh, yc] = &mut bufs[..] else { return Err("internal: three output buffers".into()) };
                     let mut out = rnn::Outputs { y: Some(y), y_h: Some(yh), y_c: Some(yc) };
@@ -227,12 +227,15 @@ impl OpDef for Recurrent {
         ))
     }
 
-    /// The kernel's gate buffer grows with the hidden size only.
+    /// The kernel's state and gate rows, and a block of steps' inputs and input projections.
     fn scratch_bytes(&self, inputs: &[Option<(DType, Vec<usize>)>]) -> usize {
         let mut cx = ShapeCx::of_shapes(inputs.iter().map(|i| i.as_ref().map(|(d, s)| (*d, s.as_slice()))));
         let Ok(s) = self.sizes(&mut cx) else { return 0 };
-        let (Some(h), Some(Some((dt, _)))) = (s.hidden.as_const(), inputs.first()) else { return 0 };
-        rnn::scratch_len(self.0.cell, h.max(0) as usize) * dt.size()
+        let dim = |e: &DimExpr| e.as_const().map(|v| v.max(0) as usize);
+        let (Some(h), Some(i), Some(seq), Some(Some((dt, _)))) = (dim(&s.hidden), dim(&s.input), dim(&s.seq), inputs.first()) else {
+            return 0;
+        };
+        rnn::scratch_len(self.0.cell, h, i, seq).saturating_mul(dt.size())
     }
 
     /// 2 FLOPs per weight per step for the input and recurrent GEMMs (X is `[seq, batch, ·]`

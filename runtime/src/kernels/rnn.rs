@@ -1,7 +1,7 @@
 //! Recurrent layers (ONNX RNN, GRU, LSTM): one kernel for the three cells, all directions,
 //! both layouts, per-batch sequence lengths, optional initial states, peepholes and clipping.
 //! The state of one batch row is carried through its sequence in `scratch`, row by row.
-use super::real::{dot, Real};
+use super::real::{matvec_add, Real};
 use crate::math;
 
 /// An activation of the ONNX recurrent ops, with its alpha/beta resolved.
@@ -24,10 +24,20 @@ pub enum Act {
 }
 
 impl Act {
-    /// Evaluated in f64 whatever the storage type, so f32 and f64 share one formula.
+    /// The activation of one value. Sigmoid and Tanh (the common gates) in the storage type
+    /// with the runtime's branch-free `exp`/`tanh`, so rows of them vectorize; the rest in f64.
     pub fn apply<R: Real>(self, x: R) -> R {
-        let v = x.to_f64();
-        let r = match self {
+        match self {
+            Act::Tanh => x.tanh(),
+            Act::Sigmoid => sigmoid(x),
+            Act::Relu => relu(x),
+            _ => R::from_f64(self.apply_f64(x.to_f64())),
+        }
+    }
+
+    /// The activation in f64 (the rarer ones, whatever the storage type).
+    fn apply_f64(self, v: f64) -> f64 {
+        match self {
             Act::Relu => v.max(0.0),
             Act::Tanh => math::tanh(v),
             Act::Sigmoid => 1.0 / (1.0 + math::exp(-v)),
@@ -39,9 +49,39 @@ impl Act {
             Act::Elu(a) => if v >= 0.0 { v } else { a as f64 * (math::exp(v) - 1.0) },
             Act::Softsign => v / (1.0 + if v < 0.0 { -v } else { v }),
             Act::Softplus => math::log1p(math::exp(v)),
-        };
-        R::from_f64(r)
+        }
     }
+
+    /// [`Act::apply`] over a row, the match outside the loop.
+    pub fn apply_all<R: Real>(self, xs: &mut [R]) {
+        #[inline(always)]
+        fn each<R: Real>(xs: &mut [R], f: impl Fn(R) -> R) {
+            for v in xs.iter_mut() {
+                *v = f(*v);
+            }
+        }
+        match self {
+            Act::Tanh => each(xs, |v| v.tanh()),
+            Act::Sigmoid => each(xs, sigmoid),
+            Act::Relu => each(xs, relu),
+            other => each(xs, |v| other.apply(v)),
+        }
+    }
+}
+
+/// 1 / (1 + e^-x), or e^x / (1 + e^x) below 0: one exp of -|x|, no branch.
+#[inline(always)]
+fn sigmoid<R: Real>(x: R) -> R {
+    let zero = R::from_f64(0.0);
+    let one = R::from_f64(1.0);
+    let e = (if x < zero { x } else { zero.sub(x) }).exp();
+    (if x < zero { e } else { one }).div(one.add(e))
+}
+
+#[inline(always)]
+fn relu<R: Real>(x: R) -> R {
+    let zero = R::from_f64(0.0);
+    if x > zero { x } else { zero }
 }
 
 /// The cell and its cell-specific switch.
@@ -132,9 +172,15 @@ pub struct Outputs<'a, R> {
     pub y_c: Option<&'a mut [R]>,
 }
 
-/// Scratch elements [`rnn`] needs: state h, c, the gates and one more hidden-sized row.
-pub const fn scratch_len(cell: Cell, hidden: usize) -> usize {
-    (3 + cell.gates()) * hidden
+/// Steps whose input projections `W·x` one GEMM computes together.
+pub const STEP_BLOCK: usize = 32;
+
+/// Scratch elements [`rnn`] needs: state h, c, the gates, one more hidden-sized row, and for a
+/// block of up to [`STEP_BLOCK`] steps their inputs (transposed) and input projections.
+pub const fn scratch_len(cell: Cell, hidden: usize, input: usize, seq: usize) -> usize {
+    let block = if seq < STEP_BLOCK { seq } else { STEP_BLOCK };
+    let rows = cell.gates().saturating_mul(hidden);
+    hidden.saturating_mul(3).saturating_add(rows).saturating_add(block.saturating_mul(rows.saturating_add(input)))
 }
 
 fn clip<R: Real>(v: R, c: Option<f32>) -> R {
@@ -154,13 +200,22 @@ fn clip<R: Real>(v: R, c: Option<f32>) -> R {
 }
 
 /// Run the recurrence. `acts` holds `cell.acts()` activations per direction, forward first.
+///
+/// For each direction and batch row, the steps go in blocks of [`STEP_BLOCK`]: one GEMM gives
+/// `W·x` for the block's steps (the bulk of the arithmetic when the input is wide), then each
+/// step adds `R·h` (four rows at a time) and the biases and applies the gates, each activation
+/// over a whole gate row where no peephole ties the gates to the cell state.
 pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outputs<'_, R>, scratch: &mut [R]) {
     let (hs, is, g) = (d.hidden, d.input, d.cell.gates());
     let dirs = d.direction.count();
     let na = d.cell.acts();
+    let block = d.seq.min(STEP_BLOCK);
     let (h, rest) = scratch.split_at_mut(hs);
     let (c, rest) = rest.split_at_mut(hs);
-    let (gates, tmp) = rest.split_at_mut(g * hs);
+    let (gates, rest) = rest.split_at_mut(g * hs);
+    let (tmp, rest) = rest.split_at_mut(hs);
+    let (proj, rest) = rest.split_at_mut(block * g * hs);
+    let xt = &mut rest[..block * is];
     let x_at = |t: usize, b: usize| if d.batch_first { (b * d.seq + t) * is } else { (t * d.batch + b) * is };
     let y_at = |t: usize, dir: usize, b: usize| {
         if d.batch_first {
@@ -178,10 +233,9 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
         let bias = inp.b.map(|b| &b[dir * 2 * g * hs..(dir + 1) * 2 * g * hs]);
         let peep = inp.p.map(|p| &p[dir * 3 * hs..(dir + 1) * 3 * hs]);
         let a = &acts[dir * na..(dir + 1) * na];
-        // Sum of the input and recurrence biases of gate row j.
-        let bsum = |j: usize| bias.map_or(zero, |b| b[j].add(b[g * hs + j]));
         for b in 0..d.batch {
             let len = inp.seq_lens.map_or(d.seq, |s| (s[b].max(0) as usize).min(d.seq));
+            let time = |step: usize| if d.direction.backwards(dir) { len - 1 - step } else { step };
             let st = st_at(dir, b);
             match inp.h0 {
                 Some(h0) => h.copy_from_slice(&h0[st..st + hs]),
@@ -191,66 +245,68 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
                 Some(c0) => c.copy_from_slice(&c0[st..st + hs]),
                 None => c.fill(zero),
             }
-            for step in 0..len {
-                let t = if d.direction.backwards(dir) { len - 1 - step } else { step };
-                let xt = &inp.x[x_at(t, b)..x_at(t, b) + is];
-                match d.cell {
-                    Cell::Rnn => {
-                        for (j, gj) in gates.iter_mut().enumerate() {
-                            let v = dot(&w[j * is..(j + 1) * is], xt).add(dot(&r[j * hs..(j + 1) * hs], h)).add(bsum(j));
-                            *gj = a[0].apply(clip(v, d.clip));
-                        }
-                        h.copy_from_slice(gates);
-                    }
-                    Cell::Lstm { input_forget } => {
-                        for (j, gj) in gates.iter_mut().enumerate() {
-                            *gj = dot(&w[j * is..(j + 1) * is], xt).add(dot(&r[j * hs..(j + 1) * hs], h)).add(bsum(j));
-                        }
-                        let pk = |k: usize, j: usize| peep.map_or(zero, |p| p[k * hs + j]);
-                        for j in 0..hs {
-                            let cj = c[j];
-                            let f = a[0].apply(clip(gates[2 * hs + j].add(pk(2, j).mul(cj)), d.clip));
-                            let i = if input_forget {
-                                one.sub(f)
-                            } else {
-                                a[0].apply(clip(gates[j].add(pk(0, j).mul(cj)), d.clip))
-                            };
-                            let cand = a[1].apply(clip(gates[3 * hs + j], d.clip));
-                            let cn = f.mul(cj).add(i.mul(cand));
-                            let o = a[0].apply(clip(gates[hs + j].add(pk(1, j).mul(cn)), d.clip));
-                            c[j] = cn;
-                            h[j] = o.mul(a[2].apply(cn));
-                        }
-                    }
-                    Cell::Gru { linear_before_reset } => {
-                        // z and r from x and h; then the candidate from r.
-                        for (j, gj) in gates[..2 * hs].iter_mut().enumerate() {
-                            let v = dot(&w[j * is..(j + 1) * is], xt).add(dot(&r[j * hs..(j + 1) * hs], h)).add(bsum(j));
-                            *gj = a[0].apply(clip(v, d.clip));
-                        }
-                        for j in 0..hs {
-                            tmp[j] = gates[hs + j].mul(h[j]);
-                        }
-                        for j in 0..hs {
-                            let row = 2 * hs + j;
-                            let (wb, rb) = bias.map_or((zero, zero), |bb| (bb[row], bb[g * hs + row]));
-                            let wx = dot(&w[row * is..(row + 1) * is], xt);
-                            let v = if linear_before_reset {
-                                wx.add(gates[hs + j].mul(dot(&r[row * hs..(row + 1) * hs], h).add(rb))).add(wb)
-                            } else {
-                                wx.add(dot(&r[row * hs..(row + 1) * hs], tmp)).add(rb).add(wb)
-                            };
-                            gates[row] = a[1].apply(clip(v, d.clip));
-                        }
-                        for j in 0..hs {
-                            let z = gates[j];
-                            h[j] = one.sub(z).mul(gates[2 * hs + j]).add(z.mul(h[j]));
-                        }
+            for s0 in (0..len).step_by(block.max(1)) {
+                let nb = block.min(len - s0);
+                // The block's inputs as the columns of an `is × nb` matrix, then W·x for all of
+                // them: `proj[j·nb + q]` is gate row j at step s0 + q.
+                for q in 0..nb {
+                    let x = &inp.x[x_at(time(s0 + q), b)..][..is];
+                    for (k, &v) in x.iter().enumerate() {
+                        xt[k * nb + q] = v;
                     }
                 }
-                if let Some(y) = out.y.as_deref_mut() {
-                    let o = y_at(t, dir, b);
-                    y[o..o + hs].copy_from_slice(h);
+                R::matmul(g * hs, is, nb, w, &xt[..is * nb], &mut proj[..g * hs * nb]);
+                for q in 0..nb {
+                    let t = time(s0 + q);
+                    // Pre-activations of the gates from x, h and both biases (for GRU's
+                    // candidate row, x and its input bias only: h enters after the reset gate).
+                    let rows_with_h = if matches!(d.cell, Cell::Gru { .. }) { 2 * hs } else { g * hs };
+                    for (j, gj) in gates.iter_mut().enumerate() {
+                        let wb = bias.map_or(zero, |bb| if j < rows_with_h { bb[j].add(bb[g * hs + j]) } else { bb[j] });
+                        *gj = proj[j * nb + q].add(wb);
+                    }
+                    matvec_add(&r[..rows_with_h * hs], h, &mut gates[..rows_with_h]);
+                    match d.cell {
+                        Cell::Rnn => {
+                            activate(a[0], d.clip, gates);
+                            h.copy_from_slice(gates);
+                        }
+                        Cell::Lstm { input_forget } => lstm_step(gates, c, h, tmp, a, d.clip, peep, input_forget),
+                        Cell::Gru { linear_before_reset } => {
+                            // z and r; then the candidate from r.
+                            activate(a[0], d.clip, &mut gates[..2 * hs]);
+                            let rb = |row: usize| bias.map_or(zero, |bb| bb[g * hs + row]);
+                            let r_c = &r[2 * hs * hs..];
+                            if linear_before_reset {
+                                // r ⊙ (R_c·h + Rb_c)
+                                tmp.fill(zero);
+                                matvec_add(r_c, h, tmp);
+                                for j in 0..hs {
+                                    let row = 2 * hs + j;
+                                    gates[row] = gates[row].add(gates[hs + j].mul(tmp[j].add(rb(row))));
+                                }
+                            } else {
+                                // R_c·(r ⊙ h) + Rb_c
+                                for j in 0..hs {
+                                    tmp[j] = gates[hs + j].mul(h[j]);
+                                }
+                                for j in 0..hs {
+                                    let row = 2 * hs + j;
+                                    gates[row] = gates[row].add(rb(row));
+                                }
+                                matvec_add(r_c, tmp, &mut gates[2 * hs..]);
+                            }
+                            activate(a[1], d.clip, &mut gates[2 * hs..]);
+                            for j in 0..hs {
+                                let z = gates[j];
+                                h[j] = one.sub(z).mul(gates[2 * hs + j]).add(z.mul(h[j]));
+                            }
+                        }
+                    }
+                    if let Some(y) = out.y.as_deref_mut() {
+                        let o = y_at(t, dir, b);
+                        y[o..o + hs].copy_from_slice(h);
+                    }
                 }
             }
             if let Some(y) = out.y.as_deref_mut() {
@@ -269,6 +325,52 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
     }
 }
 
+/// `xs = act(clip(xs))`, the activation chosen once for the whole row.
+fn activate<R: Real>(act: Act, c: Option<f32>, xs: &mut [R]) {
+    if c.is_some() {
+        for v in xs.iter_mut() {
+            *v = clip(*v, c);
+        }
+    }
+    act.apply_all(xs);
+}
+
+/// One LSTM step from the gates' pre-activations `[i, o, f, c]` (x, h and biases in): the new
+/// cell state in `c`, the new hidden state in `h`.
+#[allow(clippy::too_many_arguments)]
+fn lstm_step<R: Real>(gates: &mut [R], c: &mut [R], h: &mut [R], tmp: &mut [R], a: &[Act], cl: Option<f32>, peep: Option<&[R]>, input_forget: bool) {
+    let hs = c.len();
+    let one = R::from_f64(1.0);
+    let Some(p) = peep else {
+        // No peepholes: every gate is a function of its own pre-activation, one row at a time.
+        activate(a[0], cl, &mut gates[..3 * hs]);
+        activate(a[1], cl, &mut gates[3 * hs..]);
+        let (i, rest) = gates.split_at(hs);
+        let (o, rest) = rest.split_at(hs);
+        let (f, cand) = rest.split_at(hs);
+        for j in 0..hs {
+            let ij = if input_forget { one.sub(f[j]) } else { i[j] };
+            c[j] = f[j].mul(c[j]).add(ij.mul(cand[j]));
+        }
+        tmp.copy_from_slice(c);
+        a[2].apply_all(tmp);
+        for j in 0..hs {
+            h[j] = o[j].mul(tmp[j]);
+        }
+        return;
+    };
+    for j in 0..hs {
+        let cj = c[j];
+        let f = a[0].apply(clip(gates[2 * hs + j].add(p[2 * hs + j].mul(cj)), cl));
+        let i = if input_forget { one.sub(f) } else { a[0].apply(clip(gates[j].add(p[j].mul(cj)), cl)) };
+        let cand = a[1].apply(clip(gates[3 * hs + j], cl));
+        let cn = f.mul(cj).add(i.mul(cand));
+        let o = a[0].apply(clip(gates[hs + j].add(p[hs + j].mul(cn)), cl));
+        c[j] = cn;
+        h[j] = o.mul(a[2].apply(cn));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -281,7 +383,7 @@ mod tests {
         let mut y = vec![9.0; d.seq * dirs * d.batch * d.hidden];
         let mut yh = vec![9.0; dirs * d.batch * d.hidden];
         let mut yc = yh.clone();
-        let mut s = vec![0.0; scratch_len(d.cell, d.hidden)];
+        let mut s = vec![0.0; scratch_len(d.cell, d.hidden, d.input, d.seq)];
         rnn(d, acts, inp, &mut Outputs { y: Some(&mut y), y_h: Some(&mut yh), y_c: Some(&mut yc) }, &mut s);
         (y, yh, yc)
     }
@@ -372,5 +474,55 @@ mod tests {
         }
         // The backward direction's final state is its value at step 0.
         assert_eq!(yh[batch], y[2]);
+    }
+
+    /// A bidirectional LSTM over more steps than one projection block, rows of different
+    /// lengths, against the cell equations written out step by step (in f64).
+    #[test]
+    fn lstm_over_several_step_blocks_matches_the_equations() {
+        let (seq, batch, is, hs) = (2 * STEP_BLOCK + 7, 2, 5, 3);
+        let d = Dims { input: is, hidden: hs, ..dims(Cell::Lstm { input_forget: false }, Direction::Bidirectional, seq, batch) };
+        let val = |i: usize, salt: usize| (((i * 7919 + salt * 104_729) % 1000) as f64 - 500.0) / 900.0;
+        let x: Vec<f64> = (0..seq * batch * is).map(|i| val(i, 1)).collect();
+        let w: Vec<f64> = (0..2 * 4 * hs * is).map(|i| val(i, 2)).collect();
+        let r: Vec<f64> = (0..2 * 4 * hs * hs).map(|i| val(i, 3)).collect();
+        let bias: Vec<f64> = (0..2 * 8 * hs).map(|i| val(i, 4)).collect();
+        let lens = [seq as i32, STEP_BLOCK as i32 + 3];
+        let inp = Inputs { b: Some(&bias), seq_lens: Some(&lens), ..inputs(&x, &w, &r) };
+        let acts = [Act::Sigmoid, Act::Tanh, Act::Tanh, Act::Sigmoid, Act::Tanh, Act::Tanh];
+        let (y, yh, yc) = run(&d, &acts, &inp);
+        let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+        for dir in 0..2 {
+            for b in 0..batch {
+                let len = lens[b] as usize;
+                let (mut h, mut c) = (vec![0.0; hs], vec![0.0; hs]);
+                for step in 0..len {
+                    let t = if dir == 1 { len - 1 - step } else { step };
+                    let pre = |gate: usize, j: usize| {
+                        let row = gate * hs + j;
+                        let wx: f64 = (0..is).map(|k| w[(dir * 4 * hs + row) * is + k] * x[(t * batch + b) * is + k]).sum();
+                        let rh: f64 = (0..hs).map(|k| r[(dir * 4 * hs + row) * hs + k] * h[k]).sum();
+                        wx + rh + bias[dir * 8 * hs + row] + bias[dir * 8 * hs + 4 * hs + row]
+                    };
+                    let gates: Vec<[f64; 4]> = (0..hs).map(|j| [sig(pre(0, j)), sig(pre(1, j)), sig(pre(2, j)), pre(3, j).tanh()]).collect();
+                    for j in 0..hs {
+                        let [i, o, f, g] = gates[j];
+                        c[j] = f * c[j] + i * g;
+                        h[j] = o * c[j].tanh();
+                    }
+                    for j in 0..hs {
+                        let got = y[((t * 2 + dir) * batch + b) * hs + j];
+                        assert!((got - h[j]).abs() < 1e-12, "dir {dir} row {b} t {t}: {got} vs {}", h[j]);
+                    }
+                }
+                for t in len..seq {
+                    assert!((0..hs).all(|j| y[((t * 2 + dir) * batch + b) * hs + j] == 0.0));
+                }
+                for j in 0..hs {
+                    assert!((yh[(dir * batch + b) * hs + j] - h[j]).abs() < 1e-12);
+                    assert!((yc[(dir * batch + b) * hs + j] - c[j]).abs() < 1e-12);
+                }
+            }
+        }
     }
 }

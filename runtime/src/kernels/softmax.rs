@@ -8,6 +8,14 @@ pub fn softmax<R: Real>(x: &[R], outer: usize, n: usize, inner: usize, y: &mut [
     if n == 0 {
         return;
     }
+    if inner == 1 {
+        // The common case (softmax over the last axis: attention scores, classifier heads):
+        // contiguous lines, in lanes that vectorize.
+        for (xl, yl) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)).take(outer) {
+            softmax_line(xl, yl, log);
+        }
+        return;
+    }
     for o in 0..outer {
         for i in 0..inner {
             let base = o * n * inner + i;
@@ -37,6 +45,68 @@ pub fn softmax<R: Real>(x: &[R], outer: usize, n: usize, inner: usize, y: &mut [
                     y[at(j)] = y[at(j)].mul(inv);
                 }
             }
+        }
+    }
+}
+
+/// Lanes of [`softmax_line`]: independent maxima and sums the compiler keeps in SIMD registers.
+const LANES: usize = 8;
+
+/// [`softmax`] of one contiguous line: the maximum, then `exp(x - max)` with its sum (in f64,
+/// as the strided loop), in [`LANES`] interleaved chains, then the scaling pass.
+#[inline]
+fn softmax_line<R: Real>(x: &[R], y: &mut [R], log: bool) {
+    let n = x.len();
+    let split = n / LANES * LANES;
+    let mut maxes = [x[0]; LANES];
+    for c in x[..split].chunks_exact(LANES) {
+        for l in 0..LANES {
+            if c[l] > maxes[l] {
+                maxes[l] = c[l];
+            }
+        }
+    }
+    let mut max = x[split..].iter().fold(x[0], |m, &v| if v > m { v } else { m });
+    for m in maxes {
+        if m > max {
+            max = m;
+        }
+    }
+    let mut sums = [0.0f64; LANES];
+    let mut tail = 0.0f64;
+    if log {
+        for c in x[..split].chunks_exact(LANES) {
+            for l in 0..LANES {
+                sums[l] += c[l].sub(max).exp().to_f64();
+            }
+        }
+        for &v in &x[split..] {
+            tail += v.sub(max).exp().to_f64();
+        }
+    } else {
+        for (c, o) in x[..split].chunks_exact(LANES).zip(y[..split].chunks_exact_mut(LANES)) {
+            for l in 0..LANES {
+                let e = c[l].sub(max).exp();
+                o[l] = e;
+                sums[l] += e.to_f64();
+            }
+        }
+        for (&v, o) in x[split..].iter().zip(&mut y[split..]) {
+            let e = v.sub(max).exp();
+            *o = e;
+            tail += e.to_f64();
+        }
+    }
+    let sum = sums.iter().sum::<f64>() + tail;
+    if log {
+        let ls = R::from_f64(sum).ln();
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = v.sub(max).sub(ls);
+        }
+    } else {
+        let inv = R::from_f64(1.0 / sum);
+        for o in y.iter_mut() {
+            *o = o.mul(inv);
         }
     }
 }
@@ -87,7 +157,9 @@ pub fn hardmax<T: Elem>(x: &[T], outer: usize, n: usize, inner: usize, y: &mut [
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
+    use std::{vec, vec::Vec};
 
     #[test]
     fn softmax_rows_sum_to_one_and_survive_large_inputs() {
@@ -103,5 +175,39 @@ mod tests {
         let mut h = [0f32; 6];
         hardmax(&x, 2, 3, 1, &mut h);
         assert_eq!(h, [0.0, 0.0, 1.0, 0.0, 0.0, 1.0]);
+    }
+
+    /// The contiguous path (lanes and tail) against a softmax in f64, and the strided path on
+    /// the same lines laid out along a middle axis.
+    #[test]
+    fn contiguous_lines_match_f64_and_the_strided_path() {
+        for n in [1usize, 3, 7, 8, 9, 16, 37, 960] {
+            let outer = 3;
+            let x: Vec<f32> = (0..outer * n).map(|i| ((i * 7919 % 1000) as f32 - 500.0) / 37.0).collect();
+            for log in [false, true] {
+                let mut y = vec![0f32; x.len()];
+                softmax(&x, outer, n, 1, &mut y, log);
+                for o in 0..outer {
+                    let line = &x[o * n..(o + 1) * n];
+                    let max = line.iter().fold(f64::MIN, |m, &v| m.max(v as f64));
+                    let sum: f64 = line.iter().map(|&v| (v as f64 - max).exp()).sum();
+                    for j in 0..n {
+                        let want = if log { line[j] as f64 - max - sum.ln() } else { (line[j] as f64 - max).exp() / sum };
+                        let got = y[o * n + j] as f64;
+                        // Log: f32 rounding of x - max and of the log-sum, absolute.
+                        let tol = if log { 1e-6 * (want.abs() + 4.0) } else { 1e-6 * want.abs().max(1e-3) };
+                        assert!((got - want).abs() <= tol, "n={n} log={log} j={j}: {got} vs {want}");
+                    }
+                }
+                // The same lines as columns of an [1, n, outer] view.
+                let xt: Vec<f32> = (0..n * outer).map(|i| x[(i % outer) * n + i / outer]).collect();
+                let mut yt = vec![0f32; x.len()];
+                softmax(&xt, 1, n, outer, &mut yt, log);
+                for i in 0..n * outer {
+                    let (a, b) = (yt[i], y[(i % outer) * n + i / outer]);
+                    assert!((a - b).abs() <= 2e-7 * a.abs().max(1e-3), "n={n} log={log}: {a} vs {b}");
+                }
+            }
+        }
     }
 }
