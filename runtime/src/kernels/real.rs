@@ -2,7 +2,7 @@
 //! Half types are widened to f32 by the caller.
 use crate::math;
 
-pub trait Real: Copy + PartialOrd + Default + 'static {
+pub trait Real: Copy + PartialOrd + Default + Send + Sync + 'static {
     fn from_f64(v: f64) -> Self;
     fn to_f64(self) -> f64;
     fn exp(self) -> Self;

@@ -273,6 +273,9 @@ pub fn resize<T: Elem>(x: &[T], xd: &[usize], yd: &[usize], scales: &[f64], roi:
     }
     let (lo, hi) = (T::lowest().to_f64(), T::highest().to_f64());
     let narrow = |v: f64| if T::IS_FLOAT { T::from_f64(v) } else { T::from_f64(rint(v).clamp(lo, hi)) };
+    if n == total && nearest(x, &axes[..r], f, y) {
+        return;
+    }
     if n == total && by_rows(x, &axes[..r], f, y, &narrow) {
         return;
     }
@@ -292,6 +295,59 @@ fn axes_of(xd: &[usize], yd: &[usize], scales: &[f64], roi: &[f64]) -> ([Axis; M
         stride = stride.saturating_mul(xd[d]);
     }
     (axes, stride)
+}
+
+/// The widest innermost axis [`nearest`] tabulates.
+const NEAREST_ROW: usize = 1024;
+
+/// Nearest resizing without a crop (every output element a copy of one input element): the
+/// innermost axis gathers through a table of source indices made once, and an output row whose
+/// source row is the previous row's (each row of a 2× upsampling's pairs) copies that row.
+/// Returns false, having written nothing, for other filters and rows wider than the table.
+fn nearest<T: Elem>(x: &[T], axes: &[Axis], f: &Filter, y: &mut [T]) -> bool {
+    let Some((inner, outer)) = axes.split_last() else { return false };
+    let w = inner.out_len;
+    if f.mode != Mode::Nearest || f.coord == Coord::TfCropAndResize || w == 0 || w > NEAREST_ROW || outer.len() >= MAX_RANK {
+        return false;
+    }
+    // The input index output position `o` copies along axis `a`: its tap of nonzero weight.
+    let source = |a: &Axis, o: usize| -> usize {
+        if !a.active {
+            return o.min(a.in_len - 1);
+        }
+        let t = f.taps(o, a);
+        let j = (0..t.n).find(|&j| f.weight(&t, j, a) != 0.0).unwrap_or(0);
+        t.index(j, a.in_len.max(1))
+    };
+    let mut table = [0usize; NEAREST_ROW];
+    for (o, s) in table[..w].iter_mut().enumerate() {
+        *s = source(inner, o);
+    }
+    let mut at = [0usize; MAX_RANK];
+    let mut prev: Option<(usize, usize)> = None;
+    for row in 0..y.len() / w {
+        let src = outer.iter().zip(&at).map(|(a, &o)| source(a, o) * a.stride).sum::<usize>();
+        match prev {
+            // The same source row as the previous output row: copy that row.
+            Some((p, ps)) if ps == src => y.copy_within(p * w..(p + 1) * w, row * w),
+            _ => {
+                let xr = &x[src..];
+                for (o, &s) in y[row * w..(row + 1) * w].iter_mut().zip(&table[..w]) {
+                    *o = xr[s];
+                }
+            }
+        }
+        prev = Some((row, src));
+        // The next row's output index on the outer axes (last fastest).
+        for (d, a) in outer.iter().enumerate().rev() {
+            at[d] += 1;
+            if at[d] < a.out_len {
+                break;
+            }
+            at[d] = 0;
+        }
+    }
+    true
 }
 
 /// Tap slots of the innermost-axis table (index and weight each; 3–4 KiB of stack).
@@ -477,6 +533,7 @@ fn by_elements<T: Elem>(x: &[T], axes: &[Axis], yd: &[usize], f: &Filter, y: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use super::nearest as nearest_fn;
 
     const LINEAR: Filter = Filter {
         mode: Mode::Linear,
@@ -555,5 +612,31 @@ mod tests {
         let mut y = [5f32; 4];
         resize(&[1f32], &[2], &[4], &[2.0], &[], &LINEAR, &mut y);
         resize(&[1f32, 2.0], &[2], &[4], &[2.0], &[1.0], &LINEAR, &mut y);
+    }
+
+    /// The nearest fast path gives what the general element loop gives, for every neighbour
+    /// rule and coordinate mode, up and down, integer and fractional scales.
+    #[test]
+    fn nearest_rows_match_the_element_loop() {
+        extern crate std;
+        use std::vec::Vec;
+        let coords = [Coord::HalfPixel, Coord::HalfPixelSymmetric, Coord::PytorchHalfPixel, Coord::AlignCorners, Coord::Asymmetric, Coord::TfHalfPixelForNn];
+        let rules = [Nearest::RoundPreferFloor, Nearest::RoundPreferCeil, Nearest::Floor, Nearest::Ceil, Nearest::Simple];
+        let cases: [(&[usize], &[usize]); 4] = [(&[1, 3, 4, 5], &[1, 3, 8, 10]), (&[2, 7, 9], &[2, 3, 4]), (&[1, 2, 5, 3], &[1, 2, 7, 8]), (&[6, 1], &[6, 1])];
+        for (xd, yd) in cases {
+            let x: Vec<f32> = (0..xd.iter().product::<usize>()).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let scales: Vec<f64> = xd.iter().zip(yd).map(|(&a, &b)| b as f64 / a as f64).collect();
+            for coord in coords {
+                for nearest in rules {
+                    let f = Filter { mode: Mode::Nearest, coord, nearest, ..LINEAR };
+                    let (axes, _) = axes_of(xd, yd, &scales, &[]);
+                    let n = yd.iter().product::<usize>();
+                    let (mut fast, mut slow) = (std::vec![0f32; n], std::vec![0f32; n]);
+                    assert!(nearest_fn(&x, &axes[..xd.len()], &f, &mut fast));
+                    by_elements(&x, &axes[..xd.len()], yd, &f, &mut slow, &|v| v as f32);
+                    assert_eq!(fast, slow, "{xd:?} -> {yd:?} {coord:?} {nearest:?}");
+                }
+            }
+        }
     }
 }

@@ -10,10 +10,12 @@ pub fn softmax<R: Real>(x: &[R], outer: usize, n: usize, inner: usize, y: &mut [
     }
     if inner == 1 {
         // The common case (softmax over the last axis: attention scores, classifier heads):
-        // contiguous lines, in lanes that vectorize.
-        for (xl, yl) in x.chunks_exact(n).zip(y.chunks_exact_mut(n)).take(outer) {
-            softmax_line(xl, yl, log);
-        }
+        // contiguous lines, in lanes that vectorize; ranges of lines over the thread pool.
+        crate::for_plane_ranges(outer, n, outer.saturating_mul(n).saturating_mul(8), y, &|l0, l1, out| {
+            for (xl, yl) in x[l0 * n..l1 * n].chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+                softmax_line(xl, yl, log);
+            }
+        });
         return;
     }
     for o in 0..outer {

@@ -114,6 +114,54 @@ define!(eval_f64, f64, math::exp, math::log, math::sqrt, math::floor, math::ceil
     math::tan, math::asin, math::acos, math::atan, math::sinh, math::cosh, math::asinh, math::acosh, math::atanh,
     math::erf, math::tanh, math::log1p, core::f64::consts::PI, core::f64::consts::SQRT_2, 40.0);
 
+/// `$body` with `$c` bound to `u` as a constant of its variant (parameters as read), one arm
+/// per variant: each arm's loop sees which function it computes, so `eval_f32`'s match folds
+/// away and the loop vectorizes (one loop over a run-time `u` re-dispatches every element).
+macro_rules! with_const {
+    ($u:expr, $c:ident => $body:expr) => {{
+        use Unary::*;
+        match $u {
+            Abs => { let $c = Abs; $body }
+            Neg => { let $c = Neg; $body }
+            Exp => { let $c = Exp; $body }
+            Log => { let $c = Log; $body }
+            Sqrt => { let $c = Sqrt; $body }
+            Reciprocal => { let $c = Reciprocal; $body }
+            Floor => { let $c = Floor; $body }
+            Ceil => { let $c = Ceil; $body }
+            Round => { let $c = Round; $body }
+            Sign => { let $c = Sign; $body }
+            Sin => { let $c = Sin; $body }
+            Cos => { let $c = Cos; $body }
+            Tan => { let $c = Tan; $body }
+            Asin => { let $c = Asin; $body }
+            Acos => { let $c = Acos; $body }
+            Atan => { let $c = Atan; $body }
+            Sinh => { let $c = Sinh; $body }
+            Cosh => { let $c = Cosh; $body }
+            Asinh => { let $c = Asinh; $body }
+            Acosh => { let $c = Acosh; $body }
+            Atanh => { let $c = Atanh; $body }
+            Erf => { let $c = Erf; $body }
+            Relu => { let $c = Relu; $body }
+            Sigmoid => { let $c = Sigmoid; $body }
+            Tanh => { let $c = Tanh; $body }
+            Softplus => { let $c = Softplus; $body }
+            Softsign => { let $c = Softsign; $body }
+            LeakyRelu(a) => { let $c = LeakyRelu(a); $body }
+            Elu(a) => { let $c = Elu(a); $body }
+            Selu(a, g) => { let $c = Selu(a, g); $body }
+            Celu(a) => { let $c = Celu(a); $body }
+            HardSigmoid(a, b) => { let $c = HardSigmoid(a, b); $body }
+            HardSwish => { let $c = HardSwish; $body }
+            ThresholdedRelu(a) => { let $c = ThresholdedRelu(a); $body }
+            Gelu => { let $c = Gelu; $body }
+            GeluTanh => { let $c = GeluTanh; $body }
+            Mish => { let $c = Mish; $body }
+        }
+    }};
+}
+
 /// `y = u(x)` elementwise, f32.
 pub fn map_f32(u: Unary, x: &[f32], y: &mut [f32]) {
     // As in `map_f32_inplace`.
@@ -125,7 +173,7 @@ pub fn map_f32(u: Unary, x: &[f32], y: &mut [f32]) {
         Unary::Relu => each(x, y, |v| if v > 0.0 { v } else { 0.0 }),
         Unary::LeakyRelu(a) => each(x, y, |v| if v < 0.0 { a * v } else { v }),
         Unary::Neg => each(x, y, |v| -v),
-        _ => each(x, y, |v| eval_f32(u, v)),
+        _ => with_const!(u, c => each(x, y, |v| eval_f32(c, v))),
     }
 }
 
@@ -141,7 +189,7 @@ pub fn map_f32_inplace(u: Unary, x: &mut [f32]) {
         Unary::Relu => each(x, |v| if v > 0.0 { v } else { 0.0 }),
         Unary::LeakyRelu(a) => each(x, |v| if v < 0.0 { a * v } else { v }),
         Unary::Neg => each(x, |v| -v),
-        _ => each(x, |v| eval_f32(u, v)),
+        _ => with_const!(u, c => each(x, |v| eval_f32(c, v))),
     }
 }
 
