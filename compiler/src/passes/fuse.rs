@@ -2,7 +2,7 @@
 //! - a BatchNormalization that only normalizes a convolution's output is folded into the
 //!   convolution's weights and bias at compile time (this one changes rounding);
 //! - per-channel constant Mul and Add, a residual Add and an activation (Relu, LeakyRelu,
-//!   Clip) after a convolution become its epilogue (`Op::FusedConv`), applied per output tile
+//!   Clip, HardSwish, Sigmoid, SiLU as Sigmoid·Mul) after a convolution become its epilogue (`Op::FusedConv`), applied per output tile
 //!   while it is in cache;
 //! - a standalone BatchNormalization with the per-channel Mul/Add and activation after it
 //!   becomes one pass (`Op::ScaleShift`).
@@ -150,8 +150,9 @@ fn per_channel(g: &Graph, k: ValueId, out: &[usize]) -> Option<Vec<f32>> {
 }
 
 /// The activation node `i` applies to its input `v` (and, for a Max followed by a Min, that
-/// second node): Relu, LeakyRelu, or Clip as ONNX Clip lowers (Max with a scalar constant,
-/// then Min with one). f32 only for Clip, so its bounds are exact as `Act`'s f32s.
+/// second node): Relu, LeakyRelu, HardSwish, Sigmoid, or Clip as ONNX Clip lowers (Max with a
+/// scalar constant, then Min with one). f32 only for Clip (so its bounds are exact as `Act`'s
+/// f32s), HardSwish and Sigmoid.
 fn activation(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, i: usize, v: ValueId, dtype: DType) -> Option<(Act, Vec<usize>)> {
     let n = &g.nodes[i];
     let scalar = |k: ValueId| -> Option<f32> {
@@ -165,6 +166,9 @@ fn activation(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, i: usize, v: Value
     match &n.op {
         Op::Unary(UnaryOp::Relu) => Some((Act::Relu, vec![i])),
         Op::Unary(UnaryOp::LeakyRelu { alpha }) => Some((Act::LeakyRelu(*alpha), vec![i])),
+        // The runtime computes these in f32 (`eval_f32`), so f32 outputs only.
+        Op::Unary(UnaryOp::HardSwish) if dtype == DType::F32 => Some((Act::HardSwish, vec![i])),
+        Op::Unary(UnaryOp::Sigmoid) if dtype == DType::F32 => Some((Act::Sigmoid, vec![i])),
         // Max(v, lo) — v first, so a signed zero comes out as the unfused kernel gives it.
         Op::Binary(BinaryOp::Max) if dtype == DType::F32 && first(n) => {
             let lo = scalar(n.inputs.get(1).copied().flatten()?)?;
@@ -185,6 +189,23 @@ fn activation(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, i: usize, v: Value
         }
         _ => None,
     }
+}
+
+/// SiLU as exporters write it: `v` read by exactly a Sigmoid and a Mul of `v` with the
+/// Sigmoid's output, which nothing else reads (f32, not graph outputs). The two nodes, in order.
+fn silu(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, v: ValueId, dtype: DType) -> Option<Vec<usize>> {
+    if dtype != DType::F32 || g.outputs.contains(&v) {
+        return None;
+    }
+    let readers = cons.get(&v)?;
+    let &[a, b] = readers.as_slice() else { return None };
+    let is_sigmoid = |i: usize| matches!(g.nodes[i].op, Op::Unary(UnaryOp::Sigmoid)) && g.nodes[i].inputs.first().copied().flatten() == Some(v);
+    let (s, m) = if is_sigmoid(a) { (a, b) } else if is_sigmoid(b) { (b, a) } else { return None };
+    let sv = *g.nodes[s].outputs.first()?;
+    if sole_consumer(g, cons, sv) != Some(m) || !matches!(g.nodes[m].op, Op::Binary(BinaryOp::Mul)) || other_operand(&g.nodes[m], sv) != Some(v) {
+        return None;
+    }
+    (s < m).then(|| vec![s, m])
 }
 
 /// Move node `from`'s single output onto node `to` (which keeps its position in the order),
@@ -340,6 +361,10 @@ fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
 /// The activation reading `v` alone (none of its nodes taken by another fusion yet), its nodes
 /// appended to `chain`; `Act::None` when there is none.
 fn trailing_activation(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, remove: &[bool], v: ValueId, dtype: DType, chain: &mut Vec<usize>) -> Act {
+    if let Some(nodes) = silu(g, cons, v, dtype).filter(|ns| ns.iter().all(|&k| !remove[k])) {
+        chain.extend(nodes);
+        return Act::Silu;
+    }
     let Some(j) = sole_consumer(g, cons, v).filter(|&j| !remove[j]) else { return Act::None };
     match activation(g, cons, j, v, dtype).filter(|(_, ns)| ns.iter().all(|&k| !remove[k])) {
         Some((act, nodes)) => {

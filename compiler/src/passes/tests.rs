@@ -413,6 +413,45 @@ fn fuse_epilogues_keep_the_bits() {
     }
 }
 
+/// Conv → Sigmoid·Mul (SiLU as exporters write it) and Conv → HardSwish become FusedConvs with
+/// those activations, with the unfused graph's bits; a Sigmoid whose output is also read
+/// elsewhere is not SiLU.
+#[test]
+fn fuse_silu_and_hardswish_into_convs() {
+    use super::fuse::fuse;
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![f(1), f(4), f(9), f(9)]);
+    let w = g.add_const("w", rand(&[6, 4, 3, 3], 1));
+    let b = g.add_const("b", rand(&[6], 2));
+    let conv = |g: &mut Graph| node(g, Op::Conv { window: win(&[3, 3], &[1, 1], &[1, 1, 1, 1]), group: 1 }, vec![Some(x), Some(w), Some(b)]);
+    let c1 = conv(&mut g);
+    let s1 = node(&mut g, Op::Unary(UnaryOp::Sigmoid), vec![Some(c1)]);
+    let y1 = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(s1), Some(c1)]);
+    let c2 = conv(&mut g);
+    let y2 = node(&mut g, Op::Unary(UnaryOp::HardSwish), vec![Some(c2)]);
+    let c3 = conv(&mut g);
+    let s3 = node(&mut g, Op::Unary(UnaryOp::Sigmoid), vec![Some(c3)]);
+    let y3 = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(c3), Some(s3)]);
+    g.outputs = vec![y1, y2, y3, s3];
+    infer(&mut g).unwrap();
+    let inputs = [rand(&[1, 4, 9, 9], 7)];
+    let want = run(&g, &inputs);
+    let mut fused = g.clone();
+    fuse(&mut fused).unwrap();
+    let acts: Vec<Option<crate::ir::Act>> = fused.nodes.iter().map(|n| match n.op {
+        Op::FusedConv { act, .. } => Some(act),
+        _ => None,
+    }).collect();
+    assert_eq!(acts[..2], [Some(crate::ir::Act::Silu), Some(crate::ir::Act::HardSwish)], "{:?}", fused.nodes.iter().map(|n| n.op.name()).collect::<Vec<_>>());
+    assert_eq!(acts.iter().flatten().count(), 2, "the third conv's Sigmoid is a graph output: no SiLU");
+    let got = run(&fused, &inputs);
+    for (g, w) in got.iter().zip(&want) {
+        let (RtValue::Tensor(g), RtValue::Tensor(w)) = (g, w) else { panic!("tensors") };
+        let bits = |t: &Tensor| t.to_f64_vec().iter().map(|v| (*v as f32).to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(g), bits(w));
+    }
+}
+
 /// Elementwise chains become one `Elementwise` node each, with the unfused graph's bits: SiLU
 /// (x used twice), a HardSwish written out with scalar constants (its input read by two nodes
 /// of the chain and so an input of the group). A value that is a graph output or read outside

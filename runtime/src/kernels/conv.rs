@@ -3,6 +3,7 @@
 //! loop; [`conv_f32`]/[`conv_f64`] and the `*_transpose_*` helpers wire the usual choices.
 use super::gemm::{self, Layout};
 use super::packed;
+use super::unary::{eval_f32, Unary};
 use super::im2col::{col2im, im2col_cols, im2col_rows};
 use super::window::Window3;
 use crate::elem::Elem;
@@ -104,7 +105,8 @@ pub fn conv_scratch_len(d: &ConvDims, w: &Window3) -> usize {
 }
 
 /// An activation a fused convolution applies in its output loop (the compiler fuses a
-/// following Relu / LeakyRelu / Clip into the conv, so the output is written once).
+/// following Relu / LeakyRelu / Clip / HardSwish / Sigmoid / SiLU into the conv, so the output
+/// is written once).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Act {
     None,
@@ -114,6 +116,13 @@ pub enum Act {
     LeakyRelu(f32),
     /// `min(max(v, lo), hi)` with NaN propagating, as the Max/Min pair ONNX Clip lowers to.
     Clip(f32, f32),
+    /// As the HardSwish kernel (f32: other types compute it in f32).
+    HardSwish,
+    /// As the Sigmoid kernel (f32: other types compute it in f32).
+    Sigmoid,
+    /// `v · sigmoid(v)`, as a Sigmoid then a Mul with its input (SiLU, Swish; f32: other types
+    /// compute it in f32).
+    Silu,
 }
 
 /// What a convolution does to each output element after the sums, while its tile is in
@@ -584,7 +593,17 @@ pub fn epilogue_row<T: Elem>(row: &mut [T], bias: Option<T>, res: Option<&[T]>, 
             let (lo, hi) = (T::from_f64(lo as f64), T::from_f64(hi as f64));
             go(row, bias, res, |v| v.max_of(lo).min_of(hi))
         }
+        // In f32 (the f64 round trip is exact for f32), as the unfused kernels compute them.
+        Act::HardSwish => go(row, bias, res, |v| f32_act(v, |x| eval_f32(Unary::HardSwish, x))),
+        Act::Sigmoid => go(row, bias, res, |v| f32_act(v, |x| eval_f32(Unary::Sigmoid, x))),
+        Act::Silu => go(row, bias, res, |v| f32_act(v, |x| x * eval_f32(Unary::Sigmoid, x))),
     }
+}
+
+/// `f` on `v` computed in f32.
+#[inline(always)]
+fn f32_act<T: Elem>(v: T, f: impl Fn(f32) -> f32) -> T {
+    T::from_f64(f(v.to_f64() as f32) as f64)
 }
 
 /// Convolution where each output channel reads one input channel (`c_in / group == 1`:
@@ -981,6 +1000,9 @@ mod tests {
             Act::Relu => v.max(0.0),
             Act::LeakyRelu(a) => if v < 0.0 { a * v } else { v },
             Act::Clip(lo, hi) => v.max(lo).min(hi),
+            Act::HardSwish => v * (v / 6.0 + 0.5).clamp(0.0, 1.0),
+            Act::Sigmoid => 1.0 / (1.0 + (-v).exp()),
+            Act::Silu => v / (1.0 + (-v).exp()),
         }
     }
 
@@ -1003,7 +1025,7 @@ mod tests {
             // depthwise with multiplier 2: direct
             (1, 5, 10, 5, 11, 8, 3, 3, 2, 1, 1, 1),
         ];
-        let acts = [Act::None, Act::Relu, Act::LeakyRelu(0.1), Act::Clip(-0.5, 0.25)];
+        let acts = [Act::None, Act::Relu, Act::LeakyRelu(0.1), Act::Clip(-0.5, 0.25), Act::HardSwish, Act::Sigmoid, Act::Silu];
         for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
             let d = ConvDims { batch, c_in, c_out, group };
             let (oh, ow) = (out_dim(h, kh, s, dl, pb, pe), out_dim(wd, kw, s, dl, pb, pe));
@@ -1017,7 +1039,7 @@ mod tests {
             let os = oh * ow;
             for (j, &act) in acts.iter().enumerate() {
                 let residual = if j % 2 == 1 { Some(&r[..]) } else { None };
-                let (scale, shift) = if j >= 2 { (Some(&sc[..]), Some(&sh[..])) } else { (None, None) };
+                let (scale, shift) = if j % 4 >= 2 { (Some(&sc[..]), Some(&sh[..])) } else { (None, None) };
                 let mut y = vec![f32::NAN; plain.len()];
                 let mut col = vec![0f32; conv_scratch_len(&d, &win)];
                 let ep = Epilogue { bias: Some(&b[..]), scale, shift, residual, act };

@@ -380,6 +380,9 @@ mod tests {
                     Act::Relu => t.max(0.0),
                     Act::LeakyRelu(a) => if t < 0.0 { a * t } else { t },
                     Act::Clip(lo, hi) => t.max(lo).min(hi),
+                    Act::HardSwish => t * (t / 6.0 + 0.5).clamp(0.0, 1.0),
+                    Act::Sigmoid => 1.0 / (1.0 + (-t).exp()),
+                    Act::Silu => t / (1.0 + (-t).exp()),
                 };
                 assert_eq!(v, e, "{act:?} at {i}");
             }

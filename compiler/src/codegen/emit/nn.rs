@@ -159,6 +159,9 @@ pub(crate) fn act_lit(a: crate::ir::Act) -> String {
         Act::Relu => "rt::kernels::conv::Act::Relu".into(),
         Act::LeakyRelu(alpha) => format!("rt::kernels::conv::Act::LeakyRelu({})", f32_lit(alpha)),
         Act::Clip(lo, hi) => format!("rt::kernels::conv::Act::Clip({}, {})", f32_lit(lo), f32_lit(hi)),
+        Act::HardSwish => "rt::kernels::conv::Act::HardSwish".into(),
+        Act::Sigmoid => "rt::kernels::conv::Act::Sigmoid".into(),
+        Act::Silu => "rt::kernels::conv::Act::Silu".into(),
     }
 }
 

@@ -72,6 +72,12 @@ pub fn eval_fused(op: &Op, args: &[Option<RtValue>]) -> OpResult {
             let y = binary(BinaryOp::Max, y, lo)?;
             binary(BinaryOp::Min, y, hi)?
         }
+        Act::HardSwish => unary(UnaryOp::HardSwish, y)?,
+        Act::Sigmoid => unary(UnaryOp::Sigmoid, y)?,
+        Act::Silu => {
+            let s = unary(UnaryOp::Sigmoid, y.clone())?;
+            binary(BinaryOp::Mul, y, s)?
+        }
     };
     Ok(vec![y])
 }
