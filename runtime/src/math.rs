@@ -8,6 +8,10 @@ pub use libm::{
     fmod, fmodf, log, log1p, log1pf, logf, pow, powf, rint, rintf, round, roundf, sin, sinf, sinh,
     sinhf, sqrt, sqrtf, tan, tanf, tanh, trunc, truncf,
 };
+// 32-bit Arm (Cortex-M): no double-precision FPU on most parts, where the f64 polynomials of
+// this crate's `erff`/`tanhf` would run in software; libm's f32 ones stay.
+#[cfg(target_arch = "arm")]
+pub use libm::{erff, tanhf};
 
 /// `2^n` for `n` in -126..=127, by building the exponent bits.
 #[inline(always)]
@@ -48,6 +52,7 @@ pub fn expf(x: f32) -> f32 {
 }
 
 /// `c[0] + v·(c[1] + v·(…))` in f64.
+#[cfg(not(target_arch = "arm"))]
 #[inline(always)]
 fn horner(c: &[f64], v: f64) -> f64 {
     c.iter().rev().fold(0.0, |r, &ci| r * v + ci)
@@ -58,6 +63,7 @@ fn horner(c: &[f64], v: f64) -> f64 {
 /// e^(-x²) by [`expf`] of x² rounded to f32 and corrected by the rounding (`1 - lo`); from 3.92
 /// on the result rounds to ±1. P and Q are least-squares fits (Chebyshev nodes, relative
 /// weight) of erf(x)/x and erfc(x)·e^(x²) made for this function.
+#[cfg(not(target_arch = "arm"))]
 #[inline]
 pub fn erff(x: f32) -> f32 {
     const P: [f64; 8] = [
@@ -85,6 +91,7 @@ pub fn erff(x: f32) -> f32 {
 /// tanh(x) within 1 ulp (tested against f64 over the whole range), with no branches: below
 /// 0.6, `x·P(x²)` in f64 (P a least-squares fit of tanh(x)/x made for this function); from
 /// there `1 - 2/(e^(2|x|) + 1)` with [`expf`], which rounds to ±1 from 9.1 on.
+#[cfg(not(target_arch = "arm"))]
 #[inline]
 pub fn tanhf(x: f32) -> f32 {
     const P: [f64; 8] = [
