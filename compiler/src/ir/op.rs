@@ -173,7 +173,6 @@ pub enum Op {
     /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
     /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
     BatchNormTraining { epsilon: f32, momentum: f32 },
-    Lrn { size: usize, alpha: f32, beta: f32, bias: f32 },
     /// Softmax / LogSoftmax over `axis`; `coerce_2d` is the opset < 13 semantics
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
@@ -219,8 +218,6 @@ pub enum Op {
     ConvInteger { window: Window, group: usize },
     /// (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?).
     QLinearConv { window: Window, group: usize },
-    /// x < -lambd → x + bias; x > lambd → x - bias; else 0.
-    Shrink { lambd: f32, bias: f32 },
 
     // ---- signal processing, sampling grids, Unique and TensorScatter (interp::ops::signal)
     /// (size) → Hann/Hamming/Blackman window of `dtype`.

@@ -473,7 +473,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
         }
-        Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Shrink { .. } => same(),
+        Op::BatchNorm { .. } => same(),
         Op::Softmax { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {

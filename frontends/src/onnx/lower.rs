@@ -392,12 +392,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "InstanceNormalization" => Some(channel_norm::InstanceNorm::op(a.f_or("epsilon", 1e-5))),
         "LayerNormalization" => Some(burnc_compiler::ops::norm::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }.op()),
-        "LRN" => Some(Op::Lrn {
-            size: a.i("size").ok_or_else(|| n.err("missing attribute `size`"))?.max(1) as usize,
-            alpha: a.f_or("alpha", 1e-4),
-            beta: a.f_or("beta", 0.75),
-            bias: a.f_or("bias", 1.0),
-        }),
+        "LRN" => Some(
+            channel_norm::Lrn {
+                size: a.i("size").ok_or_else(|| n.err("missing attribute `size`"))?.max(1) as usize,
+                alpha: a.f_or("alpha", 1e-4),
+                beta: a.f_or("beta", 0.75),
+                bias: a.f_or("bias", 1.0),
+            }
+            .op(),
+        ),
         "LpNormalization" => Some(burnc_compiler::ops::norm::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }.op()),
         "MeanVarianceNormalization" => Some(channel_norm::MeanVarianceNorm::op(a.ints("axes").unwrap_or(vec![0, 2, 3]))),
         "Softmax" | "LogSoftmax" => Some(Op::Softmax {
@@ -707,7 +710,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "QLinearMatMul" => Some(Op::QLinearMatMul),
         "ConvInteger" => Some(Op::ConvInteger { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
         "QLinearConv" => Some(Op::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
-        "Shrink" => Some(Op::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }),
+        "Shrink" => Some(activation::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }.op()),
         "Det" => Some(burnc_compiler::ops::linalg::Det.op()),
         "RNN" | "GRU" | "LSTM" => Some(burnc_compiler::ops::recurrent::Recurrent::op(super::rnn::rnn_attrs(op_type, &a).map_err(|e| n.err(e))?)),
         "Col2Im" => Some(

@@ -5,7 +5,6 @@ pub(crate) mod data;
 mod dropout;
 mod elementwise;
 mod layer;
-mod misc;
 pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 pub(crate) mod norm;
@@ -201,10 +200,9 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Elementwise(p) => elementwise::emit_program(&e, p).map(Some),
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(&e),
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
-        | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&e),
+        | Op::Softmax { .. } | Op::ScaleShift { .. } => layer::emit(&e),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(&e),
         Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
-        Op::Shrink { .. } => misc::emit_shrink(&e),
         Op::BatchNormTraining { .. } => norm::emit(&e),
         Op::Scan { .. } => control::emit_scan(&e),
         Op::Dropout { .. } => dropout::emit(&e),

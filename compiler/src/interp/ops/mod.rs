@@ -74,7 +74,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
-        | Op::Lrn { .. }
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. } | Op::NonZero => index::eval(op, &args, n_outputs),
@@ -85,8 +84,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::MatMulInteger
         | Op::QLinearMatMul
         | Op::ConvInteger { .. }
-        | Op::QLinearConv { .. }
-        | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
+        | Op::QLinearConv { .. } => quant::eval(op, &args, n_outputs),
         Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         Op::NonMaxSuppression { center_point_box } => detect::nms(&args, *center_point_box).map(|t| vec![RtValue::Tensor(t)]),
