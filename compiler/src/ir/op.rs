@@ -201,10 +201,7 @@ pub enum Op {
     Expand,
     /// (data, pads, constant_value?, axes?).
     Shape { start: i64, end: Option<i64> },
-    Size,
     ConstantOfShape { value: Tensor },
-    Range,
-    NonZero,
 
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),

@@ -85,10 +85,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Gather { .. }
         | Op::Expand
         | Op::Shape { .. }
-        | Op::Size
         | Op::ConstantOfShape { .. }
-        | Op::Range
-        | Op::NonZero
         | Op::Unique { .. }
         | Op::Seq(_) => 0,
 

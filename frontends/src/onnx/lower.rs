@@ -535,7 +535,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             Some(burnc_compiler::ops::pad::Pad { mode }.op())
         }
         "Shape" => Some(Op::Shape { start: a.i_or("start", 0), end: a.i("end") }),
-        "Size" => Some(Op::Size),
+        "Size" => Some(burnc_compiler::ops::dim_values::Size.op()),
         "ConstantOfShape" => {
             let value = match a.t("value") {
                 Some(t) => tensor::to_tensor(t, ctx.model_dir)?,
@@ -546,8 +546,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             Some(Op::ConstantOfShape { value: Tensor { shape: vec![], data: value.data } })
         }
-        "Range" => Some(Op::Range),
-        "NonZero" => Some(Op::NonZero),
+        "Range" => Some(burnc_compiler::ops::range::Range.op()),
+        "NonZero" => Some(burnc_compiler::ops::compress::NonZero.op()),
         "ImageDecoder" => {
             use burnc_compiler::ops::image::{ImageDecoder, PixelFormat};
             let format = match a.s_or("pixel_format", "RGB").as_str() {

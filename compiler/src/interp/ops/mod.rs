@@ -76,7 +76,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::BatchNormTraining { .. }
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
-        Op::Gather { .. } | Op::NonZero => index::eval(op, &args, n_outputs),
+        Op::Gather { .. } => index::eval(op, &args, n_outputs),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
