@@ -216,12 +216,7 @@ pub enum Op {
     /// (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?).
     QLinearConv { window: Window, group: usize },
 
-    // ---- signal processing, sampling grids, Unique and TensorScatter (interp::ops::signal)
-    /// (size) → Hann/Hamming/Blackman window of `dtype`.
-    Window { kind: WindowKind, periodic: bool, dtype: DType },
-    /// (num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz).
-    MelWeightMatrix { dtype: DType },
-    /// (X, grid) → X sampled at the grid's normalized coordinates.
+    // ---- Unique (interp::ops::unique)
     /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
     Unique { axis: Option<i64>, sorted: bool },
 
@@ -243,13 +238,6 @@ pub enum Op {
     /// (sequence, additional inputs…): runs `body` once per element; each output is a sequence.
     SequenceMap { body: Box<Graph> },
     Scan { body: Box<Graph>, num_scan_inputs: usize, input_axes: Vec<i64>, output_axes: Vec<i64>, input_directions: Vec<i64>, output_directions: Vec<i64> },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WindowKind {
-    Hann,
-    Hamming,
-    Blackman,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -252,6 +252,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(spectral::examples());
     v.extend(detect::examples());
     v.extend(conv_transpose::examples());
+    v.extend(range::examples());
     v
 }
 

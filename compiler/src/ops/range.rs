@@ -140,6 +140,19 @@ impl OpDef for Range {
     }
 }
 
+/// Ranges too long to fold (more than `fold::MAX_FOLD_ELEMS` elements), so generated code
+/// computes them.
+pub fn examples() -> Vec<super::Example> {
+    let sc = |v: i64| Tensor::scalar_i64(v);
+    let f = |v: f32| Tensor::from_f32s(vec![], vec![v]);
+    let i32s = |v: i32| Tensor::new(vec![], Data::I32(vec![v]));
+    vec![
+        super::Example { consts: vec![0, 1, 2], op: OpRef::new(Range), inputs: vec![sc(5), sc(-140_000), sc(-2)] },
+        super::Example { consts: vec![0, 1, 2], op: OpRef::new(Range), inputs: vec![f(0.5), f(7000.25), f(0.0999)] },
+        super::Example { consts: vec![0, 1, 2], op: OpRef::new(Range), inputs: vec![i32s(-3), i32s(66_000), i32s(1)] },
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,7 +72,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
-        Op::Window { .. } | Op::MelWeightMatrix { .. } => mul(&[4, out?]),
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 
         // ---- data movement

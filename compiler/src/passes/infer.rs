@@ -755,7 +755,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
+        Op::Unique { .. } => signal::infer(cx, &n.op)?,
         // The row count depends on the values: a fresh dim.
         Op::NonMaxSuppression { .. } => vec![t(Some(DType::I64), Some(vec![cx.fresh(), Dim::Fixed(3)]))],
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass

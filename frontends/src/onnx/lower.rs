@@ -5,7 +5,7 @@ use super::proto::NodeProto;
 use super::{tensor, OnnxError};
 use burnc_compiler::ir::{
     AutoPad, BinaryOp, DType, Op, PadMode, PoolKind, ReduceOp, ScatterReduction, SeqOp, UnaryOp,
-    ValueId, Window, WindowKind,
+    ValueId, Window,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
 use burnc_compiler::ops::{activation, channel_norm, OpRef};
@@ -755,16 +755,22 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             Some(burnc_compiler::ops::spectral::Dft { inverse: a.i_or("inverse", 0) != 0, onesided: a.i_or("onesided", 0) != 0 }.op())
         }
         "STFT" => Some(burnc_compiler::ops::spectral::Stft { onesided: a.i_or("onesided", 1) != 0 }.op()),
-        "HannWindow" | "HammingWindow" | "BlackmanWindow" => Some(Op::Window {
-            kind: match op_type {
-                "HannWindow" => WindowKind::Hann,
-                "HammingWindow" => WindowKind::Hamming,
-                _ => WindowKind::Blackman,
-            },
-            periodic: a.i_or("periodic", 1) != 0,
-            dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32),
-        }),
-        "MelWeightMatrix" => Some(Op::MelWeightMatrix { dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32) }),
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
+            use burnc_compiler::ops::spectral::{CosineWindow, WindowKind};
+            Some(
+                CosineWindow {
+                    kind: match op_type {
+                        "HannWindow" => WindowKind::Hann,
+                        "HammingWindow" => WindowKind::Hamming,
+                        _ => WindowKind::Blackman,
+                    },
+                    periodic: a.i_or("periodic", 1) != 0,
+                    dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32),
+                }
+                .op(),
+            )
+        }
+        "MelWeightMatrix" => Some(burnc_compiler::ops::spectral::MelWeightMatrix { dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32) }.op()),
         "GridSample" => Some(burnc_compiler::ops::grid::GridSample {
             mode: match a.s_or("mode", if opset < 20 { "bilinear" } else { "linear" }).as_str() {
                 "nearest" => GridMode::Nearest,

@@ -18,7 +18,6 @@ pub(crate) mod reduce;
 mod seq;
 pub(crate) mod shape;
 pub(crate) mod train;
-pub(crate) mod signal;
 mod unique;
 pub(crate) mod util;
 
@@ -85,7 +84,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         | Op::QLinearMatMul
         | Op::ConvInteger { .. }
         | Op::QLinearConv { .. } => quant::eval(op, &args, n_outputs),
-        Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         Op::NonMaxSuppression { center_point_box } => detect::nms(&args, *center_point_box).map(|t| vec![RtValue::Tensor(t)]),
         _ => shape::eval(op, &args, n_outputs),
