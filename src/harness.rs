@@ -142,7 +142,6 @@ pub(crate) fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bo
     for n in &g.nodes {
         for (i, inp) in n.inputs.iter().enumerate() {
             let decides_shape = match &n.op {
-                Op::Range => true,
                 Op::Loop { .. } => i == 0,
                 // Unique's output length is the number of distinct values.
                 Op::Unique { .. } => i == 0,

@@ -222,12 +222,12 @@ fn arena_is_the_plan_at_the_bounds() {
 fn unsupported_ops_and_bad_pins_fail_with_clear_errors() {
     // An op without a bounded-dims emitter: a compile-time error naming the node and op.
     {
-        use burnc_compiler::ir::{DType, Dim, Graph, Op, Shape, TensorType, ValueKind, ValueType};
+        use burnc_compiler::ir::{DType, Dim, Graph, Shape, TensorType, ValueKind, ValueType};
         let mut g = Graph::default();
         let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![Dim::Sym { name: "n".into(), bound: Some(4) }, Dim::Fixed(4)])) });
         let x = g.add_value("x", ty, ValueKind::Input);
         g.inputs.push(x);
-        let (_, outs) = g.add_node("nonzero", Op::NonZero, vec![Some(x)], &["y".to_string()]);
+        let (_, outs) = g.add_node("nonzero", burnc_compiler::ops::compress::NonZero.op(), vec![Some(x)], &["y".to_string()]);
         g.outputs = outs;
         let err = burnc_compiler::codegen::generate_bounded(&g, &Default::default()).err().expect("NonZero is refused").to_string();
         assert!(err.contains("nonzero") && err.contains("`NonZero` does not support bounded dims yet; pin them with --input"), "{err}");

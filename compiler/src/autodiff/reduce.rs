@@ -71,8 +71,8 @@ fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, y: ValueId, dy: ValueId, axes
                 Some(c) => b.scalar(1.0 / c as f64, dt)?,
                 None => {
                     // Unknown reduced dims: count = size(x) / size(y) at run time.
-                    let sx = b.node(Op::Size, &[x])?;
-                    let sy = b.node(Op::Size, &[dy])?;
+                    let sx = b.node(crate::ops::dim_values::Size.op(), &[x])?;
+                    let sy = b.node(crate::ops::dim_values::Size.op(), &[dy])?;
                     let sx = b.node(crate::ops::cast::op(dt, false), &[sx])?;
                     let sy = b.node(crate::ops::cast::op(dt, false), &[sy])?;
                     b.div(sy, sx)?

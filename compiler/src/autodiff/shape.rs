@@ -119,9 +119,9 @@ fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId, fill: bool) ->
         Err(_) => {
             let zero = b.konst(Tensor::scalar_i64(base));
             let one = b.konst(Tensor::scalar_i64(1));
-            let size = b.node(Op::Size, &[x])?;
+            let size = b.node(crate::ops::dim_values::Size.op(), &[x])?;
             let end = b.add(size, zero)?;
-            let r = b.node(Op::Range, &[zero, end, one])?;
+            let r = b.node(crate::ops::range::Range.op(), &[zero, end, one])?;
             b.reshape_like(r, x)?
         }
     };
@@ -147,7 +147,7 @@ fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId, fill: bool) ->
     let len = match b.fixed_dims(x) {
         Ok(d) => b.ints(&[d.iter().product::<usize>() as i64 + 1]),
         Err(_) => {
-            let s = b.node(Op::Size, &[x])?;
+            let s = b.node(crate::ops::dim_values::Size.op(), &[x])?;
             let one = b.konst(Tensor::scalar_i64(1));
             let s = b.add(s, one)?;
             b.node(Op::Reshape { allowzero: false }, &[s, flat])?
@@ -170,7 +170,7 @@ pub(super) fn scatter_add(b: &mut B<'_>, x: ValueId, flat_idx: ValueId, dy: Valu
     let size = match b.fixed_dims(x) {
         Ok(d) => b.ints(&[d.iter().product::<usize>() as i64]),
         Err(_) => {
-            let s = b.node(Op::Size, &[x])?;
+            let s = b.node(crate::ops::dim_values::Size.op(), &[x])?;
             b.node(Op::Reshape { allowzero: false }, &[s, flat])?
         }
     };

@@ -11,7 +11,7 @@ pub mod verify;
 
 pub use dtype::{onnx_code_name, DType};
 pub use graph::{Graph, Node, NodeId, Param, TensorType, Value, ValueId, ValueKind, ValueType};
-pub use op::{Act, AutoPad, LossReduction, BinaryOp, Op, PoolKind, ReduceOp, RnnAttrs, ScatterReduction, SeqOp, UnaryOp, Window, WindowKind};
+pub use op::{Act, AutoPad, LossReduction, BinaryOp, Op, PoolKind, ReduceOp, RnnAttrs, ScatterReduction, SeqOp, UnaryOp, Window};
 pub use burnc_runtime::kernels::rnn::{Act as RnnAct, Cell as RnnCell, Direction as RnnDirection};
 /// The ML kernels' mode and layout constants, for frontends building their tables.
 pub use burnc_runtime::kernels::ml as ml_kernel;

@@ -173,7 +173,6 @@ pub enum Op {
     /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
     /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
     BatchNormTraining { epsilon: f32, momentum: f32 },
-    Lrn { size: usize, alpha: f32, beta: f32, bias: f32 },
     /// Softmax / LogSoftmax over `axis`; `coerce_2d` is the opset < 13 semantics
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
@@ -202,10 +201,7 @@ pub enum Op {
     Expand,
     /// (data, pads, constant_value?, axes?).
     Shape { start: i64, end: Option<i64> },
-    Size,
     ConstantOfShape { value: Tensor },
-    Range,
-    NonZero,
 
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),
@@ -219,15 +215,8 @@ pub enum Op {
     ConvInteger { window: Window, group: usize },
     /// (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?).
     QLinearConv { window: Window, group: usize },
-    /// x < -lambd → x + bias; x > lambd → x - bias; else 0.
-    Shrink { lambd: f32, bias: f32 },
 
-    // ---- signal processing, sampling grids, Unique and TensorScatter (interp::ops::signal)
-    /// (size) → Hann/Hamming/Blackman window of `dtype`.
-    Window { kind: WindowKind, periodic: bool, dtype: DType },
-    /// (num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz).
-    MelWeightMatrix { dtype: DType },
-    /// (X, grid) → X sampled at the grid's normalized coordinates.
+    // ---- Unique (interp::ops::unique)
     /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
     Unique { axis: Option<i64>, sorted: bool },
 
@@ -249,13 +238,6 @@ pub enum Op {
     /// (sequence, additional inputs…): runs `body` once per element; each output is a sequence.
     SequenceMap { body: Box<Graph> },
     Scan { body: Box<Graph>, num_scan_inputs: usize, input_axes: Vec<i64>, output_axes: Vec<i64>, input_directions: Vec<i64>, output_directions: Vec<i64> },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WindowKind {
-    Hann,
-    Hamming,
-    Blackman,
 }
 
 #[derive(Debug, Clone, PartialEq)]

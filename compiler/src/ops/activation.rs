@@ -1,6 +1,6 @@
-//! Activations of their own: Swish, SwiGLU and BiasSplitGelu. Their scalar functions are the
-//! runtime's (`kernels::extra`), computed in f64 and rounded to the element type, by the
-//! interpreter and generated code alike.
+//! Activations of their own: Swish, SwiGLU, BiasSplitGelu and Shrink. Their scalar functions
+//! are the runtime's (`kernels::extra`) or, for Shrink, one expression, computed in f64 and
+//! rounded to the element type, by the interpreter and generated code alike.
 use crate::codegen::emit::f64_lit;
 use super::{input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
@@ -220,6 +220,54 @@ impl OpDef for BiasSplitGelu {
     }
 }
 
+/// Shrink: `x + bias` where `x < -lambd`, `x - bias` where `x > lambd`, 0 between; on every
+/// numeric type, through f64 and rounded back to it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shrink {
+    pub lambd: f32,
+    pub bias: f32,
+}
+
+impl Shrink {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for Shrink {
+    name!("Shrink");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?;
+        Ok(vec![OutType { dtype: x.dtype, dims: x.dims.clone() }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let (l, b) = (self.lambd as f64, self.bias as f64);
+        let v: Vec<f64> = x.to_f64_vec().into_iter().map(|v| if v < -l { v + b } else if v > l { v - b } else { 0.0 }).collect();
+        Ok(vec![crate::interp::ops::cast::cast(&Tensor::new(x.shape.clone(), crate::tensor::Data::F64(v)), x.dtype(), false)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let x = cx.input(0)?;
+        let t = cx.elem(x)?;
+        let (l, b) = (self.lambd as f64, self.bias as f64);
+        if !l.is_finite() || !b.is_finite() {
+            return Err(cx.err("non-finite Shrink parameters"));
+        }
+        // Through f64 and back, as the interpreter.
+        let e = format!("<{t} as rt::Elem>::from_f64({{ let v = rt::Elem::to_f64(v); if v < -{l:?} {{ v + {b:?} }} else if v > {l:?} {{ v - {b:?} }} else {{ 0.0 }} }})");
+        Ok(format!("for (o, &v) in {}.iter_mut().zip({}) {{ *o = {e}; }}", cx.write(cx.output(0)?)?, cx.read(x)?))
+    }
+
+    // One comparison and add per element.
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        numel(outs.first()?)
+    }
+}
+
 /// swish'(x) = s · (1 + a·x·(1 − s)), s = sigmoid(a·x).
 fn swish_grad(b: &mut B<'_>, x: ValueId, alpha: f32) -> R<ValueId> {
     let dt = b.dtype(x)?;
@@ -245,6 +293,8 @@ pub fn examples() -> Vec<super::Example> {
         super::Example { consts: vec![], op: OpRef::new(Swish { alpha: 1.7 }), inputs: vec![ramp(&[2, 3, 5], 0)] },
         super::Example { consts: vec![], op: OpRef::new(SwiGlu { alpha: 0.8 }), inputs: vec![ramp(&[3, 4], 0), ramp(&[3, 4], 1)] },
         super::Example { consts: vec![], op: OpRef::new(BiasSplitGelu), inputs: vec![ramp(&[2, 3, 8], 0), ramp(&[8], 1)] },
+        super::Example { consts: vec![], op: OpRef::new(Shrink { lambd: 1.5, bias: 0.5 }), inputs: vec![ramp(&[3, 5], 2)] },
+        super::Example { consts: vec![], op: OpRef::new(Shrink { lambd: 2.0, bias: 1.0 }), inputs: vec![Tensor::from_i64s(vec![2, 4], vec![-4, -3, -2, -1, 0, 1, 2, 5])] },
     ]
 }
 
@@ -262,6 +312,13 @@ mod tests {
         let sw = |v: f64, a: f64| v * sig(a * v);
         check_shapes_and_eval(&Swish { alpha: 1.7 }, &[&x], &[2, 4], |i| sw(x[i] as f64, 1.7));
         check_shapes_and_eval(&SwiGlu { alpha: 0.8 }, &[&x, &y], &[2, 4], |i| sw(x[i] as f64, 0.8) * y[i] as f64);
+    }
+
+    #[test]
+    fn shrink_follows_its_formula() {
+        let x: Vec<f32> = vec![-4.0, -1.5, -0.25, 0.0, 0.5, 1.5, 2.0, 6.0];
+        let want = |v: f64| if v < -1.5 { v + 0.5 } else if v > 1.5 { v - 0.5 } else { 0.0 };
+        check_shapes_and_eval(&Shrink { lambd: 1.5, bias: 0.5 }, &[&x], &[2, 4], |i| want(x[i] as f64));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Normalizations by statistics over the spatial dims of an `[N, C, …]` input:
 //! InstanceNormalization (per sample and channel), GroupNormalization (per sample and group of
-//! channels) and MeanVarianceNormalization (over any axes, no scale). Each computes its
-//! statistics at run time, so every dim may be bounded; the sizes the scale and bias must have
-//! are relations the shape rule declares.
+//! channels) and MeanVarianceNormalization (over any axes, no scale), and LRN (over neighbouring
+//! channels at each position). Each computes its statistics at run time, so every dim may be
+//! bounded; the sizes the scale and bias must have are relations the shape rule declares.
 use super::{input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
@@ -244,6 +244,112 @@ impl OpDef for MeanVarianceNorm {
     }
 }
 
+/// LRN (local response normalization): `x / (bias + alpha/size · Σ x²)^beta`, the sum over the
+/// `size` channels around each one (`⌊(size−1)/2⌋` before, `⌈(size−1)/2⌉` after) at the same
+/// sample and position.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lrn {
+    pub size: usize,
+    pub alpha: f32,
+    pub beta: f32,
+    pub bias: f32,
+}
+
+impl Lrn {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for Lrn {
+    name!("LRN");
+    none_of!(scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?;
+        Ok(vec![OutType { dtype: x.dtype, dims: x.dims.clone() }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        Ok(vec![crate::interp::ops::norm::local::lrn(input(ins, 0)?, self.size, self.alpha as f64, self.beta as f64, self.bias as f64)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let out = cx.output(0)?;
+        let od = cx.dtype(out)?;
+        if !matches!(od, DType::F32 | DType::F64) {
+            return Err(cx.err(format!("LRN on {od} is not supported by codegen yet")));
+        }
+        let s = cx.dims(out)?;
+        if s.len() < 2 {
+            return Err(cx.err("needs rank at least 2"));
+        }
+        Ok(format!(
+            "rt::kernels::norm::lrn({}, {}, {}, {}, {}, {}, {}, {}, {});",
+            cx.read_input(0)?,
+            cx.write(out)?,
+            cx.size(&s[0])?,
+            cx.size(&s[1])?,
+            cx.size(&product(&s[2..]))?,
+            self.size,
+            f64_lit(self.alpha as f64),
+            f64_lit(self.beta as f64),
+            f64_lit(self.bias as f64)
+        ))
+    }
+
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        use crate::codegen::cuda::scalar::f32_lit;
+        let (x, out) = (cx.input(0)?, cx.output(0)?);
+        let (od, oshape) = cx.ty(out)?;
+        let at = cx.acc(od)?;
+        let c = oshape.get(1).copied().unwrap_or(1);
+        let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+        let (x, y) = (cx.ptr(x)?, cx.ptr(out)?);
+        let size = self.size;
+        let (lo, hi) = ((size.max(1) - 1) / 2, (size.max(1) - 1).div_ceil(2));
+        let body = format!(
+            "int c = (i / {inner}) % {c};\n{at} s = 0;\n\
+             for (int k = max(0, c - {lo}); k <= min({}, c + {hi}); ++k) {{ {at} v = {x}[i + (k - c) * {inner}]; s += v * v; }}\n\
+             {y}[i] = {x}[i] / ({at})pow((double){} + (double){} / {size}.0 * (double)s, (double){});",
+            c - 1,
+            f32_lit(self.bias),
+            f32_lit(self.alpha),
+            f32_lit(self.beta)
+        );
+        Ok(vec![cx.pointwise(oshape.iter().product(), &body)])
+    }
+
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        use crate::codegen::wgsl::scalar;
+        let (x, y) = (cx.input(0)?, cx.output(0)?);
+        let od = y.dtype;
+        if !scalar::is_float(od) {
+            return Err(cx.err(format!("LRN on {od} is not supported by the wgpu target")));
+        }
+        let c = y.shape.get(1).copied().unwrap_or(1);
+        let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+        let size = self.size.max(1);
+        let (lo, hi) = ((size - 1) / 2, (size - 1).div_ceil(2));
+        let (bias, alpha, beta) = (scalar::f32_lit(self.bias), scalar::f32_lit(self.alpha / size as f32), scalar::f32_lit(self.beta));
+        Ok(vec![cx.pointwise(&y, |i| {
+            Ok((
+                format!(
+                    "let c = i32(({i} / {inner}u) % {c}u);\nvar s = 0.0;\nfor (var k = max(0, c - {lo}); k <= min({}, c + {hi}); k++) {{ let v = {}; s += v * v; }}\n",
+                    c - 1,
+                    x.load(&format!("u32(i32({i}) + (k - c) * {inner})"))
+                ),
+                format!("{} / pow_f32({bias} + {alpha} * s, {beta})", x.load(i)),
+            ))
+        })?])
+    }
+
+    // A multiply-add per channel summed, `size` per element.
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(numel(outs.first()?)?.saturating_mul(2).saturating_mul(self.size as u64))
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 4, 3], (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect());
     let c4 = |v: [f32; 4]| Tensor::from_f32s(vec![4], v.to_vec());
@@ -257,6 +363,12 @@ pub fn examples() -> Vec<super::Example> {
         },
         super::Example { consts: vec![], op: OpRef::new(GroupNorm { num_groups: 2, epsilon: 1e-3, per_channel: false }), inputs: vec![x.clone(), g2([1.5, -1.0]), g2([0.5, 0.0])] },
         super::Example { consts: vec![], op: OpRef::new(MeanVarianceNorm { axes: vec![0, 2] }), inputs: vec![x.clone()] },
-        super::Example { consts: vec![], op: OpRef::new(MeanVarianceNorm { axes: vec![2] }), inputs: vec![x] },
+        super::Example { consts: vec![], op: OpRef::new(MeanVarianceNorm { axes: vec![2] }), inputs: vec![x.clone()] },
+        super::Example { consts: vec![], op: OpRef::new(Lrn { size: 3, alpha: 1e-2, beta: 0.75, bias: 1.0 }), inputs: vec![x] },
+        super::Example {
+            consts: vec![],
+            op: OpRef::new(Lrn { size: 2, alpha: 0.5, beta: 0.5, bias: 2.0 }),
+            inputs: vec![Tensor::from_f32s(vec![2, 3, 2, 2], (0..24).map(|i| (i as f32 - 11.5) / 4.0).collect())],
+        },
     ]
 }

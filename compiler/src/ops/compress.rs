@@ -3,7 +3,11 @@
 //! condition decides the shape: code generation needs it constant (the other dims may be
 //! bounded; `forward` checks that the axis reaches the last selected index). One runtime
 //! kernel, `kernels::gather::compress`, for the interpreter and generated code.
+//!
+//! NonZero `(X)`: the indices of X's nonzero elements, `[rank, count]`. The count depends on
+//! X's values, so only a constant X (folded before code generation) gets through codegen.
 use super::{around, input, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::interp::ops::util::strides;
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis;
@@ -112,6 +116,56 @@ impl OpDef for Compress {
     }
 }
 
+/// NonZero: the indices of the nonzero elements in row-major order, one row per dim of X.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NonZero;
+
+impl NonZero {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for NonZero {
+    name!("NonZero");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, flops, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let rank = cx.arg(0)?.dims.as_ref().map(|d| DimExpr::constant(d.len() as i64));
+        let rank = rank.unwrap_or_else(|| cx.unknown());
+        Ok(vec![OutType { dtype: DType::I64, dims: Some(vec![rank, cx.unknown()]) }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let mask: Vec<bool> = match &x.data {
+            Data::F8(..) => x.to_f64_vec().iter().map(|&v| v != 0.0).collect(),
+            d => crate::with_data!(d, v => v.iter().map(|&e| e != Default::default()).collect(), f8 => Vec::new()),
+        };
+        let r = x.rank();
+        let hits: Vec<usize> = mask.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
+        let n = hits.len();
+        let st = strides(&x.shape);
+        let mut out = vec![0i64; r * n];
+        for (j, &flat) in hits.iter().enumerate() {
+            let mut rem = flat;
+            for d in 0..r {
+                out[d * n + j] = (rem / st[d]) as i64;
+                rem %= st[d];
+            }
+        }
+        Ok(vec![Tensor::from_i64s(vec![r, n], out)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        Err(cx.err("NonZero's output length depends on its input's values: codegen needs the input to be a constant"))
+    }
+
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 0
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let cond = |v: &[bool]| Tensor::new(vec![v.len()], Data::Bool(v.to_vec()));
     let x = Tensor::from_f32s(vec![3, 4], (0..12).map(|i| i as f32 * 0.5 - 2.0).collect());
@@ -146,5 +200,18 @@ mod tests {
         assert!(run(Some(2), vec![true]).is_err());
         let f = Tensor::from_f32s(vec![1], vec![1.0]);
         assert!(Compress { axis: None }.eval(&[Some(&x), Some(&f)]).is_err());
+    }
+
+    #[test]
+    fn nonzero_lists_indices_row_major() {
+        let x = Tensor::from_f32s(vec![2, 2], vec![1., 0., 1., 1.]);
+        assert_eq!(NonZero.eval(&[Some(&x)]).unwrap()[0], Tensor::from_i64s(vec![2, 3], vec![0, 1, 1, 0, 0, 1]));
+        let s = Tensor::from_i64s(vec![], vec![3]);
+        assert_eq!(NonZero.eval(&[Some(&s)]).unwrap()[0], Tensor::from_i64s(vec![0, 1], vec![]));
+        // The count is not known before the op runs; the rank is.
+        let arg = crate::ops::Arg { dtype: DType::F32, dims: Some(vec![DimExpr::var("n"), DimExpr::constant(4)]), value: None };
+        let dims = NonZero.shapes(&mut ShapeCx::new(vec![Some(arg)])).unwrap()[0].dims.clone().unwrap();
+        assert_eq!(dims[0], DimExpr::constant(2));
+        assert!(crate::ops::is_unknown(&dims[1]));
     }
 }

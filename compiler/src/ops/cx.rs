@@ -46,11 +46,21 @@ pub struct ShapeCx {
     /// Outputs' integer contents as dim expressions, where the rule gives them (a slice of a
     /// shape value): the bounded analysis follows shape computations through the op.
     pub(crate) out_ints: Vec<Option<Vec<DimExpr>>>,
+    /// How many [`ShapeCx::unknown`] dims the rule made.
+    unknowns: usize,
+}
+
+/// The prefix of [`ShapeCx::unknown`] dims' names (no named dim of a model starts so).
+const UNKNOWN: &str = "?#";
+
+/// Whether `d` depends on a dim the rule does not know ([`ShapeCx::unknown`]).
+pub(crate) fn is_unknown(d: &DimExpr) -> bool {
+    d.vars().iter().any(|v| v.starts_with(UNKNOWN))
 }
 
 impl ShapeCx {
     pub fn new(args: Vec<Option<Arg>>) -> ShapeCx {
-        ShapeCx { args, ints: Vec::new(), checks: Vec::new(), out_ints: Vec::new() }
+        ShapeCx { args, ints: Vec::new(), checks: Vec::new(), out_ints: Vec::new(), unknowns: 0 }
     }
 
     /// Input `i`, which the op requires.
@@ -82,6 +92,14 @@ impl ShapeCx {
             self.out_ints.resize(k + 1, None);
         }
         self.out_ints[k] = Some(v);
+    }
+
+    /// A dim that depends on the inputs' values, not known before the op runs (the number of
+    /// nonzero elements): inference names it afresh, the bounded analysis refuses the node, and
+    /// an evaluation, which knows the values, never gives one.
+    pub fn unknown(&mut self) -> DimExpr {
+        self.unknowns += 1;
+        DimExpr::var(&format!("{UNKNOWN}{}", self.unknowns - 1))
     }
 
     /// Optional input `i`.

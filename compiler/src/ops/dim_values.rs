@@ -1,14 +1,14 @@
-//! DimValues: integers computed from its inputs' dims, written when the model runs.
+//! Integers computed from the inputs' dims: DimValues, written when the model runs, and Size.
 //!
 //! With fixed shapes a shape computation (`Shape → Gather → Cast …`) folds to constants. With
 //! bounded dims the graph is pinned at the bounds before folding, so a dim's value that
 //! reaches data — a graph output, a Cast to float (`1/√head_size`), a comparison — would be
 //! its bound. Bounded codegen gives such a value this op instead (`passes::dim_values`): the
 //! expressions the bounded analysis found for it, evaluated from the run-time dims.
-use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, ValueId};
+use crate::ir::{DType, DimExpr, Op, ValueId};
 use crate::tensor::Tensor;
 
 /// `values` over named dims, each read from an input: `dims[k] = (name, input, axis)`. The
@@ -93,6 +93,42 @@ impl OpDef for DimValues {
     }
 }
 
+/// Size: the input's element count, an int64 scalar. The shape rule gives its value as the
+/// product of the input's dims, so a fixed-shape input folds it to a constant and the bounded
+/// analysis follows it through shape computations; the emitter writes the run-time count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Size;
+
+impl Size {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for Size {
+    name!("Size");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        if let Some(xs) = cx.arg(0)?.dims.clone() {
+            cx.set_out_ints(0, vec![product(&xs)]);
+        }
+        Ok(vec![OutType { dtype: DType::I64, dims: Some(vec![]) }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        Ok(vec![Tensor::scalar_i64(input(ins, 0)?.numel() as i64)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        Ok(format!("{}[0] = {} as i64;", cx.write(cx.output(0)?)?, cx.numel(cx.input(0)?)?))
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("Size has no gradient: its value is an integer".into())
+    }
+}
+
 /// Examples: a shape's tail and an element count, fixed and bounded.
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 3, 4], (0..24).map(|v| v as f32).collect());
@@ -101,7 +137,9 @@ pub fn examples() -> Vec<super::Example> {
     let dims = vec![("a".to_string(), 0, 1), ("b".to_string(), 0, 2), ("k".to_string(), 1, 0)];
     vec![
         super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.clone(), b.clone()], dims: dims[..2].to_vec(), scalar: false, dtype: DType::I64 }), inputs: vec![x.clone()] },
-        super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.mul(&b).add(&k).floor_div(2)], dims, scalar: true, dtype: DType::I32 }), inputs: vec![x, y] },
+        super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.mul(&b).add(&k).floor_div(2)], dims, scalar: true, dtype: DType::I32 }), inputs: vec![x.clone(), y] },
+        super::Example { consts: vec![], op: OpRef::new(Size), inputs: vec![x] },
+        super::Example { consts: vec![], op: OpRef::new(Size), inputs: vec![Tensor::from_i64s(vec![3, 1], vec![4, 5, 6])] },
     ]
 }
 

@@ -293,7 +293,7 @@ fn gradient(op: &NllLoss, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Some(match coef {
             Some(cf) => b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[cf])?,
             None => {
-                let s = b.node(Op::Size, &[t])?;
+                let s = b.node(crate::ops::dim_values::Size.op(), &[t])?;
                 b.node(crate::ops::cast::op(dt, false), &[s])?
             }
         })

@@ -94,6 +94,7 @@ pub mod compress;
 pub mod conv_transpose;
 mod cx;
 pub mod quant;
+pub mod range;
 pub mod recurrent;
 pub mod reduce;
 pub mod resize;
@@ -113,7 +114,7 @@ pub mod unpool;
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
 pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
-pub(crate) use cx::Sym;
+pub(crate) use cx::{is_unknown, Sym};
 
 use crate::codegen::CodegenError;
 use crate::ir::DType;
@@ -251,6 +252,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(spectral::examples());
     v.extend(detect::examples());
     v.extend(conv_transpose::examples());
+    v.extend(range::examples());
     v
 }
 

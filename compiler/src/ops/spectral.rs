@@ -2,8 +2,10 @@
 //! ONNX's layout: real and imaginary parts in a trailing dim of 2 (1 for a real signal). The
 //! lengths, step and axis decide the output's shape, so they are constants or shape values.
 //! One runtime kernel each (`kernels::spectral`), which takes the geometry at run time and
-//! needs no scratch.
-use super::{input, product, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+//! needs no scratch. The windows (Hann, Hamming, Blackman) and MelWeightMatrix that go with
+//! them: their sizes decide their shapes; generated code computes the values with the
+//! interpreter's kernels.
+use super::{input, numel, product, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr, Op};
@@ -305,6 +307,235 @@ impl OpDef for Stft {
     }
 }
 
+/// Which cosine window (ONNX HannWindow, HammingWindow, BlackmanWindow): `a0 − a1·cos(2πn/N) +
+/// a2·cos(4πn/N)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WindowKind {
+    Hann,
+    Hamming,
+    Blackman,
+}
+
+impl WindowKind {
+    fn coeffs(self) -> [f64; 3] {
+        match self {
+            WindowKind::Hann => spectral::HANN,
+            WindowKind::Hamming => spectral::HAMMING,
+            WindowKind::Blackman => spectral::BLACKMAN,
+        }
+    }
+}
+
+/// A scalar (or one-element) integer operand of an evaluation.
+fn scalar_int(t: &Tensor, what: &str) -> R<i64> {
+    match t.to_i64_vec().as_deref() {
+        Some(&[v]) if t.dtype().is_int() => Ok(v),
+        _ => Err(format!("{what} must be one integer, got {:?} of {}", t.shape, t.dtype())),
+    }
+}
+
+/// A count that must be at least 1.
+fn count(v: i64, what: &str) -> R<usize> {
+    usize::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| format!("{what} must be positive, got {v}"))
+}
+
+/// An output buffer of one of the float types the kernels write.
+enum Out<'a> {
+    F32(&'a mut [f32]),
+    F64(&'a mut [f64]),
+    F16(&'a mut [half::f16]),
+    BF16(&'a mut [half::bf16]),
+}
+
+/// A tensor of `dtype` filled by `f`: in the float type itself (as generated code does), or in
+/// f64 and cast for other types.
+fn typed(dtype: DType, shape: Vec<usize>, mut f: impl FnMut(Out<'_>)) -> R<Tensor> {
+    let n: usize = shape.iter().product();
+    let data = match dtype {
+        DType::F32 => {
+            let mut v = vec![0f32; n];
+            f(Out::F32(&mut v));
+            Data::F32(v)
+        }
+        DType::F16 => {
+            let mut v = vec![half::f16::ZERO; n];
+            f(Out::F16(&mut v));
+            Data::F16(v)
+        }
+        DType::BF16 => {
+            let mut v = vec![half::bf16::ZERO; n];
+            f(Out::BF16(&mut v));
+            Data::BF16(v)
+        }
+        _ => {
+            let mut v = vec![0f64; n];
+            f(Out::F64(&mut v));
+            let t = Tensor::new(shape, Data::F64(v));
+            return if dtype == DType::F64 { Ok(t) } else { crate::interp::ops::cast::cast(&t, dtype, true) };
+        }
+    };
+    Ok(Tensor::new(shape, data))
+}
+
+/// The output of a generated window or filter bank: a float type (the kernels' `Elem`s).
+fn float_out(cx: &EmitCx) -> Result<String, CodegenError> {
+    let y = cx.output(0)?;
+    let d = cx.dtype(y)?;
+    if !matches!(d, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
+        return Err(cx.err(format!("output type {d} is not supported by codegen")));
+    }
+    cx.write(y)
+}
+
+/// HannWindow, HammingWindow, BlackmanWindow `(size)`: the window of `size` values of `dtype`,
+/// periodic (of length size + 1, the last left out) or symmetric. The size decides the shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CosineWindow {
+    pub kind: WindowKind,
+    pub periodic: bool,
+    pub dtype: DType,
+}
+
+impl CosineWindow {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for CosineWindow {
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
+
+    fn name(&self) -> &'static str {
+        match self.kind {
+            WindowKind::Hann => "HannWindow",
+            WindowKind::Hamming => "HammingWindow",
+            WindowKind::Blackman => "BlackmanWindow",
+        }
+    }
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let len = match cx.opt(0).and_then(|a| a.value.as_ref()).and_then(|t| t.to_i64_vec()).and_then(|v| v.first().copied()) {
+            Some(n) => DimExpr::constant(n.max(0)),
+            None => cx.unknown(),
+        };
+        Ok(vec![OutType { dtype: self.dtype, dims: Some(vec![len]) }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let size = scalar_int(input(ins, 0)?, "size")?;
+        let size = usize::try_from(size).map_err(|_| format!("size must be >= 0, got {size}"))?;
+        let (a, periodic) = (self.kind.coeffs(), self.periodic);
+        Ok(vec![typed(self.dtype, vec![size], |y| match y {
+            Out::F32(y) => spectral::cosine_window(a, periodic, y),
+            Out::F64(y) => spectral::cosine_window(a, periodic, y),
+            Out::F16(y) => spectral::cosine_window(a, periodic, y),
+            Out::BF16(y) => spectral::cosine_window(a, periodic, y),
+        })?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let y = float_out(cx)?;
+        let [a0, a1, a2] = self.kind.coeffs();
+        Ok(format!("rt::kernels::spectral::cosine_window([{a0:?}_f64, {a1:?}_f64, {a2:?}_f64], {}, {y});", self.periodic))
+    }
+
+    // About four operations per value (two cosines, their weighting).
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(numel(outs.first()?)?.saturating_mul(4))
+    }
+
+    fn decides_shapes(&self, i: usize) -> bool {
+        i == 0
+    }
+}
+
+/// MelWeightMatrix `(num_mel_bins, dft_length, sample_rate, lower_edge_hertz,
+/// upper_edge_hertz)`: the `[dft_length/2 + 1, num_mel_bins]` triangular filter bank of `dtype`.
+/// The bin count and DFT length decide the shape; the rate and edges are read when it runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MelWeightMatrix {
+    pub dtype: DType,
+}
+
+impl MelWeightMatrix {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+/// The filter bank's shape `[dft_length/2 + 1, num_mel_bins]`.
+fn mel_shape(num_mel_bins: i64, dft_length: i64) -> R<Vec<usize>> {
+    Ok(vec![count(dft_length, "dft_length")? / 2 + 1, count(num_mel_bins, "num_mel_bins")?])
+}
+
+impl OpDef for MelWeightMatrix {
+    name!("MelWeightMatrix");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let value = |i: usize| cx.opt(i).and_then(|a| a.value.as_ref()).and_then(|t| t.to_i64_vec()).and_then(|v| v.first().copied());
+        let dims = match (value(0), value(1)) {
+            (Some(bins), Some(len)) => mel_shape(bins, len)?.into_iter().map(|d| DimExpr::constant(d as i64)).collect(),
+            _ => vec![cx.unknown(), cx.unknown()],
+        };
+        Ok(vec![OutType { dtype: self.dtype, dims: Some(dims) }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let bins = scalar_int(input(ins, 0)?, "num_mel_bins")?;
+        let dft_len = scalar_int(input(ins, 1)?, "dft_length")?;
+        let rate = scalar_int(input(ins, 2)?, "sample_rate")?;
+        let edge = |i: usize, what: &str| -> R<f64> {
+            match input(ins, i)?.to_f64_vec().as_slice() {
+                &[v] => Ok(v),
+                _ => Err(format!("{what} must be one value")),
+            }
+        };
+        let (lo, hi) = (edge(3, "lower_edge_hertz")?, edge(4, "upper_edge_hertz")?);
+        let shape = mel_shape(bins, dft_len)?;
+        let (nb, dl) = (shape[1], count(dft_len, "dft_length")?);
+        let rate = count(rate, "sample_rate")? as f64;
+        let mut ok = true;
+        let t = typed(self.dtype, shape, |y| {
+            ok = match y {
+                Out::F32(y) => spectral::mel_weight_matrix(nb, dl, rate, lo, hi, y),
+                Out::F64(y) => spectral::mel_weight_matrix(nb, dl, rate, lo, hi, y),
+                Out::F16(y) => spectral::mel_weight_matrix(nb, dl, rate, lo, hi, y),
+                Out::BF16(y) => spectral::mel_weight_matrix(nb, dl, rate, lo, hi, y),
+            }
+        })?;
+        if !ok {
+            return Err(format!("the mel filters of {lo}..{hi} Hz fall outside the {} spectrogram bins", dl / 2 + 1));
+        }
+        Ok(vec![t])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let y = float_out(cx)?;
+        let out = cx.output(0)?;
+        let (rows, bins) = match cx.dims(out)?.as_slice() {
+            [r, b] => (r.as_const(), cx.size(b)?),
+            _ => return Err(cx.err("output must be 2-D")),
+        };
+        let dft_len = match cx.const_ints(1).and_then(|v| v.first().copied()) {
+            Some(v) if v > 0 && Some(v / 2 + 1) == rows => v,
+            _ => return Err(cx.err("dft_length must be a constant matching the output shape")),
+        };
+        // sample_rate and the edges may be run-time values: one element each.
+        let scalar = |i: usize| -> Result<String, CodegenError> { Ok(format!("rt::Elem::to_f64(({})[0])", cx.read_input(i)?)) };
+        Ok(format!("let _ = rt::kernels::spectral::mel_weight_matrix({bins}, {dft_len}, {}, {}, {}, {y});", scalar(2)?, scalar(3)?, scalar(4)?))
+    }
+
+    // About four operations per weight.
+    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        Some(numel(outs.first()?)?.saturating_mul(4))
+    }
+
+    fn decides_shapes(&self, i: usize) -> bool {
+        i <= 1
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let sig = |shape: Vec<usize>| {
         let n = shape.iter().product::<usize>();
@@ -321,6 +552,15 @@ pub fn examples() -> Vec<super::Example> {
         super::Example { consts: vec![1, 2], op: dft(true, true), inputs: vec![sig(vec![2, 4, 2]), int(6), int(1)] },
         super::Example { consts: vec![1, 2], op: OpRef::new(Stft { onesided: true }), inputs: vec![sig(vec![2, 9, 1]), int(2), window] },
         super::Example { consts: vec![1, 2, 3], op: OpRef::new(Stft { onesided: false }), inputs: vec![sig(vec![1, 7, 2]), int(3), window3, int(3)] },
+        // Too long to fold: generated code computes them.
+        super::Example { consts: vec![0], op: OpRef::new(CosineWindow { kind: WindowKind::Hann, periodic: true, dtype: DType::F32 }), inputs: vec![int(70_000)] },
+        super::Example { consts: vec![0], op: OpRef::new(CosineWindow { kind: WindowKind::Blackman, periodic: false, dtype: DType::F64 }), inputs: vec![int(66_001)] },
+        // The rate and edges are read when the model runs.
+        super::Example {
+            consts: vec![0, 1],
+            op: OpRef::new(MelWeightMatrix { dtype: DType::F32 }),
+            inputs: vec![int(40), int(4096), int(16_000), Tensor::from_f32s(vec![], vec![20.0]), Tensor::from_f32s(vec![], vec![7600.0])],
+        },
     ]
 }
 

@@ -50,7 +50,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
             return d.flops(&ins, &outs);
         }
         // ---- elementwise: one FLOP per output element and step
-        Op::Unary(_) | Op::Binary(_) | Op::Shrink { .. } | Op::Dropout { .. } => out?,
+        Op::Unary(_) | Op::Binary(_) | Op::Dropout { .. } => out?,
         Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
         Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
 
@@ -69,11 +69,9 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // ---- windows, normalizations, softmax
         Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
         Op::GlobalPool { .. } | Op::Reduce { .. } => in_numel(g, n, 0)?,
-        Op::Lrn { size, .. } => mul(&[2, out?, *size as u64]),
         Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
-        Op::Window { .. } | Op::MelWeightMatrix { .. } => mul(&[4, out?]),
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 
         // ---- data movement
@@ -86,10 +84,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Gather { .. }
         | Op::Expand
         | Op::Shape { .. }
-        | Op::Size
         | Op::ConstantOfShape { .. }
-        | Op::Range
-        | Op::NonZero
         | Op::Unique { .. }
         | Op::Seq(_) => 0,
 

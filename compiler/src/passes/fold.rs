@@ -1,7 +1,8 @@
 //! Constant folding and shape folding.
 //!
-//! - `Shape`/`Size` of a value whose (selected) dims are fixed becomes a constant, and so does a
-//!   `Gather` of constant indices from a `Shape` when the gathered dims are fixed.
+//! - `Shape` of a value whose (selected) dims are fixed becomes a constant, and so does a
+//!   `Gather` of constant indices from a `Shape` when the gathered dims are fixed, and an op
+//!   whose shape rule gives its values from its inputs' dims alone (`Size`) when they are fixed.
 //! - A node whose inputs are all constants (Const or Param) and whose outputs are small is run
 //!   through the interpreter (`interp::run` on a one-node graph); its outputs become
 //!   `ValueKind::Const` and the node goes. An interpreter error means "do not fold".
@@ -149,10 +150,10 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
             let sel = sel?;
             return Some(vec![Tensor::from_i64s(vec![sel.len()], sel)]);
         }
-        Op::Size => {
-            let dims = fixed_dims(g, (*n.inputs.first()?)?)?;
-            let numel: Option<usize> = dims.iter().copied().product();
-            return Some(vec![Tensor::scalar_i64(numel? as i64)]);
+        Op::Def(d) => {
+            if let Some(outs) = values_from_dims(g, n, d) {
+                return Some(outs);
+            }
         }
         Op::Gather { axis } => {
             // Gather of constant indices from Shape(x): fold when the gathered dims are fixed.
@@ -228,6 +229,36 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
     let outs = eval_one(g, n, outer).or_else(|| builtin_eval(g, n))?;
     if outs.iter().any(|t| t.numel() > MAX_FOLD_ELEMS) {
         return None;
+    }
+    Some(outs)
+}
+
+/// The outputs of an op whose shape rule gives every output's values from the inputs' dims
+/// (`ShapeCx::out_ints`: a Size), when those dims are fixed.
+fn values_from_dims(g: &Graph, n: &Node, d: &crate::ops::OpRef) -> Option<Vec<Tensor>> {
+    use crate::ir::DimExpr;
+    let args = n
+        .inputs
+        .iter()
+        .map(|v| {
+            let t = g.tensor_type((*v)?)?;
+            let dims = t.shape.as_ref().and_then(|s| s.as_fixed()).map(|s| s.iter().map(|&x| DimExpr::constant(x as i64)).collect());
+            Some(crate::ops::Arg { dtype: t.dtype, dims, value: None })
+        })
+        .collect();
+    let mut cx = crate::ops::ShapeCx::new(args);
+    let types = d.shapes(&mut cx).ok()?;
+    if types.len() != n.outputs.len() {
+        return None;
+    }
+    let mut outs = Vec::with_capacity(types.len());
+    for (k, t) in types.iter().enumerate() {
+        let vals: Vec<i64> = cx.out_ints.get(k)?.as_ref()?.iter().map(DimExpr::as_const).collect::<Option<_>>()?;
+        let shape: Vec<usize> = t.dims.as_ref()?.iter().map(|e| usize::try_from(e.as_const()?).ok()).collect::<Option<_>>()?;
+        if shape.iter().product::<usize>() != vals.len() {
+            return None;
+        }
+        outs.push(interp::ops::cast::cast(&Tensor::from_i64s(shape, vals), t.dtype, false).ok()?);
     }
     Some(outs)
 }

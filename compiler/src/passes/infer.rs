@@ -33,7 +33,7 @@ fn infer_graph(g: &mut Graph, outer: &[(String, ValueType)]) -> Result<(), PassE
         if matches!(g.nodes[ni].op, Op::If { .. } | Op::Loop { .. } | Op::Scan { .. }) {
             let mut scope: Vec<(String, ValueType)> = outer.to_vec();
             scope.extend(g.values.iter().map(|v| (v.name.clone(), v.ty.clone())));
-            let mut op = std::mem::replace(&mut g.nodes[ni].op, Op::Size);
+            let mut op = std::mem::replace(&mut g.nodes[ni].op, Op::Expand);
             match &mut op {
                 Op::If { then_branch, else_branch } => {
                     inline_outer_consts(g, then_branch);
@@ -371,7 +371,19 @@ fn def_types(cx: &Cx, d: &crate::ops::OpRef) -> R<Vec<ValueType>> {
         Err(e) => return Err(e),
     };
     let bound = |name: &str| bounds.get(name).copied().flatten().map(|b| b as i64);
+    // A dim that depends on values is a fresh one, the same for the same expression (Unique's
+    // count of distinct values, which two outputs share).
+    let unknown: std::cell::RefCell<Vec<(DimExpr, Dim)>> = Default::default();
     let dim = |e: &DimExpr| -> R<Dim> {
+        if crate::ops::is_unknown(e) {
+            let mut u = unknown.borrow_mut();
+            if let Some((_, d)) = u.iter().find(|(x, _)| x == e) {
+                return Ok(d.clone());
+            }
+            let d = cx.fresh();
+            u.push((e.clone(), d.clone()));
+            return Ok(d);
+        }
         Ok(match e.as_const() {
             Some(c) => Dim::Fixed(usize::try_from(c).map_err(|_| format!("an output dim would be {c}"))?),
             None => Dim::Sym { name: e.to_string(), bound: e.eval(&bound).map(|b| b.max(0) as usize) },
@@ -473,7 +485,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
         }
-        Op::BatchNorm { .. } | Op::Lrn { .. } | Op::Shrink { .. } => same(),
+        Op::BatchNorm { .. } => same(),
         Op::Softmax { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
@@ -652,7 +664,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             });
             vec![t(Some(DType::I64), Some(vec![len.map(Dim::Fixed).unwrap_or_else(|| cx.fresh())]))]
         }
-        Op::Size => vec![t(Some(DType::I64), Some(vec![]))],
         Op::ConstantOfShape { value } => {
             let dims = match cx.ints(0) {
                 Some(s) => Some(s.iter().map(|&v| usize::try_from(v).map(Dim::Fixed).map_err(|_| format!("negative dim {v}"))).collect::<R<_>>()?),
@@ -664,29 +675,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(Some(value.dtype()), dims)]
         }
-        Op::Range => {
-            let len = match (cx.konst(0), cx.konst(1), cx.konst(2)) {
-                (Some(s), Some(l), Some(d)) => {
-                    let ints = |t: &Tensor| if t.dtype().is_int() { t.to_i64_vec().and_then(|v| v.first().copied()) } else { None };
-                    if let (Some(s), Some(l), Some(d)) = (ints(&s), ints(&l), ints(&d)) {
-                        if d == 0 {
-                            return Err("delta is 0".into());
-                        }
-                        let n = crate::interp::ops::shape::range_len_int(s, l, d);
-                        return Ok(vec![t(cx.dtype(0), Some(vec![Dim::Fixed(usize::try_from(n).unwrap_or(usize::MAX))]))]);
-                    }
-                    let (s, l, d) = (s.to_f64_vec(), l.to_f64_vec(), d.to_f64_vec());
-                    match (s.first(), l.first(), d.first()) {
-                        (Some(s), Some(l), Some(d)) if *d != 0.0 => Dim::Fixed(((l - s) / d).ceil().max(0.0) as usize),
-                        (_, _, Some(_)) => return Err("delta is 0".into()),
-                        _ => cx.fresh(),
-                    }
-                }
-                _ => cx.fresh(),
-            };
-            vec![t(cx.dtype(0), Some(vec![len]))]
-        }
-        Op::NonZero => vec![t(Some(DType::I64), Some(vec![cx.shape(0).map(|x| Dim::Fixed(x.len())).unwrap_or_else(|| cx.fresh()), cx.fresh()]))],
         Op::If { then_branch, else_branch } => {
             let k = n.outputs.len();
             (0..k)
@@ -767,7 +755,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::infer(cx, &n.op)?,
+        Op::Unique { .. } => signal::infer(cx, &n.op)?,
         // The row count depends on the values: a fresh dim.
         Op::NonMaxSuppression { .. } => vec![t(Some(DType::I64), Some(vec![cx.fresh(), Dim::Fixed(3)]))],
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass

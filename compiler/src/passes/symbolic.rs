@@ -170,8 +170,12 @@ fn node(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> 
         }
     };
     // A Scan body may read named dims' tensors of the enclosing graph: always analysed.
-    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. } | Op::Size | Op::Scan { .. }) {
+    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. } | Op::Scan { .. }) {
         statik(s);
+        // Values an op gives from its inputs' dims alone (a Size) are a shape computation's.
+        if let (Some(&o), Some(v)) = (n.outputs.first(), values_from_dims(g, n, &ins)) {
+            s.ints.insert(o, v);
+        }
         return Ok(());
     }
     if matches!(n.op, Op::Scan { .. }) {
@@ -189,6 +193,16 @@ fn node(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> 
         }
         Err(e) => Err(e),
     }
+}
+
+/// Output 0's values when the op's shape rule gives them from its inputs' dims `ins` alone
+/// ([`crate::ops::ShapeCx::out_ints`] without values: a Size).
+fn values_from_dims(g: &Graph, n: &Node, ins: &[Option<Vec<DimExpr>>]) -> Option<Vec<DimExpr>> {
+    let Op::Def(d) = &n.op else { return None };
+    let args = n.inputs.iter().zip(ins).map(|(v, dims)| Some(crate::ops::Arg { dtype: g.tensor_type((*v)?)?.dtype, dims: dims.clone(), value: None })).collect();
+    let mut cx = crate::ops::ShapeCx::new(args);
+    d.shapes(&mut cx).ok()?;
+    cx.out_ints.into_iter().next().flatten()
 }
 
 /// Elementwise `b` of two shape values (one of them may be a single value).
@@ -294,10 +308,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             s.ints.insert(out, v);
             vec![c(len as i64)]
         }
-        Op::Size => {
-            s.ints.insert(out, vec![crate::ops::product(&x(0)?)]);
-            vec![]
-        }
         Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
             if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
                 s.ints.insert(out, i);
@@ -346,6 +356,10 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 }
             }
             let outs = d.shapes(&mut cx)?;
+            // An output length that depends on values (NonZero's): no bounded form.
+            if outs.iter().flat_map(|o| o.dims.iter().flatten()).any(crate::ops::is_unknown) {
+                return Err(unsupported(n));
+            }
             for c in cx.checks {
                 require(s, n, c)?;
             }
@@ -369,7 +383,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
-        Op::Unary(_) | Op::Softmax { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } | Op::Lrn { .. } | Op::Shrink { .. } => x(0)?,
+        Op::Unary(_) | Op::Softmax { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } => x(0)?,
         // Inputs of the output's shape, one element or its last dims: numpy broadcasting.
         Op::Elementwise(_) => {
             let mut d = Vec::new();

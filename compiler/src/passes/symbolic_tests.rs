@@ -129,7 +129,7 @@ fn comparisons_of_dims_are_decided_with_a_guard() {
 fn ops_without_a_rule_are_refused_with_the_op_name() {
     let mut g = Graph::default();
     let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
-    let y = node(&mut g, Op::NonZero, vec![Some(x)]);
+    let y = node(&mut g, crate::ops::compress::NonZero.op(), vec![Some(x)]);
     g.outputs = vec![y];
     let ins = HashMap::from([(x, vec![v("n"), k(4)])]);
     let err = analyze(&g, &ins, &Default::default()).expect_err("no rule").to_string();

@@ -855,7 +855,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let zero_s = i64_scalar(&mut c, 0);
     let one_s = i64_scalar(&mut c, 1);
     let s_scalar = c.step(Op::Squeeze { axes: Some(vec![0]) }, &[s]);
-    let steps = c.step(Op::Range, &[zero_s, s_scalar, one_s]);
+    let steps = c.step(burnc_compiler::ops::range::Range.op(), &[zero_s, s_scalar, one_s]);
     let past_col = c.step(Op::Unsqueeze { axes: Some(vec![1]) }, &[past_len]);
     let pos = c.bin(BinaryOp::Add, past_col, steps); // [B, S]
     let (q4, k4) = if a.i_or("do_rotary", 0) != 0 {
@@ -876,7 +876,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
         None => total,
     };
     let tp_scalar = c.step(Op::Squeeze { axes: Some(vec![0]) }, &[tp]);
-    let t = c.step(Op::Range, &[zero_s, tp_scalar, one_s]); // [Tp]
+    let t = c.step(burnc_compiler::ops::range::Range.op(), &[zero_s, tp_scalar, one_s]); // [Tp]
     let t_row = c.step(Op::Unsqueeze { axes: Some(vec![0]) }, &[t]); // [1, Tp]
     let sl_col = c.step(Op::Unsqueeze { axes: Some(vec![1]) }, &[sl]);
     let is_past = c.bin(BinaryOp::Less, t_row, past_col); // [B, Tp]

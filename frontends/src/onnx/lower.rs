@@ -5,7 +5,7 @@ use super::proto::NodeProto;
 use super::{tensor, OnnxError};
 use burnc_compiler::ir::{
     AutoPad, BinaryOp, DType, Op, PadMode, PoolKind, ReduceOp, ScatterReduction, SeqOp, UnaryOp,
-    ValueId, Window, WindowKind,
+    ValueId, Window,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
 use burnc_compiler::ops::{activation, channel_norm, OpRef};
@@ -392,12 +392,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "InstanceNormalization" => Some(channel_norm::InstanceNorm::op(a.f_or("epsilon", 1e-5))),
         "LayerNormalization" => Some(burnc_compiler::ops::norm::LayerNorm { axis: a.i_or("axis", -1), epsilon: a.f_or("epsilon", 1e-5) }.op()),
-        "LRN" => Some(Op::Lrn {
-            size: a.i("size").ok_or_else(|| n.err("missing attribute `size`"))?.max(1) as usize,
-            alpha: a.f_or("alpha", 1e-4),
-            beta: a.f_or("beta", 0.75),
-            bias: a.f_or("bias", 1.0),
-        }),
+        "LRN" => Some(
+            channel_norm::Lrn {
+                size: a.i("size").ok_or_else(|| n.err("missing attribute `size`"))?.max(1) as usize,
+                alpha: a.f_or("alpha", 1e-4),
+                beta: a.f_or("beta", 0.75),
+                bias: a.f_or("bias", 1.0),
+            }
+            .op(),
+        ),
         "LpNormalization" => Some(burnc_compiler::ops::norm::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }.op()),
         "MeanVarianceNormalization" => Some(channel_norm::MeanVarianceNorm::op(a.ints("axes").unwrap_or(vec![0, 2, 3]))),
         "Softmax" | "LogSoftmax" => Some(Op::Softmax {
@@ -532,7 +535,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             Some(burnc_compiler::ops::pad::Pad { mode }.op())
         }
         "Shape" => Some(Op::Shape { start: a.i_or("start", 0), end: a.i("end") }),
-        "Size" => Some(Op::Size),
+        "Size" => Some(burnc_compiler::ops::dim_values::Size.op()),
         "ConstantOfShape" => {
             let value = match a.t("value") {
                 Some(t) => tensor::to_tensor(t, ctx.model_dir)?,
@@ -543,8 +546,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             Some(Op::ConstantOfShape { value: Tensor { shape: vec![], data: value.data } })
         }
-        "Range" => Some(Op::Range),
-        "NonZero" => Some(Op::NonZero),
+        "Range" => Some(burnc_compiler::ops::range::Range.op()),
+        "NonZero" => Some(burnc_compiler::ops::compress::NonZero.op()),
         "ImageDecoder" => {
             use burnc_compiler::ops::image::{ImageDecoder, PixelFormat};
             let format = match a.s_or("pixel_format", "RGB").as_str() {
@@ -707,7 +710,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "QLinearMatMul" => Some(Op::QLinearMatMul),
         "ConvInteger" => Some(Op::ConvInteger { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
         "QLinearConv" => Some(Op::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
-        "Shrink" => Some(Op::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }),
+        "Shrink" => Some(activation::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }.op()),
         "Det" => Some(burnc_compiler::ops::linalg::Det.op()),
         "RNN" | "GRU" | "LSTM" => Some(burnc_compiler::ops::recurrent::Recurrent::op(super::rnn::rnn_attrs(op_type, &a).map_err(|e| n.err(e))?)),
         "Col2Im" => Some(
@@ -752,16 +755,22 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             Some(burnc_compiler::ops::spectral::Dft { inverse: a.i_or("inverse", 0) != 0, onesided: a.i_or("onesided", 0) != 0 }.op())
         }
         "STFT" => Some(burnc_compiler::ops::spectral::Stft { onesided: a.i_or("onesided", 1) != 0 }.op()),
-        "HannWindow" | "HammingWindow" | "BlackmanWindow" => Some(Op::Window {
-            kind: match op_type {
-                "HannWindow" => WindowKind::Hann,
-                "HammingWindow" => WindowKind::Hamming,
-                _ => WindowKind::Blackman,
-            },
-            periodic: a.i_or("periodic", 1) != 0,
-            dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32),
-        }),
-        "MelWeightMatrix" => Some(Op::MelWeightMatrix { dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32) }),
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
+            use burnc_compiler::ops::spectral::{CosineWindow, WindowKind};
+            Some(
+                CosineWindow {
+                    kind: match op_type {
+                        "HannWindow" => WindowKind::Hann,
+                        "HammingWindow" => WindowKind::Hamming,
+                        _ => WindowKind::Blackman,
+                    },
+                    periodic: a.i_or("periodic", 1) != 0,
+                    dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32),
+                }
+                .op(),
+            )
+        }
+        "MelWeightMatrix" => Some(burnc_compiler::ops::spectral::MelWeightMatrix { dtype: dtype_attr(&n, "output_datatype")?.unwrap_or(DType::F32) }.op()),
         "GridSample" => Some(burnc_compiler::ops::grid::GridSample {
             mode: match a.s_or("mode", if opset < 20 { "bilinear" } else { "linear" }).as_str() {
                 "nearest" => GridMode::Nearest,

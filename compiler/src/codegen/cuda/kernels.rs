@@ -514,22 +514,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             );
             Ok(vec![pointwise(name, rows, on, "", &body)])
         }
-        Op::Lrn { size, alpha, beta, bias } => {
-            let c = oshape.get(1).copied().unwrap_or(1);
-            let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
-            let x = cx.ptr(n, cx.input(n, 0)?)?;
-            let (lo, hi) = ((size.max(&1) - 1) / 2, (size.max(&1) - 1).div_ceil(2));
-            let body = format!(
-                "int c = (i / {inner}) % {c};\n{at} s = 0;\n\
-                 for (int k = max(0, c - {lo}); k <= min({}, c + {hi}); ++k) {{ {at} v = {x}[i + (k - c) * {inner}]; s += v * v; }}\n\
-                 {y}[i] = {x}[i] / ({at})pow((double){} + (double){} / {size}.0 * (double)s, (double){});",
-                c - 1,
-                scalar::f32_lit(*bias),
-                scalar::f32_lit(*alpha),
-                scalar::f32_lit(*beta)
-            );
-            one(body, String::new())
-        }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let xv = cx.input(n, 0)?;
             let (xd, xs) = cx.ty(n, xv)?;

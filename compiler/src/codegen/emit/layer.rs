@@ -1,4 +1,4 @@
-//! Pooling, GEMM/MatMul, batch and local response normalization, softmax and reductions: one
+//! Pooling, GEMM/MatMul, batch normalization, softmax and reductions: one
 //! emitter for fixed shapes and bounded dims. Sizes come from [`EmitCx::size`] (a literal for a
 //! fixed dim, the run-time size table for a bounded one), so the same statements serve both.
 use super::elementwise::f32_lit;
@@ -48,20 +48,6 @@ pub(crate) fn emit(cx: &EmitCx) -> Res {
                 args[2],
                 args[3],
                 f64_lit(*epsilon as f64)
-            )))
-        }
-        Op::Lrn { size, alpha, beta, bias } => {
-            if !float {
-                return Err(cx.err(format!("LRN on {od} is not supported by codegen yet")));
-            }
-            let (b, c, plane) = batch_channels_plane(cx, out)?;
-            Ok(Some(format!(
-                "rt::kernels::norm::lrn({}, {}, {b}, {c}, {plane}, {size}, {}, {}, {});",
-                cx.read(cx.input(0)?)?,
-                cx.write(out)?,
-                f64_lit(*alpha as f64),
-                f64_lit(*beta as f64),
-                f64_lit(*bias as f64)
             )))
         }
         Op::Pool { kind, window, storage_order } => {

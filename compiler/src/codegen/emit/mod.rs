@@ -5,12 +5,10 @@ pub(crate) mod data;
 mod dropout;
 mod elementwise;
 mod layer;
-mod misc;
 pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 pub(crate) mod norm;
 mod quant;
-mod signal;
 mod train;
 mod wide;
 
@@ -201,10 +199,9 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Elementwise(p) => elementwise::emit_program(&e, p).map(Some),
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(&e),
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
-        | Op::Softmax { .. } | Op::Lrn { .. } | Op::ScaleShift { .. } => layer::emit(&e),
+        | Op::Softmax { .. } | Op::ScaleShift { .. } => layer::emit(&e),
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(&e),
         Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
-        Op::Shrink { .. } => misc::emit_shrink(&e),
         Op::BatchNormTraining { .. } => norm::emit(&e),
         Op::Scan { .. } => control::emit_scan(&e),
         Op::Dropout { .. } => dropout::emit(&e),
@@ -213,7 +210,7 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::Window { .. } | Op::MelWeightMatrix { .. } | Op::Unique { .. } => signal::emit(cx, id, n),
+        Op::Unique { .. } => Err(cx.err(n, "Unique's output shapes depend on its input's values: codegen needs the input to be a constant")),
         // Folded when its inputs are constants; otherwise its output length is not known.
         Op::NonMaxSuppression { .. } => Err(cx.err(n, "NonMaxSuppression's output length depends on its inputs' values: codegen needs them to be constants")),
         Op::ParamUpdate { .. } => train::emit(cx, n),

@@ -498,26 +498,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             );
             Ok(vec![ncx.rows(outer * inner, &body)])
         }
-        Op::Lrn { size, alpha, beta, bias } => {
-            let x = ncx.input(0)?;
-            if !scalar::is_float(od) {
-                return Err(cx.err(n, format!("LRN on {od} is not supported by the wgpu target")));
-            }
-            let c = y.shape.get(1).copied().unwrap_or(1);
-            let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
-            let (lo, hi) = ((size.max(&1) - 1) / 2, (size.max(&1) - 1).div_ceil(2));
-            let (bias, alpha, beta) = (scalar::f32_lit(*bias), scalar::f32_lit(*alpha / *size.max(&1) as f32), scalar::f32_lit(*beta));
-            one(ncx.pointwise(&y, |i| {
-                Ok((
-                    format!(
-                        "let c = i32(({i} / {inner}u) % {c}u);\nvar s = 0.0;\nfor (var k = max(0, c - {lo}); k <= min({}, c + {hi}); k++) {{ let v = {}; s += v * v; }}\n",
-                        c - 1,
-                        x.load(&format!("u32(i32({i}) + (k - c) * {inner})"))
-                    ),
-                    format!("{} / pow_f32({bias} + {alpha} * s, {beta})", x.load(i)),
-                ))
-            }))
-        }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let x = ncx.input(0)?;
             let rank = x.shape.len();

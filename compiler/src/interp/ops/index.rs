@@ -1,4 +1,4 @@
-//! Interpreter semantics: index family (Gather, NonZero; Trilu's kernel for ops::select).
+//! Interpreter semantics: index family (Gather; Trilu's kernel for ops::select).
 //! Gathers are written as a flat source index per output element and
 //! one generic [`take`]. Index tensors are validated: out-of-range is an error, negatives wrap.
 use super::shape::{index_map, take, take_or};
@@ -11,7 +11,6 @@ use crate::tensor::{Data, Tensor};
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Gather { axis } => one(gather(arg(args, 0)?, arg(args, 1)?, *axis)?),
-        Op::NonZero => one(nonzero(arg(args, 0)?)?),
         _ => Err(format!("{} is not an index op", op.name())),
     }
 }
@@ -64,30 +63,6 @@ fn gather(data: &Tensor, ind: &Tensor, axis: i64) -> Result<Tensor, String> {
     Ok(Tensor::new(shape, take(&data.data, &idx)))
 }
 
-fn nonzero_mask(x: &Tensor) -> Result<Vec<bool>, String> {
-    Ok(match &x.data {
-        Data::F8(..) => x.to_f64_vec().iter().map(|&v| v != 0.0).collect(),
-        d => crate::with_data!(d, v => v.iter().map(|&e| e != Default::default()).collect(), f8 => Vec::new()),
-    })
-}
-
-fn nonzero(x: &Tensor) -> Result<Tensor, String> {
-    let mask = nonzero_mask(x)?;
-    let r = x.rank();
-    let hits: Vec<usize> = mask.iter().enumerate().filter(|(_, &b)| b).map(|(i, _)| i).collect();
-    let n = hits.len();
-    let st = strides(&x.shape);
-    let mut out = vec![0i64; r * n];
-    for (j, &flat) in hits.iter().enumerate() {
-        let mut rem = flat;
-        for d in 0..r {
-            out[d * n + j] = (rem / st[d]) as i64;
-            rem %= st[d];
-        }
-    }
-    Ok(Tensor::from_i64s(vec![r, n], out))
-}
-
 pub(crate) fn trilu(x: &Tensor, k: i64, upper: bool) -> Result<Tensor, String> {
     let r = x.rank();
     if r < 2 {
@@ -114,12 +89,6 @@ mod tests {
         let y = gather(&x, &i(&[2], &[-1, 0]), 1).unwrap();
         assert_eq!(y, f(&[2, 2], &[3., 1., 6., 4.]));
         assert!(gather(&x, &i(&[1], &[3]), 1).is_err());
-    }
-
-    #[test]
-    fn nonzero() {
-        let x = f(&[2, 2], &[1., 0., 1., 1.]);
-        assert_eq!(super::nonzero(&x).unwrap(), i(&[2, 3], &[0, 1, 1, 0, 0, 1]));
     }
 
     #[test]

@@ -18,7 +18,6 @@ pub(crate) mod reduce;
 mod seq;
 pub(crate) mod shape;
 pub(crate) mod train;
-pub(crate) mod signal;
 mod unique;
 pub(crate) mod util;
 
@@ -74,10 +73,9 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. }
-        | Op::Lrn { .. }
         | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
-        Op::Gather { .. } | Op::NonZero => index::eval(op, &args, n_outputs),
+        Op::Gather { .. } => index::eval(op, &args, n_outputs),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
@@ -85,9 +83,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::MatMulInteger
         | Op::QLinearMatMul
         | Op::ConvInteger { .. }
-        | Op::QLinearConv { .. }
-        | Op::Shrink { .. } => quant::eval(op, &args, n_outputs),
-        Op::Window { .. } | Op::MelWeightMatrix { .. } => signal::eval(op, &args),
+        | Op::QLinearConv { .. } => quant::eval(op, &args, n_outputs),
         Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
         Op::NonMaxSuppression { center_point_box } => detect::nms(&args, *center_point_box).map(|t| vec![RtValue::Tensor(t)]),
         _ => shape::eval(op, &args, n_outputs),

@@ -30,7 +30,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
             let (y, m, v) = stats::batch_norm_train(x, ps, *epsilon as f64, *momentum as f64)?;
             Ok([y, m, v].into_iter().take(n_outputs.max(1)).map(RtValue::Tensor).collect())
         }
-        Op::Lrn { size, alpha, beta, bias } => one(local::lrn(x, *size, *alpha as f64, *beta as f64, *bias as f64)?),
         _ => Err(format!("{} is not a normalization op", op.name())),
     }
 }

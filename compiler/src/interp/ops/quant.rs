@@ -1,5 +1,5 @@
-//! Integer products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv) plus Shrink, and
-//! the integer helpers `ops::quant` shares. Integer products and sums are
+//! Integer products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv) and the integer
+//! helpers `ops::quant` shares. Integer products and sums are
 //! done in integers (i32 / i64), never through floats; floats only for scales.
 use super::cast::cast;
 use super::qint;
@@ -28,13 +28,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
             one(qint::conv_integer(arg(args, 0)?, arg(args, 1)?, opt_arg(args, 2)?, opt_arg(args, 3)?, window, *group)?)
         }
         Op::QLinearConv { window, group } => one(qint::qlinear_conv(opt_args(args)?, window, *group)?),
-        Op::Shrink { lambd, bias } => {
-            let x = arg(args, 0)?;
-            let (l, b) = (*lambd as f64, *bias as f64);
-            let v: Vec<f64> =
-                x.to_f64_vec().into_iter().map(|v| if v < -l { v + b } else if v > l { v - b } else { 0.0 }).collect();
-            one(cast(&Tensor::new(x.shape.clone(), Data::F64(v)), x.dtype(), false)?)
-        }
         _ => Err(format!("{} is not a quantization op", op.name())),
     }
 }

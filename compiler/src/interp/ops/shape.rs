@@ -73,16 +73,11 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let dims: Vec<i64> = x.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
             one(Tensor::from_i64s(vec![dims.len()], dims))
         }
-        Op::Size => one(Tensor::scalar_i64(arg(args, 0)?.numel() as i64)),
         Op::ConstantOfShape { value } => {
             let shape = to_dims(&ints_arg(args, 0)?)?;
             let n = numel(&shape)?;
             let idx = vec![0usize; n];
             one(Tensor::new(shape, take(&value.data, &idx)))
-        }
-        Op::Range => {
-            let (s, l, d) = (arg(args, 0)?, arg(args, 1)?, arg(args, 2)?);
-            one(range(s, l, d)?)
         }
         _ => Err(format!("{} is not implemented in the interpreter yet", op.name())),
     }
@@ -260,52 +255,4 @@ pub fn broadcast_to(x: &Tensor, out: &[usize]) -> Result<Tensor, String> {
     let st = broadcast_strides(&x.shape, out);
     let idx = index_map(out, |ix| ix.iter().zip(&st).map(|(i, s)| i * s).sum())?;
     Ok(Tensor::new(out.to_vec(), take(&x.data, &idx)))
-}
-
-
-fn range(s: &Tensor, l: &Tensor, d: &Tensor) -> Result<Tensor, String> {
-    if s.dtype() != l.dtype() || s.dtype() != d.dtype() {
-        return Err("start, limit and delta must share a type".into());
-    }
-    let dtype = s.dtype();
-    if dtype.is_float() {
-        let (a, b, c) = (s.to_f64_vec()[0], l.to_f64_vec()[0], d.to_f64_vec()[0]);
-        if c == 0.0 {
-            return Err("delta is 0".into());
-        }
-        let n = ((b - a) / c).ceil().max(0.0) as usize;
-        if n > 1 << 32 {
-            return Err("range too long".into());
-        }
-        let vals: Vec<f64> = (0..n).map(|i| a + i as f64 * c).collect();
-        let t = Tensor::new(vec![n], Data::F64(vals));
-        super::cast::cast(&t, dtype, true)
-    } else {
-        let get = |t: &Tensor| t.to_i64_vec().and_then(|v| v.first().copied()).ok_or("empty scalar");
-        let (a, b, c) = (get(s)?, get(l)?, get(d)?);
-        if c == 0 {
-            return Err("delta is 0".into());
-        }
-        let n = range_len_int(a, b, c);
-        if n > 1 << 32 {
-            return Err("range too long".into());
-        }
-        let n = n as usize;
-        // Every element lies between `a` and `b`, so it fits an i64; i128 keeps `i * c` exact.
-        let vals: Vec<i64> = (0..n as i128).map(|i| (a as i128 + i * c as i128) as i64).collect();
-        super::cast::cast(&Tensor::from_i64s(vec![n], vals), dtype, true)
-    }
-}
-
-/// Element count of an integer Range: ceil((limit - start) / delta), at least 0, exact for
-/// any i64 bounds (the difference is taken in i128; f64 rounds it near the limits). `delta`
-/// is not 0.
-pub fn range_len_int(start: i64, limit: i64, delta: i64) -> u128 {
-    let (span, step) = (limit as i128 - start as i128, delta as i128);
-    let (span, step) = if step < 0 { (-span, -step) } else { (span, step) };
-    if span <= 0 {
-        0
-    } else {
-        ((span + step - 1) / step) as u128
-    }
 }
