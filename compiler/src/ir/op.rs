@@ -216,15 +216,6 @@ pub enum Op {
     /// (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?).
     QLinearConv { window: Window, group: usize },
 
-    // ---- Unique (interp::ops::unique)
-    /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
-    Unique { axis: Option<i64>, sorted: bool },
-
-    // ---- detection (interp::ops::detect)
-    /// (boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?) →
-    /// [selected, 3] int64 rows (batch, class, box): the length depends on the values.
-    NonMaxSuppression { center_point_box: bool },
-
     // ---- training
     /// (param, grad, lr: f32 scalar, step: i64 scalar (1 first), moment1?, moment2?) →
     /// (param', moment1'?, moment2'?): one optimizer update (`rule.moments()` moment buffers).

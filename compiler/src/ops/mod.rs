@@ -109,6 +109,7 @@ pub mod split;
 pub mod strings;
 pub mod tile;
 pub mod topk;
+pub mod unique;
 pub mod unpool;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};

@@ -85,11 +85,10 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Expand
         | Op::Shape { .. }
         | Op::ConstantOfShape { .. }
-        | Op::Unique { .. }
         | Op::Seq(_) => 0,
 
         // ---- cost depends on values, trees or how often a subgraph runs
-        Op::NonMaxSuppression { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => {
+        Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => {
             return None
         }
         // One branch runs: the dearer one.

@@ -10,8 +10,6 @@ use super::PassError;
 use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
 use crate::tensor::Tensor;
 
-#[path = "infer_signal.rs"]
-mod signal;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -755,9 +753,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Unique { .. } => signal::infer(cx, &n.op)?,
         // The row count depends on the values: a fresh dim.
-        Op::NonMaxSuppression { .. } => vec![t(Some(DType::I64), Some(vec![cx.fresh(), Dim::Fixed(3)]))],
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
         Op::Seq(_)

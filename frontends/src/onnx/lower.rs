@@ -788,8 +788,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         .op()),
         "AffineGrid" => Some(burnc_compiler::ops::grid::AffineGrid { align_corners: a.i_or("align_corners", 0) != 0 }.op()),
-        "Unique" => Some(Op::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }),
-        "NonMaxSuppression" => Some(Op::NonMaxSuppression { center_point_box: a.i_or("center_point_box", 0) != 0 }),
+        "Unique" => Some(burnc_compiler::ops::unique::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }.op()),
+        "NonMaxSuppression" => Some(burnc_compiler::ops::detect::NonMaxSuppression { center_point_box: a.i_or("center_point_box", 0) != 0 }.op()),
         "RoiAlign" => {
             let pos = |name: &str, d: i64| usize::try_from(a.i_or(name, d)).map_err(|_| n.err(format!("negative {name}")));
             // Opset 16 added coordinate_transformation_mode; RoiAlign-10 behaves as output_half_pixel.

@@ -210,9 +210,6 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
         Op::MatMulInteger
         | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::Unique { .. } => Err(cx.err(n, "Unique's output shapes depend on its input's values: codegen needs the input to be a constant")),
-        // Folded when its inputs are constants; otherwise its output length is not known.
-        Op::NonMaxSuppression { .. } => Err(cx.err(n, "NonMaxSuppression's output length depends on its inputs' values: codegen needs them to be constants")),
         Op::ParamUpdate { .. } => train::emit(cx, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
