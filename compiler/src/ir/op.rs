@@ -206,15 +206,6 @@ pub enum Op {
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),
 
-    // ---- integer products (integer arithmetic) and small extras
-    /// (A, B, a_zero_point?, b_zero_point?) → i32 product of the shifted integers.
-    MatMulInteger,
-    /// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp).
-    QLinearMatMul,
-    /// (x, w, x_zero_point?, w_zero_point?) → i32 convolution.
-    ConvInteger { window: Window, group: usize },
-    /// (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?).
-    QLinearConv { window: Window, group: usize },
 
     // ---- training
     /// (param, grad, lr: f32 scalar, step: i64 scalar (1 first), moment1?, moment2?) →

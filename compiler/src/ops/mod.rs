@@ -78,6 +78,7 @@ pub mod einsum;
 pub mod gather;
 pub mod grid;
 pub mod image;
+pub mod integer;
 pub mod linalg;
 pub mod linear_attention;
 pub mod loss;

@@ -436,10 +436,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Conv { window, group } | Op::FusedConv { window, group, .. } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
         // Integer products: i32 accumulators, or requantized to y_zero_point's type (uint8
         // when it is absent).
-        Op::ConvInteger { window, group } => vec![t(Some(DType::I32), conv(cx, window, *group)?)],
-        Op::QLinearConv { window, group } => vec![t(Some(cx.dtype(7).unwrap_or(DType::U8)), conv_of(cx, 0, 3, window, *group)?)],
-        Op::MatMulInteger => vec![t(Some(DType::I32), matmul(cx)?)],
-        Op::QLinearMatMul => vec![t(Some(cx.dtype(7).unwrap_or(DType::U8)), matmul_of(cx, 0, 3)?)],
         Op::ScaleShift { .. } => same(),
         // Inputs have the output's shape or one element: the output is the largest input.
         Op::Elementwise(_) => {

@@ -78,10 +78,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
-        Op::MatMulInteger
-        | Op::QLinearMatMul
-        | Op::ConvInteger { .. }
-        | Op::QLinearConv { .. } => quant::eval(op, &args, n_outputs),
         _ => shape::eval(op, &args, n_outputs),
     }
 }
