@@ -143,10 +143,6 @@ pub(crate) fn compile_time_only(g: &Graph, v: burnc_compiler::ir::ValueId) -> bo
         for (i, inp) in n.inputs.iter().enumerate() {
             let decides_shape = match &n.op {
                 Op::Loop { .. } => i == 0,
-                // Unique's output length is the number of distinct values.
-                Op::Unique { .. } => i == 0,
-                // NonMaxSuppression's row count depends on every one of its inputs.
-                Op::NonMaxSuppression { .. } => true,
                 Op::Def(d) => d.decides_shapes(i),
                 _ => false,
             };

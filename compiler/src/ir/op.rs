@@ -206,24 +206,6 @@ pub enum Op {
     // ---- sequences and optionals (interpreter-level values)
     Seq(SeqOp),
 
-    // ---- integer products (integer arithmetic) and small extras
-    /// (A, B, a_zero_point?, b_zero_point?) → i32 product of the shifted integers.
-    MatMulInteger,
-    /// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp).
-    QLinearMatMul,
-    /// (x, w, x_zero_point?, w_zero_point?) → i32 convolution.
-    ConvInteger { window: Window, group: usize },
-    /// (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B?).
-    QLinearConv { window: Window, group: usize },
-
-    // ---- Unique (interp::ops::unique)
-    /// (X) → (Y, indices, inverse_indices, counts): output shapes depend on the values.
-    Unique { axis: Option<i64>, sorted: bool },
-
-    // ---- detection (interp::ops::detect)
-    /// (boxes, scores, max_output_boxes_per_class?, iou_threshold?, score_threshold?) →
-    /// [selected, 3] int64 rows (batch, class, box): the length depends on the values.
-    NonMaxSuppression { center_point_box: bool },
 
     // ---- training
     /// (param, grad, lr: f32 scalar, step: i64 scalar (1 first), moment1?, moment2?) →

@@ -1,14 +1,15 @@
 //! RoiAlign and 2-D DeformConv over float tensors: one runtime kernel each in
 //! `kernels::detect`, for the interpreter and generated code, which takes its geometry (a
 //! struct of sizes) at run time, so batch, channels and spatial dims may be bounded. The
-//! kernel dims of DeformConv's W must be fixed.
+//! kernel dims of DeformConv's W must be fixed. NonMaxSuppression, whose output length depends
+//! on the values, runs in the interpreter (and folds).
 use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom;
 use crate::interp::ops::norm::float::{by_precision, Work};
 use crate::ir::{DType, DimExpr, Op, ValueId, Window};
 use crate::tensor::{Data, Tensor};
-use burnc_runtime::kernels::detect as k;
+use burnc_runtime::kernels::detect::{self as k, Nms};
 
 const K: &str = "rt::kernels::detect";
 
@@ -369,6 +370,91 @@ impl OpDef for DeformConv {
     fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         let taps = numel(&Some(ins.get(1)?.as_ref()?.get(1..)?.to_vec()))?;
         numel(outs.first()?)?.checked_mul(taps.saturating_mul(2).saturating_add(8))
+    }
+}
+
+/// Every operand must share X's float type.
+fn check_float(x: &Tensor, others: &[&Tensor], what: &str) -> R<()> {
+    if !x.dtype().is_float() || others.iter().any(|t| t.dtype() != x.dtype()) {
+        return Err(format!("{what} needs float operands of one type, got X {} and {:?}", x.dtype(), others.iter().map(|t| t.dtype()).collect::<Vec<_>>()));
+    }
+    Ok(())
+}
+
+/// NonMaxSuppression `(boxes [B, N, 4], scores [B, C, N], max_output_boxes_per_class?,
+/// iou_threshold?, score_threshold?)`: `[selected, 3]` int64 rows (batch, class, box), per
+/// batch and class the boxes by descending score that overlap no kept one by more than the
+/// threshold. The row count depends on every input's values, so only constant inputs (folded
+/// before code generation) get through codegen; the math is `kernels::detect::nms`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NonMaxSuppression {
+    pub center_point_box: bool,
+}
+
+impl NonMaxSuppression {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for NonMaxSuppression {
+    name!("NonMaxSuppression");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        Ok(vec![OutType { dtype: DType::I64, dims: Some(vec![cx.unknown(), DimExpr::constant(3)]) }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let (boxes, scores) = (input(ins, 0)?, input(ins, 1)?);
+        let (bs, ss) = (&boxes.shape, &scores.shape);
+        if bs.len() != 3 || bs[2] != 4 || ss.len() != 3 || ss[0] != bs[0] || ss[2] != bs[1] {
+            return Err(format!("NonMaxSuppression needs boxes [B, N, 4] and scores [B, C, N], got {bs:?} and {ss:?}"));
+        }
+        check_float(boxes, &[scores], "NonMaxSuppression")?;
+        let opt = |i: usize| ins.get(i).copied().flatten();
+        let max_out = opt(2);
+        if max_out.is_some_and(|t| !t.dtype().is_int()) {
+            return Err("max_output_boxes_per_class must be an integer".into());
+        }
+        // Absent: no boxes per class (the spec's default 0); negative counts as 0.
+        let max_per_class = max_out.and_then(|t| t.to_i64_vec()).and_then(|v| v.first().copied()).unwrap_or(0).max(0);
+        // A scalar-like optional input (`None` when absent or empty).
+        let first = |t: Option<&Tensor>| t.and_then(|t| t.to_f64_vec().first().copied());
+        let iou = first(opt(3)).unwrap_or(0.0);
+        let score = first(opt(4));
+        fn go<W: Work>(boxes: &Tensor, scores: &Tensor, max: usize, iou: f64, score: Option<f64>, center: bool) -> R<Tensor> {
+            let (bs, ss) = (&boxes.shape, &scores.shape);
+            let p = Nms {
+                batches: bs[0],
+                classes: ss[1],
+                boxes: bs[1],
+                max_per_class: max,
+                iou_threshold: <W as burnc_runtime::kernels::real::Real>::from_f64(iou),
+                score_threshold: score.map(<W as burnc_runtime::kernels::real::Real>::from_f64),
+                center_point_box: center,
+            };
+            let mut out = vec![0i64; crate::interp::ops::util::numel(&[k::nms_max_rows(&p), 3])?];
+            let (mut order, mut kept) = (vec![0usize; p.boxes], vec![0usize; p.boxes]);
+            let rows = k::nms(&W::view(boxes), &W::view(scores), &p, &mut order, &mut kept, &mut out);
+            out.truncate(rows * 3);
+            Ok(Tensor::new(vec![rows, 3], Data::I64(out)))
+        }
+        let max = usize::try_from(max_per_class).unwrap_or(usize::MAX);
+        Ok(vec![by_precision!(boxes.dtype(), "NonMaxSuppression", go(boxes, scores, max, iou, score, self.center_point_box))?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        Err(cx.err("NonMaxSuppression's output length depends on its inputs' values: codegen needs them to be constants"))
+    }
+
+    // The overlaps computed depend on the scores.
+    fn flops(&self, _: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+        None
+    }
+
+    fn decides_shapes(&self, _: usize) -> bool {
+        true
     }
 }
 

@@ -78,6 +78,7 @@ pub mod einsum;
 pub mod gather;
 pub mod grid;
 pub mod image;
+pub mod integer;
 pub mod linalg;
 pub mod linear_attention;
 pub mod loss;
@@ -109,6 +110,7 @@ pub mod split;
 pub mod strings;
 pub mod tile;
 pub mod topk;
+pub mod unique;
 pub mod unpool;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};

@@ -55,15 +55,13 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
 
         // ---- linear algebra and convolutions
-        Op::MatMul | Op::MatMulInteger | Op::QLinearMatMul => mul(&[2, out?, *in_shape(g, n, 0)?.last()? as u64]),
+        Op::MatMul => mul(&[2, out?, *in_shape(g, n, 0)?.last()? as u64]),
         Op::Gemm { trans_a, .. } => {
             let a = in_shape(g, n, 0)?;
             let k = if *trans_a { *a.first()? } else { *a.get(1)? };
             mul(&[2, out?, k as u64])
         }
-        Op::Conv { .. } | Op::FusedConv { .. } | Op::ConvInteger { .. } => conv_flops(g, n, 1, out?)?,
-        // QLinearConv's weights are input 3.
-        Op::QLinearConv { .. } => conv_flops(g, n, 3, out?)?,
+        Op::Conv { .. } | Op::FusedConv { .. } => conv_flops(g, n, 1, out?)?,
 
 
         // ---- windows, normalizations, softmax
@@ -85,11 +83,10 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Expand
         | Op::Shape { .. }
         | Op::ConstantOfShape { .. }
-        | Op::Unique { .. }
         | Op::Seq(_) => 0,
 
         // ---- cost depends on values, trees or how often a subgraph runs
-        Op::NonMaxSuppression { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => {
+        Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => {
             return None
         }
         // One branch runs: the dearer one.

@@ -10,8 +10,6 @@ use super::PassError;
 use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
 use crate::tensor::Tensor;
 
-#[path = "infer_signal.rs"]
-mod signal;
 
 /// Run inference over the whole graph (and If/Loop/Scan bodies, with outer types by name).
 pub fn infer(g: &mut Graph) -> Result<(), PassError> {
@@ -438,10 +436,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Conv { window, group } | Op::FusedConv { window, group, .. } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
         // Integer products: i32 accumulators, or requantized to y_zero_point's type (uint8
         // when it is absent).
-        Op::ConvInteger { window, group } => vec![t(Some(DType::I32), conv(cx, window, *group)?)],
-        Op::QLinearConv { window, group } => vec![t(Some(cx.dtype(7).unwrap_or(DType::U8)), conv_of(cx, 0, 3, window, *group)?)],
-        Op::MatMulInteger => vec![t(Some(DType::I32), matmul(cx)?)],
-        Op::QLinearMatMul => vec![t(Some(cx.dtype(7).unwrap_or(DType::U8)), matmul_of(cx, 0, 3)?)],
         Op::ScaleShift { .. } => same(),
         // Inputs have the output's shape or one element: the output is the largest input.
         Op::Elementwise(_) => {
@@ -755,9 +749,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
         }
-        Op::Unique { .. } => signal::infer(cx, &n.op)?,
         // The row count depends on the values: a fresh dim.
-        Op::NonMaxSuppression { .. } => vec![t(Some(DType::I64), Some(vec![cx.fresh(), Dim::Fixed(3)]))],
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
         Op::Seq(_)

@@ -481,7 +481,7 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
             // A's zero point is one value (MatMulInteger would read a [1] as one per row).
             let az = opt(2).map(|z| c.reshape(z, &[]));
             let name = c.ctx.fresh(&c.label);
-            let acc = c.add(Op::MatMulInteger, vec![Some(x), Some(b), az, opt(5)], &[name])[0];
+            let acc = c.add(burnc_compiler::ops::integer::MatMulInteger.op(), vec![Some(x), Some(b), az, opt(5)], &[name])[0];
             let acc = match opt(6) {
                 Some(bias) => c.bin(BinaryOp::Add, acc, bias),
                 None => acc,

@@ -706,10 +706,10 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         .op()),
         "DynamicQuantizeLinear" => Some(burnc_compiler::ops::quant::DynamicQuantize::op()),
-        "MatMulInteger" => Some(Op::MatMulInteger),
-        "QLinearMatMul" => Some(Op::QLinearMatMul),
-        "ConvInteger" => Some(Op::ConvInteger { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
-        "QLinearConv" => Some(Op::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
+        "MatMulInteger" => Some(burnc_compiler::ops::integer::MatMulInteger.op()),
+        "QLinearMatMul" => Some(burnc_compiler::ops::integer::QLinearMatMul.op()),
+        "ConvInteger" => Some(burnc_compiler::ops::integer::ConvInteger { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }.op()),
+        "QLinearConv" => Some(burnc_compiler::ops::integer::QLinearConv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }.op()),
         "Shrink" => Some(activation::Shrink { lambd: a.f_or("lambd", 0.5), bias: a.f_or("bias", 0.0) }.op()),
         "Det" => Some(burnc_compiler::ops::linalg::Det.op()),
         "RNN" | "GRU" | "LSTM" => Some(burnc_compiler::ops::recurrent::Recurrent::op(super::rnn::rnn_attrs(op_type, &a).map_err(|e| n.err(e))?)),
@@ -788,8 +788,8 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         .op()),
         "AffineGrid" => Some(burnc_compiler::ops::grid::AffineGrid { align_corners: a.i_or("align_corners", 0) != 0 }.op()),
-        "Unique" => Some(Op::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }),
-        "NonMaxSuppression" => Some(Op::NonMaxSuppression { center_point_box: a.i_or("center_point_box", 0) != 0 }),
+        "Unique" => Some(burnc_compiler::ops::unique::Unique { axis: a.i("axis"), sorted: a.i_or("sorted", 1) != 0 }.op()),
+        "NonMaxSuppression" => Some(burnc_compiler::ops::detect::NonMaxSuppression { center_point_box: a.i_or("center_point_box", 0) != 0 }.op()),
         "RoiAlign" => {
             let pos = |name: &str, d: i64| usize::try_from(a.i_or(name, d)).map_err(|_| n.err(format!("negative {name}")));
             // Opset 16 added coordinate_transformation_mode; RoiAlign-10 behaves as output_half_pixel.

@@ -8,7 +8,6 @@ mod layer;
 pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 pub(crate) mod norm;
-mod quant;
 mod train;
 mod wide;
 
@@ -159,9 +158,7 @@ pub fn scratch_bytes(g: &Graph, id: NodeId, lw: super::Lowering) -> usize {
         return d.scratch_bytes(&fixed_inputs(g, id));
     }
     // Each op has one emitter family, so at most one of these is non-zero.
-    nn::scratch_bytes(g, id, lw)
-        + quant::scratch_bytes(g, id)
-        + control::scratch_bytes(g, id, lw)
+    nn::scratch_bytes(g, id, lw) + control::scratch_bytes(g, id, lw)
 }
 
 /// Whether node `id`'s output may overwrite its input `i` in place.
@@ -208,11 +205,6 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         // The ops below have fixed-shape emitters only.
         _ if e.is_bounded() => Err(e.unsupported()),
         Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
-        Op::MatMulInteger
-        | Op::QLinearMatMul | Op::ConvInteger { .. } | Op::QLinearConv { .. } => quant::emit(cx, id, n),
-        Op::Unique { .. } => Err(cx.err(n, "Unique's output shapes depend on its input's values: codegen needs the input to be a constant")),
-        // Folded when its inputs are constants; otherwise its output length is not known.
-        Op::NonMaxSuppression { .. } => Err(cx.err(n, "NonMaxSuppression's output length depends on its inputs' values: codegen needs them to be constants")),
         Op::ParamUpdate { .. } => train::emit(cx, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }

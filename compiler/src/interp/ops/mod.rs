@@ -2,7 +2,6 @@
 //! `eval(op, args, n_outputs) -> OpResult`; kernels come from burnc-runtime.
 pub(crate) mod cast;
 mod control;
-pub(crate) mod detect;
 mod dropout;
 pub(crate) mod elementwise;
 pub(crate) mod extra;
@@ -18,7 +17,6 @@ pub(crate) mod reduce;
 mod seq;
 pub(crate) mod shape;
 pub(crate) mod train;
-mod unique;
 pub(crate) mod util;
 
 use super::{Frame, RtValue};
@@ -80,12 +78,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
-        Op::MatMulInteger
-        | Op::QLinearMatMul
-        | Op::ConvInteger { .. }
-        | Op::QLinearConv { .. } => quant::eval(op, &args, n_outputs),
-        Op::Unique { axis, sorted } => unique::eval(*axis, *sorted, &args),
-        Op::NonMaxSuppression { center_point_box } => detect::nms(&args, *center_point_box).map(|t| vec![RtValue::Tensor(t)]),
         _ => shape::eval(op, &args, n_outputs),
     }
 }

@@ -1,36 +1,9 @@
-//! Integer products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv) and the integer
-//! helpers `ops::quant` shares. Integer products and sums are
-//! done in integers (i32 / i64), never through floats; floats only for scales.
+//! The integer helpers `ops::quant` and the integer products (`ops::integer`, through
+//! `qint`) share: integer products and sums are done in integers (i32 / i64), never through
+//! floats; floats only for scales.
 use super::cast::cast;
-use super::qint;
-use super::util::{arg, one, opt_arg};
-use super::OpResult;
-use crate::interp::RtValue;
-use crate::ir::{DType, Op};
+use crate::ir::DType;
 use crate::tensor::{Data, Tensor};
-
-/// The first `N` inputs, each optional.
-fn opt_args<const N: usize>(args: &[Option<RtValue>]) -> Result<[Option<&Tensor>; N], String> {
-    let mut out = [None; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = opt_arg(args, i)?;
-    }
-    Ok(out)
-}
-
-pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
-    match op {
-        Op::MatMulInteger => {
-            one(qint::matmul_integer(arg(args, 0)?, arg(args, 1)?, opt_arg(args, 2)?, opt_arg(args, 3)?)?)
-        }
-        Op::QLinearMatMul => one(qint::qlinear_matmul(opt_args(args)?)?),
-        Op::ConvInteger { window, group } => {
-            one(qint::conv_integer(arg(args, 0)?, arg(args, 1)?, opt_arg(args, 2)?, opt_arg(args, 3)?, window, *group)?)
-        }
-        Op::QLinearConv { window, group } => one(qint::qlinear_conv(opt_args(args)?, window, *group)?),
-        _ => Err(format!("{} is not a quantization op", op.name())),
-    }
-}
 
 pub(crate) fn int_range(d: DType) -> Option<(i64, i64)> {
     Some(match d {

@@ -1,0 +1,353 @@
+//! Integer products: MatMulInteger `(A, B, a_zero_point?, b_zero_point?)` and ConvInteger `(x,
+//! w, x_zero_point?, w_zero_point?)` in i32, QLinearMatMul `(a, a_scale, a_zero_point, b,
+//! b_scale, b_zero_point, y_scale, y_zero_point)` and QLinearConv `(x, x_scale, x_zero_point, w,
+//! w_scale, w_zero_point, y_scale, y_zero_point, B?)` requantized to y's type. Products and sums
+//! are done in integers, floats only for scales. The geometry and checks (`interp::ops::qint`)
+//! and the kernels (`kernels::quant`) serve the interpreter and generated code alike; the
+//! generated calls take their batch offsets and window geometry as tables and literals, so
+//! these ops compile with fixed shapes only.
+use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use crate::codegen::CodegenError;
+use crate::interp::ops::qint::{self, QConv};
+use crate::ir::{AutoPad, DType, DimExpr, Op, Window};
+use crate::ops::quant::is_qint;
+use crate::tensor::Tensor;
+
+const K: &str = "rt::kernels::quant";
+
+/// A value's dtype and static shape.
+type Ty = (DType, Vec<usize>);
+
+fn c(v: i64) -> DimExpr {
+    DimExpr::constant(v)
+}
+
+/// The dims of the product of inputs `ai` and `bi` (numpy's matmul: a 1-D A is a row, a 1-D B
+/// a column, and the added dim is left out), the inner dims declared equal.
+fn matmul_dims(cx: &mut ShapeCx, ai: usize, bi: usize) -> R<Option<Vec<DimExpr>>> {
+    let (Some(a), Some(b)) = (cx.opt(ai).and_then(|a| a.dims.clone()), cx.opt(bi).and_then(|b| b.dims.clone())) else { return Ok(None) };
+    if a.is_empty() || b.is_empty() {
+        return Err("MatMul inputs must have rank >= 1".into());
+    }
+    let a2 = if a.len() == 1 { vec![c(1), a[0].clone()] } else { a.clone() };
+    let b2 = if b.len() == 1 { vec![b[0].clone(), c(1)] } else { b.clone() };
+    cx.equal("the inner dims of A and B", &a2[a2.len() - 1], &b2[b2.len() - 2])?;
+    let mut out = cx.broadcast(&a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
+    if a.len() > 1 {
+        out.push(a2[a2.len() - 2].clone());
+    }
+    if b.len() > 1 {
+        out.push(b2[b2.len() - 1].clone());
+    }
+    Ok(Some(out))
+}
+
+/// The dims of a convolution of input `xi` by weights `wi` (Conv's rules): `[N, M, spatial…]`,
+/// X's channels declared equal to W's times `group`.
+fn conv_dims(cx: &mut ShapeCx, xi: usize, wi: usize, w: &Window, group: usize) -> R<Option<Vec<DimExpr>>> {
+    let xs = cx.opt(xi).and_then(|a| a.dims.clone());
+    let (Some(xs), Some(ws)) = (xs.clone(), cx.opt(wi).and_then(|a| a.dims.clone())) else {
+        return Ok(xs.map(|xs| xs.iter().map(|_| cx.unknown()).collect()));
+    };
+    if xs.len() < 3 || ws.len() != xs.len() {
+        return Err(format!("input rank {} and weight rank {} do not fit a convolution", xs.len(), ws.len()));
+    }
+    let g = i64::try_from(group).map_err(|_| format!("group {group} is out of range"))?;
+    cx.equal("X's channels and W's input channels times group", &xs[1], &ws[1].scale(g))?;
+    if g > 1 {
+        cx.divides("the output channels into groups", &c(g), &ws[0])?;
+    }
+    let kernel: Vec<DimExpr> = if w.kernel_shape.is_empty() { ws[2..].to_vec() } else { w.kernel_shape.iter().map(|&k| c(k as i64)).collect() };
+    let nsp = xs.len() - 2;
+    if kernel.len() != nsp {
+        return Err(format!("kernel has {} dims for {nsp} spatial dims", kernel.len()));
+    }
+    let fill = |v: &[usize], n: usize, d: usize| if v.is_empty() { vec![d; n] } else { v.to_vec() };
+    let (s, d, p) = (fill(&w.strides, nsp, 1), fill(&w.dilations, nsp, 1), fill(&w.pads, 2 * nsp, 0));
+    if s.len() != nsp || d.len() != nsp || p.len() != 2 * nsp {
+        return Err(format!("strides/dilations/pads do not fit {nsp} spatial dims"));
+    }
+    if s.contains(&0) || d.contains(&0) || kernel.iter().any(|k| k.as_const().is_some_and(|k| k < 1)) {
+        return Err("kernel, strides and dilations must be positive".into());
+    }
+    let mut out = vec![xs[0].clone(), ws[0].clone()];
+    for i in 0..nsp {
+        let (x, st) = (&xs[2 + i], s[i] as i64);
+        let extent = kernel[i].sub(&c(1)).scale(d[i] as i64).add(&c(1));
+        out.push(match w.auto_pad {
+            AutoPad::SameUpper | AutoPad::SameLower => x.ceil_div(st),
+            pad => {
+                let padded = if pad == AutoPad::Valid { x.clone() } else { x.add(&c((p[i] + p[nsp + i]) as i64)) };
+                cx.at_most(&format!("the kernel extent and the padded input along spatial dim {i}"), &extent, &padded)?;
+                padded.sub(&extent).floor_div(st).add(&c(1))
+            }
+        });
+    }
+    Ok(Some(out))
+}
+
+/// QLinearMatMul's and QLinearConv's output type: y's zero point's (input 7), else u8.
+fn qlinear_type(cx: &ShapeCx) -> DType {
+    cx.opt(7).map_or(DType::U8, |z| z.dtype)
+}
+
+/// The first `N` inputs, each optional.
+fn opt_args<'a, const N: usize>(ins: &[Option<&'a Tensor>]) -> [Option<&'a Tensor>; N] {
+    std::array::from_fn(|i| ins.get(i).copied().flatten())
+}
+
+/// The node with fixed shapes (the generated calls take literal geometry and tables).
+fn fixed_only(cx: &EmitCx) -> Result<(), CodegenError> {
+    if cx.is_bounded() {
+        return Err(cx.unsupported());
+    }
+    Ok(())
+}
+
+/// Required input `i`: its type and a read expression.
+fn req(cx: &EmitCx, i: usize) -> Result<(Ty, String), CodegenError> {
+    let v = cx.input(i)?;
+    Ok((cx.ctx().ty(cx.node(), v)?, cx.read(v)?))
+}
+
+/// Optional input `i`: its type and a read expression (`&[]` when absent).
+fn opt(cx: &EmitCx, i: usize) -> Result<(Option<Ty>, String), CodegenError> {
+    match cx.opt_input(i) {
+        Some(v) => Ok((Some(cx.ctx().ty(cx.node(), v)?), cx.read(v)?)),
+        None => Ok((None, "&[]".into())),
+    }
+}
+
+fn sd(t: &Ty) -> (&[usize], DType) {
+    (&t.1, t.0)
+}
+
+/// The output's type, and its write expression.
+fn output(cx: &EmitCx) -> Result<(DType, String), CodegenError> {
+    let y = cx.output(0)?;
+    Ok((cx.ctx().ty(cx.node(), y)?.0, cx.write(y)?))
+}
+
+/// Scales of QLinearMatMul / QLinearConv must share a float type (one kernel type parameter).
+fn same_scales(cx: &EmitCx, s: &[&Ty]) -> Result<DType, CodegenError> {
+    let d = s[0].0;
+    if !d.is_float() || s.iter().any(|t| t.0 != d) {
+        return Err(cx.err("scales of different or non-float types are not supported by codegen"));
+    }
+    Ok(d)
+}
+
+fn conv_lit(g: &QConv) -> String {
+    format!(
+        "&{K}::ConvGeom {{ nb: {}, c: {}, m: {}, group: {}, ins: &{:?}, outs: &{:?}, ks: &{:?}, strides: &{:?}, dil: &{:?}, pad_begin: &{:?} }}",
+        g.nb, g.c, g.m, g.group, g.ins, g.outs, g.ks, g.strides, g.dil, g.pad_begin
+    )
+}
+
+/// 2 FLOPs per multiply-add of a product: each output takes A's last dim.
+fn matmul_flops(ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+    Some(2u64.saturating_mul(numel(outs.first()?)?).saturating_mul(*ins.first()?.as_ref()?.last()? as u64))
+}
+
+/// 2 FLOPs per multiply-add of a convolution whose weights are input `w`: each output takes
+/// W's `C/group × kernel`.
+fn conv_flops(ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>], w: usize) -> Option<u64> {
+    let per = ins.get(w)?.as_ref()?.get(1..)?.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64));
+    Some(2u64.saturating_mul(numel(outs.first()?)?).saturating_mul(per))
+}
+
+/// MatMulInteger: `(A − a_zero_point) @ (B − b_zero_point)` in i32, numpy's batching.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MatMulInteger;
+
+impl MatMulInteger {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for MatMulInteger {
+    name!("MatMulInteger");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        Ok(vec![OutType { dtype: DType::I32, dims: matmul_dims(cx, 0, 1)? }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let [_, _, az, bz] = opt_args(ins);
+        Ok(vec![qint::matmul_integer(input(ins, 0)?, input(ins, 1)?, az, bz)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        fixed_only(cx)?;
+        let ((a, ra), (b, rb)) = (req(cx, 0)?, req(cx, 1)?);
+        let ((az, raz), (bz, rbz)) = (opt(cx, 2)?, opt(cx, 3)?);
+        let g = qint::mm_checked(sd(&a), sd(&b), az.as_ref().map(sd), bz.as_ref().map(sd)).map_err(|e| cx.err(e))?;
+        let (ta, tb) = (cx.table(&g.a_base), cx.table(&g.b_base));
+        let (_, y) = output(cx)?;
+        Ok(format!("{K}::matmul_integer({ra}, {rb}, {raz}, {rbz}, {ta}, {tb}, {}, {}, {}, {y});", g.m, g.k, g.n))
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        matmul_flops(ins, outs)
+    }
+}
+
+/// QLinearMatMul: the integer product of the shifted a and b, requantized with
+/// `a_scale · b_scale / y_scale` onto y_zero_point's type.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QLinearMatMul;
+
+impl QLinearMatMul {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for QLinearMatMul {
+    name!("QLinearMatMul");
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        Ok(vec![OutType { dtype: qlinear_type(cx), dims: matmul_dims(cx, 0, 3)? }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        Ok(vec![qint::qlinear_matmul(opt_args(ins))?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        fixed_only(cx)?;
+        let ((a, ra), (a_s, ras), (az, raz)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
+        let ((b, rb), (b_s, rbs), (bz, rbz)) = (req(cx, 3)?, req(cx, 4)?, opt(cx, 5)?);
+        let ((y_s, rys), (yz, ryz)) = (req(cx, 6)?, opt(cx, 7)?);
+        let e = |m: String| cx.err(m);
+        let g = qint::mm_checked(sd(&a), sd(&b), az.as_ref().map(sd), bz.as_ref().map(sd)).map_err(e)?;
+        let chk = || -> Result<(), String> {
+            qint::check_scale(&a_s.1, g.m, "a_scale")?;
+            qint::check_scale(&b_s.1, g.n, "b_scale")?;
+            qint::check_scale(&y_s.1, 1, "y_scale")?;
+            yz.as_ref().map_or(Ok(()), |z| qint::check_scale(&z.1, 1, "y_zero_point"))
+        };
+        chk().map_err(e)?;
+        let prec = qint::scale_prec(same_scales(cx, &[&a_s, &b_s, &y_s])?);
+        let out = cx.output(0)?;
+        let od = cx.ctx().ty(cx.node(), out)?.0;
+        if od != qint::qlinear_out(a.0, yz.as_ref().map(|z| z.0)) || !is_qint(od) {
+            return Err(e(format!("QLinearMatMul output type {od} does not fit its inputs")));
+        }
+        let len: usize = g.shape.iter().product();
+        let (ta, tb) = (cx.table(&g.a_base), cx.table(&g.b_base));
+        let (acc, y) = (cx.ctx().scratch(cx.node(), cx.id(), "i32", len)?, cx.write(out)?);
+        let (m, k, nn) = (g.m, g.k, g.n);
+        Ok(format!(
+            "let acc = {acc};\n{K}::matmul_integer({ra}, {rb}, {raz}, {rbz}, {ta}, {tb}, {m}, {k}, {nn}, &mut acc[..]);\n\
+             {K}::qlinear_matmul_requant(acc, {ras}, {rbs}, {rys}, {ryz}, {K}::ScalePrec::{prec:?}, {m}, {nn}, {y});"
+        ))
+    }
+
+    /// The i32 product before requantization.
+    fn scratch_bytes(&self, ins: &[Option<(DType, Vec<usize>)>]) -> usize {
+        let shape = |i: usize| ins.get(i).and_then(|t| t.as_ref()).map(|(_, s)| &s[..]);
+        match (shape(0), shape(3)) {
+            (Some(a), Some(b)) => qint::mm_geom(a, b).map_or(0, |g| g.shape.iter().product::<usize>() * 4),
+            _ => 0,
+        }
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        matmul_flops(ins, outs)
+    }
+}
+
+/// ConvInteger: the convolution of `x − x_zero_point` by `w − w_zero_point` in i32.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvInteger {
+    pub window: Window,
+    pub group: usize,
+}
+
+impl ConvInteger {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for ConvInteger {
+    name!("ConvInteger");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        Ok(vec![OutType { dtype: DType::I32, dims: conv_dims(cx, 0, 1, &self.window, self.group)? }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let [_, _, xz, wz] = opt_args(ins);
+        Ok(vec![qint::conv_integer(input(ins, 0)?, input(ins, 1)?, xz, wz, &self.window, self.group)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        fixed_only(cx)?;
+        let ((x, rx), (w, rw)) = (req(cx, 0)?, req(cx, 1)?);
+        let ((xz, rxz), (wz, rwz)) = (opt(cx, 2)?, opt(cx, 3)?);
+        let g = qint::conv_checked(sd(&x), sd(&w), xz.as_ref().map(sd), wz.as_ref().map(sd), &self.window, self.group).map_err(|e| cx.err(e))?;
+        let (_, y) = output(cx)?;
+        Ok(format!("{K}::conv_integer_i32({rx}, {rw}, {rxz}, {rwz}, {}, {y});", conv_lit(&g)))
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        conv_flops(ins, outs, 1)
+    }
+}
+
+/// QLinearConv: the integer convolution of the shifted x and w plus the i32 bias, requantized
+/// with `x_scale · w_scale / y_scale` onto y_zero_point's type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QLinearConv {
+    pub window: Window,
+    pub group: usize,
+}
+
+impl QLinearConv {
+    pub fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
+    }
+}
+
+impl OpDef for QLinearConv {
+    name!("QLinearConv");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        Ok(vec![OutType { dtype: qlinear_type(cx), dims: conv_dims(cx, 0, 3, &self.window, self.group)? }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        Ok(vec![qint::qlinear_conv(opt_args(ins), &self.window, self.group)?])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        fixed_only(cx)?;
+        let ((x, rx), (x_s, rxs), (xz, rxz)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
+        let ((w, rw), (w_s, rws), (wz, rwz)) = (req(cx, 3)?, req(cx, 4)?, opt(cx, 5)?);
+        let ((y_s, rys), (yz, ryz)) = (req(cx, 6)?, opt(cx, 7)?);
+        let (bias, rb) = opt(cx, 8)?;
+        let e = |m: String| cx.err(m);
+        let g = qint::conv_checked(sd(&x), sd(&w), xz.as_ref().map(sd), wz.as_ref().map(sd), &self.window, self.group).map_err(e)?;
+        qint::qconv_params(&g, &x_s.1, &w_s.1, &y_s.1, yz.as_ref().map(|z| &z.1[..]), bias.as_ref().map(sd)).map_err(e)?;
+        let prec = qint::scale_prec(same_scales(cx, &[&x_s, &w_s, &y_s])?);
+        let (od, y) = output(cx)?;
+        if od != qint::qlinear_out(x.0, yz.as_ref().map(|z| z.0)) || !is_qint(od) {
+            return Err(e(format!("QLinearConv output type {od} does not fit its inputs")));
+        }
+        Ok(format!(
+            "{K}::qlinear_conv({rx}, {rw}, {rxz}, {rwz}, {rb}, {rxs}, {rws}, {rys}, {ryz}, {K}::ScalePrec::{prec:?}, {}, {y});",
+            conv_lit(&g)
+        ))
+    }
+
+    fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+        conv_flops(ins, outs, 3)
+    }
+}
