@@ -227,6 +227,9 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
     let st_at = |dir: usize, b: usize| if d.batch_first { (b * dirs + dir) * hs } else { (dir * d.batch + b) * hs };
     let zero = R::from_f64(0.0);
     let one = R::from_f64(1.0);
+    // Gate rows that take R·h and the recurrence bias with the input: all but GRU's candidate
+    // rows (h enters those after the reset gate).
+    let rows_with_h = if matches!(d.cell, Cell::Gru { .. }) { 2 * hs } else { g * hs };
     for dir in 0..dirs {
         let w = &inp.w[dir * g * hs * is..(dir + 1) * g * hs * is];
         let r = &inp.r[dir * g * hs * hs..(dir + 1) * g * hs * hs];
@@ -258,9 +261,7 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
                 R::matmul(g * hs, is, nb, w, &xt[..is * nb], &mut proj[..g * hs * nb]);
                 for q in 0..nb {
                     let t = time(s0 + q);
-                    // Pre-activations of the gates from x, h and both biases (for GRU's
-                    // candidate row, x and its input bias only: h enters after the reset gate).
-                    let rows_with_h = if matches!(d.cell, Cell::Gru { .. }) { 2 * hs } else { g * hs };
+                    // Pre-activations of the gates from x, h and both biases.
                     for (j, gj) in gates.iter_mut().enumerate() {
                         let wb = bias.map_or(zero, |bb| if j < rows_with_h { bb[j].add(bb[g * hs + j]) } else { bb[j] });
                         *gj = proj[j * nb + q].add(wb);
