@@ -167,7 +167,7 @@ fn quantize_saturates_and_rounds_half_to_even() {
 
 #[test]
 fn matmul_integer_uses_integer_arithmetic() {
-    let g = single(Op::MatMulInteger, 4, 1);
+    let g = single(burnc_compiler::ops::integer::MatMulInteger.op(), 4, 1);
     let a = RtValue::Tensor(Tensor::new(vec![1, 2], Data::U8(vec![255, 255])));
     let b = RtValue::Tensor(Tensor::new(vec![2, 1], Data::U8(vec![255, 1])));
     let az = RtValue::Tensor(Tensor::new(vec![], Data::U8(vec![0])));
