@@ -41,16 +41,19 @@ pub(crate) fn pool_for(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     (0..tasks).for_each(f);
 }
 
+/// Work (multiply-adds, comparisons, elements moved) below which [`for_plane_ranges`] stays on
+/// one thread: waking a worker costs more. Code generators skip the split for less.
+pub const PARALLEL_WORK: usize = 1 << 16;
+
 /// `f(p0, p1, out)` over ranges `p0..p1` of `planes` output planes of `os` elements each
 /// (`out`: those planes of `y`), split over the pool (several ranges per thread, so a thread
 /// that starts late leaves its share to the others) when `work` (multiply-adds or
-/// comparisons) pays for it; else one call with every plane.
-pub(crate) fn for_plane_ranges<T: Send>(planes: usize, os: usize, work: usize, y: &mut [T], f: &(dyn Fn(usize, usize, &mut [T]) + Sync)) {
+/// comparisons) pays for it; else one call with every plane. Kernels and generated
+/// elementwise loops split their output with it.
+pub fn for_plane_ranges<T: Send>(planes: usize, os: usize, work: usize, y: &mut [T], f: &(dyn Fn(usize, usize, &mut [T]) + Sync)) {
     assert!(y.len() >= planes * os, "for_plane_ranges: output too short");
     #[cfg(feature = "std")]
     {
-        /// Less work than this stays on one thread.
-        const PARALLEL_WORK: usize = 1 << 16;
         let threads = pool::threads();
         if threads > 1 && planes >= 2 && os > 0 && work >= PARALLEL_WORK {
             let per = planes.div_ceil((threads * 4).min(planes));

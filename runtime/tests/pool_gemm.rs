@@ -245,3 +245,55 @@ fn split_concat_part_matches_serial_copy() {
         assert!(y.iter().zip(&want).all(|(p, q)| p.to_bits() == q.to_bits()), "{outer}x({a}+{b})");
     }
 }
+
+/// `f` run once inside a pool task (where nested parallel calls are serial: the single-thread
+/// reference) and once split over the pool; both results.
+fn serial_and_split<T: Clone + Send>(len: usize, fill: T, f: &(dyn Fn(&mut [T]) + Sync)) -> (Vec<T>, Vec<T>) {
+    burnc_runtime::pool::set_threads(2);
+    assert_eq!(burnc_runtime::pool::threads(), 2);
+    let want = std::sync::Mutex::new(vec![fill.clone(); len]);
+    burnc_runtime::pool::parallel_for(2, &|t| {
+        if t == 0 {
+            f(&mut want.lock().unwrap());
+        }
+    });
+    let mut got = vec![fill; len];
+    f(&mut got);
+    (want.into_inner().unwrap(), got)
+}
+
+/// Transposes split by their outermost output axis give the serial result: the AVX2 plane
+/// path (attention's keys), the odometer, and a shuffle whose outer axis merges.
+#[test]
+fn split_permute_matches_serial() {
+    use burnc_runtime::kernels::permute::permute;
+    for (shape, perm) in [(vec![2, 6, 270, 32], vec![0, 1, 3, 2]), (vec![1, 300, 6, 40], vec![0, 2, 1, 3]), (vec![7, 3, 50, 64], vec![2, 0, 3, 1]), (vec![4, 9, 2000], vec![1, 0, 2])] {
+        let n: usize = shape.iter().product();
+        let x: Vec<u32> = (0..n as u32).collect();
+        let (want, got) = serial_and_split(n, u32::MAX, &|y| permute(&x, &shape, &perm, y));
+        assert_eq!(got, want, "{shape:?} by {perm:?}");
+        // Every element moved once.
+        let mut sorted = got.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, x);
+    }
+}
+
+/// LayerNormalization's rows split over the pool keep the bits of one thread.
+#[test]
+fn split_layer_norm_keeps_the_bits() {
+    use burnc_runtime::kernels::norm::layer_norm;
+    let (outer, inner) = (700, 193);
+    let x = values(outer * inner, 9);
+    let (scale, bias) = (values(inner, 10), values(inner, 11));
+    let (want, got) = serial_and_split(outer * inner, f32::NAN, &|y| layer_norm(&x, y, outer, inner, &scale, Some(&bias), 1e-5, None, None));
+    assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
+    // And the first row against the definition.
+    let row = &x[..inner];
+    let mean = row.iter().map(|&v| v as f64).sum::<f64>() / inner as f64;
+    let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / inner as f64;
+    for j in 0..inner {
+        let want = ((row[j] as f64 - mean) / (var + 1e-5).sqrt() * scale[j] as f64 + bias[j] as f64) as f32;
+        assert!((got[j] - want).abs() <= 1e-6 * want.abs().max(1.0), "{j}: {} vs {want}", got[j]);
+    }
+}

@@ -1,75 +1,92 @@
 //! Elementwise maps with numpy broadcasting, given per-input strides (0 on broadcast dims).
 
 /// `out[i] = f(a[ia], b[ib])` over `out_shape`, where `a_strides`/`b_strides` are the inputs'
-/// strides against the output's dims (0 where broadcast).
-pub fn binary<A: Copy, B: Copy, O>(
+/// strides against the output's dims (0 where broadcast). Rows of the last dim split over the
+/// thread pool when long.
+pub fn binary<A: Copy + Sync, B: Copy + Sync, O: Send>(
     a: &[A],
     a_strides: &[usize],
     b: &[B],
     b_strides: &[usize],
     out: &mut [O],
     out_shape: &[usize],
-    f: impl Fn(A, B) -> O,
+    f: impl Fn(A, B) -> O + Sync,
 ) {
     let n = out.len();
     if n == 0 {
         return;
     }
-    // Fast paths: both dense and equal, or one side a scalar.
-    if a.len() == n && b.len() == n {
-        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-            *o = f(x, y);
-        }
-        return;
-    }
-    if b.len() == 1 && a.len() == n {
-        let y = b[0];
-        for (o, &x) in out.iter_mut().zip(a) {
-            *o = f(x, y);
-        }
-        return;
-    }
-    if a.len() == 1 && b.len() == n {
-        let x = a[0];
-        for (o, &y) in out.iter_mut().zip(b) {
-            *o = f(x, y);
-        }
+    // Both dense and equal, or one side a scalar: one flat row.
+    let flat = match (a.len() == n, b.len() == n, a.len() == 1, b.len() == 1) {
+        (true, true, _, _) => Some((1, 1)),
+        (true, _, _, true) => Some((1, 0)),
+        (_, true, true, _) => Some((0, 1)),
+        _ => None,
+    };
+    if let Some((sa, sb)) = flat {
+        crate::for_plane_ranges(n, 1, n, out, &|j0, _, o| row(o, &a[j0 * sa..], sa, &b[j0 * sb..], sb, &f));
         return;
     }
     let rank = out_shape.len();
     let inner = out_shape[rank - 1];
     let (sa, sb) = (a_strides[rank - 1], b_strides[rank - 1]);
-    let mut idx = [0usize; 16];
-    let mut big_idx;
-    let idx: &mut [usize] = if rank <= 16 {
-        &mut idx[..rank]
-    } else {
-        big_idx = alloc_index(rank);
-        &mut big_idx[..]
-    };
-    let (mut oa, mut ob) = (0usize, 0usize);
-    let mut pos = 0;
-    while pos < n {
-        for j in 0..inner {
-            out[pos + j] = f(a[oa + j * sa], b[ob + j * sb]);
+    let rows = if inner == 0 { 0 } else { n / inner };
+    crate::for_plane_ranges(rows, inner, n, out, &|r0, r1, out| {
+        let mut idx = [0usize; 16];
+        let mut big_idx;
+        let idx: &mut [usize] = if rank <= 16 {
+            &mut idx[..rank]
+        } else {
+            big_idx = alloc_index(rank);
+            &mut big_idx[..]
+        };
+        // The multi-index of row r0 and its input offsets.
+        let (mut oa, mut ob, mut rest) = (0usize, 0usize, r0);
+        for d in (0..rank - 1).rev() {
+            idx[d] = rest % out_shape[d];
+            rest /= out_shape[d];
+            oa += idx[d] * a_strides[d];
+            ob += idx[d] * b_strides[d];
         }
-        pos += inner;
-        // Advance the outer multi-index.
-        let mut d = rank - 1;
-        loop {
-            if d == 0 {
-                break;
+        for o in out[..(r1 - r0) * inner].chunks_exact_mut(inner) {
+            row(o, &a[oa..], sa, &b[ob..], sb, &f);
+            // Advance the outer multi-index.
+            let mut d = rank - 1;
+            while d > 0 {
+                d -= 1;
+                idx[d] += 1;
+                oa += a_strides[d];
+                ob += b_strides[d];
+                if idx[d] < out_shape[d] {
+                    break;
+                }
+                oa -= a_strides[d] * out_shape[d];
+                ob -= b_strides[d] * out_shape[d];
+                idx[d] = 0;
             }
-            d -= 1;
-            idx[d] += 1;
-            oa += a_strides[d];
-            ob += b_strides[d];
-            if idx[d] < out_shape[d] {
-                break;
+        }
+    });
+}
+
+/// One row: `o[j] = f(a[j·sa], b[j·sb])`, the unit and zero strides as loops over slices
+/// (which vectorize).
+#[inline(always)]
+fn row<A: Copy, B: Copy, O>(o: &mut [O], a: &[A], sa: usize, b: &[B], sb: usize, f: &impl Fn(A, B) -> O) {
+    let n = o.len();
+    match (sa, sb) {
+        (1, 1) => o.iter_mut().zip(&a[..n]).zip(&b[..n]).for_each(|((o, &x), &y)| *o = f(x, y)),
+        (1, 0) => {
+            let y = b[0];
+            o.iter_mut().zip(&a[..n]).for_each(|(o, &x)| *o = f(x, y));
+        }
+        (0, 1) => {
+            let x = a[0];
+            o.iter_mut().zip(&b[..n]).for_each(|(o, &y)| *o = f(x, y));
+        }
+        _ => {
+            for (j, o) in o.iter_mut().enumerate() {
+                *o = f(a[j * sa], b[j * sb]);
             }
-            oa -= a_strides[d] * out_shape[d];
-            ob -= b_strides[d] * out_shape[d];
-            idx[d] = 0;
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Axis permutation (Transpose) as a strided copy.
 
 /// `out` = `x` (of `shape`) with axes permuted by `perm`. `out_shape[i] = shape[perm[i]]`.
-pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T]) {
+pub fn permute<T: Copy + Send + Sync>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T]) {
     let rank = shape.len();
     if rank == 0 || x.is_empty() {
         out.copy_from_slice(x);
@@ -37,16 +37,33 @@ pub fn permute<T: Copy>(x: &[T], shape: &[usize], perm: &[usize], out: &mut [T])
         out.copy_from_slice(x);
         return;
     }
-    let rank = r;
+    let n: usize = shape.iter().product();
+    assert!(x.len() >= n && out.len() == n, "permute: buffers do not hold the shape");
+    // Ranges of the outermost output axis split over the thread pool, each the same walk over
+    // a shorter first axis.
+    let (outer, st0) = (dims[0], st[0]);
+    let inner = n / outer;
+    crate::for_plane_ranges(outer, inner, n, out, &|p0, p1, o| {
+        let mut sub = dims;
+        sub[0] = p1 - p0;
+        walk(&x[p0 * st0..], &sub[..r], &st[..r], o);
+    });
+}
+
+/// `out` = the elements of `x` at the offsets of an odometer over `dims` (last axis fastest),
+/// each axis' input stride in `st`; `out` holds the product of `dims`, and every offset is
+/// inside `x` (the caller's shape guarantees both).
+fn walk<T: Copy>(x: &[T], dims: &[usize], st: &[usize], out: &mut [T]) {
+    let rank = dims.len();
     let mut idx = [0usize; 16];
     let mut off = 0usize;
     #[cfg(target_arch = "x86_64")]
     if core::mem::size_of::<T>() == 4 && rank >= 2 && st[rank - 1] != 1 && st[rank - 2] == 1 && super::has_avx2() {
-        let n: usize = shape.iter().product();
-        assert!(x.len() >= n && out.len() == n, "permute: buffers do not hold the shape");
+        let last: usize = dims.iter().zip(st).map(|(&d, &s)| (d.max(1) - 1) * s).sum();
+        assert!(last < x.len() && out.len() == dims.iter().product::<usize>(), "permute: buffers do not hold the shape");
         // SAFETY: T is 4 bytes and Copy, so its values move as u32 bits; the CPU has AVX2; every
-        // index the plane walk makes is below the shape's element count (asserted above).
-        unsafe { transpose_planes_avx2(x.as_ptr() as *const f32, x.len(), &dims[..rank], &st[..rank], out.as_mut_ptr() as *mut f32, out.len()) };
+        // index the plane walk makes is at most `last` (asserted inside x) or below out's length.
+        unsafe { transpose_planes_avx2(x.as_ptr() as *const f32, x.len(), dims, st, out.as_mut_ptr() as *mut f32, out.len()) };
         return;
     }
     let inner = dims[rank - 1];

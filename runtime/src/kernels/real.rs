@@ -64,16 +64,46 @@ pub fn dot<R: Real>(a: &[R], b: &[R]) -> R {
     acc.iter().fold(R::default(), |s, &v| s.add(v)).add(tail)
 }
 
-/// `y[j] += Σ_k m[j·cols + k] · x[k]` for every row j of the row-major `m` (`y.len()` rows,
-/// `cols = x.len()`), each row by [`dot`]. (Blocks of four rows sharing the loads of `x`
-/// measured slower: LLVM vectorizes them across rows, with shuffles.)
-pub fn matvec_add<R: Real>(m: &[R], x: &[R], y: &mut [R]) {
-    let cols = x.len();
-    if cols == 0 {
-        return;
+/// `y[r] += Σ_k mt[k·ld + r] · x[k]` for the `y.len()` rows: the product of a matrix stored
+/// transposed (`mt` row k holds column k, rows `ld` apart) and `x`. Each column is a contiguous
+/// run of rows, so a block of 64 rows stays in registers while the loop walks the columns:
+/// plain vertical multiply-adds, no horizontal sums (1.7× a [`dot`] per row on 256×64 f32).
+pub fn matvec_t_add<R: Real>(mt: &[R], ld: usize, x: &[R], y: &mut [R]) {
+    const B: usize = 64;
+    let rows = y.len();
+    let mut blocks = y.chunks_exact_mut(B);
+    for (bi, yb) in blocks.by_ref().enumerate() {
+        let r0 = bi * B;
+        let mut acc = [R::default(); B];
+        acc.copy_from_slice(yb);
+        for (k, &xk) in x.iter().enumerate() {
+            let col: &[R; B] = mt[k * ld + r0..][..B].try_into().expect("a block of B");
+            for i in 0..B {
+                acc[i] = acc[i].add(col[i].mul(xk));
+            }
+        }
+        yb.copy_from_slice(&acc);
     }
-    for (yj, row) in y.iter_mut().zip(m.chunks_exact(cols)) {
-        *yj = yj.add(dot(row, x));
+    let r0 = rows - blocks.into_remainder().len();
+    for (k, &xk) in x.iter().enumerate() {
+        for (yr, &m) in y[r0..].iter_mut().zip(&mt[k * ld + r0..k * ld + rows]) {
+            *yr = yr.add(m.mul(xk));
+        }
+    }
+}
+
+/// `out[c·rows + r] = m[r·cols + c]`: the transpose of the row-major `rows × cols` matrix `m`,
+/// in 8×8 tiles.
+pub fn transpose<R: Real>(m: &[R], rows: usize, cols: usize, out: &mut [R]) {
+    const T: usize = 8;
+    for r0 in (0..rows).step_by(T) {
+        for c0 in (0..cols).step_by(T) {
+            for r in r0..(r0 + T).min(rows) {
+                for c in c0..(c0 + T).min(cols) {
+                    out[c * rows + r] = m[r * cols + c];
+                }
+            }
+        }
     }
 }
 
@@ -83,19 +113,25 @@ mod tests {
     use super::*;
     use std::vec::Vec;
 
-    /// Every row-count remainder (blocks of four) and column tail (lanes of eight).
+    /// Every block remainder (64 rows) and column count, with a leading dimension wider than
+    /// the rows used; against the plain sums.
     #[test]
-    fn matvec_add_matches_the_plain_sums() {
-        for rows in 0..11 {
-            for cols in [0usize, 1, 7, 8, 9, 23] {
+    fn matvec_t_add_matches_the_plain_sums() {
+        for rows in [0usize, 1, 63, 64, 65, 130, 256] {
+            for cols in [0usize, 1, 7, 64] {
                 let m: Vec<f64> = (0..rows * cols).map(|i| (i % 13) as f64 - 6.0).collect();
                 let x: Vec<f64> = (0..cols).map(|i| (i % 5) as f64 * 0.5).collect();
-                let mut y: Vec<f64> = (0..rows).map(|j| j as f64).collect();
-                matvec_add(&m, &x, &mut y);
-                for j in 0..rows {
-                    let want = j as f64 + (0..cols).map(|k| m[j * cols + k] * x[k]).sum::<f64>();
-                    assert_eq!(y[j], want, "rows {rows} cols {cols} row {j}");
+                let ld = rows + 3;
+                let mut mt = std::vec![0.0; cols * ld];
+                let mut t = std::vec![0.0; rows * cols];
+                transpose(&m, rows, cols, &mut t);
+                for k in 0..cols {
+                    mt[k * ld..k * ld + rows].copy_from_slice(&t[k * rows..(k + 1) * rows]);
                 }
+                let want: Vec<f64> = (0..rows).map(|j| j as f64 + (0..cols).map(|k| m[j * cols + k] * x[k]).sum::<f64>()).collect();
+                let mut got: Vec<f64> = (0..rows).map(|j| j as f64).collect();
+                matvec_t_add(&mt, ld, &x, &mut got);
+                assert_eq!(got, want, "rows {rows} cols {cols}");
             }
         }
     }

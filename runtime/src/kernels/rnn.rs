@@ -1,7 +1,7 @@
 //! Recurrent layers (ONNX RNN, GRU, LSTM): one kernel for the three cells, all directions,
 //! both layouts, per-batch sequence lengths, optional initial states, peepholes and clipping.
 //! The state of one batch row is carried through its sequence in `scratch`, row by row.
-use super::real::{matvec_add, Real};
+use super::real::{matvec_t_add, transpose, Real};
 use crate::math;
 
 /// An activation of the ONNX recurrent ops, with its alpha/beta resolved.
@@ -175,12 +175,14 @@ pub struct Outputs<'a, R> {
 /// Steps whose input projections `W·x` one GEMM computes together.
 pub const STEP_BLOCK: usize = 32;
 
-/// Scratch elements [`rnn`] needs: state h, c, the gates, one more hidden-sized row, and for a
-/// block of up to [`STEP_BLOCK`] steps their inputs (transposed) and input projections.
+/// Scratch elements [`rnn`] needs: state h, c, the gates, one more hidden-sized row, the
+/// summed biases, one direction's R transposed, and for a block of up to [`STEP_BLOCK`] steps
+/// their inputs (transposed) and input projections.
 pub const fn scratch_len(cell: Cell, hidden: usize, input: usize, seq: usize) -> usize {
     let block = if seq < STEP_BLOCK { seq } else { STEP_BLOCK };
     let rows = cell.gates().saturating_mul(hidden);
-    hidden.saturating_mul(3).saturating_add(rows).saturating_add(block.saturating_mul(rows.saturating_add(input)))
+    let per_step = block.saturating_mul(rows.saturating_add(input));
+    hidden.saturating_mul(3).saturating_add(rows.saturating_mul(2)).saturating_add(rows.saturating_mul(hidden)).saturating_add(per_step)
 }
 
 fn clip<R: Real>(v: R, c: Option<f32>) -> R {
@@ -203,8 +205,9 @@ fn clip<R: Real>(v: R, c: Option<f32>) -> R {
 ///
 /// For each direction and batch row, the steps go in blocks of [`STEP_BLOCK`]: one GEMM gives
 /// `W·x` for the block's steps (the bulk of the arithmetic when the input is wide), then each
-/// step adds `R·h` (four rows at a time) and the biases and applies the gates, each activation
-/// over a whole gate row where no peephole ties the gates to the cell state.
+/// step adds the biases (summed once per direction) and `R·h` (from R transposed once per
+/// direction, [`matvec_t_add`]) and applies the gates, each activation over a whole gate row
+/// where no peephole ties the gates to the cell state.
 pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outputs<'_, R>, scratch: &mut [R]) {
     let (hs, is, g) = (d.hidden, d.input, d.cell.gates());
     let dirs = d.direction.count();
@@ -214,6 +217,8 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
     let (c, rest) = rest.split_at_mut(hs);
     let (gates, rest) = rest.split_at_mut(g * hs);
     let (tmp, rest) = rest.split_at_mut(hs);
+    let (bsum, rest) = rest.split_at_mut(g * hs);
+    let (rt, rest) = rest.split_at_mut(g * hs * hs);
     let (proj, rest) = rest.split_at_mut(block * g * hs);
     let xt = &mut rest[..block * is];
     let x_at = |t: usize, b: usize| if d.batch_first { (b * d.seq + t) * is } else { (t * d.batch + b) * is };
@@ -236,6 +241,12 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
         let bias = inp.b.map(|b| &b[dir * 2 * g * hs..(dir + 1) * 2 * g * hs]);
         let peep = inp.p.map(|p| &p[dir * 3 * hs..(dir + 1) * 3 * hs]);
         let a = &acts[dir * na..(dir + 1) * na];
+        // Column k of R as row k of `rt` (`g·hs` apart): R·h then walks contiguous columns.
+        transpose(r, g * hs, hs, rt);
+        let ld = g * hs;
+        for (j, s) in bsum.iter_mut().enumerate() {
+            *s = bias.map_or(zero, |bb| if j < rows_with_h { bb[j].add(bb[g * hs + j]) } else { bb[j] });
+        }
         for b in 0..d.batch {
             let len = inp.seq_lens.map_or(d.seq, |s| (s[b].max(0) as usize).min(d.seq));
             let time = |step: usize| if d.direction.backwards(dir) { len - 1 - step } else { step };
@@ -262,11 +273,10 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
                 for q in 0..nb {
                     let t = time(s0 + q);
                     // Pre-activations of the gates from x, h and both biases.
-                    for (j, gj) in gates.iter_mut().enumerate() {
-                        let wb = bias.map_or(zero, |bb| if j < rows_with_h { bb[j].add(bb[g * hs + j]) } else { bb[j] });
-                        *gj = proj[j * nb + q].add(wb);
+                    for (j, (gj, &bj)) in gates.iter_mut().zip(bsum.iter()).enumerate() {
+                        *gj = proj[j * nb + q].add(bj);
                     }
-                    matvec_add(&r[..rows_with_h * hs], h, &mut gates[..rows_with_h]);
+                    matvec_t_add(rt, ld, h, &mut gates[..rows_with_h]);
                     match d.cell {
                         Cell::Rnn => {
                             activate(a[0], d.clip, gates);
@@ -277,11 +287,11 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
                             // z and r; then the candidate from r.
                             activate(a[0], d.clip, &mut gates[..2 * hs]);
                             let rb = |row: usize| bias.map_or(zero, |bb| bb[g * hs + row]);
-                            let r_c = &r[2 * hs * hs..];
+                            let r_c = &rt[2 * hs..];
                             if linear_before_reset {
                                 // r ⊙ (R_c·h + Rb_c)
                                 tmp.fill(zero);
-                                matvec_add(r_c, h, tmp);
+                                matvec_t_add(r_c, ld, h, tmp);
                                 for j in 0..hs {
                                     let row = 2 * hs + j;
                                     gates[row] = gates[row].add(gates[hs + j].mul(tmp[j].add(rb(row))));
@@ -295,7 +305,7 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
                                     let row = 2 * hs + j;
                                     gates[row] = gates[row].add(rb(row));
                                 }
-                                matvec_add(r_c, tmp, &mut gates[2 * hs..]);
+                                matvec_t_add(r_c, ld, tmp, &mut gates[2 * hs..]);
                             }
                             activate(a[1], d.clip, &mut gates[2 * hs..]);
                             for j in 0..hs {

@@ -162,22 +162,30 @@ macro_rules! with_const {
     }};
 }
 
-/// `y = u(x)` elementwise, f32.
+/// `y = u(x)` elementwise, f32, long rows split over the thread pool.
 pub fn map_f32(u: Unary, x: &[f32], y: &mut [f32]) {
     // As in `map_f32_inplace`.
     #[inline(always)]
     fn each(x: &[f32], y: &mut [f32], f: impl Fn(f32) -> f32) {
         y.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
     }
-    match u {
-        Unary::Relu => each(x, y, |v| if v > 0.0 { v } else { 0.0 }),
-        Unary::LeakyRelu(a) => each(x, y, |v| if v < 0.0 { a * v } else { v }),
-        Unary::Neg => each(x, y, |v| -v),
-        _ => with_const!(u, c => each(x, y, |v| eval_f32(c, v))),
-    }
+    let n = x.len().min(y.len());
+    crate::for_plane_ranges(n, 1, n.saturating_mul(SPLIT_WEIGHT), y, &|j0, j1, y| {
+        let x = &x[j0..j1];
+        match u {
+            Unary::Relu => each(x, y, |v| if v > 0.0 { v } else { 0.0 }),
+            Unary::LeakyRelu(a) => each(x, y, |v| if v < 0.0 { a * v } else { v }),
+            Unary::Neg => each(x, y, |v| -v),
+            _ => with_const!(u, c => each(x, y, |v| eval_f32(c, v))),
+        }
+    });
 }
 
-/// `x = u(x)` in place, f32.
+/// Work counted per element when deciding whether a map is worth splitting over the pool: a
+/// few operations each, and memory traffic.
+const SPLIT_WEIGHT: usize = 4;
+
+/// `x = u(x)` in place, f32, long rows split over the thread pool.
 pub fn map_f32_inplace(u: Unary, x: &mut [f32]) {
     // The commonest cheap functions in loops of their own (the expressions of `eval_f32`,
     // checked bit for bit by `fast_loops_match_eval`), which vectorize.
@@ -185,12 +193,12 @@ pub fn map_f32_inplace(u: Unary, x: &mut [f32]) {
     fn each(x: &mut [f32], f: impl Fn(f32) -> f32) {
         x.iter_mut().for_each(|v| *v = f(*v));
     }
-    match u {
+    crate::for_plane_ranges(x.len(), 1, x.len().saturating_mul(SPLIT_WEIGHT), x, &|_, _, x| match u {
         Unary::Relu => each(x, |v| if v > 0.0 { v } else { 0.0 }),
         Unary::LeakyRelu(a) => each(x, |v| if v < 0.0 { a * v } else { v }),
         Unary::Neg => each(x, |v| -v),
         _ => with_const!(u, c => each(x, |v| eval_f32(c, v))),
-    }
+    });
 }
 
 /// `y = u(x)` elementwise, f64.

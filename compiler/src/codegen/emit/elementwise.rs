@@ -58,7 +58,15 @@ fn broadcast_call(cx: &EmitCx, out: ValueId, a: ValueId, b: ValueId, f: &str) ->
     let (os, as_, bs) = (cx.dims(out)?, cx.dims(a)?, cx.dims(b)?);
     let (ra, rb, y) = (cx.read(a)?, cx.read(b)?, cx.write(out)?);
     if as_ == os && bs == os {
-        return Ok(format!("let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}"));
+        let len = cx.len(out)?;
+        if !splits(&len, 1) {
+            return Ok(format!("let f = {f}; for ((o, &p), &q) in {y}.iter_mut().zip({ra}).zip({rb}) {{ *o = f(p, q); }}"));
+        }
+        return Ok(format!(
+            "let f = {f};\nlet (lhs, rhs) = ({ra}, {rb});\n\
+             rt::for_plane_ranges({len}, 1, {len}, {y}, &|j0, _, y| {{\nlet n = y.len();\n\
+             for ((o, &p), &q) in y.iter_mut().zip(&lhs[j0..][..n]).zip(&rhs[j0..][..n]) {{ *o = f(p, q); }}\n}});"
+        ));
     }
     if os.is_empty() || numel(&os).as_const() == Some(0) {
         return Ok(format!("let f = {f}; for o in {y}.iter_mut() {{ *o = f({ra}[0], {rb}[0]); }}"));
@@ -195,12 +203,22 @@ pub fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
                 return Err(cx.err("mixed element types"));
             }
             if let Some(i) = inplace {
-                let y = cx.write(out)?;
+                let (y, len) = (cx.write(out)?, cx.len(out)?);
                 let other = if i == 0 { bb } else { a };
-                let q = if numel(&cx.dims(other)?).as_const() == Some(1) { "q[0]" } else { "q[j]" };
-                let call = if i == 0 { format!("f(*o, {q})") } else { format!("f({q}, *o)") };
+                let call = if i == 0 { "f(*o, q)" } else { "f(q, *o)" };
+                if !splits(&len, 1) {
+                    let q = if numel(&cx.dims(other)?).as_const() == Some(1) { "q[0]" } else { "q[j]" };
+                    let call = if i == 0 { format!("f(*o, {q})") } else { format!("f({q}, *o)") };
+                    return Ok(Some(format!("let f = {f}; let q = {}; for (j, o) in {y}.iter_mut().enumerate() {{ *o = {call}; }}", cx.read(other)?)));
+                }
+                // The other operand: one value, or one per element (a range of it per task).
+                let (bind, first, each) = if numel(&cx.dims(other)?).as_const() == Some(1) {
+                    ("let q = q[0];\n", "_", format!("for o in y.iter_mut() {{ *o = {call}; }}"))
+                } else {
+                    ("", "j0", format!("for (o, &q) in y.iter_mut().zip(&q[j0..][..y.len()]) {{ *o = {call}; }}"))
+                };
                 return Ok(Some(format!(
-                    "let f = {f}; let q = {}; for (j, o) in {y}.iter_mut().enumerate() {{ *o = {call}; }}",
+                    "let f = {f};\nlet q = {};\n{bind}rt::for_plane_ranges({len}, 1, {len}, {y}, &|{first}, _, y| {{\n{each}\n}});",
                     cx.read(other)?
                 )));
             }
@@ -282,11 +300,35 @@ impl ProgramInput {
     }
 }
 
+/// `a * b` for two `usize` expressions, folded when both are numbers.
+fn times(a: &str, b: &str) -> String {
+    match (a.parse::<usize>(), b.parse::<usize>()) {
+        (Ok(x), Ok(y)) => x.saturating_mul(y).to_string(),
+        _ => format!("({a}) * ({b})"),
+    }
+}
+
+/// Whether a loop of `len` elements (a `usize` expression), `per` units of work each, is
+/// worth splitting over the thread pool: always when `len` is known only at run time (bounded
+/// dims), else when the work reaches the runtime's threshold. Small loops stay plain loops.
+pub(crate) fn splits(len: &str, per: usize) -> bool {
+    len.parse::<usize>().map_or(true, |n| n.saturating_mul(per) >= burnc_runtime::PARALLEL_WORK)
+}
+
+/// `a / b` for two `usize` expressions, folded when both are numbers.
+fn over(a: &str, b: &str) -> String {
+    match (a.parse::<usize>(), b.parse::<usize>()) {
+        (Ok(x), Ok(y)) if y > 0 => (x / y).to_string(),
+        _ => format!("({a}) / ({b})"),
+    }
+}
+
 /// One loop computing a fused elementwise group (`Op::Elementwise`): `len` elements (a `usize`
 /// expression) into `y`; with `inplace = Some(i)`, input `i` is the output buffer itself.
 /// Inputs that repeat (`Cycle`) make it two loops, rows of the period and elements in a row,
 /// so no element computes an index modulo (all cycling inputs share one period, which
-/// `passes::fuse_chain` guarantees).
+/// `passes::fuse_chain` guarantees). Long outputs are split into ranges of whole rows over the
+/// runtime's thread pool (`rt::for_plane_ranges`; one range without std or with one thread).
 pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput], y: &str, inplace: Option<usize>) -> String {
     let mut s = String::new();
     if p.steps.iter().any(|st| matches!(st.op, ScalarOp::Unary(_))) {
@@ -302,20 +344,47 @@ pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput]
             ProgramInput::Cycle(r, p) => s.push_str(&format!("let x{k} = &({r})[..{p}];\n")),
         }
     }
+    // Work per element for the split decision: the steps, a transcendental counted as eight.
+    let work: usize = p.steps.iter().map(|st| if matches!(st.op, ScalarOp::Unary(_)) { 8 } else { 1 }).sum::<usize>().max(1);
+    let split = splits(len, work);
+    // The loops run over `n` elements: all of them, or one range of whole rows per task.
+    let n = if split { "n".to_string() } else { len.to_string() };
+    if split {
+        let row = period.clone().unwrap_or_else(|| "1".into());
+        let ranged = inputs.iter().enumerate().any(|(k, i)| matches!(i, ProgramInput::Full(_)) && inplace != Some(k));
+        s.push_str(&format!(
+            "rt::for_plane_ranges({}, {row}, {}, y, &|{}, _, y| {{\nlet n = y.len();\n",
+            over(len, &row),
+            times(len, &work.to_string()),
+            if ranged { "r0" } else { "_" }
+        ));
+        // The range's first element: `r0` rows in.
+        let start = match row.parse::<usize>() {
+            Ok(1) => "r0".to_string(),
+            Ok(r) => format!("r0 * {r}"),
+            Err(_) => format!("r0 * ({row})"),
+        };
+        for (k, inp) in inputs.iter().enumerate() {
+            if let (ProgramInput::Full(_), false) = (inp, inplace == Some(k)) {
+                s.push_str(&format!("let x{k} = &x{k}[{start}..][..n];\n"));
+            }
+        }
+    }
+    let end = if split { "\n});" } else { "" };
     // With a period: rows of `p` elements, each full input and the output cut to the row, so
     // every index is below a slice's known length.
     let (open, close, at) = match &period {
         Some(p) => {
-            let mut o = format!("for row in (0..{len}).step_by({p}) {{\nlet y = &mut y[row..][..{p}];\n");
+            let mut o = format!("for row in (0..{n}).step_by({p}) {{\nlet y = &mut y[row..][..{p}];\n");
             for (k, inp) in inputs.iter().enumerate() {
                 if let (ProgramInput::Full(_), false) = (inp, inplace == Some(k)) {
                     o.push_str(&format!("let x{k} = &x{k}[row..][..{p}];\n"));
                 }
             }
             o.push_str(&format!("for i in 0..{p} {{\n"));
-            (o, "}\n}", "i")
+            (o, format!("}}\n}}{end}"), "i")
         }
-        None => (format!("for j in 0..{len} {{\n"), "}", "j"),
+        None => (format!("for j in 0..{n} {{\n"), format!("}}{end}"), "j"),
     };
     s.push_str(&open);
     let operand = |a: &Operand| match *a {

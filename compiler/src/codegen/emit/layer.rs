@@ -183,7 +183,7 @@ fn matmul(cx: &EmitCx, out: ValueId, od: DType) -> Res {
     let (sa, sb) = (cx.broadcast_strides(ba, batch)?, cx.broadcast_strides(bb, batch)?);
     let args = "&a[oa..oa + m * k], rt::kernels::gemm::Layout { row_stride: k as isize, col_stride: 1 }, \
                 &b[ob..ob + k * nn], rt::kernels::gemm::Layout { row_stride: nn as isize, col_stride: 1 }";
-    let y = "&mut y[bi * m * nn..(bi + 1) * m * nn], rt::kernels::gemm::Layout { row_stride: nn as isize, col_stride: 1 }";
+    let y = "yb, rt::kernels::gemm::Layout { row_stride: nn as isize, col_stride: 1 }";
     let call = match od {
         DType::F32 => format!("rt::kernels::gemm::sgemm(m, k, nn, 1.0, {args}, 0.0, {y})"),
         DType::F64 => format!("rt::kernels::gemm::dgemm(m, k, nn, 1.0, {args}, 0.0, {y})"),
@@ -199,21 +199,36 @@ fn matmul(cx: &EmitCx, out: ValueId, od: DType) -> Res {
         cx.size(nn)?
     );
     if batch.iter().all(|d| d.as_const() == Some(1)) {
-        return Ok(Some(format!("{head}let (bi, oa, ob) = (0usize, 0usize, 0usize);\n{call};")));
+        return Ok(Some(format!("{head}let (oa, ob, yb) = (0usize, 0usize, &mut y[..m * nn]);\n{call};")));
     }
     let nb = batch.len();
-    Ok(Some(format!(
+    // One batch entry: the operands' entries under broadcasting, and its GEMM.
+    let entry = |y_at: &str| {
+        format!(
+            "// The operands' batch entries under broadcasting.\n\
+             let (mut rest, mut oa, mut ob) = (bi, 0usize, 0usize);\n\
+             for d in (0..{nb}).rev() {{ let ix = rest % batch[d]; rest /= batch[d]; oa += ix * sa[d]; ob += ix * sb[d]; }}\n\
+             let (oa, ob) = (oa * m * k, ob * k * nn);\n\
+             let yb = &mut y[{y_at} * m * nn..][..m * nn];\n\
+             {call};\n"
+        )
+    };
+    let head = format!(
         "{head}let batch: [usize; {nb}] = {};\nlet (sa, sb): ([usize; {nb}], [usize; {nb}]) = ([{}], [{}]);\n\
-         for bi in 0..batch.iter().product::<usize>() {{\n\
-           // The operands' batch entries under broadcasting.\n\
-           let (mut rest, mut oa, mut ob) = (bi, 0usize, 0usize);\n\
-           for d in (0..{nb}).rev() {{ let ix = rest % batch[d]; rest /= batch[d]; oa += ix * sa[d]; ob += ix * sb[d]; }}\n\
-           let (oa, ob) = (oa * m * k, ob * k * nn);\n\
-           {call};\n\
-         }}",
+         let entries: usize = batch.iter().product();\n",
         cx.sizes(batch)?,
         sa.join(", "),
         sb.join(", ")
+    );
+    let macs = [m, k, nn].into_iter().chain(batch).try_fold(1usize, |acc, d| Some(acc.saturating_mul(usize::try_from(d.as_const()?).ok()?)));
+    if macs.is_some_and(|w| w < burnc_runtime::PARALLEL_WORK) {
+        // Too little work to split: one loop.
+        return Ok(Some(format!("{head}for bi in 0..entries {{\n{}}}", entry("bi"))));
+    }
+    // Ranges of batch entries over the thread pool (a GEMM inside a task runs on its thread).
+    Ok(Some(format!(
+        "{head}rt::for_plane_ranges(entries, m * nn, entries * m * k * nn, y, &|b0, b1, y| {{\nfor bi in b0..b1 {{\n{}}}\n}});",
+        entry("(bi - b0)")
     )))
 }
 

@@ -16,12 +16,12 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n: usize) -> OpResult {
 }
 
 /// Apply `f` elementwise with broadcasting.
-pub fn zip<A: Copy, B: Copy, O: Copy + Default>(
+pub fn zip<A: Copy + Sync, B: Copy + Sync, O: Copy + Default + Send>(
     a: &[A],
     ash: &[usize],
     b: &[B],
     bsh: &[usize],
-    f: impl Fn(A, B) -> O,
+    f: impl Fn(A, B) -> O + Sync,
 ) -> Result<(Vec<usize>, Vec<O>), String> {
     let shape = broadcast_shapes(ash, bsh)?;
     let n = numel(&shape)?;
