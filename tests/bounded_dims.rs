@@ -6,6 +6,7 @@
 //! the plan at the bounds, and unsupported ops fail at compile time naming the node.
 use burnc::build::{generate, generate_bounded, parse_pin_dims, PinDim};
 use burnc::harness::{bounded_main_rs, build_crate, Profile};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::Tensor;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -9,6 +9,7 @@
 use super::builder::{norm_axis, B, R};
 use super::{dy0, dy_or_zeros, input};
 use crate::ir::{Node, Op, PadMode, ReduceOp, ScatterReduction, ValueId};
+use crate::ops::IntoOp;
 use crate::tensor::Tensor;
 use crate::ops::scatter::ScatterElements;
 use crate::ops::GradCx;

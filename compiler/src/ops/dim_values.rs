@@ -8,7 +8,7 @@
 use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, ValueId};
 use crate::tensor::Tensor;
 
 /// `values` over named dims, each read from an input: `dims[k] = (name, input, axis)`. The
@@ -98,12 +98,6 @@ impl OpDef for DimValues {
 /// analysis follows it through shape computations; the emitter writes the run-time count.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Size;
-
-impl Size {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
 
 impl OpDef for Size {
     name!("Size");

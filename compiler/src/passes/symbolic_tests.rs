@@ -1,6 +1,7 @@
 //! Tests of the bounded-dims analysis on hand-built graphs.
 use super::symbolic::{analyze, check_no_dim_values, reshape_targets};
 use crate::ir::{AutoPad, DType, Dim, DimExpr, Graph, Op, PoolKind, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ops::IntoOp;
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 

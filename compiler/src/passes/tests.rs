@@ -3,6 +3,7 @@
 use super::{dce::dce, fold::fold, infer::infer, prepare, PassError};
 use crate::interp::{self, RtValue};
 use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Op, PoolKind, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ops::IntoOp;
 use crate::tensor::Tensor;
 
 fn sym(n: &str) -> Dim {

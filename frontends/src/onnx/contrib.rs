@@ -8,6 +8,7 @@ use super::import::{node_label, Ctx};
 use super::proto::NodeProto;
 use super::OnnxError;
 use burnc_compiler::ir::{BinaryOp, Op, UnaryOp, ValueId};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::Tensor;
 
 /// Writes the chain of one contrib node: every intermediate gets a fresh name, the last step

@@ -8,7 +8,7 @@ use burnc_compiler::ir::{
     ValueId, Window,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
-use burnc_compiler::ops::{activation, channel_norm, OpRef};
+use burnc_compiler::ops::{activation, channel_norm, IntoOp, OpRef};
 use burnc_compiler::Tensor;
 
 struct N<'n> {

@@ -20,6 +20,7 @@ use super::import::{node_label, Ctx};
 use super::proto::{GraphProto, NodeProto};
 use super::OnnxError;
 use burnc_compiler::ir::{BinaryOp, Op, ValueId};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::{Data, Tensor};
 use std::collections::{HashMap, HashSet};
 
