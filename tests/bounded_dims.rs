@@ -6,6 +6,7 @@
 //! the plan at the bounds, and unsupported ops fail at compile time naming the node.
 use burnc::build::{generate, generate_bounded, parse_pin_dims, PinDim};
 use burnc::harness::{bounded_main_rs, build_crate, Profile};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::Tensor;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -330,7 +331,7 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, vec![x, r]); // [n, 4, h, w]
     let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![cat]); // [n, h, w, 4]
     // view(n, h*w, 4) through Shape / Gather / Mul / Concat.
-    let sh = node(&mut g, "shape", Op::Shape { start: 0, end: None }, vec![t]);
+    let sh = node(&mut g, "shape", burnc_compiler::ops::dim_values::Shape { start: 0, end: None }.op(), vec![t]);
     let i0 = g.add_const("i0", Tensor::from_i64s(vec![1], vec![0]));
     let i1 = g.add_const("i1", Tensor::from_i64s(vec![1], vec![1]));
     let i2 = g.add_const("i2", Tensor::from_i64s(vec![1], vec![2]));
@@ -538,8 +539,8 @@ fn comparisons_of_dims_are_guarded_at_run_time() {
     let x = g.add_value("x", ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![bounded("r"), bounded("c")])) }), ValueKind::Input);
     g.inputs.push(x);
     let node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
-    let rows = node(&mut g, "rows", Op::Shape { start: 0, end: Some(1) }, vec![x]);
-    let cols = node(&mut g, "cols", Op::Shape { start: 1, end: Some(2) }, vec![x]);
+    let rows = node(&mut g, "rows", burnc_compiler::ops::dim_values::Shape { start: 0, end: Some(1) }.op(), vec![x]);
+    let cols = node(&mut g, "cols", burnc_compiler::ops::dim_values::Shape { start: 1, end: Some(2) }.op(), vec![x]);
     let square = node(&mut g, "square", Op::Binary(BinaryOp::Equal), vec![rows, cols]);
     let (two, three) = (g.add_const("two", Tensor::from_f32s(vec![1], vec![2.0])), g.add_const("three", Tensor::from_f32s(vec![1], vec![3.0])));
     let k = node(&mut g, "k", burnc_compiler::ops::select::op(), vec![square, two, three]);

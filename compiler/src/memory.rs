@@ -498,6 +498,7 @@ mod verifier_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::IntoOp;
     use crate::ir::{BinaryOp, DType, Dim, Op, Shape, TensorType, UnaryOp};
     use crate::tensor::Tensor;
 

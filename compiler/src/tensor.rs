@@ -30,22 +30,8 @@ pub enum Data {
 #[macro_export]
 macro_rules! with_data {
     ($data:expr, $v:ident => $body:expr, f8 => $f8:expr) => {
-        match $data {
-            $crate::tensor::Data::F32($v) => $body,
-            $crate::tensor::Data::F64($v) => $body,
-            $crate::tensor::Data::F16($v) => $body,
-            $crate::tensor::Data::BF16($v) => $body,
-            $crate::tensor::Data::I8($v) => $body,
-            $crate::tensor::Data::I16($v) => $body,
-            $crate::tensor::Data::I32($v) => $body,
-            $crate::tensor::Data::I64($v) => $body,
-            $crate::tensor::Data::U8($v) => $body,
-            $crate::tensor::Data::U16($v) => $body,
-            $crate::tensor::Data::U32($v) => $body,
-            $crate::tensor::Data::U64($v) => $body,
-            $crate::tensor::Data::Bool($v) => $body,
-            $crate::tensor::Data::F8(..) | $crate::tensor::Data::Str(..) => $f8,
-        }
+        $crate::match_data!($data, [F32 F64 F16 BF16 I8 I16 I32 I64 U8 U16 U32 U64 Bool], $v => $body,
+            $crate::tensor::Data::F8(..) | $crate::tensor::Data::Str(..) => $f8)
     };
 }
 
@@ -53,22 +39,8 @@ macro_rules! with_data {
 #[macro_export]
 macro_rules! map_data {
     ($data:expr, $v:ident => $body:expr, f8 => $f8:expr) => {
-        match $data {
-            $crate::tensor::Data::F32($v) => $crate::tensor::Data::F32($body),
-            $crate::tensor::Data::F64($v) => $crate::tensor::Data::F64($body),
-            $crate::tensor::Data::F16($v) => $crate::tensor::Data::F16($body),
-            $crate::tensor::Data::BF16($v) => $crate::tensor::Data::BF16($body),
-            $crate::tensor::Data::I8($v) => $crate::tensor::Data::I8($body),
-            $crate::tensor::Data::I16($v) => $crate::tensor::Data::I16($body),
-            $crate::tensor::Data::I32($v) => $crate::tensor::Data::I32($body),
-            $crate::tensor::Data::I64($v) => $crate::tensor::Data::I64($body),
-            $crate::tensor::Data::U8($v) => $crate::tensor::Data::U8($body),
-            $crate::tensor::Data::U16($v) => $crate::tensor::Data::U16($body),
-            $crate::tensor::Data::U32($v) => $crate::tensor::Data::U32($body),
-            $crate::tensor::Data::U64($v) => $crate::tensor::Data::U64($body),
-            $crate::tensor::Data::Bool($v) => $crate::tensor::Data::Bool($body),
-            $crate::tensor::Data::F8(..) | $crate::tensor::Data::Str(..) => $f8,
-        }
+        $crate::match_data!($data, [F32 F64 F16 BF16 I8 I16 I32 I64 U8 U16 U32 U64 Bool], $v => map $body,
+            $crate::tensor::Data::F8(..) | $crate::tensor::Data::Str(..) => $f8)
     };
 }
 
@@ -76,12 +48,25 @@ macro_rules! map_data {
 #[macro_export]
 macro_rules! map_float_data {
     ($data:expr, $v:ident => $body:expr, other => $other:expr) => {
+        $crate::match_data!($data, [F32 F64 F16 BF16], $v => map $body, _ => $other)
+    };
+}
+
+/// The match the three macros above write: `$body` for each listed variant (`map $body`:
+/// wrapped in the same variant), `$other` for the rest.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! match_data {
+    ($data:expr, [$($var:ident)*], $v:ident => map $body:expr, $rest:pat => $other:expr) => {
         match $data {
-            $crate::tensor::Data::F32($v) => $crate::tensor::Data::F32($body),
-            $crate::tensor::Data::F64($v) => $crate::tensor::Data::F64($body),
-            $crate::tensor::Data::F16($v) => $crate::tensor::Data::F16($body),
-            $crate::tensor::Data::BF16($v) => $crate::tensor::Data::BF16($body),
-            _ => $other,
+            $($crate::tensor::Data::$var($v) => $crate::tensor::Data::$var($body),)*
+            $rest => $other,
+        }
+    };
+    ($data:expr, [$($var:ident)*], $v:ident => $body:expr, $rest:pat => $other:expr) => {
+        match $data {
+            $($crate::tensor::Data::$var($v) => $body,)*
+            $rest => $other,
         }
     };
 }

@@ -1,6 +1,7 @@
 //! Interpreter tests for control flow, sequences, Einsum and the quantization ops.
 use burnc_compiler::interp::{run, RtValue};
 use burnc_compiler::ir::{BinaryOp, DType, Graph, Op, SeqOp, UnaryOp, ValueId, ValueKind, ValueType};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::{Data, Tensor};
 
 fn input(g: &mut Graph, name: &str) -> ValueId {

@@ -6,6 +6,7 @@ use crate::layers::{Kind, Layer};
 use burnc_compiler::ir::{
     AutoPad, BinaryOp, DType, Graph, Op, Param, PoolKind, ReduceOp, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window,
 };
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::Tensor;
 use proc_macro2::Span;
 use std::collections::HashMap;

@@ -2,6 +2,7 @@
 //! inference the `infer` pass runs), so later rules can read the dims of gradients built
 //! before them without re-running inference over the whole graph.
 use crate::ir::{DType, Dim, Graph, Op, ReduceOp, ValueId, ValueKind, ValueType};
+use crate::ops::IntoOp;
 use crate::passes::infer::{infer_node, merge};
 use crate::tensor::{Data, Tensor};
 use std::collections::HashSet;
@@ -98,7 +99,7 @@ impl<'g> B<'g> {
     pub fn shape_of(&mut self, v: ValueId) -> R<ValueId> {
         match self.fixed_dims(v) {
             Ok(d) => Ok(self.ints(&d.iter().map(|&x| x as i64).collect::<Vec<_>>())),
-            Err(_) => self.node(Op::Shape { start: 0, end: None }, &[v]),
+            Err(_) => self.node(crate::ops::dim_values::Shape { start: 0, end: None }.op(), &[v]),
         }
     }
 

@@ -38,15 +38,7 @@ pub fn enable_dropout(g: &mut Graph, key: ValueId) -> Result<usize, PassError> {
         return Err(err(format!("the key must be an i64 or u64 scalar, got {} {:?}", kt.dtype, kt.shape)));
     }
     let mut names: HashSet<String> = g.values.iter().map(|v| v.name.clone()).collect();
-    let mut fresh = |base: String| {
-        let mut name = base.clone();
-        let mut k = 0;
-        while !names.insert(name.clone()) {
-            k += 1;
-            name = format!("{base}_{k}");
-        }
-        name
-    };
+    let mut fresh = |base: String| crate::ir::unique_name(base, &mut names);
     let old = std::mem::take(&mut g.nodes);
     let mut count = 0usize;
     for mut n in old {

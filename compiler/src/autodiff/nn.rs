@@ -15,6 +15,7 @@ use super::{dy0, input};
 use crate::interp::ops::nn::geom::{attrs, resolve};
 use crate::ir::{AutoPad, Node, Op, PoolKind, ValueId, Window};
 use crate::ops::conv_transpose::ConvTranspose;
+use crate::ops::IntoOp;
 
 /// A window with everything explicit.
 struct Geo {

@@ -4,6 +4,7 @@
 use super::builder::{const_ints, norm_axis, B, R};
 use super::{dy0, input, output};
 use crate::ir::{BinaryOp, Node, Op, ReduceOp, UnaryOp, ValueId};
+use crate::ops::IntoOp;
 
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let dy = dy0(dys)?;

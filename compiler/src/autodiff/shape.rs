@@ -9,6 +9,7 @@
 use super::builder::{norm_axis, B, R};
 use super::{dy0, dy_or_zeros, input};
 use crate::ir::{Node, Op, PadMode, ReduceOp, ScatterReduction, ValueId};
+use crate::ops::IntoOp;
 use crate::tensor::Tensor;
 use crate::ops::scatter::ScatterElements;
 use crate::ops::GradCx;
@@ -97,7 +98,7 @@ fn concat(b: &mut B<'_>, n: &Node, axis: i64, dy: ValueId, need: &[bool]) -> R<V
     for &v in &ins {
         sizes.push(match b.dims(v)?.get(ax).and_then(|d| d.fixed()) {
             Some(d) => b.ints(&[d as i64]),
-            None => b.node(Op::Shape { start: ax as i64, end: Some(ax as i64 + 1) }, &[v])?,
+            None => b.node(crate::ops::dim_values::Shape { start: ax as i64, end: Some(ax as i64 + 1) }.op(), &[v])?,
         });
     }
     let split = if sizes.len() == 1 { sizes[0] } else { b.node(Op::Concat { axis: 0 }, &sizes)? };

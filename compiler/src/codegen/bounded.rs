@@ -155,13 +155,7 @@ fn unique_node_names(g: &mut Graph) {
     let mut seen = HashSet::new();
     for i in 0..g.nodes.len() {
         let base = if g.nodes[i].name.is_empty() { format!("{}_{i}", g.nodes[i].op.name()) } else { g.nodes[i].name.clone() };
-        let mut name = base.clone();
-        let mut k = 1;
-        while !seen.insert(name.clone()) {
-            k += 1;
-            name = format!("{base}_{k}");
-        }
-        g.nodes[i].name = name;
+        g.nodes[i].name = crate::ir::unique_name(base, &mut seen);
     }
 }
 

@@ -26,14 +26,7 @@ const RESERVED_PREFIXES: &[&str] = &["part_", "train_part_", "in_", "d_"];
 /// unique within `taken` (to which it is added): `Conv 1/out` → `conv_1_out`, `self` → `v_self`,
 /// a second `conv_1_out` → `conv_1_out_2`.
 pub fn ident(name: &str, taken: &mut HashSet<String>) -> String {
-    let base = snake(name);
-    let mut out = base.clone();
-    let mut i = 1;
-    while !taken.insert(out.clone()) {
-        i += 1;
-        out = format!("{base}_{i}");
-    }
-    out
+    crate::ir::unique_name(snake(name), taken)
 }
 
 /// The snake_case form `ident` starts from, before making it unique.

@@ -2,7 +2,7 @@
 use super::{DType, Op, Shape};
 use crate::tensor::Tensor;
 use bytes::Bytes;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Index of a value in [`Graph::values`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -178,4 +178,15 @@ impl Graph {
             _ => None,
         })
     }
+}
+
+/// `base`, or else the first of `base_2`, `base_3`, … not in `taken`; added to `taken`.
+pub fn unique_name(base: String, taken: &mut HashSet<String>) -> String {
+    let mut name = base.clone();
+    let mut k = 1;
+    while !taken.insert(name.clone()) {
+        k += 1;
+        name = format!("{base}_{k}");
+    }
+    name
 }

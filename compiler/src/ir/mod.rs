@@ -10,7 +10,7 @@ mod shape;
 pub mod verify;
 
 pub use dtype::{onnx_code_name, DType};
-pub use graph::{Graph, Node, NodeId, Param, TensorType, Value, ValueId, ValueKind, ValueType};
+pub use graph::{unique_name, Graph, Node, NodeId, Param, TensorType, Value, ValueId, ValueKind, ValueType};
 pub use op::{Act, AutoPad, LossReduction, BinaryOp, Op, PoolKind, ReduceOp, RnnAttrs, ScatterReduction, SeqOp, UnaryOp, Window};
 pub use burnc_runtime::kernels::rnn::{Act as RnnAct, Cell as RnnCell, Direction as RnnDirection};
 /// The ML kernels' mode and layout constants, for frontends building their tables.

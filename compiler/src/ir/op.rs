@@ -200,7 +200,6 @@ pub enum Op {
     Gather { axis: i64 },
     Expand,
     /// (data, pads, constant_value?, axes?).
-    Shape { start: i64, end: Option<i64> },
     ConstantOfShape { value: Tensor },
 
     // ---- sequences and optionals (interpreter-level values)

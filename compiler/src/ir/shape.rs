@@ -1,4 +1,5 @@
 //! Shapes: fixed dims and symbolic dims (named, optionally bounded).
+use super::DimExpr;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -13,6 +14,14 @@ impl Dim {
         match self {
             Dim::Fixed(n) => Some(*n),
             Dim::Sym { .. } => None,
+        }
+    }
+
+    /// The dim as a dim expression: a constant, or the variable of its name.
+    pub fn expr(&self) -> DimExpr {
+        match self {
+            Dim::Fixed(n) => DimExpr::constant(*n as i64),
+            Dim::Sym { name, .. } => DimExpr::var(name),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! are the runtime's (`kernels::extra`) or, for Shrink, one expression, computed in f64 and
 //! rounded to the element type, by the interpreter and generated code alike.
 use crate::codegen::emit::f64_lit;
-use super::{input, numel, Arg, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, Arg, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
 use crate::codegen::CodegenError;
 use crate::ir::{Op, UnaryOp, ValueId};
@@ -226,12 +226,6 @@ impl OpDef for BiasSplitGelu {
 pub struct Shrink {
     pub lambd: f32,
     pub bias: f32,
-}
-
-impl Shrink {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 impl OpDef for Shrink {

@@ -7,7 +7,7 @@ use super::{input, numel, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::attention as k;
 
@@ -92,10 +92,6 @@ fn dims4(cx: &mut ShapeCx, a: &Arg, heads: Option<usize>, what: &str) -> R<([Dim
 }
 
 impl Attention {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The sizes from Q, K, V and the past, with the relations they need declared on `cx`.
     fn geometry(&self, cx: &mut ShapeCx) -> R<Geometry> {
         let (q, kk, v) = (cx.arg(0)?.clone(), cx.arg(1)?.clone(), cx.arg(2)?.clone());

@@ -103,12 +103,6 @@ pub struct BitCast {
     pub to: DType,
 }
 
-impl BitCast {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for BitCast {
     name!("BitCast");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops, gradient);

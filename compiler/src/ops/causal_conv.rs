@@ -5,19 +5,13 @@
 //! batch, channels, length and kernel size may all be bounded dims.
 use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::causal_conv as cc;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CausalConv {
     pub silu: bool,
-}
-
-impl CausalConv {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 /// The kernel's sizes as dim expressions.

@@ -110,12 +110,6 @@ pub struct GroupNorm {
     pub per_channel: bool,
 }
 
-impl GroupNorm {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for GroupNorm {
     name!("GroupNormalization");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
@@ -253,12 +247,6 @@ pub struct Lrn {
     pub alpha: f32,
     pub beta: f32,
     pub bias: f32,
-}
-
-impl Lrn {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 impl OpDef for Lrn {

@@ -5,7 +5,7 @@
 //! generated code.
 use super::{input, numel, or_fill, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DimExpr, Op};
+use crate::ir::DimExpr;
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::unpool::col2im_batch;
 use burnc_runtime::kernels::window::Window3;
@@ -29,10 +29,6 @@ struct Geometry {
 }
 
 impl Col2Im {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// Input `i`'s constant sizes, `None` while they are not known.
     fn sizes(cx: &ShapeCx, i: usize, what: &str) -> R<Option<Vec<usize>>> {
         let Some(v) = cx.ints(i) else { return Ok(None) };

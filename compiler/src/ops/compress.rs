@@ -11,7 +11,7 @@ use crate::interp::ops::util::strides;
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::gather::compress;
 
@@ -25,10 +25,6 @@ pub struct Compress {
 const INLINE: usize = 32;
 
 impl Compress {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The indices whose condition entry is true.
     fn keep(cond: &Tensor) -> R<Vec<i64>> {
         let Data::Bool(c) = &cond.data else { return Err(format!("condition must be bool, got {}", cond.dtype())) };
@@ -119,12 +115,6 @@ impl OpDef for Compress {
 /// NonZero: the indices of the nonzero elements in row-major order, one row per dim of X.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NonZero;
-
-impl NonZero {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
 
 impl OpDef for NonZero {
     name!("NonZero");

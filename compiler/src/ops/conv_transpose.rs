@@ -8,7 +8,7 @@ use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::conv::{run_conv, ConvKernel};
 use crate::interp::ops::nn::geom::attrs;
-use crate::ir::{AutoPad, DType, DimExpr, Op, Window};
+use crate::ir::{AutoPad, DType, DimExpr, Window};
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::conv::{self as k, ConvDims};
 use burnc_runtime::kernels::window::Window3;
@@ -67,10 +67,6 @@ impl Geometry {
 }
 
 impl ConvTranspose {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The geometry, with the operands checked; `None` while a rank is not known.
     fn geometry(&self, cx: &mut ShapeCx) -> R<Option<Geometry>> {
         let (xt, wt) = (cx.arg(0)?.dtype, cx.arg(1)?.dtype);

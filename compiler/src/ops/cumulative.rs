@@ -4,7 +4,7 @@
 use super::{around, input, numel, view_sizes, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis_or_scalar;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::reduce as k;
 
@@ -17,10 +17,6 @@ pub struct Cumulative {
 }
 
 impl Cumulative {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The axis input's one value.
     fn axis(v: Option<Vec<i64>>) -> R<i64> {
         match v.as_deref() {

@@ -3,9 +3,9 @@
 //! (channel, block row, block col) — CRD. Each is a permutation of a 6-D view of the input,
 //! so both run the runtime's `kernels::permute::permute` over dims given at run time, in the
 //! interpreter (on the elements' bytes, every dtype) and in generated code.
-use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, move_bytes, EmitCx, GradCx, IntoOp, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::permute::permute;
 
@@ -23,18 +23,6 @@ pub struct SpaceToDepth {
     pub blocksize: usize,
     /// Channels ordered (channel, block row, block col) (ONNX mode CRD); else DCR.
     pub crd: bool,
-}
-
-impl DepthToSpace {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
-impl SpaceToDepth {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 /// The input's 6-D view and the permutation of it that gives the output, with the output dims.

@@ -7,7 +7,7 @@ use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::geom;
 use crate::interp::ops::norm::float::{by_precision, Work};
-use crate::ir::{DType, DimExpr, Op, ValueId, Window};
+use crate::ir::{DType, DimExpr, ValueId, Window};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::detect::{self as k, Nms};
 
@@ -73,10 +73,6 @@ struct RoiDims {
 }
 
 impl RoiAlign {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The sizes, with the operands checked; `None` while a rank is not known.
     fn dims(&self, cx: &mut ShapeCx) -> R<Option<RoiDims>> {
         if self.output_height == 0 || self.output_width == 0 {
@@ -210,10 +206,6 @@ struct DeformDims {
 }
 
 impl DeformConv {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The sizes, with every operand's dims checked; `None` while a rank is not known.
     fn dims(&self, cx: &mut ShapeCx) -> R<Option<DeformDims>> {
         float_type(cx, &[1, 2, 3, 4])?;
@@ -389,12 +381,6 @@ fn check_float(x: &Tensor, others: &[&Tensor], what: &str) -> R<()> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NonMaxSuppression {
     pub center_point_box: bool,
-}
-
-impl NonMaxSuppression {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 impl OpDef for NonMaxSuppression {

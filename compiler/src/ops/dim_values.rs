@@ -1,4 +1,5 @@
-//! Integers computed from the inputs' dims: DimValues, written when the model runs, and Size.
+//! Integers computed from the inputs' dims: DimValues, written when the model runs, Size and
+//! Shape.
 //!
 //! With fixed shapes a shape computation (`Shape → Gather → Cast …`) folds to constants. With
 //! bounded dims the graph is pinned at the bounds before folding, so a dim's value that
@@ -8,7 +9,7 @@
 use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, ValueId};
 use crate::tensor::Tensor;
 
 /// `values` over named dims, each read from an input: `dims[k] = (name, input, axis)`. The
@@ -99,12 +100,6 @@ impl OpDef for DimValues {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Size;
 
-impl Size {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for Size {
     name!("Size");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops);
@@ -129,6 +124,61 @@ impl OpDef for Size {
     }
 }
 
+/// Shape: dims `start..end` of the input (negative from the end, both clamped to the rank), an
+/// int64 vector. The shape rule gives its values as the input's dims, so fixed dims fold to
+/// constants and named dims flow through shape computations (`Shape → Gather → Concat →
+/// Reshape`) in inference and in the bounded analysis; under bounded dims a Shape whose
+/// values reach data becomes a [`DimValues`] (`passes::dim_values`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub start: i64,
+    pub end: Option<i64>,
+}
+
+impl Shape {
+    /// The axes `start..end` selects of a rank-`rank` input.
+    pub fn axes(&self, rank: usize) -> std::ops::Range<usize> {
+        let r = rank as i64;
+        let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+        let (a, b) = (clamp(self.start), clamp(self.end.unwrap_or(r)));
+        a..b.max(a)
+    }
+}
+
+impl OpDef for Shape {
+    name!("Shape");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, flops);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let len = match cx.arg(0)?.dims.clone() {
+            Some(xs) => {
+                let values = xs[self.axes(xs.len())].to_vec();
+                let len = DimExpr::constant(values.len() as i64);
+                cx.set_out_ints(0, values);
+                len
+            }
+            None => cx.unknown(),
+        };
+        Ok(vec![OutType { dtype: DType::I64, dims: Some(vec![len]) }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let x = input(ins, 0)?;
+        let dims: Vec<i64> = x.shape[self.axes(x.rank())].iter().map(|&d| d as i64).collect();
+        Ok(vec![Tensor::from_i64s(vec![dims.len()], dims)])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let xs = cx.dims(cx.input(0)?)?;
+        let values = xs[self.axes(xs.len())].iter().map(|d| Ok(format!("{} as i64", cx.size(d)?))).collect::<Result<Vec<_>, CodegenError>>()?;
+        Ok(format!("{}.copy_from_slice(&[{}]);", cx.write(cx.output(0)?)?, values.join(", ")))
+    }
+
+    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        Err("Shape has no gradient: its values are integers".into())
+    }
+}
+
 /// Examples: a shape's tail and an element count, fixed and bounded.
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 3, 4], (0..24).map(|v| v as f32).collect());
@@ -138,7 +188,9 @@ pub fn examples() -> Vec<super::Example> {
     vec![
         super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.clone(), b.clone()], dims: dims[..2].to_vec(), scalar: false, dtype: DType::I64 }), inputs: vec![x.clone()] },
         super::Example { consts: vec![], op: OpRef::new(DimValues { values: vec![a.mul(&b).add(&k).floor_div(2)], dims, scalar: true, dtype: DType::I32 }), inputs: vec![x.clone(), y] },
-        super::Example { consts: vec![], op: OpRef::new(Size), inputs: vec![x] },
+        super::Example { consts: vec![], op: OpRef::new(Size), inputs: vec![x.clone()] },
+        super::Example { consts: vec![], op: OpRef::new(Shape { start: 1, end: None }), inputs: vec![x.clone()] },
+        super::Example { consts: vec![], op: OpRef::new(Shape { start: -2, end: Some(-1) }), inputs: vec![x] },
         super::Example { consts: vec![], op: OpRef::new(Size), inputs: vec![Tensor::from_i64s(vec![3, 1], vec![4, 5, 6])] },
     ]
 }

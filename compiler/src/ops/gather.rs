@@ -6,7 +6,7 @@ use super::{input, move_bytes, EmitCx, GradCx, MoveBytes, OpDef, OpRef, OutType,
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::interp::ops::shape::take;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::gather::{gather_elements, gather_nd};
 
@@ -16,10 +16,6 @@ pub struct GatherElements {
 }
 
 impl GatherElements {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The axis, with the indices' dims checked against the data's.
     fn axis(&self, cx: &mut ShapeCx) -> R<usize> {
         let (xs, is) = (cx.arg(0)?.dims()?.to_vec(), cx.arg(1)?.dims()?.to_vec());
@@ -103,10 +99,6 @@ pub struct GatherNd {
 }
 
 impl GatherNd {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The tuple length and the output dims, with the batch dims checked equal.
     fn geometry(&self, cx: &mut ShapeCx) -> R<(usize, Vec<DimExpr>)> {
         let (xs, is) = (cx.arg(0)?.dims()?.to_vec(), cx.arg(1)?.dims()?.to_vec());

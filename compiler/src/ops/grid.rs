@@ -3,7 +3,7 @@
 //! AffineGrid, which makes such a grid from affine transforms (`kernels::grid::affine_grid`).
 use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DimExpr, GridMode, GridPadding, Op};
+use crate::ir::{DimExpr, GridMode, GridPadding};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::grid as k;
 
@@ -24,10 +24,6 @@ struct Geometry {
 }
 
 impl GridSample {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     fn geometry(cx: &mut ShapeCx) -> R<Geometry> {
         let (xs, gs) = (cx.arg(0)?.dims()?.to_vec(), cx.arg(1)?.dims()?.to_vec());
         let nsp = xs.len().saturating_sub(2);
@@ -119,10 +115,6 @@ pub struct AffineGrid {
 }
 
 impl AffineGrid {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The batch and spatial sizes from `size`, theta's dims checked against them; `None`
     /// while `size`'s values are not known.
     fn geometry(cx: &mut ShapeCx) -> R<Option<(DimExpr, Vec<DimExpr>)>> {

@@ -1,9 +1,9 @@
 //! ImageDecoder `(encoded: uint8[N])` → `uint8[H, W, C]`: PNG, JPEG, BMP, PNM, TIFF and WebP
 //! through the `image` crate, in RGB, BGR or grayscale. The dims are the image's, so generated
 //! code needs the encoded bytes as a constant (the compiler then decodes them once).
-use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, OpDef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 
 /// The largest width or height decoded.
@@ -23,10 +23,6 @@ pub struct ImageDecoder {
 }
 
 impl ImageDecoder {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     #[cfg(feature = "image")]
     fn channels(&self) -> usize {
         if self.format == PixelFormat::Grayscale {

@@ -6,10 +6,10 @@
 //! and the kernels (`kernels::quant`) serve the interpreter and generated code alike; the
 //! generated calls take their batch offsets and window geometry as tables and literals, so
 //! these ops compile with fixed shapes only.
-use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, OpDef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::qint::{self, QConv};
-use crate::ir::{AutoPad, DType, DimExpr, Op, Window};
+use crate::ir::{AutoPad, DType, DimExpr, Window};
 use crate::ops::quant::is_qint;
 use crate::tensor::Tensor;
 
@@ -160,12 +160,6 @@ fn conv_flops(ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>], w: usize)
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MatMulInteger;
 
-impl MatMulInteger {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for MatMulInteger {
     name!("MatMulInteger");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
@@ -198,12 +192,6 @@ impl OpDef for MatMulInteger {
 /// `a_scale · b_scale / y_scale` onto y_zero_point's type.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QLinearMatMul;
-
-impl QLinearMatMul {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
 
 impl OpDef for QLinearMatMul {
     name!("QLinearMatMul");
@@ -268,12 +256,6 @@ pub struct ConvInteger {
     pub group: usize,
 }
 
-impl ConvInteger {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for ConvInteger {
     name!("ConvInteger");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
@@ -307,12 +289,6 @@ impl OpDef for ConvInteger {
 pub struct QLinearConv {
     pub window: Window,
     pub group: usize,
-}
-
-impl QLinearConv {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 impl OpDef for QLinearConv {

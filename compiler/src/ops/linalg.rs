@@ -4,7 +4,7 @@
 use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::det::det_batch;
 
@@ -12,10 +12,6 @@ use burnc_runtime::kernels::det::det_batch;
 pub struct Det;
 
 impl Det {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The batch dims and the matrix size `n` of a `[..., n, n]` input.
     fn dims(cx: &mut ShapeCx) -> R<(Vec<DimExpr>, DimExpr)> {
         let x = cx.arg(0)?;

@@ -7,7 +7,7 @@ use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::linear_attention as la;
 
@@ -22,12 +22,6 @@ pub struct LinearAttention {
     pub gated: bool,
     /// Delta-rule correction of the written value by beta; takes beta.
     pub delta: bool,
-}
-
-impl LinearAttention {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 /// The kernel's sizes as dim expressions (see `kernels::linear_attention::Dims`).

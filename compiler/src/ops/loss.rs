@@ -2,7 +2,7 @@
 //! [N, d…], optional class weights [C]; the loss per sample, or its sum or (weighted) mean,
 //! and for the softmax form the log-probabilities. Computed by the runtime kernel
 //! `kernels::loss::nll_loss` in the input's float type (f64 in the interpreter).
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, numel, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
@@ -20,10 +20,6 @@ pub struct NllLoss {
 }
 
 impl NllLoss {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     fn kernel_reduction(&self) -> (k::Reduction, &'static str) {
         match self.reduction {
             LossReduction::None => (k::Reduction::None, "None"),

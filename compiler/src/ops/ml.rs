@@ -4,7 +4,7 @@
 //! weights blob; the rows and columns are run-time sizes, so bounded dims need nothing more.
 use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::ml as k;
 
@@ -28,10 +28,6 @@ pub struct TfIdfVectorizer {
 }
 
 impl TfIdfVectorizer {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The tables' own consistency (the frontend checks it too: ops may be built elsewhere).
     fn check(&self) -> R<()> {
         k::tfidf_check(self.pool.len(), &self.ngram_counts, &self.ngram_indexes, self.out).map_err(str::to_string)?;
@@ -125,10 +121,6 @@ pub struct TreeEnsemble {
 }
 
 impl TreeEnsemble {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     fn tables(&self) -> k::TreeTables<'_> {
         k::TreeTables {
             nodes: &self.nodes,

@@ -119,7 +119,7 @@ pub use cx::{Arg, EmitCx, GradCx, OutType, ShapeCx};
 pub(crate) use cx::{is_unknown, Sym};
 
 use crate::codegen::CodegenError;
-use crate::ir::DType;
+use crate::ir::{DType, Op};
 use crate::tensor::Tensor;
 use std::fmt;
 use std::sync::Arc;
@@ -188,6 +188,18 @@ pub struct OpRef(pub Arc<dyn OpDef>);
 impl OpRef {
     pub fn new(op: impl OpDef + 'static) -> OpRef {
         OpRef(Arc::new(op))
+    }
+}
+
+/// An op as the IR holds it: `Tile { .. }.op()` is `Op::Def(OpRef::new(Tile { .. }))`, for
+/// every op type at once.
+pub trait IntoOp {
+    fn op(self) -> Op;
+}
+
+impl<T: OpDef + 'static> IntoOp for T {
+    fn op(self) -> Op {
+        Op::Def(OpRef::new(self))
     }
 }
 

@@ -6,7 +6,7 @@
 //! `[N]`.
 use super::{input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::nbits::{self as nk, NBits, ZeroPoints};
 
@@ -42,9 +42,6 @@ impl MatMulNBits {
         Ok(MatMulNBits { k, n, bits, block })
     }
 
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 
     fn blocks(&self) -> usize {
         self.k.div_ceil(self.block)

@@ -5,7 +5,7 @@ use super::{around, input, numel, product, view_sizes, EmitCx, GradCx, OpDef, Op
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
 use crate::ir::axis::{norm_axis, norm_axis_or_scalar};
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, ValueId};
 use crate::tensor::Tensor;
 
 /// The input's dims, which the rule needs.
@@ -26,12 +26,6 @@ fn like_x(cx: &ShapeCx) -> R<Vec<OutType>> {
 pub struct LayerNorm {
     pub axis: i64,
     pub epsilon: f32,
-}
-
-impl LayerNorm {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 /// The element count of the dims of X (`xs`) a scale or bias of dims `ss` covers, right-aligned
@@ -240,12 +234,6 @@ pub struct RmsNorm {
     pub epsilon: f32,
 }
 
-impl RmsNorm {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for RmsNorm {
     name!("RMSNormalization");
     none_of!(cuda, scratch_bytes, in_place, decides_shapes, forwards_values);
@@ -333,12 +321,6 @@ pub struct LpNorm {
     pub p: i64,
 }
 
-impl LpNorm {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for LpNorm {
     name!("LpNormalization");
     none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
@@ -387,10 +369,6 @@ pub struct Hardmax {
 }
 
 impl Hardmax {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// `[outer, len, inner]` of the input.
     fn view(&self, xs: &[DimExpr]) -> R<[DimExpr; 3]> {
         if xs.is_empty() {

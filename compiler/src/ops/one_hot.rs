@@ -6,7 +6,7 @@ use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis_or_scalar;
-use crate::ir::{DimExpr, Op};
+use crate::ir::DimExpr;
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -15,10 +15,6 @@ pub struct OneHot {
 }
 
 impl OneHot {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The depth: a constant (of any numeric type, as ONNX allows) or a shape value; `None`
     /// when computed from data.
     fn depth(cx: &ShapeCx) -> R<Option<DimExpr>> {

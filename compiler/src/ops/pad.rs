@@ -8,7 +8,7 @@ use crate::codegen::emit::data::scalar_lit;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DimExpr, Op, PadMode, ValueId};
+use crate::ir::{DimExpr, PadMode, ValueId};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::pad::{center_lead, pad};
 
@@ -18,10 +18,6 @@ pub struct Pad {
 }
 
 impl Pad {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The leading and trailing pad of every dim of a rank-`r` input, from the pads (constants
     /// or, computed from bounded dims, expressions) and axes.
     fn per_dim(pads: &[DimExpr], axes: Option<&[i64]>, r: usize) -> R<(Vec<DimExpr>, Vec<DimExpr>)> {
@@ -160,10 +156,6 @@ pub struct CenterCropPad {
 }
 
 impl CenterCropPad {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The output dims: the input's, each listed axis at its target length.
     fn out_dims(&self, xs: &[DimExpr], targets: &[DimExpr]) -> R<Vec<DimExpr>> {
         let r = xs.len();

@@ -169,10 +169,6 @@ pub struct Quantize {
 }
 
 impl Quantize {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     fn target(&self, zp: Option<DType>) -> R<DType> {
         match (zp, self.output_dtype) {
             (Some(z), Some(o)) if z != o => Err(format!("zero point type {z} differs from output_dtype {o}")),
@@ -238,12 +234,6 @@ pub struct Dequantize {
     pub axis: i64,
     pub block_size: usize,
     pub output_dtype: Option<DType>,
-}
-
-impl Dequantize {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 impl OpDef for Dequantize {

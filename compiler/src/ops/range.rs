@@ -6,7 +6,7 @@
 use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -16,10 +16,6 @@ pub struct Range;
 const MAX_LEN: u128 = 1 << 32;
 
 impl Range {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The output's length, when the values decide it before the op runs: constants, or under
     /// bounded dims integer shape computations with a constant delta.
     fn len(cx: &ShapeCx) -> R<Option<DimExpr>> {

@@ -3,7 +3,7 @@
 use super::{around, view_sizes, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ValueId};
+use crate::ir::{DType, DimExpr, ValueId};
 use crate::tensor::Tensor;
 
 /// `max`: ArgMax, else ArgMin. `select_last_index`: the last of equal extremes, else the first.
@@ -16,10 +16,6 @@ pub struct ArgReduce {
 }
 
 impl ArgReduce {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The reduced axis of an input of rank `rank` (none for a scalar).
     fn axis_of(&self, rank: usize) -> R<Option<usize>> {
         if rank == 0 {

@@ -9,7 +9,7 @@ use super::{input, numel, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
 use crate::ir::axis::{distinct_axes, norm_axis};
-use crate::ir::{DimExpr, Op};
+use crate::ir::DimExpr;
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::resize as k;
 pub use burnc_runtime::kernels::resize::{Coord, Filter, Mode, Nearest};
@@ -83,10 +83,6 @@ fn scaled(cx: &mut ShapeCx, axis: usize, x: &DimExpr, s: f64) -> R<DimExpr> {
 }
 
 impl Resize {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     fn axes(&self, r: usize) -> R<Vec<usize>> {
         let Some(a) = &self.axes else { return Ok((0..r).collect()) };
         distinct_axes(a, r, norm_axis)

@@ -2,11 +2,11 @@
 //! order; for each batch entry the first `sequence_lens[b]` steps along time are reversed, the
 //! rest kept. One runtime kernel, `kernels::reverse::reverse_sequence`, moves the elements in
 //! generated code and, on their indices, in the interpreter (so every dtype, strings too).
-use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, product, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, ValueId};
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::reverse::reverse_sequence;
 
@@ -17,10 +17,6 @@ pub struct ReverseSequence {
 }
 
 impl ReverseSequence {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The input as `[d0, d1, inner]` and the time axis of that view (0 or 1), with the
     /// lengths' count checked against the batch size.
     fn view(&self, cx: &mut ShapeCx) -> R<([DimExpr; 3], usize)> {

@@ -7,7 +7,7 @@
 use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::extra::{rotary, Rotary};
 
@@ -17,12 +17,6 @@ pub struct RotaryEmbedding {
     pub interleaved: bool,
     pub rotary_embedding_dim: usize,
     pub num_heads: usize,
-}
-
-impl RotaryEmbedding {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 /// The kernel's geometry as dim expressions, and the caches' row count.

@@ -9,7 +9,7 @@ use super::gather::AlongAxis;
 use super::{input, move_bytes, EmitCx, MoveBytes, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op, ScatterReduction};
+use crate::ir::{DType, DimExpr, ScatterReduction};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::cache::{tensor_scatter, CacheDims};
 use burnc_runtime::kernels::scatter::{replace, scatter_elements, scatter_nd};
@@ -23,10 +23,6 @@ pub struct ScatterElements {
 }
 
 impl ScatterElements {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The axis, with the indices' dims checked against the data's and the updates'.
     fn axis(&self, cx: &mut ShapeCx) -> R<usize> {
         let (xs, is, us) = (cx.arg(0)?.dims()?.to_vec(), cx.arg(1)?.dims()?.to_vec(), cx.arg(2)?.dims()?.to_vec());
@@ -75,10 +71,6 @@ pub struct ScatterNd {
 }
 
 impl ScatterNd {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The index tuples' length, with the updates' dims checked: the indices' leading dims,
     /// then the data's past the tuple.
     fn tuple_len(cx: &mut ShapeCx) -> R<usize> {
@@ -250,10 +242,6 @@ pub struct TensorScatter {
 }
 
 impl TensorScatter {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The cache's and the update's dims as (batch, mid, max_seq, seq, inner), checked.
     fn geometry(&self, cx: &mut ShapeCx) -> R<[DimExpr; 5]> {
         let (cs, us) = (cx.arg(0)?.dims()?.to_vec(), cx.arg(1)?.dims()?.to_vec());

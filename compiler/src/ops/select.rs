@@ -138,10 +138,6 @@ pub struct Trilu {
 }
 
 impl Trilu {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     fn k(v: Option<Vec<i64>>, given: bool) -> R<i64> {
         match (v.as_deref(), given) {
             (_, false) => Ok(0),
@@ -207,10 +203,6 @@ pub struct EyeLike {
 }
 
 impl EyeLike {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     fn out_dtype(&self, x: DType) -> R<DType> {
         let d = self.dtype.unwrap_or(x);
         if d == DType::Str || d.is_small() {

@@ -8,7 +8,7 @@ use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, ValueId};
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::slice::slice;
 
@@ -31,10 +31,6 @@ fn c(v: i64) -> DimExpr {
 }
 
 impl Slice {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The plan over input dims `xs`; `None` while starts, ends, axes or steps are not known
     /// constants. A fixed dim is clamped as ONNX says; for a bounded one the clamps that the
     /// dim decides become run-time checks (the start inside the dim and not past the end).

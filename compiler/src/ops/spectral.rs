@@ -8,7 +8,7 @@
 use super::{input, numel, product, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::spectral::{self, DftDims, StftDims};
 
@@ -68,10 +68,6 @@ struct DftGeom {
 }
 
 impl Dft {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// `None` while the rank, dft_length or axis is not known.
     fn geometry(&self, cx: &mut ShapeCx) -> R<Option<DftGeom>> {
         let x = float_x(cx, "DFT")?;
@@ -190,10 +186,6 @@ struct StftGeom {
 }
 
 impl Stft {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// `None` while the signal's dims, frame_step or frame_length is not known.
     fn geometry(&self, cx: &mut ShapeCx) -> R<Option<StftGeom>> {
         let x = float_x(cx, "STFT")?;
@@ -396,12 +388,6 @@ pub struct CosineWindow {
     pub dtype: DType,
 }
 
-impl CosineWindow {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-}
-
 impl OpDef for CosineWindow {
     none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
@@ -455,12 +441,6 @@ impl OpDef for CosineWindow {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MelWeightMatrix {
     pub dtype: DType,
-}
-
-impl MelWeightMatrix {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 /// The filter bank's shape `[dft_length/2 + 1, num_mel_bins]`.

@@ -6,7 +6,7 @@
 use super::{input, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, ValueId};
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -19,10 +19,6 @@ pub struct Split {
 }
 
 impl Split {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The split axis and each part's size along it; `None` while input 1's sizes are not
     /// known (computed at run time).
     fn parts(&self, cx: &mut ShapeCx) -> R<Option<(usize, Vec<DimExpr>)>> {

@@ -5,7 +5,7 @@
 use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::shape::take;
-use crate::ir::{DimExpr, Op, ValueId};
+use crate::ir::{DimExpr, ValueId};
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::tile::tile;
 
@@ -13,10 +13,6 @@ use burnc_runtime::kernels::tile::tile;
 pub struct Tile;
 
 impl Tile {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The repeats, one per dim of `xs` (`None` when computed from data).
     fn repeats(cx: &ShapeCx, xs: &[DimExpr]) -> R<Option<Vec<DimExpr>>> {
         let t = cx.arg(1)?.dtype;

@@ -5,7 +5,7 @@
 use super::{around, input, numel, view_sizes, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::reduce::top_k;
 
@@ -16,10 +16,6 @@ pub struct TopK {
 }
 
 impl TopK {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The axis and `K` (`None` when computed from data), with K checked against the axis.
     fn geometry(&self, cx: &mut ShapeCx) -> R<Option<(usize, DimExpr)>> {
         let x = cx.arg(0)?;

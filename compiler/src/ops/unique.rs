@@ -2,10 +2,10 @@
 //! inverse and counts, over X flattened or along an axis. The number of distinct values
 //! decides three of the output shapes, so only a constant X (folded before code generation)
 //! gets through codegen.
-use super::{input, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, product, EmitCx, OpDef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis_or_scalar;
-use crate::ir::{DType, Op};
+use crate::ir::DType;
 use crate::tensor::{Data, Tensor};
 use std::cmp::Ordering;
 
@@ -77,12 +77,6 @@ pub struct Unique {
     /// `None`: over X flattened.
     pub axis: Option<i64>,
     pub sorted: bool,
-}
-
-impl Unique {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
 }
 
 impl OpDef for Unique {

@@ -7,7 +7,7 @@
 //! skips it.
 use super::{input, or_fill, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op};
+use crate::ir::{DType, DimExpr};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::unpool::max_unpool;
 
@@ -21,10 +21,6 @@ pub struct MaxUnpool {
 }
 
 impl MaxUnpool {
-    pub fn op(self) -> Op {
-        Op::Def(OpRef::new(self))
-    }
-
     /// The unpooled shape the indices refer to and the output dims (`None` when
     /// `output_shape` is computed from data).
     fn shapes_of(&self, cx: &mut ShapeCx) -> R<(Vec<DimExpr>, Option<Vec<DimExpr>>)> {

@@ -81,7 +81,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         | Op::Concat { .. }
         | Op::Gather { .. }
         | Op::Expand
-        | Op::Shape { .. }
         | Op::ConstantOfShape { .. }
         | Op::Seq(_) => 0,
 

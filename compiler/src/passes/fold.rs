@@ -18,7 +18,7 @@
 use super::infer::{infer, node_err};
 use super::PassError;
 use crate::interp::{self, RtValue};
-use crate::ir::{BinaryOp, Dim, Graph, Node, NodeId, Op, TensorType, ValueId, ValueKind, ValueType};
+use crate::ir::{BinaryOp, Dim, DimExpr, Graph, Node, NodeId, Op, TensorType, ValueId, ValueKind, ValueType};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
@@ -120,14 +120,6 @@ fn fixed_dims(g: &Graph, v: ValueId) -> Option<Vec<Option<usize>>> {
     Some(s.0.iter().map(Dim::fixed).collect())
 }
 
-/// Dims selected by a Shape op's start/end over a rank-r value.
-fn shape_range(start: i64, end: Option<i64>, r: usize) -> std::ops::Range<usize> {
-    let r = r as i64;
-    let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-    let (s, e) = (clamp(start), clamp(end.unwrap_or(r)));
-    s..e.max(s)
-}
-
 /// The constant outputs of `n`, if it can be folded.
 fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
     match &n.op {
@@ -144,26 +136,19 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
                 }
             }
         }
-        Op::Shape { start, end } => {
-            let dims = fixed_dims(g, (*n.inputs.first()?)?)?;
-            let sel: Option<Vec<i64>> = dims[shape_range(*start, *end, dims.len())].iter().map(|d| d.map(|d| d as i64)).collect();
-            let sel = sel?;
-            return Some(vec![Tensor::from_i64s(vec![sel.len()], sel)]);
-        }
         Op::Def(d) => {
             if let Some(outs) = values_from_dims(g, n, d) {
                 return Some(outs);
             }
         }
         Op::Gather { axis } => {
-            // Gather of constant indices from Shape(x): fold when the gathered dims are fixed.
+            // Gather of constant indices from a shape value (a Shape's output): fold when the
+            // gathered dims are fixed.
             let data = (*n.inputs.first()?)?;
             if let ValueKind::Node(p) = g.value(data).kind {
                 let pn = g.node(p);
-                if let Op::Shape { start, end } = pn.op {
+                if let Some(sel) = dims_of_values(g, pn, data) {
                     let idx = const_small(g, (*n.inputs.get(1)?)?)?;
-                    let dims = fixed_dims(g, (*pn.inputs.first()?)?)?;
-                    let sel = &dims[shape_range(start, end, dims.len())];
                     if *axis != 0 && *axis != -1 {
                         return None;
                     }
@@ -176,7 +161,7 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
                             if i < 0 || i >= len {
                                 return None;
                             }
-                            sel[i as usize].map(|d| d as i64)
+                            sel[i as usize].as_const()
                         })
                         .collect();
                     return Some(vec![Tensor::from_i64s(idx.shape.clone(), vals?)]);
@@ -233,27 +218,42 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
     Some(outs)
 }
 
-/// The outputs of an op whose shape rule gives every output's values from the inputs' dims
-/// (`ShapeCx::out_ints`: a Size), when those dims are fixed.
-fn values_from_dims(g: &Graph, n: &Node, d: &crate::ops::OpRef) -> Option<Vec<Tensor>> {
-    use crate::ir::DimExpr;
+/// The shape rule of `d` at node `n`'s inputs' dims (fixed dims as constants, named dims as
+/// variables): the output types and the values it gives from those dims alone
+/// (`ShapeCx::out_ints`: a Size's, a Shape's).
+fn rule_at_dims(g: &Graph, n: &Node, d: &crate::ops::OpRef) -> Option<(Vec<crate::ops::OutType>, Vec<Option<Vec<DimExpr>>>)> {
     let args = n
         .inputs
         .iter()
         .map(|v| {
             let t = g.tensor_type((*v)?)?;
-            let dims = t.shape.as_ref().and_then(|s| s.as_fixed()).map(|s| s.iter().map(|&x| DimExpr::constant(x as i64)).collect());
+            let dims = t.shape.as_ref().map(|s| s.0.iter().map(Dim::expr).collect());
             Some(crate::ops::Arg { dtype: t.dtype, dims, value: None })
         })
         .collect();
     let mut cx = crate::ops::ShapeCx::new(args);
     let types = d.shapes(&mut cx).ok()?;
+    Some((types, cx.out_ints))
+}
+
+/// Output `v` of node `n` as dims, when `n`'s shape rule gives its values from its inputs'
+/// dims (a Shape's output).
+fn dims_of_values(g: &Graph, n: &Node, v: ValueId) -> Option<Vec<DimExpr>> {
+    let Op::Def(d) = &n.op else { return None };
+    let k = n.outputs.iter().position(|&o| o == v)?;
+    rule_at_dims(g, n, d)?.1.into_iter().nth(k)?
+}
+
+/// The outputs of an op whose shape rule gives every output's values from the inputs' dims
+/// (`ShapeCx::out_ints`: a Size, a Shape), when those values are constants.
+fn values_from_dims(g: &Graph, n: &Node, d: &crate::ops::OpRef) -> Option<Vec<Tensor>> {
+    let (types, out_ints) = rule_at_dims(g, n, d)?;
     if types.len() != n.outputs.len() {
         return None;
     }
     let mut outs = Vec::with_capacity(types.len());
     for (k, t) in types.iter().enumerate() {
-        let vals: Vec<i64> = cx.out_ints.get(k)?.as_ref()?.iter().map(DimExpr::as_const).collect::<Option<_>>()?;
+        let vals: Vec<i64> = out_ints.get(k)?.as_ref()?.iter().map(DimExpr::as_const).collect::<Option<_>>()?;
         let shape: Vec<usize> = t.dims.as_ref()?.iter().map(|e| usize::try_from(e.as_const()?).ok()).collect::<Option<_>>()?;
         if shape.iter().product::<usize>() != vals.len() {
             return None;

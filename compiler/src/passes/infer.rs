@@ -348,12 +348,11 @@ fn def_types(cx: &Cx, d: &crate::ops::OpRef) -> R<Vec<ValueType>> {
         let dims = cx.shape(i).map(|shape| {
             shape
                 .iter()
-                .map(|d| match d {
-                    Dim::Fixed(n) => DimExpr::constant(*n as i64),
-                    Dim::Sym { name, bound } => {
+                .map(|d| {
+                    if let Dim::Sym { name, bound } = d {
                         bounds.insert(name.clone(), *bound);
-                        DimExpr::var(name)
                     }
+                    d.expr()
                 })
                 .collect()
         });
@@ -650,14 +649,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims)]
         }
-        Op::Shape { start, end } => {
-            let len = cx.shape(0).map(|x| {
-                let r = x.len() as i64;
-                let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r);
-                (clamp(end.unwrap_or(r)) - clamp(*start)).max(0) as usize
-            });
-            vec![t(Some(DType::I64), Some(vec![len.map(Dim::Fixed).unwrap_or_else(|| cx.fresh())]))]
-        }
         Op::ConstantOfShape { value } => {
             let dims = match cx.ints(0) {
                 Some(s) => Some(s.iter().map(|&v| usize::try_from(v).map(Dim::Fixed).map_err(|_| format!("negative dim {v}"))).collect::<R<_>>()?),
@@ -921,16 +912,6 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
     let n = g.node(p);
     let input = |i: usize| n.inputs.get(i).copied().flatten();
     match &n.op {
-        Op::Shape { start, end } => {
-            let dims = &g.tensor_type(input(0)?)?.shape.as_ref()?.0;
-            let r = dims.len() as i64;
-            let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-            let (a, b) = (clamp(*start), clamp(end.unwrap_or(r)));
-            Some(dims[a..b.max(a)].iter().map(|d| match d {
-                Dim::Fixed(n) => SV::I(*n as i64),
-                d => SV::D(d.clone()),
-            }).collect())
-        }
         Op::Gather { axis: 0 | -1 } => {
             let data = sym_ints(g, input(0)?, depth + 1)?;
             let idx = g.const_value(input(1)?)?.to_i64_vec()?;
@@ -945,8 +926,12 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Reshape { .. } | Op::Flatten { .. } | Op::Unary(UnaryOp::Identity) => {
             sym_ints(g, input(0)?, depth + 1)
         }
-        // An op that repeats an input's values into an integer output (a Cast to int).
+        // An op whose values are its input's dims (a Shape), or that repeats an input's values
+        // into an integer output (a Cast to int).
         Op::Def(d) if g.tensor_type(v).is_some_and(|t| t.dtype.is_int()) => {
+            if let Some(dims) = dims_as_values(g, n, d, v) {
+                return Some(dims);
+            }
             let known: Vec<Option<Vec<i64>>> = n.inputs.iter().map(|i| g.const_value((*i)?)?.to_i64_vec()).collect();
             let out = sym_ints(g, input(d.forwards_values(&known)?)?, depth + 1)?;
             let len = g.tensor_type(v)?.shape.as_ref()?.as_fixed()?.iter().product::<usize>();
@@ -961,6 +946,33 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         }
         _ => None,
     }
+}
+
+/// Output `v`'s values when the shape rule of `d` gives them as its inputs' dims (a Shape's):
+/// fixed dims as integers, named dims as themselves; `None` for other expressions of dims.
+fn dims_as_values(g: &Graph, n: &Node, d: &crate::ops::OpRef, v: ValueId) -> Option<Vec<SV>> {
+    use crate::ir::DimExpr;
+    let mut named: Vec<(DimExpr, Dim)> = Vec::new();
+    let mut args = Vec::with_capacity(n.inputs.len());
+    for i in &n.inputs {
+        let Some(t) = i.and_then(|i| g.tensor_type(i)) else {
+            args.push(None);
+            continue;
+        };
+        let dims = t.shape.as_ref().map(|s| s.0.iter().map(Dim::expr).collect());
+        named.extend(t.shape.iter().flat_map(|s| &s.0).filter(|d| d.fixed().is_none()).map(|d| (d.expr(), d.clone())));
+        args.push(Some(crate::ops::Arg { dtype: t.dtype, dims, value: None }));
+    }
+    let mut cx = crate::ops::ShapeCx::new(args);
+    d.shapes(&mut cx).ok()?;
+    let k = n.outputs.iter().position(|&o| o == v)?;
+    cx.out_ints.get(k)?.as_ref()?
+        .iter()
+        .map(|e| match e.as_const() {
+            Some(c) => Some(SV::I(c)),
+            None => named.iter().find(|(x, _)| x == e).map(|(_, dim)| SV::D(dim.clone())),
+        })
+        .collect()
 }
 
 impl Cx<'_> {

@@ -170,7 +170,7 @@ fn node(g: &Graph, id: NodeId, n: &Node, s: &mut SymInfo, targets: &Targets) -> 
         }
     };
     // A Scan body may read named dims' tensors of the enclosing graph: always analysed.
-    if static_ok && !has_ints && !matches!(n.op, Op::Shape { .. } | Op::Scan { .. }) {
+    if static_ok && !has_ints && !matches!(n.op, Op::Scan { .. }) {
         statik(s);
         // Values an op gives from its inputs' dims alone (a Size) are a shape computation's.
         if let (Some(&o), Some(v)) = (n.outputs.first(), values_from_dims(g, n, &ins)) {
@@ -298,16 +298,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
     let x = |i: usize| -> R<Vec<DimExpr>> { ins.get(i).cloned().flatten().ok_or_else(|| format!("input #{i} has no known shape")) };
     let out = *n.outputs.first().ok_or("no output")?;
     let shape: Vec<DimExpr> = match &n.op {
-        Op::Shape { start, end } => {
-            let xs = x(0)?;
-            let r = xs.len() as i64;
-            let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-            let (a, b) = (clamp(*start), clamp(end.unwrap_or(r)));
-            let v: Vec<DimExpr> = xs[a..b.max(a)].to_vec();
-            let len = v.len();
-            s.ints.insert(out, v);
-            vec![c(len as i64)]
-        }
         Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
             if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
                 s.ints.insert(out, i);

@@ -1,6 +1,7 @@
 //! Tests of the bounded-dims analysis on hand-built graphs.
 use super::symbolic::{analyze, check_no_dim_values, reshape_targets};
 use crate::ir::{AutoPad, DType, Dim, DimExpr, Graph, Op, PoolKind, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ops::IntoOp;
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
@@ -31,7 +32,7 @@ fn cnn() -> (Graph, HashMap<ValueId, Vec<DimExpr>>, ValueId, ValueId) {
     let win = |k: usize, s: usize, p: usize| Window { kernel_shape: vec![k, k], strides: vec![s, s], pads: vec![p; 4], dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: false };
     let c = node(&mut g, Op::Conv { window: win(3, 1, 1), group: 1 }, vec![Some(x), Some(wt), None]);
     let p = node(&mut g, Op::Pool { kind: PoolKind::Max, window: win(2, 2, 0), storage_order: 0 }, vec![Some(c)]);
-    let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
+    let sh = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: Some(1) }.op(), vec![Some(x)]);
     let m1 = g.add_const("m1", Tensor::from_i64s(vec![1], vec![-1]));
     let cat = node(&mut g, Op::Concat { axis: 0 }, vec![Some(sh), Some(m1)]);
     let r = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(p), Some(cat)]);
@@ -58,7 +59,7 @@ fn conv_pool_and_a_shape_subgraph_reshape_stay_symbolic() {
 fn sqrt_of_a_dim() -> (Graph, HashMap<ValueId, Vec<DimExpr>>, ValueId, ValueId) {
     let mut g = Graph::default();
     let x = input(&mut g, vec![sym("n"), Dim::Fixed(4)]);
-    let sh = node(&mut g, Op::Shape { start: 0, end: Some(1) }, vec![Some(x)]);
+    let sh = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: Some(1) }.op(), vec![Some(x)]);
     let f = node(&mut g, crate::ops::cast::op(DType::F32, true), vec![Some(sh)]);
     let y = node(&mut g, Op::Unary(UnaryOp::Sqrt), vec![Some(f)]);
     (g, HashMap::from([(x, vec![v("n"), k(4)])]), sh, y)
@@ -105,8 +106,8 @@ fn comparisons_of_dims_are_decided_with_a_guard() {
     let mut g = Graph::default();
     let x = input(&mut g, vec![sym("n")]);
     let y = input(&mut g, vec![sym("m")]);
-    let sx = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(x)]);
-    let sy = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(y)]);
+    let sx = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: None }.op(), vec![Some(x)]);
+    let sy = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: None }.op(), vec![Some(y)]);
     let eq = node(&mut g, Op::Binary(crate::ir::BinaryOp::Equal), vec![Some(sx), Some(sy)]);
     let one = g.add_const("one", Tensor::from_i64s(vec![1], vec![1]));
     let w = node(&mut g, crate::ops::select::op(), vec![Some(eq), Some(sx), Some(one)]);

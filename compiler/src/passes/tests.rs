@@ -3,6 +3,7 @@
 use super::{dce::dce, fold::fold, infer::infer, prepare, PassError};
 use crate::interp::{self, RtValue};
 use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Op, PoolKind, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ops::IntoOp;
 use crate::tensor::Tensor;
 
 fn sym(n: &str) -> Dim {
@@ -142,7 +143,7 @@ fn unknown_inputs_are_not_errors() {
     let r = node(&mut g, Op::Unary(UnaryOp::Relu), vec![Some(x)]);
     let t = node(&mut g, Op::Transpose { perm: None }, vec![Some(r)]);
     let y = input(&mut g, "y", DType::F32, vec![f(2), f(3)]);
-    let s = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(y)]);
+    let s = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: None }.op(), vec![Some(y)]);
     let rs = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(y), Some(x)]);
     let e = node(&mut g, crate::ops::einsum::Einsum::op("ij->ji").unwrap(), vec![Some(y)]);
     g.outputs = vec![t, s, rs, e];
@@ -230,7 +231,7 @@ fn shape_ops_with_constant_operands() {
 fn shape_chain_graph(dims: Vec<Dim>, gather: bool) -> (Graph, ValueId) {
     let mut g = Graph::default();
     let x = input(&mut g, "x", DType::F32, dims);
-    let s = node(&mut g, Op::Shape { start: 0, end: None }, vec![Some(x)]);
+    let s = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: None }.op(), vec![Some(x)]);
     let i0 = ints(&mut g, vec![0]);
     let n = if gather {
         node(&mut g, Op::Gather { axis: 0 }, vec![Some(s), Some(i0)])
@@ -297,7 +298,7 @@ fn dce_removes_dead_nodes_and_consts() {
 fn if_with_constant_condition_is_inlined() {
     let mut g = Graph::default();
     let x = input(&mut g, "x", DType::F32, vec![f(2), f(3)]);
-    let s = node(&mut g, Op::Shape { start: 1, end: None }, vec![Some(x)]);
+    let s = node(&mut g, crate::ops::dim_values::Shape { start: 1, end: None }.op(), vec![Some(x)]);
     let three = ints(&mut g, vec![3]);
     let eq = node(&mut g, Op::Binary(BinaryOp::Equal), vec![Some(s), Some(three)]);
     let branch = |op: Op| {

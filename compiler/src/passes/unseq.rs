@@ -7,6 +7,7 @@
 use super::fold::renumber;
 use super::PassError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, SeqOp, TensorType, UnaryOp, ValueId, ValueKind, ValueType};
+use crate::ops::IntoOp;
 use crate::tensor::{Data, Tensor};
 use std::collections::{HashMap, VecDeque};
 

@@ -1,5 +1,6 @@
 //! Loss functions appended to a model's output, made of core ops that have gradient rules.
 use crate::ir::{BinaryOp, DType, Graph, Op, ReduceOp, Shape, TensorType, ValueId, ValueKind, ValueType};
+use crate::ops::IntoOp;
 use crate::passes::infer::infer_node;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -216,11 +216,8 @@ pub fn frozen_params(g: &Graph) -> Vec<(String, Tensor)> {
 
 /// A value name not yet in `g`.
 fn fresh(g: &Graph, base: &str) -> String {
-    let taken: HashSet<&str> = g.values.iter().map(|v| v.name.as_str()).collect();
-    if !taken.contains(base) {
-        return base.to_string();
-    }
-    (2..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n.as_str())).unwrap_or_default()
+    let mut taken: HashSet<String> = g.values.iter().map(|v| v.name.clone()).collect();
+    crate::ir::unique_name(base.to_string(), &mut taken)
 }
 
 fn scalar_input(g: &mut Graph, name: &str, dtype: DType) -> ValueId {

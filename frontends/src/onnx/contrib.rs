@@ -8,6 +8,7 @@ use super::import::{node_label, Ctx};
 use super::proto::NodeProto;
 use super::OnnxError;
 use burnc_compiler::ir::{BinaryOp, Op, UnaryOp, ValueId};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::Tensor;
 
 /// Writes the chain of one contrib node: every intermediate gets a fresh name, the last step
@@ -844,7 +845,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let sl = c.step(burnc_compiler::ops::cast::op(DType::I64, false), &[seqlens]);
     let one = i64s(&mut c, vec![1]);
     let sl = c.bin(BinaryOp::Add, sl, one);
-    let s = c.step(Op::Shape { start: 1, end: Some(2) }, &[q]);
+    let s = c.step(burnc_compiler::ops::dim_values::Shape { start: 1, end: Some(2) }.op(), &[q]);
     let past_len = match past {
         Some(_) => c.bin(BinaryOp::Sub, sl, s),
         None => {
@@ -870,7 +871,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let total = c.reshape(total, &[1]);
     let tp = match past {
         Some((pk, _)) => {
-            let p = c.step(Op::Shape { start: 2, end: Some(3) }, &[pk]);
+            let p = c.step(burnc_compiler::ops::dim_values::Shape { start: 2, end: Some(3) }.op(), &[pk]);
             c.bin(BinaryOp::Max, p, total)
         }
         None => total,
@@ -891,8 +892,8 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let (is_past4, valid4, idx4) = (to_4d(&mut c, is_past), to_4d(&mut c, valid), to_4d(&mut c, idx));
     let cache = |c: &mut Chain, new: ValueId, old: Option<ValueId>| -> Result<ValueId, OnnxError> {
         // [B, Hkv, Tp, D]: Shape(new) with Tp in place of S.
-        let head = c.step(Op::Shape { start: 0, end: Some(2) }, &[new]);
-        let d = c.step(Op::Shape { start: 3, end: Some(4) }, &[new]);
+        let head = c.step(burnc_compiler::ops::dim_values::Shape { start: 0, end: Some(2) }.op(), &[new]);
+        let d = c.step(burnc_compiler::ops::dim_values::Shape { start: 3, end: Some(4) }.op(), &[new]);
         let dims = c.step(Op::Concat { axis: 0 }, &[head, tp, d]);
         let wide_idx = c.step(Op::Expand, &[idx4, dims]);
         let gathered = c.step(burnc_compiler::ops::gather::GatherElements { axis: 2 }.op(), &[new, wide_idx]);
@@ -903,7 +904,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
                 let zero_f = c.scalar(0.0, new);
                 let fresh = c.step(burnc_compiler::ops::select::op(), &[valid4, gathered, zero_f]);
                 // The past padded with zeros to Tp.
-                let p = c.step(Op::Shape { start: 2, end: Some(3) }, &[old]);
+                let p = c.step(burnc_compiler::ops::dim_values::Shape { start: 2, end: Some(3) }.op(), &[old]);
                 let grow = c.bin(BinaryOp::Sub, tp, p);
                 let zero = i64s(c, vec![0]);
                 let pads = c.step(Op::Concat { axis: 0 }, &[zero, grow]);
@@ -925,8 +926,8 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
         let u = c.step(Op::Unsqueeze { axes: Some(vec![2]) }, &[x]);
         let reps = i64s(c, vec![1, 1, g, 1, 1]);
         let e = c.step(Op::Expand, &[u, reps]);
-        let bq = c.step(Op::Shape { start: 0, end: Some(2) }, &[q4]);
-        let rest = c.step(Op::Shape { start: 2, end: Some(4) }, &[x]);
+        let bq = c.step(burnc_compiler::ops::dim_values::Shape { start: 0, end: Some(2) }.op(), &[q4]);
+        let rest = c.step(burnc_compiler::ops::dim_values::Shape { start: 2, end: Some(4) }.op(), &[x]);
         let dims = c.step(Op::Concat { axis: 0 }, &[bq, rest]);
         c.step(Op::Reshape { allowzero: false }, &[e, dims])
     };
@@ -937,7 +938,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let scale = if scale != 0.0 {
         c.scalar(scale, scores)
     } else {
-        let d = c.step(Op::Shape { start: 3, end: Some(4) }, &[q4]);
+        let d = c.step(burnc_compiler::ops::dim_values::Shape { start: 3, end: Some(4) }.op(), &[q4]);
         let d = c.step(burnc_compiler::ops::cast::like(true), &[d, scores]);
         let r = c.un(UnaryOp::Sqrt, d);
         c.un(UnaryOp::Reciprocal, r)

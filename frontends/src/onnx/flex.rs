@@ -7,6 +7,7 @@ use super::import::{node_label, Ctx};
 use super::proto::{GraphProto, NodeProto};
 use super::{lower, tensor, OnnxError};
 use burnc_compiler::ir::{BinaryOp, DType, Op, UnaryOp, ValueId};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::Tensor;
 use std::collections::HashSet;
 
@@ -32,7 +33,7 @@ impl B<'_> {
     }
 
     fn shape(&self, ctx: &mut Ctx, x: ValueId, start: i64, end: i64) -> ValueId {
-        self.add(ctx, Op::Shape { start, end: Some(end) }, &[x], None)
+        self.add(ctx, burnc_compiler::ops::dim_values::Shape { start, end: Some(end) }.op(), &[x], None)
     }
 
     /// `x` `[b, h_kv, s, d]` with each head repeated `h_q / h_kv` times in place.

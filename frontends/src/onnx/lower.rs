@@ -8,7 +8,7 @@ use burnc_compiler::ir::{
     ValueId, Window,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
-use burnc_compiler::ops::{activation, channel_norm, OpRef};
+use burnc_compiler::ops::{activation, channel_norm, IntoOp, OpRef};
 use burnc_compiler::Tensor;
 
 struct N<'n> {
@@ -534,7 +534,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             Some(burnc_compiler::ops::pad::Pad { mode }.op())
         }
-        "Shape" => Some(Op::Shape { start: a.i_or("start", 0), end: a.i("end") }),
+        "Shape" => Some(burnc_compiler::ops::dim_values::Shape { start: a.i_or("start", 0), end: a.i("end") }.op()),
         "Size" => Some(burnc_compiler::ops::dim_values::Size.op()),
         "ConstantOfShape" => {
             let value = match a.t("value") {

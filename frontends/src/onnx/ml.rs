@@ -7,6 +7,7 @@ use super::proto::NodeProto;
 use super::{tensor, OnnxError};
 use burnc_compiler::ir::{ml_kernel as k, BinaryOp, Op, ValueId, ValueType};
 use burnc_compiler::ops::ml::{TfIdfVectorizer, TreeEnsemble};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::Tensor;
 
 struct L<'n> {

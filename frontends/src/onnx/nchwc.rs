@@ -20,6 +20,7 @@ use super::import::{node_label, Ctx};
 use super::proto::{GraphProto, NodeProto};
 use super::OnnxError;
 use burnc_compiler::ir::{BinaryOp, Op, ValueId};
+use burnc_compiler::ops::IntoOp;
 use burnc_compiler::{Data, Tensor};
 use std::collections::{HashMap, HashSet};
 
@@ -111,7 +112,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 // NCHW (or NHWC) to NCHW with the channels padded to the block: the pad is
                 // `(b - C mod b) mod b`, computed from the shape (folded when it is known).
                 let x = if last { c.step(Op::Transpose { perm: Some(vec![0, 3, 1, 2]) }, &[x]) } else { x };
-                let ch = c.step(Op::Shape { start: 1, end: Some(2) }, &[x]);
+                let ch = c.step(burnc_compiler::ops::dim_values::Shape { start: 1, end: Some(2) }.op(), &[x]);
                 let bc = ints(&mut c, vec![b]);
                 let m = c.bin(BinaryOp::Mod { fmod: false }, ch, bc);
                 let p = c.bin(BinaryOp::Sub, bc, m);

@@ -9,6 +9,7 @@ fn transformer_encoder_block() {
         let h = node(g, crate::ops::norm::LayerNorm { axis: -1, epsilon: 1e-5 }.op(), &[x[0], x[4], x[5]]);
         let q = node(g, Op::MatMul, &[h, x[1]]);
         let k = node(g, Op::MatMul, &[h, x[2]]);
+use crate::ops::IntoOp;
         let v = node(g, Op::MatMul, &[h, x[3]]);
         let kt = node(g, Op::Transpose { perm: Some(vec![0, 2, 1]) }, &[k]);
         let s = node(g, Op::MatMul, &[q, kt]);

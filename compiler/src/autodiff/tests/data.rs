@@ -9,6 +9,7 @@ fn split() {
         let s = ints(g, &[1, 3, 2]);
         let p = node_n(g, crate::ops::split::Split { axis: 1, sizes: None, outputs: 3 }.op(), vec![Some(x[0]), Some(s)], 3);
         let t = node(g, Op::Unary(UnaryOp::Tanh), &[p[2]]);
+use crate::ops::IntoOp;
         node(g, Op::Concat { axis: 1 }, &[t, p[0]])
     });
     check(&[&[6, 2]], |g, x| {

@@ -9,6 +9,7 @@ const REDUCTIONS: [LossReduction; 3] = [LossReduction::None, LossReduction::Sum,
 fn nll(softmax: bool, reduction: LossReduction, ignore_index: Option<i64>, weighted: bool, t_shape: Vec<usize>, t: Vec<i64>, i32_targets: bool) -> impl Fn(&mut Graph, &[ValueId]) -> ValueId {
     move |g, x| {
         let tt = Tensor::from_i64s(t_shape.clone(), t.clone());
+use crate::ops::IntoOp;
         let tt = if i32_targets { Tensor::new(t_shape.clone(), Data::I32(t.iter().map(|&v| v as i32).collect())) } else { tt };
         let tv = g.add_const("target", tt);
         // Positive class weights, so the mean's denominator stays away from 0.

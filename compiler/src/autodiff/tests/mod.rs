@@ -5,6 +5,7 @@
 use super::gradients;
 use crate::interp::{self, RtValue};
 use crate::ir::{AutoPad, BinaryOp, DType, Graph, LossReduction, Op, PadMode, PoolKind, ReduceOp, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ops::IntoOp;
 use crate::passes::prepare;
 use crate::tensor::{Data, Tensor};
 

@@ -2,7 +2,7 @@
 //! and fused elementwise programs, each printed from the op's meaning (`ir::UnaryOp`,
 //! `ir::BinaryOp`, `ir::scalar`), with the interpreter's semantics (NaN propagates through
 //! Max/Min and Relu, Round is half to even, Mod follows the divisor's sign).
-use crate::codegen::gpu::scalar::{arithmetic, comparison, libm};
+use crate::codegen::gpu::scalar::{arithmetic, comparison, is_inf, libm};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 
 /// The 16-bit float types every module defines (`c_type` names them): storage only, with no
@@ -151,9 +151,7 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
         UnaryOp::BitwiseNot if !fl && d != DType::Bool => format!("({})~{x}", c_type(d)?),
         UnaryOp::IsNaN if fl => format!("(unsigned char)({x} != {x})"),
         UnaryOp::IsInf { detect_negative, detect_positive } if fl => {
-            let pos = if detect_positive { format!("{x} == (1.0 / 0.0)") } else { "0".into() };
-            let neg = if detect_negative { format!("{x} == -(1.0 / 0.0)") } else { "0".into() };
-            format!("(unsigned char)({pos} || {neg})")
+            format!("(unsigned char)({})", is_inf(x, detect_negative, detect_positive, "(1.0 / 0.0)", "-(1.0 / 0.0)", "0"))
         }
         _ if !fl => return None,
         UnaryOp::Reciprocal => format!("({} / {x})", one(1.0)),

@@ -248,20 +248,12 @@ let mut it: i64 = 0;");
     let _ = writeln!(s, "while cond && it < trips {{");
     let _ = writeln!(s, "({})[0] = it;", view_at(sub.g.inputs[0], p.iter_off, true)?);
     let _ = writeln!(s, "({})[0] = cond as u8;", view_at(sub.g.inputs[1], p.cond_off, true)?);
-    let _ = writeln!(s, "{{");
-    for (i, &bi) in sub.g.inputs.iter().enumerate() {
-        let off = match i {
-            0 => p.iter_off,
-            1 => p.cond_off,
-            _ => p.carried_off[i - 2],
-        };
-        let name = format!("{tag}_in_{i}");
-        let _ = writeln!(s, "let {name} = {};", view_at(bi, off, false)?);
-        names.insert(bi, name);
-    }
-    let _ = writeln!(s, "let a = {base};");
-    s += &emit_sub(cx, sub, names, None)?;
-    let _ = writeln!(s, "}}");
+    let offsets = (0..sub.g.inputs.len()).map(|i| match i {
+        0 => p.iter_off,
+        1 => p.cond_off,
+        _ => p.carried_off[i - 2],
+    });
+    s += &body_block(cx, sub, &tag, offsets, &view_at, &base, names, None)?;
     let _ = writeln!(s, "cond = ({})[0] != 0;", sub_view(sub, sub.g.outputs[0], &base, false).map_err(e)?);
     for k in 0..p.nc {
         let src = sub_view(sub, sub.g.outputs[k + 1], &base, false).map_err(e)?;
@@ -333,6 +325,31 @@ fn is_read(g: &Graph, v: ValueId) -> bool {
 /// The subgraph's statements, with its weights appended to the enclosing blob. With `sym` (the
 /// body's bounded-dims analysis and the enclosing size table) nodes whose dims depend on a
 /// named dim are emitted with run-time sizes.
+/// The body's code in a block: input `i` bound to `{tag}_in_{i}`, a view at `offsets[i]` (by
+/// `view_at`), and `a` naming the body's arena (`base`).
+#[allow(clippy::too_many_arguments)]
+fn body_block(
+    cx: &Ctx,
+    sub: &Sub,
+    tag: &str,
+    offsets: impl Iterator<Item = usize>,
+    view_at: impl Fn(ValueId, usize, bool) -> Result<String, CodegenError>,
+    base: &str,
+    mut names: HashMap<ValueId, String>,
+    sym: Option<Sym>,
+) -> Result<String, CodegenError> {
+    let mut s = "{\n".to_string();
+    for (i, (&bi, off)) in sub.g.inputs.iter().zip(offsets).enumerate() {
+        let name = format!("{tag}_in_{i}");
+        let _ = writeln!(s, "let {name} = {};", view_at(bi, off, false)?);
+        names.insert(bi, name);
+    }
+    let _ = writeln!(s, "let a = {base};");
+    s += &emit_sub(cx, sub, names, sym)?;
+    s += "}\n";
+    Ok(s)
+}
+
 fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<Sym>) -> Result<String, CodegenError> {
     let blob = std::mem::take(&mut cx.weights.borrow_mut().blob);
     let mut wl = WeightsLayout { offsets: HashMap::new(), packed: HashMap::new(), blob };
@@ -447,16 +464,8 @@ pub(crate) fn emit_scan(e: &EmitCx) -> Result<Option<String>, CodegenError> {
         );
     }
     // The body, with its inputs bound and `a` naming its arena.
-    let _ = writeln!(s, "{{");
-    for (i, &bi) in sub.g.inputs.iter().enumerate() {
-        let off = if i < p.n_state { p.state_off[i] } else { p.slice_off[i - p.n_state] };
-        let name = format!("{tag}_in_{i}");
-        let _ = writeln!(s, "let {name} = {};", view_at(bi, off, false)?);
-        names.insert(bi, name);
-    }
-    let _ = writeln!(s, "let a = {base};");
-    s += &emit_sub(cx, sub, names, sym)?;
-    let _ = writeln!(s, "}}");
+    let offsets = (0..sub.g.inputs.len()).map(|i| if i < p.n_state { p.state_off[i] } else { p.slice_off[i - p.n_state] });
+    s += &body_block(cx, sub, &tag, offsets, &view_at, &base, names, sym)?;
     // Outputs: new states back into their buffers, scan outputs into their slabs.
     for i in 0..p.n_state {
         let bo = sub.g.outputs[i];

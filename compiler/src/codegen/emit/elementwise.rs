@@ -430,22 +430,22 @@ pub(crate) fn emit_program(cx: &EmitCx, p: &ScalarProgram) -> Result<String, Cod
 
 /// A Rust expression for an f64 value (infinities and NaN by name).
 pub fn f64_lit(v: f64) -> String {
-    if v.is_nan() {
-        "f64::NAN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "f64::INFINITY".into() } else { "f64::NEG_INFINITY".into() }
-    } else {
-        format!("{v:?}_f64")
-    }
+    float_lit(v, "f64")
 }
 
 /// A Rust expression for an f32 value.
 pub fn f32_lit(v: f32) -> String {
-    if v.is_nan() {
-        "f32::NAN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "f32::INFINITY".into() } else { "f32::NEG_INFINITY".into() }
+    float_lit(v, "f32")
+}
+
+/// `v` as a literal of type `ty` (`1.5_f32`), or the type's constant for NaN and infinities.
+fn float_lit(v: impl Into<f64> + std::fmt::Debug + Copy, ty: &str) -> String {
+    let x: f64 = v.into();
+    if x.is_nan() {
+        format!("{ty}::NAN")
+    } else if x.is_infinite() {
+        format!("{ty}::{}", if x > 0.0 { "INFINITY" } else { "NEG_INFINITY" })
     } else {
-        format!("{v:?}_f32")
+        format!("{v:?}_{ty}")
     }
 }

@@ -86,9 +86,7 @@ impl<'a> Ctx<'a> {
 
     /// An expression of type `&[T]` reading value `v`.
     pub fn read(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
-        let (_, shape) = self.ty(n, v)?;
-        let len: usize = shape.iter().product();
-        let t = self.elem(n, v)?;
+        let (t, len) = self.elem_len(n, v)?;
         match &self.g.value(v).kind {
             ValueKind::Param(_) | ValueKind::Const(_) if t == "rt::strings::Str" => match self.konst(v).map(|t| t.data) {
                 Some(crate::tensor::Data::Str(s)) => Ok(str_array(&s)),
@@ -105,28 +103,32 @@ impl<'a> Ctx<'a> {
                 let name = self.inputs.get(&v).ok_or_else(|| self.err(n, format!("value `{}` is not bound", self.g.value(v).name)))?;
                 Ok(format!("&{name}[..]"))
             }
-            ValueKind::Node(_) => {
-                let slot = self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.g.value(v).name)))?;
-                Ok(format!("unsafe {{ rt::arena::view::<{t}>(a, {}, {len}) }}", slot.offset))
-            }
+            ValueKind::Node(_) => Ok(format!("unsafe {{ rt::arena::view::<{t}>(a, {}, {len}) }}", self.slot(n, v)?)),
         }
     }
 
     /// An expression of type `&mut [T]` writing value `v` (a node output in the arena).
     pub fn write(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
+        let (t, len) = self.elem_len(n, v)?;
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(a, {}, {len}) }}", self.slot(n, v)?))
+    }
+
+    /// The Rust element type of `v` and its element count.
+    fn elem_len(&self, n: &Node, v: ValueId) -> Result<(&'static str, usize), CodegenError> {
         let (_, shape) = self.ty(n, v)?;
-        let len: usize = shape.iter().product();
-        let t = self.elem(n, v)?;
+        Ok((self.elem(n, v)?, shape.iter().product()))
+    }
+
+    /// The arena offset of node output `v`.
+    fn slot(&self, n: &Node, v: ValueId) -> Result<usize, CodegenError> {
         let slot = self.plan.slots.get(&v).ok_or_else(|| self.err(n, format!("value `{}` has no arena slot", self.g.value(v).name)))?;
-        Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(a, {}, {len}) }}", slot.offset))
+        Ok(slot.offset)
     }
 
     /// An expression of type `&mut [T]` over state-buffer value `v`, for ops that update it in
     /// place.
     pub fn write_state(&self, n: &Node, v: ValueId) -> Result<String, CodegenError> {
-        let (_, shape) = self.ty(n, v)?;
-        let len: usize = shape.iter().product();
-        let t = self.elem(n, v)?;
+        let (t, len) = self.elem_len(n, v)?;
         let off = self.state.get(&v).ok_or_else(|| self.err(n, format!("`{}` is not in the state buffer", self.g.value(v).name)))?;
         Ok(format!("unsafe {{ rt::arena::view_mut::<{t}>(s, {off}, {len}) }}"))
     }

@@ -50,6 +50,14 @@ pub fn comparison(op: BinaryOp) -> Option<&'static str> {
     })
 }
 
+/// IsInf's test of `x`, a bool expression: `x == inf || x == -inf` (the language's infinities
+/// `pos_inf`, `neg_inf`), a side not detected being `no`.
+pub fn is_inf(x: &str, detect_negative: bool, detect_positive: bool, pos_inf: &str, neg_inf: &str, no: &str) -> String {
+    let pos = if detect_positive { format!("{x} == {pos_inf}") } else { no.into() };
+    let neg = if detect_negative { format!("{x} == {neg_inf}") } else { no.into() };
+    format!("{pos} || {neg}")
+}
+
 /// The statements computing one element of a fused f32 program: `inputs[i]` is the
 /// expression of input `i` at this element; the result is left in `s<last>`.
 pub fn program(d: Dialect, p: &ScalarProgram, inputs: &[String]) -> Option<(String, String)> {

@@ -3,7 +3,7 @@
 //! (NaN propagates through Max/Min and Relu, Round is half to even, Mod follows the divisor's
 //! sign). WGSL has no `erf` or `log1p`, and no literal for infinity (a constant expression
 //! that overflows is an error): [`PRELUDE`] defines them as functions.
-use crate::codegen::gpu::scalar::{arithmetic, comparison, libm};
+use crate::codegen::gpu::scalar::{arithmetic, comparison, is_inf, libm};
 use crate::ir::{BinaryOp, DType, UnaryOp};
 
 /// Functions every module's WGSL defines, used by the expressions below.
@@ -150,11 +150,7 @@ pub fn unary(u: UnaryOp, x: &str, d: DType) -> Option<String> {
         UnaryOp::BitwiseNot if ct == "i32" => format!("(~{x})"),
         UnaryOp::BitwiseNot if d == DType::U8 => format!("(~{x} & 0xffu)"),
         UnaryOp::IsNaN if fl => format!("u32(is_nan({x}))"),
-        UnaryOp::IsInf { detect_negative, detect_positive } if fl => {
-            let pos = if detect_positive { format!("{x} == {pos_inf}") } else { "false".into() };
-            let neg = if detect_negative { format!("{x} == {neg_inf}") } else { "false".into() };
-            format!("u32({pos} || {neg})")
-        }
+        UnaryOp::IsInf { detect_negative, detect_positive } if fl => format!("u32({})", is_inf(x, detect_negative, detect_positive, &pos_inf, &neg_inf, "false")),
         _ if !fl => return None,
         UnaryOp::Reciprocal => format!("(1.0 / {x})"),
         // WGSL's round is half to even.

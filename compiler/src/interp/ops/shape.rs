@@ -64,15 +64,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
             let out = broadcast_shapes(&x.shape, &shape)?;
             one(broadcast_to(x, &out)?)
         }
-        Op::Shape { start, end } => {
-            let x = arg(args, 0)?;
-            let r = x.rank() as i64;
-            let clamp = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-            let s = clamp(*start);
-            let e = clamp(end.unwrap_or(r));
-            let dims: Vec<i64> = x.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
-            one(Tensor::from_i64s(vec![dims.len()], dims))
-        }
         Op::ConstantOfShape { value } => {
             let shape = to_dims(&ints_arg(args, 0)?)?;
             let n = numel(&shape)?;
