@@ -215,7 +215,7 @@ pub fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
                 let (bind, first, each) = if numel(&cx.dims(other)?).as_const() == Some(1) {
                     ("let q = q[0];\n", "_", format!("for o in y.iter_mut() {{ *o = {call}; }}"))
                 } else {
-                    ("", "j0", format!("for (o, &q) in y.iter_mut().zip(&q[j0..][..y.len()]) {{ *o = {call}; }}"))
+                    ("", "j0", format!("let n = y.len();\nfor (o, &q) in y.iter_mut().zip(&q[j0..][..n]) {{ *o = {call}; }}"))
                 };
                 return Ok(Some(format!(
                     "let f = {f};\nlet q = {};\n{bind}rt::for_plane_ranges({len}, 1, {len}, {y}, &|{first}, _, y| {{\n{each}\n}});",
