@@ -31,15 +31,7 @@ pub fn binary<A: Copy + Sync, B: Copy + Sync, O: Send>(
     let inner = out_shape[rank - 1];
     let (sa, sb) = (a_strides[rank - 1], b_strides[rank - 1]);
     let rows = if inner == 0 { 0 } else { n / inner };
-    crate::for_plane_ranges(rows, inner, n, out, &|r0, r1, out| {
-        let mut idx = [0usize; 16];
-        let mut big_idx;
-        let idx: &mut [usize] = if rank <= 16 {
-            &mut idx[..rank]
-        } else {
-            big_idx = alloc_index(rank);
-            &mut big_idx[..]
-        };
+    crate::for_plane_ranges(rows, inner, n, out, &|r0, r1, out| with_index(rank, |idx| {
         // The multi-index of row r0 and its input offsets.
         let (mut oa, mut ob, mut rest) = (0usize, 0usize, r0);
         for d in (0..rank - 1).rev() {
@@ -65,7 +57,7 @@ pub fn binary<A: Copy + Sync, B: Copy + Sync, O: Send>(
                 idx[d] = 0;
             }
         }
-    });
+    }));
 }
 
 /// One row: `o[j] = f(a[j·sa], b[j·sb])`, the unit and zero strides as loops over slices
@@ -105,14 +97,24 @@ pub fn ternary<C: Copy, A: Copy, B: Copy, O>(
     f: impl Fn(C, A, B) -> O,
 ) {
     let rank = out_shape.len();
-    let mut idx = [0usize; 16];
-    let mut big_idx;
-    let idx: &mut [usize] = if rank <= 16 {
-        &mut idx[..rank]
-    } else {
-        big_idx = alloc_index(rank);
-        &mut big_idx[..]
-    };
+    with_index(rank, |idx| ternary_walk(c, c_strides, a, a_strides, b, b_strides, out, out_shape, idx, &f));
+}
+
+/// [`ternary`]'s odometer over the output, `idx` its multi-index (zeros).
+#[allow(clippy::too_many_arguments)]
+fn ternary_walk<C: Copy, A: Copy, B: Copy, O>(
+    c: &[C],
+    c_strides: &[usize],
+    a: &[A],
+    a_strides: &[usize],
+    b: &[B],
+    b_strides: &[usize],
+    out: &mut [O],
+    out_shape: &[usize],
+    idx: &mut [usize],
+    f: &impl Fn(C, A, B) -> O,
+) {
+    let rank = out_shape.len();
     let (mut oc, mut oa, mut ob) = (0usize, 0usize, 0usize);
     for o in out.iter_mut() {
         *o = f(c[oc], a[oa], b[ob]);
@@ -131,6 +133,16 @@ pub fn ternary<C: Copy, A: Copy, B: Copy, O>(
             ob -= b_strides[d] * out_shape[d];
             idx[d] = 0;
         }
+    }
+}
+
+/// `f` given a multi-index of `rank` zeros: on the stack up to rank 16, else allocated.
+#[inline(always)]
+fn with_index<R>(rank: usize, f: impl FnOnce(&mut [usize]) -> R) -> R {
+    if rank <= 16 {
+        f(&mut [0usize; 16][..rank])
+    } else {
+        f(&mut alloc_index(rank)[..])
     }
 }
 
