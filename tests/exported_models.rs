@@ -108,3 +108,36 @@ fn paddle_exported_models_match_onnxruntime_at_several_sizes() {
     let (files, n) = check("exported_paddle");
     assert!(files >= 20 && n >= 120, "expected the 20 paddle2onnx exports at 3 sizes, got {files} files and {n} runs");
 }
+
+/// The encoders' attention (scores, scale, softmax, weighted sum and the transposes around
+/// them) compiles to the one fused kernel where its scratch is smaller than the scores — at 64
+/// positions, matching onnxruntime there — and stays unfused below (3 positions).
+#[test]
+fn exported_encoders_run_the_fused_attention() {
+    let dir = common::root().join("target/exported-fused");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["exported/encoder_dynamo.onnx", "exported_paddle/pd_encoder_op17.onnx"] {
+        let model = common::root().join("tests/models").join(file);
+        let stem = file.replace('/', "_").replace(".onnx", "");
+        for (pin, fused) in [("x=2x64x6", true), ("x=1x3x6", false)] {
+            let out = dir.join(format!("{stem}.rs"));
+            let o = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(&model).args(["--input", pin, "-o"]).arg(&out).output().expect("burnc runs");
+            assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
+            let src = std::fs::read_to_string(&out).unwrap();
+            assert_eq!(src.matches("rt::kernels::sdpa::attention(").count(), fused as usize, "{file} at {pin}");
+            assert_eq!(src.contains("softmax::softmax("), !fused, "{file} at {pin}");
+        }
+        // The fused module against onnxruntime on a seeded input.
+        let (x, y) = (dir.join(format!("{stem}_x.npy")), dir.join(format!("{stem}_y.npy")));
+        let script = "import sys, numpy as np, onnxruntime as ort\n\
+                      x = np.random.default_rng(7).uniform(-1, 1, (2, 64, 6)).astype(np.float32)\n\
+                      s = ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider'])\n\
+                      np.save(sys.argv[2], x); np.save(sys.argv[3], s.run(None, {s.get_inputs()[0].name: x})[0])";
+        let st = Command::new("python3").args(["-c", script]).arg(&model).arg(&x).arg(&y).status().expect("python3 runs");
+        assert!(st.success(), "{file}: onnxruntime reference failed");
+        let out = dir.join(format!("{stem}_out"));
+        let o = Command::new(env!("CARGO_BIN_EXE_burnc")).args(["run", "--codegen"]).arg(&model).arg("--input").arg(format!("x={}", x.display())).arg("-o").arg(&out).output().expect("burnc runs");
+        assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
+        common::close_tensor(&pb(&out.join("output_0.pb")), &npy(&y), 1e-3, 1e-5).unwrap_or_else(|e| panic!("{file}: {e}"));
+    }
+}

@@ -26,12 +26,34 @@ fn pow2i(n: i32) -> f32 {
 /// out right. NaN gives NaN.
 #[inline]
 pub fn expf(x: f32) -> f32 {
+    let (er, ni) = exp_reduced(x.clamp(-104.0, 89.0));
+    // n is in -151..=129 (for NaN, er is NaN whatever the scale); halves keep each scale a
+    // normal power of two.
+    let h = ni >> 1;
+    er * pow2i(h) * pow2i(ni - h)
+}
+
+/// e^x for x ≤ 0 (a softmax's `x − max`) within 1 ulp down to e^-87 (the smallest normal
+/// results); below, e^-87 (1.6e-38) instead of a subnormal or 0. One scale instead of
+/// [`expf`]'s two: softmax's exponentials are most of the fused attention's non-GEMM time.
+/// NaN gives NaN.
+#[inline]
+pub fn expf_nonpositive(x: f32) -> f32 {
+    let x = if x < -87.0 { -87.0 } else { x };
+    let (er, ni) = exp_reduced(x);
+    er * pow2i(ni)
+}
+
+/// `(e^r, n)` with `e^x = e^r · 2^n`, for x in [-104, 89]: x split as `n·ln 2 + r` with
+/// `|r| <= ln 2 / 2` (Cody–Waite, `n·C1` exact), e^r by a degree-7 polynomial (Cephes'
+/// coefficients).
+#[inline(always)]
+fn exp_reduced(x: f32) -> (f32, i32) {
     const LOG2E: f32 = core::f32::consts::LOG2_E;
     const C1: f32 = 0.693_359_4;
     const C2: f32 = -2.121_944_4e-4;
     // Round to nearest by the 1.5·2^23 trick (|x·log2 e| < 2^22 after the clamp).
     const ROUND: f32 = 12_582_912.0;
-    let x = x.clamp(-104.0, 89.0);
     let t = x * LOG2E + ROUND;
     let n = t - ROUND;
     // The same n as an integer, from the mantissa bits of t (in [2^23, 2^24), so the bits
@@ -44,11 +66,7 @@ pub fn expf(x: f32) -> f32 {
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
     p = p * r + 5.000_000_1e-1;
-    let er = (p * r * r + r) + 1.0;
-    // n is in -151..=129 (for NaN, er is NaN whatever the scale); halves keep each scale a
-    // normal power of two.
-    let h = ni >> 1;
-    er * pow2i(h) * pow2i(ni - h)
+    ((p * r * r + r) + 1.0, ni)
 }
 
 /// `c[0] + v·(c[1] + v·(…))` in f64.
@@ -121,6 +139,18 @@ mod tests {
         }
         let ulp = (f32::from_bits(w.to_bits() + 1) - w).abs().max(f32::from_bits(1)) as f64;
         (a as f64 - want).abs() / ulp
+    }
+
+    #[test]
+    fn expf_nonpositive_within_one_ulp_down_to_the_normals() {
+        for b in ((1u32 << 31)..=(-87.0f32).to_bits()).step_by(31) {
+            let x = f32::from_bits(b);
+            let u = ulps(expf_nonpositive(x), (x as f64).exp());
+            assert!(u <= 1.0, "{x}: {u} ulps");
+        }
+        assert_eq!(expf_nonpositive(-1000.0), expf_nonpositive(-87.0));
+        assert!(expf_nonpositive(f32::NAN).is_nan());
+        assert_eq!(expf_nonpositive(0.0), 1.0);
     }
 
     #[test]

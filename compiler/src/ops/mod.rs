@@ -75,6 +75,7 @@ pub mod depth_space;
 pub mod detect;
 pub mod dim_values;
 pub mod einsum;
+pub mod fused_attention;
 pub mod gather;
 pub mod grid;
 pub mod image;

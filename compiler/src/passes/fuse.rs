@@ -7,7 +7,12 @@
 //! - a standalone BatchNormalization with the per-channel Mul/Add and activation after it
 //!   becomes one pass (`Op::ScaleShift`).
 //!
-//! The last two keep the unfused ops' order of operations, so they give the same bits; each
+//! - an attention spelled out as MatMul → scale/mask → Softmax → MatMul (with the Transposes
+//!   that only reorder its operands; `passes::attention`) becomes one `FusedAttention` (f32),
+//!   which never writes the scores to memory (this one changes rounding: the softmax's
+//!   division comes after the second product).
+//!
+//! The two before the last keep the unfused ops' order of operations, so they give the same bits; each
 //! saves one or more full passes over a tensor in memory.
 use burnc_runtime::kernels::norm::batch_norm_coeffs;
 use super::fold::renumber;
@@ -76,6 +81,8 @@ pub(super) fn label(g: &Graph, i: usize) -> (String, String) {
 /// Run every fusion on `g`.
 pub fn fuse(g: &mut Graph) -> Result<FusionReport, PassError> {
     let mut report = FusionReport::default();
+    attention(g, &mut report);
+    compact(g, &mut report)?;
     fold_into_conv(g, &mut report);
     compact(g, &mut report)?;
     scale_shift(g, &mut report);
@@ -393,6 +400,83 @@ fn fuse_into_last(g: &mut Graph, report: &mut FusionReport, remove: &mut [bool],
     remove[head] = true;
     for &j in rest {
         remove[j] = true;
+    }
+}
+
+/// Each f32 attention whose score steps the fused kernel runs (Mul or Div by a constant scalar
+/// with the scores on the left, Add of a tensor that broadcasts to the scores) becomes one
+/// [`FusedAttention`](crate::ops::fused_attention::FusedAttention) in place of its last node,
+/// where the kernel's scratch is no larger than the scores.
+fn attention(g: &mut Graph, report: &mut FusionReport) {
+    use crate::ops::fused_attention::{FusedAttention, ScoreStep, Strides};
+    use crate::ops::IntoOp;
+    let mut remove = vec![false; g.nodes.len()];
+    for a in super::attention::find(g, |dt| dt == DType::F32) {
+        let mut inputs = vec![Some(a.q.value), Some(a.kt.value), Some(a.v.value)];
+        let Some(scores_shape) = fixed_shape(g, g.node(a.scores).outputs[0]) else { continue };
+        let mut cur = g.node(a.scores).outputs[0];
+        let mut steps = Vec::new();
+        for &c in &a.chain {
+            let n = g.node(c);
+            let Some(step) = score_step(g, n, cur, &scores_shape, inputs.len()) else { break };
+            if let ScoreStep::Add { .. } = step {
+                inputs.push(other_operand(n, cur));
+            }
+            steps.push(step);
+            cur = n.outputs[0];
+        }
+        if steps.len() != a.chain.len() {
+            continue;
+        }
+        let strides = |v: &super::attention::View| Strides { batch: v.batch_strides.clone(), rows: v.rs, cols: v.cs };
+        let Some(out_shape) = fixed_shape(g, a.out.value) else { continue };
+        let op = FusedAttention { batch: a.batch.clone(), sq: a.sq, sk: a.sk, d: a.d, dv: a.dv, q: strides(&a.q), kt: strides(&a.kt), v: strides(&a.v), steps, out: strides(&a.out), out_shape };
+        // Never more memory than the scores the unfused nodes hold: tiny attentions (an MCU's)
+        // keep their nodes, whose buffers are smaller than the kernel's packing space.
+        if op.scratch_elements() > a.batch.iter().product::<usize>() * a.sq * a.sk {
+            continue;
+        }
+        let head = a.scores.0 as usize;
+        let mut chain: Vec<usize> = a.nodes.iter().map(|n| n.0 as usize).filter(|&n| n != head && n != a.emit.0 as usize).collect();
+        chain.push(a.emit.0 as usize);
+        fuse_into_last(g, report, &mut remove, head, &chain, op.op(), inputs, None);
+    }
+    drop_nodes(g, &remove);
+}
+
+/// The fused kernel's step for chain node `n` applied to the scores `cur` (of `shape`), whose
+/// other operand would be input `next_input` of the fused node; `None` when it has none.
+fn score_step(g: &Graph, n: &crate::ir::Node, cur: ValueId, shape: &[usize], next_input: usize) -> Option<crate::ops::fused_attention::ScoreStep> {
+    use crate::ops::fused_attention::{ScoreStep, Strides};
+    let Op::Binary(op) = &n.op else { return None };
+    let (lhs, rhs) = (n.inputs.first().copied().flatten()?, n.inputs.get(1).copied().flatten()?);
+    let other = other_operand(n, cur).filter(|&o| o != cur)?;
+    let scalar = || match g.const_value(other).map(|t| t.data) {
+        Some(Data::F32(v)) if v.len() == 1 => Some(v[0]),
+        _ => None,
+    };
+    match op {
+        BinaryOp::Mul => scalar().map(ScoreStep::Mul),
+        BinaryOp::Div if lhs == cur && rhs != cur => scalar().map(ScoreStep::Div),
+        BinaryOp::Add if g.tensor_type(other).map(|t| t.dtype) == Some(DType::F32) => {
+            let bs = fixed_shape(g, other)?;
+            let rank = shape.len();
+            if bs.len() > rank {
+                return None;
+            }
+            let own = crate::codegen::index::strides(&bs);
+            let mut st = vec![0usize; rank];
+            for (i, (&b, &s)) in bs.iter().zip(&own).enumerate() {
+                let o = rank - bs.len() + i;
+                match b {
+                    1 => {}
+                    _ if b == shape[o] => st[o] = s,
+                    _ => return None,
+                }
+            }
+            Some(ScoreStep::Add { input: next_input, at: Strides { batch: st[..rank - 2].to_vec(), rows: st[rank - 2], cols: st[rank - 1] } })
+        }
+        _ => None,
     }
 }
 

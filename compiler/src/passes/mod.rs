@@ -1,5 +1,6 @@
 //! Passes over the IR. Each is `fn(&mut Graph) -> Result<(), PassError>`, followed by the
 //! verifier in debug builds.
+pub mod attention;
 pub mod cost;
 pub mod dce;
 pub mod dim_values;

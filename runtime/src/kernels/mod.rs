@@ -33,6 +33,7 @@ pub mod rnn;
 pub mod resize;
 pub mod reverse;
 pub mod scatter;
+pub mod sdpa;
 pub mod slab;
 pub mod slice;
 pub mod softmax;

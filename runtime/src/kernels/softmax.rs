@@ -54,12 +54,10 @@ pub fn softmax<R: Real>(x: &[R], outer: usize, n: usize, inner: usize, y: &mut [
 /// Lanes of [`softmax_line`]: independent maxima and sums the compiler keeps in SIMD registers.
 const LANES: usize = 8;
 
-/// [`softmax`] of one contiguous line: the maximum, then `exp(x - max)` with its sum (in f64,
-/// as the strided loop), in [`LANES`] interleaved chains, then the scaling pass.
+/// The largest element of a non-empty line, in [`LANES`] interleaved maxima.
 #[inline]
-fn softmax_line<R: Real>(x: &[R], y: &mut [R], log: bool) {
-    let n = x.len();
-    let split = n / LANES * LANES;
+pub(crate) fn line_max<R: Real>(x: &[R]) -> R {
+    let split = x.len() / LANES * LANES;
     let mut maxes = [x[0]; LANES];
     for c in x[..split].chunks_exact(LANES) {
         for l in 0..LANES {
@@ -74,6 +72,15 @@ fn softmax_line<R: Real>(x: &[R], y: &mut [R], log: bool) {
             max = m;
         }
     }
+    max
+}
+
+/// [`softmax`] of one contiguous line: the maximum, then `exp(x - max)` with its sum (in f64,
+/// as the strided loop), in [`LANES`] interleaved chains, then the scaling pass.
+#[inline]
+fn softmax_line<R: Real>(x: &[R], y: &mut [R], log: bool) {
+    let split = x.len() / LANES * LANES;
+    let max = line_max(x);
     let mut sums = [0.0f64; LANES];
     let mut tail = 0.0f64;
     if log {
