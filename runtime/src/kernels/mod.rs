@@ -41,6 +41,7 @@ pub mod spectral;
 pub mod tile;
 pub mod unary;
 pub mod unpool;
+mod vexp;
 pub mod window;
 pub mod winograd;
 

@@ -37,8 +37,9 @@ pub struct Dims<'a> {
     pub dv: usize,
 }
 
-/// One elementwise step on the scores, in the graph's order (each rounds to f32 as the
-/// unfused node does).
+/// One elementwise step on the scores, in the graph's order. Steps that are all scalar
+/// factors (a positive product) are folded into the exponentials' argument; others run one
+/// by one on each row, each rounding to f32 as the unfused node does.
 #[derive(Clone, Copy, Debug)]
 pub enum Step<'a> {
     Mul(f32),
@@ -175,7 +176,13 @@ pub fn attention(dims: &Dims, q: Matrix, kt: Matrix, v: Matrix, steps: &[Step], 
     let r = block_rows(sq, sk);
     let blocks = sq.div_ceil(r);
     let units = zs * blocks;
-    let job = Job { dims: *dims, q, kt, v, steps, yv, y: super::SendPtr(y.as_mut_ptr()), r, blocks };
+    let scale = steps.iter().try_fold(1.0f32, |c, s| match s {
+        Step::Mul(m) => Some(c * m),
+        Step::Div(d) => Some(c / d),
+        Step::Add(_) => None,
+    });
+    let scale = scale.filter(|c| c.is_finite() && *c > 0.0);
+    let job = Job { dims: *dims, q, kt, v, steps, yv, y: super::SendPtr(y.as_mut_ptr()), scale, r, blocks };
     #[cfg(feature = "std")]
     {
         let work = zs.saturating_mul(sq).saturating_mul(sk).saturating_mul(d + dv);
@@ -219,6 +226,9 @@ struct Job<'a> {
     steps: &'a [Step<'a>],
     yv: View<'a>,
     y: super::SendPtr,
+    /// The steps as one factor, when they are all scalar multiplications and divisions whose
+    /// product is positive: then `e^((s − max s)·c)` is the softmax of `s·c` without a pass.
+    scale: Option<f32>,
     /// Rows per block and blocks per batch entry.
     r: usize,
     blocks: usize,
@@ -265,8 +275,14 @@ impl Job<'_> {
             let s = &mut s[..rows * sk];
             packed::sgemm_packed(rows, d, sk, qm, ldq, ktm, ldk, s, sk, gemm);
             for (ri, line) in s.chunks_exact_mut(sk).enumerate() {
-                self.apply_steps(z, i0 + ri, line);
-                inv[ri] = 1.0 / exp_shifted(line);
+                let scale = match self.scale {
+                    Some(c) => c,
+                    None => {
+                        self.apply_steps(z, i0 + ri, line);
+                        1.0
+                    }
+                };
+                inv[ri] = 1.0 / super::vexp::exp_shifted(line, scale);
             }
             packed::sgemm_packed(rows, sk, dv, s, sk, vm, ldv, &mut o[..rows * dv], dv, gemm);
             let yo = off(&self.yv);
@@ -313,26 +329,6 @@ fn copy_matrix(m: &Matrix, at: usize, rows: usize, cols: usize, out: &mut [f32])
             *x = m.data[base + j * m.view.cols];
         }
     }
-}
-
-/// `line = exp(line − max(line))`, returning the sum, in eight interleaved partial sums.
-fn exp_shifted(line: &mut [f32]) -> f32 {
-    const LANES: usize = 8;
-    let max = super::softmax::line_max(line);
-    let split = line.len() / LANES * LANES;
-    let mut sums = [0f32; LANES];
-    for c in line[..split].chunks_exact_mut(LANES) {
-        for l in 0..LANES {
-            c[l] = crate::math::expf_nonpositive(c[l] - max);
-            sums[l] += c[l];
-        }
-    }
-    let mut sum = 0.0;
-    for x in &mut line[split..] {
-        *x = crate::math::expf_nonpositive(*x - max);
-        sum += *x;
-    }
-    sums.iter().sum::<f32>() + sum
 }
 
 #[cfg(test)]
