@@ -8,10 +8,10 @@ pub use libm::{
     fmod, fmodf, log, log1p, log1pf, logf, pow, powf, rint, rintf, round, roundf, sin, sinf, sinh,
     sinhf, sqrt, sqrtf, tan, tanf, tanh, trunc, truncf,
 };
-// 32-bit Arm (Cortex-M): no double-precision FPU on most parts, where the f64 polynomials of
-// this crate's `erff`/`tanhf` would run in software; libm's f32 ones stay.
+// 32-bit Arm (Cortex-M): no double-precision FPU on most parts, where the f64 polynomial of
+// this crate's `tanhf` would run in software; libm's f32 one stays.
 #[cfg(target_arch = "arm")]
-pub use libm::{erff, tanhf};
+pub use libm::tanhf;
 
 /// `2^n` for `n` in -126..=127, by building the exponent bits.
 #[inline(always)]
@@ -76,34 +76,29 @@ fn horner(c: &[f64], v: f64) -> f64 {
     c.iter().rev().fold(0.0, |r, &ci| r * v + ci)
 }
 
-/// erf(x) within 1 ulp (tested against f64 over the whole range), with no branches: both forms
-/// are computed in f64 and one selected. Below 1, `x·P(x²)`; from 1, `1 - e^(-x²)·Q(1/x)` with
-/// e^(-x²) by [`expf`] of x² rounded to f32 and corrected by the rounding (`1 - lo`); from 3.92
-/// on the result rounds to ±1. P and Q are least-squares fits (Chebyshev nodes, relative
-/// weight) of erf(x)/x and erfc(x)·e^(x²) made for this function.
-#[cfg(not(target_arch = "arm"))]
+/// erf(x) within 4 ulp (tested against f64 over the whole range), in f32 with no branches,
+/// so GELU loops run 8 lanes wide (the f64 form this replaced, within 1 ulp, took 2.5 ns per
+/// element of an encoder's GELU). Below 0.9, `x·P(x²)`; from there `1 − e^Q(|x|)`, with Q a
+/// polynomial in `|x| − 2.4` fitted to ln erfc on [0.9, 3.92] (beyond, the result rounds to
+/// ±1). P and Q are least-squares fits (Chebyshev nodes) made for this function.
 #[inline]
 pub fn erff(x: f32) -> f32 {
-    const P: [f64; 8] = [
-        1.128_379_167_080_104_2, -0.376_126_385_528_272_16, 0.112_837_834_438_821_32, -0.026_865_475_514_917_02,
-        0.005_221_138_696_260_98, -0.000_848_543_891_940_938_1, 0.000_112_747_379_579_669_37, -9.689_741_141_997_893e-6,
+    const P: [f32; 6] = [1.12837916, -0.376125476, 0.112823284, -0.0267845122, 0.0050191238, -0.000612325421];
+    const Q: [f32; 10] = [
+        -7.28097506, -5.16423661, -0.940501899, -0.0117680542, 0.00238742612, -0.000469649422, 8.70813723e-05, -1.45111356e-05, 1.63306997e-06, -1.43988871e-08,
     ];
-    const Q: [f64; 11] = [
-        2.956_228_247_504_328_8e-5, 0.563_648_765_276_257_6, 0.003_620_102_381_524_720_7, -0.288_183_405_757_762_1,
-        -0.059_760_159_661_924_39, 0.879_297_567_595_753_6, -1.494_975_615_948_384_7, 1.395_921_732_900_933_2,
-        -0.793_181_371_911_504_1, 0.258_385_678_132_412_87, -0.037_219_280_192_013_676,
-    ];
-    let xd = x as f64;
-    let ax = if xd < 0.0 { -xd } else { xd };
-    let small = xd * horner(&P, xd * xd);
-    let b = ax.clamp(1.0, 3.92);
-    let hi = (b * b) as f32;
-    let lo = b * b - hi as f64;
-    let e = expf(-hi) as f64 * (1.0 - lo);
-    let large = 1.0 - e * horner(&Q, 1.0 / b);
-    let large = if xd < 0.0 { -large } else { large };
-    let r = if ax < 1.0 { small } else { large };
-    if x.is_nan() { x } else { r as f32 }
+    let t = if x < 0.0 { -x } else { x };
+    let small = x * horner32(&P, x * x);
+    let large = 1.0 - expf(horner32(&Q, t.clamp(0.9, 3.92) - 2.4));
+    let large = if x < 0.0 { -large } else { large };
+    let r = if t < 0.9 { small } else { large };
+    if x.is_nan() { x } else { r }
+}
+
+/// `c[0] + v·(c[1] + v·(…))` in f32.
+#[inline(always)]
+fn horner32(c: &[f32], v: f32) -> f32 {
+    c.iter().rev().fold(0.0, |r, &ci| r * v + ci)
 }
 
 /// tanh(x) within 1 ulp (tested against f64 over the whole range), with no branches: below
@@ -194,13 +189,13 @@ mod tests {
     }
 
     #[test]
-    fn erff_within_one_ulp_everywhere() {
+    fn erff_within_four_ulp_everywhere() {
         let worst = worst_ulps(erff, libm::erf);
-        assert!(worst.0 <= 1.0, "worst {} ulp at {}", worst.0, worst.1);
+        assert!(worst.0 <= 4.0, "worst {} ulp at {}", worst.0, worst.1);
         assert_eq!(erff(0.0), 0.0);
         assert_eq!(erff(f32::INFINITY), 1.0);
         assert_eq!(erff(f32::NEG_INFINITY), -1.0);
-        assert!(ulps(erff(1e-30), 1.128_379_167_095_512_6e-30) <= 0.5);
+        assert!(ulps(erff(1e-30), 1.128_379_167_095_512_6e-30) <= 1.0);
         assert!(erff(f32::NAN).is_nan());
     }
 
