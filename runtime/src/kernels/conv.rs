@@ -795,12 +795,12 @@ fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win
     let [_, kh_n, kw_n] = win.kernel;
     let plane_len = pp.rows * pp.cols + DW_BLOCK;
     let col = &mut col[..plane_len + pp.run];
-    // 3×3 windows of f32 at stride 1 or 2 by the AVX2 kernel (`dw3x3`), with the epilogue
-    // in it when that is a bias and a ReLU (or less).
+    // 3×3, 5×5 and 7×7 windows of f32 at stride 1 or 2 by the AVX2 kernel (`dw_avx2`), with
+    // the epilogue in it when that is a bias and a ReLU (or less).
     #[cfg(target_arch = "x86_64")]
     let fast = core::any::TypeId::of::<T>() == core::any::TypeId::of::<f32>()
-        && kh_n == 3
-        && kw_n == 3
+        && kh_n == kw_n
+        && matches!(kh_n, 3 | 5 | 7)
         && dh == 1
         && dw == 1
         && sh == sw
@@ -842,18 +842,28 @@ fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win
             let (pf, wf, yf) = unsafe {
                 (
                     core::slice::from_raw_parts(col.as_ptr() as *const f32, col.len()),
-                    &*(wm.as_ptr() as *const [f32; 9]),
+                    core::slice::from_raw_parts(wm.as_ptr() as *const f32, wm.len()),
                     core::slice::from_raw_parts_mut(yp.as_mut_ptr() as *mut f32, yp.len()),
                 )
             };
             let (bias, relu) = if fused_ep { (ep.bias.map(|b| b[m].to_f64() as f32), ep.act == Act::Relu) } else { (None, false) };
-            // SAFETY: the CPU has AVX2 (`fast`); the run buffer after the plane is the slack.
-            unsafe { super::dw3x3::plane(pf, pp.cols, wf, yf, win.output[1], ow, sh, bias, relu) };
-            if !fused_ep {
-                let res = ep.residual.map(|r| &r[base..base + os]);
-                channel_epilogue(yp, ep, m, res);
+            let oh = win.output[1];
+            // SAFETY: the CPU has AVX2 (`fast`); the run buffer after the plane is the slack
+            // (the kernel checks its reach and declines otherwise).
+            let done = unsafe {
+                match kh_n {
+                    3 => super::dw_avx2::plane::<3>(pf, pp.cols, wf, yf, oh, ow, sh, bias, relu),
+                    5 => super::dw_avx2::plane::<5>(pf, pp.cols, wf, yf, oh, ow, sh, bias, relu),
+                    _ => super::dw_avx2::plane::<7>(pf, pp.cols, wf, yf, oh, ow, sh, bias, relu),
+                }
+            };
+            if done {
+                if !fused_ep {
+                    let res = ep.residual.map(|r| &r[base..base + os]);
+                    channel_epilogue(yp, ep, m, res);
+                }
+                continue;
             }
-            continue;
         }
         let (plane, run) = col.split_at_mut(plane_len);
         let row_step = dh * pp.cols;
@@ -1144,7 +1154,7 @@ mod tests {
     fn depthwise_2d_gives_the_bits_of_the_generic_loop() {
         // c, multiplier, h, w, kh, kw, sh, sw, dh, dw, pads (top, left, bottom, right), oh, ow
         type Case = (usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [isize; 4], usize, usize);
-        let cases: [Case; 13] = [
+        let cases: [Case; 18] = [
             (3, 1, 14, 14, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 14, 14),
             // 3×3 at strides 1 and 2 (the AVX2 kernel): rows shorter than a block, rows of
             // whole and partial blocks, no padding, a multiplier of 2.
@@ -1161,6 +1171,13 @@ mod tests {
             // ceil mode: the last window hangs over the bottom/right edge
             (2, 1, 8, 8, 3, 3, 2, 2, 1, 1, [0, 0, 1, 1], 4, 4),
             (4, 2, 1, 33, 1, 5, 1, 1, 1, 2, [0, 4, 0, 4], 1, 33),
+            // 5×5 and 7×7 (the AVX2 kernel): a mobile net's 14×14 and 7×7 maps at stride 1,
+            // 28 → 14 and 14 → 7 at stride 2, rows shorter than a block.
+            (3, 1, 14, 14, 5, 5, 1, 1, 1, 1, [2, 2, 2, 2], 14, 14),
+            (2, 1, 7, 7, 5, 5, 1, 1, 1, 1, [2, 2, 2, 2], 7, 7),
+            (2, 1, 28, 28, 5, 5, 2, 2, 1, 1, [2, 2, 2, 2], 14, 14),
+            (3, 1, 14, 14, 5, 5, 2, 2, 1, 1, [2, 2, 2, 2], 7, 7),
+            (2, 1, 11, 9, 7, 7, 2, 2, 1, 1, [3, 3, 3, 3], 6, 5),
         ];
         for (i, &(c, mult, h, wd, kh, kw, sh, sw, dh, dw, p, oh, ow)) in cases.iter().enumerate() {
             let d = ConvDims { batch: 2, c_in: c, c_out: c * mult, group: c };

@@ -6,7 +6,7 @@ pub mod cache;
 pub mod concat;
 pub mod conv;
 pub mod det;
-mod dw3x3;
+mod dw_avx2;
 pub mod dropout;
 pub mod detect;
 pub mod einsum;
