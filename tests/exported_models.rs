@@ -127,7 +127,8 @@ fn exported_encoders_run_the_fused_attention() {
             assert_eq!(src.matches("rt::kernels::sdpa::attention(").count(), fused as usize, "{file} at {pin}");
             assert_eq!(src.contains("softmax::softmax("), !fused, "{file} at {pin}");
         }
-        // The fused module against onnxruntime on a seeded input.
+        // The fused module (`--fuse`: the fusions of `burnc MODEL -o`) against onnxruntime on a
+        // seeded input.
         let (x, y) = (dir.join(format!("{stem}_x.npy")), dir.join(format!("{stem}_y.npy")));
         let script = "import sys, numpy as np, onnxruntime as ort\n\
                       x = np.random.default_rng(7).uniform(-1, 1, (2, 64, 6)).astype(np.float32)\n\
@@ -136,7 +137,7 @@ fn exported_encoders_run_the_fused_attention() {
         let st = Command::new("python3").args(["-c", script]).arg(&model).arg(&x).arg(&y).status().expect("python3 runs");
         assert!(st.success(), "{file}: onnxruntime reference failed");
         let out = dir.join(format!("{stem}_out"));
-        let o = Command::new(env!("CARGO_BIN_EXE_burnc")).args(["run", "--codegen"]).arg(&model).arg("--input").arg(format!("x={}", x.display())).arg("-o").arg(&out).output().expect("burnc runs");
+        let o = Command::new(env!("CARGO_BIN_EXE_burnc")).args(["run", "--codegen", "--fuse"]).arg(&model).arg("--input").arg(format!("x={}", x.display())).arg("-o").arg(&out).output().expect("burnc runs");
         assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
         common::close_tensor(&pb(&out.join("output_0.pb")), &npy(&y), 1e-3, 1e-5).unwrap_or_else(|e| panic!("{file}: {e}"));
     }

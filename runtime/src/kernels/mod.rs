@@ -65,6 +65,22 @@ impl SendPtr {
     }
 }
 
+/// `f(buf)` with this thread's buffer `key`, grown to at least `len` elements and kept
+/// between calls (tasks of a split kernel reuse it instead of allocating); a nested use of
+/// the same buffer on this thread gets a fresh one.
+#[cfg(feature = "std")]
+pub(crate) fn with_thread_buffer<R>(key: &'static std::thread::LocalKey<core::cell::RefCell<std::vec::Vec<f32>>>, len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    key.with(|b| match b.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < len {
+                v.resize(len, 0.0);
+            }
+            f(&mut v[..len])
+        }
+        Err(_) => f(&mut std::vec![0f32; len]),
+    })
+}
+
 /// Whether the CPU has AVX2: detected at run time under std, the build's target otherwise.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_avx2() -> bool {

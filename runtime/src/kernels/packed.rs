@@ -130,16 +130,7 @@ pub fn with_panel<R>(f: impl FnOnce(&mut [f32]) -> R) -> R {
         std::thread_local! {
             static PANEL: core::cell::RefCell<std::vec::Vec<f32>> = const { core::cell::RefCell::new(std::vec::Vec::new()) };
         }
-        PANEL.with(|p| match p.try_borrow_mut() {
-            Ok(mut v) => {
-                if v.len() < KC * NR {
-                    v.resize(KC * NR, 0.0);
-                }
-                f(&mut v[..KC * NR])
-            }
-            // Only a nested use of this thread's buffer lands here: a fresh one.
-            Err(_) => f(&mut [0f32; KC * NR]),
-        })
+        super::with_thread_buffer(&PANEL, KC * NR, f)
     }
     #[cfg(not(feature = "std"))]
     {
@@ -157,16 +148,7 @@ fn with_b_block<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
     std::thread_local! {
         static B_BLOCK: core::cell::RefCell<std::vec::Vec<f32>> = const { core::cell::RefCell::new(std::vec::Vec::new()) };
     }
-    B_BLOCK.with(|bb| match bb.try_borrow_mut() {
-        Ok(mut v) => {
-            if v.len() < len {
-                v.resize(len, 0.0);
-            }
-            f(&mut v[..len])
-        }
-        // A nested product on this thread: a fresh buffer.
-        Err(_) => f(&mut std::vec![0f32; len]),
-    })
+    super::with_thread_buffer(&B_BLOCK, len, f)
 }
 
 /// Rows `r0..r1` of [`sgemm_prepacked`]'s product, on this thread (a caller splitting the

@@ -206,15 +206,7 @@ fn with_task_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
     std::thread_local! {
         static BUF: core::cell::RefCell<std::vec::Vec<f32>> = const { core::cell::RefCell::new(std::vec::Vec::new()) };
     }
-    BUF.with(|b| match b.try_borrow_mut() {
-        Ok(mut v) => {
-            if v.len() < len {
-                v.resize(len, 0.0);
-            }
-            f(&mut v[..len])
-        }
-        Err(_) => f(&mut std::vec![0f32; len]),
-    })
+    super::with_thread_buffer(&BUF, len, f)
 }
 
 /// What every task shares: the operands and where the output goes.
