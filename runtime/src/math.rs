@@ -8,10 +8,6 @@ pub use libm::{
     fmod, fmodf, log, log1p, log1pf, logf, pow, powf, rint, rintf, round, roundf, sin, sinf, sinh,
     sinhf, sqrt, sqrtf, tan, tanf, tanh, trunc, truncf,
 };
-// 32-bit Arm (Cortex-M): no double-precision FPU on most parts, where the f64 polynomial of
-// this crate's `tanhf` would run in software; libm's f32 one stays.
-#[cfg(target_arch = "arm")]
-pub use libm::tanhf;
 
 /// `2^n` for `n` in -126..=127, by building the exponent bits.
 #[inline(always)]
@@ -69,13 +65,6 @@ fn exp_reduced(x: f32) -> (f32, i32) {
     ((p * r * r + r) + 1.0, ni)
 }
 
-/// `c[0] + v·(c[1] + v·(…))` in f64.
-#[cfg(not(target_arch = "arm"))]
-#[inline(always)]
-fn horner(c: &[f64], v: f64) -> f64 {
-    c.iter().rev().fold(0.0, |r, &ci| r * v + ci)
-}
-
 /// erf(x) within 4 ulp (tested against f64 over the whole range), in f32 with no branches,
 /// so GELU loops run 8 lanes wide (the f64 form this replaced, within 1 ulp, took 2.5 ns per
 /// element of an encoder's GELU). Below 0.9, `x·P(x²)`; from there `1 − e^Q(|x|)`, with Q a
@@ -101,24 +90,19 @@ fn horner32(c: &[f32], v: f32) -> f32 {
     c.iter().rev().fold(0.0, |r, &ci| r * v + ci)
 }
 
-/// tanh(x) within 1 ulp (tested against f64 over the whole range), with no branches: below
-/// 0.6, `x·P(x²)` in f64 (P a least-squares fit of tanh(x)/x made for this function); from
-/// there `1 - 2/(e^(2|x|) + 1)` with [`expf`], which rounds to ±1 from 9.1 on.
-#[cfg(not(target_arch = "arm"))]
+/// tanh(x) within 2 ulp (tested against f64 over the whole range), in f32 with no branches,
+/// so rows of LSTM gates run 8 lanes wide: below 0.7, `x·P(x²)` (P a least-squares fit of
+/// tanh(x)/x made for this function); from there `1 − 2/(e^(2|x|) + 1)` with [`expf`], which
+/// rounds to ±1 from 9.1 on.
 #[inline]
 pub fn tanhf(x: f32) -> f32 {
-    const P: [f64; 8] = [
-        0.999_999_999_998_806_4, -0.333_333_332_558_359_2, 0.133_333_281_680_451_42, -0.053_967_018_752_560_96,
-        0.021_855_222_784_019_735, -0.008_773_738_188_561_588, 0.003_275_778_927_232_394_6, -0.000_841_880_734_184_583_6,
-    ];
-    let xd = x as f64;
-    let ax = if xd < 0.0 { -xd } else { xd };
-    let small = xd * horner(&P, xd * xd);
-    let e = expf(2.0 * (ax.min(9.1) as f32)) as f64;
-    let large = 1.0 - 2.0 / (e + 1.0);
-    let large = if xd < 0.0 { -large } else { large };
-    let r = if ax < 0.6 { small } else { large };
-    if x.is_nan() { x } else { r as f32 }
+    const P: [f32; 8] = [1.0, -0.333333328, 0.133333059, -0.0539634137, 0.0218281762, -0.00867079118, 0.00308252271, -0.000699625106];
+    let t = if x < 0.0 { -x } else { x };
+    let small = x * horner32(&P, x * x);
+    let large = 1.0 - 2.0 / (expf(2.0 * t.min(9.1)) + 1.0);
+    let large = if x < 0.0 { -large } else { large };
+    let r = if t < 0.7 { small } else { large };
+    if x.is_nan() { x } else { r }
 }
 
 #[cfg(test)]
@@ -200,9 +184,9 @@ mod tests {
     }
 
     #[test]
-    fn tanhf_within_one_ulp_everywhere() {
+    fn tanhf_within_two_ulp_everywhere() {
         let worst = worst_ulps(tanhf, f64::tanh);
-        assert!(worst.0 <= 1.0, "worst {} ulp at {}", worst.0, worst.1);
+        assert!(worst.0 <= 2.0, "worst {} ulp at {}", worst.0, worst.1);
         assert_eq!(tanhf(0.0), 0.0);
         assert_eq!(tanhf(f32::INFINITY), 1.0);
         assert_eq!(tanhf(f32::NEG_INFINITY), -1.0);

@@ -176,13 +176,16 @@ pub struct Outputs<'a, R> {
 pub const STEP_BLOCK: usize = 32;
 
 /// Scratch elements [`rnn`] needs: state h, c, the gates, one more hidden-sized row, the
-/// summed biases, one direction's R transposed, and for a block of up to [`STEP_BLOCK`] steps
-/// their inputs (transposed) and input projections.
+/// summed biases, one direction's R transposed, for a block of up to [`STEP_BLOCK`] steps
+/// their inputs and input projections, and room for W transposed or the projections
+/// transposed (see `rnn`).
 pub const fn scratch_len(cell: Cell, hidden: usize, input: usize, seq: usize) -> usize {
     let block = if seq < STEP_BLOCK { seq } else { STEP_BLOCK };
     let rows = cell.gates().saturating_mul(hidden);
     let per_step = block.saturating_mul(rows.saturating_add(input));
-    hidden.saturating_mul(3).saturating_add(rows.saturating_mul(2)).saturating_add(rows.saturating_mul(hidden)).saturating_add(per_step)
+    let (wt, projt) = (rows.saturating_mul(input), block.saturating_mul(rows));
+    let aux = if wt > projt { wt } else { projt };
+    hidden.saturating_mul(3).saturating_add(rows.saturating_mul(2)).saturating_add(rows.saturating_mul(hidden)).saturating_add(per_step).saturating_add(aux)
 }
 
 fn clip<R: Real>(v: R, c: Option<f32>) -> R {
@@ -220,7 +223,7 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
     let (bsum, rest) = rest.split_at_mut(g * hs);
     let (rt, rest) = rest.split_at_mut(g * hs * hs);
     let (proj, rest) = rest.split_at_mut(block * g * hs);
-    let xt = &mut rest[..block * is];
+    let (xt, aux) = rest.split_at_mut(block * is);
     let x_at = |t: usize, b: usize| if d.batch_first { (b * d.seq + t) * is } else { (t * d.batch + b) * is };
     let y_at = |t: usize, dir: usize, b: usize| {
         if d.batch_first {
@@ -244,6 +247,15 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
         // Column k of R as row k of `rt` (`g·hs` apart): R·h then walks contiguous columns.
         transpose(r, g * hs, hs, rt);
         let ld = g * hs;
+        // Each step reads its gate rows' projections contiguously: from a product that gives
+        // them one step per row (x rows · Wᵀ) when Wᵀ, made here on every call, costs no more
+        // than transposing every block's projections (inputs no wider than the sequence is
+        // long: a voice model's 40 features over 100 steps), else from the product W · xᵀ
+        // transposed block by block (a CRNN's 2048-wide inputs).
+        let w_rows = is <= d.seq;
+        if w_rows {
+            transpose(w, g * hs, is, &mut aux[..g * hs * is]);
+        }
         for (j, s) in bsum.iter_mut().enumerate() {
             *s = bias.map_or(zero, |bb| if j < rows_with_h { bb[j].add(bb[g * hs + j]) } else { bb[j] });
         }
@@ -261,20 +273,31 @@ pub fn rnn<R: Real>(d: &Dims, acts: &[Act], inp: &Inputs<'_, R>, out: &mut Outpu
             }
             for s0 in (0..len).step_by(block.max(1)) {
                 let nb = block.min(len - s0);
-                // The block's inputs as the columns of an `is × nb` matrix, then W·x for all of
-                // them: `proj[j·nb + q]` is gate row j at step s0 + q.
-                for q in 0..nb {
-                    let x = &inp.x[x_at(time(s0 + q), b)..][..is];
-                    for (k, &v) in x.iter().enumerate() {
-                        xt[k * nb + q] = v;
+                let step_rows: &[R] = if w_rows {
+                    // The block's inputs as rows, times Wᵀ: `proj[q·g·hs + j]` is gate row j
+                    // at step s0 + q.
+                    for q in 0..nb {
+                        xt[q * is..(q + 1) * is].copy_from_slice(&inp.x[x_at(time(s0 + q), b)..][..is]);
                     }
-                }
-                R::matmul(g * hs, is, nb, w, &xt[..is * nb], &mut proj[..g * hs * nb]);
+                    R::matmul(nb, is, g * hs, &xt[..nb * is], &aux[..g * hs * is], &mut proj[..nb * g * hs]);
+                    &proj[..nb * g * hs]
+                } else {
+                    // The inputs as columns, W·x (`proj[j·nb + q]`), then transposed.
+                    for q in 0..nb {
+                        let x = &inp.x[x_at(time(s0 + q), b)..][..is];
+                        for (k, &v) in x.iter().enumerate() {
+                            xt[k * nb + q] = v;
+                        }
+                    }
+                    R::matmul(g * hs, is, nb, w, &xt[..is * nb], &mut proj[..g * hs * nb]);
+                    transpose(&proj[..g * hs * nb], g * hs, nb, &mut aux[..nb * g * hs]);
+                    &aux[..nb * g * hs]
+                };
                 for q in 0..nb {
                     let t = time(s0 + q);
                     // Pre-activations of the gates from x, h and both biases.
-                    for (j, (gj, &bj)) in gates.iter_mut().zip(bsum.iter()).enumerate() {
-                        *gj = proj[j * nb + q].add(bj);
+                    for ((gj, &pj), &bj) in gates.iter_mut().zip(&step_rows[q * g * hs..(q + 1) * g * hs]).zip(bsum.iter()) {
+                        *gj = pj.add(bj);
                     }
                     matvec_t_add(rt, ld, h, &mut gates[..rows_with_h]);
                     match d.cell {
@@ -491,47 +514,50 @@ mod tests {
     /// lengths, against the cell equations written out step by step (in f64).
     #[test]
     fn lstm_over_several_step_blocks_matches_the_equations() {
-        let (seq, batch, is, hs) = (2 * STEP_BLOCK + 7, 2, 5, 3);
-        let d = Dims { input: is, hidden: hs, ..dims(Cell::Lstm { input_forget: false }, Direction::Bidirectional, seq, batch) };
-        let val = |i: usize, salt: usize| (((i * 7919 + salt * 104_729) % 1000) as f64 - 500.0) / 900.0;
-        let x: Vec<f64> = (0..seq * batch * is).map(|i| val(i, 1)).collect();
-        let w: Vec<f64> = (0..2 * 4 * hs * is).map(|i| val(i, 2)).collect();
-        let r: Vec<f64> = (0..2 * 4 * hs * hs).map(|i| val(i, 3)).collect();
-        let bias: Vec<f64> = (0..2 * 8 * hs).map(|i| val(i, 4)).collect();
-        let lens = [seq as i32, STEP_BLOCK as i32 + 3];
-        let inp = Inputs { b: Some(&bias), seq_lens: Some(&lens), ..inputs(&x, &w, &r) };
-        let acts = [Act::Sigmoid, Act::Tanh, Act::Tanh, Act::Sigmoid, Act::Tanh, Act::Tanh];
-        let (y, yh, yc) = run(&d, &acts, &inp);
-        let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
-        for dir in 0..2 {
-            for b in 0..batch {
-                let len = lens[b] as usize;
-                let (mut h, mut c) = (vec![0.0; hs], vec![0.0; hs]);
-                for step in 0..len {
-                    let t = if dir == 1 { len - 1 - step } else { step };
-                    let pre = |gate: usize, j: usize| {
-                        let row = gate * hs + j;
-                        let wx: f64 = (0..is).map(|k| w[(dir * 4 * hs + row) * is + k] * x[(t * batch + b) * is + k]).sum();
-                        let rh: f64 = (0..hs).map(|k| r[(dir * 4 * hs + row) * hs + k] * h[k]).sum();
-                        wx + rh + bias[dir * 8 * hs + row] + bias[dir * 8 * hs + 4 * hs + row]
-                    };
-                    let gates: Vec<[f64; 4]> = (0..hs).map(|j| [sig(pre(0, j)), sig(pre(1, j)), sig(pre(2, j)), pre(3, j).tanh()]).collect();
-                    for j in 0..hs {
-                        let [i, o, f, g] = gates[j];
-                        c[j] = f * c[j] + i * g;
-                        h[j] = o * c[j].tanh();
+        // Inputs narrower than the sequence (x rows · Wᵀ) and wider (W · xᵀ, transposed).
+        for is in [5, 2 * STEP_BLOCK + 9] {
+            let (seq, batch, hs) = (2 * STEP_BLOCK + 7, 2, 3);
+            let d = Dims { input: is, hidden: hs, ..dims(Cell::Lstm { input_forget: false }, Direction::Bidirectional, seq, batch) };
+            let val = |i: usize, salt: usize| (((i * 7919 + salt * 104_729) % 1000) as f64 - 500.0) / 900.0;
+            let x: Vec<f64> = (0..seq * batch * is).map(|i| val(i, 1)).collect();
+            let w: Vec<f64> = (0..2 * 4 * hs * is).map(|i| val(i, 2)).collect();
+            let r: Vec<f64> = (0..2 * 4 * hs * hs).map(|i| val(i, 3)).collect();
+            let bias: Vec<f64> = (0..2 * 8 * hs).map(|i| val(i, 4)).collect();
+            let lens = [seq as i32, STEP_BLOCK as i32 + 3];
+            let inp = Inputs { b: Some(&bias), seq_lens: Some(&lens), ..inputs(&x, &w, &r) };
+            let acts = [Act::Sigmoid, Act::Tanh, Act::Tanh, Act::Sigmoid, Act::Tanh, Act::Tanh];
+            let (y, yh, yc) = run(&d, &acts, &inp);
+            let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+            for dir in 0..2 {
+                for b in 0..batch {
+                    let len = lens[b] as usize;
+                    let (mut h, mut c) = (vec![0.0; hs], vec![0.0; hs]);
+                    for step in 0..len {
+                        let t = if dir == 1 { len - 1 - step } else { step };
+                        let pre = |gate: usize, j: usize| {
+                            let row = gate * hs + j;
+                            let wx: f64 = (0..is).map(|k| w[(dir * 4 * hs + row) * is + k] * x[(t * batch + b) * is + k]).sum();
+                            let rh: f64 = (0..hs).map(|k| r[(dir * 4 * hs + row) * hs + k] * h[k]).sum();
+                            wx + rh + bias[dir * 8 * hs + row] + bias[dir * 8 * hs + 4 * hs + row]
+                        };
+                        let gates: Vec<[f64; 4]> = (0..hs).map(|j| [sig(pre(0, j)), sig(pre(1, j)), sig(pre(2, j)), pre(3, j).tanh()]).collect();
+                        for j in 0..hs {
+                            let [i, o, f, g] = gates[j];
+                            c[j] = f * c[j] + i * g;
+                            h[j] = o * c[j].tanh();
+                        }
+                        for j in 0..hs {
+                            let got = y[((t * 2 + dir) * batch + b) * hs + j];
+                            assert!((got - h[j]).abs() < 1e-12, "dir {dir} row {b} t {t}: {got} vs {}", h[j]);
+                        }
+                    }
+                    for t in len..seq {
+                        assert!((0..hs).all(|j| y[((t * 2 + dir) * batch + b) * hs + j] == 0.0));
                     }
                     for j in 0..hs {
-                        let got = y[((t * 2 + dir) * batch + b) * hs + j];
-                        assert!((got - h[j]).abs() < 1e-12, "dir {dir} row {b} t {t}: {got} vs {}", h[j]);
+                        assert!((yh[(dir * batch + b) * hs + j] - h[j]).abs() < 1e-12);
+                        assert!((yc[(dir * batch + b) * hs + j] - c[j]).abs() < 1e-12);
                     }
-                }
-                for t in len..seq {
-                    assert!((0..hs).all(|j| y[((t * 2 + dir) * batch + b) * hs + j] == 0.0));
-                }
-                for j in 0..hs {
-                    assert!((yh[(dir * batch + b) * hs + j] - h[j]).abs() < 1e-12);
-                    assert!((yc[(dir * batch + b) * hs + j] - c[j]).abs() < 1e-12);
                 }
             }
         }
