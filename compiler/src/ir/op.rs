@@ -177,24 +177,12 @@ pub enum Op {
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
 
-    /// Dropout (x, key?) → (y, mask?). Inference (`training: false`): y = x, mask all true
-    /// (a free view, like Identity). Training: each element is kept with probability
-    /// 1 - `ratio` by a counter-based hash of (key, element index) and kept values are scaled
-    /// by 1 / (1 - ratio); `key` is an integer scalar, new each step, so the same key gives
-    /// the same mask (the gradient recomputes it instead of storing it).
-    Dropout { ratio: f32, training: bool },
-
-
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
 
     // ---- shape and data movement
     Reshape { allowzero: bool },
-    Flatten { axis: i64 },
-    /// Axes from the attribute or input 1.
-    Squeeze { axes: Option<Vec<i64>> },
-    Unsqueeze { axes: Option<Vec<i64>> },
     Transpose { perm: Option<Vec<usize>> },
     Concat { axis: i64 },
     Gather { axis: i64 },
@@ -284,6 +272,16 @@ impl Op {
         match self {
             Op::ParamUpdate { .. } => &[0, 4, 5],
             _ => &[],
+        }
+    }
+
+    /// Whether output 0 is input 0's bytes (see [`crate::ops::OpDef::is_view`]): Reshape,
+    /// Identity, and the ops whose definition says so.
+    pub fn is_view(&self) -> bool {
+        match self {
+            Op::Reshape { .. } | Op::Unary(UnaryOp::Identity) => true,
+            Op::Def(d) => d.is_view(),
+            _ => false,
         }
     }
 

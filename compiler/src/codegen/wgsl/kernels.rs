@@ -223,6 +223,21 @@ impl NodeCx<'_, '_> {
         }
     }
 
+    /// Whether the node has output `k` (read or not).
+    pub fn has_output(&self, k: usize) -> bool {
+        k < self.n.outputs.len()
+    }
+
+    /// Output 0 of a view ([`crate::ops::OpDef::is_view`]): no kernel where the memory plan
+    /// made it share input 0's slot, else a copy.
+    pub fn view_copy(&self) -> R<Option<Kernel>> {
+        let y = self.output(0)?;
+        if self.cx.plan.aliases.contains_key(&self.n.outputs[0]) {
+            return Ok(None);
+        }
+        Ok(Some(copy_words(self.name, &self.input(0)?, &y, y.numel() * y.dtype.size())))
+    }
+
     /// Whether input `i` is given.
     pub fn has_input(&self, i: usize) -> bool {
         self.n.inputs.get(i).copied().flatten().is_some()
@@ -248,6 +263,11 @@ impl NodeCx<'_, '_> {
     /// value (in `y`'s compute type).
     pub fn pointwise(&self, y: &Tensor, body: impl Fn(&str) -> R<(String, String)>) -> R<Kernel> {
         pointwise(self.name, y, &body).map_err(|e| self.err(e))
+    }
+
+    /// [`Self::pointwise`] as a later kernel of the node, its name the first's and `suffix`.
+    pub fn pointwise_as(&self, suffix: &str, y: &Tensor, body: impl Fn(&str) -> R<(String, String)>) -> R<Kernel> {
+        pointwise(&format!("{}{suffix}", self.name), y, &body).map_err(|e| self.err(e))
     }
 
     /// A kernel running `body` once per row `row < rows` of `len` elements, one invocation per
@@ -318,19 +338,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
     let od = y.dtype;
     let one = |k: R<Kernel>| k.map(|k| vec![k]);
     match &n.op {
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(crate::ir::UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
-            let mut ks = Vec::new();
-            if !cx.plan.aliases.contains_key(&out) {
-                let x = ncx.input(0)?;
-                ks.push(copy_words(name, &x, &y, y.numel() * od.size()));
-            }
-            // Inference Dropout's mask keeps every element.
-            if let (Op::Dropout { .. }, Some(&mask)) = (&n.op, n.outputs.get(1)) {
-                let m = cx.tensor(n, mask)?;
-                ks.push(pointwise(&format!("{name}_mask"), &m, &|_| Ok((String::new(), "1u".into()))).map_err(|e| cx.err(n, e))?);
-            }
-            Ok(ks)
-        }
+        Op::Reshape { .. } | Op::Unary(crate::ir::UnaryOp::Identity) => Ok(ncx.view_copy()?.into_iter().collect()),
         Op::ConstantOfShape { value } => {
             let v = value.to_f64_vec().first().copied().unwrap_or(0.0);
             let lit = match compute_type(od) {
