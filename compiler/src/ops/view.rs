@@ -18,6 +18,42 @@ pub(crate) fn copy_unless_alias(cx: &EmitCx) -> Result<String, CodegenError> {
     Ok(format!("{}.copy_from_slice({});", cx.write(out)?, cx.read_input(0)?))
 }
 
+/// The rules a reshaping view has of its dims alone: its output is input 0's data under the
+/// dims of its shape rule (evaluation), no code where the memory plan made it an alias, a copy
+/// elsewhere (emitters), its values forwarded (shape computations), and the gradient dY under
+/// X's dims.
+macro_rules! view_rules {
+    () => {
+        fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+            eval_view(self, ins)
+        }
+
+        fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+            copy_unless_alias(cx)
+        }
+
+        fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+            Ok(cx.view_copy()?.into_iter().collect())
+        }
+
+        fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+            Ok(cx.view_copy()?.into_iter().collect())
+        }
+
+        fn is_view(&self) -> bool {
+            true
+        }
+
+        fn forwards_values(&self, _: &[Option<Vec<i64>>]) -> Option<usize> {
+            Some(0)
+        }
+
+        fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+            reshaped_back(cx)
+        }
+    };
+}
+
 /// A view's gradient: dY under X's dims (a view moves no data); the axes get none.
 fn reshaped_back(cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
     let mut out = vec![None; cx.n.inputs.len()];
@@ -63,6 +99,7 @@ pub struct Flatten {
 impl OpDef for Flatten {
     name!("Flatten");
     none_of!(scratch_bytes, in_place, decides_shapes, flops);
+    view_rules!();
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         view_type(cx, |xs| {
@@ -74,34 +111,6 @@ impl OpDef for Flatten {
             let (before, from) = xs.split_at(a as usize);
             Ok(Some(vec![super::product(before), super::product(from)]))
         })
-    }
-
-    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
-        eval_view(self, ins)
-    }
-
-    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        copy_unless_alias(cx)
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Ok(cx.view_copy()?.into_iter().collect())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Ok(cx.view_copy()?.into_iter().collect())
-    }
-
-    fn is_view(&self) -> bool {
-        true
-    }
-
-    fn forwards_values(&self, _: &[Option<Vec<i64>>]) -> Option<usize> {
-        Some(0)
-    }
-
-    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        reshaped_back(cx)
     }
 }
 
@@ -115,6 +124,7 @@ pub struct Squeeze {
 impl OpDef for Squeeze {
     name!("Squeeze");
     none_of!(scratch_bytes, in_place, flops);
+    view_rules!();
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let axes = axes(&self.axes, cx);
@@ -138,37 +148,9 @@ impl OpDef for Squeeze {
         })
     }
 
-    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
-        eval_view(self, ins)
-    }
-
-    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        copy_unless_alias(cx)
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Ok(cx.view_copy()?.into_iter().collect())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Ok(cx.view_copy()?.into_iter().collect())
-    }
-
-    fn is_view(&self) -> bool {
-        true
-    }
-
     // The axes input decides the output's rank.
     fn decides_shapes(&self, i: usize) -> bool {
         i == 1
-    }
-
-    fn forwards_values(&self, _: &[Option<Vec<i64>>]) -> Option<usize> {
-        Some(0)
-    }
-
-    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        reshaped_back(cx)
     }
 }
 
@@ -182,6 +164,7 @@ pub struct Unsqueeze {
 impl OpDef for Unsqueeze {
     name!("Unsqueeze");
     none_of!(scratch_bytes, in_place, flops);
+    view_rules!();
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let axes = match (&self.axes, cx.opt(1)) {
@@ -197,36 +180,8 @@ impl OpDef for Unsqueeze {
         })
     }
 
-    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
-        eval_view(self, ins)
-    }
-
-    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        copy_unless_alias(cx)
-    }
-
-    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
-        Ok(cx.view_copy()?.into_iter().collect())
-    }
-
-    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
-        Ok(cx.view_copy()?.into_iter().collect())
-    }
-
-    fn is_view(&self) -> bool {
-        true
-    }
-
     fn decides_shapes(&self, i: usize) -> bool {
         i == 1
-    }
-
-    fn forwards_values(&self, _: &[Option<Vec<i64>>]) -> Option<usize> {
-        Some(0)
-    }
-
-    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        reshaped_back(cx)
     }
 }
 
