@@ -247,23 +247,31 @@ pub struct RnnAttrs {
     pub batch_first: bool,
 }
 
+/// The subgraphs of op `$op`, each taken by `$r` (`as_ref` or `as_mut`). Every variant is
+/// named (no `_`), so a new op that carries a graph is not missed.
+macro_rules! bodies {
+    ($op:expr, $r:ident) => {
+        match $op {
+            Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
+            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
+            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
+            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
+            | Op::ParamUpdate { .. } => vec![],
+        }
+    };
+}
+
 impl Op {
     /// The subgraphs the op carries (If branches, Loop/Scan/SequenceMap bodies).
     pub fn subgraphs(&self) -> Vec<&Graph> {
-        match self {
-            Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
-            _ => vec![],
-        }
+        bodies!(self, as_ref)
     }
 
     /// [`Op::subgraphs`], to change.
     pub fn subgraphs_mut(&mut self) -> Vec<&mut Graph> {
-        match self {
-            Op::If { then_branch, else_branch } => vec![then_branch.as_mut(), else_branch.as_mut()],
-            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.as_mut()],
-            _ => vec![],
-        }
+        bodies!(self, as_mut)
     }
 
     /// Inputs the op overwrites when it runs in place (generated training code): every other
@@ -271,7 +279,12 @@ impl Op {
     pub fn mutated_inputs(&self) -> &'static [usize] {
         match self {
             Op::ParamUpdate { .. } => &[0, 4, 5],
-            _ => &[],
+            // Every other variant, named so that a new one is decided here.
+            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
+            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
+            | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
         }
     }
 
@@ -281,7 +294,12 @@ impl Op {
         match self {
             Op::Reshape { .. } | Op::Unary(UnaryOp::Identity) => true,
             Op::Def(d) => d.is_view(),
-            _ => false,
+            // Every other variant, named so that a new one is decided here.
+            Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
+            | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. } | Op::BatchNormTraining { .. }
+            | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
+            | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
+            | Op::SequenceMap { .. } | Op::Scan { .. } => false,
         }
     }
 

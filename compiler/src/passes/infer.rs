@@ -858,7 +858,13 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
             }
             Some(out)
         }
-        _ => None,
+        // The values of other ops are not followed (every variant named, so a new op is
+        // decided here).
+        Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
+        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. }
+        | Op::BatchNorm { .. } | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. }
+        | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
+        | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }
 }
 

@@ -273,9 +273,11 @@ pub fn qlinear_conv(args: [Option<&Tensor>; 9], win: &Window, group: usize) -> R
     let (x_z, w_z, y_z, bias) = (args[2], args[5], args[7], args[8]);
     let g = conv_checked(sd(x), sd(w), x_z.map(sd), w_z.map(sd), win, group)?;
     qconv_params(&g, &x_s.shape, &w_s.shape, &y_s.shape, y_z.map(|z| &z.shape[..]), bias.map(sd))?;
-    let bv: Vec<i32> = match bias {
-        Some(Tensor { data: Data::I32(b), .. }) => b.clone(),
-        _ => vec![],
+    let bv: Vec<i32> = match bias.map(|b| &b.data) {
+        Some(Data::I32(b)) => b.clone(),
+        None => vec![],
+        // `qconv_params` refused every other type already.
+        Some(_) => return Err("QLinearConv's bias must be int32".into()),
     };
     let mut q = vec![0i64; numel(&g.shape)?];
     let (xv, wv) = (ints(x, "x")?, ints(w, "w")?);
