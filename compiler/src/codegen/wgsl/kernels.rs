@@ -8,7 +8,7 @@ use super::gemm::Load;
 use super::scalar::{self, compute_type};
 use crate::codegen::gpu::scalar::program;
 use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, tap_pos, window_taps};
-use crate::codegen::gpu::{gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
+use crate::codegen::gpu::{self, gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, strides, MatMulDims};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
@@ -178,24 +178,11 @@ impl Cx<'_> {
 }
 
 /// One node as an op definition sees it when writing its WGSL ([`crate::ops::OpDef::wgsl`]).
-pub struct NodeCx<'a, 'g> {
-    pub(super) cx: &'a Cx<'g>,
-    pub(super) n: &'a Node,
-    pub(super) name: &'a str,
-}
+pub type NodeCx<'a, 'g> = gpu::NodeCx<'a, Cx<'g>>;
 
-impl NodeCx<'_, '_> {
-    pub fn name(&self) -> &str {
-        self.name
-    }
-
-    pub fn err(&self, reason: impl Into<String>) -> CodegenError {
-        self.cx.err(self.n, reason)
-    }
-
-    /// The error of an op the wgpu target does not run yet.
-    pub fn unsupported(&self) -> CodegenError {
-        self.err("not supported by the wgpu target yet")
+impl<'a, 'g> NodeCx<'a, 'g> {
+    pub(super) fn of(cx: &'a Cx<'g>, n: &'a Node, name: &'a str) -> Self {
+        gpu::NodeCx::new(cx, cx.plan, "wgpu", n, name)
     }
 
     pub fn input(&self, i: usize) -> R<Tensor> {
@@ -217,30 +204,17 @@ impl NodeCx<'_, '_> {
 
     /// Output `k` when something reads it (it has an arena slot).
     pub fn used_output(&self, k: usize) -> R<Option<Tensor>> {
-        match self.n.outputs.get(k) {
-            Some(&v) if self.cx.plan.slots.contains_key(&v) => Ok(Some(self.cx.tensor(self.n, v)?)),
-            _ => Ok(None),
-        }
-    }
-
-    /// Whether the node has output `k` (read or not).
-    pub fn has_output(&self, k: usize) -> bool {
-        k < self.n.outputs.len()
+        self.used(k).map(|v| self.cx.tensor(self.n, v)).transpose()
     }
 
     /// Output 0 of a view ([`crate::ops::OpDef::is_view`]): no kernel where the memory plan
     /// made it share input 0's slot, else a copy.
     pub fn view_copy(&self) -> R<Option<Kernel>> {
         let y = self.output(0)?;
-        if self.cx.plan.aliases.contains_key(&self.n.outputs[0]) {
+        if self.output_is_alias() {
             return Ok(None);
         }
         Ok(Some(copy_words(self.name, &self.input(0)?, &y, y.numel() * y.dtype.size())))
-    }
-
-    /// Whether input `i` is given.
-    pub fn has_input(&self, i: usize) -> bool {
-        self.n.inputs.get(i).copied().flatten().is_some()
     }
 
     /// The value of input `i` when it is a constant.
@@ -326,7 +300,7 @@ fn copy_words(name: &str, x: &Tensor, y: &Tensor, bytes: usize) -> Kernel {
 /// output shares its input's slot).
 pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
     let n = cx.g.node(id);
-    let ncx = NodeCx { cx, n, name };
+    let ncx = NodeCx::of(cx, n, name);
     if n.outputs.is_empty() {
         return Ok(vec![]);
     }
