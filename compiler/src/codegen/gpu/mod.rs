@@ -237,6 +237,28 @@ pub trait GpuKernel: Sized {
     fn renamed(self, new: &str) -> Self;
 }
 
+/// A GPU module (`--target cuda` or `wgpu`): the Rust source that replays the kernels, the
+/// kernels' text `T` (CUDA C and its PTX, or WGSL), and the weights blob.
+pub struct GpuGenerated<T> {
+    pub source: String,
+    pub kernels: T,
+    pub weights: Vec<u8>,
+    pub arena_bytes: usize,
+    pub weights_bytes: usize,
+    pub inputs: Vec<super::IoDesc>,
+    pub outputs: Vec<super::IoDesc>,
+    /// Kernel launches (WGSL: dispatches) of one forward pass.
+    pub launches: usize,
+}
+
+impl<T> GpuGenerated<T> {
+    /// The module of plan `p`: `host`, its Rust source and signature, and the kernels' text.
+    pub(crate) fn of<K>(p: GpuPlan<K>, host: (String, Vec<super::IoDesc>, Vec<super::IoDesc>), kernels: T) -> Self {
+        let (source, inputs, outputs) = host;
+        GpuGenerated { source, kernels, weights_bytes: p.weights.blob.len(), weights: p.weights.blob, arena_bytes: p.arena_bytes, inputs, outputs, launches: p.kernels.len() }
+    }
+}
+
 /// A target's kernels and their launches for a graph with static shapes.
 pub struct GpuPlan<K> {
     pub graph: Graph,
