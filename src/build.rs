@@ -554,8 +554,8 @@ fn compile_cuda_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], cons
     burnc_compiler::passes::prepare(&mut g)?;
     let opts = options.codegen(&name(&bin), &name(model));
     let gen = codegen::cuda::generate(&g, &opts, &name(&ptx))?;
-    write_if_changed(&cu, gen.cuda_source.as_bytes())?;
-    write_if_changed(&ptx, gen.ptx.as_bytes())?;
+    write_if_changed(&cu, gen.kernels.cuda_source.as_bytes())?;
+    write_if_changed(&ptx, gen.kernels.ptx.as_bytes())?;
     gpu_report(out, bin, &gen.source, &gen.weights, gen.arena_bytes, gen.inputs, gen.outputs)
 }
 
@@ -579,7 +579,7 @@ fn compile_wgpu_to(model: &Path, out: &Path, pins: &[(String, Vec<usize>)], cons
     burnc_compiler::passes::prepare(&mut g)?;
     let opts = options.codegen(&name(&bin), &name(model));
     let gen = codegen::wgsl::generate(&g, &opts, &name(&wgsl))?;
-    write_if_changed(&wgsl, gen.wgsl.as_bytes())?;
+    write_if_changed(&wgsl, gen.kernels.as_bytes())?;
     gpu_report(out, bin, &gen.source, &gen.weights, gen.arena_bytes, gen.inputs, gen.outputs)
 }
 

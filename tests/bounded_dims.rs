@@ -4,6 +4,7 @@
 //! onnxruntime (scripts/exported_refs.py). Also: a dim above its bound and a wrong input
 //! length are `DimError`s (exit status 2 from the harness, not a panic), the arena constant is
 //! the plan at the bounds, and unsupported ops fail at compile time naming the node.
+use burnc_compiler::ops::view::Flatten;
 use burnc::build::{generate, generate_bounded, parse_pin_dims, PinDim};
 use burnc::harness::{bounded_main_rs, build_crate, Profile};
 use burnc_compiler::ops::IntoOp;
@@ -498,7 +499,7 @@ fn unprovable_equal_dims_are_checked_at_every_size() {
     let wc = weights(&mut g, "wc", vec![3, 2, 3, 3]);
     let pad = burnc_compiler::ir::Window { kernel_shape: vec![3, 3], strides: vec![], pads: vec![1, 1, 1, 1], dilations: vec![], auto_pad: burnc_compiler::ir::AutoPad::NotSet, ceil_mode: false };
     let c = node(&mut g, "conv", Op::Conv { window: pad, group: 1 }, vec![x, wc]);
-    let f = node(&mut g, "flat", Op::Flatten { axis: 1 }, vec![c]);
+    let f = node(&mut g, "flat", Flatten { axis: 1 }.op(), vec![c]);
     let (wg, bg) = (weights(&mut g, "wg", vec![60, 4]), weights(&mut g, "bg", vec![4]));
     let y = node(&mut g, "fc", Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, vec![f, wg, bg]);
     g.outputs = vec![y];

@@ -497,6 +497,7 @@ mod verifier_tests {
 
 #[cfg(test)]
 mod tests {
+    use crate::ops::view::Flatten;
     use super::*;
     use crate::ops::IntoOp;
     use crate::ir::{BinaryOp, DType, Dim, Op, Shape, TensorType, UnaryOp};
@@ -602,7 +603,7 @@ mod tests {
         let xr = reshape(&mut g, x, 1000); // of a graph input: own slot
         let a = relu(&mut g, xr, 1000);
         let b = reshape(&mut g, a, 1000);
-        let b2 = node(&mut g, Op::Flatten { axis: 1 }, &[b], &[1000]);
+        let b2 = node(&mut g, Flatten { axis: 1 }.op(), &[b], &[1000]);
         let c = relu(&mut g, b2, 1000);
         g.outputs.push(c);
         let p = plan(&g, &PlanOptions::default()).unwrap();

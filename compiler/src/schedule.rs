@@ -4,7 +4,7 @@
 //! allocates minus bytes it frees) is smallest; ties go to the node that comes first in the
 //! graph. The greedy order is kept only when its simulated peak beats the graph's own order, so
 //! scheduling never makes a model worse. Deterministic.
-use crate::ir::{Graph, NodeId, Op, UnaryOp, ValueId, ValueKind};
+use crate::ir::{Graph, NodeId, ValueId, ValueKind};
 use std::collections::{BTreeSet, HashMap};
 
 /// A topological order of `g.nodes` chosen to lower peak live bytes.
@@ -20,15 +20,10 @@ pub fn schedule(g: &Graph) -> Vec<NodeId> {
 }
 
 /// Whether node `n`'s output 0 is a free view of its input 0 (same bytes), when input 0 is a node
-/// output: Reshape, Flatten, Squeeze, Unsqueeze, Identity.
+/// output: the op is a view ([`Op::is_view`]) and the sizes agree.
 pub(crate) fn alias_source(g: &Graph, n: NodeId) -> Option<ValueId> {
     let node = g.node(n);
-    let is_view = matches!(
-        node.op,
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(UnaryOp::Identity)
-            | Op::Dropout { training: false, .. }
-    );
-    if !is_view || node.outputs.is_empty() {
+    if !node.op.is_view() || node.outputs.is_empty() {
         return None;
     }
     let src = (*node.inputs.first()?)?;

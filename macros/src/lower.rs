@@ -2,6 +2,7 @@
 //! straight-line code (`let` bindings, method calls, operators, layer calls) that tracks each
 //! value's static shape and appends one IR node per operation. Every mistake is a `syn::Error`
 //! at the span of the expression that made it.
+use burnc_compiler::ops::view::Flatten;
 use crate::layers::{Kind, Layer};
 use burnc_compiler::ir::{
     AutoPad, BinaryOp, DType, Graph, Op, Param, PoolKind, ReduceOp, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window,
@@ -700,7 +701,7 @@ impl<'a> Lower<'a> {
                 shape.extend_from_slice(&x.shape[en + 1..]);
                 if s == 1 && en + 1 == r {
                     // The ONNX form, so a model exported from PyTorch lowers to the same graph.
-                    self.node(span, "flatten", Op::Flatten { axis: 1 }, vec![Some(x.id)], shape, x.dtype)
+                    self.node(span, "flatten", Flatten { axis: 1 }.op(), vec![Some(x.id)], shape, x.dtype)
                 } else {
                     self.reshape(span, &x, shape)
                 }

@@ -201,7 +201,7 @@ fn bench_gpu(a: &BenchArgs, mut g: burnc_compiler::ir::Graph, values: &[RtValue]
         }
         Gpu::Wgpu => {
             let gen = burnc_compiler::codegen::wgsl::generate(&g, &opts, "model.wgsl")?;
-            println!("wgpu: {} dispatches per forward pass, arena {} bytes, weights {} bytes", gen.dispatches, gen.arena_bytes, gen.weights_bytes);
+            println!("wgpu: {} dispatches per forward pass, arena {} bytes, weights {} bytes", gen.launches, gen.arena_bytes, gen.weights_bytes);
             (harness::gpu::build_wgpu(&gen, &key)?, gen.weights)
         }
     };

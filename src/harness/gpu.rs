@@ -114,7 +114,7 @@ pub fn build(gen: &CudaGenerated, key: &str) -> Result<PathBuf, HarnessError> {
     let main = main_rs(gen)?;
     let files: [(&str, &[u8]); 4] = [
         ("src/model.rs", gen.source.as_bytes()),
-        ("src/model.ptx", gen.ptx.as_bytes()),
+        ("src/model.ptx", gen.kernels.ptx.as_bytes()),
         ("src/model.bin", &gen.weights),
         ("src/main.rs", main.as_bytes()),
     ];
@@ -126,7 +126,7 @@ pub fn build_wgpu(gen: &WgslGenerated, key: &str) -> Result<PathBuf, HarnessErro
     let main = gpu_main_rs(&gen.inputs, &gen.outputs, Gpu::Wgpu)?;
     let files: [(&str, &[u8]); 4] = [
         ("src/model.rs", gen.source.as_bytes()),
-        ("src/model.wgsl", gen.wgsl.as_bytes()),
+        ("src/model.wgsl", gen.kernels.as_bytes()),
         ("src/model.bin", &gen.weights),
         ("src/main.rs", main.as_bytes()),
     ];

@@ -175,7 +175,7 @@ pub fn run_all(compiled: &[Compiled], base: &Path, tol: Tol) -> Option<Vec<(Stri
         let items: Vec<batch::Module> = chunk
             .iter()
             .enumerate()
-            .map(|(j, c)| batch::Module { source: &c.gen.source, weights: &c.gen.weights, runner: module_runner(first + j, &c.gen), wgsl: Some(&c.gen.wgsl) })
+            .map(|(j, c)| batch::Module { source: &c.gen.source, weights: &c.gen.weights, runner: module_runner(first + j, &c.gen), wgsl: Some(&c.gen.kernels) })
             .collect();
         let (bin, failed) = batch::build_batch_for(&base.join(format!("batch{first}")), &target, &items, first, "", "wgpu");
         for (i, why) in &failed {

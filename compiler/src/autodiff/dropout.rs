@@ -1,25 +1,11 @@
-//! Dropout. Training-mode Dropout's mask is a pure function of its key, so the gradient is
-//! the same Dropout (same key, same ratio) applied to dY: the mask is recomputed, not stored,
-//! and the kept elements get the same 1 / (1 - ratio) scale. Inference Dropout is the identity.
-//!
-//! [`enable_dropout`] turns a graph's inference Dropouts into training ones.
-use super::builder::{B, R};
-use super::{dy0, input};
+//! [`enable_dropout`] turns a graph's inference Dropouts into training ones (the op and its
+//! gradient are `ops::view::Dropout`).
 use crate::ir::{BinaryOp, DType, Graph, Node, Op, ValueId, ValueKind};
+use crate::ops::view::Dropout;
+use crate::ops::IntoOp;
 use crate::passes::PassError;
 use crate::tensor::{Data, Tensor};
 use std::collections::HashSet;
-
-pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) -> R<Vec<Option<ValueId>>> {
-    let dy = dy0(dys)?;
-    let Op::Dropout { ratio, training } = n.op else { return Err(format!("no gradient rule for {}", n.op.name())) };
-    if !training {
-        return Ok(vec![Some(dy)]);
-    }
-    let key = input(n, 1).map_err(|_| "training-mode Dropout without its key input".to_string())?;
-    let dx = b.node(Op::Dropout { ratio, training: true }, &[dy, key])?;
-    Ok(vec![Some(dx), None])
-}
 
 /// Switch every inference-mode Dropout of `g` (top level, ratio > 0) to training mode, keyed
 /// by the scalar `key` (i64 or u64; a new value each train step). Returns how many were
@@ -42,8 +28,11 @@ pub fn enable_dropout(g: &mut Graph, key: ValueId) -> Result<usize, PassError> {
     let old = std::mem::take(&mut g.nodes);
     let mut count = 0usize;
     for mut n in old {
-        let switch = matches!(n.op, Op::Dropout { training: false, ratio } if ratio > 0.0);
-        if switch {
+        let inference = match &n.op {
+            Op::Def(d) => d.get::<Dropout>().filter(|d| !d.training && d.ratio > 0.0).map(|d| d.ratio),
+            _ => None,
+        };
+        if let Some(ratio) = inference {
             count += 1;
             let salt = salt(count as u64);
             let t = match kt.dtype {
@@ -59,8 +48,7 @@ pub fn enable_dropout(g: &mut Graph, key: ValueId) -> Result<usize, PassError> {
                 outputs: vec![k],
                 source_op: None,
             });
-            let Op::Dropout { ratio, .. } = n.op else { unreachable!("matched above") };
-            n.op = Op::Dropout { ratio, training: true };
+            n.op = Dropout { ratio, training: true }.op();
             n.inputs.truncate(1);
             n.inputs.resize(1, None);
             n.inputs.push(Some(k));

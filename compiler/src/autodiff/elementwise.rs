@@ -3,6 +3,8 @@
 //! function of it (exp, sqrt, tanh, sigmoid), as the forward value is already computed.
 //! Piecewise ops select with Where on a comparison of x, taking the side that the forward's
 //! own comparison takes at the break point (Relu's 0 at x = 0, as the common frameworks do).
+use crate::ops::view::Unsqueeze;
+use crate::ops::IntoOp;
 use super::builder::{B, R};
 use super::{dy0, input, output};
 use crate::ir::{BinaryOp, Node, Op, UnaryOp, ValueId};
@@ -320,7 +322,7 @@ fn binary(b: &mut B<'_>, n: &Node, op: BinaryOp, dy: ValueId, need: &[bool]) -> 
             // gradient summed over all but axis 1.
             let (xd, sd) = (b.dims(a)?, b.dims(c)?);
             let legacy = sd.len() == 1 && xd.len() > 2 && xd[1] == sd[0] && xd.last() != sd.last();
-            let slope = if legacy { b.node(Op::Unsqueeze { axes: Some((1..xd.len() as i64 - 1).collect()) }, &[c])? } else { c };
+            let slope = if legacy { b.node(Unsqueeze { axes: Some((1..xd.len() as i64 - 1).collect()) }.op(), &[c])? } else { c };
             let zero = b.scalar(0.0, b.dtype(a)?)?;
             let neg = b.bin(BinaryOp::Less, a, zero)?;
             let ga = if want(0) {

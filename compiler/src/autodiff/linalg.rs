@@ -2,6 +2,8 @@
 //! leading or trailing 1), the products are taken with the other operand transposed, and the
 //! result is summed over broadcast batch dims and reshaped back. Gemm's gradients are Gemms
 //! again, with the transposition flags chosen so no explicit Transpose is needed.
+use crate::ops::view::Unsqueeze;
+use crate::ops::IntoOp;
 use super::builder::{B, R};
 use super::{dy0, input};
 use crate::ir::{Node, Op, ValueId};
@@ -58,16 +60,16 @@ fn matmul(b: &mut B<'_>, n: &Node, dy: ValueId, want_a: bool, want_b: bool) -> R
         return Err("MatMul operands must have rank >= 1".into());
     }
     // Promote to matrices: A [k] → [1, k], B [k] → [k, 1]; dY gains the matching unit dims.
-    let a2 = if ra == 1 { b.node(Op::Unsqueeze { axes: Some(vec![0]) }, &[a])? } else { a };
-    let b2 = if rb == 1 { b.node(Op::Unsqueeze { axes: Some(vec![1]) }, &[bm])? } else { bm };
+    let a2 = if ra == 1 { b.node(Unsqueeze { axes: Some(vec![0]) }.op(), &[a])? } else { a };
+    let b2 = if rb == 1 { b.node(Unsqueeze { axes: Some(vec![1]) }.op(), &[bm])? } else { bm };
     let mut dy2 = dy;
     if ra == 1 {
         let r = b.rank(dy2)?;
-        dy2 = b.node(Op::Unsqueeze { axes: Some(vec![r as i64 - if rb == 1 { 0 } else { 1 }]) }, &[dy2])?;
+        dy2 = b.node(Unsqueeze { axes: Some(vec![r as i64 - if rb == 1 { 0 } else { 1 }]) }.op(), &[dy2])?;
     }
     if rb == 1 {
         let r = b.rank(dy2)?;
-        dy2 = b.node(Op::Unsqueeze { axes: Some(vec![r as i64]) }, &[dy2])?;
+        dy2 = b.node(Unsqueeze { axes: Some(vec![r as i64]) }.op(), &[dy2])?;
     }
     // dA = dY·Bᵀ, dB = Aᵀ·dY.
     let da = if want_a {

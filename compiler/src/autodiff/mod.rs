@@ -118,9 +118,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Unary(_) | Op::Binary(_) => elementwise::rule(b, n, dys, need),
         Op::MatMul | Op::Gemm { .. } => linalg::rule(b, n, dys, need),
         Op::Reshape { .. }
-        | Op::Flatten { .. }
-        | Op::Squeeze { .. }
-        | Op::Unsqueeze { .. }
         | Op::Transpose { .. }
         | Op::Concat { .. }
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
@@ -130,8 +127,18 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::rule(b, n, dys, need),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. } => norm::rule(b, n, dys, need),
-        Op::Dropout { .. } => dropout::rule(b, n, dys, need),
-        other => Err(format!("no gradient rule for {}", other.name())),
+        // Fused forms exist after training graphs are built; control flow, sequences and the
+        // optimizer step have no rule yet. Named, so a new op is decided here.
+        Op::FusedConv { .. }
+        | Op::ScaleShift { .. }
+        | Op::Elementwise(_)
+        | Op::ConstantOfShape { .. }
+        | Op::Seq(_)
+        | Op::ParamUpdate { .. }
+        | Op::If { .. }
+        | Op::Loop { .. }
+        | Op::SequenceMap { .. }
+        | Op::Scan { .. } => Err(format!("no gradient rule for {}", n.op.name())),
     }
 }
 

@@ -9,6 +9,8 @@
 //! Inference BatchNorm normalizes by its mean/var inputs instead, so it is affine in x and all
 //! five inputs get gradients. BatchNormTraining's running-statistics outputs carry none (they
 //! feed the next step's state, not the loss), so only output 0's gradient is used.
+use crate::ops::view::Unsqueeze;
+use crate::ops::IntoOp;
 use super::builder::{norm_axis, B, R};
 use super::{dy0, input};
 use crate::ir::{Node, Op, ReduceOp, UnaryOp, ValueId};
@@ -169,7 +171,7 @@ fn per_channel(b: &mut B<'_>, v: ValueId, r: usize) -> R<ValueId> {
     if r <= 2 {
         return Ok(v);
     }
-    b.node(Op::Unsqueeze { axes: Some((1..r as i64 - 1).collect()) }, &[v])
+    b.node(Unsqueeze { axes: Some((1..r as i64 - 1).collect()) }.op(), &[v])
 }
 
 /// y = (x - mean)·inv·scale + B with inv = 1/sqrt(var + eps), all per channel.

@@ -1,6 +1,7 @@
 //! Reductions (the gradient is dY broadcast back over the reduced axes, divided by the count
 //! for the mean, times the local derivative for the others: 2x, sign x, x/y, exp(x - y), …) and Softmax / LogSoftmax (the Jacobian-vector product written with
 //! the forward output: y (dy - Σ dy·y) and dy - exp(y) Σ dy).
+use crate::ops::view::Unsqueeze;
 use super::builder::{const_ints, norm_axis, B, R};
 use super::{dy0, input, output};
 use crate::ir::{BinaryOp, Node, Op, ReduceOp, UnaryOp, ValueId};
@@ -86,14 +87,14 @@ fn reduce(b: &mut B<'_>, op: ReduceOp, x: ValueId, y: ValueId, dy: ValueId, axes
     // Restore the reduced axes as size-1 dims (Unsqueeze's axes index the output, x's rank),
     // then broadcast over them.
     let s = b.shape_of(x)?;
-    let kept = if keepdims { scaled } else { b.node(Op::Unsqueeze { axes: Some(axes.clone()) }, &[scaled])? };
+    let kept = if keepdims { scaled } else { b.node(Unsqueeze { axes: Some(axes.clone()) }.op(), &[scaled])? };
     let dyx = b.node(Op::Expand, &[kept, s])?;
     if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
         return Ok(dyx);
     }
     // The other reductions' local derivative, from x and y broadcast back to x's shape.
     let dt = b.dtype(x)?;
-    let yk = if keepdims { y } else { b.node(Op::Unsqueeze { axes: Some(axes.clone()) }, &[y])? };
+    let yk = if keepdims { y } else { b.node(Unsqueeze { axes: Some(axes.clone()) }.op(), &[y])? };
     let d = match op {
         ReduceOp::SumSquare => {
             let two = b.scalar(2.0, dt)?;

@@ -19,7 +19,7 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
     let dy = dy0(dys)?;
     let mut out = vec![None; n.inputs.len()];
     match &n.op {
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => {
+        Op::Reshape { .. } => {
             out[0] = Some(b.reshape_like(dy, x)?);
             Ok(out)
         }

@@ -177,24 +177,12 @@ pub enum Op {
     /// (flatten to 2-D at `axis`).
     Softmax { axis: i64, log: bool, coerce_2d: bool },
 
-    /// Dropout (x, key?) → (y, mask?). Inference (`training: false`): y = x, mask all true
-    /// (a free view, like Identity). Training: each element is kept with probability
-    /// 1 - `ratio` by a counter-based hash of (key, element index) and kept values are scaled
-    /// by 1 / (1 - ratio); `key` is an integer scalar, new each step, so the same key gives
-    /// the same mask (the gradient recomputes it instead of storing it).
-    Dropout { ratio: f32, training: bool },
-
-
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
     Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
 
     // ---- shape and data movement
     Reshape { allowzero: bool },
-    Flatten { axis: i64 },
-    /// Axes from the attribute or input 1.
-    Squeeze { axes: Option<Vec<i64>> },
-    Unsqueeze { axes: Option<Vec<i64>> },
     Transpose { perm: Option<Vec<usize>> },
     Concat { axis: i64 },
     Gather { axis: i64 },
@@ -259,23 +247,31 @@ pub struct RnnAttrs {
     pub batch_first: bool,
 }
 
+/// The subgraphs of op `$op`, each taken by `$r` (`as_ref` or `as_mut`). Every variant is
+/// named (no `_`), so a new op that carries a graph is not missed.
+macro_rules! bodies {
+    ($op:expr, $r:ident) => {
+        match $op {
+            Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
+            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
+            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
+            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
+            | Op::ParamUpdate { .. } => vec![],
+        }
+    };
+}
+
 impl Op {
     /// The subgraphs the op carries (If branches, Loop/Scan/SequenceMap bodies).
     pub fn subgraphs(&self) -> Vec<&Graph> {
-        match self {
-            Op::If { then_branch, else_branch } => vec![then_branch, else_branch],
-            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body],
-            _ => vec![],
-        }
+        bodies!(self, as_ref)
     }
 
     /// [`Op::subgraphs`], to change.
     pub fn subgraphs_mut(&mut self) -> Vec<&mut Graph> {
-        match self {
-            Op::If { then_branch, else_branch } => vec![then_branch.as_mut(), else_branch.as_mut()],
-            Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.as_mut()],
-            _ => vec![],
-        }
+        bodies!(self, as_mut)
     }
 
     /// Inputs the op overwrites when it runs in place (generated training code): every other
@@ -283,7 +279,27 @@ impl Op {
     pub fn mutated_inputs(&self) -> &'static [usize] {
         match self {
             Op::ParamUpdate { .. } => &[0, 4, 5],
-            _ => &[],
+            // Every other variant, named so that a new one is decided here.
+            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
+            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
+            | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
+        }
+    }
+
+    /// Whether output 0 is input 0's bytes (see [`crate::ops::OpDef::is_view`]): Reshape,
+    /// Identity, and the ops whose definition says so.
+    pub fn is_view(&self) -> bool {
+        match self {
+            Op::Reshape { .. } | Op::Unary(UnaryOp::Identity) => true,
+            Op::Def(d) => d.is_view(),
+            // Every other variant, named so that a new one is decided here.
+            Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
+            | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. } | Op::BatchNormTraining { .. }
+            | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
+            | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
+            | Op::SequenceMap { .. } | Op::Scan { .. } => false,
         }
     }
 

@@ -180,7 +180,7 @@ impl OpDef for MatMulInteger {
         let g = qint::mm_checked(sd(&a), sd(&b), az.as_ref().map(sd), bz.as_ref().map(sd)).map_err(|e| cx.err(e))?;
         let (ta, tb) = (cx.table(&g.a_base), cx.table(&g.b_base));
         let (_, y) = output(cx)?;
-        Ok(format!("{K}::matmul_integer({ra}, {rb}, {raz}, {rbz}, {ta}, {tb}, {}, {}, {}, {y});", g.m, g.k, g.n))
+        Ok(format!("{K}::matmul_integer({ra}, {rb}, {raz}, {rbz}, {ta}, {tb}, {}, {}, {}, {y});", g.dims.m, g.dims.k, g.dims.n))
     }
 
     fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
@@ -213,8 +213,8 @@ impl OpDef for QLinearMatMul {
         let e = |m: String| cx.err(m);
         let g = qint::mm_checked(sd(&a), sd(&b), az.as_ref().map(sd), bz.as_ref().map(sd)).map_err(e)?;
         let chk = || -> Result<(), String> {
-            qint::check_scale(&a_s.1, g.m, "a_scale")?;
-            qint::check_scale(&b_s.1, g.n, "b_scale")?;
+            qint::check_scale(&a_s.1, g.dims.m, "a_scale")?;
+            qint::check_scale(&b_s.1, g.dims.n, "b_scale")?;
             qint::check_scale(&y_s.1, 1, "y_scale")?;
             yz.as_ref().map_or(Ok(()), |z| qint::check_scale(&z.1, 1, "y_zero_point"))
         };
@@ -228,7 +228,7 @@ impl OpDef for QLinearMatMul {
         let len: usize = g.shape.iter().product();
         let (ta, tb) = (cx.table(&g.a_base), cx.table(&g.b_base));
         let (acc, y) = (cx.ctx().scratch(cx.node(), cx.id(), "i32", len)?, cx.write(out)?);
-        let (m, k, nn) = (g.m, g.k, g.n);
+        let (m, k, nn) = (g.dims.m, g.dims.k, g.dims.n);
         Ok(format!(
             "let acc = {acc};\n{K}::matmul_integer({ra}, {rb}, {raz}, {rbz}, {ta}, {tb}, {m}, {k}, {nn}, &mut acc[..]);\n\
              {K}::qlinear_matmul_requant(acc, {ras}, {rbs}, {rys}, {ryz}, {K}::ScalePrec::{prec:?}, {m}, {nn}, {y});"

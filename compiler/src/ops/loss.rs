@@ -2,6 +2,7 @@
 //! [N, d…], optional class weights [C]; the loss per sample, or its sum or (weighted) mean,
 //! and for the softmax form the log-probabilities. Computed by the runtime kernel
 //! `kernels::loss::nll_loss` in the input's float type (f64 in the interpreter).
+use crate::ops::view::Unsqueeze;
 use super::{input, numel, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
 use crate::codegen::CodegenError;
@@ -272,7 +273,7 @@ fn gradient(op: &NllLoss, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
     let mut cshape = vec![c];
     cshape.extend(std::iter::repeat_n(1, r - 2));
     let classes = b.konst(Tensor::from_i64s(cshape, (0..c as i64).collect()));
-    let tu = b.node(Op::Unsqueeze { axes: Some(vec![1]) }, &[t_safe])?;
+    let tu = b.node(Unsqueeze { axes: Some(vec![1]) }.op(), &[t_safe])?;
     let eq = b.bin(BinaryOp::Equal, tu, classes)?;
     let onehot = b.node(crate::ops::cast::op(dt, false), &[eq])?;
     // x as log-probabilities.
@@ -310,7 +311,7 @@ fn gradient(op: &NllLoss, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         (g, _) => g,
     };
     let cg_u = match cg {
-        Some(v) if b.rank(v)? > 0 => Some(b.node(Op::Unsqueeze { axes: Some(vec![1]) }, &[v])?),
+        Some(v) if b.rank(v)? > 0 => Some(b.node(Unsqueeze { axes: Some(vec![1]) }.op(), &[v])?),
         v => v,
     };
     if want(0) {
@@ -371,7 +372,7 @@ fn weight_grad(
     if let Some(v) = valid {
         h = b.mul(h, v)?;
     }
-    let hu = b.node(Op::Unsqueeze { axes: Some(vec![1]) }, &[h])?;
+    let hu = b.node(Unsqueeze { axes: Some(vec![1]) }.op(), &[h])?;
     let t = b.mul(onehot, hu)?;
     let axes: Vec<i64> = std::iter::once(0).chain(2..r as i64).collect();
     let d = b.reduce_sum(t, axes, false)?;

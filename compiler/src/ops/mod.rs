@@ -113,6 +113,7 @@ pub mod tile;
 pub mod topk;
 pub mod unique;
 pub mod unpool;
+pub mod view;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};
@@ -129,7 +130,7 @@ use std::sync::Arc;
 pub type R<T> = Result<T, String>;
 
 /// Everything the compiler knows of one op.
-pub trait OpDef: fmt::Debug + Send + Sync {
+pub trait OpDef: AsAny + fmt::Debug + Send + Sync {
     /// The op's name in messages, printed graphs and op counts.
     fn name(&self) -> &'static str;
 
@@ -180,6 +181,26 @@ pub trait OpDef: fmt::Debug + Send + Sync {
     /// holds the inputs' values where they are known integers (a Where's decided condition).
     /// The caller checks that the input has as many values as the output.
     fn forwards_values(&self, known: &[Option<Vec<i64>>]) -> Option<usize>;
+
+    /// Whether output 0 is input 0's bytes (a reshape, an inference Dropout): the memory plan
+    /// then lets output 0 share input 0's buffer where their sizes agree, and the op's emitters
+    /// copy only where it did not ([`view::copy_unless_alias`]). The one rule with a default,
+    /// as few ops are views.
+    fn is_view(&self) -> bool {
+        false
+    }
+}
+
+/// An op definition as `Any`, for the few passes that rewrite one op by its type (the train
+/// step's Dropout switch).
+pub trait AsAny {
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: std::any::Any> AsAny for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// A shared handle to an op definition, as the IR stores it.
@@ -189,6 +210,12 @@ pub struct OpRef(pub Arc<dyn OpDef>);
 impl OpRef {
     pub fn new(op: impl OpDef + 'static) -> OpRef {
         OpRef(Arc::new(op))
+    }
+
+    /// The op as type `T`, when it is one.
+    pub fn get<T: OpDef + 'static>(&self) -> Option<&T> {
+        // Through the trait object, not the handle (which is `Any` itself).
+        AsAny::as_any(&*self.0).downcast_ref::<T>()
     }
 }
 
@@ -268,6 +295,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(detect::examples());
     v.extend(conv_transpose::examples());
     v.extend(range::examples());
+    v.extend(view::examples());
     v
 }
 

@@ -122,7 +122,13 @@ pub(crate) fn is_qint(d: DType) -> bool {
 fn small_bytes(zp: Option<&Tensor>) -> Vec<u8> {
     match zp.map(|z| &z.data) {
         Some(Data::F8(_, b)) => b.clone(),
-        _ => vec![],
+        // Absent, or of a type read as its elements (every variant named, so a new small type
+        // is decided here).
+        None
+        | Some(
+            Data::F32(_) | Data::F64(_) | Data::F16(_) | Data::BF16(_) | Data::I8(_) | Data::I16(_) | Data::I32(_) | Data::I64(_) | Data::U8(_)
+            | Data::U16(_) | Data::U32(_) | Data::U64(_) | Data::Bool(_) | Data::Str(_),
+        ) => vec![],
     }
 }
 

@@ -50,7 +50,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
             return d.flops(&ins, &outs);
         }
         // ---- elementwise: one FLOP per output element and step
-        Op::Unary(_) | Op::Binary(_) | Op::Dropout { .. } => out?,
+        Op::Unary(_) | Op::Binary(_) => out?,
         Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
         Op::ScaleShift { .. } | Op::BatchNorm { .. } => mul(&[2, out?]),
 
@@ -74,9 +74,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
 
         // ---- data movement
         Op::Reshape { .. }
-        | Op::Flatten { .. }
-        | Op::Squeeze { .. }
-        | Op::Unsqueeze { .. }
         | Op::Transpose { .. }
         | Op::Concat { .. }
         | Op::Gather { .. }

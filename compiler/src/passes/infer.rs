@@ -299,24 +299,6 @@ fn unify(a: &Dim, b: &Dim, what: &str) -> R<Dim> {
     }
 }
 
-/// Product of dims: fixed, a lone symbol (times 1), or fresh.
-fn prod(cx: &Cx, dims: &[Dim]) -> Dim {
-    let mut f = 1usize;
-    let mut syms = vec![];
-    for d in dims {
-        match d {
-            Dim::Fixed(n) => f = f.saturating_mul(*n),
-            s => syms.push(s),
-        }
-    }
-    match (syms.len(), f) {
-        (0, _) => Dim::Fixed(f),
-        (_, 0) => Dim::Fixed(0),
-        (1, 1) => syms[0].clone(),
-        _ => cx.fresh(),
-    }
-}
-
 fn is_bool_op(b: BinaryOp) -> bool {
     matches!(
         b,
@@ -470,10 +452,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             });
             vec![t(cx.dtype(0), dims)]
         }
-        Op::Dropout { .. } => {
-            let shape = cx.shape(0).map(|s| s.to_vec());
-            vec![t(cx.dtype(0), shape.clone()), t(Some(DType::Bool), shape)]
-        }
         Op::BatchNormTraining { .. } => {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
@@ -505,70 +483,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![t(cx.dtype(0), dims)]
         }
         Op::Reshape { allowzero } => vec![t(cx.dtype(0), reshape(cx, *allowzero)?)],
-        Op::Flatten { axis } => {
-            let dims = match cx.shape(0) {
-                Some(x) => {
-                    let r = x.len() as i64;
-                    let a = if *axis < 0 { axis + r } else { *axis };
-                    if a < 0 || a > r {
-                        return Err(format!("axis {axis} is out of range for rank {r}"));
-                    }
-                    let a = a as usize;
-                    Some(vec![prod(cx, &x[..a]), prod(cx, &x[a..])])
-                }
-                None => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
-        Op::Squeeze { axes } => {
-            let axes = match axes {
-                Some(a) => Some(a.clone()),
-                None if cx.has(1) => cx.ints(1),
-                None => Some(vec![]),
-            };
-            let dims = match (cx.shape(0), axes) {
-                (Some(x), Some(axes)) if axes.is_empty() => {
-                    if x.iter().all(|d| d.fixed().is_some()) {
-                        Some(x.iter().filter(|d| **d != Dim::Fixed(1)).cloned().collect())
-                    } else {
-                        None
-                    }
-                }
-                (Some(x), Some(axes)) => {
-                    let ax: Vec<usize> = axes.iter().map(|&a| norm_axis(a, x.len())).collect::<R<_>>()?;
-                    for &a in &ax {
-                        if let Dim::Fixed(d) = x[a] {
-                            if d != 1 {
-                                return Err(format!("cannot squeeze axis {a} of size {d}"));
-                            }
-                        }
-                    }
-                    Some(x.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, d)| d.clone()).collect())
-                }
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
-        Op::Unsqueeze { axes } => {
-            let axes = match axes {
-                Some(a) => Some(a.clone()),
-                None => cx.ints(1),
-            };
-            let dims = match (cx.shape(0), axes) {
-                (Some(x), Some(axes)) => {
-                    let r = x.len() + axes.len();
-                    let ax: Vec<usize> = axes.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?;
-                    let mut src = x.iter();
-                    let mut o = Vec::with_capacity(r);
-                    for i in 0..r {
-                        o.push(if ax.contains(&i) { Dim::Fixed(1) } else { src.next().ok_or("repeated axes")?.clone() });
-                    }
-                    Some(o)
-                }
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Transpose { perm } => {
             let dims = match cx.shape(0) {
                 Some(x) => {
@@ -923,7 +837,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
                 })
                 .collect()
         }
-        Op::Unsqueeze { .. } | Op::Squeeze { .. } | Op::Reshape { .. } | Op::Flatten { .. } | Op::Unary(UnaryOp::Identity) => {
+        Op::Reshape { .. } | Op::Unary(UnaryOp::Identity) => {
             sym_ints(g, input(0)?, depth + 1)
         }
         // An op whose values are its input's dims (a Shape), or that repeats an input's values
@@ -944,7 +858,13 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
             }
             Some(out)
         }
-        _ => None,
+        // The values of other ops are not followed (every variant named, so a new op is
+        // decided here).
+        Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
+        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. }
+        | Op::BatchNorm { .. } | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. }
+        | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
+        | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }
 }
 

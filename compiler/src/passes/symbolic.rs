@@ -298,7 +298,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
     let x = |i: usize| -> R<Vec<DimExpr>> { ins.get(i).cloned().flatten().ok_or_else(|| format!("input #{i} has no known shape")) };
     let out = *n.outputs.first().ok_or("no output")?;
     let shape: Vec<DimExpr> = match &n.op {
-        Op::Unary(UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
+        Op::Unary(UnaryOp::Identity) => {
             if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
                 s.ints.insert(out, i);
             }
@@ -317,12 +317,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             for (k, &o) in n.outputs.iter().enumerate().skip(1) {
                 s.shapes.insert(o, x(k + 2)?);
-            }
-            x(0)?
-        }
-        Op::Dropout { training: true, .. } => {
-            if let Some(&m) = n.outputs.get(1) {
-                s.shapes.insert(m, x(0)?);
             }
             x(0)?
         }
@@ -436,43 +430,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             Some(t) => t.clone(),
             None => ints_of(g, s, input(n, 0)?).ok_or_else(|| unsupported(n))?,
         },
-        Op::Unsqueeze { .. } | Op::Squeeze { .. } => {
-            let xs = x(0)?;
-            let axes = match &n.op {
-                Op::Unsqueeze { axes: Some(a) } | Op::Squeeze { axes: Some(a) } => a.clone(),
-                _ => match n.inputs.get(1).copied().flatten() {
-                    Some(v) => g.const_value(v).and_then(|t| t.to_i64_vec()).ok_or("axes are not constant")?,
-                    None => vec![],
-                },
-            };
-            if let Some(i) = s.ints.get(&input(n, 0)?).cloned() {
-                s.ints.insert(out, i);
-            }
-            if matches!(n.op, Op::Unsqueeze { .. }) {
-                let r = xs.len() + axes.len();
-                let mut ax: Vec<usize> = axes.iter().map(|&a| norm_axis(a, r)).collect::<R<_>>()?;
-                ax.sort_unstable();
-                ax.dedup();
-                if ax.len() != axes.len() {
-                    return Err("Unsqueeze axes repeat".into());
-                }
-                let mut d = xs;
-                for a in ax {
-                    if a > d.len() {
-                        return Err(format!("Unsqueeze axis {a} is out of range"));
-                    }
-                    d.insert(a, c(1));
-                }
-                d
-            } else {
-                let ax: Vec<usize> = if axes.is_empty() {
-                    (0..xs.len()).filter(|&i| xs[i].as_const() == Some(1)).collect()
-                } else {
-                    axes.iter().map(|&a| norm_axis(a, xs.len())).collect::<R<_>>()?
-                };
-                xs.into_iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, d)| d).collect()
-            }
-        }
         Op::Concat { axis } => {
             let all: Vec<Vec<DimExpr>> = (0..n.inputs.len()).map(&x).collect::<R<_>>()?;
             let r = all.first().map_or(0, |a| a.len());
@@ -532,14 +489,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 s.ints.insert(out, i);
             }
             reshape(s, n, &xs, &target, *allowzero)?
-        }
-        Op::Flatten { axis } => {
-            let xs = x(0)?;
-            let a = if *axis < 0 { *axis + xs.len() as i64 } else { *axis } as usize;
-            if a > xs.len() {
-                return Err(format!("axis {axis} is out of range"));
-            }
-            vec![prod(&xs[..a]), prod(&xs[a..])]
         }
         Op::Transpose { perm } => {
             let xs = x(0)?;
@@ -878,7 +827,7 @@ fn record_targets(g: &Graph, info: &SymInfo, prefix: &str, out: &mut Targets) {
         // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
         // So is a unary elementwise op of one (a fill cast to the scores' type).
         let moves = match &n.op {
-            Op::Reshape { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Flatten { .. } | Op::Unary(_) => true,
+            Op::Reshape { .. } | Op::Transpose { .. } | Op::Unary(_) => true,
             // An op that only moves input 0's elements, its other inputs deciding where.
             Op::Def(d) => {
                 let fixed = |vs: Vec<Option<ValueId>>| -> Vec<Option<Vec<usize>>> { vs.into_iter().map(|v| g.tensor_type(v?)?.shape.as_ref()?.as_fixed()).collect() };

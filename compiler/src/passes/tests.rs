@@ -1,5 +1,6 @@
 //! Tests of the passes on hand-built graphs: shapes after inference, and interpreter outputs
 //! equal before and after folding / DCE on random inputs.
+use crate::ops::view::{Flatten, Unsqueeze};
 use super::{dce::dce, fold::fold, infer::infer, prepare, PassError};
 use crate::interp::{self, RtValue};
 use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Op, PoolKind, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
@@ -57,7 +58,7 @@ fn conv_pool_keep_symbolic_batch() {
     pw.ceil_mode = true;
     let p = node(&mut g, Op::Pool { kind: PoolKind::Max, window: pw, storage_order: 0 }, vec![Some(c)]);
     let gp = node(&mut g, Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }, vec![Some(p)]);
-    let fl = node(&mut g, Op::Flatten { axis: 1 }, vec![Some(gp)]);
+    let fl = node(&mut g, Flatten { axis: 1 }.op(), vec![Some(gp)]);
     g.outputs = vec![fl];
     infer(&mut g).unwrap();
     assert_eq!(shape_of(&g, c), Shape(vec![sym("N"), f(64), f(112), f(112)]));
@@ -194,7 +195,7 @@ fn shape_ops_with_constant_operands() {
     let sl = node(&mut g, crate::ops::slice::Slice.op(), vec![Some(x), Some(st), Some(en), Some(ax)]);
     let pads = ints(&mut g, vec![0, 0, 1, 2, 0, 0, 3, 4]);
     let pd = node(&mut g, crate::ops::pad::Pad { mode: crate::ir::PadMode::Constant }.op(), vec![Some(x), Some(pads)]);
-    let un = node(&mut g, Op::Unsqueeze { axes: Some(vec![0, -1]) }, vec![Some(x)]);
+    let un = node(&mut g, Unsqueeze { axes: Some(vec![0, -1]) }.op(), vec![Some(x)]);
     let tr = node(&mut g, Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![Some(x)]);
     let ct = node(&mut g, Op::Concat { axis: 1 }, vec![Some(x), Some(x)]);
     let sp = g.add_node("split", crate::ops::split::Split { axis: 3, sizes: None, outputs: 3 }.op(), vec![Some(x)], &["a".into(), "b".into(), "c".into()]).1;

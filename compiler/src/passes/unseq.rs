@@ -4,6 +4,7 @@
 //! tensors: SequenceConstruct/Insert/Erase/At/Length become bookkeeping, SplitToSequence a
 //! Split, ConcatFromSequence a Concat, SequenceMap its body inlined once per element, and the
 //! optional ops constants or copies. What is left is a graph of tensors only.
+use crate::ops::view::{Squeeze, Unsqueeze};
 use super::fold::renumber;
 use super::PassError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, SeqOp, TensorType, UnaryOp, ValueId, ValueKind, ValueType};
@@ -160,7 +161,7 @@ impl Unroll<'_> {
                 }
                 let items: Vec<Option<ValueId>> = if *new_axis {
                     s.iter()
-                        .map(|&v| Some(self.add(format!("{}_unsqueeze", n.name), Op::Unsqueeze { axes: Some(vec![*axis]) }, vec![Some(v)], 1)[0]))
+                        .map(|&v| Some(self.add(format!("{}_unsqueeze", n.name), Unsqueeze { axes: Some(vec![*axis]) }.op(), vec![Some(v)], 1)[0]))
                         .collect()
                 } else {
                     s.iter().map(|&v| Some(v)).collect()
@@ -306,7 +307,7 @@ impl Unroll<'_> {
         };
         let parts = self.add(n.name.clone(), crate::ops::split::Split { axis, sizes: Some(sizes.clone()), outputs: sizes.len() }.op(), vec![Some(x)], sizes.len());
         let items = if split.is_none() && !keepdims {
-            parts.iter().map(|&p| self.add(format!("{}_squeeze", n.name), Op::Squeeze { axes: Some(vec![axis]) }, vec![Some(p)], 1)[0]).collect()
+            parts.iter().map(|&p| self.add(format!("{}_squeeze", n.name), Squeeze { axes: Some(vec![axis]) }.op(), vec![Some(p)], 1)[0]).collect()
         } else {
             parts
         };
@@ -445,7 +446,7 @@ impl Unroll<'_> {
             for &v in items {
                 self.fresh += 1;
                 let u = self.g.add_value(format!("{}_stack{j}_u{}", n.name, self.fresh), ValueType::Unknown, ValueKind::Node(NodeId(0)));
-                copies.push(Node { name: format!("{}_stack{j}", n.name), op: Op::Unsqueeze { axes: Some(vec![0]) }, inputs: vec![Some(v)], outputs: vec![u], source_op: None });
+                copies.push(Node { name: format!("{}_stack{j}", n.name), op: Unsqueeze { axes: Some(vec![0]) }.op(), inputs: vec![Some(v)], outputs: vec![u], source_op: None });
                 parts.push(Some(u));
             }
             copies.push(Node { name: format!("{}_scan{j}", n.name), op: Op::Concat { axis: 0 }, inputs: parts, outputs: vec![o], source_op: None });

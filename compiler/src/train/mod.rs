@@ -238,7 +238,7 @@ pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -
     };
     // Dropouts drop in the train step, keyed per step (before the gradients: the rule keys dX
     // like the forward op).
-    let has_dropout = g.nodes.iter().any(|n| matches!(n.op, Op::Dropout { ratio, .. } if ratio > 0.0));
+    let has_dropout = g.nodes.iter().any(|n| matches!(&n.op, Op::Def(d) if d.get::<crate::ops::view::Dropout>().is_some_and(|d| d.ratio > 0.0)));
     let dropout_key = if has_dropout {
         let k = scalar_input(&mut g, "dropout_key", DType::I64);
         autodiff::enable_dropout(&mut g, k)?;

@@ -3,6 +3,7 @@
 //! (one kernel per elementwise chain), autodiff and the CUDA target treat them as the standard
 //! ops they are. Semantics as onnxruntime's CPU kernels compute them (tests/contrib_ops.rs
 //! checks against onnxruntime).
+use burnc_compiler::ops::view::{Squeeze, Unsqueeze};
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
 use super::proto::NodeProto;
@@ -855,9 +856,9 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     };
     let zero_s = i64_scalar(&mut c, 0);
     let one_s = i64_scalar(&mut c, 1);
-    let s_scalar = c.step(Op::Squeeze { axes: Some(vec![0]) }, &[s]);
+    let s_scalar = c.step(Squeeze { axes: Some(vec![0]) }.op(), &[s]);
     let steps = c.step(burnc_compiler::ops::range::Range.op(), &[zero_s, s_scalar, one_s]);
-    let past_col = c.step(Op::Unsqueeze { axes: Some(vec![1]) }, &[past_len]);
+    let past_col = c.step(Unsqueeze { axes: Some(vec![1]) }.op(), &[past_len]);
     let pos = c.bin(BinaryOp::Add, past_col, steps); // [B, S]
     let (q4, k4) = if a.i_or("do_rotary", 0) != 0 {
         let (cos, sin) = (c.input(7, "cos_cache")?, c.input(8, "sin_cache")?);
@@ -876,10 +877,10 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
         }
         None => total,
     };
-    let tp_scalar = c.step(Op::Squeeze { axes: Some(vec![0]) }, &[tp]);
+    let tp_scalar = c.step(Squeeze { axes: Some(vec![0]) }.op(), &[tp]);
     let t = c.step(burnc_compiler::ops::range::Range.op(), &[zero_s, tp_scalar, one_s]); // [Tp]
-    let t_row = c.step(Op::Unsqueeze { axes: Some(vec![0]) }, &[t]); // [1, Tp]
-    let sl_col = c.step(Op::Unsqueeze { axes: Some(vec![1]) }, &[sl]);
+    let t_row = c.step(Unsqueeze { axes: Some(vec![0]) }.op(), &[t]); // [1, Tp]
+    let sl_col = c.step(Unsqueeze { axes: Some(vec![1]) }.op(), &[sl]);
     let is_past = c.bin(BinaryOp::Less, t_row, past_col); // [B, Tp]
     let valid = c.bin(BinaryOp::Less, t_row, sl_col);
     // Index of the new token each position holds, clipped into range for the gather.
@@ -888,7 +889,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let zero = i64s(&mut c, vec![0]);
     let idx = c.bin(BinaryOp::Max, idx, zero);
     let idx = c.bin(BinaryOp::Min, idx, s_minus_1);
-    let to_4d = |c: &mut Chain, m: ValueId| c.step(Op::Unsqueeze { axes: Some(vec![1, 3]) }, &[m]); // [B, 1, Tp, 1]
+    let to_4d = |c: &mut Chain, m: ValueId| c.step(Unsqueeze { axes: Some(vec![1, 3]) }.op(), &[m]); // [B, 1, Tp, 1]
     let (is_past4, valid4, idx4) = (to_4d(&mut c, is_past), to_4d(&mut c, valid), to_4d(&mut c, idx));
     let cache = |c: &mut Chain, new: ValueId, old: Option<ValueId>| -> Result<ValueId, OnnxError> {
         // [B, Hkv, Tp, D]: Shape(new) with Tp in place of S.
@@ -923,7 +924,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
         if g == 1 {
             return x;
         }
-        let u = c.step(Op::Unsqueeze { axes: Some(vec![2]) }, &[x]);
+        let u = c.step(Unsqueeze { axes: Some(vec![2]) }.op(), &[x]);
         let reps = i64s(c, vec![1, 1, g, 1, 1]);
         let e = c.step(Op::Expand, &[u, reps]);
         let bq = c.step(burnc_compiler::ops::dim_values::Shape { start: 0, end: Some(2) }.op(), &[q4]);
@@ -953,10 +954,10 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     }
     // Key t is seen by the query at position p when t <= p, t is valid, and (sliding window)
     // t > p - window.
-    let pos4 = c.step(Op::Unsqueeze { axes: Some(vec![1, 3]) }, &[pos]); // [B, 1, S, 1]
-    let t4 = c.step(Op::Unsqueeze { axes: Some(vec![0, 1, 2]) }, &[t]); // [1, 1, 1, Tp]
+    let pos4 = c.step(Unsqueeze { axes: Some(vec![1, 3]) }.op(), &[pos]); // [B, 1, S, 1]
+    let t4 = c.step(Unsqueeze { axes: Some(vec![0, 1, 2]) }.op(), &[t]); // [1, 1, 1, Tp]
     let causal = c.bin(BinaryOp::LessOrEqual, t4, pos4);
-    let sl4 = c.step(Op::Unsqueeze { axes: Some(vec![1, 2, 3]) }, &[sl]); // [B, 1, 1, 1]
+    let sl4 = c.step(Unsqueeze { axes: Some(vec![1, 2, 3]) }.op(), &[sl]); // [B, 1, 1, 1]
     let inside = c.bin(BinaryOp::Less, t4, sl4);
     let mut seen = c.bin(BinaryOp::And, causal, inside);
     let window = a.i_or("local_window_size", -1);

@@ -2,6 +2,7 @@
 //! K scaled by √scale in the input type, GQA by repeating K/V heads, scores cast to the
 //! softmax precision, the `score_mod` / `prob_mod` subgraphs spliced in around Softmax, P·V in
 //! the softmax precision, cast back to V's type.
+use burnc_compiler::ops::view::Unsqueeze;
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
 use super::proto::{GraphProto, NodeProto};
@@ -40,7 +41,7 @@ impl B<'_> {
     fn repeat_heads(&self, ctx: &mut Ctx, x: ValueId, q: ValueId) -> ValueId {
         let (b, hkv, sd, hq) = (self.shape(ctx, x, 0, 1), self.shape(ctx, x, 1, 2), self.shape(ctx, x, 2, 4), self.shape(ctx, q, 1, 2));
         let rep = self.add(ctx, Op::Binary(BinaryOp::Div), &[hq, hkv], None);
-        let un = self.add(ctx, Op::Unsqueeze { axes: Some(vec![2]) }, &[x], None);
+        let un = self.add(ctx, Unsqueeze { axes: Some(vec![2]) }.op(), &[x], None);
         let eshape = self.add(ctx, Op::Concat { axis: 0 }, &[b, hkv, rep, sd], None);
         let ex = self.add(ctx, Op::Expand, &[un, eshape], None);
         let rshape = self.add(ctx, Op::Concat { axis: 0 }, &[b, hq, sd], None);

@@ -1,4 +1,5 @@
 //! Opset-aware lowering of ONNX nodes onto burnc's core ops.
+use burnc_compiler::ops::view::{Dropout, Flatten, Squeeze, Unsqueeze};
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
 use super::proto::NodeProto;
@@ -202,7 +203,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             if let Some(mask) = node.output.get(1).filter(|m| !m.is_empty()) {
                 outs.push(mask.clone());
             }
-            let (_, vals) = ctx.graph.add_node(n.label.clone(), Op::Dropout { ratio, training: false }, vec![x], &outs);
+            let (_, vals) = ctx.graph.add_node(n.label.clone(), Dropout { ratio, training: false }.op(), vec![x], &outs);
             set_source(ctx, &n);
             for (name, v) in outs.iter().zip(vals) {
                 ctx.bind(name, v);
@@ -480,9 +481,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             Some(Op::Reshape { allowzero: a.i_or("allowzero", 0) != 0 })
         }
-        "Flatten" => Some(Op::Flatten { axis: a.i_or("axis", 1) }),
-        "Squeeze" => Some(Op::Squeeze { axes: a.ints("axes") }),
-        "Unsqueeze" => Some(Op::Unsqueeze { axes: a.ints("axes") }),
+        "Flatten" => Some(Flatten { axis: a.i_or("axis", 1) }.op()),
+        "Squeeze" => Some(Squeeze { axes: a.ints("axes") }.op()),
+        "Unsqueeze" => Some(Unsqueeze { axes: a.ints("axes") }.op()),
         "Transpose" => Some(Op::Transpose { perm: usize_vec(&n, "perm", a.ints("perm")).map(|p| (!p.is_empty()).then_some(p))? }),
         "Concat" => Some(Op::Concat { axis: a.i("axis").ok_or_else(|| n.err("missing attribute `axis`"))? }),
         "Split" => Some(

@@ -1,5 +1,6 @@
 //! The rules composed as real models train them: a transformer encoder block and a small CNN
 //! with batch statistics and a cross-entropy loss.
+use crate::ops::view::{Dropout, Flatten};
 use super::*;
 
 #[test]
@@ -17,7 +18,7 @@ use crate::ops::IntoOp;
         let s = node(g, Op::Binary(BinaryOp::Div), &[s, two]);
         let a = node(g, Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[s]);
         let key = g.add_const("key", Tensor::scalar_i64(99));
-        let a = node_n(g, Op::Dropout { ratio: 0.2, training: true }, vec![Some(a), Some(key)], 1)[0];
+        let a = node_n(g, Dropout { ratio: 0.2, training: true }.op(), vec![Some(a), Some(key)], 1)[0];
         let o = node(g, Op::MatMul, &[a, v]);
         let x1 = node(g, Op::Binary(BinaryOp::Add), &[x[0], o]);
         let f = node(g, Op::MatMul, &[x1, x[6]]);
@@ -37,7 +38,7 @@ fn cnn_with_batch_statistics_and_cross_entropy() {
         let bn = node_n(g, Op::BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }, bn_in, 3)[0];
         let r = node(g, Op::Unary(UnaryOp::Relu), &[bn]);
         let p = node(g, Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }, &[r]);
-        let f = node(g, Op::Flatten { axis: 1 }, &[p]);
+        let f = node(g, Flatten { axis: 1 }.op(), &[p]);
         let logits = node(g, Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, &[f, x[6], x[7]]);
         let t = g.add_const("target", Tensor::from_i64s(vec![2], vec![3, 1]));
         let op = crate::ops::loss::NllLoss { softmax: true, reduction: LossReduction::Mean, ignore_index: None }.op();

@@ -1,5 +1,7 @@
 //! Dropout: the rule replays the forward mask from the key; `enable_dropout` switches a
 //! graph's inference Dropouts on with distinct streams.
+use crate::ops::view::Dropout;
+use crate::ops::IntoOp;
 use super::*;
 use crate::autodiff::enable_dropout;
 
@@ -12,20 +14,20 @@ fn dropout_training_and_inference() {
     for ratio in [0.3, 0.0, 0.9] {
         check(&[&[4, 5]], move |g, x| {
             let k = key(g, 1234);
-            let y = node_n(g, Op::Dropout { ratio, training: true }, vec![Some(x[0]), Some(k)], 2)[0];
+            let y = node_n(g, Dropout { ratio, training: true }.op(), vec![Some(x[0]), Some(k)], 2)[0];
             node(g, Op::Unary(UnaryOp::Tanh), &[y])
         });
     }
-    check(&[&[4, 5]], |g, x| node(g, Op::Dropout { ratio: 0.5, training: false }, &[x[0]]));
+    check(&[&[4, 5]], |g, x| node(g, Dropout { ratio: 0.5, training: false }.op(), &[x[0]]));
 }
 
 #[test]
 fn enable_dropout_switches_with_distinct_streams() {
     // Two Dropouts over same-shaped tensors; after switching, the gradient still checks.
     let build = |g: &mut Graph, x: &[ValueId]| {
-        let a = node(g, Op::Dropout { ratio: 0.5, training: false }, &[x[0]]);
-        let b = node(g, Op::Dropout { ratio: 0.5, training: false }, &[x[0]]);
-        let z = node(g, Op::Dropout { ratio: 0.0, training: false }, &[x[0]]);
+        let a = node(g, Dropout { ratio: 0.5, training: false }.op(), &[x[0]]);
+        let b = node(g, Dropout { ratio: 0.5, training: false }.op(), &[x[0]]);
+        let z = node(g, Dropout { ratio: 0.0, training: false }.op(), &[x[0]]);
         let k = key(g, 7);
         assert_eq!(enable_dropout(g, k).expect("switches"), 2);
         let s = node(g, Op::Binary(BinaryOp::Mul), &[a, b]);
@@ -37,8 +39,8 @@ fn enable_dropout_switches_with_distinct_streams() {
     let ty = ValueType::Tensor(TensorType { dtype: DType::F64, shape: Some(Shape::fixed(&[64, 64])) });
     let x = g.add_value("x", ty, ValueKind::Input);
     g.inputs = vec![x];
-    let a = node(&mut g, Op::Dropout { ratio: 0.5, training: false }, &[x]);
-    let b = node(&mut g, Op::Dropout { ratio: 0.5, training: false }, &[x]);
+    let a = node(&mut g, Dropout { ratio: 0.5, training: false }.op(), &[x]);
+    let b = node(&mut g, Dropout { ratio: 0.5, training: false }.op(), &[x]);
     let k = key(&mut g, 7);
     assert_eq!(enable_dropout(&mut g, k).expect("switches"), 2);
     g.outputs = vec![a, b];

@@ -2,6 +2,7 @@
 //! interpreter) against central finite differences of the forward graph, in f64 on random
 //! inputs, to 1e-4 relative. The loss is Σ y·R with a random R, so every output element's
 //! gradient is weighted differently and a rule that mixes up elements or scales fails.
+use crate::ops::view::{Flatten, Squeeze, Unsqueeze};
 use super::gradients;
 use crate::interp::{self, RtValue};
 use crate::ir::{AutoPad, BinaryOp, DType, Graph, LossReduction, Op, PadMode, PoolKind, ReduceOp, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
@@ -245,9 +246,9 @@ fn reshapes_and_transpose() {
         let s = ints(g, &[4, -1]);
         node(g, Op::Reshape { allowzero: false }, &[x[0], s])
     });
-    check(&[&[2, 3, 4]], |g, x| node(g, Op::Flatten { axis: 2 }, &[x[0]]));
-    check(&[&[2, 1, 4]], |g, x| node(g, Op::Squeeze { axes: Some(vec![1]) }, &[x[0]]));
-    check(&[&[2, 4]], |g, x| node(g, Op::Unsqueeze { axes: Some(vec![0, -1]) }, &[x[0]]));
+    check(&[&[2, 3, 4]], |g, x| node(g, Flatten { axis: 2 }.op(), &[x[0]]));
+    check(&[&[2, 1, 4]], |g, x| node(g, Squeeze { axes: Some(vec![1]) }.op(), &[x[0]]));
+    check(&[&[2, 4]], |g, x| node(g, Unsqueeze { axes: Some(vec![0, -1]) }.op(), &[x[0]]));
     check(&[&[2, 3, 4]], |g, x| node(g, Op::Transpose { perm: Some(vec![1, 2, 0]) }, &[x[0]]));
     check(&[&[2, 3, 4]], |g, x| node(g, Op::Transpose { perm: None }, &[x[0]]));
 }

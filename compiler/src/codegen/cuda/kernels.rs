@@ -4,7 +4,7 @@
 use super::scalar::{self, c_type};
 use crate::codegen::gpu::scalar::program;
 use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, window_taps};
-use crate::codegen::gpu::{gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
+use crate::codegen::gpu::{self, gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
 pub(super) use crate::codegen::index::strides;
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, MatMulDims};
 use crate::codegen::CodegenError;
@@ -118,25 +118,11 @@ impl Cx<'_> {
 
 /// One node as an op definition sees it when writing its kernels ([`crate::ops::OpDef::cuda`]):
 /// its operands' types and device pointers, and the kernel shapes every op shares.
-pub struct NodeCx<'a, 'g> {
-    cx: &'a Cx<'g>,
-    n: &'a Node,
-    name: &'a str,
-}
+pub type NodeCx<'a, 'g> = gpu::NodeCx<'a, Cx<'g>>;
 
-impl NodeCx<'_, '_> {
-    /// The name of the node's first kernel (later ones add a suffix).
-    pub fn name(&self) -> &str {
-        self.name
-    }
-
-    pub fn err(&self, reason: impl Into<String>) -> CodegenError {
-        self.cx.err(self.n, reason)
-    }
-
-    /// The error of an op the CUDA target does not run yet.
-    pub fn unsupported(&self) -> CodegenError {
-        self.err("not supported by the CUDA target yet")
+impl<'a, 'g> NodeCx<'a, 'g> {
+    fn of(cx: &'a Cx<'g>, n: &'a Node, name: &'a str) -> Self {
+        gpu::NodeCx::new(cx, cx.plan, "CUDA", n, name)
     }
 
     pub fn input(&self, i: usize) -> R<ValueId> {
@@ -151,10 +137,25 @@ impl NodeCx<'_, '_> {
         self.cx.output(self.n, k)
     }
 
+    /// The node's outputs, read or not.
+    pub fn outputs(&self) -> &[ValueId] {
+        &self.n.outputs
+    }
+
+    /// Output 0 of a view ([`crate::ops::OpDef::is_view`]): no kernel where the memory plan
+    /// made it share input 0's slot, else a copy.
+    pub fn view_copy(&self) -> R<Option<Kernel>> {
+        let out = self.output(0)?;
+        if self.output_is_alias() {
+            return Ok(None);
+        }
+        let n: usize = self.ty(out)?.1.iter().product();
+        Ok(Some(self.pointwise(n, &format!("{}[i] = {}[i];", self.ptr(out)?, self.ptr(self.input(0)?)?))))
+    }
+
     /// Output `k` when something reads it (it has an arena slot).
     pub fn used_output(&self, k: usize) -> Option<ValueId> {
-        let v = *self.n.outputs.get(k)?;
-        self.cx.plan.slots.contains_key(&v).then_some(v)
+        self.used(k)
     }
 
     /// Dtype and static shape of `v`.
@@ -180,6 +181,11 @@ impl NodeCx<'_, '_> {
     /// A kernel running `body` once per flat index `i < n`.
     pub fn pointwise(&self, n: usize, body: &str) -> Kernel {
         pointwise(self.name, n, n, "", body)
+    }
+
+    /// [`Self::pointwise`] as a later kernel of the node, its name the first's and `suffix`.
+    pub fn pointwise_as(&self, suffix: &str, n: usize, body: &str) -> Kernel {
+        pointwise(&format!("{}{suffix}", self.name), n, n, "", body)
     }
 
     /// A kernel running `body` once per row `row < rows`, one warp per row (`lane` is the
@@ -250,18 +256,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
     let at = scalar::compute_type(od).unwrap_or(ot);
     let one = |body: String, decls: String| Ok(vec![pointwise(name, on, on, &decls, &body)]);
     match &n.op {
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(crate::ir::UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
-            let mut ks = Vec::new();
-            if !cx.plan.aliases.contains_key(&out) {
-                let x = cx.ptr(n, cx.input(n, 0)?)?;
-                ks.push(pointwise(name, on, on, "", &format!("{y}[i] = {x}[i];")));
-            }
-            // Inference Dropout's mask keeps every element.
-            if let (Op::Dropout { .. }, Some(&mask)) = (&n.op, n.outputs.get(1)) {
-                ks.push(pointwise(&format!("{name}_mask"), on, on, "", &format!("{}[i] = 1;", cx.ptr(n, mask)?)));
-            }
-            Ok(ks)
-        }
+        Op::Reshape { .. } | Op::Unary(crate::ir::UnaryOp::Identity) => Ok(NodeCx::of(cx, n, name).view_copy()?.into_iter().collect()),
         Op::ConstantOfShape { value } => {
             let v = value.to_f64_vec().first().copied().unwrap_or(0.0);
             let lit = match od {
@@ -275,7 +270,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             };
             one(format!("{y}[i] = {lit};"), String::new())
         }
-        Op::Dropout { training: true, .. } => Err(cx.err(n, "training Dropout is not supported by the CUDA target yet")),
         Op::Unary(u) => {
             let xv = cx.input(n, 0)?;
             let (xd, _) = cx.ty(n, xv)?;
@@ -546,7 +540,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             );
             one(body, String::new())
         }
-        Op::Def(d) => d.cuda(&NodeCx { cx, n, name }),
+        Op::Def(d) => d.cuda(&NodeCx::of(cx, n, name)),
         _ => Err(cx.err(n, "not supported by the CUDA target yet")),
     }
 }

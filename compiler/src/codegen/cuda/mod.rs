@@ -33,21 +33,16 @@ pub enum GpuArch {
     Sm90,
 }
 
-/// A CUDA module: the Rust source, its PTX and CUDA C, and the weights blob.
-pub struct CudaGenerated {
-    pub source: String,
-    /// The kernels' CUDA C, for reading and for tools (`model.cu`).
+/// A CUDA module's kernels.
+pub struct CudaKernels {
+    /// Their CUDA C, for reading and for tools (`model.cu`).
     pub cuda_source: String,
     /// What NVRTC made of `cuda_source` (`model.ptx`, embedded by the module).
     pub ptx: String,
-    pub weights: Vec<u8>,
-    pub arena_bytes: usize,
-    pub weights_bytes: usize,
-    pub inputs: Vec<IoDesc>,
-    pub outputs: Vec<IoDesc>,
-    /// Launches of one forward pass.
-    pub launches: usize,
 }
+
+/// A CUDA module: the Rust source, its PTX and CUDA C, and the weights blob.
+pub type CudaGenerated = gpu::GpuGenerated<CudaKernels>;
 
 /// The kernels and their launches for `g` (static shapes), before NVRTC.
 pub type CudaPlan = gpu::GpuPlan<kernels::Kernel>;
@@ -134,18 +129,8 @@ pub fn generate(g: &Graph, opts: &CodegenOptions, ptx_file: &str) -> Result<Cuda
     // A module without Hopper-only instructions stays loadable on later GPUs.
     let arch = if cuda.contains("wgmma.mma_async") { nvrtc::ARCH_SM90A } else { nvrtc::ARCH };
     let ptx = nvrtc::compile(&cuda, arch).map_err(|e| CodegenError::Graph { what: "CUDA kernels".into(), reason: e.to_string() })?;
-    let (source, inputs, outputs) = host_module(&p, opts, ptx_file)?;
-    Ok(CudaGenerated {
-        source,
-        cuda_source: cuda,
-        ptx,
-        weights_bytes: p.weights.blob.len(),
-        weights: p.weights.blob,
-        arena_bytes: p.arena_bytes,
-        inputs,
-        outputs,
-        launches: p.kernels.len(),
-    })
+    let host = host_module(&p, opts, ptx_file)?;
+    Ok(CudaGenerated::of(p, host, CudaKernels { cuda_source: cuda, ptx }))
 }
 
 /// The Rust module of a CUDA plan.

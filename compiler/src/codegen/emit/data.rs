@@ -1,19 +1,9 @@
-//! Data movement: reshapes (free aliases in the arena, or a copy when the source is a graph
-//! input or weight), Concat, Transpose and ConstantOfShape.
+//! Data movement: Concat, Transpose, Gather, Expand and ConstantOfShape (reshapes are views,
+//! `ops::view::copy_unless_alias`).
 use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Op};
 use crate::ops::{around, product, EmitCx};
 use crate::tensor::Tensor;
-
-/// Reshape, Flatten, Squeeze and Unsqueeze: nothing when the memory plan made the output a
-/// view of the input, else a copy (the source is a graph input or weight).
-pub(crate) fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
-    let out = cx.output(0)?;
-    if cx.is_alias(out) {
-        return Ok(None);
-    }
-    Ok(Some(format!("{}.copy_from_slice({});", cx.write(out)?, cx.read_input(0)?)))
-}
 
 /// Concat, Transpose, Gather, Expand and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes
 /// come from [`EmitCx::size`], literals for fixed dims, so fixed shapes keep their literal
@@ -128,7 +118,7 @@ pub fn scalar_lit(t: &Tensor, ty: &str) -> Option<String> {
 /// Which inputs of a pure data-movement op carry data (the others must be constants).
 fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
     Some(match op {
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => vec![0],
+        Op::Reshape { .. } | Op::Transpose { .. } => vec![0],
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
         Op::Gather { .. } | Op::Expand => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),

@@ -2,7 +2,6 @@
 //! runtime's kernels with every shape and offset written out as literals.
 pub(crate) mod control;
 pub(crate) mod data;
-mod dropout;
 mod elementwise;
 mod layer;
 pub(crate) mod nn;
@@ -193,17 +192,17 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         cx.g.tensor_type(out).ok_or_else(|| e.err("output has no type"))?;
     }
     match &n.op {
-        Op::Def(d) => d.emit(&e).map(Some),
+        // An op with nothing to write (a view the memory plan made an alias) has no block.
+        Op::Def(d) => d.emit(&e).map(|s| (!s.is_empty()).then_some(s)),
         Op::Unary(_) | Op::Binary(_) => elementwise::emit(&e),
         Op::Elementwise(p) => elementwise::emit_program(&e, p).map(Some),
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(&e),
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::Softmax { .. } | Op::ScaleShift { .. } => layer::emit(&e),
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => data::emit(&e),
+        Op::Reshape { .. } => crate::ops::view::copy_unless_alias(&e).map(|s| (!s.is_empty()).then_some(s)),
         Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
         Op::BatchNormTraining { .. } => norm::emit(&e),
         Op::Scan { .. } => control::emit_scan(&e),
-        Op::Dropout { .. } => dropout::emit(&e),
         // The ops below have fixed-shape emitters only.
         _ if e.is_bounded() => Err(e.unsupported()),
         Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),

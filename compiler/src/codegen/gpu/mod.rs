@@ -16,6 +16,62 @@ use crate::memory::MemoryPlan;
 use std::collections::HashMap;
 use std::fmt::Write;
 
+/// One node as an op definition sees it when writing a target's kernels
+/// ([`crate::ops::OpDef::cuda`], [`crate::ops::OpDef::wgsl`]), over the target's context `C`
+/// (`cuda::kernels::NodeCx`, `wgsl::kernels::NodeCx`). What both answer alike is here: the
+/// node, its first kernel's name, the memory plan, errors naming the node; how operands are
+/// read is the target's own `impl` of its `NodeCx`.
+pub struct NodeCx<'a, C> {
+    pub(crate) cx: &'a C,
+    pub(crate) n: &'a crate::ir::Node,
+    pub(crate) name: &'a str,
+    plan: &'a MemoryPlan,
+    /// The target as messages name it.
+    target: &'static str,
+}
+
+impl<'a, C> NodeCx<'a, C> {
+    pub(crate) fn new(cx: &'a C, plan: &'a MemoryPlan, target: &'static str, n: &'a crate::ir::Node, name: &'a str) -> Self {
+        NodeCx { cx, n, name, plan, target }
+    }
+
+
+    /// The name of the node's first kernel (later ones add a suffix).
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    pub fn err(&self, reason: impl Into<String>) -> CodegenError {
+        CodegenError::Unsupported { node: self.n.name.clone(), op: self.n.op.name(), reason: reason.into() }
+    }
+
+    /// The error of an op the target does not run yet.
+    pub fn unsupported(&self) -> CodegenError {
+        self.err(format!("not supported by the {} target yet", self.target))
+    }
+
+    /// Whether input `i` is given.
+    pub fn has_input(&self, i: usize) -> bool {
+        self.n.inputs.get(i).copied().flatten().is_some()
+    }
+
+    /// Whether the node has output `k` (read or not).
+    pub fn has_output(&self, k: usize) -> bool {
+        k < self.n.outputs.len()
+    }
+
+    /// Output `k` when something reads it (it has an arena slot).
+    pub(crate) fn used(&self, k: usize) -> Option<ValueId> {
+        let v = *self.n.outputs.get(k)?;
+        self.plan.slots.contains_key(&v).then_some(v)
+    }
+
+    /// Whether the memory plan made output 0 share input 0's slot (a view: no kernel).
+    pub(crate) fn output_is_alias(&self) -> bool {
+        self.n.outputs.first().is_some_and(|v| self.plan.aliases.contains_key(v))
+    }
+}
+
 /// The language a kernel is printed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -179,6 +235,28 @@ pub trait GpuKernel: Sized {
     fn source(&self) -> &str;
     /// The same kernel under the name `new` (its entry point and everything named after it).
     fn renamed(self, new: &str) -> Self;
+}
+
+/// A GPU module (`--target cuda` or `wgpu`): the Rust source that replays the kernels, the
+/// kernels' text `T` (CUDA C and its PTX, or WGSL), and the weights blob.
+pub struct GpuGenerated<T> {
+    pub source: String,
+    pub kernels: T,
+    pub weights: Vec<u8>,
+    pub arena_bytes: usize,
+    pub weights_bytes: usize,
+    pub inputs: Vec<super::IoDesc>,
+    pub outputs: Vec<super::IoDesc>,
+    /// Kernel launches (WGSL: dispatches) of one forward pass.
+    pub launches: usize,
+}
+
+impl<T> GpuGenerated<T> {
+    /// The module of plan `p`: `host`, its Rust source and signature, and the kernels' text.
+    pub(crate) fn of<K>(p: GpuPlan<K>, host: (String, Vec<super::IoDesc>, Vec<super::IoDesc>), kernels: T) -> Self {
+        let (source, inputs, outputs) = host;
+        GpuGenerated { source, kernels, weights_bytes: p.weights.blob.len(), weights: p.weights.blob, arena_bytes: p.arena_bytes, inputs, outputs, launches: p.kernels.len() }
+    }
 }
 
 /// A target's kernels and their launches for a graph with static shapes.

@@ -8,7 +8,7 @@ use super::gemm::Load;
 use super::scalar::{self, compute_type};
 use crate::codegen::gpu::scalar::program;
 use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, tap_pos, window_taps};
-use crate::codegen::gpu::{gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
+use crate::codegen::gpu::{self, gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, strides, MatMulDims};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
@@ -178,24 +178,11 @@ impl Cx<'_> {
 }
 
 /// One node as an op definition sees it when writing its WGSL ([`crate::ops::OpDef::wgsl`]).
-pub struct NodeCx<'a, 'g> {
-    pub(super) cx: &'a Cx<'g>,
-    pub(super) n: &'a Node,
-    pub(super) name: &'a str,
-}
+pub type NodeCx<'a, 'g> = gpu::NodeCx<'a, Cx<'g>>;
 
-impl NodeCx<'_, '_> {
-    pub fn name(&self) -> &str {
-        self.name
-    }
-
-    pub fn err(&self, reason: impl Into<String>) -> CodegenError {
-        self.cx.err(self.n, reason)
-    }
-
-    /// The error of an op the wgpu target does not run yet.
-    pub fn unsupported(&self) -> CodegenError {
-        self.err("not supported by the wgpu target yet")
+impl<'a, 'g> NodeCx<'a, 'g> {
+    pub(super) fn of(cx: &'a Cx<'g>, n: &'a Node, name: &'a str) -> Self {
+        gpu::NodeCx::new(cx, cx.plan, "wgpu", n, name)
     }
 
     pub fn input(&self, i: usize) -> R<Tensor> {
@@ -217,15 +204,17 @@ impl NodeCx<'_, '_> {
 
     /// Output `k` when something reads it (it has an arena slot).
     pub fn used_output(&self, k: usize) -> R<Option<Tensor>> {
-        match self.n.outputs.get(k) {
-            Some(&v) if self.cx.plan.slots.contains_key(&v) => Ok(Some(self.cx.tensor(self.n, v)?)),
-            _ => Ok(None),
-        }
+        self.used(k).map(|v| self.cx.tensor(self.n, v)).transpose()
     }
 
-    /// Whether input `i` is given.
-    pub fn has_input(&self, i: usize) -> bool {
-        self.n.inputs.get(i).copied().flatten().is_some()
+    /// Output 0 of a view ([`crate::ops::OpDef::is_view`]): no kernel where the memory plan
+    /// made it share input 0's slot, else a copy.
+    pub fn view_copy(&self) -> R<Option<Kernel>> {
+        let y = self.output(0)?;
+        if self.output_is_alias() {
+            return Ok(None);
+        }
+        Ok(Some(copy_words(self.name, &self.input(0)?, &y, y.numel() * y.dtype.size())))
     }
 
     /// The value of input `i` when it is a constant.
@@ -248,6 +237,11 @@ impl NodeCx<'_, '_> {
     /// value (in `y`'s compute type).
     pub fn pointwise(&self, y: &Tensor, body: impl Fn(&str) -> R<(String, String)>) -> R<Kernel> {
         pointwise(self.name, y, &body).map_err(|e| self.err(e))
+    }
+
+    /// [`Self::pointwise`] as a later kernel of the node, its name the first's and `suffix`.
+    pub fn pointwise_as(&self, suffix: &str, y: &Tensor, body: impl Fn(&str) -> R<(String, String)>) -> R<Kernel> {
+        pointwise(&format!("{}{suffix}", self.name), y, &body).map_err(|e| self.err(e))
     }
 
     /// A kernel running `body` once per row `row < rows` of `len` elements, one invocation per
@@ -306,7 +300,7 @@ fn copy_words(name: &str, x: &Tensor, y: &Tensor, bytes: usize) -> Kernel {
 /// output shares its input's slot).
 pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
     let n = cx.g.node(id);
-    let ncx = NodeCx { cx, n, name };
+    let ncx = NodeCx::of(cx, n, name);
     if n.outputs.is_empty() {
         return Ok(vec![]);
     }
@@ -318,19 +312,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
     let od = y.dtype;
     let one = |k: R<Kernel>| k.map(|k| vec![k]);
     match &n.op {
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Unary(crate::ir::UnaryOp::Identity) | Op::Dropout { training: false, .. } => {
-            let mut ks = Vec::new();
-            if !cx.plan.aliases.contains_key(&out) {
-                let x = ncx.input(0)?;
-                ks.push(copy_words(name, &x, &y, y.numel() * od.size()));
-            }
-            // Inference Dropout's mask keeps every element.
-            if let (Op::Dropout { .. }, Some(&mask)) = (&n.op, n.outputs.get(1)) {
-                let m = cx.tensor(n, mask)?;
-                ks.push(pointwise(&format!("{name}_mask"), &m, &|_| Ok((String::new(), "1u".into()))).map_err(|e| cx.err(n, e))?);
-            }
-            Ok(ks)
-        }
+        Op::Reshape { .. } | Op::Unary(crate::ir::UnaryOp::Identity) => Ok(ncx.view_copy()?.into_iter().collect()),
         Op::ConstantOfShape { value } => {
             let v = value.to_f64_vec().first().copied().unwrap_or(0.0);
             let lit = match compute_type(od) {

@@ -21,19 +21,9 @@ use crate::memory::{self, PlanOptions};
 use std::collections::HashMap;
 use std::fmt::Write;
 
-/// A wgpu module: the Rust source, its WGSL and the weights blob.
-pub struct WgslGenerated {
-    pub source: String,
-    /// Every kernel (`model.wgsl`, embedded by the module).
-    pub wgsl: String,
-    pub weights: Vec<u8>,
-    pub arena_bytes: usize,
-    pub weights_bytes: usize,
-    pub inputs: Vec<IoDesc>,
-    pub outputs: Vec<IoDesc>,
-    /// Dispatches of one forward pass.
-    pub dispatches: usize,
-}
+/// A wgpu module: the Rust source, its WGSL (every kernel, `model.wgsl`, embedded by the
+/// module) and the weights blob.
+pub type WgslGenerated = gpu::GpuGenerated<String>;
 
 /// The kernels and their dispatches for `g` (static shapes).
 pub type WgslPlan = gpu::GpuPlan<kernels::Kernel>;
@@ -165,17 +155,8 @@ pub fn generate(g: &Graph, opts: &CodegenOptions, wgsl_file: &str) -> Result<Wgs
     let p = plan(g, opts)?;
     let wgsl = wgsl_source(&p, &opts.source_name);
     validate(&wgsl)?;
-    let (source, inputs, outputs) = host_module(g, &p, opts, wgsl_file)?;
-    Ok(WgslGenerated {
-        source,
-        wgsl,
-        weights_bytes: p.weights.blob.len(),
-        weights: p.weights.blob,
-        arena_bytes: p.arena_bytes,
-        inputs,
-        outputs,
-        dispatches: p.kernels.len(),
-    })
+    let host = host_module(g, &p, opts, wgsl_file)?;
+    Ok(WgslGenerated::of(p, host, wgsl))
 }
 
 /// The Rust module of a wgpu plan.

@@ -2,7 +2,6 @@
 //! `eval(op, args, n_outputs) -> OpResult`; kernels come from burnc-runtime.
 pub(crate) mod cast;
 mod control;
-mod dropout;
 pub(crate) mod elementwise;
 pub(crate) mod extra;
 pub(crate) mod grid;
@@ -75,7 +74,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. } => index::eval(op, &args, n_outputs),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
-        Op::Dropout { ratio, training } => dropout::eval(*ratio, *training, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
         _ => shape::eval(op, &args, n_outputs),

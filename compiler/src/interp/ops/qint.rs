@@ -4,6 +4,7 @@
 //! generated code gets with the native types.
 use super::quant::{from_ints, ints};
 use super::util::{broadcast_shapes, broadcast_strides, numel};
+use crate::codegen::index::{matmul_dims, MatMulDims};
 use crate::ir::{AutoPad, DType, Window};
 use crate::tensor::{Data, Tensor};
 use burnc_runtime::kernels::quant::{self as qk, ConvGeom, ScalePrec, MAX_SPATIAL};
@@ -40,12 +41,10 @@ pub fn check_scale(s: &[usize], along: usize, what: &str) -> Result<(), String> 
     Err(format!("{what} of shape {s:?} must hold 1 or {along} values"))
 }
 
-/// Batched MatMul geometry (numpy rules): [batch, m, k] @ [batch, k, n], with each batch's
-/// element offset into a and b (broadcast batches repeat offsets).
+/// Batched MatMul geometry (numpy rules): `dims` as the GPU targets take them, the output
+/// shape, and each batch's element offset into a and b (broadcast batches repeat offsets).
 pub struct MmGeom {
-    pub m: usize,
-    pub k: usize,
-    pub n: usize,
+    pub dims: MatMulDims,
     pub shape: Vec<usize>,
     pub a_base: Vec<u32>,
     pub b_base: Vec<u32>,
@@ -55,19 +54,18 @@ pub fn mm_geom(ash: &[usize], bsh: &[usize]) -> Result<MmGeom, String> {
     if ash.is_empty() || bsh.is_empty() {
         return Err("MatMul inputs must have rank >= 1".into());
     }
-    // 1-D promotion: a → [1, k], b → [k, 1]; the added dim is left out of the output.
-    let a2: Vec<usize> = if ash.len() == 1 { vec![1, ash[0]] } else { ash.to_vec() };
-    let b2: Vec<usize> = if bsh.len() == 1 { vec![bsh[0], 1] } else { bsh.to_vec() };
-    let (m, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
-    let (k2, n) = (b2[b2.len() - 2], b2[b2.len() - 1]);
-    if k != k2 {
+    // numpy's promotion and batch dims, as the GPU targets take them; a promoted dim is left
+    // out of the output.
+    let dims = matmul_dims(ash, bsh);
+    let MatMulDims { m, k, n, ref pa, ref pb, .. } = dims;
+    // B's rows: its only dim when 1-D.
+    if k != bsh[bsh.len().saturating_sub(2)] {
         return Err(format!("MatMul inner dims differ: {ash:?} @ {bsh:?}"));
     }
-    let (ba, bb) = (&a2[..a2.len() - 2], &b2[..b2.len() - 2]);
-    let batch = broadcast_shapes(ba, bb)?;
+    let batch = broadcast_shapes(pa, pb)?;
     let nb = numel(&batch)?;
     numel(&[nb, m, n])?;
-    let (sa, sb) = (broadcast_strides(ba, &batch), broadcast_strides(bb, &batch));
+    let (sa, sb) = (broadcast_strides(pa, &batch), broadcast_strides(pb, &batch));
     let big = || "MatMul operands too large".to_string();
     let (mut a_base, mut b_base) = (Vec::with_capacity(nb), Vec::with_capacity(nb));
     for bi in 0..nb {
@@ -88,7 +86,7 @@ pub fn mm_geom(ash: &[usize], bsh: &[usize]) -> Result<MmGeom, String> {
     if bsh.len() > 1 {
         shape.push(n);
     }
-    Ok(MmGeom { m, k, n, shape, a_base, b_base })
+    Ok(MmGeom { dims, shape, a_base, b_base })
 }
 
 /// MatMulInteger / QLinearMatMul checks: the geometry, with A's zero point per row and B's per
@@ -96,10 +94,10 @@ pub fn mm_geom(ash: &[usize], bsh: &[usize]) -> Result<MmGeom, String> {
 pub fn mm_checked(a: (&[usize], DType), b: (&[usize], DType), az: Option<(&[usize], DType)>, bz: Option<(&[usize], DType)>) -> Result<MmGeom, String> {
     let g = mm_geom(a.0, b.0)?;
     if let Some(z) = az {
-        check_zp(z.0, z.1, a.1, (a.0.len() >= 2).then_some(g.m), "A")?;
+        check_zp(z.0, z.1, a.1, (a.0.len() >= 2).then_some(g.dims.m), "A")?;
     }
     if let Some(z) = bz {
-        check_zp(z.0, z.1, b.1, (b.0.len() >= 2).then_some(g.n), "B")?;
+        check_zp(z.0, z.1, b.1, (b.0.len() >= 2).then_some(g.dims.n), "B")?;
     }
     Ok(g)
 }
@@ -118,7 +116,7 @@ pub fn matmul_integer(a: &Tensor, b: &Tensor, az: Option<&Tensor>, bz: Option<&T
     let mut y = vec![0i32; numel(&g.shape)?];
     let (av, bv) = (ints(a, "A")?, ints(b, "B")?);
     let (azv, bzv) = (zp_ints(az, "A zero point")?, zp_ints(bz, "B zero point")?);
-    qk::matmul_integer(&av, &bv, &azv, &bzv, &g.a_base, &g.b_base, g.m, g.k, g.n, &mut y);
+    qk::matmul_integer(&av, &bv, &azv, &bzv, &g.a_base, &g.b_base, g.dims.m, g.dims.k, g.dims.n, &mut y);
     Ok(Tensor::new(g.shape, Data::I32(y)))
 }
 
@@ -132,8 +130,8 @@ pub fn qlinear_matmul(args: [Option<&Tensor>; 8]) -> Result<Tensor, String> {
     let (a, a_s, b, b_s, y_s) = (need(0)?, need(1)?, need(3)?, need(4)?, need(6)?);
     let (a_z, b_z, y_z) = (args[2], args[5], args[7]);
     let g = mm_checked(sd(a), sd(b), a_z.map(sd), b_z.map(sd))?;
-    check_scale(&a_s.shape, g.m, "a_scale")?;
-    check_scale(&b_s.shape, g.n, "b_scale")?;
+    check_scale(&a_s.shape, g.dims.m, "a_scale")?;
+    check_scale(&b_s.shape, g.dims.n, "b_scale")?;
     check_scale(&y_s.shape, 1, "y_scale")?;
     if let Some(z) = y_z {
         check_scale(&z.shape, 1, "y_zero_point")?;
@@ -141,11 +139,11 @@ pub fn qlinear_matmul(args: [Option<&Tensor>; 8]) -> Result<Tensor, String> {
     let mut acc = vec![0i32; numel(&g.shape)?];
     let (av, bv) = (ints(a, "A")?, ints(b, "B")?);
     let (azv, bzv) = (zp_ints(a_z, "a_zero_point")?, zp_ints(b_z, "b_zero_point")?);
-    qk::matmul_integer(&av, &bv, &azv, &bzv, &g.a_base, &g.b_base, g.m, g.k, g.n, &mut acc);
+    qk::matmul_integer(&av, &bv, &azv, &bzv, &g.a_base, &g.b_base, g.dims.m, g.dims.k, g.dims.n, &mut acc);
     let mut q = vec![0i64; acc.len()];
     let (asv, bsv, ysv) = (a_s.to_f64_vec(), b_s.to_f64_vec(), y_s.to_f64_vec());
     let yzv = zp_ints(y_z, "y_zero_point")?;
-    qk::qlinear_matmul_requant(&acc, &asv, &bsv, &ysv, &yzv, scale_prec(a_s.dtype()), g.m, g.n, &mut q);
+    qk::qlinear_matmul_requant(&acc, &asv, &bsv, &ysv, &yzv, scale_prec(a_s.dtype()), g.dims.m, g.dims.n, &mut q);
     from_ints(g.shape, q, qlinear_out(a.dtype(), y_z.map(|z| z.dtype())))
 }
 
@@ -273,9 +271,11 @@ pub fn qlinear_conv(args: [Option<&Tensor>; 9], win: &Window, group: usize) -> R
     let (x_z, w_z, y_z, bias) = (args[2], args[5], args[7], args[8]);
     let g = conv_checked(sd(x), sd(w), x_z.map(sd), w_z.map(sd), win, group)?;
     qconv_params(&g, &x_s.shape, &w_s.shape, &y_s.shape, y_z.map(|z| &z.shape[..]), bias.map(sd))?;
-    let bv: Vec<i32> = match bias {
-        Some(Tensor { data: Data::I32(b), .. }) => b.clone(),
-        _ => vec![],
+    let bv: Vec<i32> = match bias.map(|b| &b.data) {
+        Some(Data::I32(b)) => b.clone(),
+        None => vec![],
+        // `qconv_params` refused every other type already.
+        Some(_) => return Err("QLinearConv's bias must be int32".into()),
     };
     let mut q = vec![0i64; numel(&g.shape)?];
     let (xv, wv) = (ints(x, "x")?, ints(w, "w")?);

@@ -1,6 +1,6 @@
 //! Shape and data-movement ops. Most are written as "which source element lands where"
 //! (a flat index per output element) and then one generic gather, so every dtype works.
-use super::util::{arg, broadcast_shapes, broadcast_strides, int_vec_or_attr, norm_axes, norm_axis_or_scalar, numel, one, strides, ints_arg};
+use super::util::{arg, broadcast_shapes, broadcast_strides, norm_axis_or_scalar, numel, one, strides, ints_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
@@ -9,46 +9,6 @@ use crate::tensor::{Data, Tensor};
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Reshape { allowzero } => one(reshape(arg(args, 0)?, &ints_arg(args, 1)?, *allowzero)?),
-        Op::Flatten { axis } => {
-            let x = arg(args, 0)?;
-            let r = x.rank() as i64;
-            let a = if *axis < 0 { axis + r } else { *axis };
-            if a < 0 || a > r {
-                return Err(format!("axis {axis} out of range for rank {r}"));
-            }
-            let outer: usize = x.shape[..a as usize].iter().product();
-            let inner: usize = x.shape[a as usize..].iter().product();
-            one(Tensor::new(vec![outer, inner], x.data.clone()))
-        }
-        Op::Squeeze { axes } => {
-            let x = arg(args, 0)?;
-            let axes = int_vec_or_attr(axes, args, 1)?;
-            let shape = match axes {
-                None => x.shape.iter().copied().filter(|&d| d != 1).collect(),
-                Some(ax) => {
-                    let ax = norm_axes(&ax, x.rank())?;
-                    for &a in &ax {
-                        if x.shape[a] != 1 {
-                            return Err(format!("cannot squeeze axis {a} of size {}", x.shape[a]));
-                        }
-                    }
-                    x.shape.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, &d)| d).collect()
-                }
-            };
-            one(Tensor::new(shape, x.data.clone()))
-        }
-        Op::Unsqueeze { axes } => {
-            let x = arg(args, 0)?;
-            let axes = int_vec_or_attr(axes, args, 1)?.ok_or("missing axes")?;
-            let rank = x.rank() + axes.len();
-            let ax = norm_axes(&axes, rank)?;
-            let mut shape = Vec::with_capacity(rank);
-            let mut src = x.shape.iter();
-            for i in 0..rank {
-                shape.push(if ax.contains(&i) { 1 } else { *src.next().ok_or("bad axes")? });
-            }
-            one(Tensor::new(shape, x.data.clone()))
-        }
         Op::Transpose { perm } => {
             let x = arg(args, 0)?;
             let perm = perm.clone().unwrap_or_else(|| (0..x.rank()).rev().collect());
