@@ -114,7 +114,7 @@ pub fn generate_bounded(g: &Graph, opts: &CodegenOptions) -> Result<(Generated, 
     }
     crate::passes::prepare(&mut g)?;
     if opts.fuse {
-        g = super::optimize(&g)?.0;
+        g = super::optimize(&g, crate::passes::fuse::Sizes::Bounded)?.0;
     } else {
         crate::passes::fuse::fuse_exact(&mut g)?;
     }

@@ -162,7 +162,7 @@ impl CodegenOptions {
 /// Fuse (when `opts.fuse`), plan memory and lay out the weights of `g` (static shapes).
 pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<Plan, CodegenError> {
     let (mut graph, fusion) = if opts.fuse {
-        optimize(g)?
+        optimize(g, crate::passes::fuse::Sizes::Static)?
     } else {
         let mut g = g.clone();
         let report = crate::passes::fuse::fuse_exact(&mut g)?;
@@ -179,9 +179,9 @@ pub fn plan(g: &Graph, opts: &CodegenOptions) -> Result<Plan, CodegenError> {
 
 /// The graph generated code is built from: `g` after the fusion passes (which change
 /// rounding, so the interpreter runs the unfused graph), and what they fused.
-pub fn optimize(g: &Graph) -> Result<(Graph, crate::passes::fuse::FusionReport), CodegenError> {
+pub fn optimize(g: &Graph, sizes: crate::passes::fuse::Sizes) -> Result<(Graph, crate::passes::fuse::FusionReport), CodegenError> {
     let mut g = g.clone();
-    let report = crate::passes::fuse::fuse(&mut g)?;
+    let report = crate::passes::fuse::fuse(&mut g, sizes)?;
     Ok((g, report))
 }
 

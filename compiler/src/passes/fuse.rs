@@ -78,10 +78,22 @@ pub(super) fn label(g: &Graph, i: usize) -> (String, String) {
     (op, n.name.clone())
 }
 
+/// Whether the sizes of the graph's values are the ones it will run at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sizes {
+    /// Every dim is fixed.
+    Static,
+    /// The graph is pinned at its dims' bounds, and runs at any size up to them: fusions whose
+    /// fused op keeps the sizes it was made at (the attention's strides) are left out.
+    Bounded,
+}
+
 /// Run every fusion on `g`.
-pub fn fuse(g: &mut Graph) -> Result<FusionReport, PassError> {
+pub fn fuse(g: &mut Graph, sizes: Sizes) -> Result<FusionReport, PassError> {
     let mut report = FusionReport::default();
-    attention(g, &mut report);
+    if sizes == Sizes::Static {
+        attention(g, &mut report);
+    }
     compact(g, &mut report)?;
     fold_into_conv(g, &mut report);
     compact(g, &mut report)?;

@@ -392,7 +392,7 @@ fn fuse_epilogues_keep_the_bits() {
     let inputs = [rand(&[1, 4, 9, 9], 7), rand(&[1, 6, 9, 9], 8)];
     let want = run(&g, &inputs);
     let mut fused = g.clone();
-    let report = fuse(&mut fused).unwrap();
+    let report = fuse(&mut fused, super::fuse::Sizes::Static).unwrap();
     let ops: Vec<String> = fused.nodes.iter().map(|n| n.op.name()).collect();
     assert_eq!(ops, ["FusedConv", "ScaleShift"], "{ops:?}");
     assert!(matches!(fused.nodes[0].op, Op::FusedConv { act: crate::ir::Act::Relu, .. }));
@@ -439,7 +439,7 @@ fn fuse_silu_and_hardswish_into_convs() {
     let inputs = [rand(&[1, 4, 9, 9], 7)];
     let want = run(&g, &inputs);
     let mut fused = g.clone();
-    fuse(&mut fused).unwrap();
+    fuse(&mut fused, super::fuse::Sizes::Static).unwrap();
     let acts: Vec<Option<crate::ir::Act>> = fused.nodes.iter().map(|n| match n.op {
         Op::FusedConv { act, .. } => Some(act),
         _ => None,
