@@ -142,7 +142,7 @@ fn bench_profile_lists_every_node_and_keeps_median_last() {
     assert!(last.starts_with("median_ms="), "last line `{last}` in:\n{stdout}");
 }
 
-/// A 3×3 convolution Winograd takes (32 → 32 channels, 28×28: 49 tiles, pads 1) as an ONNX file.
+/// A 3×3 convolution Winograd takes (64 → 64 channels, 28×28: 49 tiles, pads 1) as an ONNX file.
 fn winograd_conv_model(path: &std::path::Path) {
     use burnc_frontends::onnx::proto::{
         attribute_proto::AttributeType, tensor_shape_proto::dimension::Value as DimValue, tensor_shape_proto::Dimension, type_proto, AttributeProto,
@@ -160,8 +160,8 @@ fn winograd_conv_model(path: &std::path::Path) {
         }),
         ..Default::default()
     };
-    let w: Vec<f32> = (0..32 * 32 * 9).map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5).collect();
-    let weight = TensorProto { name: Some("w".into()), dims: vec![32, 32, 3, 3], data_type: Some(1), float_data: w, ..Default::default() };
+    let w: Vec<f32> = (0..64 * 64 * 9).map(|i| ((i * 7) % 13) as f32 / 13.0 - 0.5).collect();
+    let weight = TensorProto { name: Some("w".into()), dims: vec![64, 64, 3, 3], data_type: Some(1), float_data: w, ..Default::default() };
     let pads = AttributeProto { name: Some("pads".into()), r#type: Some(AttributeType::Ints as i32), ints: vec![1, 1, 1, 1], ..Default::default() };
     let conv = NodeProto { op_type: Some("Conv".into()), name: Some("conv".into()), input: vec!["x".into(), "w".into()], output: vec!["y".into()], attribute: vec![pads], ..Default::default() };
     let model = ModelProto {
@@ -171,8 +171,8 @@ fn winograd_conv_model(path: &std::path::Path) {
             name: Some("winograd".into()),
             node: vec![conv],
             initializer: vec![weight],
-            input: vec![vi("x", &[1, 32, 28, 28])],
-            output: vec![vi("y", &[1, 32, 28, 28])],
+            input: vec![vi("x", &[1, 64, 28, 28])],
+            output: vec![vi("y", &[1, 64, 28, 28])],
             ..Default::default()
         }),
         ..Default::default()

@@ -61,7 +61,7 @@ fn split_winograd_keeps_the_bits() {
     use burnc_runtime::kernels::window::Window3;
     use burnc_runtime::kernels::winograd::{conv_winograd, pack_weights, packed_len, scratch_len};
     burnc_runtime::pool::set_threads(2);
-    let d = ConvDims { batch: 2, c_in: 48, c_out: 40, group: 1 };
+    let d = ConvDims { batch: 2, c_in: 72, c_out: 64, group: 1 };
     let win = Window3::new(&[30, 29], &[30, 29], &[3, 3], &[1, 1], &[1, 1], &[1, 1], &[1, 1]).unwrap();
     let x = values(d.batch * d.c_in * win.in_size(), 5);
     let w = values(d.c_out * d.c_in * 9, 6);

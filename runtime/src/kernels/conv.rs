@@ -269,6 +269,10 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
     let os = win.out_size();
     if tasks <= 1 || mg * kdim * os < PARALLEL_CONV_MACS {
         let fused = tile_post(ep, 0, 0).is_some();
+        if super::im2col::Image::is_fast(win) {
+            image_gemms(x, wp, len, y, d, win, &mut col[..packed::prepacked_scratch_len(kdim)], ep, fused);
+            return;
+        }
         conv_gemms(x, y, d, win, col, packed::prepacked_scratch_len(kdim), ep, fused, |g, n, b, ldb, c, ldc, pack, at| {
             let wg = &wp[g * len..(g + 1) * len];
             packed::sgemm_prepacked_rows_then(mg, kdim, n, wg, 0, mg, b, ldb, c, ldc, pack, tile_post(ep, g * mg, at))
@@ -530,6 +534,37 @@ fn conv_gemms<T: Elem>(
                 im2col_rows(xg, cg, win, r0, r1, col);
                 gemm(g, cols, col, cols, &mut yg[r0 * ow..], os, pack, ch0 * os + r0 * ow);
                 apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, r0 * ow, r1 * ow);
+                r0 = r1;
+            }
+        }
+    }
+}
+
+/// The GEMMs of a prepacked f32 convolution that is not pointwise, on this thread: per batch
+/// item, group and tile of output rows, `y[:, tile] = wg @ im2col(tile)` with the GEMM packing
+/// its B panels from the image (`im2col::Image`), then the epilogue (`fused`: in the GEMM).
+/// The same sums in the same order as im2col into a tile and a product with it.
+#[allow(clippy::too_many_arguments)]
+fn image_gemms(x: &[f32], wp: &[f32], len: usize, y: &mut [f32], d: &ConvDims, win: &Window3, pack: &mut [f32], ep: &Epilogue<'_, f32>, fused: bool) {
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    let (is, os) = (win.in_size(), win.out_size());
+    let (rows, ow) = (win.output[0] * win.output[1], win.output[2]);
+    let tile = conv_tile_rows(d, win);
+    for n in 0..d.batch {
+        for g in 0..d.group {
+            let xg = &x[(n * d.c_in + g * cg) * is..(n * d.c_in + (g + 1) * cg) * is];
+            let ch0 = n * d.c_out + g * mg;
+            let yg = &mut y[ch0 * os..(ch0 + mg) * os];
+            let wg = &wp[g * len..(g + 1) * len];
+            let mut r0 = 0;
+            while r0 < rows {
+                let r1 = (r0 + tile).min(rows);
+                let (c0, c1) = (r0 * ow, r1 * ow);
+                let img = super::im2col::Image::new(xg, cg, win, c0, c1 - c0);
+                packed::sgemm_prepacked_image_then(mg, c1 - c0, wg, 0, mg, &img, &mut yg[c0..], os, pack, tile_post(ep, g * mg, ch0 * os + c0));
+                if !fused {
+                    apply_epilogue(yg, ep, g * mg, mg, os, ch0 * os, c0, c1);
+                }
                 r0 = r1;
             }
         }

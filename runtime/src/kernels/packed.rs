@@ -98,7 +98,7 @@ pub fn sgemm_prepacked(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb:
     }
     let need = prepacked_scratch_len(k);
     assert!(scratch.len() >= need, "sgemm_prepacked: scratch too short");
-    run(m, k, n, A::Packed(ap, m.div_ceil(MR) * MR, 0), b, ldb, c, ldc, &mut scratch[..need], None);
+    run(m, k, n, A::Packed(ap, m.div_ceil(MR) * MR, 0), Src::Rows(b, ldb), c, ldc, &mut scratch[..need], None);
 }
 
 /// [`sgemm_prepacked`]'s columns in whole-panel blocks over the thread pool.
@@ -117,7 +117,7 @@ fn prepacked_split(m: usize, k: usize, n: usize, ap: &[f32], b: &[f32], ldb: usi
         // the caller checked (j0 < n <= ldc keeps the view inside C); parallel_for returns
         // only after every task, so no other reference to C is used meanwhile.
         let c = unsafe { core::slice::from_raw_parts_mut((cp as *mut f32).add(j0), clen - j0) };
-        with_panel(|panel| run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), &b[j0..], ldb, c, ldc, panel, None));
+        with_panel(|panel| run(m, k, j1 - j0, A::Packed(ap, m.div_ceil(MR) * MR, 0), Src::Rows(&b[j0..], ldb), c, ldc, panel, None));
     });
 }
 
@@ -223,6 +223,23 @@ impl Fin {
 /// indexed from row `r0` of the matrix: `bias[0]` is row r0's).
 #[allow(clippy::too_many_arguments)]
 pub fn sgemm_prepacked_rows_then(m: usize, k: usize, n: usize, ap: &[f32], r0: usize, r1: usize, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
+    let reads_b = r1 > r0 && k > 0 && n > 0;
+    assert!(!reads_b || (ldb >= n && b.len() >= (k - 1) * ldb + n), "sgemm_prepacked_rows: B's shape");
+    prepacked_rows(m, k, n, ap, r0, r1, Src::Rows(b, ldb), c, ldc, scratch, done);
+}
+
+/// [`sgemm_prepacked_rows_then`] with B the im2col matrix of `img` (`img.rows()` × `n`, `n`
+/// at most `img.cols()`), packed from the image panel by panel: the same values, so the same
+/// sums, as im2col into a buffer and a product with it.
+#[allow(clippy::too_many_arguments)]
+pub fn sgemm_prepacked_image_then(m: usize, n: usize, ap: &[f32], r0: usize, r1: usize, img: &super::im2col::Image<'_>, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
+    assert!(n <= img.cols(), "sgemm_prepacked_image: more columns than the image has");
+    prepacked_rows(m, img.rows(), n, ap, r0, r1, Src::Image(img), c, ldc, scratch, done);
+}
+
+/// Rows `r0..r1` of a product with prepacked A and B from `b` (whose extent the caller checked).
+#[allow(clippy::too_many_arguments)]
+fn prepacked_rows(m: usize, k: usize, n: usize, ap: &[f32], r0: usize, r1: usize, b: Src<'_>, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
     assert!(r0.is_multiple_of(MR) && r0 <= r1 && r1 <= m, "sgemm_prepacked_rows: rows");
     let rows = r1 - r0;
     if rows == 0 || n == 0 {
@@ -234,11 +251,11 @@ pub fn sgemm_prepacked_rows_then(m: usize, k: usize, n: usize, ap: &[f32], r0: u
         }
         return;
     }
-    assert!(ldb >= n && ldc >= n && ap.len() >= packed_len(m, k), "sgemm_prepacked_rows: shapes");
-    assert!(b.len() >= (k - 1) * ldb + n && c.len() >= (rows - 1) * ldc + n, "sgemm_prepacked_rows: slices too short");
+    assert!(ldc >= n && ap.len() >= packed_len(m, k), "sgemm_prepacked_rows: shapes");
+    assert!(c.len() >= (rows - 1) * ldc + n, "sgemm_prepacked_rows: C too short");
     let need = prepacked_scratch_len(k);
     assert!(scratch.len() >= need, "sgemm_prepacked_rows: scratch too short");
-    run(rows, k, n, A::Packed(ap, m.div_ceil(MR) * MR, r0), b, ldb, c, ldc, &mut scratch[..need], done);
+    run(rows, k, n, A::Packed(ap, m.div_ceil(MR) * MR, r0), b, c, ldc, &mut scratch[..need], done);
 }
 
 /// Where the micro-kernel's A panels come from.
@@ -249,6 +266,27 @@ enum A<'a> {
     Packed(&'a [f32], usize, usize),
     /// Row-major with this row stride, packed block by block into the scratch.
     Rows(&'a [f32], usize),
+}
+
+/// Where the micro-kernel's B panels come from.
+#[derive(Clone, Copy)]
+pub enum Src<'a> {
+    /// Row-major with this row stride.
+    Rows(&'a [f32], usize),
+    /// A convolution's im2col matrix, gathered from the image straight into each panel: no
+    /// column buffer written and read back (on a 96 → 24 channel 3×3 convolution at 80×80, the
+    /// im2col and the panel copies took 45 % of the time).
+    Image(&'a super::im2col::Image<'a>),
+}
+
+impl Src<'_> {
+    /// Rows `k0..k0 + kn`, columns `j0..j0 + nc` as a `kn × W` panel, columns past `nc` zero.
+    fn pack<const W: usize>(self, k0: usize, kn: usize, j0: usize, nc: usize, out: &mut [f32]) {
+        match self {
+            Src::Rows(b, ldb) => pack_b::<W>(&b[k0 * ldb + j0..], ldb, kn, nc, out),
+            Src::Image(img) => img.pack_panel::<W>(k0, kn, j0, nc, out),
+        }
+    }
 }
 
 /// `c[i·ldc + j] = Σ_p a[i·lda + p] · b[p·ldb + j]` for i < m, j < n (C overwritten; it may
@@ -268,24 +306,24 @@ pub fn sgemm_packed(m: usize, k: usize, n: usize, a: &[f32], lda: usize, b: &[f3
     assert!(a.len() >= (m - 1) * lda + k && b.len() >= (k - 1) * ldb + n && c.len() >= (m - 1) * ldc + n, "sgemm_packed: slices too short");
     let need = scratch_len(m, k);
     assert!(scratch.len() >= need, "sgemm_packed: scratch too short");
-    run(m, k, n, A::Rows(a, lda), b, ldb, c, ldc, &mut scratch[..need], None);
+    run(m, k, n, A::Rows(a, lda), Src::Rows(b, ldb), c, ldc, &mut scratch[..need], None);
 }
 
 /// The blocked product with the best kernel this CPU has. `scratch`: A's packing space (for
 /// [`A::Rows`]) followed by one B panel (`min(k, KC) · NR`).
 #[allow(clippy::too_many_arguments)]
-fn run(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
+fn run(m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
     #[cfg(target_arch = "x86_64")]
-    run_at(kernel_level(), m, k, n, a, b, ldb, c, ldc, scratch, done);
+    run_at(kernel_level(), m, k, n, a, b, c, ldc, scratch, done);
     #[cfg(target_arch = "aarch64")]
     {
         let (apack, bpack) = scratch.split_at_mut(a_space(m, k, a));
-        driver_neon(m, k, n, a, b, ldb, c, ldc, apack, bpack, done);
+        driver_neon(m, k, n, a, b, c, ldc, apack, bpack, done);
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let (apack, bpack) = scratch.split_at_mut(a_space(m, k, a));
-        driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, done);
+        driver::<NR>(m, k, n, a, b, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, done);
     }
 }
 
@@ -301,24 +339,24 @@ fn a_space(m: usize, k: usize, a: A<'_>) -> usize {
 /// [`run`] with the kernels of `level` (which the CPU must support: tests pick lower ones).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
+fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &mut [f32], ldc: usize, scratch: &mut [f32], done: Done<'_>) {
     let (apack, bpack) = scratch.split_at_mut(a_space(m, k, a));
     match level {
         // The wide kernel needs room for at least one k step of a 32-wide panel (k ≥ 2).
         Level::Avx512 if bpack.len() >= NR512 => {
             // SAFETY: the CPU has AVX-512F; the callers' asserts bound every access.
-            unsafe { driver_avx512(m, k, n, a, b, ldb, c, ldc, apack, bpack, done) };
+            unsafe { driver_avx512(m, k, n, a, b, c, ldc, apack, bpack, done) };
             return;
         }
         Level::Avx512 | Level::Avx2 => {
             // SAFETY: the CPU has AVX2 and FMA (kernel_level reports Avx512 only together with
             // them); the callers' asserts bound every access.
-            unsafe { driver_avx2(m, k, n, a, b, ldb, c, ldc, apack, bpack, done) };
+            unsafe { driver_avx2(m, k, n, a, b, c, ldc, apack, bpack, done) };
             return;
         }
         Level::Portable => {}
     }
-    driver::<NR>(m, k, n, a, b, ldb, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, done);
+    driver::<NR>(m, k, n, a, b, c, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, done);
 }
 
 /// The blocked loops with the AVX2+FMA micro-kernel inlined into them.
@@ -328,14 +366,13 @@ fn run_at(level: Level, m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
+unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
     driver::<NR>(
         m,
         k,
         n,
         a,
         b,
-        ldb,
         c,
         ldc,
         apack,
@@ -360,14 +397,13 @@ unsafe fn driver_avx2(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: us
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
+unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
     driver::<NR512>(
         m,
         k,
         n,
         a,
         b,
-        ldb,
         c,
         ldc,
         apack,
@@ -573,8 +609,7 @@ fn driver<const W: usize>(
     k: usize,
     n: usize,
     a: A<'_>,
-    b: &[f32],
-    ldb: usize,
+    b: Src<'_>,
     c: &mut [f32],
     ldc: usize,
     apack: &mut [f32],
@@ -635,7 +670,7 @@ fn driver<const W: usize>(
                 let kc = (k - k0).min(KC);
                 for jp in 0..panels_n {
                     let j0 = jp * W;
-                    pack_b::<W>(&b[k0 * ldb + j0..], ldb, kc, (n - j0).min(W), &mut bblock[jp * kc * W..(jp + 1) * kc * W]);
+                    b.pack::<W>(k0, kc, j0, (n - j0).min(W), &mut bblock[jp * kc * W..(jp + 1) * kc * W]);
                 }
                 let load = k0 > 0;
                 let finish = if k0 + kc >= k { done } else { None };
@@ -685,7 +720,7 @@ fn driver<const W: usize>(
                 while j0 < n {
                     let nc = (n - j0).min(W);
                     let bp = &mut bpack[..kn * W];
-                    pack_b::<W>(&b[(k0 + ks) * ldb + j0..], ldb, kn, nc, bp);
+                    b.pack::<W>(k0 + ks, kn, j0, nc, bp);
                     let bp = &*bp;
                     if nc <= STRIP_MAX {
                         let s = Strip { kn, a: &apack[ks * MR..], pstride: MR * kc, panels, rows: mc, b: bp, nc, load, fin: fin_of(finish, m0, j0) };
@@ -1183,14 +1218,13 @@ unsafe fn kernel_avx512_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut
 /// columns (no strip kernels).
 #[cfg(target_arch = "aarch64")]
 #[allow(clippy::too_many_arguments)]
-fn driver_neon(m: usize, k: usize, n: usize, a: A<'_>, b: &[f32], ldb: usize, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
+fn driver_neon(m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &mut [f32], ldc: usize, apack: &mut [f32], bpack: &mut [f32], done: Done<'_>) {
     driver::<NR>(
         m,
         k,
         n,
         a,
         b,
-        ldb,
         c,
         ldc,
         apack,
@@ -1411,10 +1445,10 @@ mod tests {
                     let mut c = vec![f32::NAN; m * ldc];
                     if packed {
                         let mut scratch = vec![f32::NAN; prepacked_scratch_len(k)];
-                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut scratch, None);
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), Src::Rows(&b, ldb), &mut c, ldc, &mut scratch, None);
                     } else {
                         let mut scratch = vec![f32::NAN; scratch_len(m, k)];
-                        run_at(level, m, k, n, A::Rows(&a, lda), &b, ldb, &mut c, ldc, &mut scratch, None);
+                        run_at(level, m, k, n, A::Rows(&a, lda), Src::Rows(&b, ldb), &mut c, ldc, &mut scratch, None);
                     }
                     for i in 0..m {
                         for j in 0..n {
@@ -1463,7 +1497,7 @@ mod tests {
                 for &level in &levels {
                     for scratch in [prepacked_scratch_len(k), 3 * prepacked_scratch_len(k)] {
                         let mut c = vec![f32::NAN; m * ldc];
-                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut vec![f32::NAN; scratch], post);
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), Src::Rows(&b, ldb), &mut c, ldc, &mut vec![f32::NAN; scratch], post);
                         for i in 0..m {
                             for j in 0..n {
                                 let mut want: f64 = (0..k).map(|p| a[i * k + p] as f64 * b[p * ldb + j] as f64).sum();
@@ -1512,7 +1546,7 @@ mod tests {
                 for _ in 0..3 {
                     let t = std::time::Instant::now();
                     for _ in 0..reps {
-                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, n, &mut c, n, &mut scratch, None);
+                        run_at(level, m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), Src::Rows(&b, n), &mut c, n, &mut scratch, None);
                     }
                     best = best.min(t.elapsed().as_secs_f64());
                 }
@@ -1621,10 +1655,10 @@ mod tests {
                     let mut c = vec![f32::NAN; m * ldc];
                     if packed {
                         let mut scratch = vec![f32::NAN; extra * prepacked_scratch_len(k)];
-                        run(m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), &b, ldb, &mut c, ldc, &mut scratch, post);
+                        run(m, k, n, A::Packed(&ap, m.div_ceil(MR) * MR, 0), Src::Rows(&b, ldb), &mut c, ldc, &mut scratch, post);
                     } else {
                         let mut scratch = vec![f32::NAN; scratch_len(m, k)];
-                        run(m, k, n, A::Rows(&a, lda), &b, ldb, &mut c, ldc, &mut scratch, post);
+                        run(m, k, n, A::Rows(&a, lda), Src::Rows(&b, ldb), &mut c, ldc, &mut scratch, post);
                     }
                     outs.push(c);
                 }
@@ -1632,7 +1666,7 @@ mod tests {
                 let mut pc = vec![f32::NAN; m * ldc];
                 let mut scratch = vec![f32::NAN; scratch_len(m, k)];
                 let (apack, bpack) = scratch.split_at_mut(a_space(m, k, A::Rows(&a, lda)));
-                driver::<NR>(m, k, n, A::Rows(&a, lda), &b, ldb, &mut pc, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, post);
+                driver::<NR>(m, k, n, A::Rows(&a, lda), Src::Rows(&b, ldb), &mut pc, ldc, apack, bpack, portable_fin, portable_fin, no_partial, no_strip, post);
                 let c = &outs[0];
                 for i in 0..m {
                     for j in 0..n {

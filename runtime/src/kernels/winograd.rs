@@ -24,11 +24,13 @@ const BLOCK_BYTES: usize = 1 << 20;
 const MIN_BLOCK_TILES: usize = 32;
 
 /// Whether a convolution runs as [`conv_winograd`]: 2-D, 3×3, stride 1, no dilation, one
-/// group, no cropping pads, and where it paid in a side-by-side timing against the im2col GEMM
-/// on this project's machine (AVX2/AVX-512): at least 32 channels in and out (the transforms
-/// cost per channel, the GEMMs per channel pair) and at least 49 tiles (the GEMMs' width), or
-/// 16 tiles with 256×256 channels. 64→64 channels at 224×224: 0.7× the time; 512→512 at
-/// 28×28: 0.45×; 128→32 at 14×14 (16 tiles): 1.2×, so not taken.
+/// group, no cropping pads, and where it paid in a side-by-side timing against the GEMM: at
+/// least 64 channels in and out (the transforms cost per channel, the GEMMs per channel pair)
+/// and at least 49 tiles (the GEMMs' width), or 16 tiles with 256×256 channels. Against the
+/// GEMM that packs its panels from the image (`im2col::Image`), on AMD Zen 5, one thread:
+/// 64→64 at 40×40 0.88× the time, 128→128 at 28×28 0.73×; but 32→32 at 40×40 1.20×, 32→64
+/// 1.13×, 48→48 1.04×, 64→32 1.04× (against the im2col tile, the earlier GEMM, 32 channels
+/// paid on Zen 4 and Intel). 128→32 at 14×14 (16 tiles): 1.2×, so not taken.
 pub fn applies(d: &ConvDims, win: &Window3) -> bool {
     let (th, tw) = tiles(win);
     let t = th * tw;
@@ -38,8 +40,8 @@ pub fn applies(d: &ConvDims, win: &Window3) -> bool {
         && win.input[0] == 1
         && win.pads_begin.iter().chain(&win.pads_end).all(|&p| (0..=2).contains(&p))
         && d.group == 1
-        && d.c_in >= 32
-        && d.c_out >= 32
+        && d.c_in >= 64
+        && d.c_out >= 64
         && (t >= 49 || (t >= 16 && d.c_in * d.c_out >= 1 << 16))
 }
 
@@ -408,13 +410,13 @@ mod tests {
     #[test]
     fn matches_direct_convolution() {
         for &(b, ci, co, h, w, pads) in &[
-            (1, 32, 32, 28, 28, [1, 1, 1, 1]),
-            (2, 32, 40, 27, 30, [1, 1, 1, 1]),
+            (1, 64, 64, 28, 28, [1, 1, 1, 1]),
+            (2, 64, 72, 27, 30, [1, 1, 1, 1]),
             (1, 256, 256, 18, 18, [0, 0, 0, 0]),
-            (1, 32, 48, 29, 26, [2, 0, 1, 2]),
+            (1, 64, 80, 29, 26, [2, 0, 1, 2]),
             (1, 64, 64, 56, 56, [1, 1, 1, 1]),
             // Rows wider than one chunk of tiles (tw = 36 > 32), pads on one side only.
-            (1, 32, 32, 9, 143, [0, 2, 1, 0]),
+            (1, 64, 64, 9, 143, [0, 2, 1, 0]),
         ] {
             let d = ConvDims { batch: b, c_in: ci, c_out: co, group: 1 };
             let win = window(h, w, pads);
@@ -442,8 +444,11 @@ mod tests {
 
     #[test]
     fn refuses_what_it_does_not_handle() {
-        let d = ConvDims { batch: 1, c_in: 32, c_out: 32, group: 1 };
+        let d = ConvDims { batch: 1, c_in: 64, c_out: 64, group: 1 };
         assert!(applies(&d, &window(28, 28, [1, 1, 1, 1])));
+        // Fewer channels: the GEMM is faster.
+        assert!(!applies(&ConvDims { c_in: 32, ..d }, &window(28, 28, [1, 1, 1, 1])));
+        assert!(!applies(&ConvDims { c_out: 32, ..d }, &window(28, 28, [1, 1, 1, 1])));
         let strided = Window3::new(&[56, 56], &[28, 28], &[3, 3], &[2, 2], &[1, 1], &[1, 1], &[1, 1]).unwrap();
         assert!(!applies(&d, &strided));
         let k5 = Window3::new(&[28, 28], &[28, 28], &[5, 5], &[1, 1], &[1, 1], &[2, 2], &[2, 2]).unwrap();

@@ -360,9 +360,9 @@ mod tests {
 
     #[test]
     fn winograd_only_in_fused_code_and_where_it_pays() {
-        let g = conv_graph(32, 28);
+        let g = conv_graph(64, 28);
         let on = generate(&g, &CodegenOptions::default()).expect("generate");
-        assert!(on.source.contains("conv_winograd"), "fused code of a 32→32 3×3 conv at 28×28 uses Winograd");
+        assert!(on.source.contains("conv_winograd"), "fused code of a 64→64 3×3 conv at 28×28 uses Winograd");
         let off = generate(&g, &CodegenOptions { winograd: false, ..Default::default() }).expect("generate");
         assert!(!off.source.contains("conv_winograd") && off.source.contains("conv_fused_prepacked"));
         // 36 transformed numbers per filter instead of 9.
@@ -370,8 +370,10 @@ mod tests {
         // Code that must round as the interpreter does never uses it.
         let exact = generate(&g, &CodegenOptions { fuse: false, ..Default::default() }).expect("generate");
         assert!(!exact.source.contains("conv_winograd"));
-        // Too few tiles for 32 channels: the GEMM is faster there.
-        let small = generate(&conv_graph(32, 12), &CodegenOptions::default()).expect("generate");
+        // Too few tiles for 64 channels, or too few channels: the GEMM is faster there.
+        let small = generate(&conv_graph(64, 12), &CodegenOptions::default()).expect("generate");
         assert!(!small.source.contains("conv_winograd"));
+        let narrow = generate(&conv_graph(32, 28), &CodegenOptions::default()).expect("generate");
+        assert!(!narrow.source.contains("conv_winograd"));
     }
 }
