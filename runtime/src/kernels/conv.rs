@@ -328,6 +328,11 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
             while r0 < rows {
                 let r1 = (r0 + tile).min(rows);
                 let cols = (r1 - r0) * ow;
+                if cols >= tasks * 3 * packed::NR && super::im2col::Image::is_fast(win) {
+                    part.split_image(xg, cg, win, r0 * ow, r1 * ow, yg, tasks);
+                    r0 = r1;
+                    continue;
+                }
                 let colt = &mut col[..kdim * cols];
                 if cols >= tasks * 3 * packed::NR && kdim <= GATHER_MAX_K {
                     // Each part gathers its own columns into its own part of the tile and
@@ -425,6 +430,35 @@ impl GemmPart<'_> {
             packed::with_panel(|panel| {
                 let post = tile_post(self.ep, self.m0, self.ch0 * os + a);
                 packed::sgemm_prepacked_rows_then(mg, kdim, n, self.wp, 0, mg, bt, n, &mut y[a..], os, panel, post);
+                if post.is_none() {
+                    apply_epilogue(y, self.ep, self.m0, mg, os, self.ch0 * os, a, b);
+                }
+            });
+        });
+    }
+
+    /// [`GemmPart::split_gathering`] for windows whose panels the GEMM packs from the image
+    /// itself ([`super::im2col::Image::is_fast`]): no column tile.
+    #[allow(clippy::too_many_arguments)]
+    fn split_image(&self, xg: &[f32], cg: usize, win: &Window3, p0: usize, p1: usize, yg: &mut [f32], tasks: usize) {
+        use packed::NR;
+        let (mg, os) = (self.mg, self.os);
+        let cols = p1 - p0;
+        assert!(yg.len() >= mg * os && p1 <= os, "conv GEMM part: output too short");
+        let per = cols.div_ceil(tasks * PARTS_PER_THREAD).max(3 * NR).div_ceil(NR) * NR;
+        let yp = yg.as_mut_ptr() as usize;
+        crate::pool_for(cols.div_ceil(per), &|t| {
+            let (a, b) = (p0 + t * per, (p0 + (t + 1) * per).min(p1));
+            if a >= b {
+                return;
+            }
+            // SAFETY: part t alone writes columns a..b of every output row of `yg` (inside it by
+            // the assert); `yg` is not otherwise used until every part has returned.
+            let y = unsafe { core::slice::from_raw_parts_mut(yp as *mut f32, mg * os) };
+            let img = super::im2col::Image::new(xg, cg, win, a, b - a);
+            packed::with_panel(|panel| {
+                let post = tile_post(self.ep, self.m0, self.ch0 * os + a);
+                packed::sgemm_prepacked_image_then(mg, b - a, self.wp, 0, mg, &img, &mut y[a..], os, panel, post);
                 if post.is_none() {
                     apply_epilogue(y, self.ep, self.m0, mg, os, self.ch0 * os, a, b);
                 }
