@@ -633,6 +633,9 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
     } else {
         0
     };
+    if sw == 1 && blocks == 0 && max_pool_s1_rows(xp, win, (clo, chi), yp) {
+        return;
+    }
     // The interior's last columns as one more block ending at `chi`, overlapping the one
     // before (its outputs computed again, with the same taps in the same order: the same
     // values), where its reads stay in the row: no element-by-element tail (SqueezeNet's
@@ -699,6 +702,87 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
             out[c] = if nrows > 0 { edge_max(xp, win, rows[..nrows].iter().copied(), c) } else { edge_max(xp, win, tap_rows(win, h).map(|zh| zh * iw), c) };
         }
     }
+}
+
+/// Widest output row, and largest input plane, [`max_pool_s1_rows`] takes.
+const S1_ROW_MAX: usize = 64;
+const S1_PLANE_MAX: usize = 512;
+
+/// [`max_pool_2d`] for stride-1 windows whose interior is too narrow for its register blocks
+/// (YOLO's SPPF: 5×5 pools over 10×10 maps ran tap by tap, 12 ns per output). The maxima
+/// along the rows are computed for the whole plane at once (one long loop per kernel column
+/// over the flat plane, each position as the start of a window row), then folded down each
+/// output's tap rows; the edge columns, whose windows the plane's rows cut, one by one. The
+/// generic loop's result to the bit: it folds `if v > best { v } else { best }` over the taps
+/// in row-major order from the first, which is the first tap row folded the same way, then
+/// each later row's maximum over its non-NaN taps (its first one on ties, NaN if all are)
+/// folded in once (a NaN after the first tap never replaces anything), so the row maxima come
+/// in both forms. `false` (nothing written) where it does not apply: wider rows or larger
+/// planes than the buffers, or an output column with no tap inside the row.
+fn max_pool_s1_rows<T: Elem>(xp: &[T], win: &Window3, (clo, chi): (usize, usize), yp: &mut [T]) -> bool {
+    let [_, oh, ow] = win.output;
+    let [_, ih, iw] = win.input;
+    let (kw_n, dw) = (win.kernel[2], win.dilations[2]);
+    let span = (kw_n - 1) * dw + 1;
+    if ow > S1_ROW_MAX || ih * iw.max(ow) > S1_PLANE_MAX || chi <= clo || span > iw {
+        return false;
+    }
+    let mut edges = [(0usize, 0usize); S1_ROW_MAX];
+    for c in (0..clo).chain(chi..ow) {
+        edges[c] = edge_taps(win, c);
+        if edges[c].0 == edges[c].1 {
+            return false;
+        }
+    }
+    let fold = |m: T, v: T, skip_nan: bool| if v > m || (skip_nan && m != m) { v } else { m };
+    // Row maxima of the window starting at each flat position: folded plainly, and skipping NaN.
+    let n = ih * iw - span + 1;
+    let (mut plain, mut skip) = ([T::lowest(); S1_PLANE_MAX], [T::lowest(); S1_PLANE_MAX]);
+    plain[..n].copy_from_slice(&xp[..n]);
+    skip[..n].copy_from_slice(&xp[..n]);
+    for kw in 1..kw_n {
+        let src = &xp[kw * dw..kw * dw + n];
+        for ((p, q), &v) in plain[..n].iter_mut().zip(&mut skip[..n]).zip(src) {
+            *p = fold(*p, v, false);
+            *q = fold(*q, v, true);
+        }
+    }
+    // Every input row's maxima per output column, both forms: the interior from the flat
+    // maxima, the edge columns (their taps cut by the row's ends) one by one.
+    let (mut rm_plain, mut rm_skip) = ([T::lowest(); S1_PLANE_MAX], [T::lowest(); S1_PLANE_MAX]);
+    let x0 = tap_start(win, clo, 0);
+    for r in 0..ih {
+        let (row, at) = (&xp[r * iw..(r + 1) * iw], r * iw + x0);
+        rm_plain[r * ow + clo..r * ow + chi].copy_from_slice(&plain[at..at + chi - clo]);
+        rm_skip[r * ow + clo..r * ow + chi].copy_from_slice(&skip[at..at + chi - clo]);
+        for c in (0..clo).chain(chi..ow) {
+            let (klo, khi) = edges[c];
+            let first = row[tap_start(win, c, klo)];
+            let (mut p, mut q) = (first, first);
+            for kw in klo + 1..khi {
+                let v = row[tap_start(win, c, kw)];
+                (p, q) = (fold(p, v, false), fold(q, v, true));
+            }
+            (rm_plain[r * ow + c], rm_skip[r * ow + c]) = (p, q);
+        }
+    }
+    for h in 0..oh {
+        let out = &mut yp[h * ow..(h + 1) * ow];
+        let mut rows = tap_rows(win, h);
+        let Some(first) = rows.next() else {
+            out.fill(T::lowest());
+            continue;
+        };
+        out.copy_from_slice(&rm_plain[first * ow..(first + 1) * ow]);
+        for zh in rows {
+            for (o, &m) in out.iter_mut().zip(&rm_skip[zh * ow..(zh + 1) * ow]) {
+                if m > *o {
+                    *o = m;
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Kernel columns `klo..khi` whose input column for output column `c` is inside the row (the
@@ -915,6 +999,43 @@ mod tests {
                 let want = naive(&x, planes, &win, false, include);
                 assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "avg {include} {win:?}");
             }
+        }
+    }
+
+    /// Stride-1 max pools over planes too narrow for register blocks (SPPF's 5×5 over 10×10,
+    /// dilated and asymmetric windows) against the generic loop, bit for bit, with many NaNs
+    /// and signed zeros: at row starts, inside rows, whole rows of them.
+    #[test]
+    fn narrow_stride_1_max_pools_match_the_generic_loop() {
+        let mut seed = 11u32;
+        let mut next = move || {
+            seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
+            seed >> 8
+        };
+        for &(ih, iw, k, d, pb, pe) in &[
+            (10usize, 10usize, [5usize, 5usize], 1usize, 2isize, 2isize),
+            (13, 13, [5, 5], 1, 2, 2),
+            (6, 9, [3, 3], 2, 2, 1),
+            (7, 12, [3, 5], 1, 1, 2),
+            (9, 3, [3, 3], 1, 1, 1),
+        ] {
+            let oh = out_dim(ih, k[0], 1, d, pb, pe, false);
+            let ow = out_dim(iw, k[1], 1, d, pb, pe, false);
+            let win = Window3::new(&[ih, iw], &[oh, ow], &k, &[1, 1], &[d, d], &[pb, pb], &[pe, pe]).unwrap();
+            let planes = 4;
+            let mut x: Vec<f32> = (0..planes * ih * iw)
+                .map(|_| match next() % 10 {
+                    0 => f32::NAN,
+                    1 => -0.0,
+                    2 => 0.0,
+                    r => r as f32 - 6.0,
+                })
+                .collect();
+            x[3 * ih * iw..3 * ih * iw + iw].fill(f32::NAN);
+            let mut y = vec![0f32; planes * oh * ow];
+            max_pool(&x, planes, &win, &mut y, None, false);
+            let want = naive(&x, planes, &win, true, false);
+            assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{win:?}");
         }
     }
 
