@@ -515,12 +515,23 @@ mod tests {
         ((i as isize + pb + pe - (d * (k - 1) + 1) as isize) / s as isize + 1) as usize
     }
 
+    /// input, kernel, strides, dilations, pads (top, left, bottom, right)
+    type Case = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], [isize; 4]);
+
+    /// A case's window, its output dims, an input of `ch` channels and the whole im2col matrix.
+    fn matrix_of(&(i, k, s, d, p): &Case, ch: usize) -> (Window3, [usize; 2], vec::Vec<f32>, vec::Vec<f32>) {
+        let o = [out(i[0], k[0], s[0], d[0], p[0], p[2]), out(i[1], k[1], s[1], d[1], p[1], p[3])];
+        let w = Window3::new(&i, &o, &k, &s, &d, &[p[0], p[1]], &[p[2], p[3]]).expect("window");
+        let x: vec::Vec<f32> = (0..ch * w.in_size()).map(|v| v as f32 + 1.0).collect();
+        let mut whole = vec![0f32; ch * w.kernel_size() * w.out_size()];
+        im2col(&x, ch, &w, &mut whole);
+        (w, o, x, whole)
+    }
+
     /// Every range of columns gathers exactly those columns of the whole matrix, for strided,
     /// dilated, padded and cropped windows (runs starting and ending inside rows included).
     #[test]
     fn column_ranges_match_the_whole_matrix() {
-        /// input, kernel, strides, dilations, pads (top, left, bottom, right)
-        type Case = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], [isize; 4]);
         let cases: &[Case] = &[
             ([7, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
             ([11, 10], [3, 3], [2, 2], [1, 1], [0, 0, 0, 0]),
@@ -528,15 +539,10 @@ mod tests {
             ([8, 8], [2, 2], [4, 4], [1, 1], [0, 1, 0, 1]),
             ([6, 12], [3, 3], [1, 3], [2, 1], [-1, 2, 0, 1]),
         ];
-        for &(i, k, s, d, p) in cases {
-            let o = [out(i[0], k[0], s[0], d[0], p[0], p[2]), out(i[1], k[1], s[1], d[1], p[1], p[3])];
-            let w = Window3::new(&i, &o, &k, &s, &d, &[p[0], p[1]], &[p[2], p[3]]).expect("window");
+        for case @ &(i, k, s, d, p) in cases {
             let ch = 3;
-            let x: vec::Vec<f32> = (0..ch * w.in_size()).map(|v| v as f32 + 1.0).collect();
-            let rows = ch * w.kernel_size();
-            let n = w.out_size();
-            let mut whole = vec![0f32; rows * n];
-            im2col(&x, ch, &w, &mut whole);
+            let (w, o, x, whole) = matrix_of(case, ch);
+            let (rows, n) = (ch * w.kernel_size(), w.out_size());
             for (p0, p1) in [(0, n), (1, n - 1), (o[1] - 1, 2 * o[1] + 1), (n / 2, n / 2 + 1), (3, 3 + o[1]), (n - 2, n)] {
                 let (p0, p1) = (p0.min(n - 1), p1.min(n));
                 let mut part = vec![f32::NAN; rows * (p1 - p0)];
@@ -554,7 +560,6 @@ mod tests {
     /// first row and first column.
     #[test]
     fn image_panels_match_the_matrix() {
-        type Case = ([usize; 2], [usize; 2], [usize; 2], [usize; 2], [isize; 4]);
         let cases: &[Case] = &[
             ([7, 9], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
             ([3, 5], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
@@ -567,18 +572,10 @@ mod tests {
             ([12, 12], [7, 7], [1, 1], [1, 1], [3, 3, 3, 3]),
         ];
         const W: usize = 16;
-        for &(i, k, s, d, p) in cases {
-            let o = [
-                out(i[0], k[0], s[0], d[0], p[0], p[2]),
-                out(i[1], k[1], s[1], d[1], p[1], p[3]),
-            ];
-            let w = Window3::new(&i, &o, &k, &s, &d, &[p[0], p[1]], &[p[2], p[3]]).expect("window");
+        for case @ &(i, k, s, d, p) in cases {
             let ch = 3;
-            let x: vec::Vec<f32> = (0..ch * w.in_size()).map(|v| v as f32 + 1.0).collect();
-            let rows = ch * w.kernel_size();
-            let n = w.out_size();
-            let mut whole = vec![0f32; rows * n];
-            im2col(&x, ch, &w, &mut whole);
+            let (w, o, x, whole) = matrix_of(case, ch);
+            let (rows, n) = (ch * w.kernel_size(), w.out_size());
             for p0 in [0, 1, o[1] - 1, n / 2] {
                 let img = Image::new(&x, ch, &w, p0, n - p0);
                 assert_eq!((img.rows(), img.cols()), (rows, n - p0));
