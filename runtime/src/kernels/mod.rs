@@ -94,6 +94,20 @@ pub(crate) fn has_avx2() -> bool {
     }
 }
 
+/// Whether the CPU has AVX2 and FMA: detected at run time under std, the build's target
+/// otherwise.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2_fma() -> bool {
+    #[cfg(feature = "std")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        cfg!(all(target_feature = "avx2", target_feature = "fma"))
+    }
+}
+
 /// Seeded test data shared by the kernels' unit tests.
 #[cfg(test)]
 pub(crate) mod test_rng {

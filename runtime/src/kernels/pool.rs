@@ -704,9 +704,11 @@ fn max_pool_2d<T: Elem>(xp: &[T], win: &Window3, yp: &mut [T]) {
     }
 }
 
-/// Widest output row, and largest input plane, [`max_pool_s1_rows`] takes.
+/// Widest output row, and largest input plane, [`max_pool_s1_rows`] takes: its four plane
+/// buffers live on the stack (a firmware's too), and planes narrow enough to need it are small
+/// (wider rows take the register blocks).
 const S1_ROW_MAX: usize = 64;
-const S1_PLANE_MAX: usize = 512;
+const S1_PLANE_MAX: usize = 256;
 
 /// [`max_pool_2d`] for stride-1 windows whose interior is too narrow for its register blocks
 /// (YOLO's SPPF: 5×5 pools over 10×10 maps ran tap by tap, 12 ns per output). The maxima

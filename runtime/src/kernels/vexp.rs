@@ -13,7 +13,7 @@
 pub(crate) fn exp_shifted(line: &mut [f32], scale: f32) -> f32 {
     let max = super::softmax::line_max(line);
     #[cfg(target_arch = "x86_64")]
-    if avx2_fma() {
+    if super::has_avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA.
         return unsafe { exp_shifted_avx2(line, max, scale) };
     }
@@ -36,18 +36,6 @@ fn exp_shifted_portable(line: &mut [f32], max: f32, scale: f32) -> f32 {
         sum += *x;
     }
     sums.iter().sum::<f32>() + sum
-}
-
-#[cfg(target_arch = "x86_64")]
-fn avx2_fma() -> bool {
-    #[cfg(feature = "std")]
-    {
-        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(feature = "std"))]
-    {
-        cfg!(all(target_feature = "avx2", target_feature = "fma"))
-    }
 }
 
 /// e^x of 8 lanes of x ≤ 0, the steps of `math::expf_nonpositive` with fused multiply-adds.
