@@ -267,6 +267,14 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
     let len = packed::packed_len(mg, kdim);
     assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
     let os = win.out_size();
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if super::shifted::takes(d, win) {
+        let tasks = if mg * kdim * os < PARALLEL_CONV_MACS { 1 } else { tasks };
+        if tasks <= 1 || super::shifted::split_pays(win, tasks) {
+            super::shifted::conv(x, wp, len, y, d, win, ep, tasks);
+            return;
+        }
+    }
     if tasks <= 1 || mg * kdim * os < PARALLEL_CONV_MACS {
         let fused = tile_post(ep, 0, 0).is_some();
         if super::im2col::Image::is_fast(win) {
@@ -620,7 +628,7 @@ pub(crate) fn apply_epilogue<T: Elem>(y: &mut [T], ep: &Epilogue<'_, T>, m0: usi
 }
 
 /// The epilogue on one run of outputs of channel `m` (`res`: the residual's matching run).
-fn channel_epilogue<T: Elem>(row: &mut [T], ep: &Epilogue<'_, T>, m: usize, res: Option<&[T]>) {
+pub(crate) fn channel_epilogue<T: Elem>(row: &mut [T], ep: &Epilogue<'_, T>, m: usize, res: Option<&[T]>) {
     let bias = ep.bias.map(|b| b[m]);
     if ep.scale.is_none() && ep.shift.is_none() {
         epilogue_row(row, bias, res, ep.act);

@@ -33,6 +33,8 @@ pub mod rnn;
 pub mod resize;
 pub mod reverse;
 pub mod scatter;
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+pub mod shifted;
 pub mod sdpa;
 pub mod slab;
 pub mod slice;

@@ -441,7 +441,7 @@ struct Strip<'s> {
 /// How far ahead (f32 elements) the AVX2 kernel prefetches packed A: 128 k steps, 3 KiB
 /// (384 and 1536 measured no better; cold weights 0.91–0.96× the time, warm ones unchanged).
 #[cfg(target_arch = "x86_64")]
-const PF_A: usize = 768;
+pub(crate) const PF_A: usize = 768;
 
 /// Widest remainder a strip kernel takes.
 const STRIP_MAX: usize = 4;
@@ -852,7 +852,7 @@ fn pack_b<const W: usize>(b: &[f32], ldb: usize, kc: usize, nc: usize, out: &mut
 /// Which micro-kernel family runs.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, PartialEq, Debug)]
-enum Level {
+pub(crate) enum Level {
     Portable,
     Avx2,
     Avx512,
@@ -865,7 +865,7 @@ enum Level {
 /// 32-wide panel at the right edge (N = 49: 10 % slower). Under std, `BURNC_GEMM_KERNEL` =
 /// `avx512`, `avx2` or `portable` picks one (among those the CPU has), for A/B measurements.
 #[cfg(target_arch = "x86_64")]
-fn kernel_level() -> Level {
+pub(crate) fn kernel_level() -> Level {
     #[cfg(feature = "std")]
     {
         use core::sync::atomic::{AtomicU8, Ordering};
