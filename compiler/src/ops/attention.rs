@@ -39,26 +39,13 @@ struct Geometry {
     kv_3d: bool,
 }
 
+kernel_dims!(Geometry => k::Dims, "rt::kernels::attention::Dims" {
+    batch: batch, q_heads: q_heads, kv_heads: kv_heads, q_seq: q_seq, past_seq: past_seq, cur_seq: cur_seq, head_dim: head_dim, v_head_dim: v_head_dim,
+} flags { q_3d: bool, kv_3d: bool });
+
 impl Geometry {
     fn kv_seq(&self) -> DimExpr {
         self.past_seq.add(&self.cur_seq)
-    }
-
-    /// At fixed shapes, the kernel's own struct.
-    fn fixed(&self) -> R<k::Dims> {
-        let u = super::fixed_size;
-        Ok(k::Dims {
-            batch: u(&self.batch)?,
-            q_heads: u(&self.q_heads)?,
-            kv_heads: u(&self.kv_heads)?,
-            q_seq: u(&self.q_seq)?,
-            past_seq: u(&self.past_seq)?,
-            cur_seq: u(&self.cur_seq)?,
-            head_dim: u(&self.head_dim)?,
-            v_head_dim: u(&self.v_head_dim)?,
-            q_3d: self.q_3d,
-            kv_3d: self.kv_3d,
-        })
     }
 
     fn y(&self) -> Vec<DimExpr> {
@@ -229,7 +216,7 @@ impl OpDef for Attention {
         let dtype = q.dtype();
         let mut cx = ShapeCx::of_shapes(ins.iter().map(|t| t.map(|t| (t.dtype(), &t.shape[..]))));
         let g = self.geometry(&mut cx)?;
-        let d = g.fixed()?;
+        let d = g.fixed_dims(g.q_3d, g.kv_3d)?;
         let opt = |i: usize| ins.get(i).copied().flatten();
         let nonpad = opt(6).map(|t| t.to_i64_vec().ok_or("nonpad_kv_seqlen must be integers")).transpose()?;
         let (qv, kv, vv) = (q.to_f64_vec(), kt.to_f64_vec(), v.to_f64_vec());
@@ -299,23 +286,13 @@ impl OpDef for Attention {
             (None, None) => format!("1.0 / ({} as f64).sqrt()", cx.size(&g.head_dim)?),
             _ => f64_lit(p.scale),
         };
-        let s = |d: &DimExpr| cx.size(d);
         Ok(format!(
-            "let d = rt::kernels::attention::Dims {{ batch: {}, q_heads: {}, kv_heads: {}, q_seq: {}, past_seq: {}, cur_seq: {}, head_dim: {}, v_head_dim: {}, q_3d: {}, kv_3d: {} }};\n\
+            "let d = {};\n\
              let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{}, steps: rt::kernels::attention::Steps::{:?} }};\n\
              let inp = rt::kernels::attention::Inputs {{ q: {}, k: {}, v: {}, mask: {mask}, past_k: {}, past_v: {}, nonpad: {} }};\n\
              let outp = rt::kernels::attention::Outputs {{ y: {}, present_k: {}, present_v: {}, qk: {} }};\n\
              rt::kernels::attention::attention(&d, &p, &inp, outp, {});",
-            s(&g.batch)?,
-            s(&g.q_heads)?,
-            s(&g.kv_heads)?,
-            s(&g.q_seq)?,
-            s(&g.past_seq)?,
-            s(&g.cur_seq)?,
-            s(&g.head_dim)?,
-            s(&g.v_head_dim)?,
-            g.q_3d,
-            g.kv_3d,
+            g.dims_lit(cx, g.q_3d, g.kv_3d)?,
             p.is_causal,
             scale,
             f64_lit(p.softcap),
@@ -416,7 +393,7 @@ fn wgsl_attention(at: &Attention, cx: &super::WgslCx) -> Result<Vec<super::WgslK
     }
     let mut scx = ShapeCx::of_shapes(ins.iter().map(|t| t.as_ref().map(|t| (t.dtype, &t.shape[..]))));
     let g = at.geometry(&mut scx).map_err(|e| cx.err(e))?;
-    let d = g.fixed().map_err(|e| cx.err(e))?;
+    let d = g.fixed_dims(g.q_3d, g.kv_3d).map_err(|e| cx.err(e))?;
     let skv = d.kv_seq();
     if skv > WGSL_MAX_KEYS {
         return Err(cx.err(format!("Attention over {skv} keys is not supported by the wgpu target yet (at most {WGSL_MAX_KEYS})")));

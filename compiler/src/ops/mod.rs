@@ -68,6 +68,28 @@ macro_rules! name {
     };
 }
 
+/// A runtime kernel's dims struct made from an op's geometry (its dims as `DimExpr`s): one
+/// list says which geometry field feeds which kernel field, and both forms the op needs come
+/// from it, so they cannot drift apart: `fixed_dims`, the struct at fixed shapes (the
+/// interpreter), and `dims_lit`, the same struct as a Rust literal (generated code). Flags,
+/// plain values the caller passes, follow the dims in both.
+macro_rules! kernel_dims {
+    ($geom:ty => $($kernel:ident)::+, $lit:literal { $($field:ident: $dim:ident),+ $(,)? } $(flags { $($flag:ident: $fty:ty),+ $(,)? })?) => {
+        impl $geom {
+            /// The kernel's struct at fixed shapes.
+            fn fixed_dims(&self $($(, $flag: $fty)+)?) -> $crate::ops::R<$($kernel)::+> {
+                Ok($($kernel)::+ { $($field: $crate::ops::fixed_size(&self.$dim)?,)+ $($($flag,)+)? })
+            }
+
+            /// The kernel's struct as a Rust literal, its dims as `cx` writes sizes.
+            fn dims_lit(&self, cx: &$crate::ops::EmitCx $($(, $flag: $fty)+)?) -> Result<String, $crate::codegen::CodegenError> {
+                let fields = [$(format!("{}: {}", stringify!($field), cx.size(&self.$dim)?),)+ $($(format!("{}: {}", stringify!($flag), $flag),)+)?];
+                Ok(format!("{} {{ {} }}", $lit, fields.join(", ")))
+            }
+        }
+    };
+}
+
 pub mod activation;
 pub mod attention;
 pub mod cumulative;
