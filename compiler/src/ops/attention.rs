@@ -286,10 +286,11 @@ impl OpDef for Attention {
             (None, None) => format!("1.0 / ({} as f64).sqrt()", cx.size(&g.head_dim)?),
             _ => f64_lit(p.scale),
         };
+        let [past_k, past_v, nonpad] = cx.read_opts(4)?;
         Ok(format!(
             "let d = {};\n\
              let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{}, steps: rt::kernels::attention::Steps::{:?} }};\n\
-             let inp = rt::kernels::attention::Inputs {{ q: {}, k: {}, v: {}, mask: {mask}, past_k: {}, past_v: {}, nonpad: {} }};\n\
+             let inp = rt::kernels::attention::Inputs {{ q: {}, k: {}, v: {}, mask: {mask}, past_k: {past_k}, past_v: {past_v}, nonpad: {nonpad} }};\n\
              let outp = rt::kernels::attention::Outputs {{ y: {}, present_k: {}, present_v: {}, qk: {} }};\n\
              rt::kernels::attention::attention(&d, &p, &inp, outp, {});",
             g.dims_lit(cx, g.q_3d, g.kv_3d)?,
@@ -304,9 +305,6 @@ impl OpDef for Attention {
             cx.read(q)?,
             cx.read_input(1)?,
             cx.read_input(2)?,
-            cx.read_opt(4)?,
-            cx.read_opt(5)?,
-            cx.read_opt(6)?,
             cx.write(cx.output(0)?)?,
             cx.write_used(1)?,
             cx.write_used(2)?,

@@ -192,10 +192,11 @@ impl OpDef for LinearAttention {
             (None, None) => format!("(1.0 / ({} as f64).sqrt()) as f32", cx.size(&s.dk)?),
             (_, dk) => f32_lit(self.scale(dk.unwrap_or(1).max(0) as usize)),
         };
+        let [past, decay, beta] = cx.read_opts(3)?;
         Ok(format!(
             "let d = rt::kernels::linear_attention::Dims {{ batch: {}, seq: {}, q_heads: {}, kv_heads: {}, dk: {}, dv: {}, decay_per_key: {}, beta_per_head: {} }};\n\
              let p = rt::kernels::linear_attention::Params {{ gated: {}, delta: {}, scale: {scale} }};\n\
-             let inp = rt::kernels::linear_attention::Inputs {{ q: {}, k: {}, v: {}, past: {}, decay: {}, beta: {} }};\n\
+             let inp = rt::kernels::linear_attention::Inputs {{ q: {}, k: {}, v: {}, past: {past}, decay: {decay}, beta: {beta} }};\n\
              rt::kernels::linear_attention::linear_attention::<{t}, {st}>(&d, &p, &inp, {}, {present}, {});",
             cx.size(&s.batch)?,
             cx.size(&s.seq)?,
@@ -210,9 +211,6 @@ impl OpDef for LinearAttention {
             cx.read(q)?,
             cx.read_input(1)?,
             cx.read_input(2)?,
-            cx.read_opt(3)?,
-            cx.read_opt(4)?,
-            cx.read_opt(5)?,
             cx.write(y)?,
             cx.scratch(DType::F32)?,
         ))
