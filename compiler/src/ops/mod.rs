@@ -59,11 +59,21 @@ macro_rules! none_of {
     };
 }
 
-/// [`OpDef::name`] for an op whose name is a constant.
+/// [`OpDef::name`] for an op whose name is a constant, or one of two that a flag of the op
+/// chooses (`name!(max ? "ArgMax" : "ArgMin")`: one type serving both ops).
 macro_rules! name {
     ($name:literal) => {
         fn name(&self) -> &'static str {
             $name
+        }
+    };
+    ($flag:ident ? $yes:literal : $no:literal) => {
+        fn name(&self) -> &'static str {
+            if self.$flag {
+                $yes
+            } else {
+                $no
+            }
         }
     };
 }
