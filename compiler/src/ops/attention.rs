@@ -39,9 +39,10 @@ struct Geometry {
     kv_3d: bool,
 }
 
-kernel_dims!(Geometry => k::Dims, "rt::kernels::attention::Dims" {
-    batch: batch, q_heads: q_heads, kv_heads: kv_heads, q_seq: q_seq, past_seq: past_seq, cur_seq: cur_seq, head_dim: head_dim, v_head_dim: v_head_dim,
-} flags { q_3d: bool, kv_3d: bool });
+kernel_dims!(Geometry => k::Dims, "rt::kernels::attention::Dims" () {
+    batch: dim batch, q_heads: dim q_heads, kv_heads: dim kv_heads, q_seq: dim q_seq, past_seq: dim past_seq, cur_seq: dim cur_seq,
+    head_dim: dim head_dim, v_head_dim: dim v_head_dim, q_3d: same q_3d, kv_3d: same kv_3d,
+});
 
 impl Geometry {
     fn kv_seq(&self) -> DimExpr {
@@ -216,7 +217,7 @@ impl OpDef for Attention {
         let dtype = q.dtype();
         let mut cx = ShapeCx::of_shapes(ins.iter().map(|t| t.map(|t| (t.dtype(), &t.shape[..]))));
         let g = self.geometry(&mut cx)?;
-        let d = g.fixed_dims(g.q_3d, g.kv_3d)?;
+        let d = g.fixed_dims()?;
         let opt = |i: usize| ins.get(i).copied().flatten();
         let nonpad = opt(6).map(|t| t.to_i64_vec().ok_or("nonpad_kv_seqlen must be integers")).transpose()?;
         let (qv, kv, vv) = (q.to_f64_vec(), kt.to_f64_vec(), v.to_f64_vec());
@@ -293,7 +294,7 @@ impl OpDef for Attention {
              let inp = rt::kernels::attention::Inputs {{ q: {}, k: {}, v: {}, mask: {mask}, past_k: {past_k}, past_v: {past_v}, nonpad: {nonpad} }};\n\
              let outp = rt::kernels::attention::Outputs {{ y: {}, present_k: {}, present_v: {}, qk: {} }};\n\
              rt::kernels::attention::attention(&d, &p, &inp, outp, {});",
-            g.dims_lit(cx, g.q_3d, g.kv_3d)?,
+            g.dims_lit(cx)?,
             p.is_causal,
             scale,
             f64_lit(p.softcap),
@@ -391,7 +392,7 @@ fn wgsl_attention(at: &Attention, cx: &super::WgslCx) -> Result<Vec<super::WgslK
     }
     let mut scx = ShapeCx::of_shapes(ins.iter().map(|t| t.as_ref().map(|t| (t.dtype, &t.shape[..]))));
     let g = at.geometry(&mut scx).map_err(|e| cx.err(e))?;
-    let d = g.fixed_dims(g.q_3d, g.kv_3d).map_err(|e| cx.err(e))?;
+    let d = g.fixed_dims().map_err(|e| cx.err(e))?;
     let skv = d.kv_seq();
     if skv > WGSL_MAX_KEYS {
         return Err(cx.err(format!("Attention over {skv} keys is not supported by the wgpu target yet (at most {WGSL_MAX_KEYS})")));

@@ -22,7 +22,7 @@ struct Sizes {
     k: DimExpr,
 }
 
-kernel_dims!(Sizes => cc::Dims, "rt::kernels::causal_conv::Dims" { batch: batch, channels: channels, len: len, k: k });
+kernel_dims!(Sizes => cc::Dims, "rt::kernels::causal_conv::Dims" () { batch: dim batch, channels: dim channels, len: dim len, k: dim k });
 
 impl Sizes {
     /// present_state's dims: the last `k - 1` steps.

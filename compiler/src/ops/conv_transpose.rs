@@ -42,7 +42,7 @@ struct Geometry {
     dilations: Vec<usize>,
 }
 
-kernel_dims!(Geometry => ConvDims, "rt::kernels::conv::ConvDims" { batch: batch, c_in: c_in, c_out: c_out } flags { group: usize });
+kernel_dims!(Geometry => ConvDims, "rt::kernels::conv::ConvDims" (group: usize) { batch: dim batch, c_in: dim c_in, c_out: dim c_out, group: arg group });
 
 enum Pad {
     Fixed(i64),

@@ -78,22 +78,29 @@ macro_rules! name {
     };
 }
 
-/// A runtime kernel's dims struct made from an op's geometry (its dims as `DimExpr`s): one
-/// list says which geometry field feeds which kernel field, and both forms the op needs come
-/// from it, so they cannot drift apart: `fixed_dims`, the struct at fixed shapes (the
-/// interpreter), and `dims_lit`, the same struct as a Rust literal (generated code). Flags,
-/// plain values the caller passes, follow the dims in both.
+/// A runtime kernel's dims struct made from an op's geometry: one list says where each
+/// kernel field comes from, and both forms the op needs are made of it, so they cannot drift
+/// apart: `fixed_dims`, the struct at fixed shapes (the interpreter), and `dims_lit`, the same
+/// struct as a Rust literal (generated code). A field is `dim g` (geometry field `g`, a
+/// `DimExpr`: a number, or the size `cx` writes), `same g` (a plain geometry field) or `arg a`
+/// (a value the caller passes, declared in the parentheses).
 macro_rules! kernel_dims {
-    ($geom:ty => $($kernel:ident)::+, $lit:literal { $($field:ident: $dim:ident),+ $(,)? } $(flags { $($flag:ident: $fty:ty),+ $(,)? })?) => {
+    (@fixed $g:ident dim $d:ident) => { $crate::ops::fixed_size(&$g.$d)? };
+    (@fixed $g:ident same $f:ident) => { $g.$f };
+    (@fixed $g:ident arg $a:ident) => { $a };
+    (@lit $cx:ident $g:ident dim $d:ident) => { $cx.size(&$g.$d)? };
+    (@lit $cx:ident $g:ident same $f:ident) => { $g.$f };
+    (@lit $cx:ident $g:ident arg $a:ident) => { $a };
+    ($geom:ty => $($kernel:ident)::+, $lit:literal ($($arg:ident: $aty:ty),*) { $($field:ident: $src:ident $from:ident),+ $(,)? }) => {
         impl $geom {
             /// The kernel's struct at fixed shapes.
-            fn fixed_dims(&self $($(, $flag: $fty)+)?) -> $crate::ops::R<$($kernel)::+> {
-                Ok($($kernel)::+ { $($field: $crate::ops::fixed_size(&self.$dim)?,)+ $($($flag,)+)? })
+            fn fixed_dims(&self, $($arg: $aty),*) -> $crate::ops::R<$($kernel)::+> {
+                Ok($($kernel)::+ { $($field: kernel_dims!(@fixed self $src $from),)+ })
             }
 
             /// The kernel's struct as a Rust literal, its dims as `cx` writes sizes.
-            fn dims_lit(&self, cx: &$crate::ops::EmitCx $($(, $flag: $fty)+)?) -> Result<String, $crate::codegen::CodegenError> {
-                let fields = [$(format!("{}: {}", stringify!($field), cx.size(&self.$dim)?),)+ $($(format!("{}: {}", stringify!($flag), $flag),)+)?];
+            fn dims_lit(&self, cx: &$crate::ops::EmitCx, $($arg: $aty),*) -> Result<String, $crate::codegen::CodegenError> {
+                let fields = [$(format!("{}: {}", stringify!($field), kernel_dims!(@lit cx self $src $from)),)+];
                 Ok(format!("{} {{ {} }}", $lit, fields.join(", ")))
             }
         }

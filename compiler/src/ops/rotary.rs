@@ -30,7 +30,9 @@ struct Geometry {
     max_pos: DimExpr,
 }
 
-kernel_dims!(Geometry => Rotary, "rt::kernels::extra::Rotary" { batch: batch, seq: seq, heads: heads, head: head, half: half } flags { four: bool, interleaved: bool });
+kernel_dims!(Geometry => Rotary, "rt::kernels::extra::Rotary" (interleaved: bool) {
+    batch: dim batch, seq: dim seq, heads: dim heads, head: dim head, half: dim half, four: same four, interleaved: arg interleaved,
+});
 
 impl RotaryEmbedding {
     fn geometry(&self, cx: &mut ShapeCx) -> R<Geometry> {
@@ -108,7 +110,7 @@ impl OpDef for RotaryEmbedding {
         let mut cx = ShapeCx::of_tensors(ins);
         self.shapes(&mut cx)?;
         let g = self.geometry(&mut cx)?;
-        let r = g.fixed_dims(g.four, self.interleaved)?;
+        let r = g.fixed_dims(self.interleaved)?;
         let max_pos = super::fixed_size(&g.max_pos)?;
         let pos = ins.get(3).copied().flatten().map(|p| p.to_i64_vec().ok_or("position_ids must be integers")).transpose()?;
         // In f64, rounded once to X's type.
@@ -141,7 +143,7 @@ impl OpDef for RotaryEmbedding {
         Ok(format!(
             "let r = {};\n\
              let _ = rt::kernels::extra::rotary({}, {}, {}, {pos}, {}, r, {});",
-            g.dims_lit(cx, g.four, self.interleaved)?,
+            g.dims_lit(cx, self.interleaved)?,
             cx.read(x)?,
             cx.read(c)?,
             cx.read(s)?,

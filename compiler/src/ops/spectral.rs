@@ -62,7 +62,9 @@ struct DftGeom {
     out: Vec<DimExpr>,
 }
 
-kernel_dims!(DftGeom => DftDims, "rt::kernels::spectral::DftDims" { outer: outer, inner: inner, len_in: len_in, c_in: c_in, n: n } flags { inverse: bool, onesided: bool });
+kernel_dims!(DftGeom => DftDims, "rt::kernels::spectral::DftDims" (inverse: bool, onesided: bool) {
+    outer: dim outer, inner: dim inner, len_in: dim len_in, c_in: dim c_in, n: dim n, inverse: arg inverse, onesided: arg onesided,
+});
 
 impl Dft {
     /// `None` while the rank, dft_length or axis is not known.
@@ -168,7 +170,9 @@ struct StftGeom {
     bins: DimExpr,
 }
 
-kernel_dims!(StftGeom => StftDims, "rt::kernels::spectral::StftDims" { batch: batch, len: len, c_in: c_in, frame_step: step, frame_length: frame_length, frames: frames } flags { onesided: bool });
+kernel_dims!(StftGeom => StftDims, "rt::kernels::spectral::StftDims" (onesided: bool) {
+    batch: dim batch, len: dim len, c_in: dim c_in, frame_step: dim step, frame_length: dim frame_length, frames: dim frames, onesided: arg onesided,
+});
 
 impl Stft {
     /// `None` while the signal's dims, frame_step or frame_length is not known.
