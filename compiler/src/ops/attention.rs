@@ -39,26 +39,14 @@ struct Geometry {
     kv_3d: bool,
 }
 
+kernel_dims!(Geometry => k::Dims, "rt::kernels::attention::Dims" () {
+    batch: dim batch, q_heads: dim q_heads, kv_heads: dim kv_heads, q_seq: dim q_seq, past_seq: dim past_seq, cur_seq: dim cur_seq,
+    head_dim: dim head_dim, v_head_dim: dim v_head_dim, q_3d: same q_3d, kv_3d: same kv_3d,
+});
+
 impl Geometry {
     fn kv_seq(&self) -> DimExpr {
         self.past_seq.add(&self.cur_seq)
-    }
-
-    /// At fixed shapes, the kernel's own struct.
-    fn fixed(&self) -> R<k::Dims> {
-        let u = super::fixed_size;
-        Ok(k::Dims {
-            batch: u(&self.batch)?,
-            q_heads: u(&self.q_heads)?,
-            kv_heads: u(&self.kv_heads)?,
-            q_seq: u(&self.q_seq)?,
-            past_seq: u(&self.past_seq)?,
-            cur_seq: u(&self.cur_seq)?,
-            head_dim: u(&self.head_dim)?,
-            v_head_dim: u(&self.v_head_dim)?,
-            q_3d: self.q_3d,
-            kv_3d: self.kv_3d,
-        })
     }
 
     fn y(&self) -> Vec<DimExpr> {
@@ -229,7 +217,7 @@ impl OpDef for Attention {
         let dtype = q.dtype();
         let mut cx = ShapeCx::of_shapes(ins.iter().map(|t| t.map(|t| (t.dtype(), &t.shape[..]))));
         let g = self.geometry(&mut cx)?;
-        let d = g.fixed()?;
+        let d = g.fixed_dims()?;
         let opt = |i: usize| ins.get(i).copied().flatten();
         let nonpad = opt(6).map(|t| t.to_i64_vec().ok_or("nonpad_kv_seqlen must be integers")).transpose()?;
         let (qv, kv, vv) = (q.to_f64_vec(), kt.to_f64_vec(), v.to_f64_vec());
@@ -299,23 +287,14 @@ impl OpDef for Attention {
             (None, None) => format!("1.0 / ({} as f64).sqrt()", cx.size(&g.head_dim)?),
             _ => f64_lit(p.scale),
         };
-        let s = |d: &DimExpr| cx.size(d);
+        let [past_k, past_v, nonpad] = cx.read_opts(4)?;
         Ok(format!(
-            "let d = rt::kernels::attention::Dims {{ batch: {}, q_heads: {}, kv_heads: {}, q_seq: {}, past_seq: {}, cur_seq: {}, head_dim: {}, v_head_dim: {}, q_3d: {}, kv_3d: {} }};\n\
+            "let d = {};\n\
              let p = rt::kernels::attention::Params {{ is_causal: {}, scale: {}, softcap: {}, left_window: {}, right_window: {}, qk_mode: {}, round_p: rt::kernels::attention::{}, steps: rt::kernels::attention::Steps::{:?} }};\n\
-             let inp = rt::kernels::attention::Inputs {{ q: {}, k: {}, v: {}, mask: {mask}, past_k: {}, past_v: {}, nonpad: {} }};\n\
+             let inp = rt::kernels::attention::Inputs {{ q: {}, k: {}, v: {}, mask: {mask}, past_k: {past_k}, past_v: {past_v}, nonpad: {nonpad} }};\n\
              let outp = rt::kernels::attention::Outputs {{ y: {}, present_k: {}, present_v: {}, qk: {} }};\n\
              rt::kernels::attention::attention(&d, &p, &inp, outp, {});",
-            s(&g.batch)?,
-            s(&g.q_heads)?,
-            s(&g.kv_heads)?,
-            s(&g.q_seq)?,
-            s(&g.past_seq)?,
-            s(&g.cur_seq)?,
-            s(&g.head_dim)?,
-            s(&g.v_head_dim)?,
-            g.q_3d,
-            g.kv_3d,
+            g.dims_lit(cx)?,
             p.is_causal,
             scale,
             f64_lit(p.softcap),
@@ -327,9 +306,6 @@ impl OpDef for Attention {
             cx.read(q)?,
             cx.read_input(1)?,
             cx.read_input(2)?,
-            cx.read_opt(4)?,
-            cx.read_opt(5)?,
-            cx.read_opt(6)?,
             cx.write(cx.output(0)?)?,
             cx.write_used(1)?,
             cx.write_used(2)?,
@@ -416,7 +392,7 @@ fn wgsl_attention(at: &Attention, cx: &super::WgslCx) -> Result<Vec<super::WgslK
     }
     let mut scx = ShapeCx::of_shapes(ins.iter().map(|t| t.as_ref().map(|t| (t.dtype, &t.shape[..]))));
     let g = at.geometry(&mut scx).map_err(|e| cx.err(e))?;
-    let d = g.fixed().map_err(|e| cx.err(e))?;
+    let d = g.fixed_dims().map_err(|e| cx.err(e))?;
     let skv = d.kv_seq();
     if skv > WGSL_MAX_KEYS {
         return Err(cx.err(format!("Attention over {skv} keys is not supported by the wgpu target yet (at most {WGSL_MAX_KEYS})")));

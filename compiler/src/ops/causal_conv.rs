@@ -22,6 +22,8 @@ struct Sizes {
     k: DimExpr,
 }
 
+kernel_dims!(Sizes => cc::Dims, "rt::kernels::causal_conv::Dims" () { batch: dim batch, channels: dim channels, len: dim len, k: dim k });
+
 impl Sizes {
     /// present_state's dims: the last `k - 1` steps.
     fn state(&self) -> Vec<DimExpr> {
@@ -93,9 +95,8 @@ impl OpDef for CausalConv {
         let mut cx = ShapeCx::of_tensors(ins);
         let outs = self.shapes(&mut cx)?;
         let s = sizes(&mut cx)?;
-        let u = super::fixed_size;
-        let d = cc::Dims { batch: u(&s.batch)?, channels: u(&s.channels)?, len: u(&s.len)?, k: u(&s.k)? };
-        let state_shape = outs[1].dims.iter().flatten().map(u).collect::<R<Vec<usize>>>()?;
+        let d = s.fixed_dims()?;
+        let state_shape = outs[1].dims.iter().flatten().map(super::fixed_size).collect::<R<Vec<usize>>>()?;
         let (bias, past) = (ins.get(2).copied().flatten(), ins.get(3).copied().flatten());
         // The kernel rounds to the storage type where the reference does, so it runs on it.
         macro_rules! go {
@@ -136,13 +137,10 @@ impl OpDef for CausalConv {
         // present_state when something reads it.
         let present = cx.write_used(1)?;
         Ok(format!(
-            "let d = rt::kernels::causal_conv::Dims {{ batch: {}, channels: {}, len: {}, k: {} }};\n\
+            "let d = {};\n\
              let inp = rt::kernels::causal_conv::Inputs {{ x: {}, w: {}, bias: {}, past: {} }};\n\
              rt::kernels::causal_conv::causal_conv(&d, &inp, {}, {}, {present});",
-            cx.size(&s.batch)?,
-            cx.size(&s.channels)?,
-            cx.size(&s.len)?,
-            cx.size(&s.k)?,
+            s.dims_lit(cx)?,
             cx.read(x)?,
             cx.read_input(1)?,
             cx.read_opt(2)?,

@@ -42,6 +42,8 @@ struct Geometry {
     dilations: Vec<usize>,
 }
 
+kernel_dims!(Geometry => ConvDims, "rt::kernels::conv::ConvDims" (group: usize) { batch: dim batch, c_in: dim c_in, c_out: dim c_out, group: arg group });
+
 enum Pad {
     Fixed(i64),
     /// `(e, k)`: the pad is `e − k`.
@@ -62,7 +64,7 @@ impl Geometry {
         let pe: Vec<isize> = self.pads.iter().map(|(_, e)| pad(e)).collect::<R<_>>()?;
         let kernel: Vec<usize> = self.kernel.iter().map(at).collect::<R<_>>()?;
         let win = Window3::new(&y, &x, &kernel, &self.strides, &self.dilations, &pb, &pe).ok_or("bad window geometry")?;
-        Ok((ConvDims { batch: at(&self.batch)?, c_in: at(&self.c_in)?, c_out: at(&self.c_out)?, group }, win))
+        Ok((self.fixed_dims(group)?, win))
     }
 }
 
@@ -228,13 +230,10 @@ impl OpDef for ConvTranspose {
             None => "None".into(),
         };
         Ok(format!(
-            "let d = rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: {} }};\n\
+            "let d = {};\n\
              let win = {win};\n\
              rt::kernels::conv::conv_transpose({}, {}, {bias}, {}, &d, &win, {}, &{gemm});",
-            cx.size(&g.batch)?,
-            cx.size(&g.c_in)?,
-            cx.size(&g.c_out)?,
-            self.group,
+            g.dims_lit(cx, self.group)?,
             cx.read(x)?,
             cx.read(w)?,
             cx.write(cx.output(0)?)?,

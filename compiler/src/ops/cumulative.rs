@@ -38,13 +38,7 @@ impl Cumulative {
 impl OpDef for Cumulative {
     none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values, gradient);
 
-    fn name(&self) -> &'static str {
-        if self.product {
-            "CumProd"
-        } else {
-            "CumSum"
-        }
-    }
+    name!(product ? "CumProd" : "CumSum");
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?.clone();

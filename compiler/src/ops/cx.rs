@@ -372,6 +372,16 @@ impl<'a> EmitCx<'a> {
         })
     }
 
+    /// [`Self::read_opt`] over optional inputs `first..first + N`, the run of them a kernel's
+    /// inputs struct usually ends in.
+    pub fn read_opts<const N: usize>(&self, first: usize) -> Result<[String; N], CodegenError> {
+        let mut out: [String; N] = std::array::from_fn(|_| String::new());
+        for (k, s) in out.iter_mut().enumerate() {
+            *s = self.read_opt(first + k)?;
+        }
+        Ok(out)
+    }
+
     /// `Some(&mut [T])` over output `k` when something reads it ([`Self::used_output`]), else
     /// `None`.
     pub fn write_used(&self, k: usize) -> Result<String, CodegenError> {

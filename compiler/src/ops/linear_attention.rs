@@ -34,6 +34,11 @@ struct Sizes {
     beta_per_head: bool,
 }
 
+kernel_dims!(Sizes => la::Dims, "rt::kernels::linear_attention::Dims" (q_heads: usize, kv_heads: usize) {
+    batch: dim batch, seq: dim seq, q_heads: arg q_heads, kv_heads: arg kv_heads, dk: dim dk, dv: dim dv,
+    decay_per_key: same decay_per_key, beta_per_head: same beta_per_head,
+});
+
 impl LinearAttention {
     /// The sizes from query `[b, t, hq·dk]`, key `[b, t, hk·dk]` and value `[b, t, hk·dv]`,
     /// declaring what past_state, decay and beta must be.
@@ -145,16 +150,7 @@ impl OpDef for LinearAttention {
         let outs = self.shapes(&mut cx)?;
         let s = self.sizes(&mut cx)?;
         let u = super::fixed_size;
-        let d = la::Dims {
-            batch: u(&s.batch)?,
-            seq: u(&s.seq)?,
-            q_heads: self.q_num_heads,
-            kv_heads: self.kv_num_heads,
-            dk: u(&s.dk)?,
-            dv: u(&s.dv)?,
-            decay_per_key: s.decay_per_key,
-            beta_per_head: s.beta_per_head,
-        };
+        let d = s.fixed_dims(self.q_num_heads, self.kv_num_heads)?;
         let shape = |k: usize| outs[k].dims.iter().flatten().map(u).collect::<R<Vec<usize>>>();
         let (y_shape, state_shape) = (shape(0)?, shape(1)?);
         // The kernel works in f32 and rounds each result once, so f64 copies give the same bits.
@@ -192,27 +188,18 @@ impl OpDef for LinearAttention {
             (None, None) => format!("(1.0 / ({} as f64).sqrt()) as f32", cx.size(&s.dk)?),
             (_, dk) => f32_lit(self.scale(dk.unwrap_or(1).max(0) as usize)),
         };
+        let [past, decay, beta] = cx.read_opts(3)?;
         Ok(format!(
-            "let d = rt::kernels::linear_attention::Dims {{ batch: {}, seq: {}, q_heads: {}, kv_heads: {}, dk: {}, dv: {}, decay_per_key: {}, beta_per_head: {} }};\n\
+            "let d = {};\n\
              let p = rt::kernels::linear_attention::Params {{ gated: {}, delta: {}, scale: {scale} }};\n\
-             let inp = rt::kernels::linear_attention::Inputs {{ q: {}, k: {}, v: {}, past: {}, decay: {}, beta: {} }};\n\
+             let inp = rt::kernels::linear_attention::Inputs {{ q: {}, k: {}, v: {}, past: {past}, decay: {decay}, beta: {beta} }};\n\
              rt::kernels::linear_attention::linear_attention::<{t}, {st}>(&d, &p, &inp, {}, {present}, {});",
-            cx.size(&s.batch)?,
-            cx.size(&s.seq)?,
-            self.q_num_heads,
-            self.kv_num_heads,
-            cx.size(&s.dk)?,
-            cx.size(&s.dv)?,
-            s.decay_per_key,
-            s.beta_per_head,
+            s.dims_lit(cx, self.q_num_heads, self.kv_num_heads)?,
             self.gated,
             self.delta,
             cx.read(q)?,
             cx.read_input(1)?,
             cx.read_input(2)?,
-            cx.read_opt(3)?,
-            cx.read_opt(4)?,
-            cx.read_opt(5)?,
             cx.write(y)?,
             cx.scratch(DType::F32)?,
         ))

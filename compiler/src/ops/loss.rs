@@ -114,13 +114,7 @@ impl OpDef for NllLoss {
         Ok(vec![kernel])
     }
 
-    fn name(&self) -> &'static str {
-        if self.softmax {
-            "SoftmaxCrossEntropyLoss"
-        } else {
-            "NegativeLogLikelihoodLoss"
-        }
-    }
+    name!(softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss");
 
     // The loss per sample ([N, d…]: the input without the class axis) or reduced to a
     // scalar; then SoftmaxCrossEntropyLoss's log-probabilities, shaped like the input.

@@ -59,11 +59,50 @@ macro_rules! none_of {
     };
 }
 
-/// [`OpDef::name`] for an op whose name is a constant.
+/// [`OpDef::name`] for an op whose name is a constant, or one of two that a flag of the op
+/// chooses (`name!(max ? "ArgMax" : "ArgMin")`: one type serving both ops).
 macro_rules! name {
     ($name:literal) => {
         fn name(&self) -> &'static str {
             $name
+        }
+    };
+    ($flag:ident ? $yes:literal : $no:literal) => {
+        fn name(&self) -> &'static str {
+            if self.$flag {
+                $yes
+            } else {
+                $no
+            }
+        }
+    };
+}
+
+/// A runtime kernel's dims struct made from an op's geometry: one list says where each
+/// kernel field comes from, and both forms the op needs are made of it, so they cannot drift
+/// apart: `fixed_dims`, the struct at fixed shapes (the interpreter), and `dims_lit`, the same
+/// struct as a Rust literal (generated code). A field is `dim g` (geometry field `g`, a
+/// `DimExpr`: a number, or the size `cx` writes), `same g` (a plain geometry field) or `arg a`
+/// (a value the caller passes, declared in the parentheses).
+macro_rules! kernel_dims {
+    (@fixed $g:ident dim $d:ident) => { $crate::ops::fixed_size(&$g.$d)? };
+    (@fixed $g:ident same $f:ident) => { $g.$f };
+    (@fixed $g:ident arg $a:ident) => { $a };
+    (@lit $cx:ident $g:ident dim $d:ident) => { $cx.size(&$g.$d)? };
+    (@lit $cx:ident $g:ident same $f:ident) => { $g.$f };
+    (@lit $cx:ident $g:ident arg $a:ident) => { $a };
+    ($geom:ty => $($kernel:ident)::+, $lit:literal ($($arg:ident: $aty:ty),*) { $($field:ident: $src:ident $from:ident),+ $(,)? }) => {
+        impl $geom {
+            /// The kernel's struct at fixed shapes.
+            fn fixed_dims(&self, $($arg: $aty),*) -> $crate::ops::R<$($kernel)::+> {
+                Ok($($kernel)::+ { $($field: kernel_dims!(@fixed self $src $from),)+ })
+            }
+
+            /// The kernel's struct as a Rust literal, its dims as `cx` writes sizes.
+            fn dims_lit(&self, cx: &$crate::ops::EmitCx, $($arg: $aty),*) -> Result<String, $crate::codegen::CodegenError> {
+                let fields = [$(format!("{}: {}", stringify!($field), kernel_dims!(@lit cx self $src $from)),)+];
+                Ok(format!("{} {{ {} }}", $lit, fields.join(", ")))
+            }
         }
     };
 }

@@ -198,10 +198,11 @@ impl OpDef for Recurrent {
             Some(c) => format!("Some({})", f32_lit(c)),
             None => "None".into(),
         };
+        let [b, seq_lens, h0, c0, p] = cx.read_opts(3)?;
         Ok(format!(
             "let d = rt::kernels::rnn::Dims {{ cell: rt::kernels::rnn::Cell::{:?}, direction: rt::kernels::rnn::Direction::{:?}, \
              seq: {}, batch: {}, input: {}, hidden: {}, batch_first: {}, clip: {clip} }};\n\
-             let inp = rt::kernels::rnn::Inputs {{ x: {}, w: {}, r: {}, b: {}, seq_lens: {}, h0: {}, c0: {}, p: {} }};\n\
+             let inp = rt::kernels::rnn::Inputs {{ x: {}, w: {}, r: {}, b: {b}, seq_lens: {seq_lens}, h0: {h0}, c0: {c0}, p: {p} }};\n\
              let mut out = rt::kernels::rnn::Outputs {{ y: {}, y_h: {}, y_c: {} }};\n\
              rt::kernels::rnn::rnn::<{t}>(&d, &[{}], &inp, &mut out, {});",
             a.cell,
@@ -214,11 +215,6 @@ impl OpDef for Recurrent {
             cx.read(x)?,
             cx.read_input(1)?,
             cx.read_input(2)?,
-            cx.read_opt(3)?,
-            cx.read_opt(4)?,
-            cx.read_opt(5)?,
-            cx.read_opt(6)?,
-            cx.read_opt(7)?,
             cx.write_used(0)?,
             cx.write_used(1)?,
             cx.write_used(2)?,

@@ -50,13 +50,7 @@ impl OpDef for ArgReduce {
         })?])
     }
 
-    fn name(&self) -> &'static str {
-        if self.max {
-            "ArgMax"
-        } else {
-            "ArgMin"
-        }
-    }
+    name!(max ? "ArgMax" : "ArgMin");
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         let x = cx.arg(0)?;

@@ -30,6 +30,10 @@ struct Geometry {
     max_pos: DimExpr,
 }
 
+kernel_dims!(Geometry => Rotary, "rt::kernels::extra::Rotary" (interleaved: bool) {
+    batch: dim batch, seq: dim seq, heads: dim heads, head: dim head, half: dim half, four: same four, interleaved: arg interleaved,
+});
+
 impl RotaryEmbedding {
     fn geometry(&self, cx: &mut ShapeCx) -> R<Geometry> {
         let x = cx.arg(0)?.dims()?.to_vec();
@@ -106,9 +110,8 @@ impl OpDef for RotaryEmbedding {
         let mut cx = ShapeCx::of_tensors(ins);
         self.shapes(&mut cx)?;
         let g = self.geometry(&mut cx)?;
-        let u = |d: &DimExpr| d.as_const().and_then(|c| usize::try_from(c).ok()).ok_or_else(|| format!("size {d} is not fixed"));
-        let r = Rotary { batch: u(&g.batch)?, seq: u(&g.seq)?, heads: u(&g.heads)?, head: u(&g.head)?, half: u(&g.half)?, four: g.four, interleaved: self.interleaved };
-        let max_pos = u(&g.max_pos)?;
+        let r = g.fixed_dims(self.interleaved)?;
+        let max_pos = super::fixed_size(&g.max_pos)?;
         let pos = ins.get(3).copied().flatten().map(|p| p.to_i64_vec().ok_or("position_ids must be integers")).transpose()?;
         // In f64, rounded once to X's type.
         let (xv, cos, sin) = (x.to_f64_vec(), c.to_f64_vec(), s.to_f64_vec());
@@ -138,15 +141,9 @@ impl OpDef for RotaryEmbedding {
         // Position ids are data: one outside the cache leaves Y unwritten (the interpreter
         // reports it as an error; generated code has no error path).
         Ok(format!(
-            "let r = rt::kernels::extra::Rotary {{ batch: {}, seq: {}, heads: {}, head: {}, half: {}, four: {}, interleaved: {} }};\n\
+            "let r = {};\n\
              let _ = rt::kernels::extra::rotary({}, {}, {}, {pos}, {}, r, {});",
-            cx.size(&g.batch)?,
-            cx.size(&g.seq)?,
-            cx.size(&g.heads)?,
-            cx.size(&g.head)?,
-            cx.size(&g.half)?,
-            g.four,
-            self.interleaved,
+            g.dims_lit(cx, self.interleaved)?,
             cx.read(x)?,
             cx.read(c)?,
             cx.read(s)?,

@@ -45,11 +45,6 @@ fn channels(cx: &mut ShapeCx, op: &str, c: &DimExpr) -> R<()> {
     }
 }
 
-/// Constant dims as `usize` (an evaluation's geometry).
-fn fixed(d: &DimExpr) -> R<usize> {
-    d.as_const().map(|c| c.max(0) as usize).ok_or_else(|| format!("dim {d} is not fixed"))
-}
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Dft {
     pub inverse: bool,
@@ -66,6 +61,10 @@ struct DftGeom {
     n: DimExpr,
     out: Vec<DimExpr>,
 }
+
+kernel_dims!(DftGeom => DftDims, "rt::kernels::spectral::DftDims" (inverse: bool, onesided: bool) {
+    outer: dim outer, inner: dim inner, len_in: dim len_in, c_in: dim c_in, n: dim n, inverse: arg inverse, onesided: arg onesided,
+});
 
 impl Dft {
     /// `None` while the rank, dft_length or axis is not known.
@@ -115,16 +114,8 @@ impl OpDef for Dft {
     fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
         let x = input(ins, 0)?;
         let g = self.geometry(&mut ShapeCx::of_tensors(ins))?.ok_or("DFT's dft_length and axis must be known")?;
-        let d = DftDims {
-            outer: fixed(&g.outer)?,
-            inner: fixed(&g.inner)?,
-            len_in: fixed(&g.len_in)?,
-            c_in: fixed(&g.c_in)?,
-            n: fixed(&g.n)?,
-            inverse: self.inverse,
-            onesided: self.onesided,
-        };
-        let shape = g.out.iter().map(fixed).collect::<R<Vec<_>>>()?;
+        let d = g.fixed_dims(self.inverse, self.onesided)?;
+        let shape = g.out.iter().map(super::fixed_size).collect::<R<Vec<_>>>()?;
         macro_rules! go {
             ($($variant:ident),*) => {
                 match &x.data {
@@ -143,15 +134,9 @@ impl OpDef for Dft {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let g = self.geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?.ok_or_else(|| cx.err("DFT needs constant dft_length and axis for codegen"))?;
         Ok(format!(
-            "rt::kernels::spectral::dft({}, &rt::kernels::spectral::DftDims {{ outer: {}, inner: {}, len_in: {}, c_in: {}, n: {}, inverse: {}, onesided: {} }}, {});",
+            "rt::kernels::spectral::dft({}, &{}, {});",
             cx.read(cx.input(0)?)?,
-            cx.size(&g.outer)?,
-            cx.size(&g.inner)?,
-            cx.size(&g.len_in)?,
-            cx.size(&g.c_in)?,
-            cx.size(&g.n)?,
-            self.inverse,
-            self.onesided,
+            g.dims_lit(cx, self.inverse, self.onesided)?,
             cx.write(cx.output(0)?)?
         ))
     }
@@ -184,6 +169,10 @@ struct StftGeom {
     frames: DimExpr,
     bins: DimExpr,
 }
+
+kernel_dims!(StftGeom => StftDims, "rt::kernels::spectral::StftDims" (onesided: bool) {
+    batch: dim batch, len: dim len, c_in: dim c_in, frame_step: dim step, frame_length: dim frame_length, frames: dim frames, onesided: arg onesided,
+});
 
 impl Stft {
     /// `None` while the signal's dims, frame_step or frame_length is not known.
@@ -238,15 +227,7 @@ impl OpDef for Stft {
         let x = input(ins, 0)?;
         let window = ins.get(2).copied().flatten();
         let g = self.geometry(&mut ShapeCx::of_tensors(ins))?.ok_or("STFT's frame_step and frame_length must be known")?;
-        let d = StftDims {
-            batch: fixed(&g.batch)?,
-            len: fixed(&g.len)?,
-            c_in: fixed(&g.c_in)?,
-            frame_step: fixed(&g.step)?,
-            frame_length: fixed(&g.frame_length)?,
-            frames: fixed(&g.frames)?,
-            onesided: self.onesided,
-        };
+        let d = g.fixed_dims(self.onesided)?;
         macro_rules! go {
             ($($variant:ident),*) => {
                 match (&x.data, window.map(|w| &w.data)) {
@@ -274,15 +255,9 @@ impl OpDef for Stft {
             None => "None".into(),
         };
         Ok(format!(
-            "rt::kernels::spectral::stft({}, {w}, &rt::kernels::spectral::StftDims {{ batch: {}, len: {}, c_in: {}, frame_step: {}, frame_length: {}, frames: {}, onesided: {} }}, {});",
+            "rt::kernels::spectral::stft({}, {w}, &{}, {});",
             cx.read(cx.input(0)?)?,
-            cx.size(&g.batch)?,
-            cx.size(&g.len)?,
-            cx.size(&g.c_in)?,
-            cx.size(&g.step)?,
-            cx.size(&g.frame_length)?,
-            cx.size(&g.frames)?,
-            self.onesided,
+            g.dims_lit(cx, self.onesided)?,
             cx.write(cx.output(0)?)?
         ))
     }
