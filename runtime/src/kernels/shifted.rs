@@ -145,19 +145,19 @@ impl Geom {
 /// (the dropped columns and the copies cost more than the B panels they save there). With the
 /// AVX2 kernels (Zen 3/4, older Intel) only below 64 output channels per group: 0.78× at 16–32
 /// channels, 1.04–1.22× from 64, where the 6×16 tile cannot grow to hide the unaligned loads.
-/// Strided windows keep the packed path (1.04–1.16×: the phase planes cost more than the panels
-/// they save), as do pointwise ones (their B panels are plain rows already).
+/// Strided windows keep the packed path (1.11–1.23× from 16 input channels: the phase planes'
+/// strided copy costs more than the panels it saves), except over at most 4 input channels
+/// (first convolutions over an image: 3→16 3×3 stride 2 at 320×320 0.86×); pointwise windows
+/// keep it too (their B panels are plain rows already).
 /// `BURNC_CONV_SHIFTED=off` keeps every convolution on the packed path, for A/B measurements.
 pub fn takes(d: &ConvDims, win: &Window3) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if *OFF.get_or_init(|| std::env::var("BURNC_CONV_SHIFTED").is_ok_and(|v| v == "off")) {
         return false;
     }
-    if win.is_pointwise() || win.strides.iter().any(|&s| s != 1) {
-        return false;
-    }
     let Some(g) = Geom::of(d, win) else { return false };
-    if g.ow < 32 && g.taps() < 2048 {
+    let strided = win.strides.iter().any(|&s| s != 1);
+    if win.is_pointwise() || (strided && g.cg > 4) || (g.ow < 32 && g.taps() < 2048) {
         return false;
     }
     match kernel() {
