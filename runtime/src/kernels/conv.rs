@@ -241,6 +241,23 @@ pub fn conv_fused_prepacked(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, 
     conv_prepacked_tasks(x, wp, y, d, win, col, ep, tasks);
 }
 
+/// A pointwise convolution over 1×1 maps (`os` = 1: a matrix-vector product per batch item and
+/// group) by [`packed::prepacked_gemv`]; false where that does not run (portable kernels).
+fn gemv_all(x: &[f32], wp: &[f32], len: usize, y: &mut [f32], d: &ConvDims, ep: &Epilogue<'_, f32>) -> bool {
+    let (cg, mg) = (d.c_in / d.group, d.c_out / d.group);
+    for n in 0..d.batch {
+        for g in 0..d.group {
+            let ch0 = n * d.c_out + g * mg;
+            let xg = &x[n * d.c_in + g * cg..n * d.c_in + (g + 1) * cg];
+            if !packed::prepacked_gemv(mg, cg, &wp[g * len..(g + 1) * len], xg, &mut y[ch0..ch0 + mg]) {
+                return false;
+            }
+            apply_epilogue(&mut y[ch0..ch0 + mg], ep, g * mg, mg, 1, ch0, 0, 1);
+        }
+    }
+    true
+}
+
 /// Convolutions with fewer multiply-adds per group stay on one thread (a split costs about a
 /// microsecond with a polling worker, ten with a sleeping one).
 const PARALLEL_CONV_MACS: usize = 1 << 18;
@@ -267,6 +284,9 @@ fn conv_prepacked_tasks(x: &[f32], wp: &[f32], y: &mut [f32], d: &ConvDims, win:
     let len = packed::packed_len(mg, kdim);
     assert!(wp.len() >= d.group * len, "conv_fused_prepacked: packed weights too short");
     let os = win.out_size();
+    if win.is_pointwise() && os == 1 && gemv_all(x, wp, len, y, d, ep) {
+        return;
+    }
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if super::shifted::takes(d, win) {
         let tasks = if mg * kdim * os < PARALLEL_CONV_MACS { 1 } else { tasks };
@@ -1193,6 +1213,12 @@ mod tests {
             (1, 64, 6, 1, 96, 96, 3, 3, 1, 1, 1, 1),
             (1, 130, 32, 1, 7, 7, 3, 3, 1, 1, 1, 1),
             (1, 64, 64, 2, 20, 20, 3, 3, 2, 1, 1, 1),
+            // 1×1 maps (matrix-vector products): k over several k blocks, rows that fill no
+            // whole panel, more than eight panels, groups.
+            (2, 576, 144, 1, 1, 1, 1, 1, 1, 1, 0, 0),
+            (1, 50, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0),
+            (1, 600, 70, 1, 1, 1, 1, 1, 1, 1, 0, 0),
+            (2, 12, 36, 3, 1, 1, 1, 1, 1, 1, 0, 0),
         ];
         for (i, &(batch, c_in, c_out, group, h, wd, kh, kw, s, dl, pb, pe)) in cases.iter().enumerate() {
             let d = ConvDims { batch, c_in, c_out, group };

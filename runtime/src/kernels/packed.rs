@@ -219,6 +219,91 @@ impl Fin {
     }
 }
 
+/// `y[i] = Σ_k A[i][k] · x[k]` for the `m` rows of a prepacked A ([`pack_weights`]), when the
+/// CPU runs the AVX2 or AVX-512 kernels; returns false (computing nothing) elsewhere. A
+/// product with one column (a squeeze-excitation block's 1×1 convolutions at 1×1) wasted 31 of
+/// every 32 lanes of the GEMM's tiles (3–4 GMAC/s); here the lanes are rows, eight panels at a
+/// time. Each output is the kernels' chain — zero, then a fused multiply-add per k in order,
+/// through y between k blocks — so the bits are the GEMM's.
+pub fn prepacked_gemv(m: usize, k: usize, ap: &[f32], x: &[f32], y: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if kernel_level() != Level::Portable {
+        let mp = m.div_ceil(MR) * MR;
+        assert!(ap.len() >= mp * k && x.len() >= k && y.len() >= m, "prepacked_gemv: slices too short");
+        // SAFETY: the CPU has AVX2 and FMA (kernel level); lengths checked above.
+        unsafe { gemv_avx2(m, k, ap, x, y) };
+        return true;
+    }
+    let _ = (m, k, ap, x, y);
+    false
+}
+
+/// [`prepacked_gemv`] with 8-lane registers: rows 0..6 of a panel in one register (two lanes
+/// masked off), eight panels' chains interleaved.
+///
+/// # Safety
+/// AVX2 and FMA; `ap` holds the packed `m × k`, `x` k values, `y` m.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gemv_avx2(m: usize, k: usize, ap: &[f32], x: &[f32], y: &mut [f32]) {
+    use core::arch::x86_64::*;
+    const G: usize = 8;
+    let mp = m.div_ceil(MR) * MR;
+    let panels = mp / MR;
+    let six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    let mut k0 = 0;
+    while k0 < k {
+        let kc = (k - k0).min(KC);
+        let blk = &ap[k0 * mp..k0 * mp + mp * kc];
+        let mut p0 = 0;
+        while p0 < panels {
+            let g = (panels - p0).min(G);
+            // The rows of panel p that exist (the last panel may be short).
+            let mask = |p: usize| {
+                let rows = (m - (p0 + p) * MR).min(MR) as i32;
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+            };
+            let mut acc = [_mm256_setzero_ps(); G];
+            if k0 > 0 {
+                for (p, a) in acc.iter_mut().enumerate().take(g) {
+                    // SAFETY: the mask keeps the rows of panel p0 + p that are in y.
+                    *a = unsafe { _mm256_maskload_ps(y.as_ptr().add((p0 + p) * MR), mask(p)) };
+                }
+            }
+            // Eight values from each panel's step kk: its six and two that the masked stores
+            // drop. Only the very last step of the matrix reads them with a masked load (a
+            // plain one could pass the end of `ap`; masked loads are slow on AMD).
+            let end = if k0 + kc == k && p0 + g == panels { kc - 1 } else { kc };
+            for kk in 0..end {
+                let xv = _mm256_set1_ps(x[k0 + kk]);
+                for (p, a) in acc.iter_mut().enumerate().take(g) {
+                    // SAFETY: eight values from step kk of panel p0 + p: inside `ap` (a later
+                    // step, panel or block follows; see `end`).
+                    let at = blk.as_ptr().add((p0 + p) * MR * kc + kk * MR);
+                    // The weights stream from memory once per inference (see `PF_A`).
+                    _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(PF_A / 4) as *const i8);
+                    let w = unsafe { _mm256_loadu_ps(at) };
+                    *a = _mm256_fmadd_ps(w, xv, *a);
+                }
+            }
+            for kk in end..kc {
+                let xv = _mm256_set1_ps(x[k0 + kk]);
+                for (p, a) in acc.iter_mut().enumerate().take(g) {
+                    // SAFETY: the six values of the step; the mask skips what may lie past `ap`.
+                    let w = unsafe { _mm256_maskload_ps(blk.as_ptr().add((p0 + p) * MR * kc + kk * MR), six) };
+                    *a = _mm256_fmadd_ps(w, xv, *a);
+                }
+            }
+            for (p, a) in acc.iter().enumerate().take(g) {
+                // SAFETY: as the load above.
+                unsafe { _mm256_maskstore_ps(y.as_mut_ptr().add((p0 + p) * MR), mask(p), *a) };
+            }
+            p0 += g;
+        }
+        k0 += kc;
+    }
+}
+
 /// [`sgemm_prepacked_rows`] with `done` applied to each tile as it is finished (its bias
 /// indexed from row `r0` of the matrix: `bias[0]` is row r0's).
 #[allow(clippy::too_many_arguments)]
