@@ -208,6 +208,7 @@ pub fn conv(x: &[f32], wp: &[f32], len: usize, y: &mut [f32], d: &ConvDims, win:
     }
     let offs: std::vec::Vec<u32> = (0..g.cg).flat_map(|c| (0..g.k[0]).flat_map(move |ky| (0..g.k[1]).map(move |kx| (c, ky, kx)))).map(|(c, ky, kx)| g.offset(c, ky, kx) as u32).collect();
     debug_assert_eq!(offs.len(), taps);
+    let max_off = offs.iter().max().map_or(0, |&o| o as usize);
     // Tiles of whole output rows, at least two per thread when split (see `split_pays`).
     let rows_t = if tasks > 1 { g.rows_t.min(g.oh.div_ceil(2 * tasks)).max(1) } else { g.rows_t };
     let tiles = g.oh.div_ceil(rows_t);
@@ -225,7 +226,7 @@ pub fn conv(x: &[f32], wp: &[f32], len: usize, y: &mut [f32], d: &ConvDims, win:
                 let run = |t: usize| {
                     let (r0, r1) = (t * rows_t, ((t + 1) * rows_t).min(g.oh));
                     super::with_thread_buffer(&TILE, tile_len, |tile| {
-                        gemm_tile(kern, &g, wg, src, &offs, r0, r1, tile);
+                        gemm_tile(kern, &g, wg, src, &offs, max_off, r0, r1, tile);
                         // SAFETY: tile t writes only rows r0..r1 of each output plane (of the
                         // `ylen` elements at `yp`, borrowed mutably by this call): disjoint
                         // from every other tile's.
@@ -243,16 +244,18 @@ pub fn conv(x: &[f32], wp: &[f32], len: usize, y: &mut [f32], d: &ConvDims, win:
 }
 
 /// The virtual-grid outputs of rows `r0..r1` of every channel into `tile` (`mp` rows of
-/// `tile_cols(r1 − r0)`), all `taps` sums, in k blocks of [`KC`] (the packed weights' blocks).
+/// `tile_cols(r1 − r0)`), all `taps` sums, in k blocks of [`KC`] (the packed weights' blocks);
+/// `max_off`: the largest of `offs`.
 #[allow(clippy::too_many_arguments)]
-fn gemm_tile(kern: Kernel, g: &Geom, wg: &[f32], src: &[f32], offs: &[u32], r0: usize, r1: usize, tile: &mut [f32]) {
+fn gemm_tile(kern: Kernel, g: &Geom, wg: &[f32], src: &[f32], offs: &[u32], max_off: usize, r0: usize, r1: usize, tile: &mut [f32]) {
     let panels = g.mp / MR;
     let taps = g.taps();
     let ldc = g.tile_cols(r1 - r0);
     let j0 = r0 * g.wq;
     assert!(wg.len() >= g.mp * taps && tile.len() >= g.mp * ldc, "shifted conv: tile buffers too short");
     // The kernels read src[offs[k] + j] for j < j0 + ldc: within src_len by its definition.
-    assert!(offs.iter().all(|&o| o as usize + j0 + ldc <= src.len()), "shifted conv: source too short");
+    debug_assert!(offs.iter().all(|&o| o as usize <= max_off));
+    assert!(max_off + j0 + ldc <= src.len(), "shifted conv: source too short");
     let mut k0 = 0;
     while k0 < taps {
         let kc = (taps - k0).min(KC);
