@@ -13,6 +13,11 @@ use crate::ir::{AutoPad, DType, DimExpr, Window};
 use crate::ops::quant::is_qint;
 use crate::tensor::Tensor;
 
+use burnc_runtime::kernels::conv::ConvDims;
+use burnc_runtime::kernels::qconv;
+use burnc_runtime::kernels::quant as qk_prec;
+use burnc_runtime::kernels::window::Window3;
+
 const K: &str = "rt::kernels::quant";
 
 /// A value's dtype and static shape.
@@ -135,6 +140,57 @@ fn same_scales(cx: &EmitCx, s: &[&Ty]) -> Result<DType, CodegenError> {
         return Err(cx.err("scales of different or non-float types are not supported by codegen"));
     }
     Ok(d)
+}
+
+/// The geometry `runtime::kernels::qconv` takes for a QLinearConv (2-D or 1-D, one group), as
+/// its `ConvDims` and `Window3`.
+fn packed_geometry(g: &QConv) -> Option<(ConvDims, Window3)> {
+    let end: Vec<isize> = (0..g.ins.len()).map(|i| ((g.outs[i].max(1) - 1) * g.strides[i] + (g.ks[i].max(1) - 1) * g.dil[i] + 1) as isize - (g.ins[i] + g.pad_begin[i]) as isize).collect();
+    let begin: Vec<isize> = g.pad_begin.iter().map(|&p| p as isize).collect();
+    let win = Window3::new(&g.ins, &g.outs, &g.ks, &g.strides, &g.dil, &begin, &end)?;
+    let d = ConvDims { batch: g.nb, c_in: g.c, c_out: g.m, group: g.group };
+    qconv::takes(&d, &win).then_some((d, win))
+}
+
+/// Whether QLinearConv's inputs fit the packed kernel: u8/i8 activations and outputs, i8
+/// weights, f32 scales (the shapes are `packed_geometry`'s).
+fn packed_types(ins: &[Option<(DType, Vec<usize>)>]) -> bool {
+    let d = |i: usize| ins.get(i).and_then(|t| t.as_ref()).map(|t| t.0);
+    let q8 = |t: Option<DType>| matches!(t, Some(DType::U8 | DType::I8));
+    q8(d(0)) && d(3) == Some(DType::I8) && [1, 4, 6].iter().all(|&i| d(i) == Some(DType::F32)) && (d(7).is_none() || q8(d(7)))
+}
+
+/// QLinearConv on `runtime::kernels::qconv` with its weights packed here: when the weights are
+/// constant i8 with zero points all 0 (onnxruntime's static quantizer writes them so) and the
+/// types and geometry fit. `None`: the reference kernel runs.
+fn emit_packed(cx: &EmitCx, g: &QConv, rd: [&str; 7], prec: qk_prec::ScalePrec) -> Result<Option<String>, CodegenError> {
+    let Some((d, win)) = packed_geometry(g) else { return Ok(None) };
+    let types: Vec<Option<(DType, Vec<usize>)>> = (0..9).map(|i| cx.opt_input(i).and_then(|v| cx.ctx().ty(cx.node(), v).ok()).map(|t| (t.0, t.1))).collect();
+    if prec != qk_prec::ScalePrec::F32 || !packed_types(&types) {
+        return Ok(None);
+    }
+    let Some(w) = cx.konst(cx.input(3)?) else { return Ok(None) };
+    let zero_wz = match cx.opt_input(5) {
+        None => true,
+        Some(z) => cx.konst(z).is_some_and(|t| t.to_f64_vec().iter().all(|&v| v == 0.0)),
+    };
+    if !zero_wz {
+        return Ok(None);
+    }
+    let w: Vec<i8> = w.to_f64_vec().iter().map(|&v| v as i8).collect();
+    let mut wp = vec![0u8; qconv::packed_len(&d, &win)];
+    qconv::pack_weights(&d, &win, &w, &mut wp);
+    let wp = cx.table(&wp);
+    let scratch = cx.ctx().scratch(cx.node(), cx.id(), "u32", qconv::scratch_len(&d, &win))?;
+    let [rx, rxz, rb, rxs, rws, rys, ryz] = rd;
+    let y = cx.write(cx.output(0)?)?;
+    Ok(Some(format!(
+        "rt::kernels::qconv::qlinear_conv_prepacked({rx}, {wp}, {rxz}, {rb}, {rxs}, {rws}, {rys}, {ryz}, &rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: 1 }}, &{}, {scratch}, {y});",
+        d.batch,
+        d.c_in,
+        d.c_out,
+        crate::codegen::emit::nn::window_lit(&win)
+    )))
 }
 
 fn conv_lit(g: &QConv) -> String {
@@ -293,7 +349,16 @@ pub struct QLinearConv {
 
 impl OpDef for QLinearConv {
     name!("QLinearConv");
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
+    none_of!(cuda, wgsl, in_place, decides_shapes, forwards_values, gradient);
+
+    /// The packed kernel's copy of the input (and im2col matrix) where its types and geometry
+    /// fit ([`emit_packed`] may still run the reference, whose constants it checks there).
+    fn scratch_bytes(&self, ins: &[Option<(DType, Vec<usize>)>]) -> usize {
+        let shape = |i: usize| ins.get(i).and_then(|t| t.as_ref()).map(|t| (&t.1[..], t.0));
+        let (Some(x), Some(w), true) = (shape(0), shape(3), packed_types(ins)) else { return 0 };
+        let g = qint::conv_checked(x, w, None, None, &self.window, self.group).ok();
+        g.and_then(|g| packed_geometry(&g)).map_or(0, |(d, win)| qconv::scratch_len(&d, &win) * 4)
+    }
 
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
         Ok(vec![OutType { dtype: qlinear_type(cx), dims: conv_dims(cx, 0, 3, &self.window, self.group)? }])
@@ -316,6 +381,9 @@ impl OpDef for QLinearConv {
         let (od, y) = output(cx)?;
         if od != qint::qlinear_out(x.0, yz.as_ref().map(|z| z.0)) || !is_qint(od) {
             return Err(e(format!("QLinearConv output type {od} does not fit its inputs")));
+        }
+        if let Some(code) = emit_packed(cx, &g, [&rx, &rxz, &rb, &rxs, &rws, &rys, &ryz], prec)? {
+            return Ok(code);
         }
         Ok(format!(
             "{K}::qlinear_conv({rx}, {rw}, {rxz}, {rwz}, {rb}, {rxs}, {rws}, {rys}, {ryz}, {K}::ScalePrec::{prec:?}, {}, {y});",

@@ -42,6 +42,7 @@ pub fn fold(g: &mut Graph) -> Result<(), PassError> {
 pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
     let mut changed = false;
     let mut removed = vec![false; g.nodes.len()];
+    let conv_dequantized = super::qdq::conv_dequantized(g);
     let mut ni = 0;
     while ni < g.nodes.len() {
         if let Op::If { .. } = &g.nodes[ni].op {
@@ -63,7 +64,10 @@ pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
             n.inputs = vec![n.inputs[i]];
             changed = true;
         }
-        if let Some(outs) = try_fold(g, &g.nodes[ni]) {
+        // Dequantized weights a Conv reads stay for the QDQ fusion (`qdq`), which reads their
+        // integers.
+        let kept = g.nodes[ni].outputs.iter().any(|o| conv_dequantized.contains(o));
+        if let Some(outs) = if kept { None } else { try_fold(g, &g.nodes[ni]) } {
             for (&o, t) in g.nodes[ni].outputs.clone().iter().zip(outs) {
                 let v = g.value_mut(o);
                 v.ty = ValueType::Tensor(TensorType { dtype: t.dtype(), shape: Some(crate::ir::Shape::fixed(&t.shape)) });

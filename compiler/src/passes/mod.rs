@@ -9,6 +9,7 @@ pub mod fuse;
 mod fuse_chain;
 pub mod infer;
 pub mod precision;
+pub mod qdq;
 pub mod symbolic;
 pub mod unseq;
 #[cfg(test)]

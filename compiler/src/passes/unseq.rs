@@ -53,6 +53,8 @@ struct Unroll<'g> {
     abs: HashMap<ValueId, Abs>,
     nodes: Vec<Node>,
     fresh: usize,
+    /// Dequantized conv weights left for the QDQ fusion (`qdq::conv_dequantized`).
+    keep: std::collections::HashSet<ValueId>,
 }
 
 impl Unroll<'_> {
@@ -251,7 +253,7 @@ impl Unroll<'_> {
     /// known. Returns whether the node was replaced by constants.
     fn fold(&mut self, n: &Node) -> bool {
         const MAX_FOLD: usize = 1 << 12;
-        if matches!(n.op, Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } | Op::Seq(_)) || n.inputs.is_empty() {
+        if matches!(n.op, Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } | Op::Seq(_)) || n.inputs.is_empty() || n.outputs.iter().any(|o| self.keep.contains(o)) {
             return false;
         }
         let mut args = Vec::with_capacity(n.inputs.len());
@@ -490,7 +492,8 @@ pub fn has_sequences(g: &Graph) -> bool {
 /// sequence input becomes one graph input per element, in place); graph outputs that are
 /// sequences or optionals become their elements, and the returned forms say how to regroup.
 pub fn unroll_sequences(g: &mut Graph, inputs: &[InputForm]) -> Result<Vec<OutputForm>, PassError> {
-    let mut u = Unroll { g, abs: HashMap::new(), nodes: Vec::new(), fresh: 0 };
+    let keep = super::qdq::conv_dequantized(g);
+    let mut u = Unroll { g, abs: HashMap::new(), nodes: Vec::new(), fresh: 0, keep };
     let old_inputs = std::mem::take(&mut u.g.inputs);
     let mut new_inputs = Vec::new();
     for (pos, &v) in old_inputs.iter().enumerate() {

@@ -25,6 +25,7 @@ pub mod norm;
 pub mod packed;
 pub mod pad;
 pub mod permute;
+pub mod qconv;
 pub mod quant;
 pub mod pool;
 pub mod real;

@@ -54,6 +54,21 @@ fn ratio(x: f64, s: f64, wide: bool) -> f64 {
 
 /// QuantizeLinear to an integer type: round(x / scale) + zp, saturated. `zp` empty: zero.
 pub fn quantize<X: Elem, S: Elem, Q: Elem>(x: &[X], scale: &[S], zp: &[Q], p: QParam, wide: bool, y: &mut [Q]) {
+    // One scale, f32 arithmetic and a type of at most 16 bits (whose range f32 holds exactly):
+    // the same steps in f32, a loop that vectorizes (this runs on every activation of a
+    // quantized model).
+    if p.d == 0 && !wide && Q::highest().to_i64() <= 1 << 16 && !scale.is_empty() {
+        let s = scale[0].to_f64() as f32;
+        let z = zp.first().map_or(0, |z| z.to_i64()) as f32;
+        let (lo, hi) = (Q::lowest().to_i64() as f32, Q::highest().to_i64() as f32);
+        for (o, &xv) in y.iter_mut().zip(x) {
+            let r = (xv.to_f64() as f32 / s).round_ties_even();
+            // NaN rounds to 0 (as `rint(NaN) as i64` does), so it lands on the zero point.
+            let r = if r.is_nan() { 0.0 } else { r };
+            *o = Q::from_i64((r + z).clamp(lo, hi) as i64);
+        }
+        return;
+    }
     for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
         let j = p.index(i);
         // `as` saturates (NaN → 0); the zero point is added before clamping to the range.
@@ -395,6 +410,27 @@ mod tests {
 
     /// matmul_integer against the definition, per-row and per-column zero points, two batches
     /// sharing B, and values that make the i32 sums wrap.
+    /// The per-tensor f32 loop against the definition: halves round to even, NaN lands on the
+    /// zero point, infinities and large values saturate; u8, i8, u16 and i16.
+    #[test]
+    fn per_tensor_quantize_matches_the_definition() {
+        let mut x: Vec<f32> = (0..4000).map(|i| (i as f32 - 2000.0) * 0.25).collect();
+        x.extend([f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e30, -1e30, 2.5, 3.5, -2.5, 0.5, -0.5, 1e7 + 0.5]);
+        fn check<Q: Elem + core::fmt::Debug + PartialEq>(x: &[f32], s: f32, z: Q) {
+            let mut y = vec![Q::default(); x.len()];
+            quantize(x, &[s], &[z], QParam::TENSOR, false, &mut y);
+            for (&xv, &got) in x.iter().zip(&y) {
+                let r = libm::rint((xv / s) as f64) as i64;
+                let want = Q::from_i64(r.saturating_add(z.to_i64()).clamp(Q::lowest().to_i64(), Q::highest().to_i64()));
+                assert_eq!(got, want, "x {xv} scale {s} zero point {z:?}");
+            }
+        }
+        check::<u8>(&x, 0.5, 7);
+        check::<i8>(&x, 0.25, -3);
+        check::<u16>(&x, 0.01, 300);
+        check::<i16>(&x, 0.003, -5);
+    }
+
     #[test]
     fn matmul_integer_matches_the_definition() {
         let (m, k, n) = (3, 70, 5);
