@@ -13,6 +13,7 @@ geometric means; `max|d|` is burnc's largest absolute difference from onnxruntim
     scripts/setup_bench.sh            # onnx, onnxruntime, numpy, tract (pip)
     scripts/bench.py                  # the default models, 3 rounds
     scripts/bench.py --set real --threads 2  # the real-model set (scripts/make_real_models.py)
+    scripts/bench.py --set int8 --threads 2  # QDQ int8 models (scripts/make_int8_models.py)
     scripts/bench.py --rounds 5 --iters 10 path/to/model.onnx --sgemm
 
 Not a test: numbers depend on the machine and its load. burnc runs on one thread for now.
@@ -74,6 +75,18 @@ def real_models():
     if missing:
         subprocess.run([sys.executable, str(script), str(cache), "--only", *missing], check=True)
     return [cache / n / "model.onnx" for n in make_real_models.MODELS]
+
+
+def int8_models():
+    """The int8 set (scripts/make_int8_models.py: QDQ models of the light and real sets), made
+    once into the cache."""
+    cache = Path(os.environ.get("BURNC_CACHE_DIR") or Path.home() / ".cache" / "burnc") / "int8-models"
+    names = ["resnet50_qdq", "mobilenetv3_qdq", "minilm_qdq"]
+    if any(not (cache / n / "model.onnx").exists() for n in names):
+        real_models()  # the float sources of two of them
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "make_int8_models.py"), str(cache),
+                        "--light", str(data_dir() / "light_random")], check=True)
+    return [cache / n / "model.onnx" for n in names if (cache / n / "model.onnx").exists()]
 
 
 def cpu_line():
@@ -309,9 +322,10 @@ def bench_sgemm(args, burnc, n=1024):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*", type=Path, help="ONNX models (default: the set --set names)")
-    ap.add_argument("--set", choices=["light", "real"], default="light",
-                    help="default models: light (the light_*_random CNNs and MNIST) or real "
-                         "(scripts/make_real_models.py: encoder, CRNN, SVTR, DBNet, YOLO, MobileNetV3, LSTM, 1-D conv)")
+    ap.add_argument("--set", choices=["light", "real", "int8"], default="light",
+                    help="default models: light (the light_*_random CNNs and MNIST), real "
+                         "(scripts/make_real_models.py: encoder, CRNN, SVTR, DBNet, YOLO, MobileNetV3, LSTM, 1-D conv) "
+                         "or int8 (scripts/make_int8_models.py: QDQ ResNet-50, MobileNetV3, MiniLM)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     ap.add_argument("--iters", type=int, default=5, help="timed runs per engine per round (default 5)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs before each timed batch (default 2)")
@@ -345,7 +359,8 @@ def main():
             print(f"note: tract is not available ({e}); skipping it (scripts/setup_bench.sh installs it)",
                   file=sys.stderr)
     import onnxruntime
-    models = args.models or (real_models() if args.set == "real" else default_models())
+    sets = {"real": real_models, "int8": int8_models, "light": default_models}
+    models = args.models or sets[args.set]()
     rows = []
     with tempfile.TemporaryDirectory(prefix="burnc-bench-") as tmp:
         for m in models:

@@ -204,19 +204,22 @@ fn try_fold(g: &Graph, n: &Node) -> Option<Vec<Tensor>> {
             _ => return None,
         }
     }
-    if in_elems > MAX_FOLD_INPUT_ELEMS {
+    // Dequantized weights fold whatever their size: the float weights the graph computes with
+    // (onnxruntime dequantizes them once as well), not a dequantization on every run.
+    let weights = matches!(&n.op, Op::Def(d) if d.get::<crate::ops::quant::Dequantize>().is_some());
+    if in_elems > MAX_FOLD_INPUT_ELEMS && !weights {
         return None;
     }
     // Outputs whose size inference knows must be small; unknown ones are checked after.
     for &o in &n.outputs {
         if let Some(numel) = g.tensor_type(o).and_then(|t| t.shape.as_ref()).and_then(|s| s.numel()) {
-            if numel > MAX_FOLD_ELEMS {
+            if numel > MAX_FOLD_ELEMS && !weights {
                 return None;
             }
         }
     }
     let outs = eval_one(g, n, outer).or_else(|| builtin_eval(g, n))?;
-    if outs.iter().any(|t| t.numel() > MAX_FOLD_ELEMS) {
+    if outs.iter().any(|t| t.numel() > MAX_FOLD_ELEMS) && !weights {
         return None;
     }
     Some(outs)

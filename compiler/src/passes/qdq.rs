@@ -13,7 +13,7 @@
 //! Taken only where QLinearConv means the same computation: per-tensor scale and zero point for
 //! x and y, weights i8/u8 with a per-tensor or per-output-channel scale (axis 0), the bias i32
 //! with zero point 0 and scale `x_scale · w_scale` (as the quantizer computes it), the Conv's
-//! result read only by the QuantizeLinear.
+//! result read only by the QuantizeLinear; one group (the integer kernel's).
 use super::fuse::{drop_nodes, label, FusionReport, Role};
 use crate::ir::{DType, Graph, Node, Op, ValueId};
 use crate::ops::integer::QLinearConv;
@@ -53,22 +53,12 @@ fn per_tensor(g: &Graph, n: &Node) -> bool {
     one(1) == Some(1) && n.inputs.get(2).copied().flatten().is_none_or(|_| one(2) == Some(1))
 }
 
-/// Values a Conv reads as weights or bias from a DequantizeLinear: constant folding leaves
-/// those dequantizations in place (`fold`, and the sequence unrolling's own folding), so that
-/// [`qdq_conv`] finds the integer weights.
+/// Values the convolutions [`qdq_conv`] rewrites read as weights or bias: constant folding
+/// leaves those dequantizations in place (`fold`, and the sequence unrolling's own folding),
+/// so that the rewrite finds the integer weights. Every other dequantized weight folds.
 pub fn conv_dequantized(g: &Graph) -> HashSet<ValueId> {
-    let prod = producers(g);
-    let mut kept = HashSet::new();
-    for n in &g.nodes {
-        if matches!(n.op, Op::Conv { .. }) {
-            for v in n.inputs.iter().skip(1).take(2).flatten() {
-                if dequantize_of(g, &prod, *v).is_some() {
-                    kept.insert(*v);
-                }
-            }
-        }
-    }
-    kept
+    let (cons, prod) = (g.consumers(), producers(g));
+    (0..g.nodes.len()).filter(|&ci| match_conv(g, &cons, &prod, ci).is_some()).flat_map(|ci| g.nodes[ci].inputs.iter().skip(1).take(2).flatten().copied()).collect()
 }
 
 /// Rewrite each quantized convolution of the QDQ form into a QLinearConv.
@@ -94,7 +84,8 @@ pub fn qdq_conv(g: &mut Graph, report: &mut FusionReport) {
 /// The QLinearConv replacing Conv node `ci` and the QuantizeLinear reading it: `(ci, q, node)`.
 fn match_conv(g: &Graph, cons: &HashMap<ValueId, Vec<usize>>, prod: &HashMap<ValueId, usize>, ci: usize) -> Option<(usize, usize, Node)> {
     let n = &g.nodes[ci];
-    let Op::Conv { window, group } = &n.op else { return None };
+    // Grouped and depthwise convolutions stay float: the integer kernel takes one group.
+    let Op::Conv { window, group: group @ 1 } = &n.op else { return None };
     let (&y, [Some(x), Some(w)]) = (n.outputs.first()?, n.inputs.get(..2)?) else { return None };
     if n.outputs.len() != 1 || g.outputs.contains(&y) || g.tensor_type(y)?.dtype != DType::F32 {
         return None;

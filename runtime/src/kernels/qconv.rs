@@ -171,15 +171,14 @@ impl Geom {
         (self.kq() + 2 * self.panels() * MR).checked_add(self.src_words()?)?.checked_add(im2col)
     }
 
-    /// The channel-quad copy of one batch item's input, padded with `fill` (the zero point):
-    /// one word per padded position, its bytes (in memory order) four channels.
-    fn fill<X: QByte>(&self, x: &[X], fill: u8, src: &mut [u32]) {
+    /// Quad `q` of the channel-quad copy of one batch item's input into `plane` (`hp·wp`
+    /// words), padded with `fill` (the zero point): one word per padded position, its bytes
+    /// (in memory order) four channels.
+    fn fill<X: QByte>(&self, q: usize, x: &[X], fill: u8, plane: &mut [u32]) {
         let (h, w, [p0, p1]) = (self.h, self.w, self.pad);
         let pad = u32::from_ne_bytes([fill; 4]);
         let flip = X::FLIP;
-        let words = self.hp * self.wp;
-        for q in 0..self.cq {
-            let plane = &mut src[q * words..(q + 1) * words];
+        {
             let chans: [Option<&[X]>; 4] = core::array::from_fn(|j| {
                 let c = 4 * q + j;
                 (c < self.c).then(|| &x[c * h * w..(c + 1) * h * w])
@@ -214,15 +213,14 @@ impl Geom {
         }
     }
 
-    /// Strided: B row `(q, tap)`, column `oy·ow + ox` = the copy's word at
-    /// `(oy·s + ky·d, ox·s + kx·d)` of quad `q`.
-    fn gather(&self, src: &[u32], b: &mut [u32]) {
-        let (cols, words) = (self.cols(), self.hp * self.wp);
-        for q in 0..self.cq {
+    /// Strided: the B rows `(q, tap)` of quad `q` (`taps·cols` words from row `(q, 0)`):
+    /// column `oy·ow + ox` = the quad's copy `plane` at `(oy·s + ky·d, ox·s + kx·d)`.
+    fn gather(&self, plane: &[u32], rows: &mut [u32]) {
+        let cols = self.cols();
+        {
             for tap in 0..self.taps() {
                 let (ky, kx) = (tap / self.k[1], tap % self.k[1]);
-                let row = &mut b[self.offset(q, tap) / 4..][..cols];
-                let plane = &src[q * words..(q + 1) * words];
+                let row = &mut rows[tap * cols..(tap + 1) * cols];
                 for oy in 0..self.oh {
                     let line = &plane[(oy * self.s[0] + ky * self.d[0]) * self.wp + kx * self.d[1]..];
                     for (ox, o) in row[oy * self.ow..(oy + 1) * self.ow].iter_mut().enumerate() {
@@ -374,20 +372,38 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
     let chunks = blocks.div_ceil(per_chunk);
     let yp = y.as_mut_ptr() as usize;
     let ylen = y.len();
+    #[cfg(feature = "std")]
+    let split = crate::pool::threads() > 1 && chunks > 1 && g.m * kq * 4 * cols >= 4 * crate::PARALLEL_WORK;
+    #[cfg(not(feature = "std"))]
+    let split = false;
+    let over = |n: usize, f: &(dyn Fn(usize) + Sync)| if split { crate::pool_for(n, f) } else { (0..n).for_each(f) };
+    // Small maps have few pixel chunks: their tasks also split the output channels' panels
+    // (each task then streams only its panels' weights).
+    let groups = if split { g.panels().min(8usize.div_ceil(chunks)) } else { 1 };
+    let per_group = g.panels().div_ceil(groups);
+    let (words, rows) = (g.hp * g.wp, g.taps() * cols);
+    assert!(src.len() >= g.cq * words, "qconv: scratch too short");
     for n in 0..d.batch {
-        g.fill(&x[n * g.c * is..(n + 1) * g.c * is], zx, src);
+        let xn = &x[n * g.c * is..(n + 1) * g.c * is];
+        let sp = src.as_mut_ptr() as usize;
+        // SAFETY (both): quad q writes only its own plane / B rows, inside `src` / `im2col`
+        // (their lengths are the geometry's), borrowed mutably by this call.
+        over(g.cq, &|q| g.fill(q, xn, zx, unsafe { core::slice::from_raw_parts_mut((sp as *mut u32).add(q * words), words) }));
         let b: &[u32] = if g.shifted {
             src
         } else {
-            g.gather(src, im2col);
+            let (src, bp) = (&*src, im2col.as_mut_ptr() as usize);
+            assert!(im2col.len() >= g.cq * rows, "qconv: scratch too short");
+            over(g.cq, &|q| g.gather(&src[q * words..(q + 1) * words], unsafe { core::slice::from_raw_parts_mut((bp as *mut u32).add(q * rows), rows) }));
             im2col
         };
         // SAFETY: the words' bytes, in memory order (u8 has no alignment, every byte is init).
         let b = unsafe { core::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 4) };
         let y0 = n * g.m * os;
         let run = |t: usize| {
-            let blk = t * per_chunk..((t + 1) * per_chunk).min(blocks);
-            for p in 0..g.panels() {
+            let (c, pg) = (t / groups, t % groups);
+            let blk = c * per_chunk..((c + 1) * per_chunk).min(blocks);
+            for p in (pg * per_group..(pg + 1) * per_group).take_while(|&p| p < g.panels()) {
                 let a = &panels[p * kq * MR * 4..(p + 1) * kq * MR * 4];
                 for bi in blk.clone() {
                     let mut tile = [[0u8; NR]; MR];
@@ -399,15 +415,7 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
                 }
             }
         };
-        #[cfg(feature = "std")]
-        let split = crate::pool::threads() > 1 && chunks > 1 && g.m * kq * 4 * cols >= 4 * crate::PARALLEL_WORK;
-        #[cfg(not(feature = "std"))]
-        let split = false;
-        if split {
-            crate::pool_for(chunks, &run);
-        } else {
-            (0..chunks).for_each(run);
-        }
+        over(chunks * groups, &run);
     }
 }
 
