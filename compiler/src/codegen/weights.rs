@@ -108,6 +108,9 @@ pub struct WeightsLayout {
     /// `offsets` too only when some other reader needs it plain. Keyed by the value and
     /// whether it is the Winograd layout (two convolutions may share weights but not layout).
     pub packed: HashMap<(ValueId, bool), (usize, usize)>,
+    /// i8 QLinearConv weights stored packed for `runtime::kernels::qconv` (`ops::integer::
+    /// packed_qconv`): (offset, bytes); in `offsets` too only when another reader needs them.
+    pub packed_q8: HashMap<ValueId, (usize, usize)>,
     pub blob: Vec<u8>,
 }
 
@@ -122,10 +125,23 @@ pub fn layout(g: &Graph, order: &[crate::ir::NodeId], lw: Lowering) -> WeightsLa
 pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], shared: &HashMap<String, usize>, lw: Lowering) -> WeightsLayout {
     let mut offsets = HashMap::new();
     let mut packed = HashMap::new();
+    let mut packed_q8 = HashMap::new();
     for &nid in order {
         let node = g.node(nid);
+        let qconv = crate::ops::integer::packed_qconv(g, node);
         for (i, v) in node.inputs.iter().enumerate() {
             let Some(v) = v else { continue };
+            if let (3, Some((d, win))) = (i, &qconv) {
+                if !packed_q8.contains_key(v) {
+                    if let Some(wp) = crate::ops::integer::packed_qconv_weights(g, node, d, win) {
+                        let off = blob.len().div_ceil(ALIGN) * ALIGN;
+                        blob.resize(off, 0);
+                        blob.extend_from_slice(&wp);
+                        packed_q8.insert(*v, (off, wp.len()));
+                    }
+                }
+                continue;
+            }
             let pre = if i == 1 { super::emit::prepacked_conv(g, node, lw) } else { None };
             let key = (*v, pre.is_some() && super::emit::nn::winograd_conv(g, node, lw));
             if (pre.is_some() && packed.contains_key(&key)) || (pre.is_none() && offsets.contains_key(v)) {
@@ -155,7 +171,7 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
     }
     let end = blob.len().div_ceil(ALIGN) * ALIGN;
     blob.resize(end.max(ALIGN), 0);
-    WeightsLayout { offsets, packed, blob }
+    WeightsLayout { offsets, packed, packed_q8, blob }
 }
 
 /// The bytes generated code reads for a weight (`None` for values that are not weights).

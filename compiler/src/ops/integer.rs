@@ -9,13 +9,12 @@
 use super::{input, numel, EmitCx, OpDef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::qint::{self, QConv};
-use crate::ir::{AutoPad, DType, DimExpr, Window};
+use crate::ir::{AutoPad, DType, DimExpr, Graph, Node, Op, ValueKind, Window};
 use crate::ops::quant::is_qint;
 use crate::tensor::Tensor;
 
 use burnc_runtime::kernels::conv::ConvDims;
 use burnc_runtime::kernels::qconv;
-use burnc_runtime::kernels::quant as qk_prec;
 use burnc_runtime::kernels::window::Window3;
 
 const K: &str = "rt::kernels::quant";
@@ -153,35 +152,53 @@ fn packed_geometry(g: &QConv) -> Option<(ConvDims, Window3)> {
 }
 
 /// Whether QLinearConv's inputs fit the packed kernel: u8/i8 activations and outputs, i8
-/// weights, f32 scales (the shapes are `packed_geometry`'s).
+/// weights, f32 scales (so the f32 requantization; the shapes are `packed_geometry`'s).
 fn packed_types(ins: &[Option<(DType, Vec<usize>)>]) -> bool {
     let d = |i: usize| ins.get(i).and_then(|t| t.as_ref()).map(|t| t.0);
     let q8 = |t: Option<DType>| matches!(t, Some(DType::U8 | DType::I8));
     q8(d(0)) && d(3) == Some(DType::I8) && [1, 4, 6].iter().all(|&i| d(i) == Some(DType::F32)) && (d(7).is_none() || q8(d(7)))
 }
 
-/// QLinearConv on `runtime::kernels::qconv` with its weights packed here: when the weights are
-/// constant i8 with zero points all 0 (onnxruntime's static quantizer writes them so) and the
-/// types and geometry fit. `None`: the reference kernel runs.
-fn emit_packed(cx: &EmitCx, g: &QConv, rd: [&str; 7], prec: qk_prec::ScalePrec) -> Result<Option<String>, CodegenError> {
-    let Some((d, win)) = packed_geometry(g) else { return Ok(None) };
-    let types: Vec<Option<(DType, Vec<usize>)>> = (0..9).map(|i| cx.opt_input(i).and_then(|v| cx.ctx().ty(cx.node(), v).ok()).map(|t| (t.0, t.1))).collect();
-    if prec != qk_prec::ScalePrec::F32 || !packed_types(&types) {
-        return Ok(None);
+/// A QLinearConv node of `g` that runs on `runtime::kernels::qconv` with its weights packed at
+/// compile time: constant i8 weights with zero points all 0 (onnxruntime's static quantizer
+/// writes them so), and types and geometry the kernel takes. The weights layout (which stores
+/// only the packed form) and the emitter ask this one question.
+pub(crate) fn packed_qconv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)> {
+    let Op::Def(def) = &n.op else { return None };
+    let op = def.get::<QLinearConv>()?;
+    let input = |i: usize| n.inputs.get(i).copied().flatten();
+    let ins: Vec<Option<(DType, Vec<usize>)>> = (0..9).map(|i| input(i).and_then(|v| g.tensor_type(v)).and_then(|t| Some((t.dtype, t.shape.as_ref()?.as_fixed()?)))).collect();
+    if !packed_types(&ins) || !matches!(g.value(input(3)?).kind, ValueKind::Param(_) | ValueKind::Const(_)) {
+        return None;
     }
-    let Some(w) = cx.konst(cx.input(3)?) else { return Ok(None) };
-    let zero_wz = match cx.opt_input(5) {
-        None => true,
-        Some(z) => cx.konst(z).is_some_and(|t| t.to_f64_vec().iter().all(|&v| v == 0.0)),
+    if !input(5).is_none_or(|z| g.const_value(z).is_some_and(|t| t.to_f64_vec().iter().all(|&v| v == 0.0))) {
+        return None;
+    }
+    let (x, w) = (ins[0].as_ref()?, ins[3].as_ref()?);
+    let geom = qint::conv_checked((&x.1, x.0), (&w.1, w.0), None, None, &op.window, op.group).ok()?;
+    packed_geometry(&geom)
+}
+
+/// The packed weights of a [`packed_qconv`] node ([`qconv::pack_weights`]).
+pub(crate) fn packed_qconv_weights(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> Option<Vec<u8>> {
+    let w: Vec<i8> = g.const_value(n.inputs.get(3).copied().flatten()?)?.to_f64_vec().iter().map(|&v| v as i8).collect();
+    let mut wp = vec![0u8; qconv::packed_len(d, win)];
+    qconv::pack_weights(d, win, &w, &mut wp);
+    Some(wp)
+}
+
+/// QLinearConv on `runtime::kernels::qconv` where [`packed_qconv`] says so (the weights from the
+/// layout's packed copy); `None`: the reference kernel runs.
+fn emit_packed(cx: &EmitCx, rd: [&str; 7]) -> Result<Option<String>, CodegenError> {
+    let (g, n) = (cx.ctx().g, cx.node());
+    let Some((d, win)) = packed_qconv(g, n) else { return Ok(None) };
+    let w = cx.input(3)?;
+    let stored = cx.ctx().weights.borrow().packed_q8.get(&w).copied();
+    let wp = match stored {
+        Some((off, len)) => format!("unsafe {{ rt::arena::weights::<u8>(w, {off}, {len}) }}"),
+        None => cx.table(&packed_qconv_weights(g, n, &d, &win).ok_or_else(|| cx.err("QLinearConv weights are not constant"))?),
     };
-    if !zero_wz {
-        return Ok(None);
-    }
-    let w: Vec<i8> = w.to_f64_vec().iter().map(|&v| v as i8).collect();
-    let mut wp = vec![0u8; qconv::packed_len(&d, &win)];
-    qconv::pack_weights(&d, &win, &w, &mut wp);
-    let wp = cx.table(&wp);
-    let scratch = cx.ctx().scratch(cx.node(), cx.id(), "u32", qconv::scratch_len(&d, &win))?;
+    let scratch = cx.ctx().scratch(n, cx.id(), "u32", qconv::scratch_len(&d, &win))?;
     let [rx, rxz, rb, rxs, rws, rys, ryz] = rd;
     let y = cx.write(cx.output(0)?)?;
     Ok(Some(format!(
@@ -371,7 +388,11 @@ impl OpDef for QLinearConv {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         fixed_only(cx)?;
         let ((x, rx), (x_s, rxs), (xz, rxz)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
-        let ((w, rw), (w_s, rws), (wz, rwz)) = (req(cx, 3)?, req(cx, 4)?, opt(cx, 5)?);
+        // Packed weights are stored only packed: their plain form is read only by the reference.
+        let packed = packed_qconv(cx.ctx().g, cx.node()).is_some();
+        let w = cx.ctx().ty(cx.node(), cx.input(3)?)?;
+        let rw = if packed { String::new() } else { cx.read(cx.input(3)?)? };
+        let ((w_s, rws), (wz, rwz)) = (req(cx, 4)?, opt(cx, 5)?);
         let ((y_s, rys), (yz, ryz)) = (req(cx, 6)?, opt(cx, 7)?);
         let (bias, rb) = opt(cx, 8)?;
         let e = |m: String| cx.err(m);
@@ -382,7 +403,7 @@ impl OpDef for QLinearConv {
         if od != qint::qlinear_out(x.0, yz.as_ref().map(|z| z.0)) || !is_qint(od) {
             return Err(e(format!("QLinearConv output type {od} does not fit its inputs")));
         }
-        if let Some(code) = emit_packed(cx, &g, [&rx, &rxz, &rb, &rxs, &rws, &rys, &ryz], prec)? {
+        if let Some(code) = emit_packed(cx, [&rx, &rxz, &rb, &rxs, &rws, &rys, &ryz])? {
             return Ok(code);
         }
         Ok(format!(

@@ -352,7 +352,7 @@ fn body_block(
 
 fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<Sym>) -> Result<String, CodegenError> {
     let blob = std::mem::take(&mut cx.weights.borrow_mut().blob);
-    let mut wl = WeightsLayout { offsets: HashMap::new(), packed: HashMap::new(), blob };
+    let mut wl = WeightsLayout { offsets: HashMap::new(), packed: HashMap::new(), packed_q8: HashMap::new(), blob };
     for &nid in &sub.plan.order {
         for &v in sub.g.node(nid).inputs.iter().flatten() {
             if !wl.offsets.contains_key(&v) {

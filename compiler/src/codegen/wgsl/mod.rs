@@ -111,7 +111,7 @@ fn chunked(w: super::weights::WeightsLayout) -> Result<super::weights::WeightsLa
     }
     let end = blob.len().div_ceil(64) * 64;
     blob.resize(end, 0);
-    Ok(super::weights::WeightsLayout { offsets, packed: HashMap::new(), blob })
+    Ok(super::weights::WeightsLayout { offsets, packed: HashMap::new(), packed_q8: HashMap::new(), blob })
 }
 
 /// The module's WGSL: the two buffers, helpers, then each kernel after a comment naming its
