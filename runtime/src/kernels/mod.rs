@@ -117,16 +117,24 @@ pub(crate) mod test_rng {
     extern crate std;
     use std::vec::Vec;
 
+    /// The xorshift states after `seed`, one per value.
+    fn states(n: usize, seed: u32) -> impl Iterator<Item = u32> {
+        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
+        (0..n).map(move |_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            s
+        })
+    }
+
     /// `n` values in [-1, 1) from an xorshift generator seeded with `seed`.
     pub fn rnd(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2654435761).wrapping_add(12345);
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 17;
-                s ^= s << 5;
-                (s % 2000) as f32 / 1000.0 - 1.0
-            })
-            .collect()
+        states(n, seed).map(|s| (s % 2000) as f32 / 1000.0 - 1.0).collect()
+    }
+
+    /// `n` bytes from the same generator.
+    pub fn bytes(n: usize, seed: u32) -> Vec<u8> {
+        states(n, seed).map(|s| (s >> 11) as u8).collect()
     }
 }

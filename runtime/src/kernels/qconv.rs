@@ -524,22 +524,10 @@ unsafe fn store<Q: QByte>(g: &Geom, tile: &[[u8; NR]; MR], j0: usize, m0: usize,
 mod tests {
     extern crate std;
     use super::super::quant::{qlinear_conv, ConvGeom};
+    use super::super::test_rng::bytes;
     use super::*;
     use std::vec;
     use std::vec::Vec;
-
-    /// Pseudo-random bytes.
-    fn bytes(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 24) as u8
-            })
-            .collect()
-    }
 
     #[allow(clippy::too_many_arguments)]
     fn check<X: QByte, Q: QByte + core::fmt::Debug + PartialEq>(batch: usize, c: usize, m: usize, hw: [usize; 2], k: [usize; 2], s: [usize; 2], dil: [usize; 2], pb: [usize; 2], pe: [usize; 2], per_channel: bool, with_bias: bool) {
@@ -581,6 +569,7 @@ mod tests {
         check::<u8, u8>(1, 4, 5, [6, 19], [1, 5], [1, 2], [1, 1], [0, 2], [0, 2], true, false);
     }
 
+    #[cfg(feature = "std")]
     #[test]
     fn two_threads_agree() {
         crate::pool::set_threads(2);

@@ -36,6 +36,15 @@ fn rint(v: f64) -> f64 {
     libm::rint(v)
 }
 
+/// Round half to even in f32: the instruction under std (it vectorizes), libm's elsewhere.
+#[inline]
+fn round_even(v: f32) -> f32 {
+    #[cfg(feature = "std")]
+    return v.round_ties_even();
+    #[cfg(not(feature = "std"))]
+    return libm::rintf(v);
+}
+
 /// Clamp to `Q`'s range and store.
 #[inline]
 fn sat<Q: Elem>(v: i64) -> Q {
@@ -62,7 +71,7 @@ pub fn quantize<X: Elem, S: Elem, Q: Elem>(x: &[X], scale: &[S], zp: &[Q], p: QP
         let z = zp.first().map_or(0, |z| z.to_i64()) as f32;
         let (lo, hi) = (Q::lowest().to_i64() as f32, Q::highest().to_i64() as f32);
         for (o, &xv) in y.iter_mut().zip(x) {
-            let r = (xv.to_f64() as f32 / s).round_ties_even();
+            let r = round_even(xv.to_f64() as f32 / s);
             // NaN rounds to 0 (as `rint(NaN) as i64` does), so it lands on the zero point.
             let r = if r.is_nan() { 0.0 } else { r };
             *o = Q::from_i64((r + z).clamp(lo, hi) as i64);
