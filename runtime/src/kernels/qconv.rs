@@ -498,7 +498,7 @@ unsafe fn tile_vnni(kq: usize, a: *const u8, b: *const u8, off: *const u32, j0b:
 ///
 /// # Safety
 /// `y` is valid for `ylen` elements and nothing else writes these pixels meanwhile.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 unsafe fn store<Q: QByte>(g: &Geom, tile: &[[u8; NR]; MR], j0: usize, m0: usize, y: *mut Q, ylen: usize, y0: usize) {
     let os = g.oh * g.ow;
     let (width, n) = if g.shifted { (g.wp, g.oh * g.wp) } else { (g.ow, os) };
