@@ -279,7 +279,7 @@ fn build(
     let sym = crate::ops::Sym { info, sizes: &sizes };
     let heap = needs_heap(g);
     let Params { forward: input_params, parts: part_params, args: input_args } = params(&inputs, heap, |d, life| format!("[{}]", elem_ty(d.dtype, life)));
-    let parts = Parts { prefix: "part", more: ("sz: &[usize], ", "sz, "), params: &part_params, lints: "unused_parens, ", bodies: emit_parts(&cx, Some(sym), opts.nodes_per_fn, None)? };
+    let parts = Parts { prefix: "part", more: Some(("sz: &[usize]", "sz")), params: &part_params, lints: &["unused_parens"], bodies: emit_parts(&cx, Some(sym), opts.nodes_per_fn, None)? };
     let wl = cx.weights.into_inner();
 
     let shape_str = |ex: &[DimExpr]| format!("[{}]", ex.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "));
@@ -333,7 +333,7 @@ fn build(
     let forward = Entry {
         doc: "/// Run the model at `dims` (each within its bound). Errors when a dim is out of bounds, a\n\
               /// derived size is below 1, or an input's length does not match its dims.\n",
-        lints: ", unused_parens",
+        lints: &["unused_parens"],
         sig: format!(
             "forward<'a>(&self, {}) -> Result<Outputs<'a>, DimError>",
             ["arena: &'a mut Arena".to_string()].into_iter().chain(input_params).chain(["dims: Dims".to_string()]).collect::<Vec<_>>().join(", ")

@@ -206,14 +206,13 @@ pub(crate) fn emit_parts(cx: &Ctx, sym: Option<Sym>, nodes_per_fn: usize, mut pr
 pub(crate) struct Parts<'p> {
     /// The functions are `{prefix}_{i}`.
     pub prefix: &'static str,
-    /// What every part takes after `a` and `w` besides the inputs, as a parameter and as an
-    /// argument, each ending `, ` (the size table `sz` of bounded dims, the state `s` of
-    /// training), or empty.
-    pub more: (&'static str, &'static str),
+    /// What every part takes after `a` and `w`, before the inputs, as a parameter and as an
+    /// argument: the size table `sz` of bounded dims, the state `s` of training.
+    pub more: Option<(&'static str, &'static str)>,
     /// The inputs as the parts take them.
     pub params: &'p [String],
-    /// Lints allowed besides those every part allows, each ending `, `.
-    pub lints: &'static str,
+    /// Lints allowed besides those every part allows.
+    pub lints: &'static [&'static str],
     /// The node blocks of each part ([`emit_parts`]).
     pub bodies: Vec<String>,
 }
@@ -221,9 +220,10 @@ pub(crate) struct Parts<'p> {
 impl Parts<'_> {
     /// The entry function's calls of the parts, passing `args` on.
     pub fn calls(&self, args: &[String]) -> String {
+        let more = self.more.map(|(_, arg)| format!("{arg}, ")).unwrap_or_default();
         let mut s = String::new();
         for i in 0..self.bodies.len() {
-            let _ = writeln!(s, "    {}_{i}(a, w, {}{});", self.prefix, self.more.1, args.join(", "));
+            let _ = writeln!(s, "    {}_{i}(a, w, {more}{});", self.prefix, args.join(", "));
         }
         s
     }
@@ -231,14 +231,18 @@ impl Parts<'_> {
     /// The part functions, one item each.
     fn functions(self) -> Vec<String> {
         let Parts { prefix, more, params, lints, bodies } = self;
-        bodies.into_iter().enumerate().map(|(i, body)| {
-            format!(
-                "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, {lints}clippy::all)]\nfn {prefix}_{i}(a: rt::arena::Region, w: &[u8], {}{}) {{\n{body}}}\n",
-                more.0,
-                params.join(", ")
-            )
-        })
-        .collect()
+        let more = more.map(|(param, _)| format!("{param}, ")).unwrap_or_default();
+        let lints: String = lints.iter().map(|l| format!("{l}, ")).collect();
+        let params = params.join(", ");
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| {
+                format!(
+                    "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, {lints}clippy::all)]\nfn {prefix}_{i}(a: rt::arena::Region, w: &[u8], {more}{params}) {{\n{body}}}\n"
+                )
+            })
+            .collect()
     }
 }
 
@@ -247,19 +251,25 @@ impl Parts<'_> {
 pub(crate) struct Entry<'e> {
     /// The doc comment, each line `/// …` ending in a newline.
     pub doc: &'e str,
-    /// Lints allowed besides `clippy::too_many_arguments`, each starting `, `.
-    pub lints: &'e str,
+    /// Lints allowed besides `clippy::too_many_arguments`.
+    pub lints: &'e [&'e str],
     /// The signature after `pub fn `.
     pub sig: String,
+    /// Statements before the arena is taken: the dims checked, the step's scalars.
     pub setup: String,
+    /// Statements after `a` and `w`: the heap emptied, the state as a region.
     pub then: String,
+    /// [`Parts::calls`].
     pub calls: String,
+    /// The function's value, last.
     pub result: String,
 }
 
 impl Entry<'_> {
+    /// The function's source.
     pub fn render(&self) -> String {
         let Entry { doc, lints, sig, setup, then, calls, result } = self;
+        let lints: String = lints.iter().map(|l| format!(", {l}")).collect();
         format!(
             "{doc}#[allow(clippy::too_many_arguments{lints})]\npub fn {sig} {{\n{setup}    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n{then}{calls}{result}}}\n"
         )

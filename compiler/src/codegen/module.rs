@@ -27,7 +27,7 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
     let heap = needs_heap(g);
     let Params { forward: input_params, parts: part_params, args: input_args } = params(&inputs, heap, fixed_array);
     let mut timed = Vec::new();
-    let parts = Parts { prefix: "part", more: ("", ""), params: &part_params, lints: "", bodies: emit_parts(&cx, None, opts.nodes_per_fn, opts.profile.then_some(&mut timed))? };
+    let parts = Parts { prefix: "part", more: None, params: &part_params, lints: &[], bodies: emit_parts(&cx, None, opts.nodes_per_fn, opts.profile.then_some(&mut timed))? };
     let wl = cx.weights.into_inner();
 
     let mut m = ModuleBuilder::new(&opts.source_name, "");
@@ -56,7 +56,7 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
         } else {
             "/// Run the model. Every shape is fixed at compile time, so this cannot fail.\n"
         },
-        lints: "",
+        lints: &[],
         sig: format!("forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a>", input_params.join(", ")),
         setup: String::new(),
         then: if heap { "    heap.clear();\n".into() } else { String::new() },

@@ -220,8 +220,8 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     // The scalars train_step makes itself are passed by reference.
     let targs: Vec<String> = targs.into_iter().map(|a| if matches!(a.as_str(), "lr" | "step" | "dropout_key") { format!("&{a}") } else { a }).collect();
     let data_sig = builder::params(&[inputs.as_slice(), std::slice::from_ref(&target)].concat(), false, fixed_array).forward;
-    let fparts = Parts { prefix: "part", more: ("s: rt::arena::Region, ", "s, "), params: &fpsig, lints: "", bodies: fparts };
-    let tparts = Parts { prefix: "train_part", more: ("s: rt::arena::Region, ", "s, "), params: &tpsig, lints: "", bodies: tparts };
+    let fparts = Parts { prefix: "part", more: Some(("s: rt::arena::Region", "s")), params: &fpsig, lints: &[], bodies: fparts };
+    let tparts = Parts { prefix: "train_part", more: Some(("s: rt::arena::Region", "s")), params: &tpsig, lints: &[], bodies: tparts };
 
     let mut m = ModuleBuilder::new(&opts.source_name, " with training");
     for d in &inputs {
@@ -267,7 +267,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     m.outputs_struct("The model's outputs, borrowed from the arena.", &fixed_output_fields(&outputs));
     let forward = Entry {
         doc: "/// Run the model with the current parameters. Every shape is fixed at compile time, so this cannot fail.\n",
-        lints: "",
+        lints: &[],
         sig: format!("forward<'a>(&self, arena: &'a mut Arena, {}) -> Outputs<'a>", fsig.join(", ")),
         setup: String::new(),
         then: "    // Read only: forward never writes the state.\n    let s = rt::arena::Region::of_read_only(&self.s.0);\n".into(),
@@ -277,7 +277,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     let train_step = Entry {
         doc: "/// One training step on a batch: forward, loss, backward and the optimizer update of every\n\
               /// trainable parameter in the state. Returns the loss (before the update).\n",
-        lints: "",
+        lints: &[],
         sig: format!("train_step(&mut self, arena: &mut TrainArena, {}) -> f32", data_sig.join(", ")),
         setup: format!(
             "    self.step += 1;\n    let lr = [self.lr];\n    let step = [self.step as i64];\n{}",
