@@ -642,12 +642,8 @@ mod tests {
 
     #[test]
     fn scratch_lives_only_during_its_node() {
-        let mut g = Graph::default();
-        let x = input(&mut g, 1000);
-        let a = relu(&mut g, x, 1000);
-        let b = relu(&mut g, a, 1000);
-        let c = relu(&mut g, b, 1000);
-        g.outputs.push(c);
+        let g = relu_chain(3);
+        let (a, b) = (g.nodes[0].outputs[0], g.nodes[1].outputs[0]);
         let scratch = |_: &Graph, n: NodeId| if n == NodeId(1) { 100 } else { 0 };
         let p = plan(&g, &PlanOptions { scratch: &scratch, can_inplace: &|_, _, _| false, ..PlanOptions::default() }).unwrap();
         assert_eq!(p.scratch.len(), 1);

@@ -2,6 +2,7 @@
 //! module of plain Rust that calls burnc-runtime's kernels, plus a weights blob. Shapes,
 //! strides and arena offsets are literals; the module needs only `core` and burnc-runtime.
 pub mod bounded;
+pub(crate) mod builder;
 pub mod cuda;
 pub mod emit;
 pub mod gpu;
@@ -20,7 +21,7 @@ use thiserror::Error;
 
 pub use bounded::{generate_bounded, BoundedInfo};
 pub use lowering::Lowering;
-pub use module::Generated;
+pub use builder::Generated;
 pub use train::{generate_train, TrainGenerated};
 
 #[derive(Debug, Error)]

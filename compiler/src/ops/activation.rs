@@ -2,7 +2,7 @@
 //! are the runtime's (`kernels::extra`) or, for Shrink, one expression, computed in f64 and
 //! rounded to the element type, by the interpreter and generated code alike.
 use crate::codegen::emit::f64_lit;
-use super::{input, numel, Arg, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, Arg, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
 use crate::codegen::CodegenError;
 use crate::ir::{Op, UnaryOp, ValueId};
@@ -51,9 +51,7 @@ impl OpDef for Swish {
     }
 
     // A multiply, an exponential, an add and a divide per element.
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(numel(outs.first()?)?.saturating_mul(4))
-    }
+    flops!(per_output 4);
 
     // dy/dx = s + a·x·s·(1 − s), s = sigmoid(a·x).
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
@@ -106,9 +104,7 @@ impl OpDef for SwiGlu {
     }
 
     // Swish's four and the product with B.
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(numel(outs.first()?)?.saturating_mul(5))
-    }
+    flops!(per_output 5);
 
     // dA = dy·B·swish'(A), dB = dy·swish(A).
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
@@ -192,9 +188,7 @@ impl OpDef for BiasSplitGelu {
     }
 
     // Two bias adds, the erf (counted as one) and four multiplies or adds per output element.
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(numel(outs.first()?)?.saturating_mul(7))
-    }
+    flops!(per_output 7);
 
     // y = a·gelu(b): dA = dy·gelu(b), dB = dy·a·(Φ(b) + b·φ(b)); dX is both halves side by side
     // and dbias their sum over the rows.
@@ -257,9 +251,7 @@ impl OpDef for Shrink {
     }
 
     // One comparison and add per element.
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?)
-    }
+    flops!(per_output 1);
 }
 
 /// swish'(x) = s · (1 + a·x·(1 − s)), s = sigmoid(a·x).

@@ -258,10 +258,7 @@ impl OpDef for Attention {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let q = cx.input(0)?;
-        let xd = cx.dtype(q)?;
-        if !matches!(xd, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
-            return Err(cx.err(format!("Attention on {xd} is not supported by codegen yet")));
-        }
+        let xd = cx.dtype_among(q, &[DType::F32, DType::F64, DType::F16, DType::BF16])?;
         for i in 1..3 {
             if cx.dtype(cx.input(i)?)? != xd {
                 return Err(cx.err("K/V of another type than Q"));

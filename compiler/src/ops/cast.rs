@@ -2,7 +2,7 @@
 //! through f64, ints through i64/u64, anything to bool as `!= 0`, float to int truncating and
 //! saturating (docs/DECISIONS.md, "Float to integer casts"). The interpreter's conversion is
 //! `interp::ops::cast::cast`; generated code writes the same rules per element.
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::rust_ty;
 use crate::codegen::CodegenError;
 use crate::float8::small_of;
@@ -77,9 +77,7 @@ impl OpDef for Cast {
         emit_cast(cx, to, self.saturate)
     }
 
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?)
-    }
+    flops!(per_output 1);
 
     // Between float types the gradient is cast back; input 1 of CastLike needs none.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {

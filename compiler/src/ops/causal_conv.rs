@@ -125,10 +125,7 @@ impl OpDef for CausalConv {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let s = sizes(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
         let x = cx.input(0)?;
-        let xd = cx.dtype(x)?;
-        if !matches!(xd, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
-            return Err(cx.err(format!("CausalConvWithState on {xd} is not supported by codegen yet")));
-        }
+        let xd = cx.dtype_among(x, &[DType::F32, DType::F64, DType::F16, DType::BF16])?;
         for i in 1..4 {
             if let Some(v) = cx.opt_input(i).filter(|&v| cx.dtype(v).is_ok_and(|d| d != xd)) {
                 return Err(cx.err(format!("input #{i} is {} but input is {xd}", cx.dtype(v)?)));

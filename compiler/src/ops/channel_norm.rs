@@ -36,19 +36,16 @@ fn params_of(cx: &mut ShapeCx, ins: &[usize], len: &DimExpr) -> R<()> {
 }
 
 /// The kernels' precision: f32 and f64 (the runtime's statistics kernels are generic over it).
-fn float_only(cx: &EmitCx, what: &str) -> Result<(ValueId, Vec<DimExpr>), CodegenError> {
+fn float_only(cx: &EmitCx) -> Result<(ValueId, Vec<DimExpr>), CodegenError> {
     let x = cx.input(0)?;
-    let d = cx.dtype(x)?;
-    if !matches!(d, DType::F32 | DType::F64) {
-        return Err(cx.err(format!("{what} on {d} is not supported by codegen yet")));
-    }
+    cx.dtype_among(x, &[DType::F32, DType::F64])?;
     Ok((x, cx.dims(x)?))
 }
 
 /// Instance- and GroupNormalization's kernels' leading arguments: X, Y and X's `[N, C,
 /// spatial]` sizes.
-fn x_y_nc_spatial(cx: &EmitCx, what: &str) -> Result<String, CodegenError> {
-    let (x, xs) = float_only(cx, what)?;
+fn x_y_nc_spatial(cx: &EmitCx) -> Result<String, CodegenError> {
+    let (x, xs) = float_only(cx)?;
     let sizes = [xs[0].clone(), xs[1].clone(), product(&xs[2..])].iter().map(|d| cx.size(d)).collect::<Result<Vec<_>, _>>()?;
     Ok(format!("{}, {}, {}", cx.read(x)?, cx.write(cx.output(0)?)?, sizes.join(", ")))
 }
@@ -84,16 +81,14 @@ impl OpDef for InstanceNorm {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         Ok(format!(
             "rt::kernels::norm::instance_norm({}, {}, {}, {});",
-            x_y_nc_spatial(cx, "InstanceNormalization")?,
+            x_y_nc_spatial(cx)?,
             cx.read_input(1)?,
             cx.read_input(2)?,
             f64_lit(self.epsilon as f64)
         ))
     }
 
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)?.checked_mul(5)
-    }
+    flops!(per_input 5);
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
@@ -133,7 +128,7 @@ impl OpDef for GroupNorm {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         Ok(format!(
             "rt::kernels::norm::group_norm({}, {}, {}, {}, {}, {});",
-            x_y_nc_spatial(cx, "GroupNormalization")?,
+            x_y_nc_spatial(cx)?,
             self.num_groups,
             cx.read_input(1)?,
             cx.read_input(2)?,
@@ -142,9 +137,7 @@ impl OpDef for GroupNorm {
         ))
     }
 
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)?.checked_mul(5)
-    }
+    flops!(per_input 5);
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         crate::autodiff::norm::group_norm(cx, self.num_groups, self.epsilon, self.per_channel)
@@ -200,7 +193,7 @@ impl OpDef for MeanVarianceNorm {
     }
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let (x, xs) = float_only(cx, "MeanVarianceNormalization")?;
+        let (x, xs) = float_only(cx)?;
         let (perm, kept) = self.perm(xs.len()).map_err(|e| cx.err(e))?;
         let pshape: Vec<DimExpr> = perm.iter().map(|&d| xs[d].clone()).collect();
         let (outer, inner) = (cx.size(&product(&pshape[..kept]))?, cx.size(&product(&pshape[kept..]))?);
@@ -233,9 +226,7 @@ impl OpDef for MeanVarianceNorm {
         }
     }
 
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)?.checked_mul(5)
-    }
+    flops!(per_input 5);
 }
 
 /// LRN (local response normalization): `x / (bias + alpha/size · Σ x²)^beta`, the sum over the
@@ -264,10 +255,7 @@ impl OpDef for Lrn {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let out = cx.output(0)?;
-        let od = cx.dtype(out)?;
-        if !matches!(od, DType::F32 | DType::F64) {
-            return Err(cx.err(format!("LRN on {od} is not supported by codegen yet")));
-        }
+        cx.dtype_among(out, &[DType::F32, DType::F64])?;
         let s = cx.dims(out)?;
         if s.len() < 2 {
             return Err(cx.err("needs rank at least 2"));

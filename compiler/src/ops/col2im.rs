@@ -3,7 +3,7 @@
 //! image and block shapes decide the output's shape and must be constants; N and C may be
 //! bounded. One runtime kernel, `kernels::unpool::col2im_batch`, for the interpreter and
 //! generated code.
-use super::{input, numel, or_fill, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, or_fill, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::DimExpr;
 use crate::tensor::{Data, Tensor};
@@ -135,13 +135,9 @@ impl OpDef for Col2Im {
     }
 
     // One addition per input element.
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)
-    }
+    flops!(per_input 1);
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1 || i == 2
-    }
+    shape_inputs!(1 | 2);
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -107,9 +107,7 @@ impl OpDef for Compress {
         Ok(vec![cx.by_table()?])
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 /// NonZero: the indices of the nonzero elements in row-major order, one row per dim of X.
@@ -151,9 +149,7 @@ impl OpDef for NonZero {
         Err(cx.err("NonZero's output length depends on its input's values: codegen needs the input to be a constant"))
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 0
-    }
+    shape_inputs!(0);
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -1,7 +1,7 @@
 //! CumSum and CumProd: running sums (products) along one axis, given as a constant input,
 //! optionally exclusive (each element left out of its own result) and from the end. The runtime
 //! kernels `kernels::reduce::{cumsum, cumprod}` over the `[outer, len, inner]` view.
-use super::{around, input, numel, view_sizes, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, view_sizes, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis_or_scalar;
 use crate::ir::{DType, DimExpr};
@@ -90,13 +90,9 @@ impl OpDef for Cumulative {
         ))
     }
 
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?)
-    }
+    flops!(per_output 1);
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -285,6 +285,16 @@ impl<'a> EmitCx<'a> {
         Ok(self.cx.ty(self.n, v)?.0)
     }
 
+    /// The dtype of `v` when it is one of `supported` (the op's kernels' types); else an error
+    /// naming the op and the dtype.
+    pub fn dtype_among(&self, v: ValueId, supported: &[DType]) -> Result<DType, CodegenError> {
+        let d = self.dtype(v)?;
+        if !supported.contains(&d) {
+            return Err(self.err(format!("{} on {d} is not supported by codegen yet", self.n.op.name())));
+        }
+        Ok(d)
+    }
+
     /// The Rust element type of `v`.
     pub fn elem(&self, v: ValueId) -> Result<&'static str, CodegenError> {
         let d = self.dtype(v)?;

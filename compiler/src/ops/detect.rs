@@ -174,9 +174,7 @@ impl OpDef for RoiAlign {
     }
 
     // Four weighted corners per sample, about one sample per output element.
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?).map(|n| n.saturating_mul(8))
-    }
+    flops!(per_output 8);
 }
 
 /// `X [N, C, H, W]`, `W [M, C / group, kh, kw]`, `offset [N, offset_group · kh · kw · 2, oh,
@@ -439,9 +437,7 @@ impl OpDef for NonMaxSuppression {
         None
     }
 
-    fn decides_shapes(&self, _: usize) -> bool {
-        true
-    }
+    shape_inputs!(_);
 }
 
 pub fn examples() -> Vec<super::Example> {

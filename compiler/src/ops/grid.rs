@@ -1,7 +1,7 @@
 //! GridSample: X `[N, C, spatial…]` (1 to 3 spatial dims) sampled at the grid's normalized
 //! coordinates `[N, out spatial…, k]`, by the runtime kernel `kernels::grid::grid_sample`; and
 //! AffineGrid, which makes such a grid from affine transforms (`kernels::grid::affine_grid`).
-use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::{DimExpr, GridMode, GridPadding};
 use crate::tensor::{Data, Tensor};
@@ -101,9 +101,7 @@ impl OpDef for GridSample {
     }
 
     // About eight operations per output element (bilinear: four taps, two weights each).
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?)?.checked_mul(8)
-    }
+    flops!(per_output 8);
 }
 
 /// AffineGrid `(theta [N, k, k + 1], size [N, C, (D,) H, W])` → the sampling grid
@@ -202,13 +200,9 @@ impl OpDef for AffineGrid {
     }
 
     // A k × (k + 1) product per output point: about three operations per output element.
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?)?.checked_mul(3)
-    }
+    flops!(per_output 3);
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 pub fn examples() -> Vec<super::Example> {

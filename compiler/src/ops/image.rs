@@ -121,9 +121,7 @@ impl OpDef for ImageDecoder {
         None
     }
 
-    fn decides_shapes(&self, _: usize) -> bool {
-        true
-    }
+    shape_inputs!(_);
 }
 
 #[cfg(test)]

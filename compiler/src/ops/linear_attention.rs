@@ -169,10 +169,7 @@ impl OpDef for LinearAttention {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let s = self.sizes(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
         let q = cx.input(0)?;
-        let qd = cx.dtype(q)?;
-        if !matches!(qd, DType::F32 | DType::F64 | DType::F16 | DType::BF16) {
-            return Err(cx.err(format!("LinearAttention on {qd} is not supported by codegen yet")));
-        }
+        let qd = cx.dtype_among(q, &[DType::F32, DType::F64, DType::F16, DType::BF16])?;
         for i in [1, 2, 4, 5] {
             if let Some(v) = cx.opt_input(i).filter(|&v| cx.dtype(v).is_ok_and(|d| d != qd)) {
                 return Err(cx.err(format!("input #{i} is {} but the query is {qd}", cx.dtype(v)?)));

@@ -3,7 +3,7 @@
 //! and for the softmax form the log-probabilities. Computed by the runtime kernel
 //! `kernels::loss::nll_loss` in the input's float type (f64 in the interpreter).
 use crate::ops::view::Unsqueeze;
-use super::{input, numel, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::B;
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
@@ -161,10 +161,7 @@ impl OpDef for NllLoss {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let (x, target) = (cx.input(0)?, cx.input(1)?);
-        let xd = cx.dtype(x)?;
-        if !matches!(xd, DType::F32 | DType::F64) {
-            return Err(cx.err(format!("{} on {xd} is not supported by codegen yet", self.name())));
-        }
+        cx.dtype_among(x, &[DType::F32, DType::F64])?;
         let (nb, c, d) = Self::geometry(&mut cx.shape_cx()?).map_err(|e| cx.err(e))?;
         let weight = match cx.opt_input(2) {
             Some(w) => format!("Some({})", cx.read(w)?),
@@ -191,9 +188,7 @@ impl OpDef for NllLoss {
     }
 
     // About one operation per input element.
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)
-    }
+    flops!(per_input 1);
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         gradient(self, cx)

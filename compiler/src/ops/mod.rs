@@ -59,6 +59,32 @@ macro_rules! none_of {
     };
 }
 
+/// [`OpDef::decides_shapes`] of an op whose inputs matching the pattern decide its output
+/// shapes by their values (`shape_inputs!(1)`, `shape_inputs!(1 | 3)`, `shape_inputs!(1..)`;
+/// `shape_inputs!(_)`: every input).
+macro_rules! shape_inputs {
+    ($inputs:pat) => {
+        fn decides_shapes(&self, i: usize) -> bool {
+            matches!(i, $inputs)
+        }
+    };
+}
+
+/// [`OpDef::flops`] of an op doing about `k` operations per element of its first input
+/// (`flops!(per_input 5)`) or its first output (`flops!(per_output 1)`).
+macro_rules! flops {
+    (per_input $k:literal) => {
+        fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
+            $crate::ops::numel(ins.first()?)?.checked_mul($k)
+        }
+    };
+    (per_output $k:literal) => {
+        fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
+            $crate::ops::numel(outs.first()?)?.checked_mul($k)
+        }
+    };
+}
+
 /// [`OpDef::name`] for an op whose name is a constant, or one of two that a flag of the op
 /// chooses (`name!(max ? "ArgMax" : "ArgMin")`: one type serving both ops).
 macro_rules! name {

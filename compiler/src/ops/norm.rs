@@ -1,7 +1,7 @@
 //! Normalizations along the trailing axes or one axis that keep the input's shape:
 //! LayerNormalization, RMSNormalization, LpNormalization and Hardmax. Each is a runtime kernel
 //! over the `[outer, len, inner]` view around its axis.
-use super::{around, input, numel, product, view_sizes, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, product, view_sizes, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
 use crate::ir::axis::{norm_axis, norm_axis_or_scalar};
@@ -153,10 +153,7 @@ impl OpDef for LayerNorm {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let x = cx.input(0)?;
-        let xd = cx.dtype(x)?;
-        if !matches!(xd, DType::F32 | DType::F64) {
-            return Err(cx.err(format!("LayerNormalization on {xd} is not supported by codegen yet")));
-        }
+        let xd = cx.dtype_among(x, &[DType::F32, DType::F64])?;
         let xs = cx.dims(x)?;
         let a = norm_axis(self.axis, xs.len()).map_err(|e| cx.err(e))?;
         let (outer, inner) = (product(&xs[..a]), product(&xs[a..]));
@@ -217,9 +214,7 @@ impl OpDef for LayerNorm {
         }
     }
 
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)?.checked_mul(5)
-    }
+    flops!(per_input 5);
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         crate::autodiff::norm::scale_norm(cx, self.axis, self.epsilon, true)
@@ -305,9 +300,7 @@ impl OpDef for RmsNorm {
     }
 
     // Square, sum, scale: about four per element.
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)?.checked_mul(4)
-    }
+    flops!(per_input 4);
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         crate::autodiff::norm::scale_norm(cx, self.axis, self.epsilon, false)
@@ -355,9 +348,7 @@ impl OpDef for LpNorm {
         ))
     }
 
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)?.checked_mul(3)
-    }
+    flops!(per_input 3);
 }
 
 /// Hardmax: 1 at the first largest element along the axis (or, with `coerce_2d`, over the
@@ -408,9 +399,7 @@ impl OpDef for Hardmax {
         ))
     }
 
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)
-    }
+    flops!(per_input 1);
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err("Hardmax has no gradient: its output is piecewise constant".into())

@@ -107,11 +107,9 @@ impl OpDef for OneHot {
         ))
     }
 
-    /// Data movement: no arithmetic.
+    // Data movement: no arithmetic.
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 pub fn examples() -> Vec<super::Example> {

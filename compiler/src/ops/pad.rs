@@ -141,9 +141,7 @@ impl OpDef for Pad {
         crate::autodiff::shape::pad(cx, self.mode)
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1 || i == 3
-    }
+    shape_inputs!(1 | 3);
 }
 
 /// CenterCropPad `(X, shape)`: each listed axis (all by default) cropped or zero-padded to its
@@ -231,9 +229,7 @@ impl OpDef for CenterCropPad {
         Ok(vec![cx.by_table()?])
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 /// The kernel on raw elements (see [`move_bytes`]).

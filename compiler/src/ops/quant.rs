@@ -340,10 +340,8 @@ impl OpDef for DynamicQuantize {
         Ok(s)
     }
 
-    /// A pass for the range, one to quantize.
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?).map(|n| n.saturating_mul(4))
-    }
+    // A pass for the range, one to quantize.
+    flops!(per_input 4);
 }
 
 pub fn examples() -> Vec<super::Example> {

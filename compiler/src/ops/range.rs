@@ -131,9 +131,7 @@ impl OpDef for Range {
         ))
     }
 
-    fn decides_shapes(&self, _: usize) -> bool {
-        true
-    }
+    shape_inputs!(_);
 }
 
 /// Ranges too long to fold (more than `fold::MAX_FOLD_ELEMS` elements), so generated code

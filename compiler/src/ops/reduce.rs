@@ -92,9 +92,7 @@ impl OpDef for ArgReduce {
     }
 
     // One comparison per input element.
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        super::numel(ins.first()?)
-    }
+    flops!(per_input 1);
 
     fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         Err(format!("{} has no gradient: its output is an index", self.name()))

@@ -397,9 +397,7 @@ impl OpDef for Resize {
 
     // roi, scales and sizes: the kernel takes them as numbers, and scales and sizes decide
     // the output dims.
-    fn decides_shapes(&self, i: usize) -> bool {
-        i >= 1
-    }
+    shape_inputs!(1..);
 }
 
 pub fn examples() -> Vec<super::Example> {

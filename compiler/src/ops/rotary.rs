@@ -4,7 +4,7 @@
 //! heads · head]`; the caches are `[max_pos, rotary_dim / 2]` read at `position_ids`, or
 //! `[batch, seq, rotary_dim / 2]` without them. One call of the runtime kernel
 //! `kernels::extra::rotary`, which takes the geometry at run time.
-use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::cast::cast;
 use crate::ir::{DType, DimExpr};
@@ -152,9 +152,7 @@ impl OpDef for RotaryEmbedding {
         ))
     }
 
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?)?.checked_mul(3)
-    }
+    flops!(per_output 3);
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -2,7 +2,7 @@
 //! else `y`, the three broadcast together (numpy rules), by one strided kernel
 //! (`runtime::kernels::broadcast::ternary`) for the interpreter and generated code, every
 //! dtype. Trilu: the upper or lower triangle of the last two dims, zero elsewhere.
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::util::{broadcast_shapes, broadcast_strides};
 use crate::ir::{DType, DimExpr, Op, ValueId};
@@ -106,9 +106,7 @@ impl OpDef for Where {
         ))
     }
 
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(outs.first()?)
-    }
+    flops!(per_output 1);
 
     // The gradient goes to the side each element took, summed back to that side's shape.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {

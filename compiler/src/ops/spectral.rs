@@ -5,7 +5,7 @@
 //! needs no scratch. The windows (Hann, Hamming, Blackman) and MelWeightMatrix that go with
 //! them: their sizes decide their shapes; generated code computes the values with the
 //! interpreter's kernels.
-use super::{input, numel, product, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, product, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr};
@@ -148,9 +148,7 @@ impl OpDef for Dft {
         Some(super::numel(outs.first()?)?.saturating_mul(8).saturating_mul(len))
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1 || i == 2
-    }
+    shape_inputs!(1 | 2);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -269,9 +267,7 @@ impl OpDef for Stft {
         Some(super::numel(outs.first()?)?.saturating_mul(8).saturating_mul(len))
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1 || i == 3
-    }
+    shape_inputs!(1 | 3);
 }
 
 /// Which cosine window (ONNX HannWindow, HammingWindow, BlackmanWindow): `a0 − a1·cos(2πn/N) +
@@ -401,13 +397,9 @@ impl OpDef for CosineWindow {
     }
 
     // About four operations per value (two cosines, their weighting).
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(numel(outs.first()?)?.saturating_mul(4))
-    }
+    flops!(per_output 4);
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 0
-    }
+    shape_inputs!(0);
 }
 
 /// MelWeightMatrix `(num_mel_bins, dft_length, sample_rate, lower_edge_hertz,
@@ -482,13 +474,9 @@ impl OpDef for MelWeightMatrix {
     }
 
     // About four operations per weight.
-    fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-        Some(numel(outs.first()?)?.saturating_mul(4))
-    }
+    flops!(per_output 4);
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i <= 1
-    }
+    shape_inputs!(0..=1);
 }
 
 pub fn examples() -> Vec<super::Example> {

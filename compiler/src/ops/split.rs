@@ -150,9 +150,7 @@ impl OpDef for Split {
         crate::autodiff::shape::split(cx.b, cx.n, cx.dys, self.axis)
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 pub fn examples() -> Vec<super::Example> {

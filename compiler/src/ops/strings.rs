@@ -1,7 +1,7 @@
 //! String ops: StringConcat, StringNormalizer, StringSplit, RegexFullMatch and LabelEncoder.
 //! The interpreter and generated code call the same kernels (`runtime::strings`), over string
 //! handles; strings an op makes go to the `forward` call's heap (`h` in generated code).
-use super::{input, numel, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{input, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::str_array;
 use crate::codegen::CodegenError;
 use crate::interp::ops::util::{broadcast_shapes, broadcast_strides};
@@ -41,9 +41,7 @@ macro_rules! no_gpu_no_grad {
     () => {
         none_of!(cuda, wgsl, scratch_bytes, in_place, forwards_values);
 
-        fn flops(&self, _: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-            numel(outs.first()?)
-        }
+        flops!(per_output 1);
         fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
             Err(format!("{} has no gradient (strings are not differentiable)", self.name()))
         }
@@ -233,9 +231,7 @@ impl OpDef for StringSplit {
         Ok(format!("rt::strings::split_rows({}, {delimiter}, {maxsplit}, {width}, {}, {counts});", cx.read_input(0)?, cx.write(y)?))
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 0
-    }
+    shape_inputs!(0);
 }
 
 /// RegexFullMatch `(x)` → bool: whether all of each string matches `pattern` (RE2 syntax).

@@ -72,9 +72,7 @@ impl OpDef for Tile {
         crate::autodiff::shape::picked(cx)
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -2,7 +2,7 @@
 //! best first, equal values in index order (ONNX's `sorted = 0` allows any order; this one
 //! serves both). K decides the outputs' shapes, so it is a constant or a shape value. One
 //! runtime kernel, `kernels::reduce::top_k`, for the interpreter and generated code.
-use super::{around, input, numel, view_sizes, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
+use super::{around, input, view_sizes, Arg, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr};
@@ -107,13 +107,9 @@ impl OpDef for TopK {
     }
 
     // A comparison per element, about (the sort is n log n along the axis).
-    fn flops(&self, ins: &[Option<Vec<usize>>], _: &[Option<Vec<usize>>]) -> Option<u64> {
-        numel(ins.first()?)
-    }
+    flops!(per_input 1);
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 pub fn examples() -> Vec<super::Example> {

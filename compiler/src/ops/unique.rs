@@ -112,9 +112,7 @@ impl OpDef for Unique {
         Err(cx.err("Unique's output shapes depend on its input's values: codegen needs the input to be a constant"))
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 0
-    }
+    shape_inputs!(0);
 }
 
 fn eval(axis: Option<i64>, sorted: bool, x: &Tensor) -> R<Vec<Tensor>> {

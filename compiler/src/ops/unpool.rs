@@ -129,9 +129,7 @@ impl OpDef for MaxUnpool {
         ))
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 2
-    }
+    shape_inputs!(2);
 }
 
 pub fn examples() -> Vec<super::Example> {

@@ -149,9 +149,7 @@ impl OpDef for Squeeze {
     }
 
     // The axes input decides the output's rank.
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 /// Unsqueeze: dims of size 1 inserted at the listed axes (of the output). Axes from the
@@ -180,9 +178,7 @@ impl OpDef for Unsqueeze {
         })
     }
 
-    fn decides_shapes(&self, i: usize) -> bool {
-        i == 1
-    }
+    shape_inputs!(1);
 }
 
 /// Dropout `(x, key?) → (y, mask?)`. Inference (`training: false`): y = x, a view, and the

@@ -3,7 +3,7 @@
 //! enclosing graph's values it reads are bound to names before its code, and its outputs are
 //! copied out after it.
 use super::{emit_node, rust_ty, Ctx};
-use crate::codegen::module::block_label;
+use crate::codegen::builder::block_label;
 use crate::codegen::weights::{value_bytes, WeightsLayout};
 use crate::codegen::{plan_memory, with_output_copies, CodegenError, Lowering};
 use crate::ir::{DType, DimExpr, Graph, Node, NodeId, Op, ValueId, ValueKind};

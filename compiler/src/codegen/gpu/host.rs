@@ -3,10 +3,10 @@
 //! and a `Model` whose `forward` copies inputs in, runs the pass and copies outputs back.
 //! What differs per target (the runtime module, how kernels are named and launched, how a
 //! session starts) comes in a [`GpuHost`].
-use crate::codegen::module::{format_pieces, io};
+use crate::codegen::builder::{self, io, ModuleBuilder};
 use crate::codegen::{names, CodegenError, CodegenOptions, IoDesc};
 use super::{GpuKernel, GpuPlan};
-use crate::ir::{DType, Graph, ValueId, ValueKind};
+use crate::ir::{DType, Graph, ValueId};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
@@ -54,25 +54,18 @@ pub(crate) fn write<K: GpuKernel>(h: &GpuHost, p: &GpuPlan<K>, opts: &CodegenOpt
     let (g, rt, error) = (&p.graph, h.rt, h.error);
     let mut taken = HashSet::new();
     let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| io(g, i, &mut taken)).collect::<Result<_, _>>()?;
-    let mut out_taken = HashSet::new();
-    let outputs: Vec<IoDesc> = g.outputs.iter().map(|&o| io(g, o, &mut out_taken)).collect::<Result<_, _>>()?;
-    let mut out_offsets = Vec::new();
-    for (&o, d) in g.outputs.iter().zip(&outputs) {
-        if !matches!(g.value(o).kind, ValueKind::Node(_)) {
-            return Err(CodegenError::Graph { what: format!("output `{}`", d.name), reason: "is not computed by a node".into() });
-        }
-        let slot = p.memory.slots.get(&o).ok_or_else(|| CodegenError::Graph { what: format!("output `{}`", d.name), reason: "has no arena slot".into() })?;
-        out_offsets.push(slot.offset);
-    }
+    let outputs = builder::outputs(g, &p.memory, |_, _| {})?;
+    // `outputs` checked that each has a slot.
+    let out_offsets: Vec<usize> = g.outputs.iter().map(|o| p.memory.slots[o].offset).collect();
     let numel = |d: &IoDesc| d.shape.iter().product::<usize>();
 
-    let mut header = crate::codegen::module::io_header(&opts.source_name, h.what, &inputs, &outputs);
-    let _ = writeln!(header, "// {}", h.summary);
-
-    let mut src = String::from("use burnc_runtime as rt;\n");
-    let _ = writeln!(src, "/// Bytes of device memory for activations and inputs.\npub const ARENA_BYTES: usize = {};", p.arena_bytes);
-    let _ = writeln!(src, "/// Bytes of the weights blob (`{}`).\npub const WEIGHTS_BYTES: usize = {};", names::text(&opts.weights_file), p.weights.blob.len());
-    src.push_str(&crate::codegen::weights::weights_static(opts));
+    let mut m = ModuleBuilder::new(&opts.source_name, h.what);
+    m.io_lines(&inputs, &outputs);
+    m.note(&h.summary);
+    m.constant("ARENA_BYTES", "Bytes of device memory for activations and inputs.", p.arena_bytes);
+    m.weights_bytes(opts, p.weights.blob.len());
+    m.weights_static(opts);
+    let mut src = String::new();
     let knames: Vec<String> = p.kernels.iter().map(|k| names::str_lit(k.name())).collect();
     let _ = writeln!(src, "{}\nconst KERNELS: [&str; {}] = [{}];", h.embed, knames.len(), knames.join(", "));
     src.push_str(&h.items);
@@ -136,6 +129,7 @@ impl Model {{
         src.push_str(&forward("read_async", false)?);
     }
     src.push_str("}\n");
-    let source = format!("{header}{}", format_pieces(vec![src])?);
+    m.item(&src);
+    let source = m.finish()?;
     Ok((source, inputs, outputs))
 }
