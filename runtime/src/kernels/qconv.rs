@@ -178,35 +178,33 @@ impl Geom {
         let (h, w, [p0, p1]) = (self.h, self.w, self.pad);
         let pad = u32::from_ne_bytes([fill; 4]);
         let flip = X::FLIP;
-        {
-            let chans: [Option<&[X]>; 4] = core::array::from_fn(|j| {
-                let c = 4 * q + j;
-                (c < self.c).then(|| &x[c * h * w..(c + 1) * h * w])
-            });
-            for (yy, row) in plane.chunks_exact_mut(self.wp).enumerate() {
-                let iy = yy.wrapping_sub(p0);
-                if iy >= h {
-                    row.fill(pad);
-                    continue;
-                }
-                let (left, rest) = row.split_at_mut(p1.min(self.wp));
-                left.fill(pad);
-                let (mid, right) = rest.split_at_mut(w.min(rest.len()));
-                right.fill(pad);
-                let at = iy * w;
-                match chans {
-                    // The common case, four channels: a loop LLVM turns into byte shuffles.
-                    [Some(a), Some(b), Some(c), Some(d)] => {
-                        let (a, b, c, d) = (&a[at..at + mid.len()], &b[at..at + mid.len()], &c[at..at + mid.len()], &d[at..at + mid.len()]);
-                        for (i, o) in mid.iter_mut().enumerate() {
-                            *o = u32::from_ne_bytes([a[i].to_u8() ^ flip, b[i].to_u8() ^ flip, c[i].to_u8() ^ flip, d[i].to_u8() ^ flip]);
-                        }
+        let chans: [Option<&[X]>; 4] = core::array::from_fn(|j| {
+            let c = 4 * q + j;
+            (c < self.c).then(|| &x[c * h * w..(c + 1) * h * w])
+        });
+        for (yy, row) in plane.chunks_exact_mut(self.wp).enumerate() {
+            let iy = yy.wrapping_sub(p0);
+            if iy >= h {
+                row.fill(pad);
+                continue;
+            }
+            let (left, rest) = row.split_at_mut(p1.min(self.wp));
+            left.fill(pad);
+            let (mid, right) = rest.split_at_mut(w.min(rest.len()));
+            right.fill(pad);
+            let at = iy * w;
+            match chans {
+                // The common case, four channels: a loop LLVM turns into byte shuffles.
+                [Some(a), Some(b), Some(c), Some(d)] => {
+                    let (a, b, c, d) = (&a[at..at + mid.len()], &b[at..at + mid.len()], &c[at..at + mid.len()], &d[at..at + mid.len()]);
+                    for (i, o) in mid.iter_mut().enumerate() {
+                        *o = u32::from_ne_bytes([a[i].to_u8() ^ flip, b[i].to_u8() ^ flip, c[i].to_u8() ^ flip, d[i].to_u8() ^ flip]);
                     }
-                    _ => {
-                        let byte = |j: usize, i: usize| chans[j].map_or(fill, |ch: &[X]| ch[at + i].to_u8() ^ flip);
-                        for (i, o) in mid.iter_mut().enumerate() {
-                            *o = u32::from_ne_bytes([byte(0, i), byte(1, i), byte(2, i), byte(3, i)]);
-                        }
+                }
+                _ => {
+                    let byte = |j: usize, i: usize| chans[j].map_or(fill, |ch: &[X]| ch[at + i].to_u8() ^ flip);
+                    for (i, o) in mid.iter_mut().enumerate() {
+                        *o = u32::from_ne_bytes([byte(0, i), byte(1, i), byte(2, i), byte(3, i)]);
                     }
                 }
             }
@@ -217,15 +215,13 @@ impl Geom {
     /// column `oy·ow + ox` = the quad's copy `plane` at `(oy·s + ky·d, ox·s + kx·d)`.
     fn gather(&self, plane: &[u32], rows: &mut [u32]) {
         let cols = self.cols();
-        {
-            for tap in 0..self.taps() {
-                let (ky, kx) = (tap / self.k[1], tap % self.k[1]);
-                let row = &mut rows[tap * cols..(tap + 1) * cols];
-                for oy in 0..self.oh {
-                    let line = &plane[(oy * self.s[0] + ky * self.d[0]) * self.wp + kx * self.d[1]..];
-                    for (ox, o) in row[oy * self.ow..(oy + 1) * self.ow].iter_mut().enumerate() {
-                        *o = line[ox * self.s[1]];
-                    }
+        for tap in 0..self.taps() {
+            let (ky, kx) = (tap / self.k[1], tap % self.k[1]);
+            let row = &mut rows[tap * cols..(tap + 1) * cols];
+            for oy in 0..self.oh {
+                let line = &plane[(oy * self.s[0] + ky * self.d[0]) * self.wp + kx * self.d[1]..];
+                for (ox, o) in row[oy * self.ow..(oy + 1) * self.ow].iter_mut().enumerate() {
+                    *o = line[ox * self.s[1]];
                 }
             }
         }
@@ -510,10 +506,15 @@ unsafe fn store<Q: QByte>(g: &Geom, tile: &[[u8; NR]; MR], j0: usize, m0: usize,
         let valid = if ox < g.ow { (run_end - j).min(g.ow - ox) } else { 0 };
         for r in 0..MR.min(g.m.saturating_sub(m0)) {
             let at = y0 + (m0 + r) * os + oy * g.ow + ox;
-            assert!(valid == 0 || at + valid <= ylen, "qconv: output too short");
-            for (t, &v) in tile[r][j - j0..j - j0 + valid].iter().enumerate() {
-                // SAFETY: in bounds (asserted); these pixels are this call's alone.
-                unsafe { y.add(at + t).write(Q::from_u8(v)) };
+            if valid == 0 {
+                continue;
+            }
+            assert!(at + valid <= ylen, "qconv: output too short");
+            // SAFETY: in bounds (asserted); these pixels are this call's alone.
+            let run = unsafe { core::slice::from_raw_parts_mut(y.add(at), valid) };
+            // A byte copy (`from_u8` is a cast).
+            for (o, &v) in run.iter_mut().zip(&tile[r][j - j0..]) {
+                *o = Q::from_u8(v);
             }
         }
         j = run_end;
