@@ -361,6 +361,8 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
         mult[mo] = m.to_bits();
     }
     let rq = Requant { add, mult, ..rq };
+    // The B rows' reach, checked once per tile against this (not by walking the table).
+    let max_off = offs.iter().max().map_or(0, |&o| o as usize);
     let kern = kernel();
     let cols = g.cols();
     let blocks = cols / NR;
@@ -403,7 +405,7 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
                 let a = &panels[p * kq * MR * 4..(p + 1) * kq * MR * 4];
                 for bi in blk.clone() {
                     let mut tile = [[0u8; NR]; MR];
-                    tile_requant::<Q>(kern, kq, a, b, offs, bi * NR, &rq, p * MR, &mut tile);
+                    tile_requant::<Q>(kern, kq, a, b, offs, max_off, bi * NR, &rq, p * MR, &mut tile);
                     // SAFETY: block `bi` writes only its own output pixels (each column of the
                     // grid is one pixel or dropped) of the `ylen` elements at `yp`, borrowed
                     // mutably by this call: disjoint from every other block's.
@@ -415,11 +417,12 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
     }
 }
 
-/// One tile: rows `m0..m0 + MR` (panel `a`) × columns `j0..j0 + NR`, requantized into `out`.
+/// One tile: rows `m0..m0 + MR` (panel `a`) × columns `j0..j0 + NR`, requantized into `out`;
+/// `max_off`: the largest of `offs`.
 #[allow(clippy::too_many_arguments)]
-fn tile_requant<Q: QByte>(kern: Kernel, kq: usize, a: &[u8], b: &[u8], offs: &[u32], j0: usize, rq: &Requant, m0: usize, out: &mut [[u8; NR]; MR]) {
+fn tile_requant<Q: QByte>(kern: Kernel, kq: usize, a: &[u8], b: &[u8], offs: &[u32], max_off: usize, j0: usize, rq: &Requant, m0: usize, out: &mut [[u8; NR]; MR]) {
     assert!(a.len() >= kq * MR * 4 && offs.len() >= kq && rq.add.len() >= m0 + MR && rq.mult.len() >= m0 + MR);
-    let max_off = offs[..kq].iter().max().map_or(0, |&o| o as usize);
+    debug_assert!(offs[..kq].iter().all(|&o| o as usize <= max_off));
     assert!(max_off + (j0 + NR) * 4 <= b.len(), "qconv: B too short");
     #[cfg(target_arch = "x86_64")]
     if kern == Kernel::Vnni && rq.vector {
