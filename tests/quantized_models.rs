@@ -1,7 +1,8 @@
-//! QDQ convolution models (scripts/make_qdq_models.py: onnxruntime's static quantizer, per
-//! channel, u8 and i8 activations) against onnxruntime's outputs: generated code with fusion
-//! (`burnc run --codegen --fuse`, where the QDQ convolutions become integer QLinearConvs on
-//! `runtime::kernels::qconv`) and the interpreter (the float graph as written). Both may land
+//! QDQ models (scripts/make_qdq_models.py: onnxruntime's static quantizer, per channel, u8 and
+//! i8 activations; a CNN and an MLP of MatMul and Gemms) against onnxruntime's outputs:
+//! generated code with fusion (`burnc run --codegen --fuse`, where the QDQ convolutions become
+//! integer QLinearConvs on `runtime::kernels::qconv` and the products QLinearMatMuls on
+//! `runtime::kernels::qgemm`) and the interpreter (the float graph as written). Both may land
 //! one quantization step away from onnxruntime where a value sits on a rounding boundary, so
 //! the bar is: every output within one step, and nearly all equal.
 mod common;
@@ -30,19 +31,21 @@ fn run(case: &Path, codegen: bool, out: &Path) -> Vec<f64> {
 }
 
 #[test]
-fn qdq_convolutions_match_onnxruntime_within_one_step() {
+fn qdq_models_match_onnxruntime_within_one_step() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("qdq-models");
     let script = common::root().join("scripts/make_qdq_models.py");
     let o = Command::new("python3").arg(&script).arg(&dir).output().expect("python3");
     assert!(o.status.success(), "{} failed (scripts/setup_python.sh installs numpy, onnx, onnxruntime):\n{}", script.display(), String::from_utf8_lossy(&o.stderr));
-    for name in ["qdq_cnn_u8", "qdq_cnn_s8"] {
+    // Each case, the integer kernel its products run on, and how many.
+    let cases = [("qdq_cnn_u8", "qconv::qlinear_conv_prepacked(", 5), ("qdq_cnn_s8", "qconv::qlinear_conv_prepacked(", 5), ("qdq_mlp_u8", "qgemm::qlinear_matmul_prepacked(", 3), ("qdq_mlp_s8", "qgemm::qlinear_matmul_prepacked(", 3)];
+    for (name, kernel, count) in cases {
         let case = dir.join(name);
-        // The fused module runs the integer kernel: its source calls it for all five convolutions.
+        // The fused module runs the integer kernel: its source calls it for every product.
         let src = dir.join(format!("{name}.rs"));
         let gen = Command::new(env!("CARGO_BIN_EXE_burnc")).arg(case.join("model.onnx")).arg("-o").arg(&src).output().expect("burnc");
         assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
         let text = std::fs::read_to_string(&src).expect("generated source");
-        assert_eq!(text.matches("qconv::qlinear_conv_prepacked(").count(), 5, "{name}: the QDQ convolutions did not become QLinearConvs");
+        assert_eq!(text.matches(kernel).count(), count, "{name}: the QDQ products do not all run on {kernel}");
         let step: f64 = std::fs::read_to_string(case.join("step.txt")).expect("step.txt").trim().parse().expect("step");
         let want = output(&case.join("test_data_set_0/output_0.pb"));
         for (how, got) in [("generated code", run(&case, true, &dir.join(format!("{name}-codegen")))), ("interpreter", run(&case, false, &dir.join(format!("{name}-interp"))))] {

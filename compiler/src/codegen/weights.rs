@@ -108,8 +108,9 @@ pub struct WeightsLayout {
     /// `offsets` too only when some other reader needs it plain. Keyed by the value and
     /// whether it is the Winograd layout (two convolutions may share weights but not layout).
     pub packed: HashMap<(ValueId, bool), (usize, usize)>,
-    /// i8 QLinearConv weights stored packed for `runtime::kernels::qconv` (`ops::integer::
-    /// packed_qconv`): (offset, bytes); in `offsets` too only when another reader needs them.
+    /// i8 QLinearConv / QLinearMatMul weights stored packed for `runtime::kernels::qconv` /
+    /// `qgemm` (`ops::integer::packed_q8`): (offset, bytes); in `offsets` too only when another
+    /// reader needs them.
     pub packed_q8: HashMap<ValueId, (usize, usize)>,
     pub blob: Vec<u8>,
 }
@@ -128,12 +129,12 @@ pub fn layout_after(mut blob: Vec<u8>, g: &Graph, order: &[crate::ir::NodeId], s
     let mut packed_q8 = HashMap::new();
     for &nid in order {
         let node = g.node(nid);
-        let qconv = crate::ops::integer::packed_qconv(g, node);
+        let q8 = crate::ops::integer::packed_q8(g, node);
         for (i, v) in node.inputs.iter().enumerate() {
             let Some(v) = v else { continue };
-            if let (3, Some((d, win))) = (i, &qconv) {
+            if let (3, Some(p)) = (i, &q8) {
                 if !packed_q8.contains_key(v) {
-                    if let Some(wp) = crate::ops::integer::packed_qconv_weights(g, node, d, win) {
+                    if let Some(wp) = crate::ops::integer::packed_q8_weights(g, node, p) {
                         let off = blob.len().div_ceil(ALIGN) * ALIGN;
                         blob.resize(off, 0);
                         blob.extend_from_slice(&wp);

@@ -15,6 +15,7 @@ use crate::tensor::Tensor;
 
 use burnc_runtime::kernels::conv::ConvDims;
 use burnc_runtime::kernels::qconv;
+use burnc_runtime::kernels::qgemm::{self, QGemmDims};
 use burnc_runtime::kernels::window::Window3;
 
 const K: &str = "rt::kernels::quant";
@@ -159,13 +160,21 @@ fn packed_types(ins: &[Option<(DType, Vec<usize>)>]) -> bool {
     q8(d(0)) && d(3) == Some(DType::I8) && [1, 4, 6].iter().all(|&i| d(i) == Some(DType::F32)) && (d(7).is_none() || q8(d(7)))
 }
 
-/// A QLinearConv node of `g` that runs on `runtime::kernels::qconv` with its weights packed at
-/// compile time: constant i8 weights with zero points all 0 (onnxruntime's static quantizer
-/// writes them so), and types and geometry the kernel takes. The weights layout (which stores
-/// only the packed form) and the emitter ask this one question.
-pub(crate) fn packed_qconv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)> {
+/// An integer product whose i8 weights (input 3) are packed at compile time, and the kernel's
+/// geometry.
+pub(crate) enum PackedQ8 {
+    /// QLinearConv on `runtime::kernels::qconv`.
+    Conv(ConvDims, Window3),
+    /// QLinearMatMul on `runtime::kernels::qgemm`.
+    MatMul(QGemmDims),
+}
+
+/// A QLinearConv or QLinearMatMul node of `g` that runs on a packed integer kernel: constant
+/// i8 weights with zero points all 0 (onnxruntime's static quantizer writes them so), one
+/// activation scale and zero point, and types and geometry the kernel takes. The weights
+/// layout (which stores only the packed form) and the emitters ask this one question.
+pub(crate) fn packed_q8(g: &Graph, n: &Node) -> Option<PackedQ8> {
     let Op::Def(def) = &n.op else { return None };
-    let op = def.get::<QLinearConv>()?;
     let input = |i: usize| n.inputs.get(i).copied().flatten();
     let ins: Vec<Option<(DType, Vec<usize>)>> = (0..9).map(|i| input(i).and_then(|v| g.tensor_type(v)).and_then(|t| Some((t.dtype, t.shape.as_ref()?.as_fixed()?)))).collect();
     if !packed_types(&ins) || !matches!(g.value(input(3)?).kind, ValueKind::Param(_) | ValueKind::Const(_)) {
@@ -175,39 +184,71 @@ pub(crate) fn packed_qconv(g: &Graph, n: &Node) -> Option<(ConvDims, Window3)> {
         return None;
     }
     let (x, w) = (ins[0].as_ref()?, ins[3].as_ref()?);
-    let geom = qint::conv_checked((&x.1, x.0), (&w.1, w.0), None, None, &op.window, op.group).ok()?;
-    packed_geometry(&geom)
+    if let Some(op) = def.get::<QLinearConv>() {
+        let geom = qint::conv_checked((&x.1, x.0), (&w.1, w.0), None, None, &op.window, op.group).ok()?;
+        return packed_geometry(&geom).map(|(d, win)| PackedQ8::Conv(d, win));
+    }
+    def.get::<QLinearMatMul>()?;
+    // A of any rank over a 2-D B: every batch item's rows are one run of A's rows.
+    let one = |i: usize| ins[i].as_ref().is_none_or(|t| t.1.iter().product::<usize>() == 1);
+    let (&k, &[kb, nn]) = (x.1.last()?, &w.1[..]) else { return None };
+    if k != kb || !one(1) || !one(2) {
+        return None;
+    }
+    let d = QGemmDims { m: x.1.iter().product::<usize>() / k.max(1), k, n: nn };
+    qgemm::takes(&d).then_some(PackedQ8::MatMul(d))
 }
 
-/// The packed weights of a [`packed_qconv`] node ([`qconv::pack_weights`]).
-pub(crate) fn packed_qconv_weights(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> Option<Vec<u8>> {
+/// The packed weights of a [`packed_q8`] node.
+pub(crate) fn packed_q8_weights(g: &Graph, n: &Node, p: &PackedQ8) -> Option<Vec<u8>> {
     let w: Vec<i8> = g.const_value(n.inputs.get(3).copied().flatten()?)?.to_f64_vec().iter().map(|&v| v as i8).collect();
-    let mut wp = vec![0u8; qconv::packed_len(d, win)];
-    qconv::pack_weights(d, win, &w, &mut wp);
-    Some(wp)
+    Some(match p {
+        PackedQ8::Conv(d, win) => {
+            let mut wp = vec![0u8; qconv::packed_len(d, win)];
+            qconv::pack_weights(d, win, &w, &mut wp);
+            wp
+        }
+        PackedQ8::MatMul(d) => {
+            let mut wp = vec![0u8; qgemm::packed_len(d)];
+            qgemm::pack_weights(d, &w, false, &mut wp);
+            wp
+        }
+    })
 }
 
-/// QLinearConv on `runtime::kernels::qconv` where [`packed_qconv`] says so (the weights from the
-/// layout's packed copy); `None`: the reference kernel runs.
+/// The call of a [`packed_q8`] node's kernel (the weights from the layout's packed copy), or
+/// `None`: the reference kernel runs. `rd`: the reads of x/a, its zero point, the bias, and the
+/// x, w and y scales and y's zero point.
 fn emit_packed(cx: &EmitCx, rd: [&str; 7]) -> Result<Option<String>, CodegenError> {
     let (g, n) = (cx.ctx().g, cx.node());
-    let Some((d, win)) = packed_qconv(g, n) else { return Ok(None) };
+    let Some(p) = packed_q8(g, n) else { return Ok(None) };
     let w = cx.input(3)?;
     let stored = cx.ctx().weights.borrow().packed_q8.get(&w).copied();
     let wp = match stored {
         Some((off, len)) => format!("unsafe {{ rt::arena::weights::<u8>(w, {off}, {len}) }}"),
-        None => cx.table(&packed_qconv_weights(g, n, &d, &win).ok_or_else(|| cx.err("QLinearConv weights are not constant"))?),
+        None => cx.table(&packed_q8_weights(g, n, &p).ok_or_else(|| cx.err("integer weights are not constant"))?),
     };
-    let scratch = cx.ctx().scratch(n, cx.id(), "u32", qconv::scratch_len(&d, &win))?;
     let [rx, rxz, rb, rxs, rws, rys, ryz] = rd;
     let y = cx.write(cx.output(0)?)?;
-    Ok(Some(format!(
-        "rt::kernels::qconv::qlinear_conv_prepacked({rx}, {wp}, {rxz}, {rb}, {rxs}, {rws}, {rys}, {ryz}, &rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: 1 }}, &{}, {scratch}, {y});",
-        d.batch,
-        d.c_in,
-        d.c_out,
-        crate::codegen::emit::nn::window_lit(&win)
-    )))
+    Ok(Some(match p {
+        PackedQ8::Conv(d, win) => {
+            let scratch = cx.ctx().scratch(n, cx.id(), "u32", qconv::scratch_len(&d, &win))?;
+            format!(
+                "rt::kernels::qconv::qlinear_conv_prepacked({rx}, {wp}, {rxz}, {rb}, {rxs}, {rws}, {rys}, {ryz}, &rt::kernels::conv::ConvDims {{ batch: {}, c_in: {}, c_out: {}, group: 1 }}, &{}, {scratch}, {y});",
+                d.batch,
+                d.c_in,
+                d.c_out,
+                crate::codegen::emit::nn::window_lit(&win)
+            )
+        }
+        PackedQ8::MatMul(d) => {
+            let scratch = cx.ctx().scratch(n, cx.id(), "u32", qgemm::scratch_len(&d))?;
+            format!(
+                "rt::kernels::qgemm::qlinear_matmul_prepacked({rx}, {wp}, {rxz}, {rb}, {rxs}, {rws}, {rys}, {ryz}, &rt::kernels::qgemm::QGemmDims {{ m: {}, k: {}, n: {} }}, {scratch}, {y});",
+                d.m, d.k, d.n
+            )
+        }
+    }))
 }
 
 fn conv_lit(g: &QConv) -> String {
@@ -281,14 +322,20 @@ impl OpDef for QLinearMatMul {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         fixed_only(cx)?;
         let ((a, ra), (a_s, ras), (az, raz)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
-        let ((b, rb), (b_s, rbs), (bz, rbz)) = (req(cx, 3)?, req(cx, 4)?, opt(cx, 5)?);
+        // Packed weights are stored only packed: their plain form is read only by the reference.
+        let packed = packed_q8(cx.ctx().g, cx.node()).is_some();
+        let b = cx.ctx().ty(cx.node(), cx.input(3)?)?;
+        let rb = if packed { String::new() } else { cx.read(cx.input(3)?)? };
+        let ((b_s, rbs), (bz, rbz)) = (req(cx, 4)?, opt(cx, 5)?);
         let ((y_s, rys), (yz, ryz)) = (req(cx, 6)?, opt(cx, 7)?);
+        let (bias, rbias) = opt(cx, 8)?;
         let e = |m: String| cx.err(m);
         let g = qint::mm_checked(sd(&a), sd(&b), az.as_ref().map(sd), bz.as_ref().map(sd)).map_err(e)?;
         let chk = || -> Result<(), String> {
             qint::check_scale(&a_s.1, g.dims.m, "a_scale")?;
             qint::check_scale(&b_s.1, g.dims.n, "b_scale")?;
             qint::check_scale(&y_s.1, 1, "y_scale")?;
+            bias.as_ref().map_or(Ok(()), |b| qint::check_qmm_bias(sd(b), g.dims.n))?;
             yz.as_ref().map_or(Ok(()), |z| qint::check_scale(&z.1, 1, "y_zero_point"))
         };
         chk().map_err(e)?;
@@ -298,23 +345,30 @@ impl OpDef for QLinearMatMul {
         if od != qint::qlinear_out(a.0, yz.as_ref().map(|z| z.0)) || !is_qint(od) {
             return Err(e(format!("QLinearMatMul output type {od} does not fit its inputs")));
         }
+        if let Some(code) = emit_packed(cx, [&ra, &raz, &rbias, &ras, &rbs, &rys, &ryz])? {
+            return Ok(code);
+        }
         let len: usize = g.shape.iter().product();
         let (ta, tb) = (cx.table(&g.a_base), cx.table(&g.b_base));
         let (acc, y) = (cx.ctx().scratch(cx.node(), cx.id(), "i32", len)?, cx.write(out)?);
         let (m, k, nn) = (g.dims.m, g.dims.k, g.dims.n);
         Ok(format!(
             "let acc = {acc};\n{K}::matmul_integer({ra}, {rb}, {raz}, {rbz}, {ta}, {tb}, {m}, {k}, {nn}, &mut acc[..]);\n\
-             {K}::qlinear_matmul_requant(acc, {ras}, {rbs}, {rys}, {ryz}, {K}::ScalePrec::{prec:?}, {m}, {nn}, {y});"
+             {K}::qlinear_matmul_requant(acc, {rbias}, {ras}, {rbs}, {rys}, {ryz}, {K}::ScalePrec::{prec:?}, {m}, {nn}, {y});"
         ))
     }
 
-    /// The i32 product before requantization.
+    /// The i32 product before requantization; where the types fit the packed kernel, at least
+    /// its scratch (whether B is constant is not known from types and shapes).
     fn scratch_bytes(&self, ins: &[Option<(DType, Vec<usize>)>]) -> usize {
         let shape = |i: usize| ins.get(i).and_then(|t| t.as_ref()).map(|(_, s)| &s[..]);
-        match (shape(0), shape(3)) {
-            (Some(a), Some(b)) => qint::mm_geom(a, b).map_or(0, |g| g.shape.iter().product::<usize>() * 4),
+        let (Some(a), Some(b)) = (shape(0), shape(3)) else { return 0 };
+        let acc = qint::mm_geom(a, b).map_or(0, |g| g.shape.iter().product::<usize>() * 4);
+        let packed = match (a.last(), b) {
+            (Some(&k), &[_, n]) if packed_types(ins) => qgemm::scratch_len(&QGemmDims { m: a.iter().product::<usize>() / k.max(1), k, n }) * 4,
             _ => 0,
-        }
+        };
+        acc.max(packed)
     }
 
     fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
@@ -389,7 +443,7 @@ impl OpDef for QLinearConv {
         fixed_only(cx)?;
         let ((x, rx), (x_s, rxs), (xz, rxz)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
         // Packed weights are stored only packed: their plain form is read only by the reference.
-        let packed = packed_qconv(cx.ctx().g, cx.node()).is_some();
+        let packed = packed_q8(cx.ctx().g, cx.node()).is_some();
         let w = cx.ctx().ty(cx.node(), cx.input(3)?)?;
         let rw = if packed { String::new() } else { cx.read(cx.input(3)?)? };
         let ((w_s, rws), (wz, rwz)) = (req(cx, 4)?, opt(cx, 5)?);
@@ -414,5 +468,42 @@ impl OpDef for QLinearConv {
 
     fn flops(&self, ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
         conv_flops(ins, outs, 3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::Data;
+
+    /// QLinearMatMul's input 8 (burnc's QGemm form): the bias joins the integer sum before the
+    /// one requantization, per column; a bias of the wrong length is refused.
+    #[test]
+    fn qlinear_matmul_adds_its_bias_before_requantizing() {
+        let a = Tensor::new(vec![2, 3], Data::U8(vec![0, 7, 200, 255, 3, 90]));
+        let b = Tensor::new(vec![3, 2], Data::I8(vec![-128, 5, 127, -9, 33, 64]));
+        let (az, yz) = (Tensor::new(vec![], Data::U8(vec![3])), Tensor::new(vec![], Data::U8(vec![10])));
+        let (a_s, b_s, y_s) = (Tensor::from_f32s(vec![], vec![0.1]), Tensor::from_f32s(vec![2], vec![0.2, 0.05]), Tensor::from_f32s(vec![], vec![0.3]));
+        let bias = Tensor::new(vec![2], Data::I32(vec![100, -2500]));
+        fn with<'t>(base: [Option<&'t Tensor>; 8], bias: Option<&'t Tensor>) -> Vec<Option<&'t Tensor>> {
+            base.into_iter().chain([bias]).collect()
+        }
+        let base = [Some(&a), Some(&a_s), Some(&az), Some(&b), Some(&b_s), None, Some(&y_s), Some(&yz)];
+        let args = |bias| with(base, bias);
+        let y = QLinearMatMul.eval(&args(Some(&bias))).expect("eval");
+        let (av, bv) = ([0i64, 7, 200, 255, 3, 90], [-128i64, 5, 127, -9, 33, 64]);
+        let want: Vec<f64> = (0..4)
+            .map(|i| {
+                let (r, c) = (i / 2, i % 2);
+                let acc: i64 = (0..3).map(|t| (av[r * 3 + t] - 3) * bv[t * 2 + c]).sum::<i64>() + [100, -2500][c];
+                let mult = 0.1f32 * [0.2f32, 0.05][c] / 0.3f32;
+                ((acc as f32 * mult).round_ties_even() as f64 + 10.0).clamp(0.0, 255.0)
+            })
+            .collect();
+        assert_eq!(y[0].to_f64_vec(), want);
+        let unbiased = QLinearMatMul.eval(&args(None)).expect("eval");
+        assert_ne!(unbiased[0].to_f64_vec(), want, "the bias changes the result");
+        let short = Tensor::new(vec![1], Data::I32(vec![1]));
+        assert!(QLinearMatMul.eval(&args(Some(&short))).is_err());
     }
 }

@@ -42,7 +42,7 @@ pub fn fold(g: &mut Graph) -> Result<(), PassError> {
 pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
     let mut changed = false;
     let mut removed = vec![false; g.nodes.len()];
-    let conv_dequantized = super::qdq::conv_dequantized(g);
+    let integer_dequantized = super::qdq::integer_dequantized(g);
     let mut ni = 0;
     while ni < g.nodes.len() {
         if let Op::If { .. } = &g.nodes[ni].op {
@@ -64,9 +64,9 @@ pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
             n.inputs = vec![n.inputs[i]];
             changed = true;
         }
-        // Dequantized weights a Conv reads stay for the QDQ fusion (`qdq`), which reads their
-        // integers.
-        let kept = g.nodes[ni].outputs.iter().any(|o| conv_dequantized.contains(o));
+        // Dequantized weights a Conv, MatMul or Gemm reads stay for the QDQ fusion (`qdq`),
+        // which reads their integers.
+        let kept = g.nodes[ni].outputs.iter().any(|o| integer_dequantized.contains(o));
         if let Some(outs) = if kept { None } else { try_fold(g, &g.nodes[ni]) } {
             for (&o, t) in g.nodes[ni].outputs.clone().iter().zip(outs) {
                 let v = g.value_mut(o);

@@ -95,7 +95,7 @@ pub fn fuse(g: &mut Graph, sizes: Sizes) -> Result<FusionReport, PassError> {
         attention(g, &mut report);
     }
     compact(g, &mut report)?;
-    super::qdq::qdq_conv(g, &mut report);
+    super::qdq::qdq_products(g, &mut report);
     compact(g, &mut report)?;
     fold_into_conv(g, &mut report);
     compact(g, &mut report)?;

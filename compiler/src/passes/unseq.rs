@@ -53,7 +53,7 @@ struct Unroll<'g> {
     abs: HashMap<ValueId, Abs>,
     nodes: Vec<Node>,
     fresh: usize,
-    /// Dequantized conv weights left for the QDQ fusion (`qdq::conv_dequantized`).
+    /// Dequantized product weights left for the QDQ fusion (`qdq::integer_dequantized`).
     keep: std::collections::HashSet<ValueId>,
 }
 
@@ -492,7 +492,7 @@ pub fn has_sequences(g: &Graph) -> bool {
 /// sequence input becomes one graph input per element, in place); graph outputs that are
 /// sequences or optionals become their elements, and the returned forms say how to regroup.
 pub fn unroll_sequences(g: &mut Graph, inputs: &[InputForm]) -> Result<Vec<OutputForm>, PassError> {
-    let keep = super::qdq::conv_dequantized(g);
+    let keep = super::qdq::integer_dequantized(g);
     let mut u = Unroll { g, abs: HashMap::new(), nodes: Vec::new(), fresh: 0, keep };
     let old_inputs = std::mem::take(&mut u.g.inputs);
     let mut new_inputs = Vec::new();

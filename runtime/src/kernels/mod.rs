@@ -26,6 +26,7 @@ pub mod packed;
 pub mod pad;
 pub mod permute;
 pub mod qconv;
+pub mod qgemm;
 pub mod quant;
 pub mod pool;
 pub mod real;

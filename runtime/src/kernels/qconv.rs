@@ -266,15 +266,15 @@ pub fn pack_weights(d: &ConvDims, win: &Window3, w: &[i8], out: &mut [u8]) {
     }
 }
 
-/// The micro-kernel the CPU runs.
+/// The integer micro-kernel the CPU runs (here and in `qgemm`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kernel {
+pub(crate) enum Kernel {
     Portable,
     #[cfg(target_arch = "x86_64")]
     Vnni,
 }
 
-fn kernel() -> Kernel {
+pub(crate) fn kernel() -> Kernel {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
         use core::sync::atomic::{AtomicU8, Ordering};

@@ -261,11 +261,13 @@ pub fn matmul_integer<A: Elem, B: Elem>(
     }
 }
 
-/// QLinearMatMul's requantization of the integer product `acc` ([batch, m, n]); `a_scale`:
-/// one or one per row, `b_scale`: one or one per column, `y_scale` one, `y_zp` one or empty (zero).
+/// QLinearMatMul's requantization of the integer product `acc` ([batch, m, n]) plus `bias` (i32,
+/// one per column, or empty: the QGemm form QDQ rewrites produce); `a_scale`: one or one per
+/// row, `b_scale`: one or one per column, `y_scale` one, `y_zp` one or empty (zero).
 #[allow(clippy::too_many_arguments)]
 pub fn qlinear_matmul_requant<S: Elem, Q: Elem>(
     acc: &[i32],
+    bias: &[i32],
     a_scale: &[S],
     b_scale: &[S],
     y_scale: &[S],
@@ -280,7 +282,7 @@ pub fn qlinear_matmul_requant<S: Elem, Q: Elem>(
     for (i, (o, &c)) in y.iter_mut().zip(acc).enumerate() {
         let (col, row) = (i % n.max(1), (i / n.max(1)) % m.max(1));
         let mult = scale_ratio(per(a_scale, row).to_f64(), per(b_scale, col).to_f64(), ys, prec);
-        *o = requantize_one(c as i64, mult, yz, prec);
+        *o = requantize_one(c as i64 + bias.get(col).map_or(0, |&b| b as i64), mult, yz, prec);
     }
 }
 

@@ -125,7 +125,9 @@ pub fn qlinear_out(x: DType, yz: Option<DType>) -> DType {
     yz.unwrap_or(x)
 }
 
-pub fn qlinear_matmul(args: [Option<&Tensor>; 8]) -> Result<Tensor, String> {
+/// QLinearMatMul; input 8, an i32 bias per column, is burnc's own (not ONNX's): the QGemm form
+/// `passes::qdq` gives a quantized Gemm with a bias.
+pub fn qlinear_matmul(args: [Option<&Tensor>; 9]) -> Result<Tensor, String> {
     let need = |i: usize| args[i].ok_or_else(|| format!("QLinearMatMul input #{i} is missing"));
     let (a, a_s, b, b_s, y_s) = (need(0)?, need(1)?, need(3)?, need(4)?, need(6)?);
     let (a_z, b_z, y_z) = (args[2], args[5], args[7]);
@@ -143,8 +145,23 @@ pub fn qlinear_matmul(args: [Option<&Tensor>; 8]) -> Result<Tensor, String> {
     let mut q = vec![0i64; acc.len()];
     let (asv, bsv, ysv) = (a_s.to_f64_vec(), b_s.to_f64_vec(), y_s.to_f64_vec());
     let yzv = zp_ints(y_z, "y_zero_point")?;
-    qk::qlinear_matmul_requant(&acc, &asv, &bsv, &ysv, &yzv, scale_prec(a_s.dtype()), g.dims.m, g.dims.n, &mut q);
+    let bias: Vec<i32> = match args[8] {
+        Some(b) => {
+            check_qmm_bias(sd(b), g.dims.n)?;
+            ints(b, "bias")?.iter().map(|&v| v as i32).collect()
+        }
+        None => vec![],
+    };
+    qk::qlinear_matmul_requant(&acc, &bias, &asv, &bsv, &ysv, &yzv, scale_prec(a_s.dtype()), g.dims.m, g.dims.n, &mut q);
     from_ints(g.shape, q, qlinear_out(a.dtype(), y_z.map(|z| z.dtype())))
+}
+
+/// QLinearMatMul's bias (input 8, burnc's QGemm form): i32, one value per column.
+pub fn check_qmm_bias((shape, d): (&[usize], DType), n: usize) -> Result<(), String> {
+    if d != DType::I32 || shape.iter().product::<usize>() != n || shape.iter().filter(|&&v| v != 1).count() > 1 {
+        return Err(format!("QLinearMatMul bias of type {d} and shape {shape:?} must be int32 with one value per column ({n})"));
+    }
+    Ok(())
 }
 
 /// Integer convolution geometry, owned (`ConvGeom` borrows from it).
