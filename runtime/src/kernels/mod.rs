@@ -25,6 +25,7 @@ pub mod norm;
 pub mod packed;
 pub mod pad;
 pub mod permute;
+pub mod q8;
 pub mod qconv;
 pub mod qgemm;
 pub mod quant;

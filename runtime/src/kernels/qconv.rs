@@ -13,57 +13,19 @@
 //! are exact in any order, so the result is the reference's (`quant::qlinear_conv`) bit for
 //! bit: the requantization is `requantize_one`'s f32 product, rounded to nearest even.
 use super::conv::ConvDims;
-use super::quant::{requantize_one, scale_ratio, ScalePrec};
+pub use super::q8::QByte;
+#[cfg(target_arch = "x86_64")]
+use super::q8::{quad_step, requant16};
+use super::q8::{kernel, Kernel, Requant, MAX_K, TILE_ROWS};
+use super::quant::{requantize_one, ScalePrec};
 use super::window::Window3;
 
 /// Output channels per packed weight panel (the rows of a tile).
-pub const MR: usize = 12;
+pub const MR: usize = TILE_ROWS;
 /// Output pixels per tile (two 16-lane vectors).
 const NR: usize = 32;
 /// Bytes of B one task's pixel blocks read, kept in L2 while every weight panel passes.
 const CHUNK_BYTES: usize = 1 << 18;
-/// Largest channels × taps: sums of `u8 · i8` products and `zx · Σ w` stay below 2^30.
-const MAX_K: usize = (1 << 30) / (255 * 128);
-/// Largest |bias − zx · Σ w| added in i32 by the vector epilogue (else the exact i64 one).
-const MAX_OFFSET: i64 = 1 << 30;
-
-/// An 8-bit quantized element: u8 or i8.
-pub trait QByte: crate::elem::Elem + Send + Sync + 'static {
-    /// Added (mod 256) to make the value's bits an unsigned byte of the same order.
-    const FLIP: u8;
-    const LO: i32;
-    const HI: i32;
-    fn to_u8(self) -> u8;
-    fn from_u8(b: u8) -> Self;
-}
-
-impl QByte for u8 {
-    const FLIP: u8 = 0;
-    const LO: i32 = 0;
-    const HI: i32 = 255;
-    #[inline]
-    fn to_u8(self) -> u8 {
-        self
-    }
-    #[inline]
-    fn from_u8(b: u8) -> u8 {
-        b
-    }
-}
-
-impl QByte for i8 {
-    const FLIP: u8 = 0x80;
-    const LO: i32 = -128;
-    const HI: i32 = 127;
-    #[inline]
-    fn to_u8(self) -> u8 {
-        self as u8
-    }
-    #[inline]
-    fn from_u8(b: u8) -> i8 {
-        b as i8
-    }
-}
 
 /// Where one convolution's B matrix lies in the channel-quad copy of its input.
 #[derive(Clone, Copy, Debug)]
@@ -266,55 +228,6 @@ pub fn pack_weights(d: &ConvDims, win: &Window3, w: &[i8], out: &mut [u8]) {
     }
 }
 
-/// The integer micro-kernel the CPU runs (here and in `qgemm`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Kernel {
-    Portable,
-    #[cfg(target_arch = "x86_64")]
-    Vnni,
-}
-
-pub(crate) fn kernel() -> Kernel {
-    #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    {
-        use core::sync::atomic::{AtomicU8, Ordering};
-        static STATE: AtomicU8 = AtomicU8::new(0);
-        match STATE.load(Ordering::Relaxed) {
-            1 => return Kernel::Portable,
-            2 => return Kernel::Vnni,
-            _ => {}
-        }
-        let vnni = std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vnni") && std::env::var("BURNC_GEMM_KERNEL").as_deref() != Ok("portable");
-        STATE.store(if vnni { 2 } else { 1 }, Ordering::Relaxed);
-        if vnni {
-            return Kernel::Vnni;
-        }
-    }
-    Kernel::Portable
-}
-
-/// Per output channel (rows padded to whole panels): what the epilogue adds to the raw sum
-/// (`bias − zx·Σ w`) and the f32 multiplier `x_scale · w_scale / y_scale`.
-struct Requant<'a> {
-    /// `bias − zx·Σ w` where it fits the vector epilogue's i32 (see `vector`).
-    add: &'a [u32],
-    mult: &'a [u32],
-    sums: &'a [u8],
-    bias: &'a [i32],
-    zx: u8,
-    zy: i32,
-    /// Every `add` fits i32 with room and every multiplier is finite: the vector epilogue.
-    vector: bool,
-}
-
-impl Requant<'_> {
-    /// `bias − zx·Σ w` of output channel `mo`, exact.
-    fn add_exact(&self, mo: usize) -> i64 {
-        let s = self.sums.get(4 * mo..4 * mo + 4).map_or(0, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        self.bias.get(mo).map_or(0, |&b| b as i64) - self.zx as i64 * s as i64
-    }
-}
-
 /// QLinearConv over weights packed by [`pack_weights`] (`wp`): `y = saturate(round((Σ (x − zx)·w
 /// + bias) · x_scale·w_scale/y_scale) + zy)`, bit for bit `quant::qlinear_conv` with f32
 /// scales. `x_zp`, `y_zp`: one value or empty (0); `w_scale`: one or one per output channel;
@@ -351,16 +264,7 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
     let zx = x_zp.first().map_or(0, |z| z.to_u8()).wrapping_add(X::FLIP);
     let zy = y_zp.first().map_or(0, |z| z.to_i64()) as i32;
     let (sums, panels) = wp.split_at(g.m * 4);
-    let mut rq = Requant { add: &[], mult: &[], sums, bias, zx, zy, vector: true };
-    let (xs, ys) = (x_scale[0] as f64, y_scale[0] as f64);
-    for mo in 0..mp {
-        let (a, ws) = if mo < g.m { (rq.add_exact(mo), if w_scale.len() == 1 { w_scale[0] } else { w_scale[mo] }) } else { (0, 1.0) };
-        let m = scale_ratio(xs, ws as f64, ys, ScalePrec::F32) as f32;
-        rq.vector &= a.abs() <= MAX_OFFSET && m.is_finite();
-        add[mo] = a as i32 as u32;
-        mult[mo] = m.to_bits();
-    }
-    let rq = Requant { add, mult, ..rq };
+    let rq = Requant::new(sums, bias, zx, zy, x_scale[0], w_scale, y_scale[0], g.m, add, mult);
     // The B rows' reach, checked once per tile against this (not by walking the table).
     let max_off = offs.iter().max().map_or(0, |&o| o as usize);
     let kern = kernel();
@@ -466,28 +370,15 @@ unsafe fn tile_vnni(kq: usize, a: *const u8, b: *const u8, off: *const u32, j0b:
         // SAFETY (this block): in bounds by the contract.
         unsafe {
             let bp = b.add(*off.add(k) as usize + j0b);
-            let b0 = _mm512_loadu_si512(bp as *const _);
-            let b1 = _mm512_loadu_si512(bp.add(64) as *const _);
-            let ak = a.add(k * MR * 4) as *const i32;
-            for r in 0..MR {
-                let w = _mm512_set1_epi32(ak.add(r).read_unaligned());
-                c[r][0] = _mm512_dpbusd_epi32(c[r][0], b0, w);
-                c[r][1] = _mm512_dpbusd_epi32(c[r][1], b1, w);
-            }
+            let bv = [_mm512_loadu_si512(bp as *const _), _mm512_loadu_si512(bp.add(64) as *const _)];
+            quad_step::<false>(&mut c, bv, a.add(k * MR * 4) as *const i32);
         }
     }
-    // The same f32 operations as `requantize_one`, then the clamp before the conversion so
-    // that no value leaves i32 (the clamped value rounds and saturates to the same byte).
-    let (flo, fhi) = (_mm512_set1_ps((lo - zy) as f32), _mm512_set1_ps((hi - zy) as f32));
-    let z = _mm512_set1_epi32(zy);
     for r in 0..MR {
         let (o, m) = (_mm512_set1_epi32(add[r] as i32), _mm512_set1_ps(f32::from_bits(mult[r])));
         for v in 0..2 {
-            let f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(c[r][v], o)), m);
-            let f = _mm512_min_ps(_mm512_max_ps(f, flo), fhi);
-            let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), z);
             // SAFETY: 16 bytes of row r from column 16·v, inside `out`.
-            unsafe { _mm_storeu_si128(out[r][16 * v..].as_mut_ptr() as *mut __m128i, _mm512_cvtepi32_epi8(q)) };
+            unsafe { _mm_storeu_si128(out[r][16 * v..].as_mut_ptr() as *mut __m128i, requant16(c[r][v], o, m, zy, lo, hi)) };
         }
     }
 }

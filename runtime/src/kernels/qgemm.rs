@@ -12,18 +12,15 @@
 //! from one pointer; every B panel then passes over it. Integer sums are exact in any order,
 //! so the result is the reference's (`quant::qlinear_matmul_requant` over
 //! `quant::matmul_integer`, plus the bias) bit for bit.
-use super::qconv::{kernel, Kernel, QByte};
-use super::quant::{requantize_one, scale_ratio, ScalePrec};
+#[cfg(target_arch = "x86_64")]
+use super::q8::{quad_step, requant16};
+use super::q8::{kernel, Kernel, QByte, Requant, MAX_K, TILE_ROWS};
+use super::quant::{requantize_one, ScalePrec};
 
 /// Rows of A per tile.
-pub const MR: usize = 12;
+pub const MR: usize = TILE_ROWS;
 /// Columns of B per packed panel (two 16-lane vectors).
 pub const NR: usize = 32;
-/// Largest k: sums of `u8 · i8` products and `za · Σ w` stay below 2^30.
-const MAX_K: usize = (1 << 30) / (255 * 128);
-/// Largest |bias − za · Σ w| added in i32 by the vector epilogue (else the exact i64 one).
-const MAX_OFFSET: i64 = 1 << 30;
-
 /// The product's sizes: `m` rows of A (every batch item's, B is shared), `k`, `n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QGemmDims {
@@ -97,27 +94,6 @@ pub fn pack_weights(d: &QGemmDims, b: &[i8], transposed: bool, out: &mut [u8]) {
     }
 }
 
-/// Per column (whole panels): what the epilogue adds to the raw sum (`bias − za·Σ w`) and the
-/// f32 multiplier `a_scale · b_scale / y_scale`.
-struct Requant<'a> {
-    add: &'a [u32],
-    mult: &'a [u32],
-    sums: &'a [u8],
-    bias: &'a [i32],
-    za: u8,
-    zy: i32,
-    /// Every `add` fits i32 with room and every multiplier is finite: the vector epilogue.
-    vector: bool,
-}
-
-impl Requant<'_> {
-    /// `bias − za·Σ w` of column `c`, exact.
-    fn add_exact(&self, c: usize) -> i64 {
-        let s = self.sums.get(4 * c..4 * c + 4).map_or(0, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        self.bias.get(c).map_or(0, |&b| b as i64) - self.za as i64 * s as i64
-    }
-}
-
 /// QLinearMatMul over B packed by [`pack_weights`] (`bp`): `y = saturate(round((Σ (a − za)·b
 /// + bias) · a_scale·b_scale/y_scale) + zy)`, bit for bit the reference with f32 scales.
 /// `a`: `m × k` values (rows of every batch item); `a_zp`, `y_zp`: one value or empty (0);
@@ -149,16 +125,7 @@ pub fn qlinear_matmul_prepacked<A: QByte, Q: QByte>(
     let za = a_zp.first().map_or(0, |z| z.to_u8()).wrapping_add(A::FLIP);
     let zy = y_zp.first().map_or(0, |z| z.to_i64()) as i32;
     let (sums, panels) = bp.split_at(d.n * 4);
-    let mut rq = Requant { add: &[], mult: &[], sums, bias, za, zy, vector: true };
-    let (as_, ys) = (a_scale[0] as f64, y_scale[0] as f64);
-    for c in 0..np {
-        let (o, bs) = if c < d.n { (rq.add_exact(c), if b_scale.len() == 1 { b_scale[0] } else { b_scale[c] }) } else { (0, 1.0) };
-        let m = scale_ratio(as_, bs as f64, ys, ScalePrec::F32) as f32;
-        rq.vector &= o.abs() <= MAX_OFFSET && m.is_finite();
-        add[c] = o as i32 as u32;
-        mult[c] = m.to_bits();
-    }
-    let rq = Requant { add, mult, ..rq };
+    let rq = Requant::new(sums, bias, za, zy, a_scale[0], b_scale, y_scale[0], d.n, add, mult);
     let (blocks, block_words) = (d.blocks(), kq * MR);
     #[cfg(feature = "std")]
     let split = crate::pool::threads() > 1 && d.m * d.k * d.n >= 4 * crate::PARALLEL_WORK;
@@ -260,29 +227,16 @@ unsafe fn tile_vnni(kq: usize, a: *const u8, b: *const u8, add: &[u32], mult: &[
         // SAFETY (this block): in bounds by the contract.
         unsafe {
             let bq = b.add(q * NR * 4);
-            let b0 = _mm512_loadu_si512(bq as *const _);
-            let b1 = _mm512_loadu_si512(bq.add(64) as *const _);
-            let aq = a.add(q * MR * 4) as *const i32;
-            for r in 0..MR {
-                let v = _mm512_set1_epi32(aq.add(r).read_unaligned());
-                c[r][0] = _mm512_dpbusd_epi32(c[r][0], v, b0);
-                c[r][1] = _mm512_dpbusd_epi32(c[r][1], v, b1);
-            }
+            let bv = [_mm512_loadu_si512(bq as *const _), _mm512_loadu_si512(bq.add(64) as *const _)];
+            quad_step::<true>(&mut c, bv, a.add(q * MR * 4) as *const i32);
         }
     }
-    // The same f32 operations as `requantize_one`, then the clamp before the conversion so
-    // that no value leaves i32 (the clamped value rounds and saturates to the same byte).
-    let (flo, fhi) = (_mm512_set1_ps((lo - zy) as f32), _mm512_set1_ps((hi - zy) as f32));
-    let z = _mm512_set1_epi32(zy);
     for v in 0..2 {
         // SAFETY: 16 columns from 16·v, inside `add` and `mult` (NR each).
         let (o, m) = unsafe { (_mm512_loadu_si512(add[16 * v..].as_ptr() as *const _), _mm512_loadu_ps(mult[16 * v..].as_ptr() as *const f32)) };
         for r in 0..MR {
-            let f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(c[r][v], o)), m);
-            let f = _mm512_min_ps(_mm512_max_ps(f, flo), fhi);
-            let q = _mm512_add_epi32(_mm512_cvtps_epi32(f), z);
             // SAFETY: 16 bytes of row r from column 16·v, inside `out`.
-            unsafe { _mm_storeu_si128(out[r][16 * v..].as_mut_ptr() as *mut __m128i, _mm512_cvtepi32_epi8(q)) };
+            unsafe { _mm_storeu_si128(out[r][16 * v..].as_mut_ptr() as *mut __m128i, requant16(c[r][v], o, m, zy, lo, hi)) };
         }
     }
 }
