@@ -343,7 +343,7 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     let hw = node(&mut g, "hw", Op::Binary(burnc_compiler::ir::BinaryOp::Mul), vec![h0, w0]);
     let target = node(&mut g, "target", Op::Concat { axis: 0 }, vec![n0, hw, four]);
     let v = node(&mut g, "view", Op::Reshape { allowzero: false }, vec![t, target]); // [n, h*w, 4]
-    let sm = node(&mut g, "softmax", Op::Softmax { axis: 1, log: false, coerce_2d: false }, vec![v]);
+    let sm = node(&mut g, "softmax", burnc_compiler::ops::softmax::Softmax { axis: 1, log: false, coerce_2d: false }.op(), vec![v]);
     let axes = g.add_const("axes", Tensor::from_i64s(vec![1], vec![2]));
     let y = node(&mut g, "mean", Op::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }, vec![sm, axes]); // [n, h*w]
     g.outputs = vec![y];

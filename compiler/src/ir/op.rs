@@ -173,9 +173,6 @@ pub enum Op {
     /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
     /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
     BatchNormTraining { epsilon: f32, momentum: f32 },
-    /// Softmax / LogSoftmax over `axis`; `coerce_2d` is the opset < 13 semantics
-    /// (flatten to 2-D at `axis`).
-    Softmax { axis: i64, log: bool, coerce_2d: bool },
 
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
@@ -256,7 +253,7 @@ macro_rules! bodies {
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
-            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
         }
@@ -282,7 +279,7 @@ impl Op {
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
-            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
         }
@@ -297,7 +294,7 @@ impl Op {
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
             | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. } | Op::BatchNormTraining { .. }
-            | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
+            | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,
         }

@@ -170,6 +170,7 @@ pub mod rotary;
 mod regex;
 pub mod scatter;
 pub mod slice;
+pub mod softmax;
 pub mod select;
 pub mod spectral;
 pub mod split;
@@ -328,6 +329,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(attention::examples());
     v.extend(loss::examples());
     v.extend(norm::examples());
+    v.extend(softmax::examples());
     v.extend(channel_norm::examples());
     v.extend(cumulative::examples());
     v.extend(grid::examples());

@@ -130,7 +130,7 @@ fn one(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, mm1: NodeId, dtype_ok:
                 chain.push(r);
                 cur = rn.outputs[0];
             }
-            Op::Softmax { axis, log: false, .. } if crate::ir::axis::norm_axis_or_scalar(*axis, ss.len()).ok() == Some(ss.len() - 1) && rn.inputs.first() == Some(&Some(cur)) => break r,
+            op if crate::ops::softmax::is_last_axis_softmax(op, ss.len()) && rn.inputs.first() == Some(&Some(cur)) => break r,
             _ => return None,
         }
     };

@@ -64,10 +64,9 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Conv { .. } | Op::FusedConv { .. } => conv_flops(g, n, 1, out?)?,
 
 
-        // ---- windows, normalizations, softmax
+        // ---- windows and normalizations
         Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
         Op::GlobalPool { .. } | Op::Reduce { .. } => in_numel(g, n, 0)?,
-        Op::Softmax { .. } => mul(&[3, out?]),
         // Statistics, then normalize and scale.
         Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),

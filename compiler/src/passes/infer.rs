@@ -457,7 +457,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![like(0), like(3), like(4)]
         }
         Op::BatchNorm { .. } => same(),
-        Op::Softmax { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),
@@ -862,7 +861,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
         | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. }
-        | Op::BatchNorm { .. } | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. }
+        | Op::BatchNorm { .. } | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Transpose { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }

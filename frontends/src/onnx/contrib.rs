@@ -392,7 +392,7 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
             // The axis defaults to -1 whatever the opset (onnxruntime's schema).
             let coerce_2d = a.i_or("opset", 13) < 13;
             let axis = a.i_or("axis", -1);
-            let f = c.step(Op::Softmax { axis, log: false, coerce_2d }, &[f]);
+            let f = c.step(burnc_compiler::ops::softmax::Softmax { axis, log: false, coerce_2d }.op(), &[f]);
             q(&mut c, f, ys, opt(4), 1)
         }
         // QLinearAveragePool: AveragePool's attributes, lowered by AveragePool's own lowering.
@@ -969,7 +969,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     }
     let lowest = c.scalar(f32::MIN, scores);
     scores = c.step(burnc_compiler::ops::select::op(), &[seen, scores, lowest]);
-    let probs = c.step(Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[scores]);
+    let probs = c.step(burnc_compiler::ops::softmax::Softmax::last().op(), &[scores]);
     let o = c.step(Op::MatMul, &[probs, vv]);
     let o = c.step(bnsd, &[o]);
     let o = c.reshape(o, &[0, 0, -1]);

@@ -135,7 +135,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         let y = b.splice(ctx, g, scores, "score_mod")?;
         scores = b.add(ctx, cast.clone(), &[y], None);
     }
-    let mut probs = b.add(ctx, Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[scores], None);
+    let mut probs = b.add(ctx, burnc_compiler::ops::softmax::Softmax::last().op(), &[scores], None);
     if let Some(g) = a.g("prob_mod") {
         let y = b.splice(ctx, g, probs, "prob_mod")?;
         probs = b.add(ctx, cast.clone(), &[y], None);

@@ -9,7 +9,7 @@ use burnc_compiler::ir::{
     ValueId, Window,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
-use burnc_compiler::ops::{activation, channel_norm, IntoOp, OpRef};
+use burnc_compiler::ops::{activation, channel_norm, softmax, IntoOp, OpRef};
 use burnc_compiler::Tensor;
 
 struct N<'n> {
@@ -404,12 +404,10 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         ),
         "LpNormalization" => Some(burnc_compiler::ops::norm::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }.op()),
         "MeanVarianceNormalization" => Some(channel_norm::MeanVarianceNorm::op(a.ints("axes").unwrap_or(vec![0, 2, 3]))),
-        "Softmax" | "LogSoftmax" => Some(Op::Softmax {
-            axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }),
-            log: op_type == "LogSoftmax",
-            coerce_2d: opset < 13,
-        }),
-        "Hardmax" => Some(burnc_compiler::ops::norm::Hardmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), coerce_2d: opset < 13 }.op()),
+        "Softmax" | "LogSoftmax" => Some(
+            softmax::Softmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), log: op_type == "LogSoftmax", coerce_2d: opset < 13 }.op(),
+        ),
+        "Hardmax" => Some(softmax::Hardmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), coerce_2d: opset < 13 }.op()),
         "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" | "ReduceSumSquare" => {
             let rop = match op_type {

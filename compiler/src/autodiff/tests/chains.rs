@@ -16,7 +16,7 @@ use crate::ops::IntoOp;
         let s = node(g, Op::MatMul, &[q, kt]);
         let two = f64c(g, 2.0);
         let s = node(g, Op::Binary(BinaryOp::Div), &[s, two]);
-        let a = node(g, Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[s]);
+        let a = node(g, crate::ops::softmax::Softmax::last().op(), &[s]);
         let key = g.add_const("key", Tensor::scalar_i64(99));
         let a = node_n(g, Dropout { ratio: 0.2, training: true }.op(), vec![Some(a), Some(key)], 1)[0];
         let o = node(g, Op::MatMul, &[a, v]);

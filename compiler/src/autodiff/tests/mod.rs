@@ -267,15 +267,6 @@ fn reductions() {
     }
 }
 
-#[test]
-fn softmax() {
-    for log in [false, true] {
-        check(&[&[2, 3, 4]], |g, x| node(g, Op::Softmax { axis: 1, log, coerce_2d: false }, &[x[0]]));
-        check(&[&[2, 3, 4]], |g, x| node(g, Op::Softmax { axis: -1, log, coerce_2d: false }, &[x[0]]));
-        check(&[&[2, 3, 4]], |g, x| node(g, Op::Softmax { axis: 1, log, coerce_2d: true }, &[x[0]]));
-    }
-}
-
 fn conv(w: Window, group: usize, bias: bool) -> impl Fn(&mut Graph, &[ValueId]) -> ValueId {
     move |g, x| {
         let op = Op::Conv { window: w.clone(), group };
@@ -339,7 +330,7 @@ fn chain_mlp() {
         let h = node(g, Op::Binary(BinaryOp::Add), &[h, x[2]]);
         let h = node(g, Op::Unary(UnaryOp::Tanh), &[h]);
         let o = node(g, Op::MatMul, &[h, x[3]]);
-        node(g, Op::Softmax { axis: 1, log: true, coerce_2d: false }, &[o])
+        node(g, crate::ops::softmax::Softmax { axis: 1, log: true, coerce_2d: false }.op(), &[o])
     });
 }
 
@@ -362,7 +353,7 @@ fn unrelated_input_gets_zeros_and_unsupported_ops_are_named() {
     let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&[3])) });
     let a = g.add_value("a", ty, ValueKind::Input);
     g.inputs = vec![a];
-    let y = node(&mut g, crate::ops::norm::Hardmax { axis: 0, coerce_2d: false }.op(), &[a]);
+    let y = node(&mut g, crate::ops::softmax::Hardmax { axis: 0, coerce_2d: false }.op(), &[a]);
     let err = gradients(&mut g, y, None, &[a]).expect_err("Hardmax has no rule").to_string();
     assert!(err.contains("Hardmax"), "{err}");
 }

@@ -183,6 +183,12 @@ impl<'a, 'g> NodeCx<'a, 'g> {
         pointwise(self.name, n, n, "", body)
     }
 
+    /// [`Self::pointwise`] over `n` items (rows, say) of tensors of `elems` elements, which
+    /// decide the index type.
+    pub fn pointwise_over(&self, n: usize, elems: usize, body: &str) -> Kernel {
+        pointwise(self.name, n, elems, "", body)
+    }
+
     /// [`Self::pointwise`] as a later kernel of the node, its name the first's and `suffix`.
     pub fn pointwise_as(&self, suffix: &str, n: usize, body: &str) -> Kernel {
         pointwise(&format!("{}{suffix}", self.name), n, n, "", body)
@@ -478,35 +484,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 ),
                 String::new(),
             )
-        }
-        Op::Softmax { axis, log, coerce_2d } => {
-            let (outer, len, inner) = crate::codegen::index::softmax_dims(&oshape, *axis, *coerce_2d).map_err(|e| cx.err(n, e))?;
-            let x = cx.ptr(n, cx.input(n, 0)?)?;
-            let (exp, logf) = if at == "float" { ("expf", "logf") } else { ("exp", "log") };
-            let fin = if *log { format!("{y}[base + k * {inner}] = xr[k * {inner}] - m - {logf}(s);") } else { format!("{y}[base + k * {inner}] = {exp}(xr[k * {inner}] - m) / s;") };
-            let rows = outer * inner;
-            if inner == 1 {
-                // Contiguous rows: a warp per row.
-                let t = at;
-                let fin = if *log { format!("{y}[at + k] = ({t}){x}[at + k] - m - {logf}(s);") } else { format!("{y}[at + k] = {exp}(({t}){x}[at + k] - m) / s;") };
-                let body = format!(
-                    "const long long at = (long long)row * {len};\n\
-                     {t} m = -(1.0 / 0.0);\nfor (int k = lane; k < {len}; k += 32) {{ {t} v = {x}[at + k]; if (v > m) m = v; }}\n{}\
-                     {t} s = 0;\nfor (int k = lane; k < {len}; k += 32) s += {exp}(({t}){x}[at + k] - m);\n{}\
-                     for (int k = lane; k < {len}; k += 32) {fin}",
-                    warp_reduce("m", true),
-                    warp_reduce("s", false),
-                );
-                return Ok(vec![warp_rows(name, rows, &body)]);
-            }
-            let body = format!(
-                "long long base = (i / {inner}) * {} + i % {inner};\nconst {ot}* xr = {x} + base;\n\
-                 {at} m = -(1.0 / 0.0);\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xr[k * {inner}]; if (v > m) m = v; }}\n\
-                 {at} s = 0;\nfor (int k = 0; k < {len}; ++k) s += {exp}(({at})xr[k * {inner}] - m);\n\
-                 for (int k = 0; k < {len}; ++k) {{ {fin} }}",
-                len * inner
-            );
-            Ok(vec![pointwise(name, rows, on, "", &body)])
         }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let xv = cx.input(n, 0)?;

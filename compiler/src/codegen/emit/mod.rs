@@ -8,7 +8,7 @@ pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
 pub(crate) mod norm;
 mod train;
-mod wide;
+pub(crate) mod wide;
 
 pub use elementwise::{f32_lit, f64_lit, unary_lit};
 use super::weights::WeightsLayout;
@@ -198,7 +198,7 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Elementwise(p) => elementwise::emit_program(&e, p).map(Some),
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(&e),
         Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
-        | Op::Softmax { .. } | Op::ScaleShift { .. } => layer::emit(&e),
+        | Op::ScaleShift { .. } => layer::emit(&e),
         Op::Reshape { .. } => crate::ops::view::copy_unless_alias(&e).map(|s| (!s.is_empty()).then_some(s)),
         Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
         Op::BatchNormTraining { .. } => norm::emit(&e),

@@ -455,31 +455,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 Ok((format!("let c = ({i} / {inner}u) % {c}u;\n"), format!("({} - {}) / sqrt({} + {eps}) * {} + {}", ts[0].load(i), ts[3].load("c"), ts[4].load("c"), ts[1].load("c"), ts[2].load("c"))))
             }))
         }
-        Op::Softmax { axis, log, coerce_2d } => {
-            let x = ncx.input(0)?;
-            if !scalar::is_float(od) {
-                return Err(cx.err(n, format!("Softmax on {od} is not supported by the wgpu target")));
-            }
-            let (outer, len, inner) = crate::codegen::index::softmax_dims(&y.shape, *axis, *coerce_2d).map_err(|e| cx.err(n, e))?;
-            let at = |k: &str| format!("base + {k} * {inner}u");
-            // A row of a 16-bit output must fill whole words for one invocation to write it.
-            if !y.owns_words(1) && !(inner == 1 && y.owns_words(len)) {
-                return Err(cx.err(n, format!("Softmax with a {od} output across a strided axis is not supported by the wgpu target yet")));
-            }
-            let fin = if *log { format!("{} - m - log(s)", x.load(&at("k"))) } else { format!("exp({} - m) / s", x.load(&at("k"))) };
-            let store = y.store_in_word(&at("k"), &fin).ok_or_else(|| cx.err(n, "output type"))?;
-            let body = format!(
-                "let base = (row / {inner}u) * {}u + row % {inner}u;\n\
-                 var m = {};\nfor (var k = 1u; k < {len}u; k++) {{ m = max(m, {}); }}\n\
-                 var s = 0.0;\nfor (var k = 0u; k < {len}u; k++) {{ s += exp({} - m); }}\n\
-                 for (var k = 0u; k < {len}u; k++) {{ {store} }}",
-                len * inner,
-                x.load(&at("0u")),
-                x.load(&at("k")),
-                x.load(&at("k")),
-            );
-            Ok(vec![ncx.rows(outer * inner, &body)])
-        }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let x = ncx.input(0)?;
             let rank = x.shape.len();
