@@ -124,7 +124,7 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Expand => shape::rule(b, n, dys, need),
         Op::Reduce { .. } => reduce::rule(b, n, dys, need),
-        Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::rule(b, n, dys, need),
+        Op::Conv { .. } | Op::Pool { .. } => nn::rule(b, n, dys, need),
         Op::BatchNorm { .. }
         | Op::BatchNormTraining { .. } => norm::rule(b, n, dys, need),
         // Fused forms exist after training graphs are built; control flow, sequences and the

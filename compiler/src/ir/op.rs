@@ -167,7 +167,6 @@ pub enum Op {
     Elementwise(Box<super::scalar::ScalarProgram>),
     /// Outputs: Y and, for max pooling, optional Indices.
     Pool { kind: PoolKind, window: Window, storage_order: u8 },
-    GlobalPool { kind: PoolKind },
     /// Inference-mode batch normalization: (X, scale, B, mean, var).
     BatchNorm { epsilon: f32 },
     /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
@@ -252,7 +251,7 @@ macro_rules! bodies {
             Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
             | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
@@ -278,7 +277,7 @@ impl Op {
             Op::ParamUpdate { .. } => &[0, 4, 5],
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
             | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
@@ -293,7 +292,7 @@ impl Op {
             Op::Def(d) => d.is_view(),
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
-            | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. } | Op::BatchNormTraining { .. }
+            | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. } | Op::BatchNormTraining { .. }
             | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,

@@ -152,6 +152,7 @@ pub mod ml;
 pub mod nbits;
 pub mod one_hot;
 pub mod pad;
+pub mod pool;
 pub mod norm;
 pub mod cast;
 pub mod causal_conv;
@@ -330,6 +331,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(loss::examples());
     v.extend(norm::examples());
     v.extend(softmax::examples());
+    v.extend(pool::examples());
     v.extend(channel_norm::examples());
     v.extend(cumulative::examples());
     v.extend(grid::examples());

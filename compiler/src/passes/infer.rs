@@ -444,14 +444,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
         }
-        Op::GlobalPool { .. } => {
-            let dims = cx.shape(0).filter(|x| x.len() >= 2).map(|x| {
-                let mut o = x[..2].to_vec();
-                o.extend(std::iter::repeat_n(Dim::Fixed(1), x.len() - 2));
-                o
-            });
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::BatchNormTraining { .. } => {
             let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
             vec![like(0), like(3), like(4)]
@@ -860,7 +852,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // The values of other ops are not followed (every variant named, so a new op is
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
-        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. }
+        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. }
         | Op::BatchNorm { .. } | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Transpose { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,

@@ -538,15 +538,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             d
         }
-        Op::GlobalPool { .. } => {
-            let xs = x(0)?;
-            if xs.len() < 2 {
-                return Err(format!("global pooling needs rank at least 2, got {}", xs.len()));
-            }
-            let mut d = xs[..2].to_vec();
-            d.extend(std::iter::repeat_n(c(1), xs.len() - 2));
-            d
-        }
         Op::Gemm { trans_a, trans_b, .. } => {
             let (a, b) = (x(0)?, x(1)?);
             if a.len() != 2 || b.len() != 2 {

@@ -380,7 +380,7 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
             let f = match op {
                 "QLinearSigmoid" => c.un(UnaryOp::Sigmoid, f),
                 "QLinearLeakyRelu" => c.un(UnaryOp::LeakyRelu { alpha: a.f_or("alpha", 0.01) }, f),
-                _ => c.step(Op::GlobalPool { kind: burnc_compiler::ir::PoolKind::Avg { count_include_pad: false } }, &[f]),
+                _ => c.step(burnc_compiler::ops::pool::GlobalPool { kind: burnc_compiler::ir::PoolKind::Avg { count_include_pad: false } }.op(), &[f]),
             };
             q(&mut c, f, ys, opt(4), 1)
         }

@@ -1,4 +1,5 @@
 //! Opset-aware lowering of ONNX nodes onto burnc's core ops.
+use burnc_compiler::ops::pool::GlobalPool;
 use burnc_compiler::ops::view::{Dropout, Flatten, Squeeze, Unsqueeze};
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
@@ -381,9 +382,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             storage_order: 0,
         }),
         "LpPool" => Some(Op::Pool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 }, window: window(&n)?, storage_order: 0 }),
-        "GlobalMaxPool" => Some(Op::GlobalPool { kind: PoolKind::Max }),
-        "GlobalAveragePool" => Some(Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }),
-        "GlobalLpPool" => Some(Op::GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }),
+        "GlobalMaxPool" => Some(GlobalPool { kind: PoolKind::Max }.op()),
+        "GlobalAveragePool" => Some(GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op()),
+        "GlobalLpPool" => Some(GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }.op()),
         "BatchNormalization" => {
             if a.i_or("training_mode", 0) != 0 {
                 Some(Op::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) })

@@ -37,7 +37,7 @@ fn cnn_with_batch_statistics_and_cross_entropy() {
         let bn_in = vec![Some(c), Some(x[2]), Some(x[3]), Some(x[4]), Some(x[5])];
         let bn = node_n(g, Op::BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }, bn_in, 3)[0];
         let r = node(g, Op::Unary(UnaryOp::Relu), &[bn]);
-        let p = node(g, Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }, &[r]);
+        let p = node(g, crate::ops::pool::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op(), &[r]);
         let f = node(g, Flatten { axis: 1 }.op(), &[p]);
         let logits = node(g, Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, &[f, x[6], x[7]]);
         let t = g.add_const("target", Tensor::from_i64s(vec![2], vec![3, 1]));

@@ -194,6 +194,11 @@ impl<'a, 'g> NodeCx<'a, 'g> {
         pointwise(&format!("{}{suffix}", self.name), n, n, "", body)
     }
 
+    /// Whether `v` is stored channels-last ([`super::layout`]).
+    pub fn is_nhwc(&self, v: ValueId) -> bool {
+        self.cx.nhwc.contains(&v)
+    }
+
     /// A kernel running `body` once per row `row < rows`, one warp per row (`lane` is the
     /// thread's place in it): for reductions along contiguous rows.
     pub fn warp_rows(&self, rows: usize, body: &str) -> Kernel {
@@ -447,25 +452,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 )
             };
             one(body, String::new())
-        }
-        Op::GlobalPool { kind } => {
-            let xv = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, xv)?;
-            let len: usize = xs[2..].iter().product();
-            let (init, step, fin) = match kind {
-                PoolKind::Max => ("-(1.0 / 0.0)".to_string(), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => ("0".into(), "acc += v;".into(), format!("acc / ({at}){len}")),
-                PoolKind::Lp { p } => ("0".into(), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
-            };
-            if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
-                return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
-            }
-            if cx.nhwc.contains(&xv) {
-                // Channels-last input: output (image, c) strides over the pixels, C apart.
-                let ch = xs[1];
-                return one(format!("const {ot}* xp = {} + (long long)(i / {ch}) * {} + i % {ch};\n{at} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xp[(long long)k * {ch}]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?, len * ch), String::new());
-            }
-            one(format!("const {ot}* xp = {} + (long long)i * {len};\n{at} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xp[k]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?), String::new())
         }
         Op::BatchNorm { epsilon } => {
             let c = oshape.get(1).copied().unwrap_or(1);

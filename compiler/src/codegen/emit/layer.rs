@@ -73,26 +73,6 @@ pub(crate) fn emit(cx: &EmitCx) -> Res {
                 _ => return Err(cx.err(format!("{kind:?} pooling on {od} is not supported by codegen yet"))),
             }))
         }
-        Op::GlobalPool { kind } => {
-            let x = cx.input(0)?;
-            let xs = cx.dims(x)?;
-            if xs.len() < 2 {
-                return Err(cx.err("global pooling needs rank at least 2"));
-            }
-            let (code, p) = match kind {
-                PoolKind::Max => (0, 0.0),
-                PoolKind::Avg { .. } => (1, 0.0),
-                PoolKind::Lp { p } => (2, *p as f64),
-            };
-            Ok(Some(format!(
-                "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, {});",
-                cx.read(x)?,
-                cx.size(&crate::ops::product(&xs[..2]))?,
-                cx.size(&crate::ops::product(&xs[2..]))?,
-                cx.write(out)?,
-                f64_lit(p)
-            )))
-        }
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(cx, out, od, *alpha, *beta, *trans_a, *trans_b),
         Op::MatMul => matmul(cx, out, od),
         Op::Reduce { .. } => reduce(cx, out),

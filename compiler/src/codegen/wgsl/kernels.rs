@@ -426,23 +426,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 ))
             }))
         }
-        Op::GlobalPool { kind } => {
-            let x = ncx.input(0)?;
-            let len: usize = x.shape[2..].iter().product();
-            if !scalar::is_float(od) {
-                return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
-            }
-            let (step, fin) = match kind {
-                PoolKind::Max => ("if (v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => ("acc += v;".into(), format!("acc / {}", scalar::f32_lit(len as f32))),
-                PoolKind::Lp { p } => (format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p))),
-            };
-            one(ncx.pointwise(&y, |i| {
-                // The maximum starts at the first element (WGSL has no infinity literal).
-                let init = if matches!(kind, PoolKind::Max) { x.load(&format!("{i} * {len}u")) } else { "0.0".into() };
-                Ok((format!("var acc = {init};\nfor (var k = 0u; k < {len}u; k++) {{ let v = {}; {step} }}\n", x.load(&format!("{i} * {len}u + k"))), fin.clone()))
-            }))
-        }
         Op::BatchNorm { epsilon } => {
             let c = y.shape.get(1).copied().unwrap_or(1);
             let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
