@@ -169,9 +169,6 @@ pub enum Op {
     Pool { kind: PoolKind, window: Window, storage_order: u8 },
     /// Inference-mode batch normalization: (X, scale, B, mean, var).
     BatchNorm { epsilon: f32 },
-    /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
-    /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
-    BatchNormTraining { epsilon: f32, momentum: f32 },
 
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
@@ -252,7 +249,7 @@ macro_rules! bodies {
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
-            | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
         }
@@ -278,7 +275,7 @@ impl Op {
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
-            | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
         }
@@ -292,7 +289,7 @@ impl Op {
             Op::Def(d) => d.is_view(),
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
-            | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. } | Op::BatchNormTraining { .. }
+            | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. } 
             | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,

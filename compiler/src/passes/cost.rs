@@ -67,8 +67,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // ---- windows and normalizations
         Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
         Op::Reduce { .. } => in_numel(g, n, 0)?,
-        // Statistics, then normalize and scale.
-        Op::BatchNormTraining { .. } => mul(&[5, in_numel(g, n, 0)?]),
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 
         // ---- data movement

@@ -444,10 +444,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
         }
-        Op::BatchNormTraining { .. } => {
-            let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
-            vec![like(0), like(3), like(4)]
-        }
         Op::BatchNorm { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
@@ -853,7 +849,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
         | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. }
-        | Op::BatchNorm { .. } | Op::BatchNormTraining { .. } | Op::Reduce { .. } | Op::Transpose { .. }
+        | Op::BatchNorm { .. } | Op::Reduce { .. } | Op::Transpose { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }

@@ -308,18 +308,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
-        // The running mean and variance have the statistics' shape, one value per channel.
-        Op::BatchNormTraining { .. } => {
-            let xs = x(0)?;
-            let ch = xs.get(1).ok_or("BatchNormalization needs rank >= 2")?.clone();
-            for i in 1..5 {
-                require_equal(s, n, &format!("input #{i}'s size and the channels"), &prod(&x(i)?), &ch)?;
-            }
-            for (k, &o) in n.outputs.iter().enumerate().skip(1) {
-                s.shapes.insert(o, x(k + 2)?);
-            }
-            x(0)?
-        }
         Op::Def(d) => {
             let known: Vec<Option<Vec<i64>>> = n.inputs.iter().map(|v| ints_of(g, s, (*v)?)?.iter().map(|e| e.as_const()).collect()).collect();
             let forwarded = d.forwards_values(&known).and_then(|i| n.inputs.get(i).copied().flatten()).and_then(|v| ints_of(g, s, v));

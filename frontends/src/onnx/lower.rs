@@ -387,7 +387,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "GlobalLpPool" => Some(GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }.op()),
         "BatchNormalization" => {
             if a.i_or("training_mode", 0) != 0 {
-                Some(Op::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) })
+                Some(channel_norm::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) }.op())
             } else {
                 Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
             }

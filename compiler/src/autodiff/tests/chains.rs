@@ -35,7 +35,7 @@ fn cnn_with_batch_statistics_and_cross_entropy() {
         let w = win(&[], &[], &[1, 1, 1, 1], &[]);
         let c = node_n(g, Op::Conv { window: w, group: 1 }, vec![Some(x[0]), Some(x[1]), None], 1)[0];
         let bn_in = vec![Some(c), Some(x[2]), Some(x[3]), Some(x[4]), Some(x[5])];
-        let bn = node_n(g, Op::BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }, bn_in, 3)[0];
+        let bn = node_n(g, crate::ops::channel_norm::BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }.op(), bn_in, 3)[0];
         let r = node(g, Op::Unary(UnaryOp::Relu), &[bn]);
         let p = node(g, crate::ops::pool::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op(), &[r]);
         let f = node(g, Flatten { axis: 1 }.op(), &[p]);

@@ -6,7 +6,6 @@ mod elementwise;
 mod layer;
 pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
-pub(crate) mod norm;
 mod train;
 pub(crate) mod wide;
 
@@ -201,7 +200,6 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         | Op::ScaleShift { .. } => layer::emit(&e),
         Op::Reshape { .. } => crate::ops::view::copy_unless_alias(&e).map(|s| (!s.is_empty()).then_some(s)),
         Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
-        Op::BatchNormTraining { .. } => norm::emit(&e),
         Op::Scan { .. } => control::emit_scan(&e),
         // The ops below have fixed-shape emitters only.
         _ if e.is_bounded() => Err(e.unsupported()),

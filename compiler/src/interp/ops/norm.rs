@@ -23,11 +23,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
             }
             Ok(outs)
         }
-        Op::BatchNormTraining { epsilon, momentum } => {
-            let ps = [arg(args, 1)?, arg(args, 2)?, arg(args, 3)?, arg(args, 4)?];
-            let (y, m, v) = stats::batch_norm_train(x, ps, *epsilon as f64, *momentum as f64)?;
-            Ok([y, m, v].into_iter().take(n_outputs.max(1)).map(RtValue::Tensor).collect())
-        }
         _ => Err(format!("{} is not a normalization op", op.name())),
     }
 }
