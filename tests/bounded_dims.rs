@@ -330,7 +330,7 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     let node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
     let r = node(&mut g, "relu", Op::Unary(UnaryOp::Relu), vec![x]);
     let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, vec![x, r]); // [n, 4, h, w]
-    let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![cat]); // [n, h, w, 4]
+    let t = node(&mut g, "tr", burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 2, 3, 1]) }.op(), vec![cat]); // [n, h, w, 4]
     // view(n, h*w, 4) through Shape / Gather / Mul / Concat.
     let sh = node(&mut g, "shape", burnc_compiler::ops::dim_values::Shape { start: 0, end: None }.op(), vec![t]);
     let i0 = g.add_const("i0", Tensor::from_i64s(vec![1], vec![0]));
@@ -518,7 +518,7 @@ fn unprovable_equal_dims_are_checked_at_every_size() {
     // (broadcast dims a and b).
     let mut g = Graph::default();
     let x = input(&mut g, vec![bounded("a", 3), bounded("b", 3)]);
-    let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![1, 0]) }, vec![x]);
+    let t = node(&mut g, "tr", burnc_compiler::ops::transpose::Transpose { perm: Some(vec![1, 0]) }.op(), vec![x]);
     let s = node(&mut g, "sum", Op::Binary(BinaryOp::Add), vec![x, t]);
     let y = node(&mut g, "cat", Op::Concat { axis: 0 }, vec![s, t]);
     g.outputs = vec![y];

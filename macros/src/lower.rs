@@ -851,7 +851,7 @@ impl<'a> Lower<'a> {
 
     fn permute(&mut self, span: Span, x: &T, perm: Vec<usize>) -> T {
         let shape = perm.iter().map(|&p| x.shape[p]).collect();
-        self.node(span, "transpose", Op::Transpose { perm: Some(perm) }, vec![Some(x.id)], shape, x.dtype)
+        self.node(span, "transpose", burnc_compiler::ops::transpose::Transpose { perm: Some(perm) }.op(), vec![Some(x.id)], shape, x.dtype)
     }
 
     fn slice(&mut self, e: &dyn quote::ToTokens, x: &T, ax: usize, s: i64, en: i64) -> Result<T> {

@@ -118,7 +118,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Unary(_) | Op::Binary(_) => elementwise::rule(b, n, dys, need),
         Op::MatMul | Op::Gemm { .. } => linalg::rule(b, n, dys, need),
         Op::Reshape { .. }
-        | Op::Transpose { .. }
         | Op::Concat { .. }
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),

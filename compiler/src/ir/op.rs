@@ -176,7 +176,6 @@ pub enum Op {
 
     // ---- shape and data movement
     Reshape { allowzero: bool },
-    Transpose { perm: Option<Vec<usize>> },
     Concat { axis: i64 },
     Gather { axis: i64 },
     Expand,
@@ -249,7 +248,7 @@ macro_rules! bodies {
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
-            | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
         }
@@ -275,7 +274,7 @@ impl Op {
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
-            | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
         }
@@ -290,7 +289,7 @@ impl Op {
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
             | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. } 
-            | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
+            | Op::Reduce { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,
         }

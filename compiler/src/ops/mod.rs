@@ -178,6 +178,7 @@ pub mod split;
 pub mod strings;
 pub mod tile;
 pub mod topk;
+pub mod transpose;
 pub mod unique;
 pub mod unpool;
 pub mod view;
@@ -332,6 +333,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(norm::examples());
     v.extend(softmax::examples());
     v.extend(pool::examples());
+    v.extend(transpose::examples());
     v.extend(channel_norm::examples());
     v.extend(cumulative::examples());
     v.extend(grid::examples());

@@ -478,11 +478,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             reshape(s, n, &xs, &target, *allowzero)?
         }
-        Op::Transpose { perm } => {
-            let xs = x(0)?;
-            let p: Vec<usize> = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
-            p.iter().map(|&i| xs.get(i).cloned().ok_or("bad perm".to_string())).collect::<R<_>>()?
-        }
         Op::Conv { window, .. } | Op::FusedConv { window, .. } => {
             let (xs, ws) = (x(0)?, x(1)?);
             if xs.len() < 3 || ws.len() != xs.len() {
@@ -806,7 +801,7 @@ fn record_targets(g: &Graph, info: &SymInfo, prefix: &str, out: &mut Targets) {
         // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
         // So is a unary elementwise op of one (a fill cast to the scores' type).
         let moves = match &n.op {
-            Op::Reshape { .. } | Op::Transpose { .. } | Op::Unary(_) => true,
+            Op::Reshape { .. } | Op::Unary(_) => true,
             // An op that only moves input 0's elements, its other inputs deciding where.
             Op::Def(d) => {
                 let fixed = |vs: Vec<Option<ValueId>>| -> Vec<Option<Vec<usize>>> { vs.into_iter().map(|v| g.tensor_type(v?)?.shape.as_ref()?.as_fixed()).collect() };

@@ -483,7 +483,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Flatten" => Some(Flatten { axis: a.i_or("axis", 1) }.op()),
         "Squeeze" => Some(Squeeze { axes: a.ints("axes") }.op()),
         "Unsqueeze" => Some(Unsqueeze { axes: a.ints("axes") }.op()),
-        "Transpose" => Some(Op::Transpose { perm: usize_vec(&n, "perm", a.ints("perm")).map(|p| (!p.is_empty()).then_some(p))? }),
+        "Transpose" => Some(burnc_compiler::ops::transpose::Transpose { perm: usize_vec(&n, "perm", a.ints("perm")).map(|p| (!p.is_empty()).then_some(p))? }.op()),
         "Concat" => Some(Op::Concat { axis: a.i("axis").ok_or_else(|| n.err("missing attribute `axis`"))? }),
         "Split" => Some(
             burnc_compiler::ops::split::Split {

@@ -12,7 +12,7 @@ fn transformer_encoder_block() {
         let k = node(g, Op::MatMul, &[h, x[2]]);
 use crate::ops::IntoOp;
         let v = node(g, Op::MatMul, &[h, x[3]]);
-        let kt = node(g, Op::Transpose { perm: Some(vec![0, 2, 1]) }, &[k]);
+        let kt = node(g, crate::ops::transpose::Transpose { perm: Some(vec![0, 2, 1]) }.op(), &[k]);
         let s = node(g, Op::MatMul, &[q, kt]);
         let two = f64c(g, 2.0);
         let s = node(g, Op::Binary(BinaryOp::Div), &[s, two]);

@@ -249,8 +249,8 @@ fn reshapes_and_transpose() {
     check(&[&[2, 3, 4]], |g, x| node(g, Flatten { axis: 2 }.op(), &[x[0]]));
     check(&[&[2, 1, 4]], |g, x| node(g, Squeeze { axes: Some(vec![1]) }.op(), &[x[0]]));
     check(&[&[2, 4]], |g, x| node(g, Unsqueeze { axes: Some(vec![0, -1]) }.op(), &[x[0]]));
-    check(&[&[2, 3, 4]], |g, x| node(g, Op::Transpose { perm: Some(vec![1, 2, 0]) }, &[x[0]]));
-    check(&[&[2, 3, 4]], |g, x| node(g, Op::Transpose { perm: None }, &[x[0]]));
+    check(&[&[2, 3, 4]], |g, x| node(g, crate::ops::transpose::Transpose { perm: Some(vec![1, 2, 0]) }.op(), &[x[0]]));
+    check(&[&[2, 3, 4]], |g, x| node(g, crate::ops::transpose::Transpose { perm: None }.op(), &[x[0]]));
 }
 
 #[test]

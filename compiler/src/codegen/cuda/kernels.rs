@@ -4,7 +4,7 @@
 use super::scalar::{self, c_type};
 use crate::codegen::gpu::scalar::program;
 use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, window_taps};
-use crate::codegen::gpu::{self, gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
+use crate::codegen::gpu::{self, gemm_dims, repeated_index, Dialect, GemmDims};
 pub(super) use crate::codegen::index::strides;
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, MatMulDims};
 use crate::codegen::CodegenError;
@@ -312,13 +312,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             }
             let (body, last) = program(D, p, &ins).ok_or_else(|| cx.err(n, "elementwise program has a step the CUDA target cannot print"))?;
             one(format!("{body}{y}[i] = {last};"), String::new())
-        }
-        Op::Transpose { perm } => {
-            let xv = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, xv)?;
-            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
-            let src = transposed_index(D, "i", &oshape, &xs, &perm);
-            one(format!("{y}[i] = {}[{src}];", cx.ptr(n, xv)?), String::new())
         }
         Op::Concat { axis } => {
             let axis = crate::ir::axis::norm_axis(*axis, oshape.len()).map_err(|e| cx.err(n, e))?;

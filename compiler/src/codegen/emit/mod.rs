@@ -199,7 +199,7 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Reduce { .. } | Op::Pool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
         | Op::ScaleShift { .. } => layer::emit(&e),
         Op::Reshape { .. } => crate::ops::view::copy_unless_alias(&e).map(|s| (!s.is_empty()).then_some(s)),
-        Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
+        Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
         Op::Scan { .. } => control::emit_scan(&e),
         // The ops below have fixed-shape emitters only.
         _ if e.is_bounded() => Err(e.unsupported()),

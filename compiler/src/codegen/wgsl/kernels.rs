@@ -8,7 +8,7 @@ use super::gemm::Load;
 use super::scalar::{self, compute_type};
 use crate::codegen::gpu::scalar::program;
 use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, tap_pos, window_taps};
-use crate::codegen::gpu::{self, gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
+use crate::codegen::gpu::{self, gemm_dims, repeated_index, Dialect, GemmDims};
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, strides, MatMulDims};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
@@ -346,11 +346,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                     .collect();
                 program(D, p, &vals).ok_or_else(|| cx.err(n, "elementwise program has a step the wgpu target cannot print"))
             }))
-        }
-        Op::Transpose { perm } => {
-            let x = ncx.input(0)?;
-            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..x.shape.len()).rev().collect());
-            one(ncx.pointwise(&y, |i| Ok((String::new(), x.load(&transposed_index(D, i, &y.shape, &x.shape, &perm))))))
         }
         Op::Concat { axis } => {
             let axis = crate::ir::axis::norm_axis(*axis, y.shape.len()).map_err(|e| cx.err(n, e))?;
