@@ -330,7 +330,7 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     let node = |g: &mut Graph, name: &str, op: Op, ins: Vec<burnc_compiler::ir::ValueId>| g.add_node(name, op, ins.into_iter().map(Some).collect(), &[format!("{name}_out")]).1[0];
     let r = node(&mut g, "relu", Op::Unary(UnaryOp::Relu), vec![x]);
     let cat = node(&mut g, "cat", Op::Concat { axis: 1 }, vec![x, r]); // [n, 4, h, w]
-    let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![cat]); // [n, h, w, 4]
+    let t = node(&mut g, "tr", burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 2, 3, 1]) }.op(), vec![cat]); // [n, h, w, 4]
     // view(n, h*w, 4) through Shape / Gather / Mul / Concat.
     let sh = node(&mut g, "shape", burnc_compiler::ops::dim_values::Shape { start: 0, end: None }.op(), vec![t]);
     let i0 = g.add_const("i0", Tensor::from_i64s(vec![1], vec![0]));
@@ -343,7 +343,7 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     let hw = node(&mut g, "hw", Op::Binary(burnc_compiler::ir::BinaryOp::Mul), vec![h0, w0]);
     let target = node(&mut g, "target", Op::Concat { axis: 0 }, vec![n0, hw, four]);
     let v = node(&mut g, "view", Op::Reshape { allowzero: false }, vec![t, target]); // [n, h*w, 4]
-    let sm = node(&mut g, "softmax", Op::Softmax { axis: 1, log: false, coerce_2d: false }, vec![v]);
+    let sm = node(&mut g, "softmax", burnc_compiler::ops::softmax::Softmax { axis: 1, log: false, coerce_2d: false }.op(), vec![v]);
     let axes = g.add_const("axes", Tensor::from_i64s(vec![1], vec![2]));
     let y = node(&mut g, "mean", Op::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }, vec![sm, axes]); // [n, h*w]
     g.outputs = vec![y];
@@ -518,7 +518,7 @@ fn unprovable_equal_dims_are_checked_at_every_size() {
     // (broadcast dims a and b).
     let mut g = Graph::default();
     let x = input(&mut g, vec![bounded("a", 3), bounded("b", 3)]);
-    let t = node(&mut g, "tr", Op::Transpose { perm: Some(vec![1, 0]) }, vec![x]);
+    let t = node(&mut g, "tr", burnc_compiler::ops::transpose::Transpose { perm: Some(vec![1, 0]) }.op(), vec![x]);
     let s = node(&mut g, "sum", Op::Binary(BinaryOp::Add), vec![x, t]);
     let y = node(&mut g, "cat", Op::Concat { axis: 0 }, vec![s, t]);
     g.outputs = vec![y];

@@ -659,7 +659,7 @@ impl<'a> Lower<'a> {
                 float(&x)?;
                 let d = self.int(args[0])?;
                 let ax = axis(d, x.shape.len(), args[0])?;
-                self.node(span, &name, Op::Softmax { axis: ax as i64, log: name == "log_softmax", coerce_2d: false }, vec![Some(x.id)], x.shape.clone(), x.dtype)
+                self.node(span, &name, burnc_compiler::ops::softmax::Softmax { axis: ax as i64, log: name == "log_softmax", coerce_2d: false }.op(), vec![Some(x.id)], x.shape.clone(), x.dtype)
             }
             "matmul" => {
                 nargs(1, "a.matmul(b)")?;
@@ -851,7 +851,7 @@ impl<'a> Lower<'a> {
 
     fn permute(&mut self, span: Span, x: &T, perm: Vec<usize>) -> T {
         let shape = perm.iter().map(|&p| x.shape[p]).collect();
-        self.node(span, "transpose", Op::Transpose { perm: Some(perm) }, vec![Some(x.id)], shape, x.dtype)
+        self.node(span, "transpose", burnc_compiler::ops::transpose::Transpose { perm: Some(perm) }.op(), vec![Some(x.id)], shape, x.dtype)
     }
 
     fn slice(&mut self, e: &dyn quote::ToTokens, x: &T, ax: usize, s: i64, en: i64) -> Result<T> {
@@ -1080,7 +1080,7 @@ impl<'a> Lower<'a> {
             let mask = self.konst(Tensor::from_f32s(vec![sq, sk], mask));
             scores = self.node(span, "mask", Op::Binary(BinaryOp::Add), vec![Some(scores.id), Some(mask)], vec![b, h, sq, sk], DType::F32);
         }
-        let probs = self.node(span, "softmax", Op::Softmax { axis: 3, log: false, coerce_2d: false }, vec![Some(scores.id)], vec![b, h, sq, sk], DType::F32);
+        let probs = self.node(span, "softmax", burnc_compiler::ops::softmax::Softmax { axis: 3, log: false, coerce_2d: false }.op(), vec![Some(scores.id)], vec![b, h, sq, sk], DType::F32);
         let ctx = self.node(span, "context", Op::MatMul, vec![Some(probs.id), Some(heads[2].id)], vec![b, h, sq, dh], DType::F32);
         let ctx = self.permute(span, &ctx, vec![0, 2, 1, 3]);
         let ctx = self.reshape(span, &ctx, vec![b, sq, e]);

@@ -138,7 +138,7 @@ impl<'g> B<'g> {
     }
 
     pub fn transpose(&mut self, v: ValueId, perm: Vec<usize>) -> R<ValueId> {
-        self.node(Op::Transpose { perm: Some(perm) }, &[v])
+        self.node(crate::ops::transpose::Transpose { perm: Some(perm) }.op(), &[v])
     }
 
     /// Zeros shaped like `like`, of its dtype.

@@ -118,15 +118,13 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Unary(_) | Op::Binary(_) => elementwise::rule(b, n, dys, need),
         Op::MatMul | Op::Gemm { .. } => linalg::rule(b, n, dys, need),
         Op::Reshape { .. }
-        | Op::Transpose { .. }
         | Op::Concat { .. }
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Expand => shape::rule(b, n, dys, need),
-        Op::Reduce { .. } | Op::Softmax { .. } => reduce::rule(b, n, dys, need),
-        Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::rule(b, n, dys, need),
-        Op::BatchNorm { .. }
-        | Op::BatchNormTraining { .. } => norm::rule(b, n, dys, need),
+        Op::Reduce { .. } => reduce::rule(b, n, dys, need),
+        Op::Conv { .. } | Op::Pool { .. } => nn::rule(b, n, dys, need),
+        Op::BatchNorm { .. } => norm::rule(b, n, dys, need),
         // Fused forms exist after training graphs are built; control flow, sequences and the
         // optimizer step have no rule yet. Named, so a new op is decided here.
         Op::FusedConv { .. }

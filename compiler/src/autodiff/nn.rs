@@ -4,7 +4,6 @@
 //! - Conv's dW correlates X with dY: a Conv with batch and channels swapped (N becomes the
 //!   channel axis, so the sum over the batch is the conv's channel sum), stride and dilation
 //!   exchanged, per group; the result is cut to the kernel size.
-//! - GlobalAveragePool / GlobalMaxPool: dY spread over the plane / routed to its first maximum.
 //! - MaxPool routes dY to the argmax (the forward op's Indices) by a scatter-add; AveragePool
 //!   spreads dY / count over each window with a depthwise ConvTranspose of ones.
 //!
@@ -67,9 +66,6 @@ fn geo(win: &Window, kernel: &[usize], spatial: &[usize]) -> R<Geo> {
 pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     let dy = dy0(dys)?;
     let x = input(n, 0)?;
-    if let Op::GlobalPool { kind } = &n.op {
-        return Ok(vec![Some(global_pool(b, *kind, x, dy)?)]);
-    }
     let xd = b.fixed_dims(x)?;
     if xd.len() < 3 {
         return Err(format!("input of rank {} (need batch, channels and spatial dims)", xd.len()));
@@ -168,36 +164,4 @@ fn conv_weight_grad(b: &mut B<'_>, x: ValueId, xd: &[usize], dy: ValueId, wd: &[
         b.node(crate::ops::slice::Slice.op(), &[full, starts, ends, axes])?
     };
     b.transpose(cut, swap)
-}
-
-/// GlobalAveragePool spreads dY / plane size over the plane; GlobalMaxPool routes dY to the
-/// first maximum of each plane (an ArgMax compared with the plane's positions).
-fn global_pool(b: &mut B<'_>, kind: PoolKind, x: ValueId, dy: ValueId) -> R<ValueId> {
-    let xd = b.fixed_dims(x)?;
-    if xd.len() < 2 {
-        return Err(format!("input of rank {} (need batch and channels)", xd.len()));
-    }
-    let plane: usize = xd[2..].iter().product();
-    let dt = b.dtype(x)?;
-    match kind {
-        PoolKind::Avg { .. } => {
-            let k = b.scalar(1.0 / plane.max(1) as f64, dt)?;
-            let t = b.mul(dy, k)?;
-            let s = b.shape_of(x)?;
-            b.node(Op::Expand, &[t, s])
-        }
-        PoolKind::Max => {
-            let v3 = b.ints(&[xd[0] as i64, xd[1] as i64, plane as i64]);
-            let x3 = b.node(Op::Reshape { allowzero: false }, &[x, v3])?;
-            let am = b.node(crate::ops::reduce::ArgReduce { max: true, axis: 2, keepdims: true, select_last_index: false }.op(), &[x3])?;
-            let pos = b.konst(crate::tensor::Tensor::from_i64s(vec![plane], (0..plane as i64).collect()));
-            let eq = b.bin(crate::ir::BinaryOp::Equal, pos, am)?;
-            let m = b.node(crate::ops::cast::op(dt, false), &[eq])?;
-            let v31 = b.ints(&[xd[0] as i64, xd[1] as i64, 1]);
-            let dy3 = b.node(Op::Reshape { allowzero: false }, &[dy, v31])?;
-            let d = b.mul(m, dy3)?;
-            b.reshape_like(d, x)
-        }
-        PoolKind::Lp { .. } => Err("no gradient rule for GlobalLpPool".into()),
-    }
 }

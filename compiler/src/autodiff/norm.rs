@@ -89,7 +89,6 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
     let r = b.rank(x)?;
     let mut out = vec![None; n.inputs.len()];
     match &n.op {
-        Op::BatchNormTraining { epsilon, .. } => return channel_norm(b, n, dys, need, *epsilon, true),
         Op::BatchNorm { epsilon } => batch_norm(b, n, dy0(dys)?, *epsilon, r, &mut out, need)?,
         other => return Err(format!("no gradient rule for {}", other.name())),
     }

@@ -1,6 +1,5 @@
-//! Reductions (the gradient is dY broadcast back over the reduced axes, divided by the count
-//! for the mean, times the local derivative for the others: 2x, sign x, x/y, exp(x - y), …) and Softmax / LogSoftmax (the Jacobian-vector product written with
-//! the forward output: y (dy - Σ dy·y) and dy - exp(y) Σ dy).
+//! Reductions: the gradient is dY broadcast back over the reduced axes, divided by the count
+//! for the mean, times the local derivative for the others (2x, sign x, x/y, exp(x - y), …).
 use crate::ops::view::Unsqueeze;
 use super::builder::{const_ints, norm_axis, B, R};
 use super::{dy0, input, output};
@@ -22,25 +21,6 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], _need: &[bool]) ->
             let mut out = vec![None; n.inputs.len()];
             out[0] = Some(reduce(b, *op, x, output(n, 0)?, dy, axes, *keepdims, *noop_with_empty_axes)?);
             Ok(out)
-        }
-        Op::Softmax { axis, log, coerce_2d } => {
-            let y = output(n, 0)?;
-            let r = b.rank(x)?;
-            let ax = norm_axis(*axis, r)? as i64;
-            // Before opset 13 the op normalises over everything from `axis` on, jointly.
-            let axes: Vec<i64> = if *coerce_2d { (ax..r as i64).collect() } else { vec![ax] };
-            let dx = if *log {
-                let s = b.reduce_sum(dy, axes, true)?;
-                let p = b.node(Op::Unary(UnaryOp::Exp), &[y])?;
-                let t = b.mul(p, s)?;
-                b.sub(dy, t)?
-            } else {
-                let dyy = b.mul(dy, y)?;
-                let s = b.reduce_sum(dyy, axes, true)?;
-                let t = b.sub(dy, s)?;
-                b.mul(y, t)?
-            };
-            Ok(vec![Some(dx)])
         }
         other => Err(format!("no gradient rule for {}", other.name())),
     }

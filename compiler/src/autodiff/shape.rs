@@ -23,15 +23,6 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
             out[0] = Some(b.reshape_like(dy, x)?);
             Ok(out)
         }
-        Op::Transpose { perm } => {
-            let r = b.rank(x)?;
-            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..r).rev().collect());
-            let mut inv = vec![0; perm.len()];
-            for (i, &p) in perm.iter().enumerate() {
-                *inv.get_mut(p).ok_or_else(|| format!("perm {perm:?} is not a permutation"))? = i;
-            }
-            Ok(vec![Some(b.transpose(dy, inv)?)])
-        }
         Op::Concat { axis } => concat(b, n, *axis, dy, need),
         // Only the data input is differentiable; starts, indices, repeats are integers.
         Op::Gather { .. } => {

@@ -88,15 +88,3 @@ pub fn reduced_axes(g: &crate::ir::Graph, n: &crate::ir::Node, axes: &Option<Vec
     Ok(red)
 }
 
-/// A Softmax over `shape` as (rows before the axis, length along it, elements after it).
-pub fn softmax_dims(shape: &[usize], axis: i64, coerce_2d: bool) -> Result<(usize, usize, usize), String> {
-    let rank = shape.len();
-    let a = crate::ir::axis::norm_axis_or_scalar(axis, rank)?;
-    Ok(if coerce_2d {
-        (shape[..a].iter().product(), shape[a..].iter().product(), 1)
-    } else if rank == 0 {
-        (1, 1, 1)
-    } else {
-        (shape[..a].iter().product(), shape[a], shape[a + 1..].iter().product())
-    })
-}

@@ -167,15 +167,8 @@ pub enum Op {
     Elementwise(Box<super::scalar::ScalarProgram>),
     /// Outputs: Y and, for max pooling, optional Indices.
     Pool { kind: PoolKind, window: Window, storage_order: u8 },
-    GlobalPool { kind: PoolKind },
     /// Inference-mode batch normalization: (X, scale, B, mean, var).
     BatchNorm { epsilon: f32 },
-    /// BatchNormalization with training_mode=1: (x, scale, B, mean, var) → (y, running_mean,
-    /// running_var), normalized by the batch's statistics. Kept apart so BN folding skips it.
-    BatchNormTraining { epsilon: f32, momentum: f32 },
-    /// Softmax / LogSoftmax over `axis`; `coerce_2d` is the opset < 13 semantics
-    /// (flatten to 2-D at `axis`).
-    Softmax { axis: i64, log: bool, coerce_2d: bool },
 
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
@@ -183,7 +176,6 @@ pub enum Op {
 
     // ---- shape and data movement
     Reshape { allowzero: bool },
-    Transpose { perm: Option<Vec<usize>> },
     Concat { axis: i64 },
     Gather { axis: i64 },
     Expand,
@@ -255,8 +247,8 @@ macro_rules! bodies {
             Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
-            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
+            | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
         }
@@ -281,8 +273,8 @@ impl Op {
             Op::ParamUpdate { .. } => &[0, 4, 5],
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. }
-            | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Reshape { .. } | Op::Transpose { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
+            | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
         }
@@ -296,8 +288,8 @@ impl Op {
             Op::Def(d) => d.is_view(),
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
-            | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. } | Op::BatchNorm { .. } | Op::BatchNormTraining { .. }
-            | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
+            | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. } 
+            | Op::Reduce { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,
         }

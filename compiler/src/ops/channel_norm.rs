@@ -1,8 +1,8 @@
 //! Normalizations by statistics over the spatial dims of an `[N, C, …]` input:
 //! InstanceNormalization (per sample and channel), GroupNormalization (per sample and group of
-//! channels) and MeanVarianceNormalization (over any axes, no scale), and LRN (over neighbouring
-//! channels at each position). Each computes its statistics at run time, so every dim may be
-//! bounded; the sizes the scale and bias must have are relations the shape rule declares.
+//! channels), MeanVarianceNormalization (over any axes, no scale), LRN (over neighbouring
+//! channels at each position) and training-mode BatchNormalization (per channel, over the batch
+//! too). Each computes its statistics at run time, so every dim may be bounded; the sizes the scale and bias must have are relations the shape rule declares.
 use super::{input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
@@ -326,6 +326,85 @@ impl OpDef for Lrn {
     }
 }
 
+/// BatchNormalization in training mode, `(X, scale, B, input_mean, input_var)` → `(Y,
+/// running_mean, running_var)`: normalized by the batch's statistics per channel, the running
+/// statistics updated with `momentum`. (Inference BatchNorm is another op: BN folding takes it.)
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchNormTraining {
+    pub epsilon: f32,
+    pub momentum: f32,
+}
+
+impl OpDef for BatchNormTraining {
+    name!("BatchNormTraining");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
+
+    /// The running mean and variance have the input statistics' types and dims, one value per
+    /// channel.
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?.clone();
+        if let Some(xs) = &x.dims {
+            let ch = xs.get(1).ok_or("BatchNormalization needs rank >= 2")?;
+            for i in 1..5 {
+                if let Some(d) = cx.arg(i)?.dims.clone() {
+                    cx.equal(&format!("input #{i}'s size and the channels"), &product(&d), ch)?;
+                }
+            }
+        }
+        let like = |a: &super::Arg| OutType { dtype: a.dtype, dims: a.dims.clone() };
+        Ok(vec![like(&x), like(cx.arg(3)?), like(cx.arg(4)?)])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let ps = [input(ins, 1)?, input(ins, 2)?, input(ins, 3)?, input(ins, 4)?];
+        let (y, m, v) = crate::interp::ops::norm::stats::batch_norm_train(input(ins, 0)?, ps, self.epsilon as f64, self.momentum as f64)?;
+        Ok(vec![y, m, v])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let x = cx.input(0)?;
+        let (xd, xs) = (cx.dtype(x)?, cx.dims(x)?);
+        if !matches!(xd, DType::F32 | DType::F64) {
+            return Err(cx.err(format!("BatchNormalization on {xd} is not supported by codegen yet")));
+        }
+        let c = xs.get(1).ok_or_else(|| cx.err("BatchNormalization needs rank >= 2"))?;
+        let dims = format!("[{}, {}, {}]", cx.size(&xs[0])?, cx.size(c)?, cx.size(&product(&xs[2..]))?);
+        let mut args = Vec::new();
+        for i in 1..5 {
+            let v = cx.input(i)?;
+            // Bounded sizes are checked at run time (the shape rule's constraints); fixed ones here.
+            let len = product(&cx.dims(v)?);
+            if cx.dtype(v)? != xd || matches!((len.as_const(), c.as_const()), (Some(a), Some(b)) if a != b) {
+                return Err(cx.err(format!("input #{i} must be one {xd} per channel")));
+            }
+            args.push(cx.read(v)?);
+        }
+        // Running statistics nobody reads have no slot: the kernel skips empty outputs.
+        let stat = |k: usize| cx.used_output(k).map_or_else(|| Ok("&mut []".to_string()), |o| cx.write(o));
+        let (rm, rv) = (stat(1)?, stat(2)?);
+        Ok(format!(
+            "rt::kernels::norm::batch_norm_train({}, {}, {dims}, {}, {}, {}, {}, {}, {}, {rm}, {rv});",
+            cx.read(x)?,
+            cx.write(cx.output(0)?)?,
+            args[0],
+            args[1],
+            args[2],
+            args[3],
+            f64_lit(self.epsilon as f64),
+            f64_lit(self.momentum as f64)
+        ))
+    }
+
+    // Statistics, then normalize and scale.
+    flops!(per_input 5);
+
+    /// Output 0's only: the running statistics feed the next step's state, not the loss.
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        let need: Vec<bool> = (0..cx.n.inputs.len()).map(|i| cx.wants(i)).collect();
+        crate::autodiff::norm::channel_norm(cx.b, cx.n, cx.dys, &need, self.epsilon, true)
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 4, 3], (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect());
     let c4 = |v: [f32; 4]| Tensor::from_f32s(vec![4], v.to_vec());
@@ -340,11 +419,16 @@ pub fn examples() -> Vec<super::Example> {
         super::Example { consts: vec![], op: OpRef::new(GroupNorm { num_groups: 2, epsilon: 1e-3, per_channel: false }), inputs: vec![x.clone(), g2([1.5, -1.0]), g2([0.5, 0.0])] },
         super::Example { consts: vec![], op: OpRef::new(MeanVarianceNorm { axes: vec![0, 2] }), inputs: vec![x.clone()] },
         super::Example { consts: vec![], op: OpRef::new(MeanVarianceNorm { axes: vec![2] }), inputs: vec![x.clone()] },
-        super::Example { consts: vec![], op: OpRef::new(Lrn { size: 3, alpha: 1e-2, beta: 0.75, bias: 1.0 }), inputs: vec![x] },
+        super::Example { consts: vec![], op: OpRef::new(Lrn { size: 3, alpha: 1e-2, beta: 0.75, bias: 1.0 }), inputs: vec![x.clone()] },
         super::Example {
             consts: vec![],
             op: OpRef::new(Lrn { size: 2, alpha: 0.5, beta: 0.5, bias: 2.0 }),
             inputs: vec![Tensor::from_f32s(vec![2, 3, 2, 2], (0..24).map(|i| (i as f32 - 11.5) / 4.0).collect())],
+        },
+        super::Example {
+            consts: vec![],
+            op: OpRef::new(BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }),
+            inputs: vec![x, c4([1.0, 0.5, -1.5, 2.0]), c4([0.25, -0.5, 0.0, 1.0]), c4([0.1, 0.0, -0.2, 0.3]), c4([1.0, 2.0, 0.5, 1.5])],
         },
     ]
 }

@@ -269,7 +269,7 @@ fn gradient(op: &NllLoss, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
     let logp = if softmax {
         match n.outputs.get(1) {
             Some(&lp) => lp,
-            None => b.node(Op::Softmax { axis: 1, log: true, coerce_2d: false }, &[x])?,
+            None => b.node(super::softmax::Softmax { axis: 1, log: true, coerce_2d: false }.op(), &[x])?,
         }
     } else {
         x

@@ -1,10 +1,10 @@
 //! Normalizations along the trailing axes or one axis that keep the input's shape:
-//! LayerNormalization, RMSNormalization, LpNormalization and Hardmax. Each is a runtime kernel
+//! LayerNormalization, RMSNormalization and LpNormalization. Each is a runtime kernel
 //! over the `[outer, len, inner]` view around its axis.
 use super::{around, input, product, view_sizes, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f32_lit;
 use crate::codegen::CodegenError;
-use crate::ir::axis::{norm_axis, norm_axis_or_scalar};
+use crate::ir::axis::norm_axis;
 use crate::ir::{DType, DimExpr, ValueId};
 use crate::tensor::Tensor;
 
@@ -351,61 +351,6 @@ impl OpDef for LpNorm {
     flops!(per_input 3);
 }
 
-/// Hardmax: 1 at the first largest element along the axis (or, with `coerce_2d`, over the
-/// flattened trailing dims from the axis, as opset < 13), 0 elsewhere.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Hardmax {
-    pub axis: i64,
-    pub coerce_2d: bool,
-}
-
-impl Hardmax {
-    /// `[outer, len, inner]` of the input.
-    fn view(&self, xs: &[DimExpr]) -> R<[DimExpr; 3]> {
-        if xs.is_empty() {
-            return Err("Hardmax needs an input of rank >= 1".into());
-        }
-        let a = norm_axis_or_scalar(self.axis, xs.len())?;
-        Ok(if self.coerce_2d { [product(&xs[..a]), product(&xs[a..]), DimExpr::constant(1)] } else { around(xs, a) })
-    }
-}
-
-impl OpDef for Hardmax {
-    name!("Hardmax");
-    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values);
-
-    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
-        if cx.arg(0)?.dtype == DType::Bool {
-            return Err("Hardmax needs a numeric input".into());
-        }
-        if let Some(xs) = x_dims(cx)? {
-            self.view(&xs)?;
-        }
-        like_x(cx)
-    }
-
-    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
-        Ok(vec![crate::interp::ops::norm::softmax::hardmax(input(ins, 0)?, self.axis, self.coerce_2d)?])
-    }
-
-    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
-        let x = cx.input(0)?;
-        let view = self.view(&cx.dims(x)?).map_err(|e| cx.err(e))?;
-        Ok(format!(
-            "rt::kernels::softmax::hardmax({}, {}, {});",
-            cx.read(x)?,
-            view_sizes(cx, &view)?,
-            cx.write(cx.output(0)?)?
-        ))
-    }
-
-    flops!(per_input 1);
-
-    fn gradient(&self, _: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        Err("Hardmax has no gradient: its output is piecewise constant".into())
-    }
-}
-
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 3, 4], (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect());
     let scale = Tensor::from_f32s(vec![4], vec![1.0, 0.5, -1.5, 2.0]);
@@ -414,7 +359,6 @@ pub fn examples() -> Vec<super::Example> {
         super::Example { consts: vec![], op: OpRef::new(LayerNorm { axis: -1, epsilon: 1e-5 }), inputs: vec![x.clone(), scale.clone(), bias] },
         super::Example { consts: vec![], op: OpRef::new(LayerNorm { axis: 1, epsilon: 1e-3 }), inputs: vec![x.clone(), Tensor::from_f32s(vec![3, 4], (0..12).map(|i| 1.0 + i as f32 / 8.0).collect())] },
         super::Example { consts: vec![], op: OpRef::new(RmsNorm { axis: -1, epsilon: 1e-5 }), inputs: vec![x.clone(), scale] },
-        super::Example { consts: vec![], op: OpRef::new(LpNorm { axis: 1, p: 2 }), inputs: vec![x.clone()] },
-        super::Example { consts: vec![], op: OpRef::new(Hardmax { axis: 1, coerce_2d: false }), inputs: vec![x] },
+        super::Example { consts: vec![], op: OpRef::new(LpNorm { axis: 1, p: 2 }), inputs: vec![x] },
     ]
 }

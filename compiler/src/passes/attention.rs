@@ -70,13 +70,6 @@ fn sole_reader(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, v: ValueId) ->
     }
 }
 
-fn transpose_perm(op: &Op, rank: usize) -> Option<Vec<usize>> {
-    match op {
-        Op::Transpose { perm: Some(p) } if p.len() == rank => Some(p.clone()),
-        Op::Transpose { perm: None } => Some((0..rank).rev().collect()),
-        _ => None,
-    }
-}
 
 /// Operand `x` of a product read as a matrix view: through the Transpose that made it when
 /// that is its only use (the Transpose is then absorbed), else as stored.
@@ -86,7 +79,7 @@ fn operand_view(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, x: ValueId, a
     let split = |st: &[usize], value: ValueId| View { value, batch_strides: st[..rank - 2].to_vec(), rs: st[rank - 2], cs: st[rank - 1] };
     if let ValueKind::Node(p) = g.value(x).kind {
         let pn = g.node(p);
-        if let (Some(perm), Some(Some(src))) = (transpose_perm(&pn.op, rank), pn.inputs.first()) {
+        if let (Some(perm), Some(Some(src))) = (crate::ops::transpose::perm_of(&pn.op, rank), pn.inputs.first()) {
             if sole_reader(g, readers, x).is_some() && shape(g, *src).is_some_and(|s| s.len() == rank) {
                 let ss = contiguous_strides(&shape(g, *src)?);
                 let st: Vec<usize> = perm.iter().map(|&a| ss[a]).collect();
@@ -130,7 +123,7 @@ fn one(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, mm1: NodeId, dtype_ok:
                 chain.push(r);
                 cur = rn.outputs[0];
             }
-            Op::Softmax { axis, log: false, .. } if crate::ir::axis::norm_axis_or_scalar(*axis, ss.len()).ok() == Some(ss.len() - 1) && rn.inputs.first() == Some(&Some(cur)) => break r,
+            op if crate::ops::softmax::is_last_axis_softmax(op, ss.len()) && rn.inputs.first() == Some(&Some(cur)) => break r,
             _ => return None,
         }
     };
@@ -168,7 +161,7 @@ fn one(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, mm1: NodeId, dtype_ok:
     let mut out = View { value: o, batch_strides: contiguous_strides(&os)[..rank - 2].to_vec(), rs: dv, cs: 1 };
     if let Some(t) = sole_reader(g, readers, o) {
         let tn = g.node(t);
-        if let (Some(perm), Some(&y)) = (transpose_perm(&tn.op, rank), tn.outputs.first()) {
+        if let (Some(perm), Some(&y)) = (crate::ops::transpose::perm_of(&tn.op, rank), tn.outputs.first()) {
             let ts = contiguous_strides(&shape(g, y)?);
             // Output dim perm[a] is the Transpose's dim a.
             let mut st = vec![0; rank];

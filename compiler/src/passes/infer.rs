@@ -444,20 +444,7 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
         }
-        Op::GlobalPool { .. } => {
-            let dims = cx.shape(0).filter(|x| x.len() >= 2).map(|x| {
-                let mut o = x[..2].to_vec();
-                o.extend(std::iter::repeat_n(Dim::Fixed(1), x.len() - 2));
-                o
-            });
-            vec![t(cx.dtype(0), dims)]
-        }
-        Op::BatchNormTraining { .. } => {
-            let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
-            vec![like(0), like(3), like(4)]
-        }
         Op::BatchNorm { .. } => same(),
-        Op::Softmax { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),
@@ -483,20 +470,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             vec![t(cx.dtype(0), dims)]
         }
         Op::Reshape { allowzero } => vec![t(cx.dtype(0), reshape(cx, *allowzero)?)],
-        Op::Transpose { perm } => {
-            let dims = match cx.shape(0) {
-                Some(x) => {
-                    let perm = perm.clone().unwrap_or_else(|| (0..x.len()).rev().collect());
-                    let mut seen = vec![false; x.len()];
-                    if perm.len() != x.len() || perm.iter().any(|&p| p >= x.len() || std::mem::replace(&mut seen[p], true)) {
-                        return Err(format!("perm {perm:?} is not a permutation of the {} axes", x.len()));
-                    }
-                    Some(perm.iter().map(|&p| x[p].clone()).collect())
-                }
-                None => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Concat { axis } => {
             let shapes: Vec<Option<&[Dim]>> = (0..n.inputs.len()).filter(|&i| cx.has(i)).map(|i| cx.shape(i)).collect();
             let dt = (0..n.inputs.len()).find_map(|i| cx.dtype(i));
@@ -861,8 +834,8 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // The values of other ops are not followed (every variant named, so a new op is
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
-        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::GlobalPool { .. }
-        | Op::BatchNorm { .. } | Op::BatchNormTraining { .. } | Op::Softmax { .. } | Op::Reduce { .. } | Op::Transpose { .. }
+        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. }
+        | Op::BatchNorm { .. } | Op::Reduce { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }

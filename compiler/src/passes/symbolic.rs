@@ -308,18 +308,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
-        // The running mean and variance have the statistics' shape, one value per channel.
-        Op::BatchNormTraining { .. } => {
-            let xs = x(0)?;
-            let ch = xs.get(1).ok_or("BatchNormalization needs rank >= 2")?.clone();
-            for i in 1..5 {
-                require_equal(s, n, &format!("input #{i}'s size and the channels"), &prod(&x(i)?), &ch)?;
-            }
-            for (k, &o) in n.outputs.iter().enumerate().skip(1) {
-                s.shapes.insert(o, x(k + 2)?);
-            }
-            x(0)?
-        }
         Op::Def(d) => {
             let known: Vec<Option<Vec<i64>>> = n.inputs.iter().map(|v| ints_of(g, s, (*v)?)?.iter().map(|e| e.as_const()).collect()).collect();
             let forwarded = d.forwards_values(&known).and_then(|i| n.inputs.get(i).copied().flatten()).and_then(|v| ints_of(g, s, v));
@@ -367,7 +355,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
-        Op::Unary(_) | Op::Softmax { .. } | Op::BatchNorm { .. } | Op::ScaleShift { .. } => x(0)?,
+        Op::Unary(_) | Op::BatchNorm { .. } | Op::ScaleShift { .. } => x(0)?,
         // Inputs of the output's shape, one element or its last dims: numpy broadcasting.
         Op::Elementwise(_) => {
             let mut d = Vec::new();
@@ -490,11 +478,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             reshape(s, n, &xs, &target, *allowzero)?
         }
-        Op::Transpose { perm } => {
-            let xs = x(0)?;
-            let p: Vec<usize> = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
-            p.iter().map(|&i| xs.get(i).cloned().ok_or("bad perm".to_string())).collect::<R<_>>()?
-        }
         Op::Conv { window, .. } | Op::FusedConv { window, .. } => {
             let (xs, ws) = (x(0)?, x(1)?);
             if xs.len() < 3 || ws.len() != xs.len() {
@@ -536,15 +519,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             if let Some(&i) = n.outputs.get(1) {
                 s.shapes.insert(i, d.clone());
             }
-            d
-        }
-        Op::GlobalPool { .. } => {
-            let xs = x(0)?;
-            if xs.len() < 2 {
-                return Err(format!("global pooling needs rank at least 2, got {}", xs.len()));
-            }
-            let mut d = xs[..2].to_vec();
-            d.extend(std::iter::repeat_n(c(1), xs.len() - 2));
             d
         }
         Op::Gemm { trans_a, trans_b, .. } => {
@@ -827,7 +801,7 @@ fn record_targets(g: &Graph, info: &SymInfo, prefix: &str, out: &mut Targets) {
         // sliced from an expanded zero tensor): folded at the bounds too, and recorded alike.
         // So is a unary elementwise op of one (a fill cast to the scores' type).
         let moves = match &n.op {
-            Op::Reshape { .. } | Op::Transpose { .. } | Op::Unary(_) => true,
+            Op::Reshape { .. } | Op::Unary(_) => true,
             // An op that only moves input 0's elements, its other inputs deciding where.
             Op::Def(d) => {
                 let fixed = |vs: Vec<Option<ValueId>>| -> Vec<Option<Vec<usize>>> { vs.into_iter().map(|v| g.tensor_type(v?)?.shape.as_ref()?.as_fixed()).collect() };

@@ -57,7 +57,7 @@ fn conv_pool_keep_symbolic_batch() {
     let mut pw = win(&[3, 3], &[2, 2], &[0, 0, 0, 0]);
     pw.ceil_mode = true;
     let p = node(&mut g, Op::Pool { kind: PoolKind::Max, window: pw, storage_order: 0 }, vec![Some(c)]);
-    let gp = node(&mut g, Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }, vec![Some(p)]);
+    let gp = node(&mut g, crate::ops::pool::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op(), vec![Some(p)]);
     let fl = node(&mut g, Flatten { axis: 1 }.op(), vec![Some(gp)]);
     g.outputs = vec![fl];
     infer(&mut g).unwrap();
@@ -142,7 +142,7 @@ fn unknown_inputs_are_not_errors() {
     let x = g.add_value("x", ValueType::Unknown, ValueKind::Input);
     g.inputs.push(x);
     let r = node(&mut g, Op::Unary(UnaryOp::Relu), vec![Some(x)]);
-    let t = node(&mut g, Op::Transpose { perm: None }, vec![Some(r)]);
+    let t = node(&mut g, crate::ops::transpose::Transpose { perm: None }.op(), vec![Some(r)]);
     let y = input(&mut g, "y", DType::F32, vec![f(2), f(3)]);
     let s = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: None }.op(), vec![Some(y)]);
     let rs = node(&mut g, Op::Reshape { allowzero: false }, vec![Some(y), Some(x)]);
@@ -196,7 +196,7 @@ fn shape_ops_with_constant_operands() {
     let pads = ints(&mut g, vec![0, 0, 1, 2, 0, 0, 3, 4]);
     let pd = node(&mut g, crate::ops::pad::Pad { mode: crate::ir::PadMode::Constant }.op(), vec![Some(x), Some(pads)]);
     let un = node(&mut g, Unsqueeze { axes: Some(vec![0, -1]) }.op(), vec![Some(x)]);
-    let tr = node(&mut g, Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, vec![Some(x)]);
+    let tr = node(&mut g, crate::ops::transpose::Transpose { perm: Some(vec![0, 2, 3, 1]) }.op(), vec![Some(x)]);
     let ct = node(&mut g, Op::Concat { axis: 1 }, vec![Some(x), Some(x)]);
     let sp = g.add_node("split", crate::ops::split::Split { axis: 3, sizes: None, outputs: 3 }.op(), vec![Some(x)], &["a".into(), "b".into(), "c".into()]).1;
     let idx = g.add_const("idx", Tensor::from_i64s(vec![2, 2], vec![0, 1, 2, 3]));

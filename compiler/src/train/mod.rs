@@ -156,7 +156,12 @@ fn statistics(g: &Graph) -> HashSet<ValueId> {
     for n in &g.nodes {
         for (i, v) in n.inputs.iter().enumerate() {
             let Some(v) = v else { continue };
-            if matches!(n.op, Op::BatchNorm { .. } | Op::BatchNormTraining { .. }) && (i == 3 || i == 4) {
+            let bn = match &n.op {
+                Op::BatchNorm { .. } => true,
+                Op::Def(d) => d.get::<crate::ops::channel_norm::BatchNormTraining>().is_some(),
+                _ => false,
+            };
+            if bn && (i == 3 || i == 4) {
                 stat.insert(*v);
             } else {
                 other.insert(*v);

@@ -246,7 +246,7 @@ fn nhwc(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let mut c = Chain { ctx, node, inputs: &[], label: node_label(node) };
     let x_name = node.input.first().filter(|s| !s.is_empty()).ok_or_else(|| c.err("missing input 0"))?;
     let x = c.ctx.lookup(&c.label, x_name)?.ok_or_else(|| c.err("missing input 0"))?;
-    let xt = c.step(Op::Transpose { perm: Some(vec![0, 3, 1, 2]) }, &[x]);
+    let xt = c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 3, 1, 2]) }.op(), &[x]);
     let (xt_name, tmp) = (c.ctx.fresh(&c.label), c.ctx.fresh(&c.label));
     c.ctx.bind(&xt_name, xt);
     let mut inner = node.clone();
@@ -261,7 +261,7 @@ fn nhwc(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     }
     super::lower::lower_node(c.ctx, &inner)?;
     let y = c.ctx.lookup(&c.label, &tmp)?.ok_or_else(|| c.err("the NCHW op gave no output"))?;
-    let y = c.step(Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, &[y]);
+    let y = c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 2, 3, 1]) }.op(), &[y]);
     c.finish(y)
 }
 
@@ -294,7 +294,7 @@ fn fused(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 }
                 let mut perm: Vec<usize> = (0..rank).collect();
                 perm.swap(rank - 2, rank - 1);
-                let t = c.step(Op::Transpose { perm: Some(perm) }, &[v]);
+                let t = c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(perm) }.op(), &[v]);
                 let tname = c.ctx.fresh(&c.label);
                 c.ctx.bind(&tname, t);
                 inner.input[i] = tname;
@@ -380,7 +380,7 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
             let f = match op {
                 "QLinearSigmoid" => c.un(UnaryOp::Sigmoid, f),
                 "QLinearLeakyRelu" => c.un(UnaryOp::LeakyRelu { alpha: a.f_or("alpha", 0.01) }, f),
-                _ => c.step(Op::GlobalPool { kind: burnc_compiler::ir::PoolKind::Avg { count_include_pad: false } }, &[f]),
+                _ => c.step(burnc_compiler::ops::pool::GlobalPool { kind: burnc_compiler::ir::PoolKind::Avg { count_include_pad: false } }.op(), &[f]),
             };
             q(&mut c, f, ys, opt(4), 1)
         }
@@ -392,7 +392,7 @@ fn qlinear(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Resul
             // The axis defaults to -1 whatever the opset (onnxruntime's schema).
             let coerce_2d = a.i_or("opset", 13) < 13;
             let axis = a.i_or("axis", -1);
-            let f = c.step(Op::Softmax { axis, log: false, coerce_2d }, &[f]);
+            let f = c.step(burnc_compiler::ops::softmax::Softmax { axis, log: false, coerce_2d }.op(), &[f]);
             q(&mut c, f, ys, opt(4), 1)
         }
         // QLinearAveragePool: AveragePool's attributes, lowered by AveragePool's own lowering.
@@ -477,7 +477,7 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
             // saturation. A float product of the dequantized operands would round differently
             // and, where a value lands on a half, quantize to the neighbouring step.
             let (x, xs, b, bs) = (c.input(0, "A")?, c.input(1, "a_scale")?, c.input(3, "B")?, c.input(4, "b_scale")?);
-            let transpose = |c: &mut Chain, v: ValueId| c.step(Op::Transpose { perm: Some(vec![1, 0]) }, &[v]);
+            let transpose = |c: &mut Chain, v: ValueId| c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![1, 0]) }.op(), &[v]);
             let x = if a.i_or("transA", 0) != 0 { transpose(&mut c, x) } else { x };
             let b = if a.i_or("transB", 0) != 0 { transpose(&mut c, b) } else { b };
             // A's zero point is one value (MatMulInteger would read a [1] as one per row).
@@ -667,7 +667,7 @@ fn dynamic_quantize_lstm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
         }
         let s = c.reshape(scale, &shape);
         let w = c.bin(BinaryOp::Mul, f, s);
-        let w = c.step(Op::Transpose { perm: Some(vec![0, 2, 1]) }, &[w]);
+        let w = c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 2, 1]) }.op(), &[w]);
         let name = c.ctx.fresh(&c.label);
         c.ctx.bind(&name, w);
         names.push(name);
@@ -819,7 +819,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let (seqlens, total) = (c.input(5, "seqlens_k")?, c.input(6, "total_sequence_length")?);
     let i64s = |c: &mut Chain, v: Vec<i64>| c.ctx.constant(&c.label, Tensor::from_i64s(vec![v.len()], v));
     let i64_scalar = |c: &mut Chain, v: i64| c.ctx.constant(&c.label, Tensor::from_i64s(vec![], vec![v]));
-    let bnsd = Op::Transpose { perm: Some(vec![0, 2, 1, 3]) };
+    let bnsd = burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 2, 1, 3]) }.op();
     // [B, S, heads·D] → [B, heads, S, D]; packed QKV when key and value are absent.
     let (q4, k4, v4) = match (opt(1), opt(2)) {
         (Some(k), Some(v)) => {
@@ -933,7 +933,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
         c.step(Op::Reshape { allowzero: false }, &[e, dims])
     };
     let (kk, vv) = (spread(&mut c, present_k), spread(&mut c, present_v));
-    let kt = c.step(Op::Transpose { perm: Some(vec![0, 1, 3, 2]) }, &[kk]);
+    let kt = c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 1, 3, 2]) }.op(), &[kk]);
     let mut scores = c.step(Op::MatMul, &[q4, kt]);
     let scale = a.f_or("scale", 0.0);
     let scale = if scale != 0.0 {
@@ -969,7 +969,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     }
     let lowest = c.scalar(f32::MIN, scores);
     scores = c.step(burnc_compiler::ops::select::op(), &[seen, scores, lowest]);
-    let probs = c.step(Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[scores]);
+    let probs = c.step(burnc_compiler::ops::softmax::Softmax::last().op(), &[scores]);
     let o = c.step(Op::MatMul, &[probs, vv]);
     let o = c.step(bnsd, &[o]);
     let o = c.reshape(o, &[0, 0, -1]);

@@ -127,7 +127,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let (ka, va) = (b.repeat_heads(ctx, k, q), b.repeat_heads(ctx, v, q));
     let qs = b.add(ctx, Op::Binary(BinaryOp::Mul), &[q, s], None);
     let ks = b.add(ctx, Op::Binary(BinaryOp::Mul), &[ka, s], None);
-    let kt = b.add(ctx, Op::Transpose { perm: Some(vec![0, 1, 3, 2]) }, &[ks], None);
+    let kt = b.add(ctx, burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 1, 3, 2]) }.op(), &[ks], None);
     let scores = b.add(ctx, Op::MatMul, &[qs, kt], None);
     let cast = burnc_compiler::ops::cast::op(work, true);
     let mut scores = b.add(ctx, cast.clone(), &[scores], None);
@@ -135,7 +135,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         let y = b.splice(ctx, g, scores, "score_mod")?;
         scores = b.add(ctx, cast.clone(), &[y], None);
     }
-    let mut probs = b.add(ctx, Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[scores], None);
+    let mut probs = b.add(ctx, burnc_compiler::ops::softmax::Softmax::last().op(), &[scores], None);
     if let Some(g) = a.g("prob_mod") {
         let y = b.splice(ctx, g, probs, "prob_mod")?;
         probs = b.add(ctx, cast.clone(), &[y], None);

@@ -1,4 +1,5 @@
 //! Opset-aware lowering of ONNX nodes onto burnc's core ops.
+use burnc_compiler::ops::pool::GlobalPool;
 use burnc_compiler::ops::view::{Dropout, Flatten, Squeeze, Unsqueeze};
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
@@ -9,7 +10,7 @@ use burnc_compiler::ir::{
     ValueId, Window,
 };
 use burnc_compiler::ir::{GridMode, GridPadding};
-use burnc_compiler::ops::{activation, channel_norm, IntoOp, OpRef};
+use burnc_compiler::ops::{activation, channel_norm, softmax, IntoOp, OpRef};
 use burnc_compiler::Tensor;
 
 struct N<'n> {
@@ -381,12 +382,12 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             storage_order: 0,
         }),
         "LpPool" => Some(Op::Pool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 }, window: window(&n)?, storage_order: 0 }),
-        "GlobalMaxPool" => Some(Op::GlobalPool { kind: PoolKind::Max }),
-        "GlobalAveragePool" => Some(Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }),
-        "GlobalLpPool" => Some(Op::GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }),
+        "GlobalMaxPool" => Some(GlobalPool { kind: PoolKind::Max }.op()),
+        "GlobalAveragePool" => Some(GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op()),
+        "GlobalLpPool" => Some(GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }.op()),
         "BatchNormalization" => {
             if a.i_or("training_mode", 0) != 0 {
-                Some(Op::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) })
+                Some(channel_norm::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) }.op())
             } else {
                 Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
             }
@@ -404,12 +405,10 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         ),
         "LpNormalization" => Some(burnc_compiler::ops::norm::LpNorm { axis: a.i_or("axis", -1), p: a.i_or("p", 2) }.op()),
         "MeanVarianceNormalization" => Some(channel_norm::MeanVarianceNorm::op(a.ints("axes").unwrap_or(vec![0, 2, 3]))),
-        "Softmax" | "LogSoftmax" => Some(Op::Softmax {
-            axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }),
-            log: op_type == "LogSoftmax",
-            coerce_2d: opset < 13,
-        }),
-        "Hardmax" => Some(burnc_compiler::ops::norm::Hardmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), coerce_2d: opset < 13 }.op()),
+        "Softmax" | "LogSoftmax" => Some(
+            softmax::Softmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), log: op_type == "LogSoftmax", coerce_2d: opset < 13 }.op(),
+        ),
+        "Hardmax" => Some(softmax::Hardmax { axis: a.i_or("axis", if opset < 13 { 1 } else { -1 }), coerce_2d: opset < 13 }.op()),
         "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL1" | "ReduceL2" | "ReduceLogSum"
         | "ReduceLogSumExp" | "ReduceSumSquare" => {
             let rop = match op_type {
@@ -484,7 +483,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         "Flatten" => Some(Flatten { axis: a.i_or("axis", 1) }.op()),
         "Squeeze" => Some(Squeeze { axes: a.ints("axes") }.op()),
         "Unsqueeze" => Some(Unsqueeze { axes: a.ints("axes") }.op()),
-        "Transpose" => Some(Op::Transpose { perm: usize_vec(&n, "perm", a.ints("perm")).map(|p| (!p.is_empty()).then_some(p))? }),
+        "Transpose" => Some(burnc_compiler::ops::transpose::Transpose { perm: usize_vec(&n, "perm", a.ints("perm")).map(|p| (!p.is_empty()).then_some(p))? }.op()),
         "Concat" => Some(Op::Concat { axis: a.i("axis").ok_or_else(|| n.err("missing attribute `axis`"))? }),
         "Split" => Some(
             burnc_compiler::ops::split::Split {

@@ -111,7 +111,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             let y = if node.op_type() == "ReorderInput" {
                 // NCHW (or NHWC) to NCHW with the channels padded to the block: the pad is
                 // `(b - C mod b) mod b`, computed from the shape (folded when it is known).
-                let x = if last { c.step(Op::Transpose { perm: Some(vec![0, 3, 1, 2]) }, &[x]) } else { x };
+                let x = if last { c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 3, 1, 2]) }.op(), &[x]) } else { x };
                 let ch = c.step(burnc_compiler::ops::dim_values::Shape { start: 1, end: Some(2) }.op(), &[x]);
                 let bc = ints(&mut c, vec![b]);
                 let m = c.bin(BinaryOp::Mod { fmod: false }, ch, bc);
@@ -126,7 +126,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 let ch = a.i("channels").ok_or_else(|| c.err("missing attribute `channels`"))?;
                 let (starts, ends, axes) = (ints(&mut c, vec![0]), ints(&mut c, vec![ch]), ints(&mut c, vec![1]));
                 let y = c.step(burnc_compiler::ops::slice::Slice.op(), &[x, starts, ends, axes]);
-                if last { c.step(Op::Transpose { perm: Some(vec![0, 2, 3, 1]) }, &[y]) } else { y }
+                if last { c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 2, 3, 1]) }.op(), &[y]) } else { y }
             };
             c.finish(y)?;
             if node.op_type() == "ReorderInput" {

@@ -12,11 +12,11 @@ fn transformer_encoder_block() {
         let k = node(g, Op::MatMul, &[h, x[2]]);
 use crate::ops::IntoOp;
         let v = node(g, Op::MatMul, &[h, x[3]]);
-        let kt = node(g, Op::Transpose { perm: Some(vec![0, 2, 1]) }, &[k]);
+        let kt = node(g, crate::ops::transpose::Transpose { perm: Some(vec![0, 2, 1]) }.op(), &[k]);
         let s = node(g, Op::MatMul, &[q, kt]);
         let two = f64c(g, 2.0);
         let s = node(g, Op::Binary(BinaryOp::Div), &[s, two]);
-        let a = node(g, Op::Softmax { axis: -1, log: false, coerce_2d: false }, &[s]);
+        let a = node(g, crate::ops::softmax::Softmax::last().op(), &[s]);
         let key = g.add_const("key", Tensor::scalar_i64(99));
         let a = node_n(g, Dropout { ratio: 0.2, training: true }.op(), vec![Some(a), Some(key)], 1)[0];
         let o = node(g, Op::MatMul, &[a, v]);
@@ -35,9 +35,9 @@ fn cnn_with_batch_statistics_and_cross_entropy() {
         let w = win(&[], &[], &[1, 1, 1, 1], &[]);
         let c = node_n(g, Op::Conv { window: w, group: 1 }, vec![Some(x[0]), Some(x[1]), None], 1)[0];
         let bn_in = vec![Some(c), Some(x[2]), Some(x[3]), Some(x[4]), Some(x[5])];
-        let bn = node_n(g, Op::BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }, bn_in, 3)[0];
+        let bn = node_n(g, crate::ops::channel_norm::BatchNormTraining { epsilon: 1e-5, momentum: 0.9 }.op(), bn_in, 3)[0];
         let r = node(g, Op::Unary(UnaryOp::Relu), &[bn]);
-        let p = node(g, Op::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }, &[r]);
+        let p = node(g, crate::ops::pool::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op(), &[r]);
         let f = node(g, Flatten { axis: 1 }.op(), &[p]);
         let logits = node(g, Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, &[f, x[6], x[7]]);
         let t = g.add_const("target", Tensor::from_i64s(vec![2], vec![3, 1]));

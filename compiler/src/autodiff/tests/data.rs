@@ -69,10 +69,3 @@ fn other_reductions() {
     }
 }
 
-#[test]
-fn global_pools() {
-    for kind in [PoolKind::Max, PoolKind::Avg { count_include_pad: true }] {
-        check(&[&[2, 3, 4, 5]], |g, x| node(g, Op::GlobalPool { kind }, &[x[0]]));
-        check(&[&[2, 3, 7]], |g, x| node(g, Op::GlobalPool { kind }, &[x[0]]));
-    }
-}

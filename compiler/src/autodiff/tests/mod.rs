@@ -249,8 +249,8 @@ fn reshapes_and_transpose() {
     check(&[&[2, 3, 4]], |g, x| node(g, Flatten { axis: 2 }.op(), &[x[0]]));
     check(&[&[2, 1, 4]], |g, x| node(g, Squeeze { axes: Some(vec![1]) }.op(), &[x[0]]));
     check(&[&[2, 4]], |g, x| node(g, Unsqueeze { axes: Some(vec![0, -1]) }.op(), &[x[0]]));
-    check(&[&[2, 3, 4]], |g, x| node(g, Op::Transpose { perm: Some(vec![1, 2, 0]) }, &[x[0]]));
-    check(&[&[2, 3, 4]], |g, x| node(g, Op::Transpose { perm: None }, &[x[0]]));
+    check(&[&[2, 3, 4]], |g, x| node(g, crate::ops::transpose::Transpose { perm: Some(vec![1, 2, 0]) }.op(), &[x[0]]));
+    check(&[&[2, 3, 4]], |g, x| node(g, crate::ops::transpose::Transpose { perm: None }.op(), &[x[0]]));
 }
 
 #[test]
@@ -264,15 +264,6 @@ fn reductions() {
                 node(g, Op::Reduce { op, axes: None, keepdims, noop_with_empty_axes: false }, &[x[0], a])
             });
         }
-    }
-}
-
-#[test]
-fn softmax() {
-    for log in [false, true] {
-        check(&[&[2, 3, 4]], |g, x| node(g, Op::Softmax { axis: 1, log, coerce_2d: false }, &[x[0]]));
-        check(&[&[2, 3, 4]], |g, x| node(g, Op::Softmax { axis: -1, log, coerce_2d: false }, &[x[0]]));
-        check(&[&[2, 3, 4]], |g, x| node(g, Op::Softmax { axis: 1, log, coerce_2d: true }, &[x[0]]));
     }
 }
 
@@ -339,7 +330,7 @@ fn chain_mlp() {
         let h = node(g, Op::Binary(BinaryOp::Add), &[h, x[2]]);
         let h = node(g, Op::Unary(UnaryOp::Tanh), &[h]);
         let o = node(g, Op::MatMul, &[h, x[3]]);
-        node(g, Op::Softmax { axis: 1, log: true, coerce_2d: false }, &[o])
+        node(g, crate::ops::softmax::Softmax { axis: 1, log: true, coerce_2d: false }.op(), &[o])
     });
 }
 
@@ -362,7 +353,7 @@ fn unrelated_input_gets_zeros_and_unsupported_ops_are_named() {
     let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(&[3])) });
     let a = g.add_value("a", ty, ValueKind::Input);
     g.inputs = vec![a];
-    let y = node(&mut g, crate::ops::norm::Hardmax { axis: 0, coerce_2d: false }.op(), &[a]);
+    let y = node(&mut g, crate::ops::softmax::Hardmax { axis: 0, coerce_2d: false }.op(), &[a]);
     let err = gradients(&mut g, y, None, &[a]).expect_err("Hardmax has no rule").to_string();
     assert!(err.contains("Hardmax"), "{err}");
 }

@@ -26,7 +26,7 @@ fn batch_norm_training() {
     // Running mean/var inputs do not reach y: their gradients are zeros.
     for shape in [&[3, 2, 4, 3][..], &[5, 3]] {
         check(&[shape, &[shape[1]], &[shape[1]], &[shape[1]], &[shape[1]]], |g, x| {
-            let op = Op::BatchNormTraining { epsilon: 1e-3, momentum: 0.9 };
+            let op = crate::ops::channel_norm::BatchNormTraining { epsilon: 1e-3, momentum: 0.9 }.op();
             node_n(g, op, x.iter().map(|&v| Some(v)).collect(), 3)[0]
         });
     }

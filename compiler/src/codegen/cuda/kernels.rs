@@ -4,7 +4,7 @@
 use super::scalar::{self, c_type};
 use crate::codegen::gpu::scalar::program;
 use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, window_taps};
-use crate::codegen::gpu::{self, gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
+use crate::codegen::gpu::{self, gemm_dims, repeated_index, Dialect, GemmDims};
 pub(super) use crate::codegen::index::strides;
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, MatMulDims};
 use crate::codegen::CodegenError;
@@ -183,9 +183,20 @@ impl<'a, 'g> NodeCx<'a, 'g> {
         pointwise(self.name, n, n, "", body)
     }
 
+    /// [`Self::pointwise`] over `n` items (rows, say) of tensors of `elems` elements, which
+    /// decide the index type.
+    pub fn pointwise_over(&self, n: usize, elems: usize, body: &str) -> Kernel {
+        pointwise(self.name, n, elems, "", body)
+    }
+
     /// [`Self::pointwise`] as a later kernel of the node, its name the first's and `suffix`.
     pub fn pointwise_as(&self, suffix: &str, n: usize, body: &str) -> Kernel {
         pointwise(&format!("{}{suffix}", self.name), n, n, "", body)
+    }
+
+    /// Whether `v` is stored channels-last ([`super::layout`]).
+    pub fn is_nhwc(&self, v: ValueId) -> bool {
+        self.cx.nhwc.contains(&v)
     }
 
     /// A kernel running `body` once per row `row < rows`, one warp per row (`lane` is the
@@ -301,13 +312,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             }
             let (body, last) = program(D, p, &ins).ok_or_else(|| cx.err(n, "elementwise program has a step the CUDA target cannot print"))?;
             one(format!("{body}{y}[i] = {last};"), String::new())
-        }
-        Op::Transpose { perm } => {
-            let xv = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, xv)?;
-            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
-            let src = transposed_index(D, "i", &oshape, &xs, &perm);
-            one(format!("{y}[i] = {}[{src}];", cx.ptr(n, xv)?), String::new())
         }
         Op::Concat { axis } => {
             let axis = crate::ir::axis::norm_axis(*axis, oshape.len()).map_err(|e| cx.err(n, e))?;
@@ -442,25 +446,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             };
             one(body, String::new())
         }
-        Op::GlobalPool { kind } => {
-            let xv = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, xv)?;
-            let len: usize = xs[2..].iter().product();
-            let (init, step, fin) = match kind {
-                PoolKind::Max => ("-(1.0 / 0.0)".to_string(), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => ("0".into(), "acc += v;".into(), format!("acc / ({at}){len}")),
-                PoolKind::Lp { p } => ("0".into(), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
-            };
-            if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
-                return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
-            }
-            if cx.nhwc.contains(&xv) {
-                // Channels-last input: output (image, c) strides over the pixels, C apart.
-                let ch = xs[1];
-                return one(format!("const {ot}* xp = {} + (long long)(i / {ch}) * {} + i % {ch};\n{at} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xp[(long long)k * {ch}]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?, len * ch), String::new());
-            }
-            one(format!("const {ot}* xp = {} + (long long)i * {len};\n{at} acc = {init};\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xp[k]; {step} }}\n{y}[i] = {fin};", cx.ptr(n, xv)?), String::new())
-        }
         Op::BatchNorm { epsilon } => {
             let c = oshape.get(1).copied().unwrap_or(1);
             let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
@@ -478,35 +463,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 ),
                 String::new(),
             )
-        }
-        Op::Softmax { axis, log, coerce_2d } => {
-            let (outer, len, inner) = crate::codegen::index::softmax_dims(&oshape, *axis, *coerce_2d).map_err(|e| cx.err(n, e))?;
-            let x = cx.ptr(n, cx.input(n, 0)?)?;
-            let (exp, logf) = if at == "float" { ("expf", "logf") } else { ("exp", "log") };
-            let fin = if *log { format!("{y}[base + k * {inner}] = xr[k * {inner}] - m - {logf}(s);") } else { format!("{y}[base + k * {inner}] = {exp}(xr[k * {inner}] - m) / s;") };
-            let rows = outer * inner;
-            if inner == 1 {
-                // Contiguous rows: a warp per row.
-                let t = at;
-                let fin = if *log { format!("{y}[at + k] = ({t}){x}[at + k] - m - {logf}(s);") } else { format!("{y}[at + k] = {exp}(({t}){x}[at + k] - m) / s;") };
-                let body = format!(
-                    "const long long at = (long long)row * {len};\n\
-                     {t} m = -(1.0 / 0.0);\nfor (int k = lane; k < {len}; k += 32) {{ {t} v = {x}[at + k]; if (v > m) m = v; }}\n{}\
-                     {t} s = 0;\nfor (int k = lane; k < {len}; k += 32) s += {exp}(({t}){x}[at + k] - m);\n{}\
-                     for (int k = lane; k < {len}; k += 32) {fin}",
-                    warp_reduce("m", true),
-                    warp_reduce("s", false),
-                );
-                return Ok(vec![warp_rows(name, rows, &body)]);
-            }
-            let body = format!(
-                "long long base = (i / {inner}) * {} + i % {inner};\nconst {ot}* xr = {x} + base;\n\
-                 {at} m = -(1.0 / 0.0);\nfor (int k = 0; k < {len}; ++k) {{ {at} v = xr[k * {inner}]; if (v > m) m = v; }}\n\
-                 {at} s = 0;\nfor (int k = 0; k < {len}; ++k) s += {exp}(({at})xr[k * {inner}] - m);\n\
-                 for (int k = 0; k < {len}; ++k) {{ {fin} }}",
-                len * inner
-            );
-            Ok(vec![pointwise(name, rows, on, "", &body)])
         }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let xv = cx.input(n, 0)?;

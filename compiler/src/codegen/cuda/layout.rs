@@ -72,7 +72,7 @@ pub fn channels_last(g: &Graph) -> HashSet<ValueId> {
                 let out_nhwc = n.outputs.first().is_some_and(|y| set.contains(y));
                 match &n.op {
                     Op::Conv { .. } => out_nhwc && tensor_core_conv(g, n, &uses) && n.inputs.iter().skip(1).flatten().all(|x| *x != v),
-                    Op::GlobalPool { .. } => true,
+                    Op::Def(d) if d.get::<crate::ops::pool::GlobalPool>().is_some() => true,
                     _ if window_pool(n) => out_nhwc,
                     op if elementwise(op) => out_nhwc && n.outputs.first().is_some_and(|y| shape(g, *y) == vs),
                     _ => false,

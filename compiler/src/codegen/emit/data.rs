@@ -1,11 +1,11 @@
-//! Data movement: Concat, Transpose, Gather, Expand and ConstantOfShape (reshapes are views,
-//! `ops::view::copy_unless_alias`).
+//! Data movement: Concat, Gather, Expand and ConstantOfShape (reshapes are views,
+//! `ops::view::copy_unless_alias`; Transpose is `ops::transpose`).
 use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Op};
 use crate::ops::{around, product, EmitCx};
 use crate::tensor::Tensor;
 
-/// Concat, Transpose, Gather, Expand and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes
+/// Concat, Gather, Expand and ConstantOfShape: one emitter for fixed shapes and bounded dims. Sizes
 /// come from [`EmitCx::size`], literals for fixed dims, so fixed shapes keep their literal
 /// geometry.
 pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
@@ -26,15 +26,6 @@ pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError>
                 start = start.add(&chunk);
             }
             Ok(Some(s))
-        }
-        Op::Transpose { perm } => {
-            let x = cx.input(0)?;
-            let xs = cx.dims(x)?;
-            let perm = perm.clone().unwrap_or_else(|| (0..xs.len()).rev().collect());
-            if xs.len() > 16 {
-                return Err(cx.err("rank above 16"));
-            }
-            Ok(Some(format!("rt::kernels::permute::permute({}, &{}, &{perm:?}, {});", cx.read(x)?, cx.sizes(&xs)?, cx.write(out)?)))
         }
         Op::Gather { axis } => {
             let (x, iv) = (cx.input(0)?, cx.input(1)?);
@@ -118,7 +109,8 @@ pub fn scalar_lit(t: &Tensor, ty: &str) -> Option<String> {
 /// Which inputs of a pure data-movement op carry data (the others must be constants).
 fn data_inputs(op: &Op, n_inputs: usize) -> Option<Vec<usize>> {
     Some(match op {
-        Op::Reshape { .. } | Op::Transpose { .. } => vec![0],
+        Op::Reshape { .. } => vec![0],
+        Op::Def(d) if d.get::<crate::ops::transpose::Transpose>().is_some() => vec![0],
         Op::Unary(crate::ir::UnaryOp::Identity) => vec![0],
         Op::Gather { .. } | Op::Expand => vec![0],
         Op::Concat { .. } => (0..n_inputs).collect(),

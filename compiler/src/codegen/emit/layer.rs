@@ -3,7 +3,6 @@
 //! fixed dim, the run-time size table for a bounded one), so the same statements serve both.
 use super::elementwise::f32_lit;
 use super::nn::act_lit;
-use super::wide::{is_half, narrow, widen};
 use super::f64_lit;
 use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Op, PoolKind, ValueId};
@@ -74,29 +73,8 @@ pub(crate) fn emit(cx: &EmitCx) -> Res {
                 _ => return Err(cx.err(format!("{kind:?} pooling on {od} is not supported by codegen yet"))),
             }))
         }
-        Op::GlobalPool { kind } => {
-            let x = cx.input(0)?;
-            let xs = cx.dims(x)?;
-            if xs.len() < 2 {
-                return Err(cx.err("global pooling needs rank at least 2"));
-            }
-            let (code, p) = match kind {
-                PoolKind::Max => (0, 0.0),
-                PoolKind::Avg { .. } => (1, 0.0),
-                PoolKind::Lp { p } => (2, *p as f64),
-            };
-            Ok(Some(format!(
-                "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, {});",
-                cx.read(x)?,
-                cx.size(&crate::ops::product(&xs[..2]))?,
-                cx.size(&crate::ops::product(&xs[2..]))?,
-                cx.write(out)?,
-                f64_lit(p)
-            )))
-        }
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(cx, out, od, *alpha, *beta, *trans_a, *trans_b),
         Op::MatMul => matmul(cx, out, od),
-        Op::Softmax { axis, log, coerce_2d } => softmax(cx, out, od, *axis, *log, *coerce_2d),
         Op::Reduce { .. } => reduce(cx, out),
         _ => Err(cx.err("not a layer op")),
     }
@@ -230,38 +208,6 @@ fn matmul(cx: &EmitCx, out: ValueId, od: DType) -> Res {
         "{head}rt::for_plane_ranges(entries, m * nn, entries * m * k * nn, y, &|b0, b1, y| {{\nfor bi in b0..b1 {{\n{}}}\n}});",
         entry("(bi - b0)")
     )))
-}
-
-fn softmax(cx: &EmitCx, out: ValueId, od: DType, axis: i64, log: bool, coerce_2d: bool) -> Res {
-    if !matches!(od, DType::F32 | DType::F64) && !is_half(od) {
-        return Err(cx.err(format!("Softmax on {od} is not supported by codegen yet")));
-    }
-    let os = cx.dims(out)?;
-    let r = os.len() as i64;
-    let a = if axis < 0 { axis + r } else { axis };
-    if a < 0 || a >= r.max(1) {
-        return Err(cx.err(format!("axis {axis} out of range")));
-    }
-    let a = a as usize;
-    let p = crate::ops::product;
-    let outer = cx.size(&p(&os[..a]))?;
-    let (nn, inner) = if coerce_2d { (cx.size(&p(&os[a..]))?, "1".to_string()) } else { (cx.size(&os[a])?, cx.size(&p(&os[a + 1..]))?) };
-    let (rx, y) = (cx.read(cx.input(0)?)?, cx.write(out)?);
-    if !is_half(od) {
-        return Ok(Some(format!("rt::kernels::softmax::softmax({rx}, {outer}, {nn}, {inner}, {y}, {log});")));
-    }
-    if !log {
-        // As the interpreter: rounded to the storage type step by step.
-        let sum_in_t = od == DType::BF16;
-        return Ok(Some(format!("rt::kernels::softmax::softmax_stepped({rx}, {outer}, {nn}, {inner}, {y}, {sum_in_t});")));
-    }
-    // As the interpreter: in f32, rounded once at the end.
-    let len = cx.numel(out)?;
-    let mut s = format!("let len = {len};\nlet (xw, rest) = {}.split_at_mut(len);\nlet yw = &mut rest[..len];\n", cx.scratch(DType::F32)?);
-    s += &widen("xw", &rx, "f32");
-    s += &format!("rt::kernels::softmax::softmax(xw, {outer}, {nn}, {inner}, yw, {log});\n");
-    s += &narrow(&y, "yw", cx.elem(out)?, "f32");
-    Ok(Some(s))
 }
 
 /// The reduced axes of a Reduce node, normalized, sorted and deduplicated (`None`: the node

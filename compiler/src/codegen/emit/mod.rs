@@ -6,9 +6,8 @@ mod elementwise;
 mod layer;
 pub(crate) mod nn;
 pub(crate) use nn::prepacked_conv;
-pub(crate) mod norm;
 mod train;
-mod wide;
+pub(crate) mod wide;
 
 pub use elementwise::{f32_lit, f64_lit, unary_lit};
 use super::weights::WeightsLayout;
@@ -197,11 +196,10 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Unary(_) | Op::Binary(_) => elementwise::emit(&e),
         Op::Elementwise(p) => elementwise::emit_program(&e, p).map(Some),
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(&e),
-        Op::Reduce { .. } | Op::Pool { .. } | Op::GlobalPool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
-        | Op::Softmax { .. } | Op::ScaleShift { .. } => layer::emit(&e),
+        Op::Reduce { .. } | Op::Pool { .. } | Op::Gemm { .. } | Op::MatMul | Op::BatchNorm { .. }
+        | Op::ScaleShift { .. } => layer::emit(&e),
         Op::Reshape { .. } => crate::ops::view::copy_unless_alias(&e).map(|s| (!s.is_empty()).then_some(s)),
-        Op::Concat { .. } | Op::Transpose { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
-        Op::BatchNormTraining { .. } => norm::emit(&e),
+        Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
         Op::Scan { .. } => control::emit_scan(&e),
         // The ops below have fixed-shape emitters only.
         _ if e.is_bounded() => Err(e.unsupported()),

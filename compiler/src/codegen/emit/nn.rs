@@ -102,13 +102,6 @@ fn conv_col_len(g: &Graph, n: &Node, lw: Lowering, d: &ConvDims, win: &Window3) 
 
 pub fn scratch_bytes(g: &Graph, id: NodeId, lw: Lowering) -> usize {
     let n = g.node(id);
-    if let Op::Softmax { log, .. } = n.op {
-        // f16 / bf16 LogSoftmax: the input widened to f32, and the f32 result.
-        return match fixed(g, n.outputs.first().copied()) {
-            Some((d, s)) if is_half(d) && log => 2 * s.iter().product::<usize>() * 4,
-            _ => 0,
-        };
-    }
     if let Some((perm, _)) = reduce_perm(g, n) {
         let x = n.inputs.first().copied().flatten().and_then(|x| g.tensor_type(x));
         return x.and_then(|t| Some(t.shape.as_ref()?.numel()? * t.dtype.size())).filter(|_| !perm.is_empty()).unwrap_or(0);

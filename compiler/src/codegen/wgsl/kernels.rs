@@ -8,7 +8,7 @@ use super::gemm::Load;
 use super::scalar::{self, compute_type};
 use crate::codegen::gpu::scalar::program;
 use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, tap_pos, window_taps};
-use crate::codegen::gpu::{self, gemm_dims, repeated_index, transposed_index, Dialect, GemmDims};
+use crate::codegen::gpu::{self, gemm_dims, repeated_index, Dialect, GemmDims};
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, strides, MatMulDims};
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
@@ -347,11 +347,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 program(D, p, &vals).ok_or_else(|| cx.err(n, "elementwise program has a step the wgpu target cannot print"))
             }))
         }
-        Op::Transpose { perm } => {
-            let x = ncx.input(0)?;
-            let perm: Vec<usize> = perm.clone().unwrap_or_else(|| (0..x.shape.len()).rev().collect());
-            one(ncx.pointwise(&y, |i| Ok((String::new(), x.load(&transposed_index(D, i, &y.shape, &x.shape, &perm))))))
-        }
         Op::Concat { axis } => {
             let axis = crate::ir::axis::norm_axis(*axis, y.shape.len()).map_err(|e| cx.err(n, e))?;
             let inner: usize = y.shape[axis + 1..].iter().product();
@@ -426,23 +421,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 ))
             }))
         }
-        Op::GlobalPool { kind } => {
-            let x = ncx.input(0)?;
-            let len: usize = x.shape[2..].iter().product();
-            if !scalar::is_float(od) {
-                return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
-            }
-            let (step, fin) = match kind {
-                PoolKind::Max => ("if (v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => ("acc += v;".into(), format!("acc / {}", scalar::f32_lit(len as f32))),
-                PoolKind::Lp { p } => (format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p))),
-            };
-            one(ncx.pointwise(&y, |i| {
-                // The maximum starts at the first element (WGSL has no infinity literal).
-                let init = if matches!(kind, PoolKind::Max) { x.load(&format!("{i} * {len}u")) } else { "0.0".into() };
-                Ok((format!("var acc = {init};\nfor (var k = 0u; k < {len}u; k++) {{ let v = {}; {step} }}\n", x.load(&format!("{i} * {len}u + k"))), fin.clone()))
-            }))
-        }
         Op::BatchNorm { epsilon } => {
             let c = y.shape.get(1).copied().unwrap_or(1);
             let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
@@ -454,31 +432,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             one(ncx.pointwise(&y, |i| {
                 Ok((format!("let c = ({i} / {inner}u) % {c}u;\n"), format!("({} - {}) / sqrt({} + {eps}) * {} + {}", ts[0].load(i), ts[3].load("c"), ts[4].load("c"), ts[1].load("c"), ts[2].load("c"))))
             }))
-        }
-        Op::Softmax { axis, log, coerce_2d } => {
-            let x = ncx.input(0)?;
-            if !scalar::is_float(od) {
-                return Err(cx.err(n, format!("Softmax on {od} is not supported by the wgpu target")));
-            }
-            let (outer, len, inner) = crate::codegen::index::softmax_dims(&y.shape, *axis, *coerce_2d).map_err(|e| cx.err(n, e))?;
-            let at = |k: &str| format!("base + {k} * {inner}u");
-            // A row of a 16-bit output must fill whole words for one invocation to write it.
-            if !y.owns_words(1) && !(inner == 1 && y.owns_words(len)) {
-                return Err(cx.err(n, format!("Softmax with a {od} output across a strided axis is not supported by the wgpu target yet")));
-            }
-            let fin = if *log { format!("{} - m - log(s)", x.load(&at("k"))) } else { format!("exp({} - m) / s", x.load(&at("k"))) };
-            let store = y.store_in_word(&at("k"), &fin).ok_or_else(|| cx.err(n, "output type"))?;
-            let body = format!(
-                "let base = (row / {inner}u) * {}u + row % {inner}u;\n\
-                 var m = {};\nfor (var k = 1u; k < {len}u; k++) {{ m = max(m, {}); }}\n\
-                 var s = 0.0;\nfor (var k = 0u; k < {len}u; k++) {{ s += exp({} - m); }}\n\
-                 for (var k = 0u; k < {len}u; k++) {{ {store} }}",
-                len * inner,
-                x.load(&at("0u")),
-                x.load(&at("k")),
-                x.load(&at("k")),
-            );
-            Ok(vec![ncx.rows(outer * inner, &body)])
         }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let x = ncx.input(0)?;

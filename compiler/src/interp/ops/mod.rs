@@ -65,12 +65,10 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         }
         Op::Unary(_) | Op::Binary(_) => elementwise::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } => linalg::eval(op, &args, n_outputs),
-        Op::Conv { .. } | Op::Pool { .. } | Op::GlobalPool { .. } => nn::eval(op, &args, n_outputs),
+        Op::Conv { .. } | Op::Pool { .. } => nn::eval(op, &args, n_outputs),
         Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
-        Op::BatchNorm { .. }
-        | Op::BatchNormTraining { .. }
-        | Op::Softmax { .. } => norm::eval(op, &args, n_outputs),
+        Op::BatchNorm { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. } => index::eval(op, &args, n_outputs),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),

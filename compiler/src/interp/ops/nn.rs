@@ -90,7 +90,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
             let (y, ind) = pool::pool(x, *kind, window, *storage_order != 0, n_outputs > 1)?;
             Ok(std::iter::once(y).chain(ind).map(RtValue::Tensor).collect())
         }
-        Op::GlobalPool { kind } => one(pool::global_pool(x, *kind)?),
         _ => Err(format!("{} is not a convolution or pooling op", op.name())),
     }
 }

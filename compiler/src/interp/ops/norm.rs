@@ -1,11 +1,10 @@
-//! Interpreter semantics: normalizations and softmax. Float math runs in f32 (f32, f16,
+//! Interpreter semantics: batch normalization. Float math runs in f32 (f32, f16,
 //! bf16 inputs) or f64; the kernels live in burnc-runtime (`kernels::{norm, softmax}`).
 pub(crate) mod float;
 pub(crate) mod local;
-pub(crate) mod softmax;
 pub(crate) mod stats;
 
-use super::util::{arg, one};
+use super::util::arg;
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::Op;
@@ -13,7 +12,6 @@ use crate::ir::Op;
 pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
     let x = arg(args, 0)?;
     match op {
-        Op::Softmax { axis, log, coerce_2d } => one(softmax::softmax(x, *axis, *log, *coerce_2d)?),
         Op::BatchNorm { epsilon } => {
             let (scale, bias, mean, var) = (arg(args, 1)?, arg(args, 2)?, arg(args, 3)?, arg(args, 4)?);
             let y = stats::batch_norm(x, scale, bias, mean, var, *epsilon as f64)?;
@@ -24,11 +22,6 @@ pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
                 outs.push(RtValue::Tensor(if i % 2 == 1 { mean.clone() } else { var.clone() }));
             }
             Ok(outs)
-        }
-        Op::BatchNormTraining { epsilon, momentum } => {
-            let ps = [arg(args, 1)?, arg(args, 2)?, arg(args, 3)?, arg(args, 4)?];
-            let (y, m, v) = stats::batch_norm_train(x, ps, *epsilon as f64, *momentum as f64)?;
-            Ok([y, m, v].into_iter().take(n_outputs.max(1)).map(RtValue::Tensor).collect())
         }
         _ => Err(format!("{} is not a normalization op", op.name())),
     }

@@ -9,11 +9,6 @@ use crate::tensor::{Data, Tensor};
 pub fn eval(op: &Op, args: &[Option<RtValue>], _n_outputs: usize) -> OpResult {
     match op {
         Op::Reshape { allowzero } => one(reshape(arg(args, 0)?, &ints_arg(args, 1)?, *allowzero)?),
-        Op::Transpose { perm } => {
-            let x = arg(args, 0)?;
-            let perm = perm.clone().unwrap_or_else(|| (0..x.rank()).rev().collect());
-            one(transpose(x, &perm)?)
-        }
         Op::Concat { axis } => {
             let parts: Vec<&Tensor> = args.iter().flatten().map(|v| v.as_tensor()).collect::<Result<_, _>>()?;
             one(concat(&parts, *axis)?)

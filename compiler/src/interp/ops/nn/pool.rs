@@ -1,4 +1,4 @@
-//! MaxPool (with Indices), AveragePool, LpPool and their global forms.
+//! MaxPool (with Indices), AveragePool and LpPool.
 use super::geom::resolve;
 use crate::interp::ops::util::numel;
 use crate::ir::{PoolKind, Window};
@@ -49,32 +49,4 @@ fn float<T: burnc_runtime::Elem>(xs: &[T], planes: usize, win: &burnc_runtime::k
         PoolKind::Max => k::max_pool(xs, planes, win, &mut y, None, false),
     }
     y
-}
-
-pub fn global_pool(x: &Tensor, kind: PoolKind) -> Result<Tensor, String> {
-    if x.rank() < 2 {
-        return Err(format!("global pooling needs an input of rank >= 2, got {:?}", x.shape));
-    }
-    let planes = x.shape[0] * x.shape[1];
-    let size: usize = x.shape[2..].iter().product();
-    let shape: Vec<usize> = x.shape.iter().enumerate().map(|(i, &d)| if i < 2 { d } else { 1 }).collect();
-    let (code, p) = match kind {
-        PoolKind::Max => (0, 0.0),
-        PoolKind::Avg { .. } => (1, 0.0),
-        PoolKind::Lp { p } => (2, p as f64),
-    };
-    macro_rules! go {
-        ($($v:ident),*) => {
-            match &x.data {
-                $(Data::$v(xs) if code == 0 || x.dtype().is_float() => {
-                    let mut y = vec![burnc_runtime::Elem::zero(); planes];
-                    k::global_pool(xs, planes, size, &mut y, code, p);
-                    Data::$v(y)
-                })*
-                _ => return Err(format!("global {kind:?} pooling does not support {}", x.dtype())),
-            }
-        };
-    }
-    let data = go!(F32, F64, F16, BF16, I8, U8, I16, U16, I32, U32, I64, U64);
-    Ok(Tensor::new(shape, data))
 }
