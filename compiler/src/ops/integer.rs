@@ -251,6 +251,33 @@ fn emit_packed(cx: &EmitCx, rd: [&str; 7]) -> Result<Option<String>, CodegenErro
     }))
 }
 
+/// The inputs of QLinearConv and QLinearMatMul (x, x_scale, x_zero_point, w, w_scale,
+/// w_zero_point, y_scale, y_zero_point, bias): their types, and their reads in that order in
+/// `rd` (`&[]` for an absent one).
+struct QInputs {
+    x: Ty,
+    x_s: Ty,
+    xz: Option<Ty>,
+    w: Ty,
+    w_s: Ty,
+    wz: Option<Ty>,
+    y_s: Ty,
+    yz: Option<Ty>,
+    bias: Option<Ty>,
+    rd: [String; 9],
+}
+
+fn qlinear_inputs(cx: &EmitCx) -> Result<QInputs, CodegenError> {
+    let ((x, r0), (x_s, r1), (xz, r2)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
+    // Packed weights are stored only packed: their plain form is read only by the reference.
+    let w = cx.ctx().ty(cx.node(), cx.input(3)?)?;
+    let r3 = if packed_q8(cx.ctx().g, cx.node()).is_some() { String::new() } else { cx.read(cx.input(3)?)? };
+    let ((w_s, r4), (wz, r5)) = (req(cx, 4)?, opt(cx, 5)?);
+    let ((y_s, r6), (yz, r7)) = (req(cx, 6)?, opt(cx, 7)?);
+    let (bias, r8) = opt(cx, 8)?;
+    Ok(QInputs { x, x_s, xz, w, w_s, wz, y_s, yz, bias, rd: [r0, r1, r2, r3, r4, r5, r6, r7, r8] })
+}
+
 fn conv_lit(g: &QConv) -> String {
     format!(
         "&{K}::ConvGeom {{ nb: {}, c: {}, m: {}, group: {}, ins: &{:?}, outs: &{:?}, ks: &{:?}, strides: &{:?}, dil: &{:?}, pad_begin: &{:?} }}",
@@ -321,14 +348,8 @@ impl OpDef for QLinearMatMul {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         fixed_only(cx)?;
-        let ((a, ra), (a_s, ras), (az, raz)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
-        // Packed weights are stored only packed: their plain form is read only by the reference.
-        let packed = packed_q8(cx.ctx().g, cx.node()).is_some();
-        let b = cx.ctx().ty(cx.node(), cx.input(3)?)?;
-        let rb = if packed { String::new() } else { cx.read(cx.input(3)?)? };
-        let ((b_s, rbs), (bz, rbz)) = (req(cx, 4)?, opt(cx, 5)?);
-        let ((y_s, rys), (yz, ryz)) = (req(cx, 6)?, opt(cx, 7)?);
-        let (bias, rbias) = opt(cx, 8)?;
+        let QInputs { x: a, x_s: a_s, xz: az, w: b, w_s: b_s, wz: bz, y_s, yz, bias, rd } = qlinear_inputs(cx)?;
+        let [ra, ras, raz, rb, rbs, rbz, rys, ryz, rbias] = rd;
         let e = |m: String| cx.err(m);
         let g = qint::mm_checked(sd(&a), sd(&b), az.as_ref().map(sd), bz.as_ref().map(sd)).map_err(e)?;
         let chk = || -> Result<(), String> {
@@ -441,14 +462,8 @@ impl OpDef for QLinearConv {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         fixed_only(cx)?;
-        let ((x, rx), (x_s, rxs), (xz, rxz)) = (req(cx, 0)?, req(cx, 1)?, opt(cx, 2)?);
-        // Packed weights are stored only packed: their plain form is read only by the reference.
-        let packed = packed_q8(cx.ctx().g, cx.node()).is_some();
-        let w = cx.ctx().ty(cx.node(), cx.input(3)?)?;
-        let rw = if packed { String::new() } else { cx.read(cx.input(3)?)? };
-        let ((w_s, rws), (wz, rwz)) = (req(cx, 4)?, opt(cx, 5)?);
-        let ((y_s, rys), (yz, ryz)) = (req(cx, 6)?, opt(cx, 7)?);
-        let (bias, rb) = opt(cx, 8)?;
+        let QInputs { x, x_s, xz, w, w_s, wz, y_s, yz, bias, rd } = qlinear_inputs(cx)?;
+        let [rx, rxs, rxz, rw, rws, rwz, rys, ryz, rb] = rd;
         let e = |m: String| cx.err(m);
         let g = qint::conv_checked(sd(&x), sd(&w), xz.as_ref().map(sd), wz.as_ref().map(sd), &self.window, self.group).map_err(e)?;
         qint::qconv_params(&g, &x_s.1, &w_s.1, &y_s.1, yz.as_ref().map(|z| &z.1[..]), bias.as_ref().map(sd)).map_err(e)?;
