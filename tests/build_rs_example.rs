@@ -1,5 +1,7 @@
 //! examples/build-rs builds (build.rs runs `burnc::Build`, main.rs uses `include_model!`) and
 //! its generated MNIST CNN agrees with the reference interpreter on the example's fixed input.
+#[path = "common/lean.rs"]
+mod lean;
 use burnc_compiler::interp::{self, RtValue};
 use burnc_compiler::Tensor;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,7 @@ fn target_dir(root: &Path) -> PathBuf {
 #[test]
 fn build_rs_example_matches_the_interpreter() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let _done = lean::LeanCleanup(vec![target_dir(root)]);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args(["run", "--release", "--quiet", "--manifest-path"])

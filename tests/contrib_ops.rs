@@ -74,6 +74,7 @@ fn optimized_and_quantized_models_match_onnxruntime() {
     let status = Command::new("bash").arg(common::root().join("scripts/setup_python.sh")).status().expect("run setup_python.sh");
     assert!(status.success());
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("optimized_models");
+    let _done = common::lean::LeanCleanup(vec![dir.clone()]);
     let status = Command::new("python3")
         .arg(common::root().join("scripts/make_optimized_models.py"))
         .arg(common::data_dir())

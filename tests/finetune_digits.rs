@@ -2,6 +2,8 @@
 //! example (its build.rs compiles the CNN with `train_step` twice: all parameters, and only the
 //! last layer), trains from scratch and fine-tunes, and checks the accuracy it reaches on the
 //! held-out images (issue bar: >= 0.95 from scratch) and that the SVG curve was written.
+#[path = "common/lean.rs"]
+mod lean;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,6 +21,7 @@ fn value(stdout: &str, key: &str) -> f64 {
 fn finetune_digits_trains_to_the_bar() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("examples/finetune-digits");
+    let _done = lean::LeanCleanup(vec![target_dir(root)]);
     let setup = Command::new("bash").arg(dir.join("setup.sh")).output().expect("bash runs");
     assert!(setup.status.success(), "setup.sh failed:\n{}", String::from_utf8_lossy(&setup.stderr));
 

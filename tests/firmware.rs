@@ -7,6 +7,8 @@
 //! Skips, with a message, when `qemu-system-arm` or the thumbv7em-none-eabihf target is missing,
 //! unless `BURNC_REQUIRE_FIRMWARE=1` (set by `.ci/run`), which turns the skip into a failure.
 //! Setup: `apt-get install qemu-system-arm` and `rustup target add thumbv7em-none-eabihf`.
+#[path = "common/lean.rs"]
+mod lean;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -33,6 +35,7 @@ fn firmware_matches_interpreter_under_qemu() {
     let dir = example_dir();
     let burnc = env!("CARGO_BIN_EXE_burnc");
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("firmware");
+    let _done = lean::LeanCleanup(vec![work.clone()]);
     std::fs::create_dir_all(&work).unwrap();
 
     // Build: examples/firmware/build.rs runs `$BURNC model.onnx -o $OUT_DIR/model.rs`.

@@ -10,6 +10,8 @@
 //! Skips, with a message, when `qemu-system-arm` or the thumbv7em-none-eabihf target is missing,
 //! unless `BURNC_REQUIRE_FIRMWARE=1` (set by `.ci/run`), which turns the skip into a failure.
 //! Setup: `apt-get install qemu-system-arm` and `rustup target add thumbv7em-none-eabihf`.
+#[path = "common/lean.rs"]
+mod lean;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -47,6 +49,7 @@ fn firmware_trains_under_qemu_like_interpreter() {
     }
     let dir = example_dir();
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("firmware-train");
+    let _done = lean::LeanCleanup(vec![work.clone()]);
     std::fs::create_dir_all(&work).unwrap();
     let flags = std::fs::read_to_string(dir.join("train.flags")).expect("train.flags");
 

@@ -2,6 +2,8 @@
 //! `#[derive(Model)]` / `#[model]` and embeds mnist_cnn.safetensors; its logits must equal
 //! those of examples/mnist/mnist_cnn.onnx run through generated code (the `burnc run --codegen`
 //! harness) and through the interpreter, on the same input.
+#[path = "common/lean.rs"]
+mod lean;
 use burnc_compiler::interp::{self, RtValue};
 use burnc_compiler::ir::ValueKind;
 use burnc_compiler::Tensor;
@@ -69,6 +71,7 @@ fn run_example() -> Vec<f32> {
 
 #[test]
 fn macro_model_matches_the_onnx_model_through_generated_code() {
+    let _done = lean::LeanCleanup(vec![target_dir()]);
     let got = run_example();
     assert_eq!(got.len(), 10, "{got:?}");
 

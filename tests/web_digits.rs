@@ -4,7 +4,9 @@
 //! the same crate: 1e-5 on the CPU paths, 1e-4 for probabilities from WebGPU.
 //! Skips when Chromium cannot be had (the script exits 2), unless BURNC_REQUIRE_BROWSER is set
 //! (CI sets it).
-use std::path::Path;
+#[path = "common/lean.rs"]
+mod lean;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn field<'a>(line: &'a str, key: &str) -> &'a str {
@@ -14,6 +16,8 @@ fn field<'a>(line: &'a str, key: &str) -> &'a str {
 #[test]
 fn page_matches_the_native_build() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let _done = lean::LeanCleanup(vec![target.join("web-digits")]);
     let out = Command::new("bash").arg(root.join("examples/web-digits/browser-test.sh")).output().expect("bash runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -120,6 +120,14 @@ pub fn build_batch_for(dir: &Path, target: &Path, items: &[Module], first: usize
 }
 
 
+/// The files a build of batch `first` left under `target`: the binary and its hard-linked copy
+/// in deps/ (what a lean run deletes once the batch ran).
+pub fn outputs(target: &Path, first: usize) -> Vec<PathBuf> {
+    let (debug, stem) = (target.join("debug"), format!("burnc_conformance_batch_{first}-"));
+    let in_deps = std::fs::read_dir(debug.join("deps")).map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&stem))).collect()).unwrap_or_else(|_| Vec::new());
+    [debug.join(format!("burnc-conformance-batch-{first}"))].into_iter().chain(in_deps).collect()
+}
+
 /// The node cases on the interpreter's pass-list, filtered by `BURNC_CONFORMANCE_FILTER`.
 pub fn passlisted_node_cases() -> Vec<String> {
     let listed = std::fs::read_to_string(root().join("tests/conformance/passlist.txt")).unwrap_or_default();

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub mod batch;
+pub mod lean;
 pub mod wgpu;
 
 pub fn root() -> PathBuf {

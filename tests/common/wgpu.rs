@@ -181,7 +181,7 @@ pub fn run_all(compiled: &[Compiled], base: &Path, tol: Tol) -> Option<Vec<(Stri
         for (i, why) in &failed {
             report.push((compiled[*i].case.clone(), false, why.clone()));
         }
-        if let Some(bin) = bin {
+        if let Some(bin) = &bin {
             for (j, c) in chunk.iter().enumerate() {
                 let i = first + j;
                 if failed.iter().any(|(f, _)| *f == i) {
@@ -198,6 +198,8 @@ pub fn run_all(compiled: &[Compiled], base: &Path, tol: Tol) -> Option<Vec<(Stri
                 }
             }
         }
+        // A batch's sources and binary carry its models' weights (VGG-19's 548 MB twice).
+        let _done = super::lean::LeanCleanup(batch::outputs(&target, first).into_iter().chain([base.join(format!("batch{first}"))]).collect());
         first += chunk.len();
     }
     Some(report)
