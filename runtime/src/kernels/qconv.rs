@@ -3,15 +3,18 @@
 //! time: the integer sums four bytes at a time (AVX-512 VNNI `vpdpbusd` where the CPU has it),
 //! requantized in vector registers.
 //!
-//! The input is copied once per call into channel quads: `src[q][y][x][j]` holds channel
-//! `4q + j` at padded position `(y, x)` as a u8 (i8 values shifted by 128, which the zero point
-//! takes back), so the four bytes one VNNI lane multiplies lie together. The padding holds the
-//! zero point, whose products the per-channel weight sums take back:
-//! `Σ (x − zx)·w = Σ x·w − zx·Σ w`. With stride 1 a tap's B row is a shifted run of that copy
-//! (the output computed over a virtual grid `oh × wp` whose extra columns are dropped, as in
-//! `shifted.rs`); with strides the runs are gathered into an im2col matrix first. Integer sums
-//! are exact in any order, so the result is the reference's (`quant::qlinear_conv`) bit for
-//! bit: the requantization is `requantize_one`'s f32 product, rounded to nearest even.
+//! The input is copied once per call into channel quads: a word holds channels `4q … 4q + 3`
+//! of one padded position as u8 (i8 values shifted by 128, which the zero point takes back),
+//! so the four bytes one VNNI lane multiplies lie together. The padding holds the zero point,
+//! whose products the per-channel weight sums take back: `Σ (x − zx)·w = Σ x·w − zx·Σ w`.
+//! Every tap's B row is then a shifted run of that copy (as in `shifted.rs`): the output is
+//! computed over a virtual grid `oh × wq` whose extra columns are dropped, and a stride `s` is
+//! made unit by splitting the padded input into phase planes (rows `a, a + s, …`, columns
+//! `b, b + s, …`; only the phases some tap reads), so a strided convolution copies each input
+//! byte once instead of once per tap (an im2col matrix: 9× the bytes for 3×3, and half of a
+//! strided convolution's time on Zen 5). Integer sums are exact in any order, so the result is
+//! the reference's (`quant::qlinear_conv`) bit for bit: the requantization is
+//! `requantize_one`'s f32 product, rounded to nearest even.
 use super::conv::ConvDims;
 pub use super::q8::QByte;
 #[cfg(target_arch = "x86_64")]
@@ -27,7 +30,7 @@ const NR: usize = 32;
 /// Bytes of B one task's pixel blocks read, kept in L2 while every weight panel passes.
 const CHUNK_BYTES: usize = 1 << 18;
 
-/// Where one convolution's B matrix lies in the channel-quad copy of its input.
+/// Where one convolution's B matrix lies in the phase-split channel-quad copy of its input.
 #[derive(Clone, Copy, Debug)]
 struct Geom {
     c: usize,
@@ -42,11 +45,10 @@ struct Geom {
     w: usize,
     oh: usize,
     ow: usize,
-    /// The padded copy's plane: the rows and columns the windows reach.
-    hp: usize,
-    wp: usize,
-    /// Stride 1: B rows are runs of the copy over the virtual grid `oh × wp`.
-    shifted: bool,
+    /// A phase plane: `ceil(reach / s)` rows and columns of the padded positions the windows
+    /// reach.
+    hq: usize,
+    wq: usize,
 }
 
 impl Geom {
@@ -78,9 +80,8 @@ impl Geom {
             w: win.input[2],
             oh,
             ow,
-            hp,
-            wp,
-            shifted: s == [1, 1],
+            hq: hp.div_ceil(s[0]),
+            wq: wp.div_ceil(s[1]),
         };
         // Byte offsets are u32.
         (g.scratch_len()?.checked_mul(4)? <= u32::MAX as usize).then_some(g)
@@ -99,94 +100,141 @@ impl Geom {
         self.m.div_ceil(MR)
     }
 
-    /// Columns of B: the virtual grid (stride 1) or the output pixels, in whole tiles.
-    fn cols(&self) -> usize {
-        let n = if self.shifted { self.oh * self.wp } else { self.oh * self.ow };
-        n.div_ceil(NR) * NR
+    /// Whether some tap reads phase `p` along axis `i` (0: rows, 1: columns).
+    fn reads(&self, i: usize, p: usize) -> bool {
+        (0..self.k[i]).any(|t| t * self.d[i] % self.s[i] == p)
+    }
+
+    /// Phases read along axis `i` below `p`: phase `p`'s index among the copied ones.
+    fn phase_index(&self, i: usize, p: usize) -> usize {
+        (0..p).filter(|&q| self.reads(i, q)).count()
+    }
+
+    /// Phase planes per channel quad.
+    fn phases(&self) -> usize {
+        self.phase_index(0, self.s[0]) * self.phase_index(1, self.s[1])
     }
 
     fn plane(&self) -> usize {
-        self.hp * self.wp * 4
+        self.hq * self.wq
+    }
+
+    /// Columns of B: the virtual grid, in whole tiles.
+    fn cols(&self) -> usize {
+        (self.oh * self.wq).div_ceil(NR) * NR
     }
 
     /// Byte offset of B row `(q, tap)` relative to a column's own offset (`4·col`).
     fn offset(&self, q: usize, tap: usize) -> usize {
-        if self.shifted {
-            let (ky, kx) = (tap / self.k[1], tap % self.k[1]);
-            q * self.plane() + (ky * self.d[0] * self.wp + kx * self.d[1]) * 4
-        } else {
-            (q * self.taps() + tap) * self.cols() * 4
-        }
+        let (y, x) = (tap / self.k[1] * self.d[0], tap % self.k[1] * self.d[1]);
+        let phase = self.phase_index(0, y % self.s[0]) * self.phase_index(1, self.s[1]) + self.phase_index(1, x % self.s[1]);
+        ((q * self.phases() + phase) * self.plane() + y / self.s[0] * self.wq + x / self.s[1]) * 4
     }
 
-    /// Words of the copy: the planes, and with stride 1 the last tile's reach past them.
+    /// Words of the copy: the planes, and the last tile's reach past them.
     fn src_words(&self) -> Option<usize> {
-        let planes = self.cq.checked_mul(self.hp * self.wp)?;
-        let reach = if self.shifted { (self.offset(self.cq - 1, self.taps() - 1) / 4).checked_add(self.cols())? } else { 0 };
-        Some(planes.max(reach))
+        let planes = self.cq.checked_mul(self.phases())?.checked_mul(self.plane())?;
+        let last = (0..self.taps()).map(|t| self.offset(self.cq - 1, t)).max().unwrap_or(0);
+        Some(planes.max((last / 4).checked_add(self.cols())?))
     }
 
-    /// Words of scratch: the offset table, the per-channel sum offsets and multipliers, the
-    /// copy, and with strides the im2col matrix.
+    /// Words of scratch: the offset table, the per-channel sum offsets and multipliers, and
+    /// the copy.
     fn scratch_len(&self) -> Option<usize> {
-        let im2col = if self.shifted { 0 } else { self.kq().checked_mul(self.cols())? };
-        (self.kq() + 2 * self.panels() * MR).checked_add(self.src_words()?)?.checked_add(im2col)
+        (self.kq() + 2 * self.panels() * MR).checked_add(self.src_words()?)
     }
 
-    /// Quad `q` of the channel-quad copy of one batch item's input into `plane` (`hp·wp`
-    /// words), padded with `fill` (the zero point): one word per padded position, its bytes
-    /// (in memory order) four channels.
-    fn fill<X: QByte>(&self, q: usize, x: &[X], fill: u8, plane: &mut [u32]) {
-        let (h, w, [p0, p1]) = (self.h, self.w, self.pad);
+    /// Quad `q`'s phase planes of one batch item's input `x` into `planes` (`phases · hq · wq`
+    /// words), padded with `fill` (the zero point): one word per padded position, its bytes (in
+    /// memory order) four channels.
+    fn fill<X: QByte>(&self, q: usize, x: &[X], fill: u8, planes: &mut [u32]) {
+        let (h, w, [p0, p1], [s0, s1]) = (self.h, self.w, self.pad, self.s);
         let pad = u32::from_ne_bytes([fill; 4]);
         let flip = X::FLIP;
-        let chans: [Option<&[X]>; 4] = core::array::from_fn(|j| {
+        // SAFETY: u8 and i8 have one layout.
+        let x = unsafe { core::slice::from_raw_parts(x.as_ptr() as *const u8, x.len()) };
+        let chans: [Option<&[u8]>; 4] = core::array::from_fn(|j| {
             let c = 4 * q + j;
             (c < self.c).then(|| &x[c * h * w..(c + 1) * h * w])
         });
-        for (yy, row) in plane.chunks_exact_mut(self.wp).enumerate() {
-            let iy = yy.wrapping_sub(p0);
-            if iy >= h {
-                row.fill(pad);
-                continue;
-            }
-            let (left, rest) = row.split_at_mut(p1.min(self.wp));
-            left.fill(pad);
-            let (mid, right) = rest.split_at_mut(w.min(rest.len()));
-            right.fill(pad);
-            let at = iy * w;
-            match chans {
-                // The common case, four channels: a loop LLVM turns into byte shuffles.
-                [Some(a), Some(b), Some(c), Some(d)] => {
-                    let (a, b, c, d) = (&a[at..at + mid.len()], &b[at..at + mid.len()], &c[at..at + mid.len()], &d[at..at + mid.len()]);
-                    for (i, o) in mid.iter_mut().enumerate() {
-                        *o = u32::from_ne_bytes([a[i].to_u8() ^ flip, b[i].to_u8() ^ flip, c[i].to_u8() ^ flip, d[i].to_u8() ^ flip]);
+        let mut planes = planes.chunks_exact_mut(self.plane());
+        for a in (0..s0).filter(|&a| self.reads(0, a)) {
+            for b in (0..s1).filter(|&b| self.reads(1, b)) {
+                let Some(plane) = planes.next() else { return };
+                // Columns c of the plane read input column c·s1 + b − p1, when in 0..w.
+                let c0 = p1.saturating_sub(b).div_ceil(s1).min(self.wq);
+                let c1 = (w + p1).saturating_sub(b).div_ceil(s1).clamp(c0, self.wq);
+                for (r, row) in plane.chunks_exact_mut(self.wq).enumerate() {
+                    let iy = (r * s0 + a).wrapping_sub(p0);
+                    if iy >= h || c0 == c1 {
+                        row.fill(pad);
+                        continue;
                     }
-                }
-                _ => {
-                    let byte = |j: usize, i: usize| chans[j].map_or(fill, |ch: &[X]| ch[at + i].to_u8() ^ flip);
-                    for (i, o) in mid.iter_mut().enumerate() {
-                        *o = u32::from_ne_bytes([byte(0, i), byte(1, i), byte(2, i), byte(3, i)]);
-                    }
+                    row[..c0].fill(pad);
+                    row[c1..].fill(pad);
+                    let first = iy * w + c0 * s1 + b - p1;
+                    let n = c1 - c0;
+                    let run = |j: usize| chans[j].map(|ch| &ch[first..first + (n - 1) * s1 + 1]);
+                    interleave(run(0), run(1), run(2), run(3), s1, flip, fill, &mut row[c0..c1]);
                 }
             }
         }
     }
+}
 
-    /// Strided: the B rows `(q, tap)` of quad `q` (`taps·cols` words from row `(q, 0)`):
-    /// column `oy·ow + ox` = the quad's copy `plane` at `(oy·s + ky·d, ox·s + kx·d)`.
-    fn gather(&self, plane: &[u32], rows: &mut [u32]) {
-        let cols = self.cols();
-        for tap in 0..self.taps() {
-            let (ky, kx) = (tap / self.k[1], tap % self.k[1]);
-            let row = &mut rows[tap * cols..(tap + 1) * cols];
-            for oy in 0..self.oh {
-                let line = &plane[(oy * self.s[0] + ky * self.d[0]) * self.wp + kx * self.d[1]..];
-                for (ox, o) in row[oy * self.ow..(oy + 1) * self.ow].iter_mut().enumerate() {
-                    *o = line[ox * self.s[1]];
-                }
+/// `out[i]` = the bytes `a[i·s], b[i·s], c[i·s], d[i·s]` (each xor `flip`; a missing channel
+/// gives `fill`) as one word in memory order.
+#[allow(clippy::too_many_arguments)]
+fn interleave(a: Option<&[u8]>, b: Option<&[u8]>, c: Option<&[u8]>, d: Option<&[u8]>, s: usize, flip: u8, fill: u8, out: &mut [u32]) {
+    match (a, b, c, d, s) {
+        (Some(a), Some(b), Some(c), Some(d), 1) => interleave4::<1>([a, b, c, d], flip, out),
+        (Some(a), Some(b), Some(c), Some(d), 2) => interleave4::<2>([a, b, c, d], flip, out),
+        _ => {
+            let byte = |ch: Option<&[u8]>, j: usize| ch.map_or(fill, |ch| ch[j * s] ^ flip);
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = u32::from_ne_bytes([byte(a, j), byte(b, j), byte(c, j), byte(d, j)]);
             }
         }
+    }
+}
+
+/// [`interleave`] of four channels with stride `S` (1, or 2 for the phase planes of strided
+/// windows).
+fn interleave4<const S: usize>([a, b, c, d]: [&[u8]; 4], flip: u8, out: &mut [u32]) {
+    let n = out.len();
+    assert!(n == 0 || [a, b, c, d].iter().all(|p| p.len() > S * (n - 1)), "qconv: interleave past its rows");
+    #[allow(unused_mut)]
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::*;
+        let len = a.len().min(b.len()).min(c.len()).min(d.len());
+        // SSE2 (every x86-64): 16 positions per step, a round of byte then of word unpacks;
+        // with stride 2, every other byte first.
+        // SAFETY: every load reads p[S·i .. S·(i + 16)] within `len`, every store out[i .. i +
+        // 16] within n (the loop condition).
+        unsafe {
+            let (f, even) = (_mm_set1_epi8(flip as i8), _mm_set1_epi16(0x00FF));
+            let ld = |p: &[u8], i: usize| {
+                let p = p.as_ptr().add(S * i) as *const __m128i;
+                let v = if S == 1 { _mm_loadu_si128(p) } else { _mm_packus_epi16(_mm_and_si128(_mm_loadu_si128(p), even), _mm_and_si128(_mm_loadu_si128(p.add(1)), even)) };
+                _mm_xor_si128(v, f)
+            };
+            while i + 16 <= n && S * (i + 16) <= len {
+                let (va, vb, vc, vd) = (ld(a, i), ld(b, i), ld(c, i), ld(d, i));
+                let (ab0, ab1) = (_mm_unpacklo_epi8(va, vb), _mm_unpackhi_epi8(va, vb));
+                let (cd0, cd1) = (_mm_unpacklo_epi8(vc, vd), _mm_unpackhi_epi8(vc, vd));
+                let o = out.as_mut_ptr().add(i) as *mut __m128i;
+                _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
+                _mm_storeu_si128(o.add(1), _mm_unpackhi_epi16(ab0, cd0));
+                _mm_storeu_si128(o.add(2), _mm_unpacklo_epi16(ab1, cd1));
+                _mm_storeu_si128(o.add(3), _mm_unpackhi_epi16(ab1, cd1));
+                i += 16;
+            }
+        }
+    }
+    for (j, o) in out.iter_mut().enumerate().skip(i) {
+        *o = u32::from_ne_bytes([a[S * j] ^ flip, b[S * j] ^ flip, c[S * j] ^ flip, d[S * j] ^ flip]);
     }
 }
 
@@ -247,6 +295,8 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
     scratch: &mut [u32],
     y: &mut [Q],
 ) {
+    // The copy and the stores move bytes (`QByte` is u8 or i8).
+    assert!(core::mem::size_of::<X>() == 1 && core::mem::size_of::<Q>() == 1, "qconv: 8-bit elements");
     let g = Geom::of(d, win).expect("qconv: a convolution it does not take");
     let (is, os, kq, mp) = (g.h * g.w, g.oh * g.ow, g.kq(), g.panels() * MR);
     assert!(
@@ -257,7 +307,7 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
     let (offs, rest) = scratch.split_at_mut(kq);
     let (add, rest) = rest.split_at_mut(mp);
     let (mult, rest) = rest.split_at_mut(mp);
-    let (src, im2col) = rest.split_at_mut(g.src_words().unwrap_or(usize::MAX));
+    let src = &mut rest[..g.src_words().unwrap_or(usize::MAX)];
     for (i, o) in offs.iter_mut().enumerate() {
         *o = g.offset(i / g.taps(), i % g.taps()) as u32;
     }
@@ -283,24 +333,18 @@ pub fn qlinear_conv_prepacked<X: QByte, Q: QByte>(
     // (each task then streams only its panels' weights).
     let groups = if split { g.panels().min(8usize.div_ceil(chunks)) } else { 1 };
     let per_group = g.panels().div_ceil(groups);
-    let (words, rows) = (g.hp * g.wp, g.taps() * cols);
+    let words = g.phases() * g.plane();
     assert!(src.len() >= g.cq * words, "qconv: scratch too short");
     for n in 0..d.batch {
         let xn = &x[n * g.c * is..(n + 1) * g.c * is];
         let sp = src.as_mut_ptr() as usize;
-        // SAFETY (both): quad q writes only its own plane / B rows, inside `src` / `im2col`
-        // (their lengths are the geometry's), borrowed mutably by this call.
+        // SAFETY: quad q writes only its own planes, inside `src` (asserted above), borrowed
+        // mutably by this call.
         over(g.cq, &|q| g.fill(q, xn, zx, unsafe { core::slice::from_raw_parts_mut((sp as *mut u32).add(q * words), words) }));
-        let b: &[u32] = if g.shifted {
-            src
-        } else {
-            let (src, bp) = (&*src, im2col.as_mut_ptr() as usize);
-            assert!(im2col.len() >= g.cq * rows, "qconv: scratch too short");
-            over(g.cq, &|q| g.gather(&src[q * words..(q + 1) * words], unsafe { core::slice::from_raw_parts_mut((bp as *mut u32).add(q * rows), rows) }));
-            im2col
-        };
-        // SAFETY: the words' bytes, in memory order (u8 has no alignment, every byte is init).
-        let b = unsafe { core::slice::from_raw_parts(b.as_ptr() as *const u8, b.len() * 4) };
+        // SAFETY: the words' bytes, in memory order (u8 has no alignment, every byte is init:
+        // the slack past the planes was written by an earlier call or holds the caller's
+        // values; the columns that read it are dropped).
+        let b = unsafe { core::slice::from_raw_parts(src.as_ptr() as *const u8, src.len() * 4) };
         let y0 = n * g.m * os;
         let run = |t: usize| {
             let (c, pg) = (t / groups, t % groups);
@@ -391,24 +435,32 @@ unsafe fn tile_vnni(kq: usize, a: *const u8, b: *const u8, off: *const u32, j0b:
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 unsafe fn store<Q: QByte>(g: &Geom, tile: &[[u8; NR]; MR], j0: usize, m0: usize, y: *mut Q, ylen: usize, y0: usize) {
     let os = g.oh * g.ow;
-    let (width, n) = if g.shifted { (g.wp, g.oh * g.wp) } else { (g.ow, os) };
+    let (width, n) = (g.wq, g.oh * g.wq);
+    let rows = MR.min(g.m.saturating_sub(m0));
+    if width == g.ow && j0 + NR <= n {
+        // No dropped columns (a pointwise window without padding): each row is one run.
+        for r in 0..rows {
+            let at = y0 + (m0 + r) * os + j0;
+            assert!(at + NR <= ylen, "qconv: output too short");
+            // SAFETY: in bounds (asserted); these pixels are this call's alone; a byte copy
+            // (`Q` is one byte, `from_u8` a cast).
+            unsafe { core::ptr::copy_nonoverlapping(tile[r].as_ptr(), y.add(at) as *mut u8, NR) };
+        }
+        return;
+    }
     let mut j = j0;
     let end = (j0 + NR).min(n);
     while j < end {
         let (oy, ox) = (j / width, j % width);
         let run_end = (j - ox + width).min(end);
         let valid = if ox < g.ow { (run_end - j).min(g.ow - ox) } else { 0 };
-        for r in 0..MR.min(g.m.saturating_sub(m0)) {
-            let at = y0 + (m0 + r) * os + oy * g.ow + ox;
-            if valid == 0 {
-                continue;
-            }
-            assert!(at + valid <= ylen, "qconv: output too short");
-            // SAFETY: in bounds (asserted); these pixels are this call's alone.
-            let run = unsafe { core::slice::from_raw_parts_mut(y.add(at), valid) };
-            // A byte copy (`from_u8` is a cast).
-            for (o, &v) in run.iter_mut().zip(&tile[r][j - j0..]) {
-                *o = Q::from_u8(v);
+        if valid > 0 {
+            for r in 0..rows {
+                let at = y0 + (m0 + r) * os + oy * g.ow + ox;
+                assert!(at + valid <= ylen && j - j0 + valid <= NR, "qconv: output too short");
+                // SAFETY: in bounds (asserted); these pixels are this call's alone; a byte copy
+                // (`Q` is one byte, `from_u8` a cast).
+                unsafe { core::ptr::copy_nonoverlapping(tile[r][j - j0..].as_ptr(), y.add(at) as *mut u8, valid) };
             }
         }
         j = run_end;
@@ -462,6 +514,21 @@ mod tests {
         check::<u8, u8>(1, 8, 30, [9, 9], [1, 1], [2, 2], [1, 1], [0, 0], [0, 0], true, true);
         check::<u8, u8>(1, 6, 14, [10, 12], [1, 1], [2, 2], [1, 1], [0, 0], [0, 0], true, true);
         check::<u8, u8>(1, 4, 5, [6, 19], [1, 5], [1, 2], [1, 1], [0, 2], [0, 2], true, false);
+        // Phase planes some tap never reads: dilation 2 with stride 2 reads only even rows and
+        // columns; stride 3 against dilation 2; unequal strides, kernels and dilations.
+        check::<u8, u8>(1, 9, 10, [13, 11], [2, 2], [2, 2], [2, 2], [1, 0], [1, 2], true, true);
+        check::<i8, u8>(1, 5, 7, [14, 16], [3, 3], [3, 3], [2, 2], [1, 2], [2, 1], false, true);
+        check::<u8, i8>(2, 12, 13, [11, 15], [3, 2], [2, 3], [1, 2], [1, 1], [1, 0], true, false);
+        // Rows of at least 16 positions over whole quads: the vector copy, with its tail.
+        check::<i8, u8>(1, 8, 9, [5, 37], [3, 3], [1, 1], [1, 1], [1, 1], [1, 1], true, true);
+        check::<u8, u8>(1, 11, 14, [4, 50], [1, 1], [1, 1], [1, 1], [0, 0], [0, 0], true, true);
+        check::<i8, i8>(1, 8, 6, [6, 41], [3, 3], [2, 2], [1, 1], [1, 1], [1, 1], true, true);
+        check::<u8, u8>(1, 4, 12, [3, 70], [1, 1], [2, 2], [1, 1], [0, 0], [0, 0], false, true);
+        // Rows longer than the interleave buffer (2048 positions), placed in pieces.
+        check::<u8, u8>(1, 8, 3, [2, 2100], [1, 3], [1, 2], [1, 1], [0, 1], [0, 1], true, true);
+        check::<i8, i8>(1, 4, 5, [1, 4500], [1, 1], [1, 1], [1, 1], [0, 0], [0, 0], true, true);
+        // An input with no columns: every position is padding.
+        check::<u8, u8>(1, 5, 6, [3, 0], [3, 3], [1, 1], [1, 1], [1, 2], [1, 2], true, true);
     }
 
     #[cfg(feature = "std")]
