@@ -114,6 +114,8 @@ pub fn qlinear_matmul_prepacked<A: QByte, Q: QByte>(
     y: &mut [Q],
 ) {
     assert!(takes(d), "qgemm: a product it does not take");
+    // The stores move bytes (`QByte` is u8 or i8).
+    assert!(core::mem::size_of::<Q>() == 1, "qgemm: 8-bit elements");
     let (kq, np) = (d.kq(), d.panels() * NR);
     assert!(
         a.len() >= d.m * d.k && y.len() >= d.m * d.n && bp.len() >= packed_len(d) && scratch.len() >= scratch_len(d) && (bias.is_empty() || bias.len() >= d.n),
@@ -251,12 +253,9 @@ unsafe fn store<Q: QByte>(d: &QGemmDims, tile: &[[u8; NR]; MR], r0: usize, c0: u
     for (r, row) in tile.iter().enumerate().take(d.m.saturating_sub(r0)) {
         let at = (r0 + r) * d.n + c0;
         assert!(at + cols <= ylen, "qgemm: output too short");
-        // SAFETY: in bounds (asserted); these elements are this call's alone.
-        let out = unsafe { core::slice::from_raw_parts_mut(y.add(at), cols) };
-        // A byte copy (`from_u8` is a cast).
-        for (o, &v) in out.iter_mut().zip(row) {
-            *o = Q::from_u8(v);
-        }
+        // SAFETY: in bounds (asserted); these elements are this call's alone; a byte copy
+        // (`Q` is one byte, `from_u8` a cast).
+        unsafe { core::ptr::copy_nonoverlapping(row.as_ptr(), y.add(at) as *mut u8, cols) };
     }
 }
 
