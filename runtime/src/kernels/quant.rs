@@ -65,6 +65,18 @@ fn ratio(x: f64, s: f64, wide: bool) -> f64 {
     }
 }
 
+/// `f(x_part, y_part)` over matching runs of `x` and `y` (the shorter length), the runs split
+/// over the thread pool where there are enough elements (a quantized model's quantizers are
+/// its largest single-threaded loops otherwise).
+fn split_elementwise<A: Sync, B: Send>(x: &[A], y: &mut [B], f: &(dyn Fn(&[A], &mut [B]) + Sync)) {
+    const RUN: usize = 1 << 14;
+    let n = x.len().min(y.len());
+    let full = n / RUN;
+    let (head, tail) = y[..n].split_at_mut(full * RUN);
+    crate::for_plane_ranges(full, RUN, n, head, &|p0, p1, out| f(&x[p0 * RUN..p1 * RUN], out));
+    f(&x[full * RUN..n], tail);
+}
+
 /// QuantizeLinear to an integer type: round(x / scale) + zp, saturated. `zp` empty: zero.
 pub fn quantize<X: Elem, S: Elem, Q: Elem>(x: &[X], scale: &[S], zp: &[Q], p: QParam, wide: bool, y: &mut [Q]) {
     // One scale, f32 arithmetic and a type of at most 16 bits (whose range f32 holds exactly):
@@ -74,9 +86,11 @@ pub fn quantize<X: Elem, S: Elem, Q: Elem>(x: &[X], scale: &[S], zp: &[Q], p: QP
         let s = scale[0].to_f64() as f32;
         let z = zp.first().map_or(0, |z| z.to_i64()) as f32;
         let (lo, hi) = (Q::lowest().to_i64() as f32, Q::highest().to_i64() as f32);
-        for (o, &xv) in y.iter_mut().zip(x) {
-            *o = Q::from_i64(quantize_f32(xv.to_f64() as f32 / s, z, lo, hi) as i64);
-        }
+        split_elementwise(x, y, &|x, y| {
+            for (o, &xv) in y.iter_mut().zip(x) {
+                *o = Q::from_i64(quantize_f32(xv.to_f64() as f32 / s, z, lo, hi) as i64);
+            }
+        });
         return;
     }
     for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
@@ -134,9 +148,11 @@ pub fn dequantize<Q: Elem, S: Elem, Y: Elem>(x: &[Q], scale: &[S], zp: &[Q], p: 
     if p.d == 0 && !wide && Q::highest().to_i64() <= 1 << 16 && Q::lowest().to_i64() >= -(1 << 16) && !scale.is_empty() {
         let s = scale[0].to_f64() as f32;
         let z = zp.first().map_or(0, |z| z.to_i64()) as i32;
-        for (o, &xv) in y.iter_mut().zip(x) {
-            *o = Y::from_f64(((xv.to_i64() as i32 - z) as f32 * s) as f64);
-        }
+        split_elementwise(x, y, &|x, y| {
+            for (o, &xv) in y.iter_mut().zip(x) {
+                *o = Y::from_f64(((xv.to_i64() as i32 - z) as f32 * s) as f64);
+            }
+        });
         return;
     }
     for (i, (o, &xv)) in y.iter_mut().zip(x).enumerate() {
