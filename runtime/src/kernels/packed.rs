@@ -192,6 +192,16 @@ impl Fin {
         self.bias.is_null() && self.res.is_null() && !self.relu
     }
 
+    /// The same for the sub-tile `rows` rows and `cols` columns further on.
+    #[cfg(target_arch = "x86_64")]
+    fn at(self, rows: usize, cols: usize) -> Fin {
+        Fin {
+            bias: if self.bias.is_null() { self.bias } else { self.bias.wrapping_add(rows) },
+            res: if self.res.is_null() { self.res } else { self.res.wrapping_add(rows * self.ldr + cols) },
+            ..self
+        }
+    }
+
     /// The same on `rows` × `cols` of a stored tile (kernels without it built in, edge tiles).
     ///
     /// # Safety
@@ -498,16 +508,18 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &
         |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_r::<MR, 2>(kc, a, b, c, ldc, load, fin) },
         |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_r::<MR, 1>(kc, a, b, c, ldc, load, fin) },
         |mr, kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_rows(mr, kc, a, b, c, ldc, load, fin) },
-        no_strip,
+        |s, c, ldc| unsafe { strip_avx512(s, c, ldc) },
         done,
     );
 }
 
-/// The last few columns of a product (n mod [`NR`] ≤ [`STRIP_MAX`]: 49 = 3·16 + 1, 196 =
-/// 12·16 + 4) for all the row panels of a block, as the driver hands them to a kernel family
-/// that has [`Strip`] kernels: the panels' A blocks (`a`, `pstride` apart, `kn` steps each),
-/// the packed B panel (`b`, [`NR`] wide) of which columns `0..nc` are real, `rows` rows of C
-/// from the first panel's (the last panel may be partial).
+/// The last columns of a product, fewer than a panel (49 = 3·16 + 1 or 32 + 17, 196 = 12·16 + 4
+/// or 6·32 + 4), for all the row panels of a block, as the driver hands them to a kernel
+/// family's strip function (which takes the widths it has kernels for): the panels' A blocks
+/// (`a`, `pstride` apart, `kn` steps each), the packed B panel (`b`) of which columns `0..nc`
+/// are real, `rows` rows of C
+/// from the first panel's (the last panel may be partial); B's rows are `bstride` apart (the
+/// family's panel width).
 #[derive(Clone, Copy)]
 // Only the x86 kernels read the fields; elsewhere the driver builds them and `no_strip` ignores them.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -518,6 +530,7 @@ struct Strip<'s> {
     panels: usize,
     rows: usize,
     b: &'s [f32],
+    bstride: usize,
     nc: usize,
     load: bool,
     fin: Fin,
@@ -588,7 +601,7 @@ unsafe fn strip_avx2(s: &Strip<'_>, c: &mut [f32], ldc: usize) -> bool {
 unsafe fn strip_avx2_gj<const G: usize, const J: usize>(s: &Strip<'_>, first: usize, c: &mut [f32], ldc: usize) {
     use core::arch::x86_64::*;
     let kn = s.kn;
-    assert!(kn > 0 && J <= NR && (first + G - 1) * s.pstride + kn * MR <= s.a.len() && s.b.len() >= kn * NR);
+    assert!(kn > 0 && J <= s.bstride && (first + G - 1) * s.pstride + kn * MR <= s.a.len() && s.b.len() >= (kn - 1) * s.bstride + J);
     assert!(first * MR < s.rows && c.len() >= (s.rows - 1) * ldc + J);
     // Rows of C each panel of the group has (the last panel of the block may have fewer).
     let valid: [usize; G] = core::array::from_fn(|g| s.rows.saturating_sub((first + g) * MR).min(MR));
@@ -610,7 +623,7 @@ unsafe fn strip_avx2_gj<const G: usize, const J: usize>(s: &Strip<'_>, first: us
     // Every step but the last loads 8 values (the next step's first two in lanes 6, 7); the
     // last loads 6, not to read past the panel.
     for p in 0..kn - 1 {
-        let bv: [__m256; J] = core::array::from_fn(|j| _mm256_broadcast_ss(&*bp.add(p * NR + j)));
+        let bv: [__m256; J] = core::array::from_fn(|j| _mm256_broadcast_ss(&*bp.add(p * s.bstride + j)));
         for g in 0..G {
             let av = _mm256_loadu_ps(ap[g].add(p * MR));
             for j in 0..J {
@@ -620,7 +633,7 @@ unsafe fn strip_avx2_gj<const G: usize, const J: usize>(s: &Strip<'_>, first: us
     }
     let six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
     let p = kn - 1;
-    let bv: [__m256; J] = core::array::from_fn(|j| _mm256_broadcast_ss(&*bp.add(p * NR + j)));
+    let bv: [__m256; J] = core::array::from_fn(|j| _mm256_broadcast_ss(&*bp.add(p * s.bstride + j)));
     for g in 0..G {
         let av = _mm256_maskload_ps(ap[g].add(p * MR), six);
         for j in 0..J {
@@ -768,8 +781,8 @@ fn driver<const W: usize>(
                         let j0 = jp * W;
                         let nc = (n - j0).min(W);
                         let bp = &bblock[jp * kc * W..(jp + 1) * kc * W];
-                        if nc <= STRIP_MAX {
-                            let s = Strip { kn: kc, a: ap_all, pstride: MR * kc, panels, rows: mc, b: bp, nc, load, fin: fin_of(finish, m0, j0) };
+                        if nc < W {
+                            let s = Strip { kn: kc, a: ap_all, pstride: MR * kc, panels, rows: mc, b: bp, bstride: W, nc, load, fin: fin_of(finish, m0, j0) };
                             if strip(&s, &mut c[m0 * ldc + j0..], ldc) {
                                 continue;
                             }
@@ -804,11 +817,15 @@ fn driver<const W: usize>(
                 let mut j0 = 0;
                 while j0 < n {
                     let nc = (n - j0).min(W);
+                    // Prepacked A (a layer's weights) comes from memory on the first column
+                    // panel, once per inference: each A panel is asked for while the one before
+                    // it computes. Later panels find the block in L2.
+                    let first_pass = j0 == 0 && matches!(a, A::Packed(..));
                     let bp = &mut bpack[..kn * W];
                     b.pack::<W>(k0 + ks, kn, j0, nc, bp);
                     let bp = &*bp;
-                    if nc <= STRIP_MAX {
-                        let s = Strip { kn, a: &apack[ks * MR..], pstride: MR * kc, panels, rows: mc, b: bp, nc, load, fin: fin_of(finish, m0, j0) };
+                    if nc < W {
+                        let s = Strip { kn, a: &apack[ks * MR..], pstride: MR * kc, panels, rows: mc, b: bp, bstride: W, nc, load, fin: fin_of(finish, m0, j0) };
                         if strip(&s, &mut c[m0 * ldc + j0..], ldc) {
                             j0 += W;
                             continue;
@@ -817,6 +834,9 @@ fn driver<const W: usize>(
                     for p in 0..panels {
                         let i0 = m0 + p * MR;
                         let ap = &apack[p * MR * kc + ks * MR..p * MR * kc + (ks + kn) * MR];
+                        if first_pass && p + 1 < panels {
+                            prefetch_lines(&apack[(p + 1) * MR * kc + ks * MR..(p + 1) * MR * kc + (ks + kn) * MR]);
+                        }
                         tile(ap, bp, c, i0, j0, nc, kn, load, fin_of(finish, i0, j0));
                     }
                     j0 += W;
@@ -827,6 +847,18 @@ fn driver<const W: usize>(
         }
         k0 += KC;
     }
+}
+
+/// Ask for the cache lines of `v` ahead of their use (x86: `prefetcht0`; elsewhere nothing).
+#[inline(always)]
+pub(crate) fn prefetch_lines(v: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in v.chunks(16) {
+        // SAFETY: a prefetch reads nothing and cannot fault; SSE is baseline on x86-64.
+        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(line.as_ptr() as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = v;
 }
 
 /// The A panels of rows m0..m0 + mc, k block k0..k0 + kc, for [`driver`]: a slice of the
@@ -1221,31 +1253,106 @@ unsafe fn kernel_avx512_r<const R: usize, const V: usize>(kc: usize, a: &[f32], 
     use core::arch::x86_64::*;
     assert!(R >= 1 && R <= MR && (V == 1 || V == 2) && a.len() >= kc * MR && b.len() >= kc * NR512 && c.len() >= (R - 1) * ldc + 16 * V);
     let cp = c.as_mut_ptr();
-    let mut acc = [[_mm512_setzero_ps(); V]; R];
-    if load {
-        for i in 0..R {
-            for v in 0..V {
-                acc[i][v] = _mm512_loadu_ps(cp.add(i * ldc + 16 * v));
-            }
-        }
-    }
+    // SAFETY (all three): the asserts above; the CPU has AVX-512F.
+    let mut acc = unsafe { acc_avx512::<R, V>(cp, ldc, load) };
     let (mut ap, mut bp) = (a.as_ptr(), b.as_ptr());
     for _ in 0..kc {
         // As in the AVX2 kernel: packed A streams from memory the first time it is used.
         _mm_prefetch::<_MM_HINT_T0>(ap.wrapping_add(PF_A) as *const i8);
-        let bv: [__m512; V] = core::array::from_fn(|v| _mm512_loadu_ps(bp.add(16 * v)));
-        for i in 0..R {
-            let av = _mm512_set1_ps(*ap.add(i));
-            for v in 0..V {
-                acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
-            }
-        }
+        let bv: [__m512; V] = core::array::from_fn(|v| unsafe { _mm512_loadu_ps(bp.add(16 * v)) });
+        unsafe { step_avx512::<R, V>(&mut acc, 0, ap, &bv) };
         ap = ap.add(MR);
         bp = bp.add(NR512);
     }
+    unsafe { finish_avx512(&mut acc, cp, ldc, fin) };
+}
+
+/// Two row panels (12 rows) by 16 columns: the 32-wide tile's twelve accumulators for an
+/// edge panel of 16 to 20 columns (N = 49: one full 32-wide panel, then 16 + 1; the 6 × 16
+/// form of [`kernel_avx512_r`] has only six chains and waits on the FMA latency). `a0`, `a1`:
+/// the two panels' k steps (`kc · MR` each); `b`: the packed panel, rows [`NR512`] apart; `c`:
+/// 12 rows of 16, `ldc` apart. The same chains, epilogue and so bits as the other forms.
+///
+/// # Safety
+/// The CPU supports AVX-512F; `fin` as [`kernel_avx512_r`]'s for 12 rows of 16.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel_avx512_pair16(kc: usize, a0: &[f32], a1: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) {
+    use core::arch::x86_64::*;
+    assert!(kc > 0 && a0.len() >= kc * MR && a1.len() >= kc * MR && b.len() >= (kc - 1) * NR512 + 16 && c.len() >= (2 * MR - 1) * ldc + 16);
+    let cp = c.as_mut_ptr();
+    // SAFETY (all): the asserts above; the CPU has AVX-512F.
+    let mut acc = unsafe { acc_avx512::<{ 2 * MR }, 1>(cp, ldc, load) };
+    let (mut p0, mut p1, mut bp) = (a0.as_ptr(), a1.as_ptr(), b.as_ptr());
+    for _ in 0..kc {
+        _mm_prefetch::<_MM_HINT_T0>(p0.wrapping_add(PF_A) as *const i8);
+        _mm_prefetch::<_MM_HINT_T0>(p1.wrapping_add(PF_A) as *const i8);
+        let bv = [unsafe { _mm512_loadu_ps(bp) }];
+        unsafe { step_avx512::<{ 2 * MR }, 1>(&mut acc, 0, p0, &bv) };
+        unsafe { step_avx512::<{ 2 * MR }, 1>(&mut acc, MR, p1, &bv) };
+        p0 = p0.add(MR);
+        p1 = p1.add(MR);
+        bp = bp.add(NR512);
+    }
+    unsafe { finish_avx512(&mut acc, cp, ldc, fin) };
+}
+
+/// The accumulators of an R × 16·V tile: C's values when `load`, else zeros.
+///
+/// # Safety
+/// AVX-512F; `cp` points at R rows of 16·V values, `ldc` apart, when `load`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn acc_avx512<const R: usize, const V: usize>(cp: *const f32, ldc: usize, load: bool) -> [[core::arch::x86_64::__m512; V]; R] {
+    use core::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); V]; R];
+    if load {
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (v, x) in row.iter_mut().enumerate() {
+                // SAFETY: the caller's contract.
+                *x = unsafe { _mm512_loadu_ps(cp.add(i * ldc + 16 * v)) };
+            }
+        }
+    }
+    acc
+}
+
+/// One k step for the MR rows `row0..row0 + MR` of the tile (at most R): A's MR values of the
+/// step at `ap` times B's vectors `bv`, into their chains.
+///
+/// # Safety
+/// AVX-512F; `ap` points at MR values (fewer where R − row0 < MR: only those are read).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn step_avx512<const R: usize, const V: usize>(acc: &mut [[core::arch::x86_64::__m512; V]; R], row0: usize, ap: *const f32, bv: &[core::arch::x86_64::__m512; V]) {
+    use core::arch::x86_64::*;
+    for i in 0..MR.min(R - row0) {
+        // SAFETY: the caller's contract.
+        let av = _mm512_set1_ps(unsafe { *ap.add(i) });
+        for v in 0..V {
+            acc[row0 + i][v] = _mm512_fmadd_ps(av, bv[v], acc[row0 + i][v]);
+        }
+    }
+}
+
+/// A tile's bias, residual and ReLU (those `fin` has), then its store into C.
+///
+/// # Safety
+/// AVX-512F; `cp` points at R rows of 16·V values, `ldc` apart; `fin.bias`, when not null, at
+/// R values, `fin.res` at R rows of 16·V, `fin.ldr` apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn finish_avx512<const R: usize, const V: usize>(acc: &mut [[core::arch::x86_64::__m512; V]; R], cp: *mut f32, ldc: usize, fin: Fin) {
+    use core::arch::x86_64::*;
+    // SAFETY (the reads and the stores): the caller's contract.
     if !fin.bias.is_null() {
         for (i, row) in acc.iter_mut().enumerate() {
-            let bias = _mm512_set1_ps(*fin.bias.add(i));
+            let bias = _mm512_set1_ps(unsafe { *fin.bias.add(i) });
             for x in row.iter_mut() {
                 *x = _mm512_add_ps(*x, bias);
             }
@@ -1254,7 +1361,7 @@ unsafe fn kernel_avx512_r<const R: usize, const V: usize>(kc: usize, a: &[f32], 
     if !fin.res.is_null() {
         for (i, row) in acc.iter_mut().enumerate() {
             for (v, x) in row.iter_mut().enumerate() {
-                *x = _mm512_add_ps(*x, _mm512_loadu_ps(fin.res.add(i * fin.ldr + 16 * v)));
+                *x = _mm512_add_ps(*x, unsafe { _mm512_loadu_ps(fin.res.add(i * fin.ldr + 16 * v)) });
             }
         }
     }
@@ -1266,11 +1373,63 @@ unsafe fn kernel_avx512_r<const R: usize, const V: usize>(kc: usize, a: &[f32], 
             }
         }
     }
-    for i in 0..R {
-        for v in 0..V {
-            _mm512_storeu_ps(cp.add(i * ldc + 16 * v), acc[i][v]);
+    for (i, row) in acc.iter().enumerate() {
+        for (v, x) in row.iter().enumerate() {
+            unsafe { _mm512_storeu_ps(cp.add(i * ldc + 16 * v), *x) };
         }
     }
+}
+
+/// [`Strip`] for the AVX-512 family, whose B panels are 32 wide: up to [`STRIP_MAX`] columns
+/// as the AVX2 strip does them (an AVX-512 CPU has AVX2 and FMA); 16 to 16 + STRIP_MAX
+/// columns as 12 × 16 tiles ([`kernel_avx512_pair16`]; a panel left over or short of rows
+/// with the 16-wide [`kernel_avx512_r`]) and the strip for the rest. Other widths: false (the
+/// driver's edge tiles).
+///
+/// # Safety
+/// As [`strip_avx2`], on a CPU with AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn strip_avx512(s: &Strip<'_>, c: &mut [f32], ldc: usize) -> bool {
+    if s.nc <= STRIP_MAX {
+        // SAFETY: the caller's contract; AVX-512F CPUs have AVX2 and FMA (`kernel_level`).
+        return unsafe { strip_avx2(s, c, ldc) };
+    }
+    if s.nc < 16 || s.nc > 16 + STRIP_MAX {
+        return false;
+    }
+    let (kn, ps) = (s.kn, s.pstride);
+    let mut p = 0;
+    while p < s.panels {
+        let (r0, a0) = (p * MR, &s.a[p * ps..]);
+        let rows = (s.rows - r0).min(MR);
+        let fin = s.fin.at(r0, 0);
+        let c = &mut c[r0 * ldc..];
+        // SAFETY (each kernel): the caller's contract covers rows r0.. of the strip's C,
+        // bias and residual; the kernels check their slices.
+        if p + 1 < s.panels && s.rows >= r0 + 2 * MR {
+            unsafe { kernel_avx512_pair16(kn, a0, &s.a[(p + 1) * ps..], s.b, c, ldc, s.load, fin) };
+            p += 2;
+            continue;
+        }
+        unsafe {
+            match rows {
+                1 => kernel_avx512_r::<1, 1>(kn, a0, s.b, c, ldc, s.load, fin),
+                2 => kernel_avx512_r::<2, 1>(kn, a0, s.b, c, ldc, s.load, fin),
+                3 => kernel_avx512_r::<3, 1>(kn, a0, s.b, c, ldc, s.load, fin),
+                4 => kernel_avx512_r::<4, 1>(kn, a0, s.b, c, ldc, s.load, fin),
+                5 => kernel_avx512_r::<5, 1>(kn, a0, s.b, c, ldc, s.load, fin),
+                _ => kernel_avx512_r::<MR, 1>(kn, a0, s.b, c, ldc, s.load, fin),
+            }
+        }
+        p += 1;
+    }
+    if s.nc > 16 {
+        let rest = Strip { b: &s.b[16..], nc: s.nc - 16, fin: s.fin.at(0, 16), ..*s };
+        // SAFETY: the caller's contract, 16 columns on.
+        unsafe { strip_avx2(&rest, &mut c[16..], ldc) };
+    }
+    true
 }
 
 /// [`kernel_avx512_r`] for the first `mr` (1 to MR − 1) rows of a full-width tile, straight
@@ -1554,8 +1713,9 @@ mod tests {
         }
     }
 
-    /// The strip kernels (n mod 16 ≤ 4) give the bits of the AVX-512 edge tiles, with and
-    /// without the bias + ReLU, on partial row panels and several k blocks, whatever the
+    /// The strip kernels (n mod 16 ≤ 4; with AVX-512 also the 16 + 0…4 edge of its 32-wide
+    /// panels, as 12 × 16 tiles) give the bits of the AVX2 kernels and of the edge tiles, with
+    /// and without the bias + ReLU, on partial row panels and several k blocks, whatever the
     /// scratch's size.
     #[cfg(target_arch = "x86_64")]
     #[test]
@@ -1564,7 +1724,7 @@ mod tests {
             return;
         }
         let avx512 = std::is_x86_feature_detected!("avx512f");
-        for &(m, k, n) in &[(250, 600, 49), (13, 300, 50), (37, 257, 51), (100, 40, 52), (7, 520, 196), (250, 600, 20), (6, 3, 1), (499, 1, 4)] {
+        for &(m, k, n) in &[(250, 600, 49), (13, 300, 50), (37, 257, 51), (100, 40, 52), (7, 520, 196), (250, 600, 20), (6, 3, 1), (499, 1, 4), (12, 300, 48), (25, 70, 36), (6, 70, 17), (18, 2, 16)] {
             let (ldb, ldc) = (n + 3, n + 2);
             let a = rnd(m * k, 21);
             let b = rnd(k * ldb, 22);

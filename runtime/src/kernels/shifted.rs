@@ -14,7 +14,7 @@
 //! x86-64 under std only (the copy and tiles are per-thread buffers; elsewhere the packed
 //! path with its planned scratch runs).
 use super::conv::{channel_epilogue, ConvDims, Epilogue};
-use super::packed::{Level, KC, MR, PF_A};
+use super::packed::{prefetch_lines, Level, KC, MR, PF_A};
 use super::window::Window3;
 
 /// Columns of a tile row, a multiple of both kernels' widths (32 with AVX-512, 16 with AVX2).
@@ -267,6 +267,12 @@ fn gemm_tile(kern: Kernel, g: &Geom, wg: &[f32], src: &[f32], offs: &[u32], max_
                     let mut p = 0;
                     while p < panels {
                         let two = p + 1 < panels;
+                        if jp == 0 {
+                            // The weights come from memory on the first columns (as in
+                            // `packed`'s driver): ask for the next panels while these compute.
+                            let next = (p + 2) * MR * kc;
+                            prefetch_lines(&ablk[next.min(ablk.len())..(next + 2 * MR * kc).min(ablk.len())]);
+                        }
                         // SAFETY: the CPU has AVX-512F (kernel level); each panel holds kc·MR
                         // values, the reads are in src (asserted above), the tile rows p·MR..
                         // (p + 1 or 2)·MR hold columns jp..jp + 32.
@@ -284,6 +290,10 @@ fn gemm_tile(kern: Kernel, g: &Geom, wg: &[f32], src: &[f32], offs: &[u32], max_
             Kernel::Avx2 => {
                 for jp in (0..ldc).step_by(16) {
                     for p in 0..panels {
+                        if jp == 0 {
+                            let next = (p + 1) * MR * kc;
+                            prefetch_lines(&ablk[next.min(ablk.len())..(next + MR * kc).min(ablk.len())]);
+                        }
                         // SAFETY: as above, with AVX2 and FMA and 16 columns.
                         unsafe { tile_avx2(kc, ablk[p * MR * kc..].as_ptr(), src.as_ptr(), off.as_ptr(), j0 + jp, tile[p * MR * ldc + jp..].as_mut_ptr(), ldc, k0 > 0) };
                     }
