@@ -508,17 +508,26 @@ impl GemmPart<'_> {
         // them wait; output-channel parts each pack every B panel, so fewer of those.
         // When the output channels outnumber the columns, the weights are the bigger operand
         // and a column split would make every thread stream all of them: rows then.
+        // Column parts are whole panels of the kernels' width, spread evenly (sizes differ by
+        // at most one panel), as many as a multiple of the threads: with parts of equal width
+        // and a short last one, 784 columns made 7 parts, 4 on one thread and 3 on the other.
         let by_cols = (ncols >= tasks * 3 * NR && mg <= ncols) || mg < 2 * MR;
+        let w = packed::panel_width();
+        let panels = ncols.div_ceil(w);
         let (parts, per) = if by_cols {
-            let per = ncols.div_ceil(tasks * PARTS_PER_THREAD).max(3 * NR).div_ceil(NR) * NR;
-            (ncols.div_ceil(per), per)
+            let most = (tasks * PARTS_PER_THREAD).min(ncols / (3 * NR)).min(panels).max(1);
+            (if most >= tasks { most / tasks * tasks } else { most }, 0)
         } else {
             let per = mg.div_ceil(MR).div_ceil(tasks * 2).max(2) * MR;
             (mg.div_ceil(per), per)
         };
         let (yp, ylen) = (yg.as_mut_ptr() as usize, yg.len());
         crate::pool_for(parts, &|t| {
-            let (j0, j1, r0, r1) = if by_cols { (t * per, ((t + 1) * per).min(ncols), 0, mg) } else { (0, ncols, t * per, ((t + 1) * per).min(mg)) };
+            let (j0, j1, r0, r1) = if by_cols {
+                ((t * panels / parts * w).min(ncols), ((t + 1) * panels / parts * w).min(ncols), 0, mg)
+            } else {
+                (0, ncols, t * per, ((t + 1) * per).min(mg))
+            };
             if j0 >= j1 || r0 >= r1 {
                 return;
             }
@@ -1210,6 +1219,7 @@ mod tests {
             // Large enough to split: by columns (pointwise, 3×3 over a big tile and several
             // tiles), by output channels (7×7 outputs), over two batch items.
             (2, 40, 70, 1, 30, 31, 1, 1, 1, 1, 0, 0),
+            (1, 20, 24, 1, 28, 28, 1, 1, 1, 1, 0, 0),
             (1, 64, 6, 1, 96, 96, 3, 3, 1, 1, 1, 1),
             (1, 130, 32, 1, 7, 7, 3, 3, 1, 1, 1, 1),
             (1, 64, 64, 2, 20, 20, 3, 3, 2, 1, 1, 1),

@@ -33,6 +33,17 @@ pub const MC: usize = 120;
 /// sums: the packed layout is the same panels in order whatever the blocking).
 const MC_PREPACKED: usize = 480;
 
+/// Columns of the B panels the kernels this CPU runs take (32 with AVX-512, else [`NR`]): a
+/// caller splitting a product's columns over threads cuts at multiples of it, so no part
+/// gets a panel edge in its middle.
+pub fn panel_width() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if kernel_level() == Level::Avx512 {
+        return NR512;
+    }
+    NR
+}
+
 /// Scratch (f32 elements) [`sgemm_packed`] needs for an m×k A: one packed A block and one
 /// packed B panel.
 pub fn scratch_len(m: usize, k: usize) -> usize {
