@@ -1267,7 +1267,7 @@ mod tests {
     fn depthwise_2d_gives_the_bits_of_the_generic_loop() {
         // c, multiplier, h, w, kh, kw, sh, sw, dh, dw, pads (top, left, bottom, right), oh, ow
         type Case = (usize, usize, usize, usize, usize, usize, usize, usize, usize, usize, [isize; 4], usize, usize);
-        let cases: [Case; 18] = [
+        let cases: [Case; 24] = [
             (3, 1, 14, 14, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 14, 14),
             // 3×3 at strides 1 and 2 (the AVX2 kernel): rows shorter than a block, rows of
             // whole and partial blocks, no padding, a multiplier of 2.
@@ -1291,6 +1291,14 @@ mod tests {
             (2, 1, 28, 28, 5, 5, 2, 2, 1, 1, [2, 2, 2, 2], 14, 14),
             (3, 1, 14, 14, 5, 5, 2, 2, 1, 1, [2, 2, 2, 2], 7, 7),
             (2, 1, 11, 9, 7, 7, 2, 2, 1, 1, [3, 3, 3, 3], 6, 5),
+            // More channels: a multiplier of 2, dilation, stride 3, rows of 32, enough work
+            // to split over the pool.
+            (21, 1, 7, 7, 5, 5, 1, 1, 1, 1, [2, 2, 2, 2], 7, 7),
+            (17, 2, 14, 14, 3, 3, 2, 2, 1, 1, [1, 1, 1, 1], 7, 7),
+            (33, 1, 9, 12, 3, 3, 1, 1, 2, 2, [2, 2, 2, 2], 9, 12),
+            (18, 1, 20, 23, 3, 3, 3, 3, 1, 1, [1, 1, 1, 1], 7, 8),
+            (48, 1, 14, 14, 5, 5, 1, 1, 1, 1, [2, 2, 2, 2], 14, 14),
+            (16, 1, 32, 32, 3, 3, 1, 1, 1, 1, [1, 1, 1, 1], 32, 32),
         ];
         for (i, &(c, mult, h, wd, kh, kw, sh, sw, dh, dw, p, oh, ow)) in cases.iter().enumerate() {
             let d = ConvDims { batch: 2, c_in: c, c_out: c * mult, group: c };
