@@ -27,6 +27,54 @@ pub fn binary<A: Copy + Sync, B: Copy + Sync, O: Send>(
         crate::for_plane_ranges(n, 1, n, out, &|j0, _, o| row(o, &a[j0 * sa..], sa, &b[j0 * sb..], sb, &f));
         return;
     }
+    if out_shape.len() <= MAX_COALESCED {
+        let mut dims = [[0usize; 3]; MAX_COALESCED];
+        let rank = coalesce(out_shape, a_strides, b_strides, &mut dims);
+        if rank == 0 {
+            // Every dim is 1: one element.
+            out[0] = f(a[0], b[0]);
+            return;
+        }
+        let shape: [usize; MAX_COALESCED] = core::array::from_fn(|d| dims[d][0]);
+        let sa: [usize; MAX_COALESCED] = core::array::from_fn(|d| dims[d][1]);
+        let sb: [usize; MAX_COALESCED] = core::array::from_fn(|d| dims[d][2]);
+        return rows_of(a, &sa[..rank], b, &sb[..rank], out, &shape[..rank], f);
+    }
+    rows_of(a, a_strides, b, b_strides, out, out_shape, f)
+}
+
+/// Most dims [`coalesce`] takes (more: the rows as given).
+const MAX_COALESCED: usize = 16;
+
+/// `shape` with its size-1 dims dropped and adjacent dims that both inputs step through
+/// contiguously, or not at all, merged (`dims[d] = [size, a's stride, b's stride]`, outer
+/// first); returns how many dims are left. A per-channel scale `[1, C, H, W] × [1, C, 1, 1]`
+/// becomes `[C, H·W] × [C, 1]`: rows are whole planes, not rows of W (7 on a squeeze-
+/// excitation block's last maps, each with the odometer's bookkeeping).
+fn coalesce(shape: &[usize], sa: &[usize], sb: &[usize], dims: &mut [[usize; 3]; MAX_COALESCED]) -> usize {
+    let mut k = 0;
+    for d in (0..shape.len()).rev() {
+        let (n, a, b) = (shape[d], sa[d], sb[d]);
+        if n == 1 {
+            continue;
+        }
+        if k > 0 {
+            let [m, pa, pb] = dims[k - 1];
+            if a == pa * m && b == pb * m {
+                dims[k - 1][0] = m * n;
+                continue;
+            }
+        }
+        dims[k] = [n, a, b];
+        k += 1;
+    }
+    dims[..k].reverse();
+    k
+}
+
+/// [`binary`] over rows of the innermost dim, split over the pool in whole rows.
+fn rows_of<A: Copy + Sync, B: Copy + Sync, O: Send>(a: &[A], a_strides: &[usize], b: &[B], b_strides: &[usize], out: &mut [O], out_shape: &[usize], f: impl Fn(A, B) -> O + Sync) {
+    let n = out.len();
     let rank = out_shape.len();
     let inner = out_shape[rank - 1];
     let (sa, sb) = (a_strides[rank - 1], b_strides[rank - 1]);
@@ -195,6 +243,60 @@ pub fn expand<T: Copy>(x: &[T], x_strides: &[usize], out: &mut [T], out_dims: &[
 mod tests {
     use super::*;
     use alloc::vec::Vec;
+
+    /// Broadcast strides of `xs` against `os` (trailing alignment, 0 where broadcast).
+    fn strides(xs: &[usize], os: &[usize]) -> Vec<usize> {
+        let r = os.len();
+        let mut st = alloc::vec![0usize; r];
+        let mut acc = 1;
+        for i in (0..r).rev() {
+            let d = (i + xs.len()).checked_sub(r).map_or(1, |j| xs[j]);
+            if d != 1 {
+                st[i] = acc;
+            }
+            acc *= d;
+        }
+        st
+    }
+
+    /// `binary` (whose dims are coalesced first) against an element-by-element walk of the
+    /// output's multi-index: per-channel scales, size-1 dims between others, a scalar, equal
+    /// shapes, both sides broadcast, a transposed (non-contiguous) view, one element.
+    #[test]
+    fn binary_matches_the_index_walk() {
+        type Case = (&'static [usize], Option<&'static [usize]>, &'static [usize], &'static [usize]);
+        let cases: [Case; 9] = [
+            (&[1, 6, 5, 7], None, &[1, 6, 1, 1], &[1, 6, 5, 7]),
+            (&[2, 6, 5, 7], None, &[6, 1, 1], &[2, 6, 5, 7]),
+            (&[3, 1, 4], None, &[1, 5, 1], &[3, 5, 4]),
+            (&[4, 1, 1, 3], None, &[1], &[4, 1, 1, 3]),
+            (&[2, 3, 4], None, &[2, 3, 4], &[2, 3, 4]),
+            (&[5, 1], None, &[1, 6], &[5, 6]),
+            // a is the transpose of a 4×3 matrix (strides [1, 3] over a [3, 4] output).
+            (&[4, 3], Some(&[1, 3]), &[3, 1], &[3, 4]),
+            (&[1, 1], None, &[1, 1, 1], &[1, 1, 1]),
+            (&[2, 1, 3, 1, 2], None, &[1, 4, 1, 5, 1], &[2, 4, 3, 5, 2]),
+        ];
+        for (ash, ast, bsh, os) in cases {
+            let sa = ast.map_or_else(|| strides(ash, os), |s| s.to_vec());
+            let sb = strides(bsh, os);
+            let a: Vec<i64> = (0..ash.iter().product::<usize>() as i64).collect();
+            let b: Vec<i64> = (0..bsh.iter().product::<usize>() as i64).map(|v| 1000 * v).collect();
+            let n: usize = os.iter().product();
+            let mut got = alloc::vec![0i64; n];
+            binary(&a, &sa, &b, &sb, &mut got, os, |x, y| x + y);
+            for (i, g) in got.iter().enumerate() {
+                let (mut rest, mut ia, mut ib) = (i, 0, 0);
+                for d in (0..os.len()).rev() {
+                    let c = rest % os[d];
+                    rest /= os[d];
+                    ia += c * sa[d];
+                    ib += c * sb[d];
+                }
+                assert_eq!(*g, a[ia] + b[ib], "{ash:?} {bsh:?} -> {os:?} at {i}");
+            }
+        }
+    }
 
     #[test]
     fn expand_matches_broadcast_binary() {
