@@ -154,10 +154,14 @@ impl Geom {
 /// (the dropped columns and the copies cost more than the B panels they save there). With the
 /// AVX2 kernels (Zen 3/4, older Intel) only below 64 output channels per group: 0.78× at 16–32
 /// channels, 1.04–1.22× from 64, where the 6×16 tile cannot grow to hide the unaligned loads.
-/// Strided windows keep the packed path (1.11–1.23× from 16 input channels: the phase planes'
-/// strided copy costs more than the panels it saves), except over at most 4 input channels
-/// (first convolutions over an image: 3→16 3×3 stride 2 at 320×320 0.86×); pointwise windows
-/// keep it too (their B panels are plain rows already).
+/// Strided windows over more than 4 input channels only with output rows at least 32 wide:
+/// since the stride-2 phase planes are copied by a loop that vectorizes, 16→32 3×3 stride 2
+/// at 160×160 0.85× and 32→64 at 80×80 0.90× the packed path's time (YOLO's downsampling
+/// layers), but 256→256 at 28×28 1.05× and 512→512 at 14×14 1.04–1.10× (ResNet's: narrow
+/// rows, cold weights); before that copy vectorized, strided windows from 16 channels were
+/// 1.11–1.23×. First convolutions (at most 4 input channels) take it at any width (3→16 3×3
+/// stride 2 at 320×320 0.86×). Pointwise windows keep the packed path (their B panels are
+/// plain rows already).
 /// `BURNC_CONV_SHIFTED=off` keeps every convolution on the packed path, for A/B measurements.
 pub fn takes(d: &ConvDims, win: &Window3) -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -166,7 +170,7 @@ pub fn takes(d: &ConvDims, win: &Window3) -> bool {
     }
     let Some(g) = Geom::of(d, win) else { return false };
     let strided = win.strides.iter().any(|&s| s != 1);
-    if win.is_pointwise() || (strided && g.cg > 4) || (g.ow < 32 && g.taps() < 2048) {
+    if win.is_pointwise() || (strided && g.cg > 4 && g.ow < 32) || (g.ow < 32 && g.taps() < 2048) {
         return false;
     }
     match kernel() {
