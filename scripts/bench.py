@@ -6,8 +6,8 @@ integers 0, bools false) is fed to every engine. burnc's harness is built once w
 `burnc bench --work-dir` (release, LTO, target-cpu=native) and then run directly. Each round
 runs every engine for --iters timed runs (after --warmup untimed ones) and keeps the median;
 engines are interleaved inside a round (their order rotates between rounds) so machine noise
-hits them alike. The table shows the median of the round medians, ratios burnc/other, and
-geometric means; `max|d|` is burnc's largest absolute difference from onnxruntime's outputs
+hits them alike, with a pause before each so the previous engine's idle threads are asleep.
+The table shows the median of the round medians, ratios burnc/other, and geometric means; `max|d|` is burnc's largest absolute difference from onnxruntime's outputs
 (in parentheses divided by the largest |output|: random-weight models have large outputs).
 
     scripts/setup_bench.sh            # onnx, onnxruntime, numpy, tract (pip)
@@ -37,6 +37,8 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+# Seconds between two engines' measurements (see the round loop).
+SETTLE_S = 0.2
 DEFAULT_LIGHT = [
     "light_resnet50",
     "light_squeezenet",
@@ -291,6 +293,11 @@ def bench_model(model, args, burnc, tract_ok, tmp):
     order = list(runners)
     for r in range(args.rounds):
         for k in order[r % len(order):] + order[:r % len(order)]:
+            # Let the engine that ran before go idle first: onnxruntime's workers keep
+            # spinning ~30 ms after a run (measured with /proc/self/task/*/stat), which took a
+            # core from a 2-thread burnc harness started in that window (MobileNetV3 1.08 ms
+            # instead of 0.69).
+            time.sleep(SETTLE_S)
             samples[k].append(runners[k]())
         print("   round %d: %s" % (r + 1, "  ".join(f"{k} {samples[k][-1]:.2f}" for k in runners)), file=sys.stderr)
     for k, v in samples.items():
