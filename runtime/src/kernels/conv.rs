@@ -146,6 +146,11 @@ impl<'a, T> Epilogue<'a, T> {
     pub fn bias(bias: Option<&'a [T]>) -> Self {
         Epilogue { bias, scale: None, shift: None, residual: None, act: Act::None }
     }
+    /// Whether the epilogue is at most a bias and a ReLU: what kernels apply in registers
+    /// before their store (the shifted tiles, the depthwise plane kernel).
+    pub(crate) fn is_bias_relu(&self) -> bool {
+        self.scale.is_none() && self.shift.is_none() && self.residual.is_none() && matches!(self.act, Act::None | Act::Relu)
+    }
     fn is_identity(&self) -> bool {
         self.bias.is_none() && self.scale.is_none() && self.shift.is_none() && self.residual.is_none() && self.act == Act::None
     }
@@ -916,7 +921,7 @@ fn depthwise_2d_planes<T: Elem>(x: &[T], w: &[T], y: &mut [T], d: &ConvDims, win
         && (sh == 1 || sh == 2)
         && super::has_avx2();
     #[cfg(target_arch = "x86_64")]
-    let fused_ep = matches!(ep.act, Act::None | Act::Relu) && ep.scale.is_none() && ep.shift.is_none() && ep.residual.is_none();
+    let fused_ep = ep.is_bias_relu();
     // The input channel whose padded copy `plane` holds (a multiplier of 2 reads each twice).
     let mut have = usize::MAX;
     for pi in p0..p1 {
@@ -1112,7 +1117,8 @@ mod tests {
     #[test]
     fn exactly_tiling_transposed_convolutions_keep_the_bits() {
         // batch, c_in, c_out, group, x dims (d, h, w), kernel = stride (d, h, w)
-        let cases: [(usize, usize, usize, usize, [usize; 3], [usize; 3]); 5] = [
+        type Case = (usize, usize, usize, usize, [usize; 3], [usize; 3]);
+        let cases: [Case; 5] = [
             (1, 24, 24, 1, [1, 9, 11], [1, 2, 2]),
             (2, 6, 4, 2, [1, 5, 7], [1, 2, 3]),
             (1, 5, 3, 1, [1, 1, 13], [1, 1, 4]),

@@ -518,7 +518,7 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &
         // called on, CPUs with AVX-512F.
         |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_r::<MR, 2>(kc, a, b, c, ldc, load, fin) },
         |kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_r::<MR, 1>(kc, a, b, c, ldc, load, fin) },
-        |mr, kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_rows(mr, kc, a, b, c, ldc, load, fin) },
+        |mr, kc, a, b, c, ldc, load, fin| unsafe { kernel_avx512_rows::<2>(mr, kc, a, b, c, ldc, load, fin) },
         |s, c, ldc| unsafe { strip_avx512(s, c, ldc) },
         done,
     );
@@ -528,9 +528,8 @@ unsafe fn driver_avx512(m: usize, k: usize, n: usize, a: A<'_>, b: Src<'_>, c: &
 /// or 6·32 + 4), for all the row panels of a block, as the driver hands them to a kernel
 /// family's strip function (which takes the widths it has kernels for): the panels' A blocks
 /// (`a`, `pstride` apart, `kn` steps each), the packed B panel (`b`) of which columns `0..nc`
-/// are real, `rows` rows of C
-/// from the first panel's (the last panel may be partial); B's rows are `bstride` apart (the
-/// family's panel width).
+/// are real, `rows` rows of C from the first panel's (the last panel may be partial); B's
+/// rows are `bstride` apart (the family's panel width).
 #[derive(Clone, Copy)]
 // Only the x86 kernels read the fields; elsewhere the driver builds them and `no_strip` ignores them.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -1424,13 +1423,8 @@ unsafe fn strip_avx512(s: &Strip<'_>, c: &mut [f32], ldc: usize) -> bool {
             continue;
         }
         unsafe {
-            match rows {
-                1 => kernel_avx512_r::<1, 1>(kn, a0, s.b, c, ldc, s.load, fin),
-                2 => kernel_avx512_r::<2, 1>(kn, a0, s.b, c, ldc, s.load, fin),
-                3 => kernel_avx512_r::<3, 1>(kn, a0, s.b, c, ldc, s.load, fin),
-                4 => kernel_avx512_r::<4, 1>(kn, a0, s.b, c, ldc, s.load, fin),
-                5 => kernel_avx512_r::<5, 1>(kn, a0, s.b, c, ldc, s.load, fin),
-                _ => kernel_avx512_r::<MR, 1>(kn, a0, s.b, c, ldc, s.load, fin),
+            if !kernel_avx512_rows::<1>(rows, kn, a0, s.b, c, ldc, s.load, fin) {
+                kernel_avx512_r::<MR, 1>(kn, a0, s.b, c, ldc, s.load, fin);
             }
         }
         p += 1;
@@ -1443,7 +1437,7 @@ unsafe fn strip_avx512(s: &Strip<'_>, c: &mut [f32], ldc: usize) -> bool {
     true
 }
 
-/// [`kernel_avx512_r`] for the first `mr` (1 to MR − 1) rows of a full-width tile, straight
+/// [`kernel_avx512_r`] for the first `mr` (1 to MR − 1) rows of a tile 16·V wide, straight
 /// into C (see [`kernel_avx2_rows`]).
 ///
 /// # Safety
@@ -1452,15 +1446,15 @@ unsafe fn strip_avx512(s: &Strip<'_>, c: &mut [f32], ldc: usize) -> bool {
 #[target_feature(enable = "avx512f")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn kernel_avx512_rows(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) -> bool {
+unsafe fn kernel_avx512_rows<const V: usize>(mr: usize, kc: usize, a: &[f32], b: &[f32], c: &mut [f32], ldc: usize, load: bool, fin: Fin) -> bool {
     // SAFETY (each arm): the caller's contract.
     unsafe {
         match mr {
-            1 => kernel_avx512_r::<1, 2>(kc, a, b, c, ldc, load, fin),
-            2 => kernel_avx512_r::<2, 2>(kc, a, b, c, ldc, load, fin),
-            3 => kernel_avx512_r::<3, 2>(kc, a, b, c, ldc, load, fin),
-            4 => kernel_avx512_r::<4, 2>(kc, a, b, c, ldc, load, fin),
-            5 => kernel_avx512_r::<5, 2>(kc, a, b, c, ldc, load, fin),
+            1 => kernel_avx512_r::<1, V>(kc, a, b, c, ldc, load, fin),
+            2 => kernel_avx512_r::<2, V>(kc, a, b, c, ldc, load, fin),
+            3 => kernel_avx512_r::<3, V>(kc, a, b, c, ldc, load, fin),
+            4 => kernel_avx512_r::<4, V>(kc, a, b, c, ldc, load, fin),
+            5 => kernel_avx512_r::<5, V>(kc, a, b, c, ldc, load, fin),
             _ => return false,
         }
     }

@@ -170,7 +170,7 @@ pub fn takes(d: &ConvDims, win: &Window3) -> bool {
     }
     let Some(g) = Geom::of(d, win) else { return false };
     let strided = win.strides.iter().any(|&s| s != 1);
-    if win.is_pointwise() || (strided && g.cg > 4 && g.ow < 32) || (g.ow < 32 && g.taps() < 2048) {
+    if win.is_pointwise() || (g.ow < 32 && ((strided && g.cg > 4) || g.taps() < 2048)) {
         return false;
     }
     match kernel() {
@@ -232,7 +232,7 @@ pub fn conv(x: &[f32], wp: &[f32], len: usize, y: &mut [f32], d: &ConvDims, win:
     // packed kernels' epilogue, so the same bits); the copy out is then a plain copy. On a
     // first convolution (3→64 3×3 stride 2 at 224×224, k = 27) the separate pass over the
     // output took 18 % of the time. Other epilogues stay a pass in `copy_out`.
-    let fused = fusable(ep).then(|| {
+    let fused = ep.is_bias_relu().then(|| {
         let mut b = std::vec![0f32; d.group * g.mp];
         if let Some(bias) = ep.bias {
             for grp in 0..d.group {
@@ -268,11 +268,6 @@ pub fn conv(x: &[f32], wp: &[f32], len: usize, y: &mut [f32], d: &ConvDims, win:
             }
         }
     });
-}
-
-/// Whether the epilogue is one the tiles apply in registers ([`Post`]).
-fn fusable(ep: &Epilogue<'_, f32>) -> bool {
-    ep.scale.is_none() && ep.shift.is_none() && ep.residual.is_none() && matches!(ep.act, Act::None | Act::Relu)
 }
 
 /// The epilogue the tiles apply on their last k block: a bias per row of the group's `mp`
