@@ -464,7 +464,7 @@ fn same_padding_and_ceil_mode_match_the_interpreter() {
     let same = Window { kernel_shape: vec![3, 3], strides: vec![2, 2], pads: vec![], dilations: vec![], auto_pad: AutoPad::SameUpper, ceil_mode: false };
     let c = g.add_node("conv", Op::Conv { window: same, group: 1 }, vec![Some(x), Some(wt), None], &["c".to_string()]).1[0];
     let pool = Window { kernel_shape: vec![3, 3], strides: vec![2, 2], pads: vec![0, 0, 0, 0], dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: true };
-    let p = g.add_node("pool", Op::Pool { kind: PoolKind::Max, window: pool, storage_order: 0 }, vec![Some(c)], &["p".to_string()]).1[0];
+    let p = g.add_node("pool", burnc_compiler::ops::pool::Pool { kind: PoolKind::Max, window: pool, column_major: false }.op(), vec![Some(c)], &["p".to_string()]).1[0];
     g.outputs = vec![p];
     let sizes: Vec<(Vec<usize>, Vec<usize>)> = [(11, 9), (10, 8), (7, 5), (4, 3), (9, 9)].iter().map(|&(h, w)| (vec![1, 2, h, w], vec![h, w])).collect();
     assert_eq!(check_against_interpreter(&g, "bounded-same-ceil", &sizes).1, 0);

@@ -765,7 +765,7 @@ impl<'a> Lower<'a> {
                 }
                 let kind = if name == "max_pool2d" { PoolKind::Max } else { PoolKind::Avg { count_include_pad: true } };
                 let window = Window { kernel_shape: vec![k, k], strides: vec![s, s], pads: vec![p; 4], dilations: vec![1, 1], auto_pad: AutoPad::NotSet, ceil_mode: false };
-                self.node(span, &name, Op::Pool { kind, window, storage_order: 0 }, vec![Some(x.id)], shape, x.dtype)
+                self.node(span, &name, burnc_compiler::ops::pool::Pool { kind, window, column_major: false }.op(), vec![Some(x.id)], shape, x.dtype)
             }
             "mean" | "sum" | "max" => {
                 if args.is_empty() || args.len() > 2 {

@@ -15,7 +15,7 @@ pub(crate) mod builder;
 mod dropout;
 pub(crate) mod elementwise;
 mod linalg;
-mod nn;
+pub(crate) mod nn;
 pub(crate) mod norm;
 mod reduce;
 pub(crate) mod shape;
@@ -123,7 +123,7 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Expand => shape::rule(b, n, dys, need),
         Op::Reduce { .. } => reduce::rule(b, n, dys, need),
-        Op::Conv { .. } | Op::Pool { .. } => nn::rule(b, n, dys, need),
+        Op::Conv { .. } => nn::rule(b, n, dys, need),
         Op::BatchNorm { .. } => norm::rule(b, n, dys, need),
         // Fused forms exist after training graphs are built; control flow, sequences and the
         // optimizer step have no rule yet. Named, so a new op is decided here.

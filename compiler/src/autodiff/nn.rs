@@ -1,33 +1,32 @@
-//! Convolution and pooling, in terms of Conv / ConvTranspose so no backward kernel is needed:
+//! Convolution, in terms of Conv / ConvTranspose so no backward kernel is needed:
 //! - Conv's dX is ConvTranspose of dY with the same weights and window; `output_padding`
 //!   restores the input rows the forward stride skipped.
 //! - Conv's dW correlates X with dY: a Conv with batch and channels swapped (N becomes the
 //!   channel axis, so the sum over the batch is the conv's channel sum), stride and dilation
 //!   exchanged, per group; the result is cut to the kernel size.
-//! - MaxPool routes dY to the argmax (the forward op's Indices) by a scatter-add; AveragePool
-//!   spreads dY / count over each window with a depthwise ConvTranspose of ones.
 //!
 //! The window geometry is resolved (auto_pad, defaults) with the interpreter's own
-//! `geom::resolve`, so these rules need static shapes.
-use super::builder::{filled, B, R};
+//! `window::resolve`, so these rules need static shapes. Pooling's rules (`ops::pool`) use the
+//! same geometry ([`geo`]).
+use super::builder::{B, R};
 use super::{dy0, input};
-use crate::interp::ops::nn::geom::{attrs, resolve};
-use crate::ir::{AutoPad, Node, Op, PoolKind, ValueId, Window};
+use crate::ops::window::{attrs, resolve};
+use crate::ir::{AutoPad, Node, Op, ValueId, Window};
 use crate::ops::conv_transpose::ConvTranspose;
 use crate::ops::IntoOp;
 
 /// A window with everything explicit.
-struct Geo {
-    kernel: Vec<usize>,
+pub(crate) struct Geo {
+    pub(crate) kernel: Vec<usize>,
     strides: Vec<usize>,
     dilations: Vec<usize>,
     pads: Vec<usize>,
     /// Output padding for a ConvTranspose that maps the output back onto the input size.
-    out_pad: Vec<usize>,
+    pub(crate) out_pad: Vec<usize>,
 }
 
 impl Geo {
-    fn window(&self) -> Window {
+    pub(crate) fn window(&self) -> Window {
         Window {
             kernel_shape: self.kernel.clone(),
             strides: self.strides.clone(),
@@ -39,7 +38,7 @@ impl Geo {
     }
 }
 
-fn geo(win: &Window, kernel: &[usize], spatial: &[usize]) -> R<Geo> {
+pub(crate) fn geo(win: &Window, kernel: &[usize], spatial: &[usize]) -> R<Geo> {
     let a = attrs(win, kernel)?;
     let w3 = resolve(win, kernel, spatial)?;
     let n = kernel.len();
@@ -91,35 +90,6 @@ pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> 
                 _ => None,
             };
             Ok(vec![dx, dw, db])
-        }
-        Op::Pool { kind: PoolKind::Max, window, .. } => {
-            // Indices in row-major order over the whole tensor, whatever the forward asked.
-            let op = Op::Pool { kind: PoolKind::Max, window: window.clone(), storage_order: 0 };
-            let outs = b.node_n(op, vec![Some(x)], 2)?;
-            Ok(vec![Some(super::shape::scatter_add(b, x, outs[1], dy)?)])
-        }
-        Op::Pool { kind: PoolKind::Avg { count_include_pad }, window, .. } => {
-            if window.ceil_mode {
-                return Err("AveragePool with ceil_mode is not supported".into());
-            }
-            let g = geo(window, &window.kernel_shape, &xd[2..])?;
-            let dt = b.dtype(x)?;
-            let ones = |shape: Vec<usize>| filled(1.0, dt, shape);
-            let scaled = if *count_include_pad {
-                let k: usize = g.kernel.iter().product();
-                let s = b.scalar(1.0 / k as f64, dt)?;
-                b.mul(dy, s)?
-            } else {
-                // Elements of each window inside the input: a conv of ones with ones.
-                let ox = b.konst(ones([vec![1, 1], xd[2..].to_vec()].concat())?);
-                let ok = b.konst(ones([vec![1, 1], g.kernel.clone()].concat())?);
-                let counts = b.node_n(Op::Conv { window: g.window(), group: 1 }, vec![Some(ox), Some(ok), None], 1)?[0];
-                b.div(dy, counts)?
-            };
-            let c = xd[1];
-            let kw = b.konst(ones([vec![c, 1], g.kernel.clone()].concat())?);
-            let op = ConvTranspose { window: g.window(), group: c, output_padding: g.out_pad.clone(), output_shape: vec![] }.op();
-            Ok(vec![Some(b.node(op, &[scaled, kw])?)])
         }
         other => Err(format!("no gradient rule for {}", other.name())),
     }

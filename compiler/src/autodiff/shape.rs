@@ -154,7 +154,7 @@ fn scatter_back(b: &mut B<'_>, n: &Node, x: ValueId, dy: ValueId, fill: bool) ->
 
 /// Zeros shaped like `x` plus, for each element of `dy`, dy added at the flat position of `x`
 /// the matching element of `flat_idx` names (the adjoint of a gather).
-pub(super) fn scatter_add(b: &mut B<'_>, x: ValueId, flat_idx: ValueId, dy: ValueId) -> R<ValueId> {
+pub(crate) fn scatter_add(b: &mut B<'_>, x: ValueId, flat_idx: ValueId, dy: ValueId) -> R<ValueId> {
     let flat = b.ints(&[-1]);
     let idx = b.node(Op::Reshape { allowzero: false }, &[flat_idx, flat])?;
     let upd = b.node(Op::Reshape { allowzero: false }, &[dy, flat])?;

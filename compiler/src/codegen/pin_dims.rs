@@ -239,7 +239,7 @@ fn product_point(g: &Graph, info: &SymInfo, dims: &[(String, usize)], forced: &H
     let needs_scratch = |n: &crate::ir::Node| match &n.op {
         Op::Def(d) => d.scratch_bytes(&n.inputs.iter().map(|v| at_bounds((*v)?)).collect::<Vec<_>>()) > 0,
         op => {
-            matches!(op, Op::Conv { .. } | Op::FusedConv { .. } | Op::Pool { .. })
+            matches!(op, Op::Conv { .. } | Op::FusedConv { .. })
                 || !op.subgraphs().is_empty()
         }
     };

@@ -165,8 +165,6 @@ pub enum Op {
     /// loop. Each input has the output's shape or one element; the program gives each output
     /// element from the inputs' elements at the same index.
     Elementwise(Box<super::scalar::ScalarProgram>),
-    /// Outputs: Y and, for max pooling, optional Indices.
-    Pool { kind: PoolKind, window: Window, storage_order: u8 },
     /// Inference-mode batch normalization: (X, scale, B, mean, var).
     BatchNorm { epsilon: f32 },
 
@@ -247,7 +245,7 @@ macro_rules! bodies {
             Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::BatchNorm { .. }
             | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
@@ -273,7 +271,7 @@ impl Op {
             Op::ParamUpdate { .. } => &[0, 4, 5],
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::BatchNorm { .. }
             | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
@@ -288,7 +286,7 @@ impl Op {
             Op::Def(d) => d.is_view(),
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
-            | Op::Elementwise(_) | Op::Pool { .. } | Op::BatchNorm { .. } 
+            | Op::Elementwise(_) | Op::BatchNorm { .. } 
             | Op::Reduce { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,
@@ -301,11 +299,6 @@ impl Op {
             Op::Unary(u) => format!("{u:?}").split([' ', '{']).next().unwrap_or("Unary").to_string(),
             Op::Binary(b) => format!("{b:?}").split([' ', '{']).next().unwrap_or("Binary").to_string(),
             Op::Reduce { op, .. } => format!("Reduce{op:?}"),
-            Op::Pool { kind, .. } => match kind {
-                PoolKind::Max => "MaxPool".into(),
-                PoolKind::Avg { .. } => "AvgPool".into(),
-                PoolKind::Lp { .. } => "LpPool".into(),
-            },
             Op::Def(d) => d.name().into(),
             other => format!("{other:?}").split([' ', '{', '(']).next().unwrap_or("?").to_string(),
         }

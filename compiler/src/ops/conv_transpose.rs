@@ -7,7 +7,7 @@
 use super::{input, numel, product, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::nn::conv::{run_conv, ConvKernel};
-use crate::interp::ops::nn::geom::attrs;
+use crate::ops::window::attrs;
 use crate::ir::{AutoPad, DType, DimExpr, Window};
 use crate::tensor::Tensor;
 use burnc_runtime::kernels::conv::{self as k, ConvDims};

@@ -448,7 +448,7 @@ impl<'a> EmitCx<'a> {
     pub(crate) fn window_of(&self, w: &Window, kernel: &[usize], ks: &[DimExpr], x: ValueId, y: ValueId) -> Result<String, CodegenError> {
         let at_bound = self.cx.ty(self.n, x)?.1;
         let sp = at_bound.get(2..).ok_or_else(|| self.err("a window op needs rank at least 3"))?;
-        let win = crate::interp::ops::nn::geom::resolve(w, kernel, sp).map_err(|e| self.err(e))?;
+        let win = crate::ops::window::resolve(w, kernel, sp).map_err(|e| self.err(e))?;
         let (xs, ys) = (self.dims(x)?, self.dims(y)?);
         let ys = ys.get(2..).ok_or_else(|| self.err("output rank below 3"))?;
         match self.sym {

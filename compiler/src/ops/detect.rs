@@ -5,7 +5,7 @@
 //! on the values, runs in the interpreter (and folds).
 use super::{input, numel, EmitCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
-use crate::interp::ops::nn::geom;
+use super::window::attrs;
 use crate::interp::ops::norm::float::{by_precision, Work};
 use crate::ir::{DType, DimExpr, ValueId, Window};
 use crate::tensor::{Data, Tensor};
@@ -213,7 +213,7 @@ impl DeformConv {
             return Err(format!("DeformConv supports 2-D inputs only: X, W and offset have ranks {}, {} and {}", xs.len(), ws.len(), os.len()));
         }
         let Some(kernel) = super::conv_transpose::kernel_of(cx, &self.window, &ws)? else { return Ok(None) };
-        let a = geom::attrs(&self.window, &kernel)?;
+        let a = attrs(&self.window, &kernel)?;
         let (group, og) = (self.group, self.offset_group);
         if group == 0 || og == 0 {
             return Err("group and offset_group must be positive".into());

@@ -182,6 +182,7 @@ pub mod transpose;
 pub mod unique;
 pub mod unpool;
 pub mod view;
+pub mod window;
 
 pub use crate::codegen::cuda::kernels::{Kernel as CudaKernel, NodeCx as CudaCx};
 pub use crate::codegen::wgsl::kernels::{Kernel as WgslKernel, NodeCx as WgslCx};

@@ -65,7 +65,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
 
 
         // ---- windows and normalizations
-        Op::Pool { window, .. } => mul(&[out?, prod(&window.kernel_shape)]),
         Op::Reduce { .. } => in_numel(g, n, 0)?,
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 

@@ -429,21 +429,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             }
             vec![t(Some(DType::F32), dims)]
         }
-        Op::Pool { window, .. } => {
-            let dims = match cx.shape(0) {
-                Some(x) if x.len() >= 2 => {
-                    let k = &window.kernel_shape;
-                    if k.len() != x.len() - 2 {
-                        return Err(format!("kernel_shape has {} dims for a rank-{} input", k.len(), x.len()));
-                    }
-                    let mut out = vec![x[0].clone(), x[1].clone()];
-                    out.extend(spatial(cx, &x[2..], k, window, true)?);
-                    Some(out)
-                }
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims.clone()), t(Some(DType::I64), dims)]
-        }
         Op::BatchNorm { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
@@ -834,7 +819,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // The values of other ops are not followed (every variant named, so a new op is
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
-        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::Pool { .. }
+        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_)
         | Op::BatchNorm { .. } | Op::Reduce { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,

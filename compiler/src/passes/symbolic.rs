@@ -507,20 +507,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             d
         }
-        Op::Pool { window, .. } => {
-            let xs = x(0)?;
-            if xs.len() < 3 {
-                return Err(format!("pooling needs rank at least 3, got {}", xs.len()));
-            }
-            let k: Vec<DimExpr> = window.kernel_shape.iter().map(|&v| c(v as i64)).collect();
-            let mut d = xs[..2].to_vec();
-            d.extend(window_out(window, &k, &xs[2..])?);
-            // MaxPool's indices have the output's shape.
-            if let Some(&i) = n.outputs.get(1) {
-                s.shapes.insert(i, d.clone());
-            }
-            d
-        }
         Op::Gemm { trans_a, trans_b, .. } => {
             let (a, b) = (x(0)?, x(1)?);
             if a.len() != 2 || b.len() != 2 {
@@ -742,39 +728,10 @@ pub fn conv_kernel(s: &mut SymInfo, n: &Node, window: &Window, ws: &[DimExpr]) -
     Ok(k)
 }
 
-/// Output spatial dims of a window, as `geom::resolve` computes them for fixed sizes. The
-/// kernel may be bounded (a convolution's W a graph input): the output then shrinks as it
-/// grows, and bounded buffers are sized for the least kernel.
+/// Output spatial dims of a convolution's window ([`crate::ops::window::window_out`]).
 fn window_out(w: &Window, kernel: &[DimExpr], input: &[DimExpr]) -> R<Vec<DimExpr>> {
-    let k = kernel.len();
-    if input.len() != k {
-        return Err(format!("input has {} spatial dims, kernel {k}", input.len()));
-    }
-    let or = |v: &[usize], i: usize, d: usize| v.get(i).copied().unwrap_or(d) as i64;
-    (0..k)
-        .map(|i| {
-            let (s, dil) = (or(&w.strides, i, 1), or(&w.dilations, i, 1));
-            if s < 1 || dil < 1 || kernel[i].as_const().is_some_and(|k| k < 1) {
-                return Err("kernel, strides and dilations must be positive".into());
-            }
-            let dk = kernel[i].sub(&c(1)).scale(dil).add(&c(1));
-            if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
-                // ceil(len / s); the pads follow from it at run time.
-                return Ok(input[i].ceil_div(s));
-            }
-            let (pb, pe) = if w.auto_pad == AutoPad::Valid { (0, 0) } else { (or(&w.pads, i, 0), or(&w.pads, k + i, 0)) };
-            let span = input[i].add(&c(pb + pe)).sub(&dk);
-            if w.ceil_mode {
-                // The last-window correction (a window starting in the right padding is dropped)
-                // never applies when dk ≥ s + pe: ceil(span/s)·s < span + s ≤ len + pb.
-                if dk.as_const().is_none_or(|dk| dk < s + pe) {
-                    return Err("ceil_mode pooling whose last window can start in the padding is not supported with bounded dims yet; pin them with --input".into());
-                }
-                return Ok(span.ceil_div(s).add(&c(1)));
-            }
-            Ok(span.floor_div(s).add(&c(1)))
-        })
-        .collect()
+    let out = crate::ops::window::window_out(w, kernel, input)?;
+    out.into_iter().map(|d| d.ok_or_else(|| "a window whose last position depends on the sizes is not supported with bounded dims yet; pin them with --input".to_string())).collect()
 }
 
 /// The symbolic target of every Reshape whose target a shape subgraph computes from named

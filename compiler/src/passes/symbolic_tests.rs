@@ -31,7 +31,7 @@ fn cnn() -> (Graph, HashMap<ValueId, Vec<DimExpr>>, ValueId, ValueId) {
     let wt = g.add_const("wt", Tensor::zeros(DType::F32, vec![4, 3, 3, 3]));
     let win = |k: usize, s: usize, p: usize| Window { kernel_shape: vec![k, k], strides: vec![s, s], pads: vec![p; 4], dilations: vec![], auto_pad: AutoPad::NotSet, ceil_mode: false };
     let c = node(&mut g, Op::Conv { window: win(3, 1, 1), group: 1 }, vec![Some(x), Some(wt), None]);
-    let p = node(&mut g, Op::Pool { kind: PoolKind::Max, window: win(2, 2, 0), storage_order: 0 }, vec![Some(c)]);
+    let p = node(&mut g, crate::ops::pool::Pool { kind: PoolKind::Max, window: win(2, 2, 0), column_major: false }.op(), vec![Some(c)]);
     let sh = node(&mut g, crate::ops::dim_values::Shape { start: 0, end: Some(1) }.op(), vec![Some(x)]);
     let m1 = g.add_const("m1", Tensor::from_i64s(vec![1], vec![-1]));
     let cat = node(&mut g, Op::Concat { axis: 0 }, vec![Some(sh), Some(m1)]);

@@ -56,7 +56,7 @@ fn conv_pool_keep_symbolic_batch() {
     let c = node(&mut g, Op::Conv { window: win(&[], &[2, 2], &[3, 3, 3, 3]), group: 1 }, vec![Some(x), Some(w), None]);
     let mut pw = win(&[3, 3], &[2, 2], &[0, 0, 0, 0]);
     pw.ceil_mode = true;
-    let p = node(&mut g, Op::Pool { kind: PoolKind::Max, window: pw, storage_order: 0 }, vec![Some(c)]);
+    let p = node(&mut g, crate::ops::pool::Pool { kind: PoolKind::Max, window: pw, column_major: false }.op(), vec![Some(c)]);
     let gp = node(&mut g, crate::ops::pool::GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op(), vec![Some(p)]);
     let fl = node(&mut g, Flatten { axis: 1 }.op(), vec![Some(gp)]);
     g.outputs = vec![fl];

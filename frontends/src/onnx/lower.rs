@@ -1,5 +1,5 @@
 //! Opset-aware lowering of ONNX nodes onto burnc's core ops.
-use burnc_compiler::ops::pool::GlobalPool;
+use burnc_compiler::ops::pool::{GlobalPool, Pool};
 use burnc_compiler::ops::view::{Dropout, Flatten, Squeeze, Unsqueeze};
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
@@ -375,13 +375,9 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             }
             .op(),
         ),
-        "MaxPool" => Some(Op::Pool { kind: PoolKind::Max, window: window(&n)?, storage_order: a.i_or("storage_order", 0) as u8 }),
-        "AveragePool" => Some(Op::Pool {
-            kind: PoolKind::Avg { count_include_pad: a.i_or("count_include_pad", 0) != 0 },
-            window: window(&n)?,
-            storage_order: 0,
-        }),
-        "LpPool" => Some(Op::Pool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 }, window: window(&n)?, storage_order: 0 }),
+        "MaxPool" => Some(Pool { kind: PoolKind::Max, window: window(&n)?, column_major: a.i_or("storage_order", 0) != 0 }.op()),
+        "AveragePool" => Some(Pool { kind: PoolKind::Avg { count_include_pad: a.i_or("count_include_pad", 0) != 0 }, window: window(&n)?, column_major: false }.op()),
+        "LpPool" => Some(Pool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 }, window: window(&n)?, column_major: false }.op()),
         "GlobalMaxPool" => Some(GlobalPool { kind: PoolKind::Max }.op()),
         "GlobalAveragePool" => Some(GlobalPool { kind: PoolKind::Avg { count_include_pad: true } }.op()),
         "GlobalLpPool" => Some(GlobalPool { kind: PoolKind::Lp { p: a.i_or("p", 2) as f32 } }.op()),

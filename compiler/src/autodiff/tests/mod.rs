@@ -293,7 +293,7 @@ fn conv1d() {
 
 #[test]
 fn pooling() {
-    let pool = |kind: PoolKind, w: Window| move |g: &mut Graph, x: &[ValueId]| node(g, Op::Pool { kind, window: w.clone(), storage_order: 0 }, &[x[0]]);
+    let pool = |kind: PoolKind, w: Window| move |g: &mut Graph, x: &[ValueId]| node(g, crate::ops::pool::Pool { kind, window: w.clone(), column_major: false }.op(), &[x[0]]);
     // Overlapping windows: an element can be the max of several.
     check(&[&[2, 3, 5, 5]], pool(PoolKind::Max, win(&[3, 3], &[1, 1], &[1, 1, 1, 1], &[])));
     check(&[&[1, 2, 6, 7]], pool(PoolKind::Max, win(&[2, 2], &[2, 2], &[], &[])));

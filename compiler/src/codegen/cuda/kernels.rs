@@ -3,12 +3,12 @@
 //! tensor's byte offset and every shape are literals, as in the CPU modules.
 use super::scalar::{self, c_type};
 use crate::codegen::gpu::scalar::program;
-use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, window_taps};
+use crate::codegen::gpu::window::{out_coords, window_taps};
 use crate::codegen::gpu::{self, gemm_dims, repeated_index, Dialect, GemmDims};
 pub(super) use crate::codegen::index::strides;
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, MatMulDims};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
+use crate::ir::{DType, Graph, Node, NodeId, Op, ReduceOp, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
@@ -194,6 +194,11 @@ impl<'a, 'g> NodeCx<'a, 'g> {
         pointwise(&format!("{}{suffix}", self.name), n, n, "", body)
     }
 
+    /// Whether `v` starts 16 bytes aligned (for vector loads and stores).
+    pub fn aligned16(&self, v: ValueId) -> bool {
+        self.cx.aligned16(v)
+    }
+
     /// Whether `v` is stored channels-last ([`super::layout`]).
     pub fn is_nhwc(&self, v: ValueId) -> bool {
         self.cx.nhwc.contains(&v)
@@ -356,7 +361,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             if xs.len() < 3 || ws.len() != xs.len() {
                 return Err(cx.err(n, "convolution input and weights need the same rank, at least 3"));
             }
-            let win = crate::interp::ops::nn::geom::resolve(window, &ws[2..], &xs[2..]).map_err(|e| cx.err(n, e))?;
+            let win = crate::ops::window::resolve(window, &ws[2..], &xs[2..]).map_err(|e| cx.err(n, e))?;
             let (c_out, cg) = (ws[0], ws[1]);
             let mg = c_out / group.max(&1);
             let bias = match n.inputs.get(2).copied().flatten() {
@@ -384,66 +389,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 x = cx.ptr(n, xv)?,
                 w = cx.ptr(n, wv)?,
             );
-            one(body, String::new())
-        }
-        Op::Pool { kind, window, .. } => {
-            if n.outputs.len() > 1 {
-                return Err(cx.err(n, "MaxPool indices are not supported by the CUDA target yet"));
-            }
-            if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
-                return Err(cx.err(n, format!("pooling on {od} is not supported by the CUDA target")));
-            }
-            let xv = cx.input(n, 0)?;
-            let (_, xs) = cx.ty(n, xv)?;
-            let win = pool_window(window, &xs).map_err(|e| cx.err(n, e))?;
-            let [id_, ih, iw] = win.input;
-            let [od_, oh, ow] = win.output;
-            let (init, acc, fin) = match kind {
-                PoolKind::Max => (format!("{at} acc = -(1.0 / 0.0); int cnt = 0;"), "if (v > acc || v != v) acc = v;".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => (format!("{at} acc = 0; int cnt = 0;"), "acc += v;".to_string(), format!("acc / ({at})den")),
-                PoolKind::Lp { p } => (format!("{at} acc = 0; int cnt = 0;"), format!("acc += pow(fabs((double)v), (double){p});"), format!("({ot})pow((double)acc, 1.0 / (double){p})")),
-            };
-            let den = pool_divisor(D, &win, matches!(kind, PoolKind::Avg { count_include_pad: true }));
-            let ch = xs[1];
-            let vector = cx.nhwc.contains(&out) && ch % 8 == 0 && scalar::is_half(od) && cx.aligned16(xv) && cx.aligned16(out);
-            if let (true, Some(start)) = (vector, match kind {
-                PoolKind::Max => Some("-(1.0f / 0.0f)"),
-                PoolKind::Avg { .. } => Some("0.0f"),
-                PoolKind::Lp { .. } => None,
-            }) {
-                // Channels-last, eight channels per thread: one 16-byte load per tap.
-                let x = cx.ptr(n, xv)?;
-                let body = format!(
-                    "const long long e = (long long)i * 8; const int c = e % {ch}; int ox = (e / {ch}) % {ow}; int oy = (e / {}) % {oh}; int oz = 0; long long p = e / {};\n\
-                     const {ot}* xp = {x} + p * {} + c;\nfloat accs[8]; int cnt = 0;\n#pragma unroll\nfor (int u = 0; u < 8; ++u) accs[u] = {start};\n{}\n{den}\n\
-                     __align__(16) {ot} outv[8];\n#pragma unroll\nfor (int u = 0; u < 8; ++u) {{ const float acc = accs[u]; outv[u] = {fin}; }}\n*(uint4*)&{y}[e] = *(const uint4*)outv;",
-                    ch * ow,
-                    ch * ow * oh,
-                    ih * iw * ch,
-                    window_taps(D, &win, &format!("__align__(16) {ot} t[8]; *(uint4*)t = *(const uint4*)&xp[(yy * {iw} + xx) * {ch}];\n#pragma unroll\nfor (int u = 0; u < 8; ++u) {{ float& acc = accs[u]; const float v = (float)t[u]; {acc} }}\n++cnt;")),
-                );
-                return Ok(vec![pointwise(name, on / 8, on, "", &body)]);
-            }
-            let body = if cx.nhwc.contains(&out) {
-                // Channels-last (2-D): i = ((image · OH + oy) · OW + ox) · C + c.
-                format!(
-                    "const int c = i % {ch}; int ox = (i / {ch}) % {ow}; int oy = (i / {}) % {oh}; int oz = 0; long long p = i / {};\nconst {ot}* xp = {x} + p * {} + c;\n{init}\n{}\n{den}\n{y}[i] = {fin};",
-                    ch * ow,
-                    ch * ow * oh,
-                    ih * iw * ch,
-                    window_taps(D, &win, &format!("{at} v = xp[(yy * {iw} + xx) * {ch}]; {acc} ++cnt;")),
-                    x = cx.ptr(n, xv)?,
-                )
-            } else {
-                format!(
-                    "{} long long p = i / {};\nconst {ot}* xp = {x} + p * {};\n{init}\n{}\n{den}\n{y}[i] = {fin};",
-                    out_coords(D, &win, "i"),
-                    od_ * oh * ow,
-                    id_ * ih * iw,
-                    window_taps(D, &win, &format!("{at} v = xp[(z * {ih} + yy) * {iw} + xx]; {acc} ++cnt;")),
-                    x = cx.ptr(n, xv)?,
-                )
-            };
             one(body, String::new())
         }
         Op::BatchNorm { epsilon } => {
@@ -561,7 +506,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             if *group != 1 || ash.len() < 3 || bsh.len() != ash.len() {
                 return Ok(None);
             }
-            let win = crate::interp::ops::nn::geom::resolve(window, &bsh[2..], &ash[2..]).map_err(|e| cx.err(n, e))?;
+            let win = crate::ops::window::resolve(window, &bsh[2..], &ash[2..]).map_err(|e| cx.err(n, e))?;
             if win.input[0] != 1 || win.kernel[0] != 1 || win.output[0] != 1 {
                 return Ok(None);
             }

@@ -32,7 +32,7 @@ fn elementwise(op: &Op) -> bool {
 }
 
 fn window_pool(n: &Node) -> bool {
-    matches!(&n.op, Op::Pool { kind: PoolKind::Max | PoolKind::Avg { .. }, .. }) && n.outputs.len() == 1
+    matches!(&n.op, Op::Def(d) if d.get::<crate::ops::pool::Pool>().is_some_and(|p| matches!(p.kind, PoolKind::Max | PoolKind::Avg { .. }))) && n.outputs.len() == 1
 }
 
 /// The values to store NHWC.

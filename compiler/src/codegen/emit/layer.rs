@@ -1,11 +1,11 @@
-//! Pooling, GEMM/MatMul, batch normalization, softmax and reductions: one
+//! GEMM/MatMul, batch normalization and reductions: one
 //! emitter for fixed shapes and bounded dims. Sizes come from [`EmitCx::size`] (a literal for a
 //! fixed dim, the run-time size table for a bounded one), so the same statements serve both.
 use super::elementwise::f32_lit;
 use super::nn::act_lit;
 use super::f64_lit;
 use crate::codegen::CodegenError;
-use crate::ir::{DType, DimExpr, Op, PoolKind, ValueId};
+use crate::ir::{DType, DimExpr, Op, ValueId};
 use crate::ops::EmitCx;
 
 type Res = Result<Option<String>, CodegenError>;
@@ -48,30 +48,6 @@ pub(crate) fn emit(cx: &EmitCx) -> Res {
                 args[3],
                 f64_lit(*epsilon as f64)
             )))
-        }
-        Op::Pool { kind, window, storage_order } => {
-            let x = cx.input(0)?;
-            let xs = cx.dims(x)?;
-            if xs.len() < 3 {
-                return Err(cx.err("pooling needs rank at least 3"));
-            }
-            let win = cx.window(window, &window.kernel_shape, x, out)?;
-            let planes = cx.size(&crate::ops::product(&xs[..2]))?;
-            let (rx, y) = (cx.read(x)?, cx.write(out)?);
-            Ok(Some(match kind {
-                PoolKind::Max => {
-                    let ind = match cx.used_output(1) {
-                        Some(iv) => format!("Some({})", cx.write(iv)?),
-                        None => "None".into(),
-                    };
-                    format!("let win = {win};\nrt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, {ind}, {});", *storage_order != 0)
-                }
-                PoolKind::Avg { count_include_pad } if float => {
-                    format!("let win = {win};\nrt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
-                }
-                PoolKind::Lp { p } if float => format!("let win = {win};\nrt::kernels::pool::lp_pool({rx}, {planes}, &win, {y}, {});", f64_lit(*p as f64)),
-                _ => return Err(cx.err(format!("{kind:?} pooling on {od} is not supported by codegen yet"))),
-            }))
         }
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(cx, out, od, *alpha, *beta, *trans_a, *trans_b),
         Op::MatMul => matmul(cx, out, od),

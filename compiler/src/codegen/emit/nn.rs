@@ -5,7 +5,7 @@ use super::elementwise::f32_lit;
 use super::wide::{carve, is_half, narrow, widen};
 use super::Ctx;
 use crate::codegen::{CodegenError, Lowering};
-use crate::interp::ops::nn::geom::resolve;
+use crate::ops::window::resolve;
 use crate::ir::{DType, DimExpr, Graph, Node, NodeId, Op, ValueId, Window};
 use crate::ops::EmitCx;
 use crate::passes::symbolic::SymInfo;

@@ -9,7 +9,7 @@ use burnc_runtime::kernels::window::Window3;
 /// the pool gives none.
 pub fn pool_window(window: &Window, x: &[usize]) -> Result<Window3, String> {
     let kernel = if window.kernel_shape.is_empty() { x[2..].to_vec() } else { window.kernel_shape.clone() };
-    crate::interp::ops::nn::geom::resolve(window, &kernel, &x[2..])
+    crate::ops::window::resolve(window, &kernel, &x[2..])
 }
 
 /// The input position along `axis` (0: depth, 1: height, 2: width) that tap `k` reads for

@@ -7,11 +7,11 @@
 use super::gemm::Load;
 use super::scalar::{self, compute_type};
 use crate::codegen::gpu::scalar::program;
-use crate::codegen::gpu::window::{out_coords, pool_divisor, pool_window, tap_pos, window_taps};
+use crate::codegen::gpu::window::tap_pos;
 use crate::codegen::gpu::{self, gemm_dims, repeated_index, Dialect, GemmDims};
 use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, strides, MatMulDims};
 use crate::codegen::CodegenError;
-use crate::ir::{DType, Graph, Node, NodeId, Op, PoolKind, ReduceOp, ValueId, ValueKind};
+use crate::ir::{DType, Graph, Node, NodeId, Op, ReduceOp, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -391,36 +391,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::MatMul => matmul(&ncx, &y),
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(&ncx, &y, *alpha, *beta, *trans_a, *trans_b),
         Op::Conv { window, group } => conv(&ncx, &y, window, *group),
-        Op::Pool { kind, window, .. } => {
-            if n.outputs.len() > 1 {
-                return Err(cx.err(n, "MaxPool indices are not supported by the wgpu target yet"));
-            }
-            let x = ncx.input(0)?;
-            if !scalar::is_float(od) {
-                return Err(cx.err(n, format!("pooling on {od} is not supported by the wgpu target")));
-            }
-            let win = pool_window(window, &x.shape).map_err(|e| cx.err(n, e))?;
-            let [id_, ih, iw] = win.input;
-            let [od_, oh, ow] = win.output;
-            let (init, acc, fin) = match kind {
-                // The first tap seen starts the maximum (WGSL has no infinity literal).
-                PoolKind::Max => ("var acc = 0.0;\nvar cnt = 0;".to_string(), "if (cnt == 0 || v > acc || is_nan(v)) { acc = v; }".to_string(), "acc".to_string()),
-                PoolKind::Avg { .. } => ("var acc = 0.0;\nvar cnt = 0;".into(), "acc += v;".into(), "acc / f32(den)".into()),
-                PoolKind::Lp { p } => ("var acc = 0.0;\nvar cnt = 0;".into(), format!("acc += pow_f32(abs(v), {});", scalar::f32_lit(*p)), format!("pow_f32(acc, {})", scalar::f32_lit(1.0 / *p))),
-            };
-            let den = pool_divisor(D, &win, matches!(kind, PoolKind::Avg { count_include_pad: true }));
-            one(ncx.pointwise(&y, |i| {
-                Ok((
-                    format!(
-                        "{}\nlet p = {i} / {}u;\n{init}\n{}\n{den}\n",
-                        out_coords(D, &win, i),
-                        od_ * oh * ow,
-                        window_taps(D, &win, &format!("let v = {};\n{acc}\ncnt += 1;", x.load(&format!("p * {}u + u32((z * {ih} + yy) * {iw} + xx)", id_ * ih * iw)))),
-                    ),
-                    fin.clone(),
-                ))
-            }))
-        }
         Op::BatchNorm { epsilon } => {
             let c = y.shape.get(1).copied().unwrap_or(1);
             let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
@@ -611,7 +581,7 @@ fn conv(cx: &NodeCx, y: &Tensor, window: &crate::ir::Window, group: usize) -> R<
     if x.shape.len() < 3 || w.shape.len() != x.shape.len() {
         return Err(cx.err("convolution input and weights need the same rank, at least 3"));
     }
-    let win = crate::interp::ops::nn::geom::resolve(window, &w.shape[2..], &x.shape[2..]).map_err(|e| cx.err(e))?;
+    let win = crate::ops::window::resolve(window, &w.shape[2..], &x.shape[2..]).map_err(|e| cx.err(e))?;
     let group = group.max(1);
     let (c_out, cg) = (w.shape[0], w.shape[1]);
     let mg = c_out / group;

@@ -1,9 +1,7 @@
 //! Interpreter semantics: convolution and pooling. Geometry (auto_pad, ceil_mode, defaults)
-//! is resolved in `nn/geom.rs`; the kernels live in burnc-runtime
+//! is resolved in `ops/window.rs`; the kernels live in burnc-runtime
 //! (`kernels::{conv, im2col, pool}`).
 pub(crate) mod conv;
-pub(crate) mod geom;
-mod pool;
 
 use super::util::{arg, one, opt_arg};
 use super::OpResult;
@@ -82,14 +80,10 @@ pub fn eval_fused(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     Ok(vec![y])
 }
 
-pub fn eval(op: &Op, args: &[Option<RtValue>], n_outputs: usize) -> OpResult {
+pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
     let x = arg(args, 0)?;
     match op {
         Op::Conv { window, group } => one(conv::conv(x, arg(args, 1)?, opt_arg(args, 2)?, window, *group)?),
-        Op::Pool { kind, window, storage_order } => {
-            let (y, ind) = pool::pool(x, *kind, window, *storage_order != 0, n_outputs > 1)?;
-            Ok(std::iter::once(y).chain(ind).map(RtValue::Tensor).collect())
-        }
-        _ => Err(format!("{} is not a convolution or pooling op", op.name())),
+        _ => Err(format!("{} is not a convolution", op.name())),
     }
 }

@@ -1,6 +1,6 @@
 //! Conv: shape checks, geometry, and the call into the im2col + GEMM
 //! kernels (f32 and widened f16/bf16 via sgemm, f64 via dgemm).
-use super::geom::resolve;
+use crate::ops::window::resolve;
 use crate::interp::ops::norm::float::Work;
 use crate::interp::ops::util::numel;
 use crate::ir::Window;
