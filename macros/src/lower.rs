@@ -992,7 +992,7 @@ impl<'a> Lower<'a> {
                     return Err(wrong(format!("expects {form} with C = {c}")));
                 }
                 let ins = vec![Some(x.id), p("weight"), p("bias"), p("running_mean"), p("running_var")];
-                self.node(span, &name, Op::BatchNorm { epsilon: eps }, ins, x.shape.clone(), x.dtype)
+                self.node(span, &name, burnc_compiler::ops::channel_norm::BatchNorm { epsilon: eps }.op(), ins, x.shape.clone(), x.dtype)
             }
             Kind::LayerNorm { d, eps } => {
                 if x.shape.last() != Some(&d) {

@@ -124,7 +124,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         Op::Expand => shape::rule(b, n, dys, need),
         Op::Reduce { .. } => reduce::rule(b, n, dys, need),
         Op::Conv { .. } => nn::rule(b, n, dys, need),
-        Op::BatchNorm { .. } => norm::rule(b, n, dys, need),
         // Fused forms exist after training graphs are built; control flow, sequences and the
         // optimizer step have no rule yet. Named, so a new op is decided here.
         Op::FusedConv { .. }

@@ -12,7 +12,7 @@
 use crate::ops::view::Unsqueeze;
 use crate::ops::IntoOp;
 use super::builder::{norm_axis, B, R};
-use super::{dy0, input};
+use super::input;
 use crate::ir::{Node, Op, ReduceOp, UnaryOp, ValueId};
 use crate::ops::GradCx;
 
@@ -80,17 +80,6 @@ pub(crate) fn scale_norm(cx: &mut GradCx, axis: i64, epsilon: f32, centred: bool
     }
     if let Some(bias) = n.inputs.get(2).copied().flatten().filter(|_| want[2]) {
         out[2] = Some(b.sum_to(dy, bias)?);
-    }
-    Ok(out)
-}
-
-pub fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
-    let x = input(n, 0)?;
-    let r = b.rank(x)?;
-    let mut out = vec![None; n.inputs.len()];
-    match &n.op {
-        Op::BatchNorm { epsilon } => batch_norm(b, n, dy0(dys)?, *epsilon, r, &mut out, need)?,
-        other => return Err(format!("no gradient rule for {}", other.name())),
     }
     Ok(out)
 }
@@ -173,9 +162,15 @@ fn per_channel(b: &mut B<'_>, v: ValueId, r: usize) -> R<ValueId> {
     b.node(Unsqueeze { axes: Some((1..r as i64 - 1).collect()) }.op(), &[v])
 }
 
-/// y = (x - mean)·inv·scale + B with inv = 1/sqrt(var + eps), all per channel.
-fn batch_norm(b: &mut B<'_>, n: &Node, dy: ValueId, eps: f32, r: usize, out: &mut [Option<ValueId>], need: &[bool]) -> R<()> {
-    let want = |i: usize| need.get(i).copied().unwrap_or(false);
+/// Inference-mode BatchNormalization, y = (x - mean)·inv·scale + B with inv = 1/sqrt(var +
+/// eps), all per channel: every input's gradient.
+pub(crate) fn batch_norm(cx: &mut GradCx, eps: f32) -> R<Vec<Option<ValueId>>> {
+    let (dy, n) = (cx.dy()?, cx.n);
+    let want: Vec<bool> = (0..n.inputs.len()).map(|i| cx.wants(i)).collect();
+    let want = |i: usize| want.get(i).copied().unwrap_or(false);
+    let b = &mut *cx.b;
+    let r = b.rank(input(n, 0)?)?;
+    let mut out = vec![None; n.inputs.len()];
     if r < 2 {
         return Err(format!("input of rank {r} (need batch and channels)"));
     }
@@ -223,5 +218,5 @@ fn batch_norm(b: &mut B<'_>, n: &Node, dy: ValueId, eps: f32, r: usize, out: &mu
         let h = b.scalar(-0.5, dt)?;
         out[4] = Some(b.mul(t, h)?);
     }
-    Ok(())
+    Ok(out)
 }

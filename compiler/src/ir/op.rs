@@ -165,8 +165,6 @@ pub enum Op {
     /// loop. Each input has the output's shape or one element; the program gives each output
     /// element from the inputs' elements at the same index.
     Elementwise(Box<super::scalar::ScalarProgram>),
-    /// Inference-mode batch normalization: (X, scale, B, mean, var).
-    BatchNorm { epsilon: f32 },
 
     // ---- reductions
     /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
@@ -245,7 +243,7 @@ macro_rules! bodies {
             Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::BatchNorm { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_)
             | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
@@ -271,7 +269,7 @@ impl Op {
             Op::ParamUpdate { .. } => &[0, 4, 5],
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_) | Op::BatchNorm { .. }
+            | Op::ScaleShift { .. } | Op::Elementwise(_)
             | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
@@ -286,7 +284,7 @@ impl Op {
             Op::Def(d) => d.is_view(),
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
-            | Op::Elementwise(_) | Op::BatchNorm { .. } 
+            | Op::Elementwise(_) 
             | Op::Reduce { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,

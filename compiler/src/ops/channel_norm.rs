@@ -3,6 +3,7 @@
 //! channels), MeanVarianceNormalization (over any axes, no scale), LRN (over neighbouring
 //! channels at each position) and training-mode BatchNormalization (per channel, over the batch
 //! too). Each computes its statistics at run time, so every dim may be bounded; the sizes the scale and bias must have are relations the shape rule declares.
+//! Inference-mode BatchNormalization, whose statistics are inputs, is here too.
 use super::{input, numel, product, EmitCx, GradCx, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::codegen::emit::f64_lit;
 use crate::codegen::CodegenError;
@@ -342,15 +343,7 @@ impl OpDef for BatchNormTraining {
     /// The running mean and variance have the input statistics' types and dims, one value per
     /// channel.
     fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
-        let x = cx.arg(0)?.clone();
-        if let Some(xs) = &x.dims {
-            let ch = xs.get(1).ok_or("BatchNormalization needs rank >= 2")?;
-            for i in 1..5 {
-                if let Some(d) = cx.arg(i)?.dims.clone() {
-                    cx.equal(&format!("input #{i}'s size and the channels"), &product(&d), ch)?;
-                }
-            }
-        }
+        let x = batch_norm_inputs(cx)?;
         let like = |a: &super::Arg| OutType { dtype: a.dtype, dims: a.dims.clone() };
         Ok(vec![like(&x), like(cx.arg(3)?), like(cx.arg(4)?)])
     }
@@ -405,6 +398,117 @@ impl OpDef for BatchNormTraining {
     }
 }
 
+/// X of a BatchNormalization, `(X, scale, B, mean, var)`, whose four per-channel inputs hold one
+/// value per channel (relations the bounded analysis checks at run time).
+fn batch_norm_inputs(cx: &mut ShapeCx) -> R<super::Arg> {
+    let x = cx.arg(0)?.clone();
+    if let Some(xs) = &x.dims {
+        let ch = xs.get(1).ok_or("BatchNormalization needs rank >= 2")?;
+        for i in 1..5 {
+            if let Some(d) = cx.arg(i)?.dims.clone() {
+                cx.equal(&format!("input #{i}'s size and the channels"), &product(&d), ch)?;
+            }
+        }
+    }
+    Ok(x)
+}
+
+/// Inference-mode BatchNormalization, `(X, scale, B, mean, var)`: each channel's
+/// `(x − mean) / √(var + ε) · scale + B`. Opsets before 9 may declare the statistics as outputs
+/// in inference mode too: the interpreter passes the running statistics through; they have no
+/// type, so code that reads them is refused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchNorm {
+    pub epsilon: f32,
+}
+
+impl OpDef for BatchNorm {
+    name!("BatchNorm");
+    none_of!(scratch_bytes, in_place, decides_shapes, forwards_values);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = batch_norm_inputs(cx)?;
+        Ok(vec![OutType { dtype: x.dtype, dims: x.dims }])
+    }
+
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        let (scale, bias, mean, var) = (input(ins, 1)?, input(ins, 2)?, input(ins, 3)?, input(ins, 4)?);
+        let y = crate::interp::ops::norm::stats::batch_norm(input(ins, 0)?, scale, bias, mean, var, self.epsilon as f64)?;
+        Ok(vec![y, mean.clone(), var.clone(), mean.clone(), var.clone()])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let out = cx.output(0)?;
+        let od = cx.dtype(out)?;
+        if !matches!(od, DType::F32 | DType::F64) {
+            return Err(cx.err(format!("BatchNormalization on {od} is not supported by codegen yet")));
+        }
+        let s = cx.dims(out)?;
+        if s.len() < 2 {
+            return Err(cx.err("needs rank at least 2"));
+        }
+        let (b, c, plane) = (cx.size(&s[0])?, cx.size(&s[1])?, cx.size(&product(&s[2..]))?);
+        let args: Vec<String> = (1..5).map(|i| cx.read(cx.input(i)?)).collect::<Result<_, _>>()?;
+        Ok(format!(
+            "rt::kernels::norm::batch_norm({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
+            cx.read(cx.input(0)?)?,
+            cx.write(out)?,
+            args[0],
+            args[1],
+            args[2],
+            args[3],
+            f64_lit(self.epsilon as f64)
+        ))
+    }
+
+    fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
+        use crate::codegen::cuda::scalar;
+        let out = cx.output(0)?;
+        let (od, oshape) = cx.ty(out)?;
+        let y = cx.ptr(out)?;
+        // Arithmetic in f32 for the 16-bit floats.
+        let at = scalar::compute_type(od).map_or_else(|| cx.c(od), Ok)?;
+        let c = oshape.get(1).copied().unwrap_or(1);
+        let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+        let p = |k| cx.ptr(cx.input(k)?);
+        let eps = format!("({at}){}", scalar::f32_lit(self.epsilon));
+        let sqrt = if at == "float" { "sqrtf" } else { "sqrt" };
+        Ok(vec![cx.pointwise(
+            oshape.iter().product(),
+            &format!(
+                "int c = (i / {inner}) % {c};\n{y}[i] = ({x}[i] - {mean}[c]) / {sqrt}({var}[c] + {eps}) * {scale}[c] + {bias}[c];",
+                x = p(0)?,
+                scale = p(1)?,
+                bias = p(2)?,
+                mean = p(3)?,
+                var = p(4)?
+            ),
+        )])
+    }
+
+    fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
+        use crate::codegen::wgsl::scalar;
+        let y = cx.output(0)?;
+        let c = y.shape.get(1).copied().unwrap_or(1);
+        let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
+        let ts: Vec<_> = (0..5).map(|k| cx.input(k)).collect::<Result<_, _>>()?;
+        if !scalar::is_float(y.dtype) {
+            return Err(cx.err(format!("BatchNorm on {} is not supported by the wgpu target", y.dtype)));
+        }
+        let eps = scalar::f32_lit(self.epsilon);
+        Ok(vec![cx.pointwise(&y, |i| {
+            Ok((format!("let c = ({i} / {inner}u) % {c}u;\n"), format!("({} - {}) / sqrt({} + {eps}) * {} + {}", ts[0].load(i), ts[3].load("c"), ts[4].load("c"), ts[1].load("c"), ts[2].load("c"))))
+        })?])
+    }
+
+    // A multiply and an add per element once the per-channel factors are known.
+    flops!(per_output 2);
+
+    fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
+        crate::autodiff::norm::batch_norm(cx, self.epsilon)
+    }
+}
+
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 4, 3], (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect());
     let c4 = |v: [f32; 4]| Tensor::from_f32s(vec![4], v.to_vec());
@@ -424,6 +528,11 @@ pub fn examples() -> Vec<super::Example> {
             consts: vec![],
             op: OpRef::new(Lrn { size: 2, alpha: 0.5, beta: 0.5, bias: 2.0 }),
             inputs: vec![Tensor::from_f32s(vec![2, 3, 2, 2], (0..24).map(|i| (i as f32 - 11.5) / 4.0).collect())],
+        },
+        super::Example {
+            consts: vec![],
+            op: OpRef::new(BatchNorm { epsilon: 1e-3 }),
+            inputs: vec![x.clone(), c4([1.0, 0.5, -1.5, 2.0]), c4([0.25, -0.5, 0.0, 1.0]), c4([0.1, 0.0, -0.2, 0.3]), c4([1.0, 2.0, 0.5, 1.5])],
         },
         super::Example {
             consts: vec![],

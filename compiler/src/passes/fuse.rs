@@ -68,11 +68,19 @@ fn f32s(t: &Tensor) -> Option<Vec<f32>> {
     }
 }
 
+/// The epsilon of an inference-mode BatchNormalization.
+fn batch_norm_epsilon(op: &Op) -> Option<f32> {
+    match op {
+        Op::Def(d) => d.get::<crate::ops::channel_norm::BatchNorm>().map(|b| b.epsilon),
+        _ => None,
+    }
+}
+
 /// The op name and node name of node `i`, as the source spelled the op.
 pub(super) fn label(g: &Graph, i: usize) -> (String, String) {
     let n = &g.nodes[i];
     let op = n.source_op.as_ref().map(|(o, _)| o.clone()).unwrap_or_else(|| match &n.op {
-        Op::BatchNorm { .. } => "BatchNormalization".into(),
+        op if batch_norm_epsilon(op).is_some() => "BatchNormalization".into(),
         op => op.name(),
     });
     (op, n.name.clone())
@@ -280,17 +288,13 @@ fn fold_into_conv(g: &mut Graph, report: &mut FusionReport) {
             if n.outputs.len() != 1 || fixed_shape(g, n.outputs[0]).as_deref() != Some(&out_shape[..]) {
                 break;
             }
-            match &n.op {
-                Op::BatchNorm { epsilon } if n.inputs.len() == 5 && n.inputs[0] == Some(v) => {
-                    let [scale, beta, mean, var] = [1, 2, 3, 4].map(|i| konst(n.inputs[i]).map(|t| t.1).filter(|p| p.len() == m));
-                    let (Some(scale), Some(beta), Some(mean), Some(var)) = (scale, beta, mean, var) else { break };
-                    for ch in 0..m {
-                        let a = scale[ch] as f64 / (var[ch] as f64 + *epsilon as f64).sqrt();
-                        s[ch] *= a;
-                        t[ch] = (t[ch] - mean[ch] as f64) * a + beta[ch] as f64;
-                    }
-                }
-                _ => break,
+            let Some(epsilon) = batch_norm_epsilon(&n.op).filter(|_| n.inputs.len() == 5 && n.inputs[0] == Some(v)) else { break };
+            let [scale, beta, mean, var] = [1, 2, 3, 4].map(|i| konst(n.inputs[i]).map(|t| t.1).filter(|p| p.len() == m));
+            let (Some(scale), Some(beta), Some(mean), Some(var)) = (scale, beta, mean, var) else { break };
+            for ch in 0..m {
+                let a = scale[ch] as f64 / (var[ch] as f64 + epsilon as f64).sqrt();
+                s[ch] *= a;
+                t[ch] = (t[ch] - mean[ch] as f64) * a + beta[ch] as f64;
             }
             folded.push(j);
             v = n.outputs[0];
@@ -349,7 +353,7 @@ fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
     let cons = g.consumers();
     let mut remove = vec![false; g.nodes.len()];
     for bi in 0..g.nodes.len() {
-        let Op::BatchNorm { epsilon } = g.nodes[bi].op else { continue };
+        let Some(epsilon) = batch_norm_epsilon(&g.nodes[bi].op) else { continue };
         let b = &g.nodes[bi];
         if b.inputs.len() != 5 || b.outputs.len() != 1 {
             continue;

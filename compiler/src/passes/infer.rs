@@ -429,7 +429,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             }
             vec![t(Some(DType::F32), dims)]
         }
-        Op::BatchNorm { .. } => same(),
         Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
             let axes = match axes {
                 Some(a) => Some(a.clone()),
@@ -820,7 +819,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
         | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_)
-        | Op::BatchNorm { .. } | Op::Reduce { .. }
+        | Op::Reduce { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }

@@ -380,7 +380,7 @@ fn fuse_epilogues_keep_the_bits() {
         let t = if i == 3 { Tensor::from_f32s(vec![6], t.to_f64_vec().iter().map(|v| v.abs() as f32 + 0.1).collect()) } else { t };
         g.add_const(format!("bn{i}"), t)
     }).collect();
-    let n = node(&mut g, Op::BatchNorm { epsilon: 1e-5 }, vec![Some(r), Some(bn[0]), Some(bn[1]), Some(bn[2]), Some(bn[3])]);
+    let n = node(&mut g, crate::ops::channel_norm::BatchNorm { epsilon: 1e-5 }.op(), vec![Some(r), Some(bn[0]), Some(bn[1]), Some(bn[2]), Some(bn[3])]);
     let m2 = node(&mut g, Op::Binary(BinaryOp::Mul), vec![Some(n), Some(k1)]);
     let a2 = node(&mut g, Op::Binary(BinaryOp::Add), vec![Some(m2), Some(k2)]);
     let lo = g.add_const("lo", Tensor::from_f32s(vec![], vec![-0.25]));

@@ -157,8 +157,7 @@ fn statistics(g: &Graph) -> HashSet<ValueId> {
         for (i, v) in n.inputs.iter().enumerate() {
             let Some(v) = v else { continue };
             let bn = match &n.op {
-                Op::BatchNorm { .. } => true,
-                Op::Def(d) => d.get::<crate::ops::channel_norm::BatchNormTraining>().is_some(),
+                Op::Def(d) => d.get::<crate::ops::channel_norm::BatchNormTraining>().is_some() || d.get::<crate::ops::channel_norm::BatchNorm>().is_some(),
                 _ => false,
             };
             if bn && (i == 3 || i == 4) {

@@ -385,7 +385,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
             if a.i_or("training_mode", 0) != 0 {
                 Some(channel_norm::BatchNormTraining { epsilon: a.f_or("epsilon", 1e-5), momentum: a.f_or("momentum", 0.9) }.op())
             } else {
-                Some(Op::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) })
+                Some(channel_norm::BatchNorm { epsilon: a.f_or("epsilon", 1e-5) }.op())
             }
         }
         "InstanceNormalization" => Some(channel_norm::InstanceNorm::op(a.f_or("epsilon", 1e-5))),

@@ -1,5 +1,6 @@
 //! Batch, layer, RMS, group and instance normalization.
 use super::*;
+use crate::ops::channel_norm::BatchNorm;
 
 /// var as x² + 0.5, so random inputs give a positive variance.
 fn positive(g: &mut Graph, v: ValueId) -> ValueId {
@@ -13,11 +14,11 @@ fn batch_norm_inference() {
     // Gradients for x, scale, B, mean and var.
     check(&[&[2, 3, 4, 2], &[3], &[3], &[3], &[3]], |g, x| {
         let var = positive(g, x[4]);
-        node(g, Op::BatchNorm { epsilon: 1e-3 }, &[x[0], x[1], x[2], x[3], var])
+        node(g, BatchNorm { epsilon: 1e-3 }.op(), &[x[0], x[1], x[2], x[3], var])
     });
     check(&[&[4, 3], &[3], &[3], &[3], &[3]], |g, x| {
         let var = positive(g, x[4]);
-        node(g, Op::BatchNorm { epsilon: 1e-5 }, &[x[0], x[1], x[2], x[3], var])
+        node(g, BatchNorm { epsilon: 1e-5 }.op(), &[x[0], x[1], x[2], x[3], var])
     });
 }
 

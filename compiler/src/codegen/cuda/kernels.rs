@@ -391,24 +391,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             );
             one(body, String::new())
         }
-        Op::BatchNorm { epsilon } => {
-            let c = oshape.get(1).copied().unwrap_or(1);
-            let inner: usize = oshape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
-            let p = |k| cx.ptr(n, cx.input(n, k)?);
-            let eps = format!("({at}){}", scalar::f32_lit(*epsilon));
-            let sqrt = if at == "float" { "sqrtf" } else { "sqrt" };
-            one(
-                format!(
-                    "int c = (i / {inner}) % {c};\n{y}[i] = ({x}[i] - {mean}[c]) / {sqrt}({var}[c] + {eps}) * {scale}[c] + {bias}[c];",
-                    x = p(0)?,
-                    scale = p(1)?,
-                    bias = p(2)?,
-                    mean = p(3)?,
-                    var = p(4)?
-                ),
-                String::new(),
-            )
-        }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let xv = cx.input(n, 0)?;
             let (xd, xs) = cx.ty(n, xv)?;

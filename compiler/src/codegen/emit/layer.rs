@@ -32,23 +32,6 @@ pub(crate) fn emit(cx: &EmitCx) -> Res {
                 act_lit(*act)
             )))
         }
-        Op::BatchNorm { epsilon } => {
-            if !float {
-                return Err(cx.err(format!("BatchNormalization on {od} is not supported by codegen yet")));
-            }
-            let (b, c, plane) = batch_channels_plane(cx, out)?;
-            let args: Vec<String> = (1..5).map(|i| cx.read(cx.input(i)?)).collect::<Result<_, _>>()?;
-            Ok(Some(format!(
-                "rt::kernels::norm::batch_norm({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
-                cx.read(cx.input(0)?)?,
-                cx.write(out)?,
-                args[0],
-                args[1],
-                args[2],
-                args[3],
-                f64_lit(*epsilon as f64)
-            )))
-        }
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(cx, out, od, *alpha, *beta, *trans_a, *trans_b),
         Op::MatMul => matmul(cx, out, od),
         Op::Reduce { .. } => reduce(cx, out),

@@ -391,18 +391,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::MatMul => matmul(&ncx, &y),
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(&ncx, &y, *alpha, *beta, *trans_a, *trans_b),
         Op::Conv { window, group } => conv(&ncx, &y, window, *group),
-        Op::BatchNorm { epsilon } => {
-            let c = y.shape.get(1).copied().unwrap_or(1);
-            let inner: usize = y.shape.get(2..).map(|s| s.iter().product()).unwrap_or(1);
-            let ts: Vec<Tensor> = (0..5).map(|k| ncx.input(k)).collect::<R<_>>()?;
-            if !scalar::is_float(od) {
-                return Err(cx.err(n, format!("BatchNorm on {od} is not supported by the wgpu target")));
-            }
-            let eps = scalar::f32_lit(*epsilon);
-            one(ncx.pointwise(&y, |i| {
-                Ok((format!("let c = ({i} / {inner}u) % {c}u;\n"), format!("({} - {}) / sqrt({} + {eps}) * {} + {}", ts[0].load(i), ts[3].load("c"), ts[4].load("c"), ts[1].load("c"), ts[2].load("c"))))
-            }))
-        }
         Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
             let x = ncx.input(0)?;
             let rank = x.shape.len();

@@ -68,7 +68,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Conv { .. } => nn::eval(op, &args),
         Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
-        Op::BatchNorm { .. } => norm::eval(op, &args, n_outputs),
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. } => index::eval(op, &args, n_outputs),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
