@@ -219,12 +219,8 @@ impl OpDef for Pool {
     /// whatever the forward asked); average: dY / count spread over each window by a
     /// depthwise ConvTranspose of ones. The window is resolved at static shapes.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let (x, dy) = (cx.input(0)?, cx.dy()?);
+        let (x, dy, xd) = grad_operands(cx, 3, "batch, channels and spatial dims")?;
         let b = &mut *cx.b;
-        let xd = b.fixed_dims(x)?;
-        if xd.len() < 3 {
-            return Err(format!("input of rank {} (need batch, channels and spatial dims)", xd.len()));
-        }
         let dx = match self.kind {
             PoolKind::Max => {
                 let op = Pool { kind: PoolKind::Max, window: self.window.clone(), column_major: false }.op();
@@ -297,6 +293,16 @@ impl Pool {
         }
         resolve(&self.window, &self.window.kernel_shape, &xs[2..])
     }
+}
+
+/// A pooling's X, dY and X's static dims, X of rank at least `rank` (`what`: the dims it needs).
+fn grad_operands(cx: &mut GradCx, rank: usize, what: &str) -> R<(ValueId, ValueId, Vec<usize>)> {
+    let (x, dy) = (cx.input(0)?, cx.dy()?);
+    let xd = cx.b.fixed_dims(x)?;
+    if xd.len() < rank {
+        return Err(format!("input of rank {} (need {what})", xd.len()));
+    }
+    Ok((x, dy, xd))
 }
 
 /// Average or Lp pooling (max of floats too) of a float type.
@@ -438,12 +444,8 @@ impl OpDef for GlobalPool {
 
     /// Average: dY spread evenly over the plane; max: dY routed to the plane's first maximum.
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
-        let (x, dy) = (cx.input(0)?, cx.dy()?);
+        let (x, dy, xd) = grad_operands(cx, 2, "batch and channels")?;
         let b = &mut *cx.b;
-        let xd = b.fixed_dims(x)?;
-        if xd.len() < 2 {
-            return Err(format!("input of rank {} (need batch and channels)", xd.len()));
-        }
         let plane: usize = xd[2..].iter().product();
         let dt = b.dtype(x)?;
         let dx = match self.kind {

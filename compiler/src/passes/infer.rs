@@ -7,7 +7,7 @@
 //! that are not known at all get fresh names `?v<value>.<k>`, deterministic so that running the
 //! pass again changes nothing.
 use super::PassError;
-use crate::ir::{AutoPad, BinaryOp, DType, Dim, Graph, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
+use crate::ir::{BinaryOp, DType, Dim, Graph, Node, Op, Shape, TensorType, UnaryOp, ValueId, ValueKind, ValueType, Window};
 use crate::tensor::Tensor;
 
 
@@ -363,10 +363,7 @@ fn def_types(cx: &Cx, d: &crate::ops::OpRef) -> R<Vec<ValueType>> {
             u.push((e.clone(), d.clone()));
             return Ok(d);
         }
-        Ok(match e.as_const() {
-            Some(c) => Dim::Fixed(usize::try_from(c).map_err(|_| format!("an output dim would be {c}"))?),
-            None => Dim::Sym { name: e.to_string(), bound: e.eval(&bound).map(|b| b.max(0) as usize) },
-        })
+        dim_of_expr(e, &bound)
     };
     outs.iter()
         .map(|o| {
@@ -374,6 +371,15 @@ fn def_types(cx: &Cx, d: &crate::ops::OpRef) -> R<Vec<ValueType>> {
             Ok(ValueType::Tensor(TensorType { dtype: o.dtype, shape: shape.map(Shape) }))
         })
         .collect()
+}
+
+/// The dim an expression of named dims stands for: a number, or a named dim whose name is the
+/// expression (its bound the expression at the named dims' bounds).
+fn dim_of_expr(e: &crate::ir::DimExpr, bound: &dyn Fn(&str) -> Option<i64>) -> R<Dim> {
+    Ok(match e.as_const() {
+        Some(c) => Dim::Fixed(usize::try_from(c).map_err(|_| format!("an output dim would be {c}"))?),
+        None => Dim::Sym { name: e.to_string(), bound: e.eval(bound).map(|b| b.max(0) as usize) },
+    })
 }
 
 /// Output types of one node, in output order (fewer than the outputs means the rest unknown).
@@ -660,66 +666,6 @@ fn matmul_of(cx: &Cx, ai: usize, bi: usize) -> R<Option<Vec<Dim>>> {
     Ok(Some(out))
 }
 
-fn window_params(w: &Window, nsp: usize) -> R<(Vec<usize>, Vec<usize>, Vec<usize>)> {
-    let strides = if w.strides.is_empty() { vec![1; nsp] } else { w.strides.clone() };
-    let dil = if w.dilations.is_empty() { vec![1; nsp] } else { w.dilations.clone() };
-    let pads = if w.pads.is_empty() { vec![0; 2 * nsp] } else { w.pads.clone() };
-    if strides.len() != nsp || dil.len() != nsp || pads.len() != 2 * nsp {
-        return Err(format!("strides/dilations/pads do not fit {nsp} spatial dims"));
-    }
-    if strides.contains(&0) || dil.contains(&0) {
-        return Err("strides and dilations must be positive".into());
-    }
-    Ok((strides, dil, pads))
-}
-
-/// Output spatial dims of a conv or pool window.
-fn spatial(cx: &Cx, xs: &[Dim], k: &[usize], w: &Window, pool: bool) -> R<Vec<Dim>> {
-    let nsp = xs.len();
-    let (s, d, p) = window_params(w, nsp)?;
-    (0..nsp)
-        .map(|i| {
-            let ek = (k[i].max(1) - 1).saturating_mul(d[i]).saturating_add(1);
-            let Dim::Fixed(n) = xs[i] else {
-                // A symbolic dim survives a "same"-size stride-1 window.
-                let same = s[i] == 1
-                    && match w.auto_pad {
-                        AutoPad::SameUpper | AutoPad::SameLower => true,
-                        AutoPad::Valid => ek == 1,
-                        AutoPad::NotSet => p[i] + p[i + nsp] + 1 == ek,
-                    };
-                return Ok(if same { xs[i].clone() } else { cx.fresh() });
-            };
-            let out = match w.auto_pad {
-                AutoPad::SameUpper | AutoPad::SameLower => n.div_ceil(s[i]),
-                AutoPad::Valid => {
-                    if n < ek {
-                        return Err(format!("kernel {ek} is larger than input {n}"));
-                    }
-                    (n - ek) / s[i] + 1
-                }
-                AutoPad::NotSet => {
-                    let padded = n + p[i] + p[i + nsp];
-                    if padded < ek {
-                        return Err(format!("kernel {ek} is larger than padded input {padded}"));
-                    }
-                    if pool && w.ceil_mode {
-                        let mut o = (padded - ek).div_ceil(s[i]) + 1;
-                        // The last window must start inside the input or left padding.
-                        if (o - 1).saturating_mul(s[i]) >= n.saturating_add(p[i]) {
-                            o -= 1;
-                        }
-                        o
-                    } else {
-                        (padded - ek) / s[i] + 1
-                    }
-                }
-            };
-            Ok(Dim::Fixed(out))
-        })
-        .collect()
-}
-
 fn conv(cx: &Cx, w: &Window, group: usize) -> R<Option<Vec<Dim>>> {
     conv_of(cx, 0, 1, w, group)
 }
@@ -754,7 +700,19 @@ fn conv_of(cx: &Cx, xi: usize, wi: usize, w: &Window, group: usize) -> R<Option<
         return Err(format!("kernel has {} dims for {} spatial dims", k.len(), x.len() - 2));
     }
     let mut out = vec![x[0].clone(), wt[0].clone()];
-    out.extend(spatial(cx, &x[2..], &k, w, false)?);
+    // The window's one size rule (`ops::window`), over the input's dims as expressions.
+    let ks: Vec<crate::ir::DimExpr> = k.iter().map(|&v| crate::ir::DimExpr::constant(v as i64)).collect();
+    let xs: Vec<crate::ir::DimExpr> = x[2..].iter().map(Dim::expr).collect();
+    let bound = |name: &str| x.iter().find_map(|d| match d {
+        Dim::Sym { name: n, bound } if n == name => bound.map(|b| b as i64),
+        _ => None,
+    });
+    for d in crate::ops::window::window_out(w, &ks, &xs)? {
+        out.push(match d {
+            Some(e) => dim_of_expr(&e, &bound)?,
+            None => cx.fresh(),
+        });
+    }
     Ok(Some(out))
 }
 
