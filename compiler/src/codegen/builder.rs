@@ -173,12 +173,12 @@ pub(crate) fn emit_parts(cx: &Ctx, sym: Option<Sym>, nodes_per_fn: usize, mut pr
     for &id in &cx.plan.order {
         let n = g.node(id);
         if let Some(stmts) = emit::emit_node(cx, sym, id)? {
-            let outs: Vec<String> = n.outputs.iter().map(|&o| g.value(o).name.clone()).collect();
             let op = n.source_op.as_ref().map(|s| s.0.clone()).unwrap_or_else(|| n.op.name());
-            // A labelled block keeps the node's name readable after formatting (comments do not
-            // survive prettyplease).
+            // A labelled block keeps the node's name readable after formatting; the comment
+            // right above it (op, operands and their types) is put back after formatting
+            // ([`format_pieces`]: comments do not survive prettyplease).
             let label = block_label(&n.name, &mut labels);
-            let block = format!("'{label}: {{\n{stmts}\n}}");
+            let block = format!("{}\n'{label}: {{\n{stmts}\n}}", node_comment(g, sym, n, &op));
             let block = match profile.as_deref_mut() {
                 Some(nodes) => {
                     let k = nodes.len();
@@ -187,7 +187,7 @@ pub(crate) fn emit_parts(cx: &Ctx, sym: Option<Sym>, nodes_per_fn: usize, mut pr
                 }
                 None => block,
             };
-            let _ = writeln!(current, "// {} {} -> {}\n{block}", names::text(&op), names::text(&n.name), names::text(&outs.join(", ")));
+            let _ = writeln!(current, "{block}");
             in_part += 1;
         }
         if in_part >= nodes_per_fn.max(1) {
@@ -199,6 +199,30 @@ pub(crate) fn emit_parts(cx: &Ctx, sym: Option<Sym>, nodes_per_fn: usize, mut pr
         parts.push(current);
     }
     Ok(parts)
+}
+
+/// The comment above a node's block, `// MaxPool `pool1`: x f32 [1, 3, 8, 8] -> y f32 [1, 3, 4, 4]`:
+/// the op, the node, its operands with their types; every name escaped, on one line.
+/// Under bounded dims, the dims are the analysis' expressions of the named dims.
+fn node_comment(g: &Graph, sym: Option<Sym>, n: &crate::ir::Node, op: &str) -> String {
+    let operand = |v: ValueId| {
+        let named = sym.and_then(|s| s.info.shapes.get(&v));
+        let ty = match (&g.value(v).ty, named) {
+            (crate::ir::ValueType::Tensor(t), Some(dims)) => format!(" {} [{}]", t.dtype, dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+            (crate::ir::ValueType::Tensor(t), None) => match &t.shape {
+                Some(s) => format!(" {} {s}", t.dtype),
+                None => format!(" {}", t.dtype),
+            },
+            _ => String::new(),
+        };
+        format!("{}{ty}", g.value(v).name)
+    };
+    // Absent optional inputs at the end are left out, those before a present one shown as `_`.
+    let given = n.inputs.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+    let ins: Vec<String> = n.inputs[..given].iter().map(|v| v.map_or_else(|| "_".to_string(), operand)).collect();
+    let outs: Vec<String> = n.outputs.iter().map(|&o| operand(o)).collect();
+    // Escaped as a whole: names and named dims come from the model file.
+    format!("// {}", names::text(&format!("{op} `{}`: {} -> {}", n.name, ins.join(", "), outs.join(", "))))
 }
 
 /// The part functions one entry function calls in order, each a run of node blocks over the
@@ -405,15 +429,47 @@ impl ModuleBuilder {
 /// Parse and pretty-print module source given as pieces of whole items, one piece at a time
 /// (each piece's text is dropped once formatted): the syntax tree of a model with a million
 /// nodes never exists at once. The output is what formatting the concatenation would give.
+/// The node comments (a `//` line right above a labelled block, [`emit_parts`]) are put back
+/// above their blocks.
 fn format_pieces(pieces: Vec<String>) -> Result<String, CodegenError> {
     let mut out = String::new();
     for piece in pieces {
         // The error shows the piece: generated code that does not parse is a compiler bug.
         let file = syn::parse_file(&piece).map_err(|e| CodegenError::Format(format!("{e}\n{piece}")))?;
+        let comments = block_comments(&piece);
         drop(piece);
-        out.push_str(&prettyplease::unparse(&file));
+        let text = prettyplease::unparse(&file);
+        if comments.is_empty() {
+            out.push_str(&text);
+            continue;
+        }
+        for line in text.lines() {
+            let code = line.trim_start();
+            if let Some(c) = code.strip_suffix(": {").filter(|l| l.starts_with('\'')).and_then(|l| comments.get(l)) {
+                out.push_str(&line[..line.len() - code.len()]);
+                out.push_str(c);
+                out.push('\n');
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
     }
     Ok(out)
+}
+
+/// The `//` comment line right above each block label line (`'label: {`) of unformatted
+/// source, by label.
+fn block_comments(src: &str) -> HashMap<String, String> {
+    let mut map = HashMap::new();
+    let mut prev: Option<&str> = None;
+    for line in src.lines() {
+        let line = line.trim();
+        if let (Some(c), Some(label)) = (prev, line.strip_suffix(": {").filter(|l| l.starts_with('\''))) {
+            map.insert(label.to_string(), c.to_string());
+        }
+        prev = line.starts_with("//").then_some(line);
+    }
+    map
 }
 
 #[cfg(test)]
@@ -454,6 +510,26 @@ mod tests {
         let pieces = vec!["struct A;\nimpl A { fn f(&self) -> u8 { 1 } }\n".to_string(), "fn g() -> u8 { let x = 2; x }\n".to_string()];
         let whole = prettyplease::unparse(&syn::parse_file(&pieces.concat()).expect("parses"));
         assert_eq!(format_pieces(pieces).expect("formats"), whole);
+    }
+
+    #[test]
+    fn node_comments_come_back_above_their_blocks() {
+        let src = "fn part_0() {\n// Relu `a`: x f32 [2] -> y f32 [2]\n'a: {\nlet _ = 1;\n}\n// not above a block\nlet z = 2;\n'b: {\nlet _ = z;\n}\n}\n";
+        let out = format_pieces(vec![src.to_string()]).expect("formats");
+        assert_eq!(out, "fn part_0() {\n    // Relu `a`: x f32 [2] -> y f32 [2]\n    'a: {\n        let _ = 1;\n    }\n    let z = 2;\n    'b: {\n        let _ = z;\n    }\n}\n");
+    }
+
+    /// A node comment is one escaped line whatever the model's names and dims hold.
+    #[test]
+    fn node_comments_escape_the_model_names() {
+        use crate::ir::{DType, Dim, Op, Shape, TensorType, ValueType};
+        let mut g = Graph::default();
+        let hostile = "x\n}\nfn evil() {}\n//";
+        let ty = ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape(vec![Dim::Sym { name: "n\r\n'a: {".into(), bound: None }])) });
+        let x = g.add_value(hostile.to_string(), ty, ValueKind::Input);
+        let (id, _) = g.add_node(hostile.to_string(), Op::Unary(crate::ir::UnaryOp::Relu), vec![Some(x)], &["y\u{202e}".to_string()]);
+        let c = node_comment(&g, None, g.node(id), "Relu");
+        assert!(c.starts_with("// Relu `x\\n}\\nfn evil() {}\\n//`") && !c.contains('\n') && !c.contains('\r') && !c.contains('\u{202e}'), "{c}");
     }
 
     #[test]
