@@ -127,7 +127,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         // Fused forms exist after training graphs are built; control flow, sequences and the
         // optimizer step have no rule yet. Named, so a new op is decided here.
         Op::FusedConv { .. }
-        | Op::ScaleShift { .. }
         | Op::Elementwise(_)
         | Op::ConstantOfShape { .. }
         | Op::Seq(_)

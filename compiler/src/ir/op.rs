@@ -157,10 +157,6 @@ pub enum Op {
     /// also multiplies by M and adds A (per channel, `[C]`), adds the residual R (the output's
     /// shape) and applies `act`: `act((conv(X, W) + B) · M + A + R)`, in that order.
     FusedConv { window: Window, group: usize, act: Act },
-    /// Generated code only (`passes::fuse`): (X, a, b, M?, A?) `act((x · a[c] + b[c]) · M[c] +
-    /// A[c])` along axis 1, in that order: a BatchNormalization (a, b as the batch-norm kernel
-    /// computes them) with the per-channel Mul/Add and activation after it.
-    ScaleShift { act: Act },
     /// Generated code only (`passes::fuse`): a group of f32 elementwise nodes computed in one
     /// loop. Each input has the output's shape or one element; the program gives each output
     /// element from the inputs' elements at the same index.
@@ -243,7 +239,7 @@ macro_rules! bodies {
             Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_)
+            | Op::Elementwise(_)
             | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
@@ -269,7 +265,7 @@ impl Op {
             Op::ParamUpdate { .. } => &[0, 4, 5],
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
-            | Op::ScaleShift { .. } | Op::Elementwise(_)
+            | Op::Elementwise(_)
             | Op::Reduce { .. } | Op::Reshape { .. } 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
@@ -283,7 +279,7 @@ impl Op {
             Op::Reshape { .. } | Op::Unary(UnaryOp::Identity) => true,
             Op::Def(d) => d.is_view(),
             // Every other variant, named so that a new one is decided here.
-            Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. } | Op::ScaleShift { .. }
+            Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_) 
             | Op::Reduce { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }

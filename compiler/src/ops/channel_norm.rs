@@ -413,6 +413,16 @@ fn batch_norm_inputs(cx: &mut ShapeCx) -> R<super::Arg> {
     Ok(x)
 }
 
+/// Batch, channels and plane size (the product of the other dims) of an `[N, C, …]` value, as
+/// kernel arguments.
+fn batch_channels_plane(cx: &EmitCx, v: ValueId) -> Result<[String; 3], CodegenError> {
+    let s = cx.dims(v)?;
+    if s.len() < 2 {
+        return Err(cx.err("needs rank at least 2"));
+    }
+    Ok([cx.size(&s[0])?, cx.size(&s[1])?, cx.size(&product(&s[2..]))?])
+}
+
 /// Inference-mode BatchNormalization, `(X, scale, B, mean, var)`: each channel's
 /// `(x − mean) / √(var + ε) · scale + B`. Opsets before 9 may declare the statistics as outputs
 /// in inference mode too: the interpreter passes the running statistics through; they have no
@@ -443,11 +453,7 @@ impl OpDef for BatchNorm {
         if !matches!(od, DType::F32 | DType::F64) {
             return Err(cx.err(format!("BatchNormalization on {od} is not supported by codegen yet")));
         }
-        let s = cx.dims(out)?;
-        if s.len() < 2 {
-            return Err(cx.err("needs rank at least 2"));
-        }
-        let (b, c, plane) = (cx.size(&s[0])?, cx.size(&s[1])?, cx.size(&product(&s[2..]))?);
+        let [b, c, plane] = batch_channels_plane(cx, out)?;
         let args: Vec<String> = (1..5).map(|i| cx.read(cx.input(i)?)).collect::<Result<_, _>>()?;
         Ok(format!(
             "rt::kernels::norm::batch_norm({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
@@ -509,6 +515,58 @@ impl OpDef for BatchNorm {
     }
 }
 
+/// Generated code only (`passes::fuse`): `act((x · a[c] + b[c]) · M[c] + A[c])` along axis 1 of
+/// `(X, a, b, M?, A?)`, in that order: a BatchNormalization (`a`, `b` as the batch-norm kernel
+/// computes them) with the per-channel Mul and Add and the activation after it, in one pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScaleShift {
+    pub act: crate::ir::Act,
+}
+
+impl OpDef for ScaleShift {
+    name!("ScaleShift");
+    none_of!(cuda, wgsl, scratch_bytes, in_place, decides_shapes, forwards_values, gradient);
+
+    fn shapes(&self, cx: &mut ShapeCx) -> R<Vec<OutType>> {
+        let x = cx.arg(0)?;
+        Ok(vec![OutType { dtype: x.dtype, dims: x.dims.clone() }])
+    }
+
+    /// As the nodes it replaces compute it, step by step: the fused graph gives the unfused
+    /// graph's bits.
+    fn eval(&self, ins: &[Option<&Tensor>]) -> R<Vec<Tensor>> {
+        use crate::interp::{ops::nn, RtValue};
+        let x = RtValue::Tensor(input(ins, 0)?.clone());
+        let opt = |i: usize| ins.get(i).copied().flatten();
+        let y = nn::mul_add(x, Some(input(ins, 1)?), Some(input(ins, 2)?))?;
+        let y = nn::activate(nn::mul_add(y, opt(3), opt(4))?, self.act)?;
+        Ok(vec![y.as_tensor()?.clone()])
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
+        let out = cx.output(0)?;
+        let od = cx.dtype(out)?;
+        if !matches!(od, DType::F32 | DType::F64) {
+            return Err(cx.err(format!("ScaleShift on {od} is not supported by codegen")));
+        }
+        let [b, c, plane] = batch_channels_plane(cx, out)?;
+        let opt = |i: usize| cx.opt_input(i).map_or_else(|| Ok("None".to_string()), |v| cx.read(v).map(|r| format!("Some({r})")));
+        Ok(format!(
+            "rt::kernels::norm::scale_shift({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
+            cx.read(cx.input(0)?)?,
+            cx.write(out)?,
+            cx.read(cx.input(1)?)?,
+            cx.read(cx.input(2)?)?,
+            opt(3)?,
+            opt(4)?,
+            crate::codegen::emit::nn::act_lit(self.act)
+        ))
+    }
+
+    // A multiply and an add per element, and the optional ones.
+    flops!(per_output 2);
+}
+
 pub fn examples() -> Vec<super::Example> {
     let x = Tensor::from_f32s(vec![2, 4, 3], (0..24).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect());
     let c4 = |v: [f32; 4]| Tensor::from_f32s(vec![4], v.to_vec());
@@ -528,6 +586,12 @@ pub fn examples() -> Vec<super::Example> {
             consts: vec![],
             op: OpRef::new(Lrn { size: 2, alpha: 0.5, beta: 0.5, bias: 2.0 }),
             inputs: vec![Tensor::from_f32s(vec![2, 3, 2, 2], (0..24).map(|i| (i as f32 - 11.5) / 4.0).collect())],
+        },
+        super::Example { consts: vec![], op: OpRef::new(ScaleShift { act: crate::ir::Act::HardSwish }), inputs: vec![x.clone(), c4([1.0, 0.5, -1.5, 2.0]), c4([0.25, -0.5, 0.0, 1.0])] },
+        super::Example {
+            consts: vec![],
+            op: OpRef::new(ScaleShift { act: crate::ir::Act::Clip(-0.5, 0.75) }),
+            inputs: vec![x.clone(), c4([1.0, 0.5, -1.5, 2.0]), c4([0.25, -0.5, 0.0, 1.0]), c4([0.1, 2.0, -0.2, 0.3]), c4([1.0, -2.0, 0.5, 1.5])],
         },
         super::Example {
             consts: vec![],

@@ -52,7 +52,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // ---- elementwise: one FLOP per output element and step
         Op::Unary(_) | Op::Binary(_) => out?,
         Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
-        Op::ScaleShift { .. } => mul(&[2, out?]),
 
         // ---- linear algebra and convolutions
         Op::MatMul => mul(&[2, out?, *in_shape(g, n, 0)?.last()? as u64]),

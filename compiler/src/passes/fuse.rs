@@ -5,7 +5,7 @@
 //!   Clip, HardSwish, Sigmoid, SiLU as Sigmoid·Mul) after a convolution become its epilogue (`Op::FusedConv`), applied per output tile
 //!   while it is in cache;
 //! - a standalone BatchNormalization with the per-channel Mul/Add and activation after it
-//!   becomes one pass (`Op::ScaleShift`).
+//!   becomes one pass (`ops::channel_norm::ScaleShift`).
 //!
 //! - an attention spelled out as MatMul → scale/mask → Softmax → MatMul (with the Transposes
 //!   that only reorder its operands; `passes::attention`) becomes one `FusedAttention` (f32),
@@ -378,7 +378,7 @@ fn scale_shift(g: &mut Graph, report: &mut FusionReport) {
         let c = |g: &mut Graph, what: &str, v: Option<Vec<f32>>| v.map(|v| g.add_const(format!("{bname}_{what}"), Tensor::new(vec![m], Data::F32(v))));
         let inputs = vec![c(g, "a", Some(a)), c(g, "b", Some(bb)), c(g, "mul", mul), c(g, "add", add)];
         let inputs = std::iter::once(Some(x)).chain(inputs).collect();
-        fuse_into_last(g, report, &mut remove, bi, &chain, Op::ScaleShift { act }, inputs, None);
+        fuse_into_last(g, report, &mut remove, bi, &chain, crate::ops::IntoOp::op(crate::ops::channel_norm::ScaleShift { act }), inputs, None);
     }
     drop_nodes(g, &remove);
 }

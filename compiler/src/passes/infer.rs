@@ -423,7 +423,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
         Op::Conv { window, group } | Op::FusedConv { window, group, .. } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
         // Integer products: i32 accumulators, or requantized to y_zero_point's type (uint8
         // when it is absent).
-        Op::ScaleShift { .. } => same(),
         // Inputs have the output's shape or one element: the output is the largest input.
         Op::Elementwise(_) => {
             let mut dims: Option<Vec<Dim>> = Some(vec![]);
@@ -776,7 +775,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // The values of other ops are not followed (every variant named, so a new op is
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
-        | Op::FusedConv { .. } | Op::ScaleShift { .. } | Op::Elementwise(_)
+        | Op::FusedConv { .. } | Op::Elementwise(_)
         | Op::Reduce { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,

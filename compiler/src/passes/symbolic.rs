@@ -355,7 +355,7 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             x(0)?
         }
-        Op::Unary(_) | Op::ScaleShift { .. } => x(0)?,
+        Op::Unary(_) => x(0)?,
         // Inputs of the output's shape, one element or its last dims: numpy broadcasting.
         Op::Elementwise(_) => {
             let mut d = Vec::new();

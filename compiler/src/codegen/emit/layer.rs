@@ -1,8 +1,7 @@
-//! GEMM/MatMul, batch normalization and reductions: one
+//! GEMM/MatMul and reductions: one
 //! emitter for fixed shapes and bounded dims. Sizes come from [`EmitCx::size`] (a literal for a
 //! fixed dim, the run-time size table for a bounded one), so the same statements serve both.
 use super::elementwise::f32_lit;
-use super::nn::act_lit;
 use super::f64_lit;
 use crate::codegen::CodegenError;
 use crate::ir::{DType, DimExpr, Op, ValueId};
@@ -14,46 +13,12 @@ pub(crate) fn emit(cx: &EmitCx) -> Res {
     let n = cx.node();
     let out = cx.output(0)?;
     let od = cx.dtype(out)?;
-    let float = matches!(od, DType::F32 | DType::F64);
     match &n.op {
-        Op::ScaleShift { act } => {
-            if !float {
-                return Err(cx.err(format!("ScaleShift on {od} is not supported by codegen")));
-            }
-            let (b, c, plane) = batch_channels_plane(cx, out)?;
-            Ok(Some(format!(
-                "rt::kernels::norm::scale_shift({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
-                cx.read(cx.input(0)?)?,
-                cx.write(out)?,
-                cx.read(cx.input(1)?)?,
-                cx.read(cx.input(2)?)?,
-                opt_read(cx, 3)?,
-                opt_read(cx, 4)?,
-                act_lit(*act)
-            )))
-        }
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(cx, out, od, *alpha, *beta, *trans_a, *trans_b),
         Op::MatMul => matmul(cx, out, od),
         Op::Reduce { .. } => reduce(cx, out),
         _ => Err(cx.err("not a layer op")),
     }
-}
-
-/// `Some(read)` for optional input `i`, else `None`.
-fn opt_read(cx: &EmitCx, i: usize) -> Result<String, CodegenError> {
-    Ok(match cx.opt_input(i) {
-        Some(v) => format!("Some({})", cx.read(v)?),
-        None => "None".into(),
-    })
-}
-
-/// Batch, channels and plane size (the product of the other dims) of an NC… tensor.
-fn batch_channels_plane(cx: &EmitCx, v: ValueId) -> Result<(String, String, String), CodegenError> {
-    let s = cx.dims(v)?;
-    if s.len() < 2 {
-        return Err(cx.err("needs rank at least 2"));
-    }
-    Ok((cx.size(&s[0])?, cx.size(&s[1])?, cx.size(&crate::ops::product(&s[2..]))?))
 }
 
 /// A `gemm::Layout` literal; a size that is not a plain number is converted to `isize`.

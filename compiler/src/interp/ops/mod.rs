@@ -66,7 +66,7 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Unary(_) | Op::Binary(_) => elementwise::eval(op, &args, n_outputs),
         Op::MatMul | Op::Gemm { .. } => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } => nn::eval(op, &args),
-        Op::FusedConv { .. } | Op::ScaleShift { .. } => nn::eval_fused(op, &args),
+        Op::FusedConv { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
         Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. } => index::eval(op, &args, n_outputs),

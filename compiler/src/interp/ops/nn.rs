@@ -7,47 +7,55 @@ use super::util::{arg, one, opt_arg};
 use super::OpResult;
 use crate::interp::RtValue;
 use crate::ir::{Act, Op};
+use crate::tensor::Tensor;
 
-/// The fused ops of generated code (`passes::fuse`), evaluated as the ops they replace, one
-/// after another, so the interpreter can run a fused graph too.
+/// FusedConv (generated code only, `passes::fuse`), evaluated as the ops it replaces, one after
+/// another, so the interpreter can run a fused graph too: the convolution, the per-channel
+/// multiply and add, the residual, the activation.
 pub fn eval_fused(op: &Op, args: &[Option<RtValue>]) -> OpResult {
-    use crate::ir::{BinaryOp, UnaryOp};
-    use crate::tensor::Tensor;
+    let Op::FusedConv { window, group, act } = op else { return Err(format!("{} is not a fused convolution", op.name())) };
     let x = arg(args, 0)?;
-    let binary = |b: BinaryOp, p: RtValue, q: RtValue| -> Result<RtValue, String> {
-        let mut r = super::elementwise::eval(&Op::Binary(b), &[Some(p), Some(q)], 1)?;
-        r.pop().ok_or_else(|| "no result".to_string())
+    let y = RtValue::Tensor(conv::conv(x, arg(args, 1)?, opt_arg(args, 2)?, window, *group)?);
+    let y = mul_add(y, opt_arg(args, 4)?, opt_arg(args, 5)?)?;
+    let y = match args.get(3).cloned().flatten() {
+        Some(r) => binary(crate::ir::BinaryOp::Add, y, r)?,
+        None => y,
     };
+    Ok(vec![activate(y, *act)?])
+}
+
+fn binary(b: crate::ir::BinaryOp, p: RtValue, q: RtValue) -> Result<RtValue, String> {
+    let mut r = super::elementwise::eval(&Op::Binary(b), &[Some(p), Some(q)], 1)?;
+    r.pop().ok_or_else(|| "no result".to_string())
+}
+
+fn unary(u: crate::ir::UnaryOp, p: RtValue) -> Result<RtValue, String> {
+    let mut r = super::elementwise::eval(&Op::Unary(u), &[Some(p)], 1)?;
+    r.pop().ok_or_else(|| "no result".to_string())
+}
+
+/// `y · mul[c] + add[c]` along axis 1 of `y` (an `[N, C, …]` tensor), each step as its
+/// broadcast Mul or Add would compute it.
+pub(crate) fn mul_add(mut y: RtValue, mul: Option<&Tensor>, add: Option<&Tensor>) -> Result<RtValue, String> {
+    let rank = y.as_tensor()?.shape.len();
     // Per-channel constants are [C]: as [C, 1, …] they broadcast along axis 1.
     let per_channel = |t: &Tensor| {
         let mut shape = vec![t.shape.iter().product::<usize>()];
-        shape.resize(x.shape.len().saturating_sub(1).max(1), 1);
+        shape.resize(rank.saturating_sub(1).max(1), 1);
         RtValue::Tensor(Tensor::new(shape, t.data.clone()))
     };
-    let mul_add = |mut y: RtValue, mul: Option<&Tensor>, add: Option<&Tensor>| -> Result<RtValue, String> {
-        if let Some(m) = mul {
-            y = binary(BinaryOp::Mul, y, per_channel(m))?;
-        }
-        if let Some(a) = add {
-            y = binary(BinaryOp::Add, y, per_channel(a))?;
-        }
-        Ok(y)
-    };
-    let (mut y, act) = match op {
-        Op::FusedConv { window, group, act } => {
-            let y = RtValue::Tensor(conv::conv(x, arg(args, 1)?, opt_arg(args, 2)?, window, *group)?);
-            let y = mul_add(y, opt_arg(args, 4)?, opt_arg(args, 5)?)?;
-            match args.get(3).cloned().flatten() {
-                Some(r) => (binary(BinaryOp::Add, y, r)?, *act),
-                None => (y, *act),
-            }
-        }
-        Op::ScaleShift { act } => {
-            let y = mul_add(RtValue::Tensor(x.clone()), Some(arg(args, 1)?), Some(arg(args, 2)?))?;
-            (mul_add(y, opt_arg(args, 3)?, opt_arg(args, 4)?)?, *act)
-        }
-        _ => return Err(format!("{} is not a fused op", op.name())),
-    };
+    if let Some(m) = mul {
+        y = binary(crate::ir::BinaryOp::Mul, y, per_channel(m))?;
+    }
+    if let Some(a) = add {
+        y = binary(crate::ir::BinaryOp::Add, y, per_channel(a))?;
+    }
+    Ok(y)
+}
+
+/// A fused activation, as the unfused graph's nodes compute it.
+pub(crate) fn activate(y: RtValue, act: Act) -> Result<RtValue, String> {
+    use crate::ir::{BinaryOp, UnaryOp};
     let scalar = |v: f32, like: &RtValue| -> Result<RtValue, String> {
         let RtValue::Tensor(t) = like else { return Err("fused op on a non-tensor".into()) };
         // The fuse pass only makes activations with constants for f32 and f64 outputs.
@@ -57,11 +65,7 @@ pub fn eval_fused(op: &Op, args: &[Option<RtValue>]) -> OpResult {
             d => Err(format!("Clip activation on {d}")),
         }
     };
-    let unary = |u: UnaryOp, p: RtValue| -> Result<RtValue, String> {
-        let mut r = super::elementwise::eval(&Op::Unary(u), &[Some(p)], 1)?;
-        r.pop().ok_or_else(|| "no result".to_string())
-    };
-    y = match act {
+    Ok(match act {
         Act::None => y,
         Act::Relu => unary(UnaryOp::Relu, y)?,
         Act::LeakyRelu(alpha) => unary(UnaryOp::LeakyRelu { alpha }, y)?,
@@ -76,8 +80,7 @@ pub fn eval_fused(op: &Op, args: &[Option<RtValue>]) -> OpResult {
             let s = unary(UnaryOp::Sigmoid, y.clone())?;
             binary(BinaryOp::Mul, y, s)?
         }
-    };
-    Ok(vec![y])
+    })
 }
 
 pub fn eval(op: &Op, args: &[Option<RtValue>]) -> OpResult {
