@@ -186,7 +186,7 @@ fn split_depthwise_and_pooling_match_plain_loops() {
     let o = (h - 3) / 2 + 1;
     let win = Window3::new(&[h, h], &[o, o], &[3, 3], &[2, 2], &[1, 1], &[0, 0], &[0, 0]).unwrap();
     let mut y = vec![f32::NAN; batch * c * o * o];
-    pool::max_pool(&x, batch * c, &win, &mut y, None, false);
+    pool::max_pool(&x, batch * c, &win, &mut y, pool::Indices::None);
     let mut avg = vec![f32::NAN; batch * c * o * o];
     pool::avg_pool(&x, batch * c, &win, &mut avg, false);
     for p in 0..batch * c {

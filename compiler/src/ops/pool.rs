@@ -64,7 +64,8 @@ impl OpDef for Pool {
                 match (&x.data, self.kind) {
                     $((Data::$v(xs), PoolKind::Max) => {
                         let mut y = vec![burnc_runtime::Elem::zero(); n];
-                        k::max_pool(xs, planes, &win, &mut y, Some(&mut ind[..]), self.column_major);
+                        let ind = if self.column_major { k::Indices::ColumnMajor(&mut ind[..]) } else { k::Indices::RowMajor(&mut ind[..]) };
+                        k::max_pool(xs, planes, &win, &mut y, ind);
                         Data::$v(y)
                     })*
                     (Data::F32(xs), kind) => Data::F32(float_pool(xs, planes, &win, kind, n)),
@@ -97,10 +98,10 @@ impl OpDef for Pool {
         Ok(match self.kind {
             PoolKind::Max => {
                 let ind = match cx.used_output(1) {
-                    Some(iv) => format!("Some({})", cx.write(iv)?),
-                    None => "None".into(),
+                    Some(iv) => format!("rt::kernels::pool::Indices::{}({})", if self.column_major { "ColumnMajor" } else { "RowMajor" }, cx.write(iv)?),
+                    None => "rt::kernels::pool::Indices::None".into(),
                 };
-                format!("let win = {win};\nrt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, {ind}, {});", self.column_major)
+                format!("let win = {win};\nrt::kernels::pool::max_pool({rx}, {planes}, &win, {y}, {ind});")
             }
             PoolKind::Avg { count_include_pad } if float => {
                 format!("let win = {win};\nrt::kernels::pool::avg_pool({rx}, {planes}, &win, {y}, {count_include_pad});")
@@ -311,7 +312,7 @@ fn float_pool<T: burnc_runtime::Elem>(xs: &[T], planes: usize, win: &Window3, ki
     match kind {
         PoolKind::Avg { count_include_pad } => k::avg_pool(xs, planes, win, &mut y, count_include_pad),
         PoolKind::Lp { p } => k::lp_pool(xs, planes, win, &mut y, p as f64),
-        PoolKind::Max => k::max_pool(xs, planes, win, &mut y, None, false),
+        PoolKind::Max => k::max_pool(xs, planes, win, &mut y, k::Indices::None),
     }
     y
 }
@@ -324,12 +325,12 @@ pub struct GlobalPool {
 }
 
 impl GlobalPool {
-    /// The runtime kernel's `(code, p)` for the kind: 0 max, 1 average, 2 Lp of order `p`.
-    fn code(&self) -> (u8, f64) {
+    /// The runtime kernel's kind.
+    fn kernel_kind(&self) -> k::GlobalKind {
         match self.kind {
-            PoolKind::Max => (0, 0.0),
-            PoolKind::Avg { .. } => (1, 0.0),
-            PoolKind::Lp { p } => (2, p as f64),
+            PoolKind::Max => k::GlobalKind::Max,
+            PoolKind::Avg { .. } => k::GlobalKind::Average,
+            PoolKind::Lp { p } => k::GlobalKind::Lp(p as f64),
         }
     }
 }
@@ -366,13 +367,13 @@ impl OpDef for GlobalPool {
         let planes = x.shape[0] * x.shape[1];
         let size: usize = x.shape[2..].iter().product();
         let shape: Vec<usize> = x.shape.iter().enumerate().map(|(i, &d)| if i < 2 { d } else { 1 }).collect();
-        let (code, p) = self.code();
+        let kind = self.kernel_kind();
         macro_rules! go {
             ($($v:ident),*) => {
                 match &x.data {
-                    $(Data::$v(xs) if code == 0 || x.dtype().is_float() => {
+                    $(Data::$v(xs) if kind == k::GlobalKind::Max || x.dtype().is_float() => {
                         let mut y = vec![burnc_runtime::Elem::zero(); planes];
-                        k::global_pool(xs, planes, size, &mut y, code, p);
+                        k::global_pool(xs, planes, size, &mut y, kind);
                         Data::$v(y)
                     })*
                     _ => return Err(format!("global {:?} pooling does not support {}", self.kind, x.dtype())),
@@ -386,14 +387,16 @@ impl OpDef for GlobalPool {
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let x = cx.input(0)?;
         let [n, len] = planes(&cx.dims(x)?).map_err(|_| cx.err("global pooling needs rank at least 2"))?;
-        let (code, p) = self.code();
+        let kind = match self.kernel_kind() {
+            k::GlobalKind::Lp(p) => format!("Lp({})", f64_lit(p)),
+            other => format!("{other:?}"),
+        };
         Ok(format!(
-            "rt::kernels::pool::global_pool({}, {}, {}, {}, {code}, {});",
+            "rt::kernels::pool::global_pool({}, {}, {}, {}, rt::kernels::pool::GlobalKind::{kind});",
             cx.read(x)?,
             cx.size(&n)?,
             cx.size(&len)?,
             cx.write(cx.output(0)?)?,
-            f64_lit(p)
         ))
     }
 

@@ -59,10 +59,32 @@ fn for_outputs(win: &Window3, mut f: impl FnMut(usize, [usize; 3])) {
     }
 }
 
-/// Max pooling of `planes` planes. `indices`, when given, receives the flat index of each
-/// maximum in the whole input tensor (row-major, or column-major within a plane when
-/// `col_major`). A window with no input in range yields `T::lowest()` and index -1.
-pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], mut indices: Option<&mut [i64]>, col_major: bool) {
+/// Where [`max_pool`] writes the position of each maximum, if anywhere: the flat index in the
+/// whole input tensor, counted row-major, or column-major within a plane (ONNX's
+/// `storage_order` 1).
+pub enum Indices<'a> {
+    None,
+    RowMajor(&'a mut [i64]),
+    ColumnMajor(&'a mut [i64]),
+}
+
+/// Which reduction [`global_pool`] applies to each plane.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GlobalKind {
+    Max,
+    Average,
+    /// The Lp norm of order `p`.
+    Lp(f64),
+}
+
+/// Max pooling of `planes` planes, the position of each maximum written as `indices` says. A
+/// window with no input in range yields `T::lowest()` and index -1.
+pub fn max_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], indices: Indices<'_>) {
+    let (mut indices, col_major) = match indices {
+        Indices::None => (None, false),
+        Indices::RowMajor(ind) => (Some(ind), false),
+        Indices::ColumnMajor(ind) => (Some(ind), true),
+    };
     let (is, os) = (win.in_size(), win.out_size());
     let [id, ih, _] = win.input;
     if indices.is_none() && is_plain_2d(win) {
@@ -106,7 +128,7 @@ pub fn avg_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], cou
     if os == 1 && win.kernel == win.input && win.dilations == [1; 3] && win.pads_begin == [0; 3] && win.pads_end == [0; 3] {
         // One window over the whole plane (ShuffleNet's and GoogLeNet's last pools): a global
         // average, whose sum vectorizes; per row of taps it was 49 calls of one element each.
-        global_pool(x, planes, is, y, 1, 0.0);
+        global_pool(x, planes, is, y, GlobalKind::Average);
         return;
     }
     if is_plain_2d(win) {
@@ -855,16 +877,16 @@ pub fn lp_pool<T: Elem>(x: &[T], planes: usize, win: &Window3, y: &mut [T], p_no
     }
 }
 
-/// Global pooling of `planes` planes of `size` elements each into one value per plane.
-/// `kind`: 0 = max, 1 = average, 2 = Lp with `p_norm`. Planes split over the pool.
-pub fn global_pool<T: Elem>(x: &[T], planes: usize, size: usize, y: &mut [T], kind: u8, p_norm: f64) {
+/// Global pooling of `planes` planes of `size` elements each into one value per plane. Planes
+/// split over the pool.
+pub fn global_pool<T: Elem>(x: &[T], planes: usize, size: usize, y: &mut [T], kind: GlobalKind) {
     crate::for_plane_ranges(planes, 1, planes * size, y, &|p0, p1, out| {
         for (p, o) in (p0..p1).zip(out.iter_mut()) {
             let xp = &x[p * size..(p + 1) * size];
             *o = match kind {
-                0 => xp.iter().fold(T::lowest(), |a, &b| if b > a { b } else { a }),
-                1 => T::from_f64(sum_f64(xp) / size.max(1) as f64),
-                _ => {
+                GlobalKind::Max => xp.iter().fold(T::lowest(), |a, &b| if b > a { b } else { a }),
+                GlobalKind::Average => T::from_f64(sum_f64(xp) / size.max(1) as f64),
+                GlobalKind::Lp(p_norm) => {
                     let s: f64 = xp.iter().map(|v| crate::math::pow(v.to_f64().abs(), p_norm)).sum();
                     T::from_f64(crate::math::pow(s, 1.0 / p_norm))
                 }
@@ -904,7 +926,7 @@ mod tests {
         let win = Window3::new(&[4, 4], &[2, 2], &[2, 2], &[2, 2], &[1, 1], &[0, 0], &[0, 0]).unwrap();
         let mut y = [0f32; 4];
         let mut ind = [0i64; 4];
-        max_pool(&x, 1, &win, &mut y, Some(&mut ind), false);
+        max_pool(&x, 1, &win, &mut y, Indices::RowMajor(&mut ind));
         assert_eq!(y, [5.0, 7.0, 13.0, 15.0]);
         assert_eq!(ind, [5, 7, 13, 15]);
         avg_pool(&x, 1, &win, &mut y, false);
@@ -993,7 +1015,7 @@ mod tests {
                 }
             }
             let mut y = vec![0f32; planes * oh * ow];
-            max_pool(&x, planes, &win, &mut y, None, false);
+            max_pool(&x, planes, &win, &mut y, Indices::None);
             let want = naive(&x, planes, &win, true, false);
             assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "max {win:?}");
             for include in [false, true] {
@@ -1035,7 +1057,7 @@ mod tests {
                 .collect();
             x[3 * ih * iw..3 * ih * iw + iw].fill(f32::NAN);
             let mut y = vec![0f32; planes * oh * ow];
-            max_pool(&x, planes, &win, &mut y, None, false);
+            max_pool(&x, planes, &win, &mut y, Indices::None);
             let want = naive(&x, planes, &win, true, false);
             assert_eq!(y.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{win:?}");
         }
