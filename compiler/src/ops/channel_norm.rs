@@ -413,9 +413,13 @@ fn batch_norm_inputs(cx: &mut ShapeCx) -> R<super::Arg> {
     Ok(x)
 }
 
-/// Batch, channels and plane size (the product of the other dims) of an `[N, C, …]` value, as
-/// kernel arguments.
-fn batch_channels_plane(cx: &EmitCx, v: ValueId) -> Result<[String; 3], CodegenError> {
+/// Batch, channels and plane size (the product of the other dims) of an `[N, C, …]` f32 or f64
+/// value, as kernel arguments (`what`: the op, in the error for another dtype).
+fn float_planes(cx: &EmitCx, v: ValueId, what: &str) -> Result<[String; 3], CodegenError> {
+    let dt = cx.dtype(v)?;
+    if !matches!(dt, DType::F32 | DType::F64) {
+        return Err(cx.err(format!("{what} on {dt} is not supported by codegen yet")));
+    }
     let s = cx.dims(v)?;
     if s.len() < 2 {
         return Err(cx.err("needs rank at least 2"));
@@ -449,11 +453,7 @@ impl OpDef for BatchNorm {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let out = cx.output(0)?;
-        let od = cx.dtype(out)?;
-        if !matches!(od, DType::F32 | DType::F64) {
-            return Err(cx.err(format!("BatchNormalization on {od} is not supported by codegen yet")));
-        }
-        let [b, c, plane] = batch_channels_plane(cx, out)?;
+        let [b, c, plane] = float_planes(cx, out, "BatchNormalization")?;
         let args: Vec<String> = (1..5).map(|i| cx.read(cx.input(i)?)).collect::<Result<_, _>>()?;
         Ok(format!(
             "rt::kernels::norm::batch_norm({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",
@@ -545,11 +545,7 @@ impl OpDef for ScaleShift {
 
     fn emit(&self, cx: &EmitCx) -> Result<String, CodegenError> {
         let out = cx.output(0)?;
-        let od = cx.dtype(out)?;
-        if !matches!(od, DType::F32 | DType::F64) {
-            return Err(cx.err(format!("ScaleShift on {od} is not supported by codegen")));
-        }
-        let [b, c, plane] = batch_channels_plane(cx, out)?;
+        let [b, c, plane] = float_planes(cx, out, "ScaleShift")?;
         let opt = |i: usize| cx.opt_input(i).map_or_else(|| Ok("None".to_string()), |v| cx.read(v).map(|r| format!("Some({r})")));
         Ok(format!(
             "rt::kernels::norm::scale_shift({}, {}, {b}, {c}, {plane}, {}, {}, {}, {}, {});",

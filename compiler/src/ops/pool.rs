@@ -2,7 +2,7 @@
 //! own: windowed (MaxPool with its optional Indices, AveragePool, LpPool) and global
 //! (GlobalMaxPool, GlobalAveragePool, GlobalLpPool: each plane to one value; the output keeps
 //! N and C and has every other dim 1).
-use super::window::{resolve, window_out};
+use super::window::{extent_and_padded, resolve, window_out};
 use super::{input, numel, product, EmitCx, GradCx, IntoOp, OpDef, OpRef, OutType, ShapeCx, R};
 use crate::autodiff::builder::filled;
 use crate::codegen::emit::f64_lit;
@@ -273,12 +273,9 @@ impl Pool {
             // ceil_mode's last window, dropped or not by the size's value.
             dims.push(d.unwrap_or_else(|| cx.unknown()));
         }
-        if !matches!(self.window.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
-            for (i, &kd) in k.iter().enumerate() {
-                let dil = self.window.dilations.get(i).copied().unwrap_or(1);
-                let pads = if self.window.auto_pad == AutoPad::Valid { 0 } else { self.window.pads.get(i).copied().unwrap_or(0) + self.window.pads.get(k.len() + i).copied().unwrap_or(0) };
-                let extent = DimExpr::constant((kd.max(1) as i64 - 1) * dil as i64 + 1);
-                cx.at_most(&format!("the pooling window and the padded input along spatial dim {i}"), &extent, &xs[2 + i].add(&DimExpr::constant(pads as i64)))?;
+        for (i, kd) in ks.iter().enumerate() {
+            if let Some((extent, padded)) = extent_and_padded(&self.window, ks.len(), i, kd, &xs[2 + i]) {
+                cx.at_most(&format!("the pooling window and the padded input along spatial dim {i}"), &extent, &padded)?;
             }
         }
         Ok(dims)

@@ -87,6 +87,19 @@ pub fn resolve(win: &Window, kernel: &[usize], input: &[usize]) -> Result<Window
     Window3::new(input, &out, &a.kernel, &a.strides, &a.dilations, &pb, &pe).ok_or_else(|| "bad window geometry".to_string())
 }
 
+/// Along spatial dim `i` of window `w` (of `k` spatial dims): the kernel's extent with its
+/// dilation, and the input's size with its explicit pads. The window fits where the first is at
+/// most the second. `None` for "same" padding, which pads to fit.
+pub(crate) fn extent_and_padded(w: &Window, k: usize, i: usize, kernel: &DimExpr, input: &DimExpr) -> Option<(DimExpr, DimExpr)> {
+    if matches!(w.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
+        return None;
+    }
+    let or = |v: &[usize], i: usize, d: usize| v.get(i).copied().unwrap_or(d) as i64;
+    let pads = if w.auto_pad == AutoPad::Valid { 0 } else { or(&w.pads, i, 0) + or(&w.pads, k + i, 0) };
+    let c = DimExpr::constant;
+    Some((kernel.sub(&c(1)).scale(or(&w.dilations, i, 1)).add(&c(1)), input.add(&c(pads))))
+}
+
 /// Output spatial dims of window `w` with spatial kernel dims `kernel` over input spatial dims
 /// `input`, as [`resolve`] computes them for fixed sizes. The kernel may be a dim expression (a
 /// convolution's W a graph input): the output then shrinks as it grows. `None` for a dim whose

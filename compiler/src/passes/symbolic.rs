@@ -8,7 +8,7 @@
 //! at the bound's sizes, and the analysis of the folded graph takes the recorded target instead.
 use super::infer::node_err;
 use super::PassError;
-use crate::ir::{AutoPad, BinaryOp, Constraint, DimExpr, Graph, Node, NodeId, Op, Rel, UnaryOp, ValueId, ValueKind, Window};
+use crate::ir::{BinaryOp, Constraint, DimExpr, Graph, Node, NodeId, Op, Rel, UnaryOp, ValueId, ValueKind, Window};
 use std::collections::HashMap;
 
 /// What the analysis knows: each tensor's dims, and the contents of 1-D / scalar integer
@@ -496,13 +496,9 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             d.extend(window_out(window, &kernel, &xs[2..])?);
             // A bounded kernel must fit the padded input (checked at run time; it also lets
             // the kernel be pinned below its bound where the input's bound is smaller).
-            if !matches!(window.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) {
-                let k = kernel.len();
-                for (i, kd) in kernel.iter().enumerate().filter(|(_, kd)| kd.as_const().is_none()) {
-                    let dil = window.dilations.get(i).copied().unwrap_or(1) as i64;
-                    let pads = if window.auto_pad == AutoPad::Valid { 0 } else { (window.pads.get(i).copied().unwrap_or(0) + window.pads.get(k + i).copied().unwrap_or(0)) as i64 };
-                    let extent = kd.sub(&c(1)).scale(dil).add(&c(1));
-                    require(s, n, Constraint { what: format!("the kernel extent and the padded input along spatial dim {i}"), rel: Rel::AtMost, left: extent, right: xs[2 + i].add(&c(pads)) })?;
+            for (i, kd) in kernel.iter().enumerate().filter(|(_, kd)| kd.as_const().is_none()) {
+                if let Some((extent, padded)) = crate::ops::window::extent_and_padded(window, kernel.len(), i, kd, &xs[2 + i]) {
+                    require(s, n, Constraint { what: format!("the kernel extent and the padded input along spatial dim {i}"), rel: Rel::AtMost, left: extent, right: padded })?;
                 }
             }
             d
