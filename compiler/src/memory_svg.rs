@@ -129,6 +129,7 @@ mod tests {
             scratch: Default::default(),
             inplace: Default::default(),
             aliases: Default::default(),
+            placed: Default::default(),
             arena_bytes: arena,
             lower_bound_bytes: arena,
             total_buffer_bytes: arena,

@@ -178,7 +178,13 @@ pub(crate) fn emit_parts(cx: &Ctx, sym: Option<Sym>, nodes_per_fn: usize, mut pr
             // right above it (op, operands and their types) is put back after formatting
             // ([`format_pieces`]: comments do not survive prettyplease).
             let label = block_label(&n.name, &mut labels);
-            let block = format!("{}\n'{label}: {{\n{stmts}\n}}", node_comment(g, sym, n, &op));
+            let mut comment = node_comment(g, sym, n, &op);
+            if let Some(placed) = cx.plan.placed.get(&id) {
+                let names: Vec<String> = placed.iter().filter_map(|&i| n.inputs.get(i).copied().flatten()).map(|v| format!("`{}`", g.value(v).name)).collect();
+                let by = if names.len() == 1 { "its producer" } else { "their producers" };
+                comment += &format!(" ({})", names::text(&format!("{} written here by {by}", names.join(", "))));
+            }
+            let block = format!("{comment}\n'{label}: {{\n{stmts}\n}}");
             let block = match profile.as_deref_mut() {
                 Some(nodes) => {
                     let k = nodes.len();
@@ -445,7 +451,9 @@ fn format_pieces(pieces: Vec<String>) -> Result<String, CodegenError> {
         }
         for line in text.lines() {
             let code = line.trim_start();
-            if let Some(c) = code.strip_suffix(": {").filter(|l| l.starts_with('\'')).and_then(|l| comments.get(l)) {
+            // An empty block (a Concat whose parts are all in place) is formatted on one line.
+            let label = code.strip_suffix(": {").or_else(|| code.strip_suffix(": {}"));
+            if let Some(c) = label.filter(|l| l.starts_with('\'')).and_then(|l| comments.get(l)) {
                 out.push_str(&line[..line.len() - code.len()]);
                 out.push_str(c);
                 out.push('\n');
@@ -514,9 +522,9 @@ mod tests {
 
     #[test]
     fn node_comments_come_back_above_their_blocks() {
-        let src = "fn part_0() {\n// Relu `a`: x f32 [2] -> y f32 [2]\n'a: {\nlet _ = 1;\n}\n// not above a block\nlet z = 2;\n'b: {\nlet _ = z;\n}\n}\n";
+        let src = "fn part_0() {\n// Relu `a`: x f32 [2] -> y f32 [2]\n'a: {\nlet _ = 1;\n}\n// not above a block\nlet z = 2;\n'b: {\nlet _ = z;\n}\n// Concat `c`: in place\n'c: {\n}\n}\n";
         let out = format_pieces(vec![src.to_string()]).expect("formats");
-        assert_eq!(out, "fn part_0() {\n    // Relu `a`: x f32 [2] -> y f32 [2]\n    'a: {\n        let _ = 1;\n    }\n    let z = 2;\n    'b: {\n        let _ = z;\n    }\n}\n");
+        assert_eq!(out, "fn part_0() {\n    // Relu `a`: x f32 [2] -> y f32 [2]\n    'a: {\n        let _ = 1;\n    }\n    let z = 2;\n    'b: {\n        let _ = z;\n    }\n    // Concat `c`: in place\n    'c: {}\n}\n");
     }
 
     /// A node comment is one escaped line whatever the model's names and dims hold.

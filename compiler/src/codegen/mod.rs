@@ -138,7 +138,7 @@ pub struct IoDesc {
 /// The memory plan generated code lowered by `lw` uses for `g` (the codegen's scratch and
 /// in-place rules), refused above `max_arena` bytes.
 pub fn plan_memory(g: &Graph, lw: Lowering, max_arena: usize) -> Result<memory::MemoryPlan, memory::PlanError> {
-    memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id, lw), can_inplace: &|g, id, i| emit::can_inplace(g, id, i), max_arena, ..PlanOptions::default() })
+    memory::plan(g, &PlanOptions { scratch: &|g, id| emit::scratch_bytes(g, id, lw), can_inplace: &|g, id, i| emit::can_inplace(g, id, i), max_arena, holds: &emit::concat_runs, ..PlanOptions::default() })
 }
 
 /// What a module compiled from a graph with `opts` is made of before its source is written:

@@ -402,6 +402,18 @@ impl<'a> EmitCx<'a> {
     }
 
     /// `&mut [T]` over node output `v` (with its run-time length under bounded dims).
+    /// The input indices whose values the memory plan already put inside this node's output
+    /// (a Concat's parts written in place by their producers).
+    pub fn placed(&self) -> &'a [usize] {
+        self.cx.plan.placed.get(&self.id).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// `&mut [T]` over `len` elements of node output `v` from element `start` (fixed shapes).
+    pub fn write_run(&self, v: ValueId, start: usize, len: usize) -> Result<String, CodegenError> {
+        let at = start.checked_mul(self.cx.g.tensor_type(v).map_or(0, |t| t.dtype.size())).ok_or_else(|| self.err("run offset overflows"))?;
+        Ok(format!("unsafe {{ rt::arena::view_mut::<{}>(a, {}, {len}) }}", self.elem(v)?, self.slot(v)? + at))
+    }
+
     pub fn write(&self, v: ValueId) -> Result<String, CodegenError> {
         if self.sym.is_none() {
             return self.cx.write(self.n, v);

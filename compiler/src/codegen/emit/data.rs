@@ -11,6 +11,21 @@ use crate::tensor::Tensor;
 pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
     let out = cx.output(0)?;
     match &cx.node().op {
+        Op::Concat { .. } if !cx.placed().is_empty() => {
+            // The output holds the inputs as consecutive runs (`concat_runs`) and the plan put
+            // some there already: copy only the others, each into its own run.
+            let mut s = String::new();
+            let mut start = 0usize;
+            for (i, v) in cx.node().inputs.iter().enumerate() {
+                let Some(v) = *v else { continue };
+                let len = cx.dims(v)?.iter().map(|d| d.as_const().and_then(|d| usize::try_from(d).ok())).product::<Option<usize>>().ok_or_else(|| cx.err("a placed Concat needs fixed shapes"))?;
+                if len > 0 && !cx.placed().contains(&i) {
+                    s += &format!("rt::kernels::concat::concat_part({}, {}, 1, {len}, 0, {len});\n", cx.write_run(out, start, len)?, cx.read(v)?);
+                }
+                start += len;
+            }
+            Ok(Some(s))
+        }
         Op::Concat { axis } => {
             let os = cx.dims(out)?;
             let ax = norm_axis(cx, *axis, os.len())?;
@@ -80,6 +95,39 @@ pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError>
         }
         _ => Err(cx.err("not a data-movement op")),
     }
+}
+
+/// The inputs a Concat's output holds as one contiguous run each, as (input index, byte
+/// offset): all of them when the output's dims before the axis are 1 (so each input is one
+/// run, in order), none otherwise or without fixed shapes. The memory plan may place them
+/// there ([`crate::memory::PlanOptions::holds`]).
+pub(crate) fn concat_runs(g: &crate::ir::Graph, id: crate::ir::NodeId) -> Vec<(usize, usize)> {
+    let n = g.node(id);
+    let Op::Concat { axis } = n.op else { return Vec::new() };
+    let fixed = |v: Option<crate::ir::ValueId>| g.tensor_type(v?).and_then(|t| Some((t.dtype, t.shape.as_ref()?.as_fixed()?)));
+    let Some((dtype, os)) = fixed(n.outputs.first().copied()) else { return Vec::new() };
+    let ax = if axis < 0 { axis + os.len() as i64 } else { axis };
+    // Types stored one element per `size()` bytes (not strings' handles, not sub-byte types).
+    use DType::*;
+    let plain = matches!(dtype, F32 | F64 | F16 | BF16 | I8 | I16 | I32 | I64 | U8 | U16 | U32 | U64 | Bool);
+    if !plain || ax < 0 || ax as usize >= os.len() || os[..ax as usize].iter().any(|&d| d != 1) {
+        return Vec::new();
+    }
+    let mut runs = Vec::new();
+    let mut at = 0usize;
+    for (i, v) in n.inputs.iter().enumerate() {
+        let Some((dt, shape)) = fixed(*v) else { return Vec::new() };
+        let Some(bytes) = shape.iter().try_fold(dt.size(), |a, &d| a.checked_mul(d)) else { return Vec::new() };
+        if dt != dtype {
+            return Vec::new();
+        }
+        runs.push((i, at));
+        at = match at.checked_add(bytes) {
+            Some(a) => a,
+            None => return Vec::new(),
+        };
+    }
+    runs
 }
 
 /// Axis `a` of a rank-`r` tensor, counted from the end when negative.

@@ -5,6 +5,7 @@ pub(crate) mod data;
 mod elementwise;
 mod layer;
 pub(crate) mod nn;
+pub(crate) use data::concat_runs;
 pub(crate) use nn::prepacked_conv;
 mod train;
 pub(crate) mod wide;
