@@ -401,7 +401,6 @@ impl<'a> EmitCx<'a> {
         })
     }
 
-    /// `&mut [T]` over node output `v` (with its run-time length under bounded dims).
     /// The input indices whose values the memory plan already put inside this node's output
     /// (a Concat's parts written in place by their producers).
     pub fn placed(&self) -> &'a [usize] {
@@ -414,6 +413,7 @@ impl<'a> EmitCx<'a> {
         Ok(format!("unsafe {{ rt::arena::view_mut::<{}>(a, {}, {len}) }}", self.elem(v)?, self.slot(v)? + at))
     }
 
+    /// `&mut [T]` over node output `v` (with its run-time length under bounded dims).
     pub fn write(&self, v: ValueId) -> Result<String, CodegenError> {
         if self.sym.is_none() {
             return self.cx.write(self.n, v);
