@@ -345,7 +345,7 @@ fn hand_built_graph_matches_the_interpreter_at_several_sizes() {
     let v = node(&mut g, "view", Op::Reshape { allowzero: false }, vec![t, target]); // [n, h*w, 4]
     let sm = node(&mut g, "softmax", burnc_compiler::ops::softmax::Softmax { axis: 1, log: false, coerce_2d: false }.op(), vec![v]);
     let axes = g.add_const("axes", Tensor::from_i64s(vec![1], vec![2]));
-    let y = node(&mut g, "mean", Op::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }, vec![sm, axes]); // [n, h*w]
+    let y = node(&mut g, "mean", burnc_compiler::ops::reduce::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }.op(), vec![sm, axes]); // [n, h*w]
     g.outputs = vec![y];
 
     let sizes = [[2usize, 2, 4, 5], [1, 2, 1, 1], [2, 2, 3, 2], [1, 2, 4, 3]];
@@ -364,7 +364,7 @@ fn scan_over_bounded_dims_matches_the_interpreter() {
     let x = g.add_value("x", ty, ValueKind::Input);
     g.inputs.push(x);
     let axes = g.add_const("axes", Tensor::from_i64s(vec![1], vec![0]));
-    let reduce = |op| Op::Reduce { op, axes: None, keepdims: false, noop_with_empty_axes: false };
+    let reduce = |op| burnc_compiler::ops::reduce::Reduce { op, axes: None, keepdims: false, noop_with_empty_axes: false }.op();
     let init = g.add_node("init", reduce(ReduceOp::Sum), vec![Some(x), Some(axes)], &["init_out".to_string()]).1[0]; // [k]
     // [k], read by the body by name.
     g.add_node("mx", reduce(ReduceOp::Max), vec![Some(x), Some(axes)], &["mx_out".to_string()]);

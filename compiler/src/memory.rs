@@ -388,8 +388,9 @@ impl Walk<'_, '_> {
                 }
             }
             for (k, &o) in node.outputs.iter().enumerate() {
-                let shared = if grouped(&o) {
-                    let (r, at) = root(o);
+                // A grouped value's outermost holder and its byte offset there.
+                let holder = grouped(&o).then(|| root(o));
+                let shared = if let Some((r, at)) = holder {
                     out.within.insert(o, at);
                     group.get(&r).copied()
                 } else if k != 0 {
@@ -406,11 +407,11 @@ impl Walk<'_, '_> {
                     })
                 };
                 let b = shared.unwrap_or_else(|| {
-                    let size = if grouped(&o) { bytes[&root(o).0] } else { bytes[&o] };
+                    let size = holder.map_or_else(|| bytes[&o], |(r, _)| bytes[&r]);
                     out.list.push(Buffer { bytes: size, start: s, end: s });
                     pinned.push(false);
-                    if grouped(&o) {
-                        group.insert(root(o).0, out.list.len() - 1);
+                    if let Some((r, _)) = holder {
+                        group.insert(r, out.list.len() - 1);
                     }
                     out.list.len() - 1
                 });

@@ -791,7 +791,7 @@ impl<'a> Lower<'a> {
                 } else {
                     shape.remove(ax);
                 }
-                self.node(span, &name, Op::Reduce { op, axes: Some(vec![ax as i64]), keepdims: keep, noop_with_empty_axes: false }, vec![Some(x.id)], shape, x.dtype)
+                self.node(span, &name, burnc_compiler::ops::reduce::Reduce { op, axes: Some(vec![ax as i64]), keepdims: keep, noop_with_empty_axes: false }.op(), vec![Some(x.id)], shape, x.dtype)
             }
             "narrow" => {
                 nargs(3, "x.narrow(dim, start, len)")?;

@@ -134,7 +134,7 @@ impl<'g> B<'g> {
     }
 
     pub fn reduce_sum(&mut self, v: ValueId, axes: Vec<i64>, keepdims: bool) -> R<ValueId> {
-        self.node(Op::Reduce { op: ReduceOp::Sum, axes: Some(axes), keepdims, noop_with_empty_axes: false }, &[v])
+        self.node(crate::ops::reduce::Reduce { op: ReduceOp::Sum, axes: Some(axes), keepdims, noop_with_empty_axes: false }.op(), &[v])
     }
 
     pub fn transpose(&mut self, v: ValueId, perm: Vec<usize>) -> R<ValueId> {

@@ -17,7 +17,6 @@ pub(crate) mod elementwise;
 mod linalg;
 pub(crate) mod nn;
 pub(crate) mod norm;
-mod reduce;
 pub(crate) mod shape;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -122,7 +121,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::Gather { .. } => shape::rule(b, n, dys, need),
         Op::Def(d) => d.gradient(&mut crate::ops::GradCx::new(b, n, dys, need)),
         Op::Expand => shape::rule(b, n, dys, need),
-        Op::Reduce { .. } => reduce::rule(b, n, dys, need),
         Op::Conv { .. } => nn::rule(b, n, dys, need),
         // Fused forms exist after training graphs are built; control flow, sequences and the
         // optimizer step have no rule yet. Named, so a new op is decided here.

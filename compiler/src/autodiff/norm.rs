@@ -25,7 +25,7 @@ struct Stats {
 }
 
 fn mean(b: &mut B<'_>, v: ValueId, axes: &[i64]) -> R<ValueId> {
-    b.node(Op::Reduce { op: ReduceOp::Mean, axes: Some(axes.to_vec()), keepdims: true, noop_with_empty_axes: false }, &[v])
+    b.node(crate::ops::reduce::Reduce { op: ReduceOp::Mean, axes: Some(axes.to_vec()), keepdims: true, noop_with_empty_axes: false }.op(), &[v])
 }
 
 fn stats(b: &mut B<'_>, x: ValueId, axes: Vec<i64>, eps: f32, centred: bool) -> R<Stats> {

@@ -47,8 +47,8 @@ pub(crate) fn pad(cx: &mut GradCx, mode: PadMode) -> R<Vec<Option<ValueId>>> {
     let mut out = vec![None; n.inputs.len()];
     let dx = scatter_back(b, n, x, dy, true)?;
     if let (Some(cv), true, PadMode::Constant) = (n.inputs.get(2).copied().flatten(), want_fill, mode) {
-        let all = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dy])?;
-        let inner = b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[dx])?;
+        let all = b.node(crate::ops::reduce::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }.op(), &[dy])?;
+        let inner = b.node(crate::ops::reduce::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }.op(), &[dx])?;
         let d = b.sub(all, inner)?;
         out[2] = Some(b.reshape_like(d, cv)?);
     }

@@ -66,25 +66,3 @@ pub fn batch_offset(p: &[usize], obat: &[usize], mat: usize) -> String {
         idx => format!("({idx}) * {mat}"),
     }
 }
-
-
-/// The reduced axes of a Reduce node over an input of rank `rank`: its `axes` attribute, or
-/// its constant second input; none given reduces all (or none, with `noop_with_empty_axes`).
-pub fn reduced_axes(g: &crate::ir::Graph, n: &crate::ir::Node, axes: &Option<Vec<i64>>, noop_with_empty_axes: bool, rank: usize) -> Result<Vec<bool>, String> {
-    let axes: Vec<i64> = match axes {
-        Some(a) => a.clone(),
-        None => match n.inputs.get(1).copied().flatten() {
-            Some(v) => crate::autodiff::builder::const_ints(g, Some(v)).ok_or("reduction axes are not constant")?,
-            None => vec![],
-        },
-    };
-    if axes.is_empty() {
-        return Ok(vec![!noop_with_empty_axes; rank]);
-    }
-    let mut red = vec![false; rank];
-    for a in axes {
-        red[crate::ir::axis::norm_axis(a, rank)?] = true;
-    }
-    Ok(red)
-}
-

@@ -162,10 +162,6 @@ pub enum Op {
     /// element from the inputs' elements at the same index.
     Elementwise(Box<super::scalar::ScalarProgram>),
 
-    // ---- reductions
-    /// Axes from the attribute, or from input 1 when `axes` is `None` and the input is given.
-    Reduce { op: ReduceOp, axes: Option<Vec<i64>>, keepdims: bool, noop_with_empty_axes: bool },
-
     // ---- shape and data movement
     Reshape { allowzero: bool },
     Concat { axis: i64 },
@@ -240,7 +236,7 @@ macro_rules! bodies {
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_)
-            | Op::Reduce { .. } | Op::Reshape { .. } 
+            | Op::Reshape { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
             | Op::ParamUpdate { .. } => vec![],
         }
@@ -266,7 +262,7 @@ impl Op {
             // Every other variant, named so that a new one is decided here.
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_)
-            | Op::Reduce { .. } | Op::Reshape { .. } 
+            | Op::Reshape { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
             | Op::Loop { .. } | Op::SequenceMap { .. } | Op::Scan { .. } => &[],
         }
@@ -281,7 +277,7 @@ impl Op {
             // Every other variant, named so that a new one is decided here.
             Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_) 
-            | Op::Reduce { .. } | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
+            | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,
         }
@@ -292,7 +288,6 @@ impl Op {
         match self {
             Op::Unary(u) => format!("{u:?}").split([' ', '{']).next().unwrap_or("Unary").to_string(),
             Op::Binary(b) => format!("{b:?}").split([' ', '{']).next().unwrap_or("Binary").to_string(),
-            Op::Reduce { op, .. } => format!("Reduce{op:?}"),
             Op::Def(d) => d.name().into(),
             other => format!("{other:?}").split([' ', '{', '(']).next().unwrap_or("?").to_string(),
         }

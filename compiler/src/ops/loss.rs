@@ -277,7 +277,7 @@ fn gradient(op: &NllLoss, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
     // W = Σ c (or the count N·d when every weight is 1).
     let denom = if reduction == LossReduction::Mean {
         Some(match coef {
-            Some(cf) => b.node(Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[cf])?,
+            Some(cf) => b.node(crate::ops::reduce::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }.op(), &[cf])?,
             None => {
                 let s = b.node(crate::ops::dim_values::Size.op(), &[t])?;
                 b.node(crate::ops::cast::op(dt, false), &[s])?

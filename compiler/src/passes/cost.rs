@@ -64,7 +64,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
 
 
         // ---- windows and normalizations
-        Op::Reduce { .. } => in_numel(g, n, 0)?,
         Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 
         // ---- data movement

@@ -64,6 +64,12 @@ pub fn fold_once(g: &mut Graph) -> Result<bool, PassError> {
             n.inputs = vec![n.inputs[i]];
             changed = true;
         }
+        if let Some(op) = crate::ops::reduce::with_constant_axes(g, &g.nodes[ni]) {
+            let n = &mut g.nodes[ni];
+            n.op = op;
+            n.inputs.truncate(1);
+            changed = true;
+        }
         // Dequantized weights a Conv, MatMul or Gemm reads stay for the QDQ fusion (`qdq`),
         // which reads their integers.
         let kept = g.nodes[ni].outputs.iter().any(|o| integer_dequantized.contains(o));

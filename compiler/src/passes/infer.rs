@@ -434,30 +434,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             }
             vec![t(Some(DType::F32), dims)]
         }
-        Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
-            let axes = match axes {
-                Some(a) => Some(a.clone()),
-                None if cx.has(1) => cx.ints(1),
-                None => Some(vec![]),
-            };
-            let dims = match (cx.shape(0), axes) {
-                (Some(x), Some(axes)) => {
-                    if axes.is_empty() && *noop_with_empty_axes {
-                        Some(x.to_vec())
-                    } else {
-                        let ax: Vec<usize> = if axes.is_empty() {
-                            (0..x.len()).collect()
-                        } else {
-                            axes.iter().map(|&a| norm_axis(a, x.len())).collect::<R<_>>()?
-                        };
-                        Some(reduce_dims(x, &ax, *keepdims))
-                    }
-                }
-                (Some(x), None) if *keepdims => Some(cx.fresh_dims(x.len())),
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Reshape { allowzero } => vec![t(cx.dtype(0), reshape(cx, *allowzero)?)],
         Op::Concat { axis } => {
             let shapes: Vec<Option<&[Dim]>> = (0..n.inputs.len()).filter(|&i| cx.has(i)).map(|i| cx.shape(i)).collect();
@@ -624,19 +600,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
     })
 }
 
-fn reduce_dims(x: &[Dim], ax: &[usize], keepdims: bool) -> Vec<Dim> {
-    x.iter()
-        .enumerate()
-        .filter_map(|(i, d)| {
-            if ax.contains(&i) {
-                keepdims.then_some(Dim::Fixed(1))
-            } else {
-                Some(d.clone())
-            }
-        })
-        .collect()
-}
-
 fn matmul(cx: &Cx) -> R<Option<Vec<Dim>>> {
     matmul_of(cx, 0, 1)
 }
@@ -776,7 +739,6 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
         | Op::FusedConv { .. } | Op::Elementwise(_)
-        | Op::Reduce { .. }
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }

@@ -390,22 +390,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
                 _ => return Err(unsupported(n)),
             }
         }
-        Op::Reduce { axes, keepdims, noop_with_empty_axes, .. } => {
-            let xs = x(0)?;
-            let axes = match axes {
-                Some(a) => a.clone(),
-                None => match n.inputs.get(1).copied().flatten() {
-                    Some(v) => g.const_value(v).and_then(|t| t.to_i64_vec()).ok_or("axes are not constant")?,
-                    None => vec![],
-                },
-            };
-            if axes.is_empty() && *noop_with_empty_axes {
-                xs
-            } else {
-                let ax: Vec<usize> = if axes.is_empty() { (0..xs.len()).collect() } else { axes.iter().map(|&a| norm_axis(a, xs.len())).collect::<R<_>>()? };
-                xs.iter().enumerate().filter_map(|(i, d)| if ax.contains(&i) { keepdims.then(|| c(1)) } else { Some(d.clone()) }).collect()
-            }
-        }
         Op::Expand => {
             let xs = x(0)?;
             let t = match targets.get(&format!("\0exp:{}", n.name)) {

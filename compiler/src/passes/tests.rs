@@ -204,7 +204,7 @@ fn shape_ops_with_constant_operands() {
     let ga = node(&mut g, Op::Gather { axis: 2 }, vec![Some(x), Some(idx)]);
     let k = ints(&mut g, vec![3]);
     let tk = g.add_node("topk", crate::ops::topk::TopK { axis: -1, largest: true }.op(), vec![Some(x), Some(k)], &["tv".into(), "ti".into()]).1;
-    let rd = node(&mut g, Op::Reduce { op: crate::ir::ReduceOp::Mean, axes: Some(vec![2, 3]), keepdims: false, noop_with_empty_axes: false }, vec![Some(x)]);
+    let rd = node(&mut g, crate::ops::reduce::Reduce { op: crate::ir::ReduceOp::Mean, axes: Some(vec![2, 3]), keepdims: false, noop_with_empty_axes: false }.op(), vec![Some(x)]);
     let d2s = node(&mut g, crate::ops::depth_space::DepthToSpace { blocksize: 2, crd: false }.op(), vec![Some(x)]);
     let rep = ints(&mut g, vec![1, 2, 1, 1]);
     let ti = node(&mut g, crate::ops::tile::Tile.op(), vec![Some(x), Some(rep)]);
@@ -278,6 +278,30 @@ fn symbolic_batch_flows_through_shape_chain() {
     assert_eq!(shape_of(&g, g.outputs[0]), Shape(vec![sym("N"), f(60)]));
     // The constant Add folded even though the shape did not.
     assert!(!g.nodes.iter().any(|n| matches!(n.op, Op::Binary(BinaryOp::Add))));
+}
+
+#[test]
+fn folded_reduce_axes_become_the_attribute() {
+    // Opset 18's axes input, computed from the rank (as ONNX's expanded functions do): after
+    // folding it is the op's attribute, and the scratch rule knows it needs none.
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", DType::F32, vec![sym("N"), f(3), f(4)]);
+    let mut scalar = |name: &str, v: i64| g.add_const(name, Tensor::from_i64s(vec![], vec![v]));
+    let (start, limit, delta) = (scalar("start", 1), scalar("limit", 3), scalar("delta", 1));
+    let axes = node(&mut g, crate::ops::range::Range.op(), vec![Some(start), Some(limit), Some(delta)]);
+    let r = crate::ops::reduce::Reduce { op: crate::ir::ReduceOp::Mean, axes: None, keepdims: true, noop_with_empty_axes: false };
+    let y = node(&mut g, r.op(), vec![Some(x), Some(axes)]);
+    g.outputs = vec![y];
+    let xs = rand(&[2, 3, 4], 7);
+    let before = run(&g, std::slice::from_ref(&xs));
+    prepare(&mut g).unwrap();
+    let n = g.nodes.iter().find(|n| n.outputs == g.outputs).unwrap_or_else(|| panic!("the reduction stays: {:?}", g.nodes.iter().map(|n| (&n.op, &n.outputs)).collect::<Vec<_>>()));
+    let Op::Def(d) = &n.op else { panic!("not a definition: {:?}", n.op) };
+    assert_eq!(d.get::<crate::ops::reduce::Reduce>().and_then(|r| r.axes.clone()), Some(vec![1, 2]));
+    assert_eq!(n.inputs, vec![Some(x)]);
+    assert_eq!(shape_of(&g, g.outputs[0]), Shape(vec![sym("N"), f(1), f(1)]));
+    assert_eq!(d.scratch_bytes(&[Some((DType::F32, vec![2, 3, 4]))]), 0);
+    assert_eq!(run(&g, &[xs]), before);
 }
 
 #[test]

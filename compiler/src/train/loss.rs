@@ -66,7 +66,7 @@ pub fn append(g: &mut Graph, pred: ValueId, loss: Loss) -> Result<(ValueId, Valu
         Loss::Mse => {
             let d = node(g, &format!("{base}/diff"), Op::Binary(BinaryOp::Sub), &[pred, target])?;
             let sq = node(g, &format!("{base}/square"), Op::Binary(BinaryOp::Mul), &[d, d])?;
-            node(g, &base, Op::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }, &[sq])?
+            node(g, &base, crate::ops::reduce::Reduce { op: ReduceOp::Mean, axes: None, keepdims: false, noop_with_empty_axes: false }.op(), &[sq])?
         }
     };
     Ok((target, l))

@@ -627,7 +627,7 @@ fn embed_layer_norm(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>])
         let mask = opt(7).ok_or_else(|| c.err("mask_index is asked for without a mask"))?;
         let int32 = burnc_compiler::ops::cast::op(burnc_compiler::ir::DType::I32, true);
         let m = c.step(int32.clone(), &[mask]);
-        let reduce = Op::Reduce { op: burnc_compiler::ir::ReduceOp::Sum, axes: Some(vec![1]), keepdims: false, noop_with_empty_axes: false };
+        let reduce = burnc_compiler::ops::reduce::Reduce { op: burnc_compiler::ir::ReduceOp::Sum, axes: Some(vec![1]), keepdims: false, noop_with_empty_axes: false }.op();
         let n = c.step(reduce, &[m]);
         let v = c.add(Op::Unary(UnaryOp::Identity), vec![Some(n)], std::slice::from_ref(name))[0];
         c.ctx.bind(name, v);

@@ -419,12 +419,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 "ReduceLogSumExp" => ReduceOp::LogSumExp,
                 _ => ReduceOp::SumSquare,
             };
-            Some(Op::Reduce {
-                op: rop,
-                axes: a.ints("axes"),
-                keepdims: a.i_or("keepdims", 1) != 0,
-                noop_with_empty_axes: a.i_or("noop_with_empty_axes", 0) != 0,
-            })
+            Some(
+                burnc_compiler::ops::reduce::Reduce {
+                    op: rop,
+                    axes: a.ints("axes"),
+                    keepdims: a.i_or("keepdims", 1) != 0,
+                    noop_with_empty_axes: a.i_or("noop_with_empty_axes", 0) != 0,
+                }
+                .op(),
+            )
         }
         "ArgMax" | "ArgMin" => Some(
             burnc_compiler::ops::reduce::ArgReduce {

@@ -57,7 +57,7 @@ fn gather_elements_depth_space() {
 #[test]
 fn other_reductions() {
     let red = |op: ReduceOp, keepdims: bool| {
-        move |g: &mut Graph, x: &[ValueId]| node(g, Op::Reduce { op, axes: Some(vec![0, 2]), keepdims, noop_with_empty_axes: false }, &[x[0]])
+        move |g: &mut Graph, x: &[ValueId]| node(g, crate::ops::reduce::Reduce { op, axes: Some(vec![0, 2]), keepdims, noop_with_empty_axes: false }.op(), &[x[0]])
     };
     for keepdims in [false, true] {
         for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::SumSquare, ReduceOp::L1, ReduceOp::L2, ReduceOp::LogSumExp] {

@@ -58,8 +58,8 @@ fn softmax_cross_entropy_with_log_prob_output() {
             let o = node_n(g, op, vec![Some(x[0]), Some(tv), None], 2);
             let r = g.add_const("w", Tensor::new(vec![4, 3], Data::F64((0..12).map(|i| (i as f64 * 0.37).sin()).collect())));
             let lp = node(g, Op::Binary(BinaryOp::Mul), &[o[1], r]);
-            let lp = node(g, Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[lp]);
-            let l = node(g, Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }, &[o[0]]);
+            let lp = node(g, crate::ops::reduce::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }.op(), &[lp]);
+            let l = node(g, crate::ops::reduce::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }.op(), &[o[0]]);
             node(g, Op::Binary(BinaryOp::Add), &[l, lp])
         });
     }

@@ -106,7 +106,7 @@ impl Check {
         let (_, p) = g.add_node("w", Op::Binary(BinaryOp::Mul), vec![Some(y), Some(r)], &["yr".into()]);
         let (_, l) = g.add_node(
             "loss",
-            Op::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false },
+            crate::ops::reduce::Reduce { op: ReduceOp::Sum, axes: None, keepdims: false, noop_with_empty_axes: false }.op(),
             vec![Some(p[0])],
             &["loss".into()],
         );
@@ -257,11 +257,11 @@ fn reshapes_and_transpose() {
 fn reductions() {
     for op in [ReduceOp::Sum, ReduceOp::Mean] {
         for keepdims in [false, true] {
-            check(&[&[2, 3, 4]], |g, x| node(g, Op::Reduce { op, axes: Some(vec![-1, 0]), keepdims, noop_with_empty_axes: false }, &[x[0]]));
-            check(&[&[2, 3, 4]], |g, x| node(g, Op::Reduce { op, axes: None, keepdims, noop_with_empty_axes: false }, &[x[0]]));
+            check(&[&[2, 3, 4]], |g, x| node(g, crate::ops::reduce::Reduce { op, axes: Some(vec![-1, 0]), keepdims, noop_with_empty_axes: false }.op(), &[x[0]]));
+            check(&[&[2, 3, 4]], |g, x| node(g, crate::ops::reduce::Reduce { op, axes: None, keepdims, noop_with_empty_axes: false }.op(), &[x[0]]));
             check(&[&[2, 3, 4]], |g, x| {
                 let a = ints(g, &[1]);
-                node(g, Op::Reduce { op, axes: None, keepdims, noop_with_empty_axes: false }, &[x[0], a])
+                node(g, crate::ops::reduce::Reduce { op, axes: None, keepdims, noop_with_empty_axes: false }.op(), &[x[0], a])
             });
         }
     }

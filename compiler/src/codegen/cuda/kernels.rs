@@ -391,16 +391,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             );
             one(body, String::new())
         }
-        Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
-            let xv = cx.input(n, 0)?;
-            let (xd, xs) = cx.ty(n, xv)?;
-            let rank = xs.len();
-            let red = crate::codegen::index::reduced_axes(cx.g, n, axes, *noop_with_empty_axes, rank).map_err(|e| cx.err(n, e))?;
-            if !matches!(xd, DType::F32 | DType::F64 | DType::BF16 | DType::F16) || xd != od {
-                return Err(cx.err(n, format!("reductions on {xd} are not supported by the CUDA target yet")));
-            }
-            reduce(cx, n, name, *op, &xs, &red, &cx.ptr(n, xv)?, &y, at, on)
-        }
         Op::Gather { axis } => {
             let (xv, iv) = (cx.input(n, 0)?, cx.input(n, 1)?);
             let ((_, xs), (idd, is)) = (cx.ty(n, xv)?, cx.ty(n, iv)?);
@@ -843,8 +833,9 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
 
 /// A reduction over the axes marked in `red`: one thread per output element walks its
 /// reduced elements.
+/// `t` is the C type the sums run in, `on` the output's element count.
 #[allow(clippy::too_many_arguments)]
-fn reduce(cx: &Cx, n: &Node, name: &str, op: ReduceOp, xs: &[usize], red: &[bool], x: &str, y: &str, t: &str, on: usize) -> R<Vec<Kernel>> {
+pub(crate) fn reduce(cx: &NodeCx, op: ReduceOp, xs: &[usize], red: &[bool], x: &str, y: &str, t: &str, on: usize) -> R<Vec<Kernel>> {
     let st = strides(xs);
     // Output element i → base offset over the kept dims; reduced element r → offset over the
     // reduced dims.
@@ -882,14 +873,14 @@ fn reduce(cx: &Cx, n: &Node, name: &str, op: ReduceOp, xs: &[usize], red: &[bool
         }
     };
     if rcount == 0 {
-        return Err(cx.err(n, "reduction over an empty axis is not supported by the CUDA target"));
+        return Err(cx.err("reduction over an empty axis is not supported by the CUDA target"));
     }
     let body = format!(
         "long long base = {};\n{t} acc = {init};\nfor (long long r = 0; r < {rcount}; ++r) {{ {t} v = {x}[base + {}]; {step} }}\n{y}[i] = {fin};",
         offset(&kept, "i"),
         offset(&rdims, "r")
     );
-    Ok(vec![pointwise(name, on, xs.iter().product(), "", &body)])
+    Ok(vec![cx.pointwise_over(on, xs.iter().product(), &body)])
 }
 
 #[cfg(test)]

@@ -14,15 +14,14 @@ pub(crate) fn emit_movement(cx: &EmitCx) -> Result<Option<String>, CodegenError>
         Op::Concat { .. } if !cx.placed().is_empty() => {
             // The output holds the inputs as consecutive runs (`concat_runs`) and the plan put
             // some there already: copy only the others, each into its own run.
+            let elem = cx.dtype(out)?.size();
             let mut s = String::new();
-            let mut start = 0usize;
-            for (i, v) in cx.node().inputs.iter().enumerate() {
-                let Some(v) = *v else { continue };
+            for (i, at) in concat_runs(cx.ctx().g, cx.id()) {
+                let v = cx.input(i)?;
                 let len = cx.dims(v)?.iter().map(|d| d.as_const().and_then(|d| usize::try_from(d).ok())).product::<Option<usize>>().ok_or_else(|| cx.err("a placed Concat needs fixed shapes"))?;
                 if len > 0 && !cx.placed().contains(&i) {
-                    s += &format!("rt::kernels::concat::concat_part({}, {}, 1, {len}, 0, {len});\n", cx.write_run(out, start, len)?, cx.read(v)?);
+                    s += &format!("rt::kernels::concat::concat_part({}, {}, 1, {len}, 0, {len});\n", cx.write_run(out, at / elem, len)?, cx.read(v)?);
                 }
-                start += len;
             }
             Ok(Some(s))
         }

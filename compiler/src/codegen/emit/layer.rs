@@ -16,7 +16,6 @@ pub(crate) fn emit(cx: &EmitCx) -> Res {
     match &n.op {
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(cx, out, od, *alpha, *beta, *trans_a, *trans_b),
         Op::MatMul => matmul(cx, out, od),
-        Op::Reduce { .. } => reduce(cx, out),
         _ => Err(cx.err("not a layer op")),
     }
 }
@@ -134,67 +133,3 @@ fn matmul(cx: &EmitCx, out: ValueId, od: DType) -> Res {
     )))
 }
 
-/// The reduced axes of a Reduce node, normalized, sorted and deduplicated (`None`: the node
-/// copies its input, `noop_with_empty_axes` without axes).
-pub(crate) fn reduce_axes(axes: &Option<Vec<i64>>, given: Option<Vec<i64>>, noop: bool, rank: usize) -> Result<Option<Vec<usize>>, String> {
-    let axes = match axes {
-        Some(a) => a.clone(),
-        None => given.unwrap_or_default(),
-    };
-    if axes.is_empty() && noop {
-        return Ok(None);
-    }
-    if axes.is_empty() {
-        return Ok(Some((0..rank).collect()));
-    }
-    let mut ax = crate::interp::ops::util::norm_axes(&axes, rank)?;
-    ax.sort_unstable();
-    ax.dedup();
-    Ok(Some(ax))
-}
-
-/// Whether sorted `axes` are one contiguous run (reduced in place as outer × red × inner).
-pub(crate) fn contiguous(axes: &[usize]) -> bool {
-    axes.last().zip(axes.first()).is_none_or(|(hi, lo)| hi - lo + 1 == axes.len())
-}
-
-fn reduce(cx: &EmitCx, out: ValueId) -> Res {
-    let Op::Reduce { op, axes, noop_with_empty_axes, .. } = &cx.node().op else { return Err(cx.err("not a reduction")) };
-    let x = cx.input(0)?;
-    if cx.dtype(x)? == DType::Bool {
-        return Err(cx.err("reductions over bool are not supported by codegen yet"));
-    }
-    let xs = cx.dims(x)?;
-    let given = match cx.opt_input(1) {
-        Some(_) => Some(cx.const_ints(1).ok_or_else(|| cx.err("axes must be a constant for codegen"))?),
-        None => None,
-    };
-    let (rx, y) = (cx.read(x)?, cx.write(out)?);
-    let Some(ax) = reduce_axes(axes, given, *noop_with_empty_axes, xs.len()).map_err(|e| cx.err(e))? else {
-        return Ok(Some(format!("{y}.copy_from_slice({rx});")));
-    };
-    let kind = crate::interp::ops::reduce::kind(*op);
-    let p = crate::ops::product;
-    let call = |src: &str, outer: String, red: String, inner: String| {
-        format!("rt::kernels::reduce::reduce(rt::kernels::reduce::ReduceKind::{kind:?}, {src}, {outer}, {red}, {inner}, {y});")
-    };
-    if ax.is_empty() {
-        return Ok(Some(call(&rx, "1".into(), cx.numel(x)?, "1".into())));
-    }
-    if contiguous(&ax) {
-        let (lo, hi) = (ax[0], ax[ax.len() - 1]);
-        return Ok(Some(call(&rx, cx.size(&p(&xs[..lo]))?, cx.size(&p(&xs[lo..=hi]))?, cx.size(&p(&xs[hi + 1..]))?)));
-    }
-    // Axes apart: the input permuted into scratch (kept axes first, then the reduced ones, as
-    // the interpreter does), then reduced as one block.
-    let perm: Vec<usize> = (0..xs.len()).filter(|d| !ax.contains(d)).chain(ax.iter().copied()).collect();
-    let kept: Vec<DimExpr> = (0..xs.len()).filter(|d| !ax.contains(d)).map(|d| xs[d].clone()).collect();
-    let red: Vec<DimExpr> = ax.iter().map(|&d| xs[d].clone()).collect();
-    let pre = format!(
-        "let sc = &mut {}[..{}];\nrt::kernels::permute::permute({rx}, &{}, &{perm:?}, sc);\n",
-        cx.scratch(cx.dtype(x)?)?,
-        cx.numel(x)?,
-        cx.sizes(&xs)?
-    );
-    Ok(Some(pre + &call("sc", cx.size(&p(&kept))?, cx.size(&p(&red))?, "1".into())))
-}

@@ -102,10 +102,6 @@ fn conv_col_len(g: &Graph, n: &Node, lw: Lowering, d: &ConvDims, win: &Window3) 
 
 pub fn scratch_bytes(g: &Graph, id: NodeId, lw: Lowering) -> usize {
     let n = g.node(id);
-    if let Some((perm, _)) = reduce_perm(g, n) {
-        let x = n.inputs.first().copied().flatten().and_then(|x| g.tensor_type(x));
-        return x.and_then(|t| Some(t.shape.as_ref()?.numel()? * t.dtype.size())).filter(|_| !perm.is_empty()).unwrap_or(0);
-    }
     match conv_geometry(g, n) {
         Some((d, win, dt)) if is_half(dt) => half_conv_parts(g, n, &d, &win).iter().map(|p| p.1).sum::<usize>() * 4,
         Some((d, win, dt)) => conv_col_len(g, n, lw, &d, &win) * dt.size(),
@@ -118,23 +114,6 @@ fn half_conv_parts(g: &Graph, n: &Node, d: &ConvDims, win: &Window3) -> [(&'stat
     let len = |i: usize| fixed(g, n.inputs.get(i).copied().flatten()).map_or(0, |(_, s)| s.iter().product());
     let out = fixed(g, n.outputs.first().copied()).map_or(0, |(_, s)| s.iter().product());
     [("xw", len(0)), ("ww", len(1)), ("bw", len(2)), ("yw", out), ("col", conv_scratch_len(d, win))]
-}
-
-/// A Reduce over non-contiguous axes moves its input (kept axes first, then the reduced ones,
-/// as the interpreter does) into scratch: that permutation and the input shape.
-fn reduce_perm(g: &Graph, n: &Node) -> Option<(Vec<usize>, Vec<usize>)> {
-    let Op::Reduce { axes, noop_with_empty_axes, .. } = &n.op else { return None };
-    let xs = g.tensor_type(n.inputs.first().copied().flatten()?)?.shape.as_ref()?.as_fixed()?;
-    let given = match n.inputs.get(1).copied().flatten() {
-        Some(v) => Some(g.const_value(v)?.to_i64_vec()?),
-        None => None,
-    };
-    let ax = super::layer::reduce_axes(axes, given, *noop_with_empty_axes, xs.len()).ok()??;
-    if super::layer::contiguous(&ax) {
-        return None;
-    }
-    let perm: Vec<usize> = (0..xs.len()).filter(|d| !ax.contains(d)).chain(ax.iter().copied()).collect();
-    Some((perm, xs))
 }
 
 pub(crate) fn window_lit(w: &Window3) -> String {

@@ -391,15 +391,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
         Op::MatMul => matmul(&ncx, &y),
         Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(&ncx, &y, *alpha, *beta, *trans_a, *trans_b),
         Op::Conv { window, group } => conv(&ncx, &y, window, *group),
-        Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
-            let x = ncx.input(0)?;
-            let rank = x.shape.len();
-            let red = crate::codegen::index::reduced_axes(cx.g, n, axes, *noop_with_empty_axes, rank).map_err(|e| cx.err(n, e))?;
-            if !scalar::is_float(x.dtype) || !scalar::is_float(od) {
-                return Err(cx.err(n, format!("reductions on {} are not supported by the wgpu target yet", x.dtype)));
-            }
-            one(reduce(&ncx, *op, &x, &y, &red))
-        }
         Op::Expand => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
         _ => Err(cx.err(n, "not supported by the wgpu target yet")),
@@ -455,7 +446,7 @@ fn zero(d: DType) -> &'static str {
 
 /// A reduction over the axes marked in `red`: one invocation per output element walks its
 /// reduced elements.
-fn reduce(cx: &NodeCx, op: ReduceOp, x: &Tensor, y: &Tensor, red: &[bool]) -> R<Kernel> {
+pub(crate) fn reduce(cx: &NodeCx, op: ReduceOp, x: &Tensor, y: &Tensor, red: &[bool]) -> R<Kernel> {
     let st = strides(&x.shape);
     // Output element i → base offset over the kept dims; reduced element r → offset over the
     // reduced dims.

@@ -12,7 +12,6 @@ pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod qint;
 pub(crate) mod quant;
-pub(crate) mod reduce;
 mod seq;
 pub(crate) mod shape;
 pub(crate) mod train;
@@ -68,7 +67,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::Conv { .. } => nn::eval(op, &args),
         Op::FusedConv { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
-        Op::Reduce { .. } => reduce::eval(op, &args, n_outputs),
         Op::Gather { .. } => index::eval(op, &args, n_outputs),
         Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),

@@ -23,13 +23,6 @@ pub fn ints_arg(args: &[Option<RtValue>], i: usize) -> Result<Vec<i64>, String> 
     arg(args, i)?.to_i64_vec().ok_or_else(|| format!("input #{i} must be an integer tensor"))
 }
 
-pub fn opt_ints_arg(args: &[Option<RtValue>], i: usize) -> Result<Option<Vec<i64>>, String> {
-    match opt_arg(args, i)? {
-        None => Ok(None),
-        Some(t) => t.to_i64_vec().map(Some).ok_or_else(|| format!("input #{i} must be an integer tensor")),
-    }
-}
-
 /// The interpreter's axis rule (a scalar takes axis 0).
 pub use crate::ir::axis::norm_axis_or_scalar;
 
@@ -93,10 +86,3 @@ pub fn one(t: Tensor) -> Result<Vec<RtValue>, String> {
     Ok(vec![RtValue::Tensor(t)])
 }
 
-/// Axes (or sizes) from the attribute when given, else from optional input `i`.
-pub fn int_vec_or_attr(attr: &Option<Vec<i64>>, args: &[Option<RtValue>], i: usize) -> Result<Option<Vec<i64>>, String> {
-    match attr {
-        Some(v) => Ok(Some(v.clone())),
-        None => opt_ints_arg(args, i),
-    }
-}
