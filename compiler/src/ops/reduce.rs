@@ -51,6 +51,24 @@ impl Reduce {
     fn axes_from_input(&self, has_input_1: bool) -> bool {
         self.axes.is_none() && has_input_1
     }
+
+    /// [`Self::axes_at`] where the axes must be known when the code is made: `input_1` is
+    /// `None` when the node has no input 1, else its values where they are a constant; an
+    /// input the op takes its axes from that is not a constant is refused with `why`.
+    fn known_axes(&self, input_1: Option<Option<Vec<i64>>>, rank: usize, why: &str) -> R<Option<Vec<usize>>> {
+        let given = match input_1 {
+            Some(v) if self.axes.is_none() => Some(v.ok_or(why)?),
+            _ => None,
+        };
+        self.axes_at(given.as_deref(), rank)
+    }
+
+    /// The GPU targets' form of the reduced axes: a flag per input axis.
+    fn gpu_axes(&self, g: &crate::ir::Graph, input_1: Option<ValueId>, rank: usize) -> R<Vec<bool>> {
+        let konst = input_1.map(|v| crate::autodiff::builder::const_ints(g, Some(v)));
+        let ax = self.known_axes(konst, rank, "the reduction axes are not constant")?;
+        Ok((0..rank).map(|a| ax.as_ref().is_some_and(|ax| ax.contains(&a))).collect())
+    }
 }
 
 /// Node `n` as a reduction with the attribute holding what its axes input (opset 18) holds,
@@ -122,12 +140,9 @@ impl OpDef for Reduce {
             return Err(cx.err("reductions over bool are not supported by codegen yet"));
         }
         let xs = cx.dims(x)?;
-        let given = match self.axes_from_input(cx.opt_input(1).is_some()) {
-            true => Some(cx.const_ints(1).ok_or_else(|| cx.err("the axes must be a constant for codegen (pin them with --const)"))?),
-            false => None,
-        };
+        let axes = self.known_axes(cx.opt_input(1).map(|_| cx.const_ints(1)), xs.len(), "the axes must be a constant for codegen (pin them with --const)");
         let (rx, wy) = (cx.read(x)?, cx.write(y)?);
-        let Some(ax) = self.axes_at(given.as_deref(), xs.len()).map_err(|e| cx.err(e))? else {
+        let Some(ax) = axes.map_err(|e| cx.err(e))? else {
             return Ok(format!("{wy}.copy_from_slice({rx});"));
         };
         let kind = kind(self.op);
@@ -159,7 +174,7 @@ impl OpDef for Reduce {
     fn cuda(&self, cx: &super::CudaCx) -> Result<Vec<super::CudaKernel>, CodegenError> {
         let (xv, out) = (cx.input(0)?, cx.output(0)?);
         let ((xd, xs), (od, ys)) = (cx.ty(xv)?, cx.ty(out)?);
-        let red = self.gpu_axes(crate::autodiff::builder::const_ints(cx.cx.g, cx.opt_input(1)), cx.opt_input(1).is_some(), xs.len()).map_err(|e| cx.err(e))?;
+        let red = self.gpu_axes(cx.cx.g, cx.opt_input(1), xs.len()).map_err(|e| cx.err(e))?;
         if !matches!(xd, DType::F32 | DType::F64 | DType::BF16 | DType::F16) || xd != od {
             return Err(cx.err(format!("reductions on {xd} are not supported by the CUDA target yet")));
         }
@@ -169,8 +184,7 @@ impl OpDef for Reduce {
 
     fn wgsl(&self, cx: &super::WgslCx) -> Result<Vec<super::WgslKernel>, CodegenError> {
         let (x, y) = (cx.input(0)?, cx.output(0)?);
-        let axes = cx.n.inputs.get(1).copied().flatten();
-        let red = self.gpu_axes(crate::autodiff::builder::const_ints(cx.cx.g, axes), axes.is_some(), x.shape.len()).map_err(|e| cx.err(e))?;
+        let red = self.gpu_axes(cx.cx.g, cx.n.inputs.get(1).copied().flatten(), x.shape.len()).map_err(|e| cx.err(e))?;
         if !crate::codegen::wgsl::scalar::is_float(x.dtype) || !crate::codegen::wgsl::scalar::is_float(y.dtype) {
             return Err(cx.err(format!("reductions on {} are not supported by the wgpu target yet", x.dtype)));
         }
@@ -197,30 +211,15 @@ impl OpDef for Reduce {
 
     fn gradient(&self, cx: &mut GradCx) -> R<Vec<Option<ValueId>>> {
         let (x, y, dy) = (cx.input(0)?, cx.output(0)?, cx.dy()?);
-        let given = match self.axes_from_input(cx.n.inputs.get(1).copied().flatten().is_some()) {
-            true => Some(crate::autodiff::builder::const_ints(cx.b.g, cx.n.inputs.get(1).copied().flatten()).ok_or("the axes input must be a constant to differentiate")?),
-            false => None,
-        };
-        let rank = cx.b.rank(x)?;
+        let konst = cx.n.inputs.get(1).copied().flatten().map(|v| crate::autodiff::builder::const_ints(cx.b.g, Some(v)));
+        let axes = self.known_axes(konst, cx.b.rank(x)?, "the axes input must be a constant to differentiate")?;
         let mut out = vec![None; cx.n.inputs.len()];
-        out[0] = Some(match self.axes_at(given.as_deref(), rank)? {
+        out[0] = Some(match axes {
             None if matches!(self.op, ReduceOp::Sum | ReduceOp::Mean | ReduceOp::Max | ReduceOp::Min) => dy,
             None => return Err(format!("{} with empty axes and noop_with_empty_axes has no gradient", self.name())),
             Some(ax) => grad(cx.b, self.op, x, y, dy, ax.iter().map(|&a| a as i64).collect(), self.keepdims)?,
         });
         Ok(out)
-    }
-}
-
-impl Reduce {
-    /// The GPU targets' form of the reduced axes: a flag per input axis (`given`: input 1's
-    /// values where they are constants).
-    fn gpu_axes(&self, given: Option<Vec<i64>>, has_input_1: bool, rank: usize) -> R<Vec<bool>> {
-        if self.axes_from_input(has_input_1) && given.is_none() {
-            return Err("the reduction axes are not constant".into());
-        }
-        let ax = self.axes_at(given.as_deref(), rank)?;
-        Ok((0..rank).map(|a| ax.as_ref().is_some_and(|ax| ax.contains(&a))).collect())
     }
 }
 

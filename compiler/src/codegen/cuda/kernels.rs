@@ -832,8 +832,7 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
 }
 
 /// A reduction over the axes marked in `red`: one thread per output element walks its
-/// reduced elements.
-/// `t` is the C type the sums run in, `on` the output's element count.
+/// reduced elements. `t` is the C type the sums run in, `on` the output's element count.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce(cx: &NodeCx, op: ReduceOp, xs: &[usize], red: &[bool], x: &str, y: &str, t: &str, on: usize) -> R<Vec<Kernel>> {
     let st = strides(xs);
