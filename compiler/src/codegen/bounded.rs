@@ -235,12 +235,18 @@ impl Sizes {
         format!("sz[{i}]")
     }
 
-    /// The element count of dims `ds`.
+    /// The element count of dims `ds`: the sizes' product, the constant dims folded into one
+    /// factor last; in parentheses when more than one factor.
     pub fn numel(&self, ds: &[DimExpr]) -> String {
-        if ds.is_empty() {
-            return "1usize".into();
+        let known: i64 = ds.iter().filter_map(DimExpr::as_const).map(|c| c.max(0)).product();
+        let mut factors: Vec<String> = ds.iter().filter(|d| d.as_const().is_none()).map(|d| self.dim(d)).collect();
+        if known != 1 || factors.is_empty() {
+            factors.push(format!("{known}usize"));
         }
-        format!("({})", ds.iter().map(|d| self.dim(d)).collect::<Vec<_>>().join(" * "))
+        match factors.as_slice() {
+            [one] => one.clone(),
+            _ => format!("({})", factors.join(" * ")),
+        }
     }
 }
 
@@ -272,13 +278,16 @@ fn build(
         g,
         plan,
         weights: std::cell::RefCell::new(weights::layout(g, &plan.order, Lowering::EXACT)),
-        inputs: input_names(g, &inputs),
+        inputs: input_names(g, &inputs, false),
         state: HashMap::new(),
         lowering: Lowering::EXACT,
     };
     let sym = crate::ops::Sym { info, sizes: &sizes };
     let heap = needs_heap(g);
     let Params { forward: input_params, parts: part_params, args: input_args } = params(&inputs, heap, |d, life| format!("[{}]", elem_ty(d.dtype, life)));
+    // Products of run-time sizes stay in parentheses wherever they go, so that every place
+    // that prints one is right whatever operator surrounds it; the lint would flag those
+    // passed as arguments.
     let parts = Parts { prefix: "part", more: Some(("sz: &[usize]", "sz")), params: &part_params, lints: &["unused_parens"], bodies: emit_parts(&cx, Some(sym), opts.nodes_per_fn, None)? };
     let wl = cx.weights.into_inner();
 

@@ -125,9 +125,15 @@ pub(crate) fn part_param(ident: &str) -> String {
     format!("in_{ident}")
 }
 
-/// The part functions' names of the graph inputs, for [`Ctx::inputs`].
-pub(crate) fn input_names(g: &Graph, inputs: &[IoDesc]) -> HashMap<ValueId, String> {
-    g.inputs.iter().zip(inputs).map(|(&v, d)| (v, part_param(&d.ident))).collect()
+/// How the part functions read the graph inputs, for [`Ctx::inputs`]: each parameter, or the
+/// parameter as a slice where it is an array (`arrays`).
+pub(crate) fn input_names(g: &Graph, inputs: &[IoDesc], arrays: bool) -> HashMap<ValueId, String> {
+    g.inputs.iter().zip(inputs).map(|(&v, d)| (v, if arrays { array_read(&d.ident) } else { part_param(&d.ident) })).collect()
+}
+
+/// An array parameter of the part functions read as a slice.
+pub(crate) fn array_read(ident: &str) -> String {
+    format!("&{}[..]", part_param(ident))
 }
 
 /// A block label (`'conv1: { … }`) naming a node in the generated code: an identifier made
@@ -248,32 +254,67 @@ pub(crate) struct Parts<'p> {
 }
 
 impl Parts<'_> {
-    /// The entry function's calls of the parts, passing `args` on.
+    /// Each part's parameters as `(declaration, argument)`: the region, the weights, `more` and
+    /// the inputs (`args` as the entry function names them), those its body names.
+    fn taken<'s>(&'s self, args: &'s [String]) -> Vec<Vec<(&'s str, &'s str)>> {
+        let mut all = vec![("a: rt::arena::Region", "a"), ("w: &[u8]", "w")];
+        all.extend(self.more);
+        all.extend(self.params.iter().map(String::as_str).zip(args.iter().map(String::as_str)));
+        self.bodies.iter().map(|body| all.iter().copied().filter(|(decl, _)| names(body, decl.split(':').next().unwrap_or(decl))).collect()).collect()
+    }
+
+    /// The entry function's calls of the parts, passing `args` on; an argument no part reads
+    /// (an input that decides only shapes or types) is consumed by `let _`.
     pub fn calls(&self, args: &[String]) -> String {
-        let more = self.more.map(|(_, arg)| format!("{arg}, ")).unwrap_or_default();
+        let taken = self.taken(args);
         let mut s = String::new();
-        for i in 0..self.bodies.len() {
-            let _ = writeln!(s, "    {}_{i}(a, w, {more}{});", self.prefix, args.join(", "));
+        for arg in args.iter().filter(|&a| !taken.iter().flatten().any(|&(_, t)| t == a)) {
+            let _ = writeln!(s, "    let _ = {arg};");
+        }
+        for (i, taken) in taken.iter().enumerate() {
+            let args: Vec<&str> = taken.iter().map(|&(_, arg)| arg).collect();
+            let _ = writeln!(s, "    {}_{i}({});", self.prefix, args.join(", "));
         }
         s
     }
 
     /// The part functions, one item each.
     fn functions(self) -> Vec<String> {
-        let Parts { prefix, more, params, lints, bodies } = self;
-        let more = more.map(|(param, _)| format!("{param}, ")).unwrap_or_default();
-        let lints: String = lints.iter().map(|l| format!("{l}, ")).collect();
-        let params = params.join(", ");
+        // The parameters' own names stand for the arguments: only which are taken matters here.
+        let own: Vec<String> = self.params.iter().map(|p| p.split(':').next().unwrap_or(p).to_string()).collect();
+        let taken: Vec<Vec<String>> = self.taken(&own).iter().map(|t| t.iter().map(|&(decl, _)| decl.to_string()).collect()).collect();
+        let Parts { prefix, lints, bodies, .. } = self;
         bodies
             .into_iter()
+            .zip(taken)
             .enumerate()
-            .map(|(i, body)| {
-                format!(
-                    "#[inline(never)]\n#[allow(unused_unsafe, unused_variables, unused_labels, {lints}clippy::all)]\nfn {prefix}_{i}(a: rt::arena::Region, w: &[u8], {more}{params}) {{\n{body}}}\n"
-                )
+            .map(|(i, (body, params))| {
+                // Each node's block is labelled with its name, which is never a `break` target;
+                // a model's constants are its data (a 3.1416 is what it was trained with, not a
+                // slip for π).
+                let mut allow = vec!["unused_labels", "clippy::approx_constant"];
+                allow.extend(lints);
+                if params.len() > 7 {
+                    allow.push("clippy::too_many_arguments");
+                }
+                format!("#[inline(never)]\n#[allow({})]\nfn {prefix}_{i}({}) {{\n{body}}}\n", allow.join(", "), params.join(", "))
             })
             .collect()
     }
+}
+
+/// Whether generated `code` names `ident` outside its `//` comment lines: a whole word, not a
+/// field (`.a`, `a: 1` in a struct literal), a lifetime (`'a`) or part of a longer name.
+pub(crate) fn names(code: &str, ident: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    code.lines().filter(|l| !l.trim_start().starts_with("//")).any(|line| {
+        line.match_indices(ident).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let after = &line[at + ident.len()..];
+            let field = after.starts_with(':') && !after.starts_with("::");
+            !before.is_some_and(|c| word(c) || c == '.' || c == '\'') && !after.chars().next().is_some_and(word) && !field
+        })
+    })
 }
 
 /// An entry function of `Model` (`forward`, `train_step`): `setup`, then the arena `arena` as
@@ -300,9 +341,11 @@ impl Entry<'_> {
     pub fn render(&self) -> String {
         let Entry { doc, lints, sig, setup, then, calls, result } = self;
         let lints: String = lints.iter().map(|l| format!(", {l}")).collect();
-        format!(
-            "{doc}#[allow(clippy::too_many_arguments{lints})]\npub fn {sig} {{\n{setup}    let a = rt::arena::Region::of(&mut arena.0);\n    let w = self.w;\n{then}{calls}{result}}}\n"
-        )
+        // The region and the weights are bound where something reads them.
+        let rest = format!("{then}{calls}{result}");
+        let a = if names(&rest, "a") { "    let a = rt::arena::Region::of(&mut arena.0);\n" } else { "    let _ = arena;\n" };
+        let w = if names(&rest, "w") { "    let w = self.w;\n" } else { "    let _ = self.w;\n" };
+        format!("{doc}#[allow(clippy::too_many_arguments{lints})]\npub fn {sig} {{\n{setup}{a}{w}{rest}}}\n")
     }
 }
 
@@ -485,9 +528,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn entry_calls_every_part_with_the_extra_argument() {
+    fn a_name_is_a_whole_word_outside_comments() {
+        assert!(names("let y = f(a, w);", "a"));
+        assert!(names("x(&in_x[..])", "in_x"));
+        assert!(names("rt::f(a::b)", "a"));
+        for (code, ident) in [("// a\nlet b = 1;", "a"), ("d.a + ca", "a"), ("&'a [u8]", "a"), ("in_x2", "in_x"), ("sa_b", "a"), ("Dims { a: 3 }", "a")] {
+            assert!(!names(code, ident), "{code}");
+        }
+    }
+
+    #[test]
+    fn entry_calls_every_part_with_what_it_reads() {
         let params = vec!["in_x: &[f32]".to_string()];
-        let bodies = vec!["let _ = 1;\n".to_string(), "let _ = 2;\n".to_string()];
+        let bodies = vec!["let _ = (a, w, sz, &in_x[..]);\n".to_string(), "// reads a and in_x\nlet _ = in_x.len();\n".to_string()];
         let p = Parts { prefix: "part", more: Some(("sz: &[usize]", "sz")), params: &params, lints: &["unused_parens"], bodies };
         let mut m = ModuleBuilder::new("m.onnx", " for a test");
         m.note("a note");
@@ -508,7 +561,7 @@ mod tests {
         m.parts(p);
         let src = m.finish().expect("formats");
         assert!(src.starts_with(&format!("// Generated by burnc {} from `m.onnx` for a test. Do not edit: regenerate.\n//\n// a note\n", env!("CARGO_PKG_VERSION"))), "{src}");
-        for want in ["part_0(a, w, sz, x);", "part_1(a, w, sz, x);", "fn part_1(a: rt::arena::Region, w: &[u8], sz: &[usize], in_x: &[f32])", "unused_parens, clippy::all", "#[allow(clippy::too_many_arguments, unused_parens)]"] {
+        for want in ["part_0(a, w, sz, x);", "part_1(x);", "fn part_1(in_x: &[f32])", "#[allow(unused_labels, clippy::approx_constant, unused_parens)]\nfn part_0(", "#[allow(clippy::too_many_arguments, unused_parens)]"] {
             assert!(src.contains(want), "{want} missing:\n{src}");
         }
     }

@@ -23,7 +23,7 @@ pub fn build(p: super::Plan, opts: &CodegenOptions) -> Result<Generated, Codegen
     let mut taken = HashSet::new();
     let inputs: Vec<IoDesc> = g.inputs.iter().map(|&i| builder::io(g, i, &mut taken)).collect::<Result<_, _>>()?;
     let outputs = builder::outputs(g, plan, |_, _| {})?;
-    let cx = Ctx { g, plan, weights: std::cell::RefCell::new(p.weights), inputs: input_names(g, &inputs), state: HashMap::new(), lowering: p.lowering };
+    let cx = Ctx { g, plan, weights: std::cell::RefCell::new(p.weights), inputs: input_names(g, &inputs, true), state: HashMap::new(), lowering: p.lowering };
     let heap = needs_heap(g);
     let Params { forward: input_params, parts: part_params, args: input_args } = params(&inputs, heap, fixed_array);
     let mut timed = Vec::new();

@@ -7,7 +7,7 @@
 //! loses its outputs and updates the state buffer in place, after every other reader of the
 //! parameter (the scheduler orders it so).
 use super::emit::Ctx;
-use super::builder::{self, emit_parts, fixed_array, fixed_output_fields, io, outputs_literal, part_param, Entry, ModuleBuilder, Params, Parts};
+use super::builder::{self, emit_parts, fixed_array, fixed_output_fields, io, outputs_literal, array_read, Entry, ModuleBuilder, Params, Parts};
 use super::names;
 use super::{plan_memory, weights, CodegenError, CodegenOptions, IoDesc, Lowering};
 use crate::ir::{Graph, Op};
@@ -108,7 +108,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
             }
             None => {
                 let d = io(fg, v, &mut taken)?;
-                fnames.insert(v, part_param(&d.ident));
+                fnames.insert(v, array_read(&d.ident));
                 inputs.push(d);
             }
         }
@@ -146,7 +146,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
             tstate.insert(v, off);
         } else if data_names.contains(name.as_str()) {
             let d = inputs.iter().find(|d| d.name == name).ok_or_else(|| gerr(&name, "is a train input but not a forward input".into()))?;
-            tnames.insert(v, part_param(&d.ident));
+            tnames.insert(v, array_read(&d.ident));
         } else {
             // target, lr, step: the step's own parameters.
             // The scalars train_step makes itself have fixed names.
@@ -163,7 +163,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
                 (Some(id), crate::ir::ValueType::Tensor(t)) => IoDesc { name: name.clone(), ident: id.into(), dtype: t.dtype, shape: vec![] },
                 _ => io(&tgraph, v, &mut t_taken)?,
             };
-            tnames.insert(v, part_param(&d.ident));
+            tnames.insert(v, array_read(&d.ident));
             extra.push((v, d));
         }
     }

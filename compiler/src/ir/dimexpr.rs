@@ -301,7 +301,9 @@ impl DimExpr {
         Some(sum)
     }
 
-    /// A Rust expression of type `i64` (each named dim by `var`, itself an `i64` expression).
+    /// A Rust expression of type `i64` (each named dim by `var`, itself an `i64` expression
+    /// that is one operand: a name, or in parentheses). Parenthesized only where precedence
+    /// needs it: wrap it with [`rust_operand`] before a method call or a cast.
     pub fn to_rust(&self, var: &dyn Fn(&str) -> String) -> String {
         if self.terms.is_empty() {
             return "0i64".into();
@@ -314,17 +316,38 @@ impl DimExpr {
                     .iter()
                     .map(|a| match a {
                         Atom::Var(n) => var(n),
-                        Atom::FloorDiv(e, d) => format!("({}).div_euclid({d})", e.to_rust(var)),
-                        Atom::Min(a, b) => format!("({}).min({})", a.to_rust(var), b.to_rust(var)),
+                        Atom::FloorDiv(e, d) => format!("{}.div_euclid({d})", rust_operand(e.to_rust(var))),
+                        Atom::Min(a, b) => format!("{}.min({})", rust_operand(a.to_rust(var)), b.to_rust(var)),
                     })
                     .collect();
                 if c != 1 || f.is_empty() {
-                    f.insert(0, format!("({c}i64)"));
+                    f.insert(0, format!("{c}i64"));
                 }
                 f.join(" * ")
             })
             .collect();
-        format!("({})", parts.join(" + "))
+        parts.join(" + ")
+    }
+}
+
+/// Rust expression `e` as one operand of a method call or a cast: as it is when nothing but
+/// postfix chains stand outside its parentheses and brackets (`d_h`, `sz[0]`, `(a + b)`,
+/// `(a + b).div_euclid(2)`); else in parentheses (`a * b`, `-3i64`).
+pub fn rust_operand(e: String) -> String {
+    let mut depth = 0i32;
+    let mut spaced = false;
+    for c in e.chars() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            c if c.is_whitespace() && depth == 0 => spaced = true,
+            _ => {}
+        }
+    }
+    if spaced || e.starts_with('-') || e.is_empty() {
+        format!("({e})")
+    } else {
+        e
     }
 }
 
@@ -511,5 +534,25 @@ mod tests {
         assert_eq!(format!("{m}"), "min(-1 + h, 20)");
         let r = m.to_rust(&|n| format!("d_{n}"));
         assert!(r.contains(".min("), "{r}");
+    }
+
+    #[test]
+    fn rust_expressions_take_parentheses_only_where_precedence_needs_them() {
+        let (h, c) = (DimExpr::var("h"), DimExpr::constant);
+        let var = |n: &str| format!("d_{n}");
+        assert_eq!(h.to_rust(&var), "d_h");
+        assert_eq!(c(1).add(&h.floor_div(2)).floor_div(2).to_rust(&var), "(1i64 + d_h.div_euclid(2)).div_euclid(2)");
+        assert_eq!(c(1).add(&h.floor_div(2)).floor_div(2).floor_div(2).to_rust(&var), "(1i64 + d_h.div_euclid(2)).div_euclid(2).div_euclid(2)");
+        assert_eq!(h.mul(&c(3)).to_rust(&var), "3i64 * d_h");
+        for (e, want) in [("d_h", "d_h"), ("sz[0]", "sz[0]"), ("(a + b)", "(a + b)"), ("(a) + (b)", "((a) + (b))"), ("-3i64", "(-3i64)"), ("a * b", "(a * b)"), ("(a + b).f(2)", "(a + b).f(2)"), ("x as i64", "(x as i64)")] {
+            assert_eq!(rust_operand(e.to_string()), want);
+        }
+        // Evaluated the Rust way, the expression agrees with the analysis at every size.
+        let e = c(1).add(&h.floor_div(2)).floor_div(2).sub(&h).add(&c(-7));
+        for v in 0..20i64 {
+            let d_h = v;
+            let rust = (1i64 + d_h.div_euclid(2)).div_euclid(2) + -1i64 * d_h + -7i64;
+            assert_eq!(e.eval(&|_| Some(v)), Some(rust), "{}", e.to_rust(&var));
+        }
     }
 }

@@ -16,7 +16,7 @@ pub use burnc_runtime::kernels::rnn::{Act as RnnAct, Cell as RnnCell, Direction 
 /// The ML kernels' mode and layout constants, for frontends building their tables.
 pub use burnc_runtime::kernels::ml as ml_kernel;
 pub use shape::{Dim, Shape};
-pub use dimexpr::{Atom, Constraint, DimExpr, Rel};
+pub use dimexpr::{rust_operand, Atom, Constraint, DimExpr, Rel};
 /// GridSample's modes are the runtime kernel's own.
 pub use burnc_runtime::kernels::grid::{GridMode, GridPadding};
 pub use burnc_runtime::kernels::pad::PadMode;

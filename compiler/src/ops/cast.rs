@@ -185,7 +185,7 @@ fn emit_cast(cx: &EmitCx, to: DType, saturate: bool) -> Result<String, CodegenEr
                 None if xd.is_float() => "rt::Elem::to_f64(v)".into(),
                 None => format!("(if v < <{xt} as rt::Elem>::zero() {{ rt::Elem::to_i64(v) as f64 }} else {{ rt::Elem::to_u64(v) as f64 }})"),
             };
-            let f = if to.is_int() { f } else { format!("(({f}) as f32 as f64)") };
+            let f = if to.is_int() { f } else { format!("({f}) as f32 as f64") };
             format!("rt::small::small_from_f64(rt::small::Small::{ts:?}, {f}, {saturate})")
         }
     } else if let Some(xs) = small_of(xd) {

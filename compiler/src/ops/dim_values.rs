@@ -85,7 +85,7 @@ impl OpDef for DimValues {
         }
         let var = |n: &str| sizes.iter().find(|(s, _)| *s == n).map_or_else(|| "0i64".to_string(), |(_, e)| format!("({e} as i64)"));
         let elem = cx.elem(cx.output(0)?)?;
-        let values: Vec<String> = self.values.iter().map(|e| format!("{} as {elem}", e.to_rust(&var))).collect();
+        let values: Vec<String> = self.values.iter().map(|e| format!("{} as {elem}", crate::ir::rust_operand(e.to_rust(&var)))).collect();
         Ok(format!("{}.copy_from_slice(&[{}]);", cx.write(cx.output(0)?)?, values.join(", ")))
     }
 

@@ -179,10 +179,13 @@ impl OpDef for Trilu {
         let [b, r, c] = Self::view(&cx.dims(x)?).map_err(|e| cx.err(e))?;
         let (b, r, c) = (cx.size(&b)?, cx.size(&r)?, cx.size(&c)?);
         let keep = if self.upper { format!("d >= {k}") } else { format!("d <= {k}") };
+        // The element's index, `(b * r + i) * c + j`, without multiplying by a literal 1.
+        let row = if r == "1" { "b + i".to_string() } else { format!("b * {r} + i") };
+        let at = if c == "1" { format!("{row} + j") } else { format!("({row}) * {c} + j") };
         Ok(format!(
             "let (x, y) = ({}, {});\n\
              for b in 0..{b} {{ for i in 0..{r} {{ for j in 0..{c} {{\n\
-             let at = (b * {r} + i) * {c} + j;\n\
+             let at = {at};\n\
              let d = j as i64 - i as i64;\n\
              y[at] = if {keep} {{ x[at] }} else {{ Default::default() }};\n\
              }} }} }}",

@@ -3,7 +3,7 @@
 //! enclosing graph's values it reads are bound to names before its code, and its outputs are
 //! copied out after it.
 use super::{emit_node, rust_ty, Ctx};
-use crate::codegen::builder::block_label;
+use crate::codegen::builder::{block_label, names as names_in};
 use crate::codegen::weights::{value_bytes, WeightsLayout};
 use crate::codegen::{plan_memory, with_output_copies, CodegenError, Lowering};
 use crate::ir::{DType, DimExpr, Graph, Node, NodeId, Op, ValueId, ValueKind};
@@ -194,8 +194,11 @@ if ({})[0] != 0 {{
         s += &bind_outer(&EmitCx::fixed(cx, id), &sub.g, &format!("{tag}_{k}"), &mut names)?;
         s += "{
 ";
-        let _ = writeln!(s, "let a = {tag}_base;");
-        s += &emit_sub(cx, sub, names, None)?;
+        let body = emit_sub(cx, sub, &tag, names, None)?;
+        if names_in(&body, "a") {
+            let _ = writeln!(s, "let a = {tag}_base;");
+        }
+        s += &body;
         s += "}
 ";
         for (j, &o) in n.outputs.iter().enumerate() {
@@ -235,6 +238,8 @@ fn emit_loop(cx: &Ctx, id: NodeId, n: &Node) -> Result<Option<String>, CodegenEr
         None => "i64::MAX".to_string(),
         Some(v) => match cx.konst(v).and_then(|t| t.to_i64_vec()?.first().copied()) {
             Some(m) => format!("{m}_i64"),
+            // ONNX's M is i64; a cast only for another integer type.
+            None if cx.g.tensor_type(v).is_some_and(|t| t.dtype == crate::ir::DType::I64) => format!("({})[0]", cx.read(n, v)?),
             None => format!("({})[0] as i64", cx.read(n, v)?),
         },
     };
@@ -338,19 +343,28 @@ fn body_block(
     mut names: HashMap<ValueId, String>,
     sym: Option<Sym>,
 ) -> Result<String, CodegenError> {
-    let mut s = "{\n".to_string();
+    let mut bound = Vec::new();
     for (i, (&bi, off)) in sub.g.inputs.iter().zip(offsets).enumerate() {
         let name = format!("{tag}_in_{i}");
-        let _ = writeln!(s, "let {name} = {};", view_at(bi, off, false)?);
+        bound.push((name.clone(), view_at(bi, off, false)?));
         names.insert(bi, name);
     }
-    let _ = writeln!(s, "let a = {base};");
-    s += &emit_sub(cx, sub, names, sym)?;
-    s += "}\n";
+    let body = emit_sub(cx, sub, tag, names, sym)?;
+    // Only the inputs the body reads are bound (a Loop body need not read its counter).
+    let mut s = "{\n".to_string();
+    for (name, view) in bound.iter().filter(|(name, _)| names_in(&body, name)) {
+        let _ = writeln!(s, "let {name} = {view};");
+    }
+    if names_in(&body, "a") {
+        let _ = writeln!(s, "let a = {base};");
+    }
+    let _ = writeln!(s, "{body}}}");
     Ok(s)
 }
 
-fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<Sym>) -> Result<String, CodegenError> {
+/// The body's node blocks, labelled `'{tag}_{node}` so that no label shadows the enclosing
+/// node's.
+fn emit_sub(cx: &Ctx, sub: &Sub, tag: &str, names: HashMap<ValueId, String>, sym: Option<Sym>) -> Result<String, CodegenError> {
     let blob = std::mem::take(&mut cx.weights.borrow_mut().blob);
     let mut wl = WeightsLayout { offsets: HashMap::new(), packed: HashMap::new(), packed_q8: HashMap::new(), blob };
     for &nid in &sub.plan.order {
@@ -370,7 +384,7 @@ fn emit_sub(cx: &Ctx, sub: &Sub, names: HashMap<ValueId, String>, sym: Option<Sy
     for &nid in &sub.plan.order {
         match emit_node(&bcx, sym, nid) {
             Ok(Some(stmts)) => {
-                let label = block_label(&sub.g.node(nid).name, &mut labels);
+                let label = block_label(&format!("{tag}_{}", sub.g.node(nid).name), &mut labels);
                 let _ = writeln!(s, "'{label}: {{\n{stmts}\n}}");
             }
             Ok(None) => {}

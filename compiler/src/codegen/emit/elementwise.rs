@@ -3,7 +3,7 @@ use crate::ops::EmitCx;
 use crate::codegen::CodegenError;
 use crate::interp::ops::elementwise::runtime_unary;
 use crate::ir::scalar::{Arith, Operand, ScalarOp, ScalarProgram};
-use crate::ir::{BinaryOp, DType, DimExpr, Graph, NodeId, Op, UnaryOp, ValueId};
+use crate::ir::{rust_operand, BinaryOp, DType, DimExpr, Graph, NodeId, Op, UnaryOp, ValueId};
 use burnc_runtime::kernels::unary::Unary;
 
 fn shape_of(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usize>)> {
@@ -15,12 +15,12 @@ fn shape_of(g: &Graph, v: Option<crate::ir::ValueId>) -> Option<(DType, Vec<usiz
 fn binary_fn(op: BinaryOp, t: &str) -> Option<String> {
     use BinaryOp::*;
     Some(match op {
-        Add => "|p, q| rt::Elem::add(p, q)".into(),
-        Sub => "|p, q| rt::Elem::sub(p, q)".into(),
-        Mul => "|p, q| rt::Elem::mul(p, q)".into(),
-        Div => "|p, q| rt::Elem::div(p, q)".into(),
-        Max => "|p, q| rt::Elem::max_of(p, q)".into(),
-        Min => "|p, q| rt::Elem::min_of(p, q)".into(),
+        Add => "rt::Elem::add".into(),
+        Sub => "rt::Elem::sub".into(),
+        Mul => "rt::Elem::mul".into(),
+        Div => "rt::Elem::div".into(),
+        Max => "rt::Elem::max_of".into(),
+        Min => "rt::Elem::min_of".into(),
         PRelu => format!("|p: {t}, s: {t}| if p < <{t} as rt::Elem>::zero() {{ rt::Elem::mul(s, p) }} else {{ p }}"),
         Pow => format!("|p: {t}, q: {t}| <{t} as rt::Elem>::from_f64(rt::math::pow(rt::Elem::to_f64(p), rt::Elem::to_f64(q)))"),
         BitAnd => "|p, q| p & q".into(),
@@ -42,14 +42,23 @@ fn binary_fn(op: BinaryOp, t: &str) -> Option<String> {
                 ),
             }
         }
-        BitShiftLeft => format!("|p: {t}, q: {t}| if (q as u64) >= <{t}>::BITS as u64 {{ 0 }} else {{ p << q }}"),
+        BitShiftLeft => format!("|p: {t}, q: {t}| if {} >= <{t}>::BITS as u64 {{ 0 }} else {{ p << q }}", shift_as_u64(t)),
         // Out-of-range shifts (negative or >= width) fill with the sign bit, as the interpreter.
         BitShiftRight => {
             let fill = if t.starts_with('i') { "if p < 0 { -1 } else { 0 }" } else { "0" };
-            format!("|p: {t}, q: {t}| if (q as u64) >= <{t}>::BITS as u64 {{ {fill} }} else {{ p >> q }}")
+            format!("|p: {t}, q: {t}| if {} >= <{t}>::BITS as u64 {{ {fill} }} else {{ p >> q }}", shift_as_u64(t))
         }
         _ => return None,
     })
+}
+
+/// The shift amount `q` of element type `t` as a `u64` (a cast only where it changes the type).
+fn shift_as_u64(t: &str) -> &'static str {
+    if t == "u64" {
+        "q"
+    } else {
+        "(q as u64)"
+    }
 }
 
 /// `y = f(a, b)` with numpy broadcasting, through the runtime's strided kernel (strides and
@@ -137,9 +146,15 @@ pub fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
             let int = xd.is_int();
             let f: String = match u {
                 UnaryOp::IsNaN if xd.is_float() => "rt::Elem::to_f64(v).is_nan() as u8".into(),
-                UnaryOp::IsInf { detect_negative, detect_positive } if xd.is_float() => format!(
-                    "{{ let x = rt::Elem::to_f64(v); (({detect_positive} && x == f64::INFINITY) || ({detect_negative} && x == f64::NEG_INFINITY)) as u8 }}"
-                ),
+                UnaryOp::IsInf { detect_negative, detect_positive } if xd.is_float() => {
+                    let test = match (detect_positive, detect_negative) {
+                        (true, true) => "rt::Elem::to_f64(v).is_infinite()",
+                        (true, false) => "(rt::Elem::to_f64(v) == f64::INFINITY)",
+                        (false, true) => "(rt::Elem::to_f64(v) == f64::NEG_INFINITY)",
+                        (false, false) => "false",
+                    };
+                    format!("{test} as u8")
+                }
                 UnaryOp::BitwiseNot if int => "!v".into(),
                 UnaryOp::Abs => "rt::Elem::abs(v)".into(),
                 UnaryOp::Neg => "rt::Elem::neg(v)".into(),
@@ -207,9 +222,12 @@ pub fn emit(cx: &EmitCx) -> Result<Option<String>, CodegenError> {
                 let other = if i == 0 { bb } else { a };
                 let call = if i == 0 { "f(*o, q)" } else { "f(q, *o)" };
                 if !splits(&len, 1) {
-                    let q = if numel(&cx.dims(other)?).as_const() == Some(1) { "q[0]" } else { "q[j]" };
-                    let call = if i == 0 { format!("f(*o, {q})") } else { format!("f({q}, *o)") };
-                    return Ok(Some(format!("let f = {f}; let q = {}; for (j, o) in {y}.iter_mut().enumerate() {{ *o = {call}; }}", cx.read(other)?)));
+                    let q = cx.read(other)?;
+                    return Ok(Some(if numel(&cx.dims(other)?).as_const() == Some(1) {
+                        format!("let f = {f}; let q = ({q})[0]; for o in {y}.iter_mut() {{ *o = {call}; }}")
+                    } else {
+                        format!("let f = {f}; for (o, &q) in {y}.iter_mut().zip({q}) {{ *o = {call}; }}")
+                    }));
                 }
                 // The other operand: one value, or one per element (a range of it per task).
                 let (bind, first, each) = if numel(&cx.dims(other)?).as_const() == Some(1) {
@@ -304,7 +322,7 @@ impl ProgramInput {
 fn times(a: &str, b: &str) -> String {
     match (a.parse::<usize>(), b.parse::<usize>()) {
         (Ok(x), Ok(y)) => x.saturating_mul(y).to_string(),
-        _ => format!("({a}) * ({b})"),
+        _ => format!("{} * {}", rust_operand(a.to_string()), rust_operand(b.to_string())),
     }
 }
 
@@ -319,7 +337,7 @@ pub(crate) fn splits(len: &str, per: usize) -> bool {
 fn over(a: &str, b: &str) -> String {
     match (a.parse::<usize>(), b.parse::<usize>()) {
         (Ok(x), Ok(y)) if y > 0 => (x / y).to_string(),
-        _ => format!("({a}) / ({b})"),
+        _ => format!("{} / {}", rust_operand(a.to_string()), rust_operand(b.to_string())),
     }
 }
 
@@ -347,16 +365,19 @@ pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput]
     // Work per element for the split decision: the steps, a transcendental counted as eight.
     let work: usize = p.steps.iter().map(|st| if matches!(st.op, ScalarOp::Unary(_)) { 8 } else { 1 }).sum::<usize>().max(1);
     let split = splits(len, work);
+    // Whether an input besides the output is read element by element.
+    let indexed = inputs.iter().enumerate().any(|(k, i)| matches!(i, ProgramInput::Full(_) | ProgramInput::Cycle(..)) && inplace != Some(k));
     // The loops run over `n` elements: all of them, or one range of whole rows per task.
     let n = if split { "n".to_string() } else { len.to_string() };
     if split {
         let row = period.clone().unwrap_or_else(|| "1".into());
         let ranged = inputs.iter().enumerate().any(|(k, i)| matches!(i, ProgramInput::Full(_)) && inplace != Some(k));
         s.push_str(&format!(
-            "rt::for_plane_ranges({}, {row}, {}, y, &|{}, _, y| {{\nlet n = y.len();\n",
+            "rt::for_plane_ranges({}, {row}, {}, y, &|{}, _, y| {{\n{}",
             over(len, &row),
             times(len, &work.to_string()),
-            if ranged { "r0" } else { "_" }
+            if ranged { "r0" } else { "_" },
+            if indexed || period.is_some() { "let n = y.len();\n" } else { "" }
         ));
         // The range's first element: `r0` rows in.
         let start = match row.parse::<usize>() {
@@ -384,11 +405,14 @@ pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput]
             o.push_str(&format!("for i in 0..{p} {{\n"));
             (o, format!("}}\n}}{end}"), "i")
         }
+        // Only the output indexed: its elements in turn.
+        None if !indexed => ("for y_j in y.iter_mut() {\n".to_string(), format!("}}{end}"), "j"),
         None => (format!("for j in 0..{n} {{\n"), format!("}}{end}"), "j"),
     };
     s.push_str(&open);
+    let y_at = if period.is_none() && !indexed { "*y_j".to_string() } else { format!("y[{at}]") };
     let operand = |a: &Operand| match *a {
-        Operand::Input(k) if inplace == Some(k) => format!("y[{at}]"),
+        Operand::Input(k) if inplace == Some(k) => y_at.clone(),
         Operand::Input(k) => match inputs.get(k) {
             Some(ProgramInput::Full(_) | ProgramInput::Cycle(..)) => format!("x{k}[{at}]"),
             _ => format!("x{k}"),
@@ -409,7 +433,7 @@ pub(crate) fn program_loop(p: &ScalarProgram, len: &str, inputs: &[ProgramInput]
         };
         s.push_str(&format!("    let t{i} = {e};\n"));
     }
-    s.push_str(&format!("    y[{at}] = t{};\n{close}", p.steps.len().saturating_sub(1)));
+    s.push_str(&format!("    {y_at} = t{};\n{close}", p.steps.len().saturating_sub(1)));
     s
 }
 

@@ -49,14 +49,14 @@ fn gemm(cx: &EmitCx, out: ValueId, od: DType, alpha: f32, beta: f32, trans_a: bo
         layout("nn", "1")
     );
     if alpha != 1.0 {
-        s += &format!("for v in y.iter_mut() {{ *v = *v * {}; }}\n", lit(alpha));
+        s += &format!("for v in y.iter_mut() {{ *v *= {}; }}\n", lit(alpha));
     }
     if let Some(c) = cx.opt_input(2) {
         let st = cx.broadcast_strides(&cx.dims(c)?, &[m_d, nn_d])?;
         let scaled = if beta == 1.0 { "c[i * s0 + j * s1]".to_string() } else { format!("c[i * s0 + j * s1] * {}", lit(beta)) };
         s += &format!(
             "let c = {};\nlet (s0, s1): (usize, usize) = ({}, {});\n\
-             for i in 0..m {{ for j in 0..nn {{ y[i * nn + j] = y[i * nn + j] + {scaled}; }} }}\n",
+             for i in 0..m {{ for j in 0..nn {{ y[i * nn + j] += {scaled}; }} }}\n",
             cx.read(c)?,
             st[0],
             st[1]

@@ -23,7 +23,8 @@ pub struct Ctx<'a> {
     pub g: &'a Graph,
     pub plan: &'a MemoryPlan,
     pub weights: std::cell::RefCell<WeightsLayout>,
-    /// Graph inputs: value → parameter name in the generated functions.
+    /// Graph inputs (and a subgraph's bound values): value → the slice expression reading it
+    /// in the generated functions (`&in_x[..]` of an array parameter, `in_x` of a slice).
     pub inputs: HashMap<ValueId, String>,
     /// Graph inputs kept in the caller's state buffer `s` (trainable parameters and optimizer
     /// moments of generated training code): value → byte offset.
@@ -99,8 +100,7 @@ impl<'a> Ctx<'a> {
             // bound to names before the node's code.
             ValueKind::Input if self.state.contains_key(&v) => Ok(format!("unsafe {{ rt::arena::view::<{t}>(s, {}, {len}) }}", self.state[&v])),
             ValueKind::Input | ValueKind::Outer => {
-                let name = self.inputs.get(&v).ok_or_else(|| self.err(n, format!("value `{}` is not bound", self.g.value(v).name)))?;
-                Ok(format!("&{name}[..]"))
+                self.inputs.get(&v).cloned().ok_or_else(|| self.err(n, format!("value `{}` is not bound", self.g.value(v).name)))
             }
             ValueKind::Node(_) => Ok(format!("unsafe {{ rt::arena::view::<{t}>(a, {}, {len}) }}", self.slot(n, v)?)),
         }
