@@ -254,25 +254,42 @@ pub(crate) struct Parts<'p> {
 }
 
 impl Parts<'_> {
-    /// Each part's parameters as `(declaration, argument)`: the region, the weights, `more` and
-    /// the inputs (`args` as the entry function names them), those its body names.
-    fn taken<'s>(&'s self, args: &'s [String]) -> Vec<Vec<(&'s str, &'s str)>> {
-        let mut all = vec![("a: rt::arena::Region", "a"), ("w: &[u8]", "w")];
-        all.extend(self.more);
-        all.extend(self.params.iter().map(String::as_str).zip(args.iter().map(String::as_str)));
-        self.bodies.iter().map(|body| all.iter().copied().filter(|(decl, _)| names(body, decl.split(':').next().unwrap_or(decl))).collect()).collect()
+    /// Every parameter a part may take, declared: the region, the weights, `more`, the inputs.
+    fn declarations(&self) -> Vec<&str> {
+        let mut all = vec!["a: rt::arena::Region", "w: &[u8]"];
+        all.extend(self.more.map(|(decl, _)| decl));
+        all.extend(self.params.iter().map(String::as_str));
+        all
     }
 
-    /// The entry function's calls of the parts, passing `args` on; an argument no part reads
-    /// (an input that decides only shapes or types) is consumed by `let _`.
+    /// For each part, the indices in [`Self::declarations`] of the parameters its body names.
+    fn taken(&self) -> Vec<Vec<usize>> {
+        let all = self.declarations();
+        self.bodies
+            .iter()
+            .map(|body| {
+                let words = words(body);
+                (0..all.len()).filter(|&k| words.contains(all[k].split(':').next().unwrap_or(all[k]))).collect()
+            })
+            .collect()
+    }
+
+    /// The entry function's calls of the parts, passing `args` (the inputs as the entry
+    /// function names them) on; an argument no part reads (an input that decides only shapes
+    /// or types) is consumed by `let _`.
     pub fn calls(&self, args: &[String]) -> String {
-        let taken = self.taken(args);
+        let mut all = vec!["a", "w"];
+        all.extend(self.more.map(|(_, arg)| arg));
+        all.extend(args.iter().map(String::as_str));
+        let taken = self.taken();
         let mut s = String::new();
-        for arg in args.iter().filter(|&a| !taken.iter().flatten().any(|&(_, t)| t == a)) {
-            let _ = writeln!(s, "    let _ = {arg};");
+        for (k, arg) in all.iter().enumerate().skip(all.len() - args.len()) {
+            if !taken.iter().flatten().any(|&t| t == k) {
+                let _ = writeln!(s, "    let _ = {arg};");
+            }
         }
         for (i, taken) in taken.iter().enumerate() {
-            let args: Vec<&str> = taken.iter().map(|&(_, arg)| arg).collect();
+            let args: Vec<&str> = taken.iter().map(|&k| all[k]).collect();
             let _ = writeln!(s, "    {}_{i}({});", self.prefix, args.join(", "));
         }
         s
@@ -280,12 +297,11 @@ impl Parts<'_> {
 
     /// The part functions, one item each.
     fn functions(self) -> Vec<String> {
-        // The parameters' own names stand for the arguments: only which are taken matters here.
-        let own: Vec<String> = self.params.iter().map(|p| p.split(':').next().unwrap_or(p).to_string()).collect();
-        let taken: Vec<Vec<String>> = self.taken(&own).iter().map(|t| t.iter().map(|&(decl, _)| decl.to_string()).collect()).collect();
-        let Parts { prefix, lints, bodies, .. } = self;
+        let all = self.declarations();
+        let taken: Vec<Vec<&str>> = self.taken().iter().map(|t| t.iter().map(|&k| all[k]).collect()).collect();
+        let Parts { prefix, lints, bodies, .. } = &self;
         bodies
-            .into_iter()
+            .iter()
             .zip(taken)
             .enumerate()
             .map(|(i, (body, params))| {
@@ -293,7 +309,7 @@ impl Parts<'_> {
                 // a model's constants are its data (a 3.1416 is what it was trained with, not a
                 // slip for π).
                 let mut allow = vec!["unused_labels", "clippy::approx_constant"];
-                allow.extend(lints);
+                allow.extend(lints.iter());
                 if params.len() > 7 {
                     allow.push("clippy::too_many_arguments");
                 }
@@ -303,18 +319,38 @@ impl Parts<'_> {
     }
 }
 
-/// Whether generated `code` names `ident` outside its `//` comment lines: a whole word, not a
-/// field (`.a`, `a: 1` in a struct literal), a lifetime (`'a`) or part of a longer name.
-pub(crate) fn names(code: &str, ident: &str) -> bool {
+/// The names generated `code` uses outside its `//` comment lines: whole words, not fields
+/// (`.a`, `a: 1` in a struct literal) or lifetimes (`'a`). One pass over the code, however
+/// many names are asked about.
+fn words(code: &str) -> HashSet<&str> {
     let word = |c: char| c.is_alphanumeric() || c == '_';
-    code.lines().filter(|l| !l.trim_start().starts_with("//")).any(|line| {
-        line.match_indices(ident).any(|(at, _)| {
-            let before = line[..at].chars().next_back();
-            let after = &line[at + ident.len()..];
+    let mut found = HashSet::new();
+    for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        let mut rest = line;
+        while let Some(start) = rest.find(word) {
+            // Never a word character: the previous word took them all.
+            let before = rest[..start].chars().next_back();
+            let len = rest[start..].find(|c: char| !word(c)).unwrap_or(rest.len() - start);
+            let (w, after) = (&rest[start..start + len], &rest[start + len..]);
             let field = after.starts_with(':') && !after.starts_with("::");
-            !before.is_some_and(|c| word(c) || c == '.' || c == '\'') && !after.chars().next().is_some_and(word) && !field
-        })
-    })
+            if !before.is_some_and(|c| c == '.' || c == '\'') && !field {
+                found.insert(w);
+            }
+            rest = after;
+        }
+    }
+    found
+}
+
+/// Whether generated `code` names `ident` ([`words`]).
+pub(crate) fn names(code: &str, ident: &str) -> bool {
+    words(code).contains(ident)
+}
+
+/// `let NAME = EXPR;` lines for the bindings `code` reads, in order.
+pub(crate) fn lets_read(code: &str, bindings: &[(String, String)]) -> String {
+    let words = words(code);
+    bindings.iter().filter(|(name, _)| words.contains(name.as_str())).map(|(name, e)| format!("let {name} = {e};\n")).collect()
 }
 
 /// An entry function of `Model` (`forward`, `train_step`): `setup`, then the arena `arena` as

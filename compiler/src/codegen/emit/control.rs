@@ -3,7 +3,7 @@
 //! enclosing graph's values it reads are bound to names before its code, and its outputs are
 //! copied out after it.
 use super::{emit_node, rust_ty, Ctx};
-use crate::codegen::builder::{block_label, names as names_in};
+use crate::codegen::builder::{block_label, lets_read};
 use crate::codegen::weights::{value_bytes, WeightsLayout};
 use crate::codegen::{plan_memory, with_output_copies, CodegenError, Lowering};
 use crate::ir::{DType, DimExpr, Graph, Node, NodeId, Op, ValueId, ValueKind};
@@ -195,9 +195,7 @@ if ({})[0] != 0 {{
         s += "{
 ";
         let body = emit_sub(cx, sub, &tag, names, None)?;
-        if names_in(&body, "a") {
-            let _ = writeln!(s, "let a = {tag}_base;");
-        }
+        s += &lets_read(&body, &[("a".into(), format!("{tag}_base"))]);
         s += &body;
         s += "}
 ";
@@ -349,17 +347,10 @@ fn body_block(
         bound.push((name.clone(), view_at(bi, off, false)?));
         names.insert(bi, name);
     }
+    bound.push(("a".into(), base.to_string()));
     let body = emit_sub(cx, sub, tag, names, sym)?;
-    // Only the inputs the body reads are bound (a Loop body need not read its counter).
-    let mut s = "{\n".to_string();
-    for (name, view) in bound.iter().filter(|(name, _)| names_in(&body, name)) {
-        let _ = writeln!(s, "let {name} = {view};");
-    }
-    if names_in(&body, "a") {
-        let _ = writeln!(s, "let a = {base};");
-    }
-    let _ = writeln!(s, "{body}}}");
-    Ok(s)
+    // Only what the body reads is bound (a Loop body need not read its counter).
+    Ok(format!("{{\n{}{body}}}\n", lets_read(&body, &bound)))
 }
 
 /// The body's node blocks, labelled `'{tag}_{node}` so that no label shadows the enclosing
