@@ -4,6 +4,7 @@
 //! onnxruntime (scripts/exported_refs.py). Also: a dim above its bound and a wrong input
 //! length are `DimError`s (exit status 2 from the harness, not a panic), the arena constant is
 //! the plan at the bounds, and unsupported ops fail at compile time naming the node.
+use burnc_compiler::ops::matmul::{Gemm, MatMul};
 use burnc_compiler::ops::view::Flatten;
 use burnc::build::{generate, generate_bounded, parse_pin_dims, PinDim};
 use burnc::harness::{bounded_main_rs, build_crate, Profile};
@@ -501,7 +502,7 @@ fn unprovable_equal_dims_are_checked_at_every_size() {
     let c = node(&mut g, "conv", Op::Conv { window: pad, group: 1 }, vec![x, wc]);
     let f = node(&mut g, "flat", Flatten { axis: 1 }.op(), vec![c]);
     let (wg, bg) = (weights(&mut g, "wg", vec![60, 4]), weights(&mut g, "bg", vec![4]));
-    let y = node(&mut g, "fc", Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }, vec![f, wg, bg]);
+    let y = node(&mut g, "fc", Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: false }.op(), vec![f, wg, bg]);
     g.outputs = vec![y];
     // Only h = 4, w = 5 fits the classifier.
     assert_eq!(check_against_interpreter(&g, "bounded-flatten-gemm", &grid(4, 5, &|h, w| vec![1, 2, h, w])), (1, 0));
@@ -510,7 +511,7 @@ fn unprovable_equal_dims_are_checked_at_every_size() {
     let mut g = Graph::default();
     let x = input(&mut g, vec![bounded("n", 3), bounded("k", 6)]);
     let wm = weights(&mut g, "wm", vec![6, 2]);
-    let y = node(&mut g, "mm", Op::MatMul, vec![x, wm]);
+    let y = node(&mut g, "mm", MatMul.op(), vec![x, wm]);
     g.outputs = vec![y];
     assert_eq!(check_against_interpreter(&g, "bounded-matmul-inner", &grid(3, 6, &|n, k| vec![n, k])), (3, 0));
 

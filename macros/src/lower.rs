@@ -2,6 +2,7 @@
 //! straight-line code (`let` bindings, method calls, operators, layer calls) that tracks each
 //! value's static shape and appends one IR node per operation. Every mistake is a `syn::Error`
 //! at the span of the expression that made it.
+use burnc_compiler::ops::matmul::{Gemm, MatMul};
 use burnc_compiler::ops::view::Flatten;
 use crate::layers::{Kind, Layer};
 use burnc_compiler::ir::{
@@ -678,7 +679,7 @@ impl<'a> Lower<'a> {
                     Error::new_spanned(m, format!("shape mismatch: cannot matmul {} and {} (batch dims do not broadcast)", shape_str(&x.shape), shape_str(&y.shape)))
                 })?;
                 shape.extend([x.shape[xr - 2], y.shape[yr - 1]]);
-                self.node(span, "matmul", Op::MatMul, vec![Some(x.id), Some(y.id)], shape, x.dtype)
+                self.node(span, "matmul", MatMul.op(), vec![Some(x.id), Some(y.id)], shape, x.dtype)
             }
             "reshape" => {
                 nargs(1, "x.reshape([1, -1])")?;
@@ -948,7 +949,7 @@ impl<'a> Lower<'a> {
                     return Err(wrong(format!("expects a last dim of {inp}")));
                 }
                 let (w, b) = (p("weight"), p("bias"));
-                let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true };
+                let gemm = Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true }.op();
                 if r == 2 {
                     self.node(span, &name, gemm, vec![Some(x.id), w, b], vec![x.shape[0], out], x.dtype)
                 } else {
@@ -1019,7 +1020,7 @@ impl<'a> Lower<'a> {
         let r = x.shape.len();
         let rows: usize = x.shape[..r - 1].iter().product();
         let flat = self.reshape(span, x, vec![rows, x.shape[r - 1]]);
-        let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true };
+        let gemm = Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true }.op();
         let y = self.node(span, "proj", gemm, vec![Some(flat.id), Some(w), b], vec![rows, out], x.dtype);
         let mut shape = x.shape[..r - 1].to_vec();
         shape.push(out);
@@ -1072,7 +1073,7 @@ impl<'a> Lower<'a> {
             let perm = if i == 1 { vec![0, 2, 3, 1] } else { vec![0, 2, 1, 3] };
             heads.push(self.permute(span, &y, perm));
         }
-        let scores = self.node(span, "scores", Op::MatMul, vec![Some(heads[0].id), Some(heads[1].id)], vec![b, h, sq, sk], DType::F32);
+        let scores = self.node(span, "scores", MatMul.op(), vec![Some(heads[0].id), Some(heads[1].id)], vec![b, h, sq, sk], DType::F32);
         let scale = self.konst(Tensor::from_f32s(vec![], vec![1.0 / (dh as f32).sqrt()]));
         let mut scores = self.node(span, "scale", Op::Binary(BinaryOp::Mul), vec![Some(scores.id), Some(scale)], vec![b, h, sq, sk], DType::F32);
         if causal {
@@ -1081,7 +1082,7 @@ impl<'a> Lower<'a> {
             scores = self.node(span, "mask", Op::Binary(BinaryOp::Add), vec![Some(scores.id), Some(mask)], vec![b, h, sq, sk], DType::F32);
         }
         let probs = self.node(span, "softmax", burnc_compiler::ops::softmax::Softmax { axis: 3, log: false, coerce_2d: false }.op(), vec![Some(scores.id)], vec![b, h, sq, sk], DType::F32);
-        let ctx = self.node(span, "context", Op::MatMul, vec![Some(probs.id), Some(heads[2].id)], vec![b, h, sq, dh], DType::F32);
+        let ctx = self.node(span, "context", MatMul.op(), vec![Some(probs.id), Some(heads[2].id)], vec![b, h, sq, dh], DType::F32);
         let ctx = self.permute(span, &ctx, vec![0, 2, 1, 3]);
         let ctx = self.reshape(span, &ctx, vec![b, sq, e]);
         Ok(Val::Tensor(self.project(span, &ctx, w_out, b_out, e)))

@@ -6,15 +6,13 @@
 //! several times are summed. The result is an ordinary graph, so the interpreter, the passes
 //! (folding turns the shape plumbing into constants) and codegen run it with no new kernels.
 //!
-//! Rules live per op family: `elementwise` (unary, binary, Where, Cast), `linalg`,
-//! `shape` (reshapes, transpose, concat, split, slice, gather, pad, expand, tile), `reduce`
-//! (reductions, softmax), `nn` (conv, pooling), `norm` (batch/layer/RMS/group/instance
-//! normalization), `loss` (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss) and `dropout`
-//! (which also switches a graph's Dropouts to training mode: [`enable_dropout`]).
+//! The ops of `crate::ops` carry their own rule (`OpDef::gradient`); the others' rules live
+//! here per family: `elementwise` (unary, binary), `shape` (Reshape, Concat, Gather, Expand),
+//! `nn` (Conv), and helpers the op rules share (`norm`: the normalizations' backward; `dropout`,
+//! which also switches a graph's Dropouts to training mode: [`enable_dropout`]).
 pub(crate) mod builder;
 mod dropout;
 pub(crate) mod elementwise;
-mod linalg;
 pub(crate) mod nn;
 pub(crate) mod norm;
 pub(crate) mod shape;
@@ -115,7 +113,6 @@ fn ones_like(b: &mut B<'_>, y: ValueId) -> R<ValueId> {
 fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Vec<Option<ValueId>>> {
     match &n.op {
         Op::Unary(_) | Op::Binary(_) => elementwise::rule(b, n, dys, need),
-        Op::MatMul | Op::Gemm { .. } => linalg::rule(b, n, dys, need),
         Op::Reshape { .. }
         | Op::Concat { .. }
         | Op::Gather { .. } => shape::rule(b, n, dys, need),

@@ -146,11 +146,7 @@ pub enum Op {
     /// Two inputs, numpy broadcasting. Comparison and logic ops produce bool.
     Binary(BinaryOp),
 
-    // ---- linear algebra and neural-network ops
-    /// numpy matmul semantics (batched, broadcasting, 1-D promotion).
-    MatMul,
-    /// alpha * op(A) @ op(B) + beta * C (C optional, unidirectional broadcast).
-    Gemm { alpha: f32, beta: f32, trans_a: bool, trans_b: bool },
+    // ---- neural-network ops
     /// (X, W, B?) grouped N-d convolution.
     Conv { window: Window, group: usize },
     /// Generated code only (`passes::fuse`): (X, W, B?, R?, M?, A?) a Conv whose output loop
@@ -234,7 +230,7 @@ macro_rules! bodies {
         match $op {
             Op::If { then_branch, else_branch } => vec![then_branch.$r(), else_branch.$r()],
             Op::Loop { body } | Op::Scan { body, .. } | Op::SequenceMap { body } => vec![body.$r()],
-            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
+            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_)
             | Op::Reshape { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
@@ -260,7 +256,7 @@ impl Op {
         match self {
             Op::ParamUpdate { .. } => &[0, 4, 5],
             // Every other variant, named so that a new one is decided here.
-            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
+            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_)
             | Op::Reshape { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
@@ -275,11 +271,19 @@ impl Op {
             Op::Reshape { .. } | Op::Unary(UnaryOp::Identity) => true,
             Op::Def(d) => d.is_view(),
             // Every other variant, named so that a new one is decided here.
-            Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } | Op::FusedConv { .. }
+            Op::Unary(_) | Op::Binary(_) | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_) 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
             | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,
+        }
+    }
+
+    /// The op's definition when it is a `T` (`crate::ops`).
+    pub fn get<T: crate::ops::OpDef + 'static>(&self) -> Option<&T> {
+        match self {
+            Op::Def(d) => d.get::<T>(),
+            _ => None,
         }
     }
 

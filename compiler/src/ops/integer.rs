@@ -10,6 +10,7 @@ use super::{input, numel, EmitCx, OpDef, OutType, ShapeCx, R};
 use crate::codegen::CodegenError;
 use crate::interp::ops::qint::{self, QConv};
 use crate::ir::{AutoPad, DType, DimExpr, Graph, Node, Op, ValueKind, Window};
+use crate::ops::matmul::{matmul_dims, matmul_flops};
 use crate::ops::quant::is_qint;
 use crate::tensor::Tensor;
 
@@ -25,26 +26,6 @@ type Ty = (DType, Vec<usize>);
 
 fn c(v: i64) -> DimExpr {
     DimExpr::constant(v)
-}
-
-/// The dims of the product of inputs `ai` and `bi` (numpy's matmul: a 1-D A is a row, a 1-D B
-/// a column, and the added dim is left out), the inner dims declared equal.
-fn matmul_dims(cx: &mut ShapeCx, ai: usize, bi: usize) -> R<Option<Vec<DimExpr>>> {
-    let (Some(a), Some(b)) = (cx.opt(ai).and_then(|a| a.dims.clone()), cx.opt(bi).and_then(|b| b.dims.clone())) else { return Ok(None) };
-    if a.is_empty() || b.is_empty() {
-        return Err("MatMul inputs must have rank >= 1".into());
-    }
-    let a2 = if a.len() == 1 { vec![c(1), a[0].clone()] } else { a.clone() };
-    let b2 = if b.len() == 1 { vec![b[0].clone(), c(1)] } else { b.clone() };
-    cx.equal("the inner dims of A and B", &a2[a2.len() - 1], &b2[b2.len() - 2])?;
-    let mut out = cx.broadcast(&a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
-    if a.len() > 1 {
-        out.push(a2[a2.len() - 2].clone());
-    }
-    if b.len() > 1 {
-        out.push(b2[b2.len() - 1].clone());
-    }
-    Ok(Some(out))
 }
 
 /// The dims of a convolution of input `xi` by weights `wi` (Conv's rules): `[N, M, spatial…]`,
@@ -283,11 +264,6 @@ fn conv_lit(g: &QConv) -> String {
         "&{K}::ConvGeom {{ nb: {}, c: {}, m: {}, group: {}, ins: &{:?}, outs: &{:?}, ks: &{:?}, strides: &{:?}, dil: &{:?}, pad_begin: &{:?} }}",
         g.nb, g.c, g.m, g.group, g.ins, g.outs, g.ks, g.strides, g.dil, g.pad_begin
     )
-}
-
-/// 2 FLOPs per multiply-add of a product: each output takes A's last dim.
-fn matmul_flops(ins: &[Option<Vec<usize>>], outs: &[Option<Vec<usize>>]) -> Option<u64> {
-    Some(2u64.saturating_mul(numel(outs.first()?)?).saturating_mul(*ins.first()?.as_ref()?.last()? as u64))
 }
 
 /// 2 FLOPs per multiply-add of a convolution whose weights are input `w`: each output takes

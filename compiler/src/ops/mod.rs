@@ -147,6 +147,7 @@ pub mod image;
 pub mod integer;
 pub mod linalg;
 pub mod linear_attention;
+pub mod matmul;
 pub mod loss;
 pub mod ml;
 pub mod nbits;
@@ -359,6 +360,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(tile::examples());
     v.extend(slice::examples());
     v.extend(linalg::examples());
+    v.extend(matmul::examples());
     v.extend(topk::examples());
     v.extend(unpool::examples());
     v.extend(ml::examples());

@@ -5,6 +5,7 @@
 //! their own limits.
 use crate::codegen::index::strides as contiguous_strides;
 use crate::ir::{DType, Graph, NodeId, Op, ValueId, ValueKind};
+use crate::ops::matmul::MatMul;
 use std::collections::HashMap;
 
 /// The static shape of `v`, if it has one.
@@ -100,7 +101,7 @@ pub fn find(g: &Graph, dtype_ok: impl Fn(DType) -> bool) -> Vec<Attention> {
 /// The attention whose scores node `mm1` computes, if the pattern holds.
 fn one(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, mm1: NodeId, dtype_ok: &dyn Fn(DType) -> bool) -> Option<Attention> {
     let n1 = g.node(mm1);
-    if !matches!(n1.op, Op::MatMul) || n1.outputs.len() != 1 {
+    if n1.op.get::<MatMul>().is_none() || n1.outputs.len() != 1 {
         return None;
     }
     let (q, kt, s) = (n1.inputs.first().copied().flatten()?, n1.inputs.get(1).copied().flatten()?, n1.outputs[0]);
@@ -130,7 +131,7 @@ fn one(g: &Graph, readers: &HashMap<ValueId, Vec<usize>>, mm1: NodeId, dtype_ok:
     let p = g.node(softmax).outputs[0];
     let mm2 = sole_reader(g, readers, p)?;
     let n2 = g.node(mm2);
-    if !matches!(n2.op, Op::MatMul) || n2.inputs.first() != Some(&Some(p)) || n2.inputs.get(1) == Some(&Some(p)) || n2.outputs.len() != 1 {
+    if n2.op.get::<MatMul>().is_none() || n2.inputs.first() != Some(&Some(p)) || n2.inputs.get(1) == Some(&Some(p)) || n2.outputs.len() != 1 {
         return None;
     }
     let (v, o) = (n2.inputs.get(1).copied().flatten()?, n2.outputs[0]);

@@ -53,13 +53,7 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         Op::Unary(_) | Op::Binary(_) => out?,
         Op::Elementwise(p) => mul(&[out?, p.steps.len() as u64]),
 
-        // ---- linear algebra and convolutions
-        Op::MatMul => mul(&[2, out?, *in_shape(g, n, 0)?.last()? as u64]),
-        Op::Gemm { trans_a, .. } => {
-            let a = in_shape(g, n, 0)?;
-            let k = if *trans_a { *a.first()? } else { *a.get(1)? };
-            mul(&[2, out?, k as u64])
-        }
+        // ---- convolutions
         Op::Conv { .. } | Op::FusedConv { .. } => conv_flops(g, n, 1, out?)?,
 
 
@@ -112,7 +106,7 @@ mod tests {
         let ty = |d: &[usize]| ValueType::Tensor(TensorType { dtype: DType::F32, shape: Some(Shape::fixed(d)) });
         let a = g.add_value("a", ty(&[2, 3]), ValueKind::Input);
         let b = g.add_value("b", ty(&[3, 4]), ValueKind::Input);
-        let (_, y) = g.add_node("mm", Op::MatMul, vec![Some(a), Some(b)], &["y".to_string()]);
+        let (_, y) = g.add_node("mm", crate::ops::matmul::MatMul.op(), vec![Some(a), Some(b)], &["y".to_string()]);
         g.value_mut(y[0]).ty = ty(&[2, 4]);
         let (_, t) = g.add_node("tr", crate::ops::transpose::Transpose { perm: None }.op(), vec![Some(y[0])], &["t".to_string()]);
         g.value_mut(t[0]).ty = ty(&[4, 2]);

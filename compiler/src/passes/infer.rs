@@ -406,20 +406,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
             };
             vec![t(dt, dims)]
         }
-        Op::MatMul => vec![t(cx.dtype(0), matmul(cx)?)],
-        Op::Gemm { trans_a, trans_b, .. } => {
-            let dims = match (cx.shape(0), cx.shape(1)) {
-                (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => {
-                    let (m, ka) = if *trans_a { (&a[1], &a[0]) } else { (&a[0], &a[1]) };
-                    let (kb, nn) = if *trans_b { (&b[1], &b[0]) } else { (&b[0], &b[1]) };
-                    unify(ka, kb, "inner dimensions differ")?;
-                    Some(vec![m.clone(), nn.clone()])
-                }
-                (Some(a), Some(b)) => return Err(format!("Gemm needs 2-D inputs, got ranks {} and {}", a.len(), b.len())),
-                _ => None,
-            };
-            vec![t(cx.dtype(0), dims)]
-        }
         Op::Conv { window, group } | Op::FusedConv { window, group, .. } => vec![t(cx.dtype(0), conv(cx, window, *group)?)],
         // Integer products: i32 accumulators, or requantized to y_zero_point's type (uint8
         // when it is absent).
@@ -600,34 +586,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
     })
 }
 
-fn matmul(cx: &Cx) -> R<Option<Vec<Dim>>> {
-    matmul_of(cx, 0, 1)
-}
-
-/// The dims of the product of inputs `ai` and `bi` (MatMul's rules).
-fn matmul_of(cx: &Cx, ai: usize, bi: usize) -> R<Option<Vec<Dim>>> {
-    let (Some(a), Some(b)) = (cx.shape(ai), cx.shape(bi)) else { return Ok(None) };
-    if a.is_empty() || b.is_empty() {
-        return Err("MatMul inputs must have rank >= 1".into());
-    }
-    let a2: Vec<Dim> = if a.len() == 1 { vec![Dim::Fixed(1), a[0].clone()] } else { a.to_vec() };
-    let b2: Vec<Dim> = if b.len() == 1 { vec![b[0].clone(), Dim::Fixed(1)] } else { b.to_vec() };
-    let (ka, kb) = (&a2[a2.len() - 1], &b2[b2.len() - 2]);
-    if let (Dim::Fixed(x), Dim::Fixed(y)) = (ka, kb) {
-        if x != y {
-            return Err(format!("inner dimensions differ: {} @ {} ({x} vs {y})", Shape(a.to_vec()), Shape(b.to_vec())));
-        }
-    }
-    let mut out = bcast(cx, &a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
-    if a.len() > 1 {
-        out.push(a2[a2.len() - 2].clone());
-    }
-    if b.len() > 1 {
-        out.push(b2[b2.len() - 1].clone());
-    }
-    Ok(Some(out))
-}
-
 fn conv(cx: &Cx, w: &Window, group: usize) -> R<Option<Vec<Dim>>> {
     conv_of(cx, 0, 1, w, group)
 }
@@ -737,7 +695,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         }
         // The values of other ops are not followed (every variant named, so a new op is
         // decided here).
-        Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }
+        Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::Conv { .. }
         | Op::FusedConv { .. } | Op::Elementwise(_)
         | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,

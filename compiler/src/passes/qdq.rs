@@ -23,6 +23,7 @@ use super::fuse::{drop_nodes, label, FusionReport, Role};
 use crate::ir::{DType, Graph, Node, Op, ValueId};
 use crate::tensor::Tensor;
 use crate::ops::integer::{QLinearConv, QLinearMatMul};
+use crate::ops::matmul::{Gemm, MatMul};
 use crate::ops::quant::{Dequantize, Quantize};
 use crate::ops::IntoOp;
 use std::collections::{HashMap, HashSet};
@@ -110,13 +111,16 @@ fn integer_op(g: &Graph, n: &Node) -> Option<(crate::ir::Op, usize, bool)> {
     match &n.op {
         // Grouped and depthwise convolutions stay float: the integer kernel takes one group.
         Op::Conv { window, group: group @ 1 } => Some((QLinearConv { window: window.clone(), group: *group }.op(), 0, false)),
-        Op::MatMul => Some((QLinearMatMul.op(), 1, false)),
-        Op::Gemm { alpha, beta, trans_a: false, trans_b } if *alpha == 1.0 && (*beta == 1.0 || n.inputs.get(2).copied().flatten().is_none()) => {
+        op if op.get::<MatMul>().is_some() => Some((QLinearMatMul.op(), 1, false)),
+        op => {
+            let &Gemm { alpha, beta, trans_a: false, trans_b } = op.get::<Gemm>()? else { return None };
+            if alpha != 1.0 || (beta != 1.0 && n.inputs.get(2).copied().flatten().is_some()) {
+                return None;
+            }
             // Gemm's A is 2-D; B's output axis is 0 when it is transposed.
             let a = g.tensor_type(n.inputs.first().copied().flatten()?)?.shape.as_ref()?.rank();
-            (a == 2).then(|| (QLinearMatMul.op(), if *trans_b { 0 } else { 1 }, *trans_b))
+            (a == 2).then(|| (QLinearMatMul.op(), if trans_b { 0 } else { 1 }, trans_b))
         }
-        _ => None,
     }
 }
 

@@ -487,37 +487,6 @@ fn rule(g: &Graph, n: &Node, s: &mut SymInfo, targets: &Targets, ins: &[Option<V
             }
             d
         }
-        Op::Gemm { trans_a, trans_b, .. } => {
-            let (a, b) = (x(0)?, x(1)?);
-            if a.len() != 2 || b.len() != 2 {
-                return Err("Gemm needs 2-D operands".into());
-            }
-            let (ka, kb) = (&a[if *trans_a { 0 } else { 1 }], &b[if *trans_b { 1 } else { 0 }]);
-            require_equal(s, n, "the inner dims of A and B", ka, kb)?;
-            let y = vec![a[if *trans_a { 1 } else { 0 }].clone(), b[if *trans_b { 0 } else { 1 }].clone()];
-            if let Some(cs) = ins.get(2).cloned().flatten() {
-                broadcast_into(s, n, "C and the output", &cs, &y)?;
-            }
-            y
-        }
-        Op::MatMul => {
-            let (a, b) = (x(0)?, x(1)?);
-            if a.is_empty() || b.is_empty() {
-                return Err(unsupported(n));
-            }
-            // numpy's rule: a 1-D A is a row [1, k] and a 1-D B a column [k, 1], and the
-            // added dim is dropped from the result.
-            let (a2, b2) = (if a.len() == 1 { vec![c(1), a[0].clone()] } else { a.clone() }, if b.len() == 1 { vec![b[0].clone(), c(1)] } else { b.clone() });
-            require_equal(s, n, "the inner dims of A and B", &a2[a2.len() - 1], &b2[b2.len() - 2])?;
-            let mut d = broadcast(s, n, &a2[..a2.len() - 2], &b2[..b2.len() - 2])?;
-            if a.len() >= 2 {
-                d.push(a2[a2.len() - 2].clone());
-            }
-            if b.len() >= 2 {
-                d.push(b2[b2.len() - 1].clone());
-            }
-            d
-        }
         _ => return Err(unsupported(n)),
     };
     Ok(shape)
@@ -623,20 +592,6 @@ fn broadcast(s: &mut SymInfo, n: &Node, a: &[DimExpr], b: &[DimExpr]) -> R<Vec<D
             }
         })
         .collect()
-}
-
-/// Unidirectional broadcasting of `from` into `to` (Gemm's C): each dim of `from` is 1 or
-/// equal to `to`'s.
-fn broadcast_into(s: &mut SymInfo, n: &Node, what: &str, from: &[DimExpr], to: &[DimExpr]) -> R<()> {
-    if from.len() > to.len() {
-        return Err(format!("{what}: rank {} does not broadcast to rank {}", from.len(), to.len()));
-    }
-    for (f, t) in from.iter().rev().zip(to.iter().rev()) {
-        if f.as_const() != Some(1) {
-            require_equal(s, n, what, f, t)?;
-        }
-    }
-    Ok(())
 }
 
 fn reshape(s: &mut SymInfo, n: &Node, xs: &[DimExpr], target: &[DimExpr], allowzero: bool) -> R<Vec<DimExpr>> {

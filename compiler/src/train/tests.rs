@@ -1,5 +1,7 @@
 //! The train step graph through the interpreter: an SGD step of a linear model against its
 //! closed-form gradient, cross-entropy + Adam lowering the loss, freezing by pattern.
+use crate::ops::matmul::MatMul;
+use crate::ops::IntoOp;
 use super::*;
 use crate::interp::{self, RtValue};
 use crate::ir::{Param, Shape, TensorType, ValueKind, ValueType};
@@ -26,7 +28,7 @@ fn linear() -> Graph {
     let x = input(&mut g, "x", &[4, 3]);
     let w = param(&mut g, "fc.weight", &[3, 2], &[0.1, -0.2, 0.3, 0.4, -0.5, 0.6]);
     let b = param(&mut g, "fc.bias", &[2], &[0.05, -0.05]);
-    let (_, xw) = g.add_node("mm", Op::MatMul, vec![Some(x), Some(w)], &["xw".into()]);
+    let (_, xw) = g.add_node("mm", MatMul.op(), vec![Some(x), Some(w)], &["xw".into()]);
     let (_, y) = g.add_node("add", Op::Binary(crate::ir::BinaryOp::Add), vec![Some(xw[0]), Some(b)], &["y".into()]);
     g.outputs = vec![y[0]];
     g

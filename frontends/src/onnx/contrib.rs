@@ -4,6 +4,7 @@
 //! ops they are. Semantics as onnxruntime's CPU kernels compute them (tests/contrib_ops.rs
 //! checks against onnxruntime).
 use burnc_compiler::ops::view::{Squeeze, Unsqueeze};
+use burnc_compiler::ops::matmul::MatMul;
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
 use super::proto::NodeProto;
@@ -465,7 +466,7 @@ fn quantized_product(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]
             };
             let axis = column_axis(&c, b)?;
             let fb = dequantize(&mut c, b, bs, bz, axis)?;
-            let y = c.step(Op::MatMul, &[fa, fb]);
+            let y = c.step(MatMul.op(), &[fa, fb]);
             match bias {
                 Some(bias) => c.bin(BinaryOp::Add, y, bias),
                 None => y,
@@ -534,7 +535,7 @@ fn attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<ValueId>]) -> Res
             return Err(c.err("past key/value state is not supported"));
         }
         let (x, w) = (c.input(0, "input")?, c.input(1, "weights")?);
-        let mut qkv = c.step(Op::MatMul, &[x, w]);
+        let mut qkv = c.step(MatMul.op(), &[x, w]);
         if let Some(b) = opt(2) {
             qkv = c.bin(BinaryOp::Add, qkv, b);
         }
@@ -934,7 +935,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     };
     let (kk, vv) = (spread(&mut c, present_k), spread(&mut c, present_v));
     let kt = c.step(burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 1, 3, 2]) }.op(), &[kk]);
-    let mut scores = c.step(Op::MatMul, &[q4, kt]);
+    let mut scores = c.step(MatMul.op(), &[q4, kt]);
     let scale = a.f_or("scale", 0.0);
     let scale = if scale != 0.0 {
         c.scalar(scale, scores)
@@ -970,7 +971,7 @@ fn group_query_attention(ctx: &mut Ctx, node: &NodeProto, inputs: &[Option<Value
     let lowest = c.scalar(f32::MIN, scores);
     scores = c.step(burnc_compiler::ops::select::op(), &[seen, scores, lowest]);
     let probs = c.step(burnc_compiler::ops::softmax::Softmax::last().op(), &[scores]);
-    let o = c.step(Op::MatMul, &[probs, vv]);
+    let o = c.step(MatMul.op(), &[probs, vv]);
     let o = c.step(bnsd, &[o]);
     let o = c.reshape(o, &[0, 0, -1]);
     for (k, v) in [(1, present_k), (2, present_v)] {

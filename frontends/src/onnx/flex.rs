@@ -3,6 +3,7 @@
 //! softmax precision, the `score_mod` / `prob_mod` subgraphs spliced in around Softmax, P·V in
 //! the softmax precision, cast back to V's type.
 use burnc_compiler::ops::view::Unsqueeze;
+use burnc_compiler::ops::matmul::MatMul;
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
 use super::proto::{GraphProto, NodeProto};
@@ -128,7 +129,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
     let qs = b.add(ctx, Op::Binary(BinaryOp::Mul), &[q, s], None);
     let ks = b.add(ctx, Op::Binary(BinaryOp::Mul), &[ka, s], None);
     let kt = b.add(ctx, burnc_compiler::ops::transpose::Transpose { perm: Some(vec![0, 1, 3, 2]) }.op(), &[ks], None);
-    let scores = b.add(ctx, Op::MatMul, &[qs, kt], None);
+    let scores = b.add(ctx, MatMul.op(), &[qs, kt], None);
     let cast = burnc_compiler::ops::cast::op(work, true);
     let mut scores = b.add(ctx, cast.clone(), &[scores], None);
     if let Some(g) = a.g("score_mod") {
@@ -141,7 +142,7 @@ pub fn lower(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         probs = b.add(ctx, cast.clone(), &[y], None);
     }
     let vw = b.add(ctx, cast, &[va], None);
-    let y = b.add(ctx, Op::MatMul, &[probs, vw], None);
+    let y = b.add(ctx, MatMul.op(), &[probs, vw], None);
     let y = b.add(ctx, burnc_compiler::ops::cast::like(true), &[y, v], Some(&out_name));
     ctx.bind(&out_name, y);
     Ok(())

@@ -1,5 +1,6 @@
 //! Opset-aware lowering of ONNX nodes onto burnc's core ops.
 use burnc_compiler::ops::pool::{GlobalPool, Pool};
+use burnc_compiler::ops::matmul::{Gemm, MatMul};
 use burnc_compiler::ops::view::{Dropout, Flatten, Squeeze, Unsqueeze};
 use super::attrs::Attrs;
 use super::import::{node_label, Ctx};
@@ -295,7 +296,7 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
         }
         "BitCast" => Some(burnc_compiler::ops::cast::BitCast { to: dtype_attr(&n, "to")?.ok_or_else(|| n.err("missing attribute `to`"))? }.op()),
         "CastLike" => Some(burnc_compiler::ops::cast::like(a.i_or("saturate", 1) != 0)),
-        "MatMul" => Some(Op::MatMul),
+        "MatMul" => Some(MatMul.op()),
         "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => Some(burnc_compiler::ops::loss::NllLoss {
             softmax: op_type == "SoftmaxCrossEntropyLoss",
             reduction: match a.s_or("reduction", "mean").as_str() {
@@ -359,12 +360,15 @@ pub fn lower_node(ctx: &mut Ctx, node: &NodeProto) -> Result<(), OnnxError> {
                 .op(),
             )
         }
-        "Gemm" => Some(Op::Gemm {
-            alpha: a.f_or("alpha", 1.0),
-            beta: a.f_or("beta", 1.0),
-            trans_a: a.i_or("transA", 0) != 0,
-            trans_b: a.i_or("transB", 0) != 0,
-        }),
+        "Gemm" => Some(
+            Gemm {
+                alpha: a.f_or("alpha", 1.0),
+                beta: a.f_or("beta", 1.0),
+                trans_a: a.i_or("transA", 0) != 0,
+                trans_b: a.i_or("transB", 0) != 0,
+            }
+            .op(),
+        ),
         "Conv" => Some(Op::Conv { window: window(&n)?, group: a.i_or("group", 1).max(1) as usize }),
         "ConvTranspose" => Some(
             burnc_compiler::ops::conv_transpose::ConvTranspose {

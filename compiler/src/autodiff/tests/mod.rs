@@ -2,6 +2,7 @@
 //! interpreter) against central finite differences of the forward graph, in f64 on random
 //! inputs, to 1e-4 relative. The loss is Σ y·R with a random R, so every output element's
 //! gradient is weighted differently and a rule that mixes up elements or scales fails.
+use crate::ops::matmul::{Gemm, MatMul};
 use crate::ops::view::{Flatten, Squeeze, Unsqueeze};
 use super::gradients;
 use crate::interp::{self, RtValue};
@@ -186,12 +187,12 @@ fn checker_rejects_a_wrong_gradient() {
 
 #[test]
 fn matmul() {
-    check(&[&[3, 4], &[4, 5]], |g, x| node(g, Op::MatMul, x));
-    check(&[&[2, 3, 4], &[4, 5]], |g, x| node(g, Op::MatMul, x));
-    check(&[&[3, 1, 2, 4], &[2, 4, 3]], |g, x| node(g, Op::MatMul, x));
-    check(&[&[4], &[2, 4, 3]], |g, x| node(g, Op::MatMul, x));
-    check(&[&[2, 3, 4], &[4]], |g, x| node(g, Op::MatMul, x));
-    check(&[&[4], &[4]], |g, x| node(g, Op::MatMul, x));
+    check(&[&[3, 4], &[4, 5]], |g, x| node(g, MatMul.op(), x));
+    check(&[&[2, 3, 4], &[4, 5]], |g, x| node(g, MatMul.op(), x));
+    check(&[&[3, 1, 2, 4], &[2, 4, 3]], |g, x| node(g, MatMul.op(), x));
+    check(&[&[4], &[2, 4, 3]], |g, x| node(g, MatMul.op(), x));
+    check(&[&[2, 3, 4], &[4]], |g, x| node(g, MatMul.op(), x));
+    check(&[&[4], &[4]], |g, x| node(g, MatMul.op(), x));
 }
 
 #[test]
@@ -200,12 +201,12 @@ fn gemm() {
         let a: &[usize] = if ta { &[4, 3] } else { &[3, 4] };
         let b: &[usize] = if tb { &[5, 4] } else { &[4, 5] };
         check(&[a, b, &[5]], |g, x| {
-            let op = Op::Gemm { alpha: 0.7, beta: 1.3, trans_a: ta, trans_b: tb };
+            let op = Gemm { alpha: 0.7, beta: 1.3, trans_a: ta, trans_b: tb }.op();
             g.add_node("gemm", op, x.iter().map(|&v| Some(v)).collect(), &["y".into()]).1[0]
         });
     }
     check(&[&[3, 4], &[4, 5]], |g, x| {
-        let op = Op::Gemm { alpha: 2.0, beta: 1.0, trans_a: false, trans_b: false };
+        let op = Gemm { alpha: 2.0, beta: 1.0, trans_a: false, trans_b: false }.op();
         g.add_node("gemm", op, vec![Some(x[0]), Some(x[1]), None], &["y".into()]).1[0]
     });
 }
@@ -326,10 +327,10 @@ fn concat_slice_gather() {
 fn chain_mlp() {
     // A two-layer perceptron with a log-softmax: the rules composed.
     check(&[&[4, 5], &[5, 6], &[6], &[6, 3]], |g, x| {
-        let h = node(g, Op::MatMul, &[x[0], x[1]]);
+        let h = node(g, MatMul.op(), &[x[0], x[1]]);
         let h = node(g, Op::Binary(BinaryOp::Add), &[h, x[2]]);
         let h = node(g, Op::Unary(UnaryOp::Tanh), &[h]);
-        let o = node(g, Op::MatMul, &[h, x[3]]);
+        let o = node(g, MatMul.op(), &[h, x[3]]);
         node(g, crate::ops::softmax::Softmax { axis: 1, log: true, coerce_2d: false }.op(), &[o])
     });
 }

@@ -10,6 +10,7 @@ use crate::codegen::index::{batch_offset, broadcast_index, matmul_dims, MatMulDi
 use crate::codegen::CodegenError;
 use crate::ir::{DType, Graph, Node, NodeId, Op, ReduceOp, ValueId, ValueKind};
 use crate::memory::MemoryPlan;
+use crate::ops::matmul::{Gemm, MatMul};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
@@ -336,7 +337,7 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             // `continue` inside the grid-stride loop.
             one(body.replace("return_continue", "continue"), String::new())
         }
-        Op::MatMul | Op::Gemm { .. } | Op::Conv { .. } if product(cx, n)?.is_some() => {
+        _ if is_product(&n.op) && product(cx, n)?.is_some() => {
             let (mut p, index, pre) = product(cx, n)?.ok_or_else(|| cx.err(n, "no product"))?;
             let chain = cx.fused.get(&id).map(|c| c.as_slice()).unwrap_or(&[]);
             (p.epilogue, p.store) = epilogue(cx, n, out, chain, &index, &pre)?;
@@ -350,8 +351,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
             ks.extend(super::gemm::kernels(name, &p, scratch.as_deref()));
             Ok(ks)
         }
-        Op::MatMul => matmul(cx, n, name, MatMulKind::MatMul),
-        Op::Gemm { alpha, beta, trans_a, trans_b } => matmul(cx, n, name, MatMulKind::Gemm { alpha: *alpha, beta: *beta, trans_a: *trans_a, trans_b: *trans_b }),
         Op::Conv { window, group } => {
             if !matches!(od, DType::F32 | DType::F64 | DType::BF16 | DType::F16) {
                 return Err(cx.err(n, format!("Conv on {od} is not supported by the CUDA target")));
@@ -446,7 +445,7 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
     // The index type of the output's elements (the epilogue's `o`).
     let t = ix(osh.iter().product());
     let p = match &n.op {
-        Op::MatMul => {
+        op if op.get::<MatMul>().is_some() => {
             if ash.len() < 2 || bsh.len() < 2 {
                 return Ok(None);
             }
@@ -460,16 +459,17 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             let index = format!("z * {} + ({t})row * {nn} + col", m * nn);
             (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None, wgmma: cx.wgmma }, index, "acc".to_string())
         }
-        Op::Gemm { alpha, beta, trans_a, trans_b } => {
+        Op::Def(d) if d.get::<Gemm>().is_some() => {
+            let Some(&Gemm { alpha, beta, trans_a, trans_b }) = d.get::<Gemm>() else { return Ok(None) };
             if ash.len() != 2 || bsh.len() != 2 {
                 return Ok(None);
             }
-            let GemmDims { m, k, n: nn, sa, sb } = gemm_dims(&ash, &bsh, *trans_a, *trans_b);
-            let mut pre = format!("{} * acc", scalar::f32_lit(*alpha));
+            let GemmDims { m, k, n: nn, sa, sb } = gemm_dims(&ash, &bsh, trans_a, trans_b);
+            let mut pre = format!("{} * acc", scalar::f32_lit(alpha));
             if let Some((cv, cp)) = bias(2)? {
                 let (_, cs) = cx.ty(n, cv)?;
                 let ci = broadcast_index(&cs, &[m, nn], &format!("(({t})row * {nn} + col)"));
-                pre = format!("{pre} + {} * (float){cp}[{ci}]", scalar::f32_lit(*beta));
+                pre = format!("{pre} + {} * (float){cp}[{ci}]", scalar::f32_lit(beta));
             }
             let index = format!("({t})row * {nn} + col");
             (Product { m, n: nn, k, batches: 1, a: strided(&a, "0".into(), sa.0, sa.1), b: strided(&b, "0".into(), sb.0, sb.1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None, wgmma: cx.wgmma }, index, pre)
@@ -645,7 +645,7 @@ pub fn fusions(cx: &Cx, check_slots: bool) -> R<HashMap<NodeId, Vec<NodeId>>> {
     let mut out = HashMap::new();
     for (i, &pid) in order.iter().enumerate() {
         let p = g.node(pid);
-        if p.outputs.len() != 1 || !matches!(p.op, Op::MatMul | Op::Gemm { .. } | Op::Conv { .. }) || cx.attention.contains(&pid) || product(cx, p)?.is_none() {
+        if p.outputs.len() != 1 || !is_product(&p.op) || cx.attention.contains(&pid) || product(cx, p)?.is_none() {
             continue;
         }
         let (vd, vs) = cx.ty(p, p.outputs[0])?;
@@ -761,14 +761,16 @@ pub fn chain_reads(g: &Graph, fused: &HashMap<NodeId, Vec<NodeId>>) -> HashMap<N
     out
 }
 
-enum MatMulKind {
-    MatMul,
-    Gemm { alpha: f32, beta: f32, trans_a: bool, trans_b: bool },
+/// Whether node op `op` is a matrix product the tensor-core path may take (see [`product`]).
+fn is_product(op: &Op) -> bool {
+    matches!(op, Op::Conv { .. }) || op.get::<MatMul>().is_some() || op.get::<Gemm>().is_some()
 }
 
-/// MatMul (batched, broadcasting) and Gemm as one tiled kernel: a block computes a TILE×TILE
-/// tile of one batch's output, staging TILE-wide slices of both operands in shared memory.
-fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
+/// MatMul (batched, broadcasting; `gemm` `None`) or Gemm as one tiled kernel: a block computes
+/// a TILE×TILE tile of one batch's output, staging TILE-wide slices of both operands in shared
+/// memory.
+pub(crate) fn tiled_product(ncx: &NodeCx, gemm: Option<&Gemm>) -> R<Vec<Kernel>> {
+    let (cx, n, name) = (ncx.cx, ncx.n, ncx.name);
     let (av, bv) = (cx.input(n, 0)?, cx.input(n, 1)?);
     let ((ad, ash), (_, bsh)) = (cx.ty(n, av)?, cx.ty(n, bv)?);
     let out = cx.output(n, 0)?;
@@ -779,18 +781,18 @@ fn matmul(cx: &Cx, n: &Node, name: &str, kind: MatMulKind) -> R<Vec<Kernel>> {
     let t = cx.c(n, od)?;
     let at = scalar::compute_type(od).unwrap_or(t);
     // Operand views: (rows, cols, row stride, col stride) of one batch, plus batch offsets.
-    let (m, k, nn, sa, sb, batch_a, batch_b, batches, epilogue) = match &kind {
-        MatMulKind::Gemm { alpha, beta, trans_a, trans_b } => {
-            let GemmDims { m, k, n: nn, sa, sb } = gemm_dims(&ash, &bsh, *trans_a, *trans_b);
-            let mut ep = format!("({at}){} * acc", scalar::f32_lit(*alpha));
+    let (m, k, nn, sa, sb, batch_a, batch_b, batches, epilogue) = match gemm {
+        Some(&Gemm { alpha, beta, trans_a, trans_b }) => {
+            let GemmDims { m, k, n: nn, sa, sb } = gemm_dims(&ash, &bsh, trans_a, trans_b);
+            let mut ep = format!("({at}){} * acc", scalar::f32_lit(alpha));
             if let Some(cv) = n.inputs.get(2).copied().flatten() {
                 let (_, cs) = cx.ty(n, cv)?;
                 let ci = broadcast_index(&cs, &[m, nn], "(row * N + col)");
-                ep = format!("{ep} + ({at}){} * ({at}){}[{ci}]", scalar::f32_lit(*beta), cx.ptr(n, cv)?);
+                ep = format!("{ep} + ({at}){} * ({at}){}[{ci}]", scalar::f32_lit(beta), cx.ptr(n, cv)?);
             }
             (m, k, nn, sa, sb, "0".to_string(), "0".to_string(), 1, ep)
         }
-        MatMulKind::MatMul => {
+        None => {
             let MatMulDims { m, k, n: nn, pa, pb, obat, batches } = matmul_dims(&ash, &bsh);
             let bi = |p: &[usize], mat: usize| batch_offset(p, &obat, mat);
             (m, k, nn, (k, 1), (nn, 1), bi(&pa, m * k), bi(&pb, k * nn), batches, "acc".to_string())

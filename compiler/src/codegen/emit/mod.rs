@@ -3,7 +3,6 @@
 pub(crate) mod control;
 pub(crate) mod data;
 mod elementwise;
-mod layer;
 pub(crate) mod nn;
 pub(crate) use data::concat_runs;
 pub(crate) use nn::prepacked_conv;
@@ -197,7 +196,6 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         Op::Unary(_) | Op::Binary(_) => elementwise::emit(&e),
         Op::Elementwise(p) => elementwise::emit_program(&e, p).map(Some),
         Op::Conv { .. } | Op::FusedConv { .. } => nn::emit(&e),
-        Op::Gemm { .. } | Op::MatMul => layer::emit(&e),
         Op::Reshape { .. } => crate::ops::view::copy_unless_alias(&e).map(|s| (!s.is_empty()).then_some(s)),
         Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } => data::emit_movement(&e),
         Op::Scan { .. } => control::emit_scan(&e),

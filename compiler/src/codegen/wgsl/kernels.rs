@@ -388,8 +388,6 @@ pub fn node(cx: &Cx, id: NodeId, name: &str) -> R<Vec<Kernel>> {
                 ))
             }))
         }
-        Op::MatMul => matmul(&ncx, &y),
-        Op::Gemm { alpha, beta, trans_a, trans_b } => gemm(&ncx, &y, *alpha, *beta, *trans_a, *trans_b),
         Op::Conv { window, group } => conv(&ncx, &y, window, *group),
         Op::Expand => one(by_table(&ncx, &y)),
         Op::Def(d) => d.wgsl(&ncx),
@@ -496,8 +494,8 @@ fn product_store(cx: &NodeCx, y: &Tensor, idx: &str, v: &str, cols: usize) -> R<
 }
 
 /// MatMul (batched, broadcasting) on the tiled product.
-fn matmul(cx: &NodeCx, y: &Tensor) -> R<Vec<Kernel>> {
-    let (a, b) = (cx.input(0)?, cx.input(1)?);
+pub(crate) fn matmul(cx: &NodeCx) -> R<Vec<Kernel>> {
+    let (a, b, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
     if !scalar::is_float(a.dtype) || !scalar::is_float(y.dtype) {
         return Err(cx.err(format!("matrix products on {} are not supported by the wgpu target yet", a.dtype)));
     }
@@ -515,14 +513,15 @@ fn matmul(cx: &NodeCx, y: &Tensor) -> R<Vec<Kernel>> {
         a_k_contiguous: true,
         b: Load::Expr(b.load(&format!("{bb} + kk * {n}u + c"))),
         prelude: String::new(),
-        epilogue: product_store(cx, y, &format!("z * {}u + r * {n}u + c", m * n), "acc", n)?,
+        epilogue: product_store(cx, &y, &format!("z * {}u + r * {n}u + c", m * n), "acc", n)?,
     };
     Ok(vec![super::gemm::kernel(cx.name(), &p)])
 }
 
 /// Gemm: `alpha · op(A) · op(B) + beta · C`.
-fn gemm(cx: &NodeCx, y: &Tensor, alpha: f32, beta: f32, ta: bool, tb: bool) -> R<Vec<Kernel>> {
-    let (a, b) = (cx.input(0)?, cx.input(1)?);
+pub(crate) fn gemm(cx: &NodeCx, g: &crate::ops::matmul::Gemm) -> R<Vec<Kernel>> {
+    let &crate::ops::matmul::Gemm { alpha, beta, trans_a: ta, trans_b: tb } = g;
+    let (a, b, y) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
     if !scalar::is_float(a.dtype) || !scalar::is_float(y.dtype) {
         return Err(cx.err(format!("matrix products on {} are not supported by the wgpu target yet", a.dtype)));
     }
@@ -544,7 +543,7 @@ fn gemm(cx: &NodeCx, y: &Tensor, alpha: f32, beta: f32, ta: bool, tb: bool) -> R
         a_k_contiguous: !ta,
         b: Load::Expr(b.load(&bi)),
         prelude: String::new(),
-        epilogue: product_store(cx, y, &format!("r * {n}u + c"), &v, n)?,
+        epilogue: product_store(cx, &y, &format!("r * {n}u + c"), &v, n)?,
     };
     Ok(vec![super::gemm::kernel(cx.name(), &p)])
 }

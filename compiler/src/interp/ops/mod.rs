@@ -6,7 +6,6 @@ pub(crate) mod elementwise;
 pub(crate) mod extra;
 pub(crate) mod grid;
 pub(crate) mod index;
-pub(crate) mod linalg;
 pub(crate) mod loss;
 pub(crate) mod nn;
 pub(crate) mod norm;
@@ -63,7 +62,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
             Ok(vec![args.into_iter().next().flatten().ok_or("missing input #0")?])
         }
         Op::Unary(_) | Op::Binary(_) => elementwise::eval(op, &args, n_outputs),
-        Op::MatMul | Op::Gemm { .. } => linalg::eval(op, &args, n_outputs),
         Op::Conv { .. } => nn::eval(op, &args),
         Op::FusedConv { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
