@@ -125,7 +125,6 @@ fn rule(b: &mut B<'_>, n: &Node, dys: &[Option<ValueId>], need: &[bool]) -> R<Ve
         | Op::Elementwise(_)
         | Op::ConstantOfShape { .. }
         | Op::Seq(_)
-        | Op::ParamUpdate { .. }
         | Op::If { .. }
         | Op::Loop { .. }
         | Op::SequenceMap { .. }

@@ -10,7 +10,8 @@ use super::emit::Ctx;
 use super::builder::{self, emit_parts, fixed_array, fixed_output_fields, io, outputs_literal, array_read, Entry, ModuleBuilder, Params, Parts};
 use super::names;
 use super::{plan_memory, weights, CodegenError, CodegenOptions, IoDesc, Lowering};
-use crate::ir::{Graph, Op};
+use crate::ir::Graph;
+use crate::ops::optim::ParamUpdate;
 use crate::tensor::Tensor;
 use crate::train::TrainGraph;
 use std::collections::{HashMap, HashSet};
@@ -128,7 +129,7 @@ pub fn generate_train(forward: &Graph, tg: &TrainGraph, frozen: &[(String, Tenso
     let mut tgraph = tg.graph.clone();
     let loss = *tgraph.outputs.first().ok_or_else(|| gerr("train graph", "has no loss output".into()))?;
     for n in &mut tgraph.nodes {
-        if matches!(n.op, Op::ParamUpdate { .. }) {
+        if n.op.get::<ParamUpdate>().is_some() {
             n.outputs.clear();
         }
     }

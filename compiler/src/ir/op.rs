@@ -170,13 +170,6 @@ pub enum Op {
     Seq(SeqOp),
 
 
-    // ---- training
-    /// (param, grad, lr: f32 scalar, step: i64 scalar (1 first), moment1?, moment2?) →
-    /// (param', moment1'?, moment2'?): one optimizer update (`rule.moments()` moment buffers).
-    /// Generated training code runs it in place over the caller's state buffer; then the node
-    /// has no outputs and runs after every other reader of the parameter.
-    ParamUpdate { rule: burnc_runtime::train::optim::Rule },
-
     // ---- control flow (subgraphs read outer values by name)
     If { then_branch: Box<Graph>, else_branch: Box<Graph> },
     Loop { body: Box<Graph> },
@@ -233,8 +226,7 @@ macro_rules! bodies {
             Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_)
             | Op::Reshape { .. }
-            | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_)
-            | Op::ParamUpdate { .. } => vec![],
+            | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) => vec![],
         }
     };
 }
@@ -254,9 +246,9 @@ impl Op {
     /// reader of them must run first.
     pub fn mutated_inputs(&self) -> &'static [usize] {
         match self {
-            Op::ParamUpdate { .. } => &[0, 4, 5],
+            Op::Def(d) => d.mutated_inputs(),
             // Every other variant, named so that a new one is decided here.
-            Op::Def(_) | Op::Unary(_) | Op::Binary(_) | Op::Conv { .. } | Op::FusedConv { .. }
+            Op::Unary(_) | Op::Binary(_) | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_)
             | Op::Reshape { .. }
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. }
@@ -274,7 +266,7 @@ impl Op {
             Op::Unary(_) | Op::Binary(_) | Op::Conv { .. } | Op::FusedConv { .. }
             | Op::Elementwise(_) 
             | Op::Concat { .. } | Op::Gather { .. } | Op::Expand
-            | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
+            | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. } | Op::Loop { .. }
             | Op::SequenceMap { .. } | Op::Scan { .. } => false,
         }
     }

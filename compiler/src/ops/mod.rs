@@ -152,6 +152,7 @@ pub mod loss;
 pub mod ml;
 pub mod nbits;
 pub mod one_hot;
+pub mod optim;
 pub mod pad;
 pub mod pool;
 pub mod norm;
@@ -259,6 +260,13 @@ pub trait OpDef: AsAny + fmt::Debug + Send + Sync {
     fn is_view(&self) -> bool {
         false
     }
+
+    /// Inputs the op overwrites when generated code runs it in place (an optimizer step over
+    /// the caller's state buffer): the scheduler runs every other reader of them first. Also
+    /// a default, as only the optimizer step does this.
+    fn mutated_inputs(&self) -> &'static [usize] {
+        &[]
+    }
 }
 
 /// An op definition as `Any`, for the few passes that rewrite one op by its type (the train
@@ -361,6 +369,7 @@ pub fn examples() -> Vec<Example> {
     v.extend(slice::examples());
     v.extend(linalg::examples());
     v.extend(matmul::examples());
+    v.extend(optim::examples());
     v.extend(topk::examples());
     v.extend(unpool::examples());
     v.extend(ml::examples());

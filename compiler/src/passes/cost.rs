@@ -20,10 +20,6 @@ fn in_shape(g: &Graph, n: &Node, i: usize) -> Option<Vec<usize>> {
     g.tensor_type(v)?.shape.as_ref()?.as_fixed()
 }
 
-fn in_numel(g: &Graph, n: &Node, i: usize) -> Option<u64> {
-    Some(prod(&in_shape(g, n, i)?))
-}
-
 /// The product of `xs`, saturating (a hostile model's sizes must not wrap).
 fn mul(xs: &[u64]) -> u64 {
     xs.iter().fold(1u64, |a, &b| a.saturating_mul(b))
@@ -56,9 +52,6 @@ pub fn node_flops(g: &Graph, n: &Node) -> Option<u64> {
         // ---- convolutions
         Op::Conv { .. } | Op::FusedConv { .. } => conv_flops(g, n, 1, out?)?,
 
-
-        // ---- windows and normalizations
-        Op::ParamUpdate { .. } => mul(&[10, in_numel(g, n, 0)?]),
 
         // ---- data movement
         Op::Reshape { .. }

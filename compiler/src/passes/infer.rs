@@ -574,10 +574,6 @@ pub(crate) fn infer_node(g: &Graph, n: &Node) -> R<Vec<ValueType>> {
                 })
                 .collect()
         }
-        Op::ParamUpdate { rule } => {
-            let like = |i: usize| t(cx.dtype(i), cx.shape(i).map(|s| s.to_vec()));
-            (0..=rule.moments()).map(|k| like(if k == 0 { 0 } else { 3 + k })).take(n.outputs.len()).collect()
-        }
         // The row count depends on the values: a fresh dim.
         // No rule yet: the outputs keep the types the model declares (value_info), and a pass
         // that needs a shape refuses the value. Listed, so a new op has to choose.
@@ -697,7 +693,7 @@ fn sym_ints(g: &Graph, v: ValueId, depth: usize) -> Option<Vec<SV>> {
         // decided here).
         Op::Def(_) | Op::Gather { .. } | Op::Unary(_) | Op::Binary(_) | Op::Conv { .. }
         | Op::FusedConv { .. } | Op::Elementwise(_)
-        | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::ParamUpdate { .. } | Op::If { .. } | Op::Loop { .. }
+        | Op::Expand | Op::ConstantOfShape { .. } | Op::Seq(_) | Op::If { .. } | Op::Loop { .. }
         | Op::SequenceMap { .. } | Op::Scan { .. } => None,
     }
 }

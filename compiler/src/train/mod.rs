@@ -13,6 +13,8 @@ mod tests;
 use crate::autodiff;
 use crate::interp::RtValue;
 use crate::ir::{DType, Dim, Graph, Op, Shape, TensorType, ValueId, ValueKind, ValueType};
+use crate::ops::optim::ParamUpdate;
+use crate::ops::IntoOp;
 use crate::passes::{self, PassError};
 use crate::tensor::Tensor;
 use burnc_runtime::train::optim::Rule;
@@ -275,7 +277,7 @@ pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -
         for mname in &moment_names[..spec.rule.moments()] {
             out_names.push(format!("{}/{mname}/updated", p.name));
         }
-        let (_, outs) = g.add_node(format!("{}/update", p.name), Op::ParamUpdate { rule: spec.rule }, inputs, &out_names);
+        let (_, outs) = g.add_node(format!("{}/update", p.name), ParamUpdate { rule: spec.rule }.op(), inputs, &out_names);
         new_params.push(outs[0]);
         new_moments.extend_from_slice(&outs[1..]);
     }

@@ -6,7 +6,6 @@ mod elementwise;
 pub(crate) mod nn;
 pub(crate) use data::concat_runs;
 pub(crate) use nn::prepacked_conv;
-mod train;
 pub(crate) mod wide;
 
 pub use elementwise::{f32_lit, f64_lit, unary_lit};
@@ -202,7 +201,6 @@ pub(crate) fn emit_node(cx: &Ctx, sym: Option<Sym>, id: NodeId) -> Result<Option
         // The ops below have fixed-shape emitters only.
         _ if e.is_bounded() => Err(e.unsupported()),
         Op::Loop { .. } | Op::If { .. } => control::emit(cx, id, n),
-        Op::ParamUpdate { .. } => train::emit(cx, n),
         _ => Err(cx.err(n, "not supported by codegen yet")),
     }
 }

@@ -13,7 +13,6 @@ pub(crate) mod qint;
 pub(crate) mod quant;
 mod seq;
 pub(crate) mod shape;
-pub(crate) mod train;
 pub(crate) mod util;
 
 use super::{Frame, RtValue};
@@ -66,7 +65,6 @@ pub fn eval_op(op: &Op, args: Vec<Option<RtValue>>, n_outputs: usize, frame: &Fr
         Op::FusedConv { .. } => nn::eval_fused(op, &args),
         Op::Elementwise(p) => elementwise::eval_program(p, &args),
         Op::Gather { .. } => index::eval(op, &args, n_outputs),
-        Op::ParamUpdate { rule } => train::param_update(rule, &args, n_outputs),
         Op::If { .. } | Op::Loop { .. } | Op::Scan { .. } | Op::SequenceMap { .. } => control::eval(op, &args, n_outputs, frame),
         Op::Seq(_) => seq::eval(op, &args, n_outputs),
         _ => shape::eval(op, &args, n_outputs),
