@@ -226,6 +226,15 @@ fn fresh(g: &Graph, base: &str) -> String {
     crate::ir::unique_name(base.to_string(), &mut taken)
 }
 
+/// The value named `name` (names are unique in a graph).
+fn value_named(g: &Graph, name: &str) -> Result<ValueId, TrainError> {
+    g.values
+        .iter()
+        .position(|v| v.name == name)
+        .map(|i| ValueId(i as u32))
+        .ok_or_else(|| TrainError::Param { name: name.to_string(), reason: "lost by the passes (internal)".into() })
+}
+
 fn scalar_input(g: &mut Graph, name: &str, dtype: DType) -> ValueId {
     let name = fresh(g, name);
     let id = g.add_value(name, ValueType::Tensor(TensorType { dtype, shape: Some(Shape(vec![])) }), ValueKind::Input);
@@ -236,6 +245,11 @@ fn scalar_input(g: &mut Graph, name: &str, dtype: DType) -> ValueId {
 /// Append loss, gradients and updates to `g` (prepared, static shapes, `params` marked by
 /// [`mark_trainable`]) and prepare the result.
 pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -> Result<TrainGraph, TrainError> {
+    // The passes that prepared `g` after `mark_trainable` renumber values where they drop
+    // some (dead code elimination): the parameters' ids are found again by their names.
+    for p in &mut params {
+        p.value = value_named(&g, &p.name)?;
+    }
     let param_ids: HashSet<ValueId> = params.iter().map(|p| p.value).collect();
     let data_inputs: Vec<ValueId> = g.inputs.iter().copied().filter(|v| !param_ids.contains(v)).collect();
     let pred = match &spec.output {
@@ -290,13 +304,7 @@ pub fn build_step(mut g: Graph, mut params: Vec<TrainParam>, spec: &TrainSpec) -
     let param_names: Vec<(String, Vec<String>)> =
         params.iter().map(|p| (name(&g, p.value), p.moments.iter().map(|&m| name(&g, m)).collect())).collect();
     passes::prepare(&mut g)?;
-    let find = |n: &str| -> Result<ValueId, TrainError> {
-        g.values
-            .iter()
-            .position(|v| v.name == n)
-            .map(|i| ValueId(i as u32))
-            .ok_or_else(|| TrainError::Param { name: n.to_string(), reason: "lost by the passes (internal)".into() })
-    };
+    let find = |n: &str| value_named(&g, n);
     let data_inputs = data_names.iter().map(|n| find(n)).collect::<Result<Vec<_>, _>>()?;
     let (target, lr, step) = (find(&target_n)?, find(&lr_n)?, find(&step_n)?);
     let dropout_key = key_n.map(|n| find(&n)).transpose()?;

@@ -150,3 +150,26 @@ fn glob_patterns() {
     assert!(!glob("fc.*", "conv.weight"));
     assert!(glob("l?yer", "layer"));
 }
+
+#[test]
+fn parameters_are_found_again_after_the_passes_renumber_values() {
+    // A dead node ahead of the parameters: dead code elimination drops its value and the
+    // parameters' ids shift (SVTR and ZFNet trained with --train failed this way).
+    let mut g = Graph::default();
+    let x = input(&mut g, "x", &[4, 3]);
+    g.add_node("unused", Op::Unary(crate::ir::UnaryOp::Relu), vec![Some(x)], &["dead".into()]);
+    let w = param(&mut g, "fc.weight", &[3, 2], &[0.1, -0.2, 0.3, 0.4, -0.5, 0.6]);
+    let b = param(&mut g, "fc.bias", &[2], &[0.05, -0.05]);
+    let (_, xw) = g.add_node("mm", MatMul.op(), vec![Some(x), Some(w)], &["xw".into()]);
+    let (_, y) = g.add_node("add", Op::Binary(crate::ir::BinaryOp::Add), vec![Some(xw[0]), Some(b)], &["y".into()]);
+    g.outputs = vec![y[0]];
+    let spec = TrainSpec { loss: Loss::Mse, rule: Rule::Adam { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0, decoupled: true }, lr: 0.01, trainable: vec![], output: None };
+    let tg = compile(g, &spec);
+    let names: Vec<&str> = tg.params.iter().map(|p| tg.graph.value(p.value).name.as_str()).collect();
+    assert_eq!(names, ["fc.weight", "fc.bias"]);
+    for p in &tg.params {
+        for &m in &p.moments {
+            assert_eq!(tg.graph.tensor_type(m).and_then(|t| t.shape.as_ref()?.as_fixed()), Some(p.shape.clone()));
+        }
+    }
+}
