@@ -459,7 +459,8 @@ fn product(cx: &Cx, n: &Node) -> R<Option<(super::gemm::Product, String, String)
             let index = format!("z * {} + ({t})row * {nn} + col", m * nn);
             (Product { m, n: nn, k, batches, a: strided(&a, batch_a, k, 1), b: strided(&b, bi(&pb, k * nn), nn, 1), mma, epilogue: String::new(), store: String::new(), contiguous: nn % VEC == 0, vector: None, wgmma: cx.wgmma }, index, "acc".to_string())
         }
-        Op::Def(d) if d.get::<Gemm>().is_some() => {
+        // Another op definition than MatMul: a Gemm, or no product.
+        Op::Def(d) => {
             let Some(&Gemm { alpha, beta, trans_a, trans_b }) = d.get::<Gemm>() else { return Ok(None) };
             if ash.len() != 2 || bsh.len() != 2 {
                 return Ok(None);
